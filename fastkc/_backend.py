@@ -1,0 +1,53 @@
+"""Choose the decoding backend once, at import time, and say which.
+
+`impl` is a module exposing the backend contract (see fastkc/_twin/records.py
+for the reference implementation):
+
+  decode_partition(data, topic, partition, fetch_offset, stop_offset,
+                   check_crcs, read_committed, aborted_transactions,
+                   key_deserializer, value_deserializer,
+                   max_decompressed_bytes) -> DecodedPartition
+  decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset,
+                   check_crcs, read_committed, aborted_transactions,
+                   max_decompressed_bytes) -> DecodedPartition
+                   (records is a pyarrow.RecordBatch)
+
+  Arguments arrive normalised by fastkc/records.py: stop_offset is -1 for
+  "no bound"; read_committed is a bool; aborted_transactions is a list of
+  (producer_id, first_offset) int pairs sorted by first_offset; each
+  deserializer is None or (callable, full_form) where full_form=True means
+  callable(topic, headers, data) and False means callable(data).
+
+A missing extension is announced with a warning, never a silent slowdown.
+FASTKC_PURE=1 asks for the twin on purpose (no warning).
+"""
+import os
+import warnings
+
+
+class FastkcBackendWarning(RuntimeWarning):
+    pass
+
+
+def _choose():
+    if os.environ.get("FASTKC_PURE", "") not in ("", "0"):
+        from fastkc._twin import records as twin
+
+        return "python", twin
+    try:
+        from fastkc._core import records as compiled
+    except ImportError as exc:
+        from fastkc._twin import records as twin
+
+        warnings.warn(
+            "fastkc: the compiled core could not be imported ({0}); "
+            "decoding falls back to the pure-Python twin, which is much slower. "
+            "Reinstall fastkc with a C compiler available (pip install .)".format(exc),
+            FastkcBackendWarning,
+            stacklevel=3,
+        )
+        return "python", twin
+    return "c", compiled
+
+
+name, impl = _choose()

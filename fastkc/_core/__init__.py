@@ -1,0 +1,1 @@
+"""Compiled core: Cython bridges over the C kernels in csrc/."""

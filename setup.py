@@ -1,0 +1,85 @@
+"""Build the compiled core.
+
+csrc/ holds the C kernels (no Python API). They are compiled once into a
+static library with strict warnings, then linked into each Cython bridge
+module under fastkc/_core/. Cython-generated code is compiled without the
+strict warning set, because it does not (and need not) pass -Wconversion.
+
+Switches (environment variables):
+  FASTKC_DEBUG=1                   -O0 -g and the C invariant checks (FKC_DEBUG)
+  FASTKC_SANITIZE=address,undefined  build with ASan/UBSan (run tests with
+                                   LD_PRELOAD of libasan, see Makefile)
+"""
+import glob
+import os
+
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("FASTKC_DEBUG", "") not in ("", "0")
+SANITIZE = os.environ.get("FASTKC_SANITIZE", "").strip()
+
+common_cflags = ["-std=c11", "-fno-strict-aliasing"]
+ldflags = []
+macros = []
+if DEBUG or SANITIZE:
+    common_cflags += ["-O0", "-g3", "-fno-omit-frame-pointer"]
+    macros.append(("FKC_DEBUG", "1"))
+else:
+    common_cflags += ["-O3"]
+if SANITIZE:
+    common_cflags += [f"-fsanitize={SANITIZE}", "-fno-sanitize-recover=all"]
+    ldflags += [f"-fsanitize={SANITIZE}"]
+
+strict_cflags = common_cflags + [
+    "-Wall", "-Wextra", "-Wsign-compare", "-Wconversion", "-Wshadow",
+    "-Wstrict-prototypes", "-Werror=implicit-function-declaration",
+]
+
+kernel_sources = sorted(glob.glob("csrc/*.c"))
+
+ext_modules = []
+for pyx in sorted(glob.glob("fastkc/_core/*.pyx")):
+    modname = pyx[:-4].replace("/", ".")
+    ext_modules.append(
+        Extension(
+            modname,
+            sources=[pyx],
+            include_dirs=["csrc"],
+            define_macros=list(macros),
+            extra_compile_args=common_cflags + ["-Wno-unused-function"],
+            extra_link_args=ldflags,
+        )
+    )
+
+
+def cythonize_all(exts):
+    from Cython.Build import cythonize
+
+    return cythonize(
+        exts,
+        language_level=3,
+        compiler_directives={
+            "boundscheck": DEBUG,
+            "wraparound": False,
+            "cdivision": True,
+            "embedsignature": True,
+        },
+    )
+
+
+setup(
+    ext_modules=cythonize_all(ext_modules),
+    libraries=[
+        (
+            "fastkc_kernels",
+            {
+                "sources": kernel_sources,
+                "include_dirs": ["csrc"],
+                "macros": macros,
+                "cflags": strict_cflags,
+            },
+        )
+    ]
+    if kernel_sources
+    else [],
+)

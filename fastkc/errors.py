@@ -38,6 +38,37 @@ class UnsupportedCodecError(KafkaError):
     pass
 
 
+class KafkaProtocolError(KafkaError):
+    """The broker sent bytes that do not follow the protocol (kafka-python's name)."""
+
+
+class ProtocolParseError(KafkaProtocolError):
+    """A response payload does not match the layout its API version declares:
+    truncated, an impossible or negative non-null length, an over-long varint,
+    bytes left over after the body. Raised by the compiled Fetch parser and by
+    the generic protocol codec alike, so callers catch one class.
+
+    Attributes:
+      api: the API name ("Fetch", ...)
+      version: the API version the bytes were parsed as
+      position: byte offset into the payload (header included) where parsing
+                failed, -1 when unknown
+      reason: what was being read and why it failed
+    """
+
+    def __init__(self, reason="", api="", version=-1, position=-1):
+        self.reason = reason
+        self.api = api
+        self.version = version
+        self.position = position
+        super().__init__(
+            "{0} v{1} response, byte {2}: {3}".format(api, version, position, reason)
+        )
+
+    def __reduce__(self):
+        return (self.__class__, (self.reason, self.api, self.version, self.position))
+
+
 class BrokerResponseError(KafkaError):
     errno = None
     message = None

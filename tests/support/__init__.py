@@ -1,0 +1,1 @@
+"""Test-only helpers: an independent encoder of Kafka record batches (batchgen)."""

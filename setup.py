@@ -14,6 +14,7 @@ import glob
 import os
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext as _build_ext
 
 DEBUG = os.environ.get("FASTKC_DEBUG", "") not in ("", "0")
 SANITIZE = os.environ.get("FASTKC_SANITIZE", "").strip()
@@ -36,6 +37,18 @@ strict_cflags = common_cflags + [
 ]
 
 kernel_sources = sorted(glob.glob("csrc/*.c"))
+# Every bridge links the kernels statically: relink when any of them changes
+# (build_ext only compares a module's own sources otherwise).
+kernel_depends = kernel_sources + sorted(glob.glob("csrc/*.h"))
+
+
+class build_ext(_build_ext):
+    # build_ext links -lfastkc_kernels but never builds it; run build_clib
+    # first so `setup.py build_ext --inplace` alone works.
+    def run(self):
+        if self.distribution.has_c_libraries():
+            self.run_command("build_clib")
+        super().run()
 
 ext_modules = []
 for pyx in sorted(glob.glob("fastkc/_core/*.pyx")):
@@ -44,6 +57,7 @@ for pyx in sorted(glob.glob("fastkc/_core/*.pyx")):
         Extension(
             modname,
             sources=[pyx],
+            depends=kernel_depends,
             include_dirs=["csrc"],
             define_macros=list(macros),
             extra_compile_args=common_cflags + ["-Wno-unused-function"],
@@ -68,6 +82,7 @@ def cythonize_all(exts):
 
 
 setup(
+    cmdclass={"build_ext": build_ext},
     ext_modules=cythonize_all(ext_modules),
     libraries=[
         (

@@ -1,0 +1,533 @@
+"""Start, stop and inspect local Kafka nodes (KRaft, broker + controller each).
+
+Layout of a data folder (default ~/.cache/fastkc/run/<name>):
+  state.json        who runs: pids, ports, addresses, credentials, TLS files
+  .lock             held while a start or stop is in progress
+  certs/            generated TLS material (with --security)
+  node-<id>/        server.properties, server.log (log4j), stdout.log, data/ (log.dirs)
+
+Nodes run detached from the starting process (their own session), so the CLI
+can exit and `stop`/`status` can work from another process through state.json.
+Every start formats fresh storage: a test broker carries nothing over.
+"""
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+
+from fastkc.broker import certs, probe
+from fastkc.broker.config import (
+    SASL_MECHANISMS,
+    SECURE_LISTENERS,
+    Credentials,
+    NodePlan,
+    new_cluster_id,
+    write_node_properties,
+)
+from fastkc.broker.errors import (
+    BrokerAlreadyRunningError,
+    BrokerHarnessError,
+    BrokerStartupError,
+    PortInUseError,
+)
+from fastkc.broker.resolve import cache_root, find_java, resolve_kafka
+
+STATE_FILE = "state.json"
+
+# Broker JVM flags (single node gets a fixed 1 GiB heap; each node of a
+# three-node cluster on one machine gets at most 512 MiB).
+_SINGLE_NODE_HEAP = ["-Xms1g", "-Xmx1g"]
+_CLUSTER_NODE_HEAP = ["-Xmx512m"]
+_BROKER_GC = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
+# Short-lived CLI tools (StorageTool, ProducerPerformance): small heap, no JIT
+# tiers beyond C1, serial GC; they start noticeably faster.
+TOOL_JVM_FLAGS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+
+# Popen objects of nodes started by this process, by pid, so stop() can reap
+# them (otherwise they linger as zombies and look alive).
+_children = {}
+
+
+@dataclass
+class NodeInfo:
+    node_id: int
+    pid: int
+    ports: dict  # listener name → port (CONTROLLER included)
+    dir: str
+
+
+@dataclass
+class BrokerInfo:
+    """What a started broker (or cluster) looks like to its clients."""
+
+    name: str
+    data_dir: str
+    kafka_version: str
+    cluster_id: str
+    nodes: list  # list[NodeInfo]
+    # listener name → "127.0.0.1:p1,127.0.0.1:p2,..." (PLAINTEXT always; the
+    # secure ones with security=True)
+    listeners: dict
+    security: bool = False
+    credentials: dict = field(default_factory=dict)  # users and mechanisms
+    tls: dict = field(default_factory=dict)  # ca, client_cert, client_key, broker_keystore
+    startup_seconds: float = 0.0
+    started_at: float = 0.0
+
+    @property
+    def bootstrap_servers(self):
+        """The PLAINTEXT bootstrap address list (what most tests want)."""
+        return self.listeners["PLAINTEXT"]
+
+    @property
+    def host(self):
+        return "127.0.0.1"
+
+    @property
+    def port(self):
+        """The first node's PLAINTEXT port."""
+        return self.nodes[0].ports["PLAINTEXT"]
+
+    def to_json(self):
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data):
+        data = dict(data)
+        data["nodes"] = [NodeInfo(**n) for n in data["nodes"]]
+        return cls(**data)
+
+
+@dataclass
+class BrokerStatus:
+    running: bool  # every node alive
+    alive: dict  # node id → bool
+    info: BrokerInfo = None  # None when no state file exists
+
+    def describe(self):
+        if self.info is None:
+            return "no broker started in this data folder"
+        state = "running" if self.running else (
+            "partly running" if any(self.alive.values()) else "not running")
+        return "{0} ({1} node(s), Kafka {2})".format(state, len(self.info.nodes), self.info.kafka_version)
+
+
+def default_data_dir(name="default"):
+    return os.path.join(cache_root(), "run", name)
+
+
+def _data_dir(name, data_dir):
+    return os.path.abspath(data_dir) if data_dir else default_data_dir(name)
+
+
+@contextlib.contextmanager
+def _folder_lock(data_dir):
+    os.makedirs(data_dir, exist_ok=True)
+    with open(os.path.join(data_dir, ".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def _read_state(data_dir):
+    path = os.path.join(data_dir, STATE_FILE)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return BrokerInfo.from_dict(json.load(fh))
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise BrokerHarnessError("unreadable broker state file {0}: {1}".format(path, exc)) from exc
+
+
+def _write_state(info):
+    path = os.path.join(info.data_dir, STATE_FILE)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(info.to_json())
+    os.replace(tmp, path)
+
+
+def _pid_alive(pid, marker=None):
+    """True if `pid` runs (not a zombie) and, when `marker` is given and /proc
+    exists, its command line contains `marker` (guards against pid reuse)."""
+    child = _children.get(pid)
+    if child is not None:
+        return child.poll() is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open("/proc/{0}/stat".format(pid), "rb") as fh:
+            # The state letter follows the parenthesised command name.
+            if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                return False
+        if marker is not None:
+            with open("/proc/{0}/cmdline".format(pid), "rb") as fh:
+                return marker.encode() in fh.read()
+    except (FileNotFoundError, IndexError):
+        return os.path.exists("/proc") is False
+    return True
+
+
+def _node_alive(node):
+    return _pid_alive(node.pid, marker=os.path.join(node.dir, "server.properties"))
+
+
+def status(*, name="default", data_dir=None):
+    """Running or not, with the addresses and credentials from state.json."""
+    data_dir = _data_dir(name, data_dir)
+    info = _read_state(data_dir)
+    if info is None:
+        return BrokerStatus(running=False, alive={}, info=None)
+    alive = {n.node_id: _node_alive(n) for n in info.nodes}
+    return BrokerStatus(running=all(alive.values()), alive=alive, info=info)
+
+
+def _reserve_ports(count):
+    """`count` distinct free ports on 127.0.0.1, chosen by the kernel. The
+    sockets stay open until all are chosen so no port is handed out twice;
+    another process could still grab one before Kafka binds it, which start()
+    detects and answers by retrying with new ports."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _port_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _tail(path, lines=40):
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 64 * 1024))
+            text = fh.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _node_log_tail(node, lines=40):
+    parts = []
+    for path in (node.server_log, node.stdout_log):
+        text = _tail(path, lines)
+        if text.strip():
+            parts.append("[{0}]\n{1}".format(path, text))
+    return "\n".join(parts)
+
+
+def _format_storage(java, install, node, cluster_id, scram_args):
+    cmd = (
+        [java]
+        + TOOL_JVM_FLAGS
+        + install.logging_jvm_flags(os.path.join(node.dir, "format.log"))
+        + ["-cp", install.classpath, "kafka.tools.StorageTool", "format",
+           "-t", cluster_id, "-c", node.properties_path]
+        + list(scram_args)
+    )
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    if proc.returncode != 0:
+        raise BrokerStartupError(
+            "formatting KRaft storage for node {0} failed (exit {1})".format(node.node_id, proc.returncode),
+            log_tail="\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:]),
+        )
+
+
+def _launch(java, install, node, heap):
+    tmpdir = os.path.join(node.dir, "tmp")
+    # zstd-jni and snappy-java unpack native libraries into java.io.tmpdir; a
+    # private folder avoids a noexec /tmp and clashes between nodes.
+    os.makedirs(tmpdir, exist_ok=True)
+    cmd = (
+        [java]
+        + heap
+        + _BROKER_GC
+        + ["-Djava.awt.headless=true", "-Djava.io.tmpdir=" + tmpdir]
+        + install.logging_jvm_flags(node.server_log)
+        + ["-cp", install.classpath, "kafka.Kafka", node.properties_path]
+    )
+    with open(node.stdout_log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=node.dir,
+            # Own session: a Ctrl-C in the terminal that ran `fastkc broker
+            # start` must not reach the broker.
+            start_new_session=True,
+        )
+    _children[proc.pid] = proc
+    return proc
+
+
+def _plan_nodes(data_dir, nodes, security, first_port):
+    names = ["PLAINTEXT", "CONTROLLER"] + (list(SECURE_LISTENERS) if security else [])
+    ports = _reserve_ports(len(names) * nodes)
+    if first_port is not None:
+        if not _port_free(first_port):
+            raise PortInUseError(
+                "port {0} on 127.0.0.1 is already in use; choose another or leave the port "
+                "out to let fastkc pick free ones".format(first_port))
+        # The kernel may have handed out the requested port itself: drop it (or
+        # the last one) so the ports stay distinct.
+        ports.remove(first_port) if first_port in ports else ports.pop()
+        ports.insert(0, first_port)
+    plans = []
+    for i in range(nodes):
+        chunk = ports[i * len(names):(i + 1) * len(names)]
+        node_id = i + 1
+        plans.append(NodePlan(node_id=node_id, dir=os.path.join(data_dir, "node-{0}".format(node_id)),
+                              ports=dict(zip(names, chunk))))
+    return plans
+
+
+def _looks_like_port_clash(node):
+    text = _node_log_tail(node, 200)
+    return "Address already in use" in text or "BindException" in text
+
+
+def _kill_all(procs, timeout=10.0):
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout)
+        _children.pop(proc.pid, None)
+
+
+def start(*, name="default", nodes=1, security=False, kafka_version=None, data_dir=None,
+          port=None, timeout=None, log=None):
+    """Start a local Kafka (1 or 3 nodes) and return its BrokerInfo once every
+    node answers an ApiVersions + Metadata round trip listing all nodes.
+
+    port: the first node's PLAINTEXT port; None lets the kernel pick free
+          ports (and start-up retries with new ones if a port gets taken).
+    log:  optional callable(str) for progress messages.
+    Raises BrokerAlreadyRunningError, PortInUseError, BrokerStartupError,
+    JavaNotFoundError, MavenNotFoundError, KafkaResolutionError.
+    """
+    if nodes not in (1, 3):
+        raise BrokerHarnessError("nodes must be 1 or 3 (a quorum of 3 controllers), not {0}".format(nodes))
+    data_dir = _data_dir(name, data_dir)
+    began = time.monotonic()
+    install = resolve_kafka(kafka_version, log=log)
+    java = find_java(min_major=17 if install.major >= 4 else 11)
+    if timeout is None:
+        timeout = 90.0 if nodes == 1 else 150.0
+
+    with _folder_lock(data_dir):
+        current = status(name=name, data_dir=data_dir)
+        if current.info is not None and any(current.alive.values()):
+            raise BrokerAlreadyRunningError(
+                "a Kafka broker is already running from {0} (bootstrap {1}, pids {2}); "
+                "stop it first with `fastkc broker stop{3}`".format(
+                    data_dir, current.info.bootstrap_servers,
+                    ", ".join(str(n.pid) for n in current.info.nodes),
+                    "" if data_dir == default_data_dir(name) and name == "default"
+                    else " --data-dir " + data_dir))
+        attempts = 1 if port is not None else 3
+        for attempt in range(1, attempts + 1):
+            try:
+                info = _start_locked(install, java, name, data_dir, nodes, security, port,
+                                     began + timeout, log)
+            except _PortClash:
+                if attempt == attempts:
+                    raise BrokerStartupError("ports kept being taken by other processes during start-up")
+                if log:
+                    log("a chosen port was taken meanwhile; retrying with new ports")
+                continue
+            info.startup_seconds = round(time.monotonic() - began, 2)
+            _write_state(info)
+            return info
+    raise AssertionError("unreachable")
+
+
+class _PortClash(Exception):
+    pass
+
+
+def _start_locked(install, java, name, data_dir, nodes, security, port, deadline, log):
+    # Fresh storage every time: remove what a previous run left behind.
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(data_dir, STATE_FILE))
+    for entry in os.listdir(data_dir):
+        if entry.startswith("node-") or entry == "certs":
+            shutil.rmtree(os.path.join(data_dir, entry), ignore_errors=True)
+
+    plans = _plan_nodes(data_dir, nodes, security, port)
+    credentials = Credentials() if security else None
+    tls = None
+    tls_props = None
+    if security:
+        tls = certs.generate(os.path.join(data_dir, "certs"))
+        tls_props = {"keystore": tls.broker_keystore, "truststore": tls.ca}
+    for plan in plans:
+        write_node_properties(plan, plans, security=tls_props, credentials=credentials)
+
+    cluster_id = new_cluster_id()
+    scram_args = credentials.scram_format_args() if credentials else []
+    if log:
+        log("formatting KRaft storage for {0} node(s) (cluster id {1})".format(nodes, cluster_id))
+    # The nodes are formatted in parallel: each StorageTool run is a JVM start.
+    with ThreadPoolExecutor(max_workers=nodes) as pool:
+        for future in [pool.submit(_format_storage, java, install, p, cluster_id, scram_args) for p in plans]:
+            future.result()
+
+    heap = _SINGLE_NODE_HEAP if nodes == 1 else _CLUSTER_NODE_HEAP
+    procs = [_launch(java, install, plan, heap) for plan in plans]
+    info = BrokerInfo(
+        name=name,
+        data_dir=data_dir,
+        kafka_version=install.version,
+        cluster_id=cluster_id,
+        nodes=[NodeInfo(node_id=p.node_id, pid=proc.pid, ports=dict(p.ports), dir=p.dir)
+               for p, proc in zip(plans, procs)],
+        listeners={
+            listener: ",".join("127.0.0.1:{0}".format(p.ports[listener]) for p in plans)
+            for listener in plans[0].ports if listener != "CONTROLLER"
+        },
+        security=bool(security),
+        credentials=credentials.as_dict() if credentials else {},
+        tls=tls.as_dict() if tls else {},
+        started_at=time.time(),
+    )
+    # Written before readiness so a concurrent `stop` can find the pids.
+    _write_state(info)
+    if log:
+        log("started {0} node(s) (pids {1}); waiting until they answer".format(
+            nodes, ", ".join(str(p.pid) for p in procs)))
+    try:
+        _wait_ready(plans, procs, deadline, port)
+    except BaseException:
+        _kill_all(procs)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(data_dir, STATE_FILE))
+        raise
+    return info
+
+
+def _wait_ready(plans, procs, deadline, explicit_port):
+    expected = [p.node_id for p in plans]
+    pending = list(plans)
+    last_error = {}
+    while True:
+        for plan, proc in zip(plans, procs):
+            if proc.poll() is not None:
+                if explicit_port is None and _looks_like_port_clash(plan):
+                    raise _PortClash()
+                raise BrokerStartupError(
+                    "Kafka node {0} exited during start-up with code {1}".format(plan.node_id, proc.returncode),
+                    log_tail=_node_log_tail(plan),
+                )
+        still = []
+        for plan in pending:
+            try:
+                seen = probe.metadata_node_ids("127.0.0.1", plan.ports["PLAINTEXT"], timeout=3.0)
+            except Exception as exc:  # noqa: BLE001 - any failure just means "not ready yet"
+                last_error[plan.node_id] = "{0}: {1}".format(type(exc).__name__, exc)
+                still.append(plan)
+                continue
+            if seen != expected:
+                last_error[plan.node_id] = "Metadata lists nodes {0}, expecting {1}".format(seen, expected)
+                still.append(plan)
+        pending = still
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            plan = pending[0]
+            raise BrokerStartupError(
+                "Kafka node {0} did not answer ApiVersions + Metadata in time (last: {1})".format(
+                    plan.node_id, last_error.get(plan.node_id, "no attempt")),
+                log_tail=_node_log_tail(plan),
+            )
+        time.sleep(0.25)
+
+
+def stop(*, name="default", data_dir=None, timeout=30.0):
+    """Stop the nodes recorded in the data folder: SIGTERM (Kafka's clean
+    shutdown), then SIGKILL for any still alive after `timeout` seconds; wait
+    until each has exited. Returns the BrokerInfo that was stopped, or None if
+    nothing was running."""
+    data_dir = _data_dir(name, data_dir)
+    if not os.path.isdir(data_dir):
+        return None
+    with _folder_lock(data_dir):
+        info = _read_state(data_dir)
+        if info is None:
+            return None
+        live = [n for n in info.nodes if _node_alive(n)]
+        for node in live:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.pid, signal.SIGTERM)
+        remaining = _wait_exit(live, timeout)
+        for node in remaining:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.pid, signal.SIGKILL)
+        remaining = _wait_exit(remaining, 15.0)
+        if remaining:
+            raise BrokerHarnessError("Kafka node(s) with pid(s) {0} did not exit even after SIGKILL".format(
+                ", ".join(str(n.pid) for n in remaining)))
+        os.remove(os.path.join(data_dir, STATE_FILE))
+        return info
+
+
+def _wait_exit(nodes, timeout):
+    deadline = time.monotonic() + timeout
+    pending = list(nodes)
+    while pending:
+        for node in pending:
+            child = _children.get(node.pid)
+            if child is not None and child.poll() is not None:
+                _children.pop(node.pid, None)
+        pending = [n for n in pending if _node_alive(n)]
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    return pending
+
+
+def describe(info, *, out=sys.stdout):
+    """Print addresses (and with security, credentials and TLS files)."""
+    print("bootstrap: {0}".format(info.bootstrap_servers), file=out)
+    for listener, addresses in sorted(info.listeners.items()):
+        print("  {0:<15} {1}".format(listener, addresses), file=out)
+    print("kafka {0}, cluster id {1}, {2} node(s), data {3}".format(
+        info.kafka_version, info.cluster_id, len(info.nodes), info.data_dir), file=out)
+    if info.security:
+        users = info.credentials.get("users", {})
+        print("SASL mechanisms: {0}".format(", ".join(info.credentials.get("mechanisms", SASL_MECHANISMS))),
+              file=out)
+        for user, password in sorted(users.items()):
+            print("  user {0} / password {1}".format(user, password), file=out)
+        for key in ("ca", "client_cert", "client_key"):
+            if key in info.tls:
+                print("  {0:<12} {1}".format(key, info.tls[key]), file=out)
+        print("  (the SSL listener requires the client certificate; SASL_SSL does not)", file=out)

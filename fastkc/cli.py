@@ -1,0 +1,118 @@
+"""The `fastkc` command.
+
+    fastkc broker start [--nodes 3] [--security] [--kafka-version 3.9.x] [--name N | --data-dir D] [--port P]
+    fastkc broker stop  [--name N | --data-dir D] [--timeout S]
+    fastkc broker status [--name N | --data-dir D] [--json]
+
+Subcommands are argparse subparsers, each with its own handler, so later
+commands (consume, bench) plug in beside `broker`.
+"""
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+
+def _add_location_args(parser):
+    parser.add_argument("--name", default="default",
+                        help="broker name; its data folder is ~/.cache/fastkc/run/<name> (default: default)")
+    parser.add_argument("--data-dir", default=None,
+                        help="data folder to use instead of the one derived from --name")
+
+
+def _broker_start(args):
+    from fastkc import broker
+
+    def progress(message):
+        print("fastkc: " + message, file=sys.stderr, flush=True)
+
+    info = broker.start(
+        name=args.name,
+        data_dir=args.data_dir,
+        nodes=args.nodes,
+        security=args.security,
+        kafka_version=args.kafka_version,
+        port=args.port,
+        timeout=args.timeout,
+        log=progress,
+    )
+    progress("ready in {0:.1f}s".format(info.startup_seconds))
+    broker.describe(info)
+    return 0
+
+
+def _broker_stop(args):
+    from fastkc import broker
+
+    info = broker.stop(name=args.name, data_dir=args.data_dir, timeout=args.timeout)
+    if info is None:
+        print("no broker was running")
+    else:
+        print("stopped {0} node(s) ({1})".format(len(info.nodes), info.bootstrap_servers))
+    return 0
+
+
+def _broker_status(args):
+    from fastkc import broker
+
+    st = broker.status(name=args.name, data_dir=args.data_dir)
+    if args.json:
+        print(json.dumps({
+            "running": st.running,
+            "alive": {str(k): v for k, v in st.alive.items()},
+            "info": asdict(st.info) if st.info else None,
+        }, indent=2, sort_keys=True))
+    else:
+        print(st.describe())
+        if st.info is not None:
+            broker.describe(st.info)
+    # Like `systemctl status`: non-zero when not running, handy in scripts.
+    return 0 if st.running else 3
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="fastkc", description="fastkc command-line tools")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    broker_p = commands.add_parser("broker", help="run a local Apache Kafka for tests and benchmarks")
+    broker_cmds = broker_p.add_subparsers(dest="broker_command", metavar="ACTION", required=True)
+
+    start_p = broker_cmds.add_parser("start", help="resolve Kafka with mvn, format storage, start, wait until it answers")
+    _add_location_args(start_p)
+    start_p.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="1 node, or a 3-node cluster")
+    start_p.add_argument("--security", action="store_true",
+                         help="add SASL_PLAINTEXT, SSL and SASL_SSL listeners with test users and certificates")
+    start_p.add_argument("--kafka-version", default=None,
+                         help="4.3.x (default), 3.9.x, or an exact release such as 4.1.1")
+    start_p.add_argument("--port", type=int, default=None,
+                         help="PLAINTEXT port of the first node (default: a free port)")
+    start_p.add_argument("--timeout", type=float, default=None, help="seconds to wait until ready")
+    start_p.set_defaults(handler=_broker_start)
+
+    stop_p = broker_cmds.add_parser("stop", help="stop it (SIGTERM, then SIGKILL after --timeout) and wait for exit")
+    _add_location_args(stop_p)
+    stop_p.add_argument("--timeout", type=float, default=30.0, help="seconds before SIGKILL (default 30)")
+    stop_p.set_defaults(handler=_broker_stop)
+
+    status_p = broker_cmds.add_parser("status", help="running or not, with addresses and credentials")
+    _add_location_args(status_p)
+    status_p.add_argument("--json", action="store_true", help="machine-readable output")
+    status_p.set_defaults(handler=_broker_status)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    from fastkc.broker.errors import BrokerHarnessError
+
+    try:
+        return args.handler(args)
+    except BrokerHarnessError as exc:
+        print("fastkc: error: {0}".format(exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,857 @@
+"""The pure-Python twin of the compiled record decoder: the same backend
+contract as fastkc/_core/records.py (see fastkc/_backend.py), written to be
+obviously right rather than fast. It is the oracle of the differential tests,
+and the fallback when the extension cannot be imported.
+
+Semantics (kafka-python 3.0.12's consumer path is the oracle for valid input;
+where it is loose on malformed input we follow the Java client and are strict):
+
+Framing of the blob (Java's ByteBufferLogInputStream order):
+  - fewer than 17 bytes left (not enough to see the magic byte) → stop silently;
+  - size field (BatchLength / MessageSize) < 14, the smallest legacy message
+    → InvalidRecordError (a negative or tiny size is never a cut-off batch);
+  - fewer bytes left than the size says → a partial trailing batch: stop silently;
+  - magic not 0, 1 or 2 → InvalidRecordError.
+Magic 2 batch:
+  - BatchLength < 49 (61-byte header) or RecordCount < 0 → InvalidRecordError;
+  - CRC32C over Attributes..end when check_crcs, else RecordCrcError;
+  - read_committed and ProducerId ≥ 0: aborted transactions whose first offset
+    ≤ the batch's last offset join the aborted-producer set; a control batch
+    whose first record's key says ABORT removes its producer; a transactional
+    data batch of an aborted producer is skipped WITHOUT decoding its records
+    (as Java, so its codec is never run);
+  - every other batch, control batches included, is decoded in full with the
+    strict record rules below; control records are never returned. (The
+    marker key is read only when read_committed consults it; it must then be
+    ≥ 4 bytes, else InvalidRecordError.)
+  - codec 0-4, else UnsupportedCompressionError; the decompressed payload must
+    hold exactly RecordCount records and nothing more.
+  - record: length varint ≥ 0 and within the payload; every field read inside
+    the record; consumed bytes == length. Varints: ≤ 5 bytes (int32) / ≤ 10
+    (int64), no bits beyond the width, redundant 0x80 bytes allowed. Key /
+    value / header-value length −1 is null, other negatives invalid; header
+    count and header key length must be ≥ 0; header keys must be UTF-8.
+  - offset = BaseOffset + OffsetDelta, timestamp = BaseTimestamp + delta
+    (MaxTimestamp for every record under LogAppendTime); a result outside
+    int64 → InvalidRecordError (the C core computes in int64).
+Legacy entries (magic 0/1):
+  - MessageSize ≥ 14 (magic 0) / 22 (magic 1); CRC32 over magic..end; key and
+    value lengths as above; the value must end exactly at the message end.
+  - a compressed wrapper (codec 1-3; others UnsupportedCompressionError) must
+    have a non-null value, which decompresses to a complete inner message set
+    (a cut-off inner entry is corruption, not a partial batch): inner entries
+    have the wrapper's magic, no codec, their own CRC checked; an empty inner
+    set is invalid (Java rejects it). Magic 1 inner offsets are relative
+    (absolute = wrapper offset − last inner offset + inner offset, unless
+    that base is negative, as kafka-python and Java do); magic 0's are
+    absolute. Inner records take the wrapper's timestamp type, and the
+    wrapper's timestamp under LogAppendTime. LZ4 under magic 0 carries the
+    wrong header checksum (KAFKA-3160): it is recomputed before decoding.
+  - leader_epoch is −1 (Java: legacy batches have no partition leader epoch;
+    kafka-python leaks the previous v2 batch's epoch, an accident of state).
+    Magic 0 records have timestamp None and timestamp_type None, as
+    kafka-python yields; checksum is the message's own CRC.
+Filtering and result:
+  - records with offset < fetch_offset are skipped, offset ≥ stop_offset
+    (when ≥ 0) dropped; next_offset starts at fetch_offset and, after each
+    complete batch, becomes max(next_offset, one past the batch's last
+    offset) — never backwards, so a stale batch below the fetch position
+    cannot rewind the consumer.
+  - an error carries the records of the batches completed before the bad one
+    (none of the bad batch: the caller resumes at its base offset) and
+    next_offset = offset = the bad batch's base offset.
+Codecs: zlib (gzip, concatenated members allowed), cramjam snappy (raw block,
+or Kafka's xerial framing parsed here), lz4.frame, zstandard. A declared size
+above the remaining budget (zstd frame content size, lz4 content size, snappy
+block length) is rejected before decompressing; streaming stops at cap+1 bytes
+→ DecompressedSizeLimitError. The cap is per batch (per legacy wrapper).
+Arrow: timestamps are ms*1000 in int64 microseconds; a timestamp whose
+microseconds overflow int64 → InvalidRecordError (decode_partition_arrow only).
+"""
+import struct
+import zlib
+
+from fastkc.errors import (
+    DecompressedSizeLimitError,
+    InvalidRecordError,
+    RecordCrcError,
+    RecordDecompressionError,
+    UnsupportedCompressionError,
+)
+from fastkc.structs import ConsumerRecord, DecodedPartition
+
+__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32"]
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+# Java's HEADER_SIZE_UP_TO_MAGIC: BaseOffset + size + 4 bytes + magic.
+_HEADER_UP_TO_MAGIC = 17
+_LOG_OVERHEAD = 12
+_MIN_ENTRY_SIZE = 14  # a magic-0 message: crc, magic, attributes, two lengths
+_V2_HEADER = 61
+_LEGACY_MIN_SIZE = {0: 14, 1: 22}
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+class _Bad(Exception):
+    """Internal: a problem found while decoding one batch. Turned into the
+    public error (with records so far and next_offset) at the top level."""
+
+    def __init__(self, error_class, reason):
+        super().__init__(reason)
+        self.error_class = error_class
+        self.reason = reason
+
+
+def _invalid(reason):
+    return _Bad(InvalidRecordError, reason)
+
+
+# --- checksums ------------------------------------------------------------------------
+def _make_crc32c_table():
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C_TABLE = _make_crc32c_table()
+
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli), bitwise-table reference implementation."""
+    table = _CRC32C_TABLE
+    c = crc ^ 0xFFFFFFFF
+    for byte in bytes(data):
+        c = table[(c ^ byte) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def crc32c_implementation():
+    return "python"
+
+
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl32(x, r):
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data, seed=0):
+    """XXH32, only needed to repair magic-0 LZ4 header checksums."""
+    data = bytes(data)
+    n = len(data)
+    p = 0
+    if n >= 16:
+        v1 = (seed + _P1 + _P2) & _M32
+        v2 = (seed + _P2) & _M32
+        v3 = seed & _M32
+        v4 = (seed - _P1) & _M32
+        while p + 16 <= n:
+            lanes = struct.unpack_from("<IIII", data, p)
+            v1 = (_rotl32((v1 + lanes[0] * _P2) & _M32, 13) * _P1) & _M32
+            v2 = (_rotl32((v2 + lanes[1] * _P2) & _M32, 13) * _P1) & _M32
+            v3 = (_rotl32((v3 + lanes[2] * _P2) & _M32, 13) * _P1) & _M32
+            v4 = (_rotl32((v4 + lanes[3] * _P2) & _M32, 13) * _P1) & _M32
+            p += 16
+        h = (_rotl32(v1, 1) + _rotl32(v2, 7) + _rotl32(v3, 12) + _rotl32(v4, 18)) & _M32
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while p + 4 <= n:
+        (word,) = struct.unpack_from("<I", data, p)
+        h = (_rotl32((h + word * _P3) & _M32, 17) * _P4) & _M32
+        p += 4
+    while p < n:
+        h = (_rotl32((h + data[p] * _P5) & _M32, 11) * _P1) & _M32
+        p += 1
+    h ^= h >> 15
+    h = (h * _P2) & _M32
+    h ^= h >> 13
+    h = (h * _P3) & _M32
+    h ^= h >> 16
+    return h
+
+
+# --- a bounds-checked reader -------------------------------------------------------------
+class _Reader:
+    """Reads fields from buf[pos:end]. Every read checks the bytes are there,
+    so a length can never take a read past `end`; errors name the field and
+    the byte position (`base` maps positions inside a decompressed payload
+    or sub-slice back to something a human can find)."""
+
+    def __init__(self, buf, pos, end, where):
+        self.buf = buf
+        self.pos = pos
+        self.end = end
+        self.where = where  # e.g. "batch at byte 123, decompressed payload"
+
+    def _need(self, n, what):
+        if n > self.end - self.pos:
+            raise _invalid(
+                "{0}: {1} needs {2} bytes at position {3}, only {4} left".format(
+                    self.where, what, n, self.pos, self.end - self.pos
+                )
+            )
+
+    def fixed(self, fmt, size, what):
+        self._need(size, what)
+        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
+        self.pos += size
+        return value
+
+    def take(self, n, what):
+        self._need(n, what)
+        out = bytes(self.buf[self.pos : self.pos + n])
+        self.pos += n
+        return out
+
+    def uvarint(self, max_bytes, bits, what):
+        value = 0
+        for i in range(max_bytes):
+            if self.pos + i >= self.end:
+                raise _invalid(
+                    "{0}: {1} varint cut off at position {2}".format(self.where, what, self.pos)
+                )
+            byte = self.buf[self.pos + i]
+            value |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                if value >> bits:
+                    raise _invalid(
+                        "{0}: {1} varint at position {2} overflows {3} bits".format(
+                            self.where, what, self.pos, bits
+                        )
+                    )
+                self.pos += i + 1
+                return value
+        raise _invalid(
+            "{0}: {1} varint at position {2} is longer than {3} bytes".format(
+                self.where, what, self.pos, max_bytes
+            )
+        )
+
+    def varint(self, what):
+        u = self.uvarint(5, 32, what)
+        return (u >> 1) ^ -(u & 1)
+
+    def varlong(self, what):
+        u = self.uvarint(10, 64, what)
+        return (u >> 1) ^ -(u & 1)
+
+    def remaining(self):
+        return self.end - self.pos
+
+
+def _checked_i64(value, what, where):
+    if value < INT64_MIN or value > INT64_MAX:
+        raise _invalid("{0}: {1} {2} does not fit in int64".format(where, what, value))
+    return value
+
+
+# --- codecs ---------------------------------------------------------------------------------
+def _size_limit(cap, what):
+    return _Bad(
+        DecompressedSizeLimitError,
+        "{0} decompresses to more than max_decompressed_bytes={1}".format(what, cap),
+    )
+
+
+def _codec_failed(what, exc):
+    return _Bad(RecordDecompressionError, "{0}: {1}".format(what, exc))
+
+
+def _gunzip(data, cap, where):
+    out = bytearray()
+    rest = bytes(data)
+    try:
+        while True:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip container only, as Java
+            # max_length cap+1-len(out) ≥ 1 here, so zlib never treats it as "unlimited".
+            out += d.decompress(rest, cap + 1 - len(out))
+            if len(out) > cap:
+                raise _size_limit(cap, where)
+            if not d.eof:
+                raise _Bad(RecordDecompressionError, "{0}: gzip stream is cut off".format(where))
+            rest = d.unused_data
+            if not rest:  # RFC 1952 allows concatenated members; read them all
+                return bytes(out)
+    except zlib.error as exc:
+        raise _codec_failed(where + ": gzip", exc) from None
+
+
+def _snappy_raw_block(block, budget, cap, where):
+    import cramjam
+
+    # The block starts with its uncompressed length (uvarint ≤ 5 bytes, 32 bits):
+    # check it against the budget before letting snappy allocate that much.
+    declared = 0
+    for i in range(5):
+        if i >= len(block):
+            raise _Bad(RecordDecompressionError, "{0}: snappy length cut off".format(where))
+        declared |= (block[i] & 0x7F) << (7 * i)
+        if not block[i] & 0x80:
+            break
+    else:
+        raise _Bad(RecordDecompressionError, "{0}: snappy length varint too long".format(where))
+    if declared > 0xFFFFFFFF:
+        raise _Bad(RecordDecompressionError, "{0}: snappy length overflows 32 bits".format(where))
+    if declared > budget:
+        raise _size_limit(cap, where)
+    try:
+        return bytes(cramjam.snappy.decompress_raw(bytes(block)))
+    except Exception as exc:  # cramjam raises its own DecompressionError
+        raise _codec_failed(where + ": snappy", exc) from None
+
+
+def _unsnappy(data, cap, where):
+    data = bytes(data)
+    if not data.startswith(_XERIAL_MAGIC):
+        return _snappy_raw_block(data, cap, cap, where)
+    # Kafka's Java client writes xerial (snappy-java) framing: 8-byte magic,
+    # version i32, compat i32 (both ignored, some producers write them
+    # little-endian), then [i32 BE length][raw snappy block] chunks.
+    if len(data) < 16:
+        raise _Bad(RecordDecompressionError, "{0}: xerial snappy header cut off".format(where))
+    out = bytearray()
+    pos = 16
+    while pos < len(data):
+        if len(data) - pos < 4:
+            raise _Bad(RecordDecompressionError, "{0}: xerial chunk length cut off".format(where))
+        (chunk_len,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if chunk_len < 0 or chunk_len > len(data) - pos:
+            raise _Bad(
+                RecordDecompressionError,
+                "{0}: xerial chunk length {1} at {2} runs past the data".format(
+                    where, chunk_len, pos - 4
+                ),
+            )
+        out += _snappy_raw_block(data[pos : pos + chunk_len], cap - len(out), cap, where)
+        pos += chunk_len
+    return bytes(out)
+
+
+def _fix_lz4_header_checksum(data, where):
+    # KAFKA-3160: Kafka 0.8/0.9 hashed the magic number into the frame
+    # descriptor's header checksum. Recompute it over the descriptor alone
+    # (FLG..last descriptor byte) so a standard decoder accepts the frame.
+    if len(data) < 7 or data[:4] != _LZ4_MAGIC:
+        raise _Bad(RecordDecompressionError, "{0}: not an LZ4 frame".format(where))
+    flg = data[4]
+    header_len = 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+    if len(data) < header_len:
+        raise _Bad(RecordDecompressionError, "{0}: LZ4 frame header cut off".format(where))
+    hc = (xxh32(data[4 : header_len - 1]) >> 8) & 0xFF
+    return data[: header_len - 1] + bytes([hc]) + data[header_len:]
+
+
+def _unlz4(data, cap, where, magic0):
+    import lz4.frame
+
+    data = bytes(data)
+    if magic0:
+        data = _fix_lz4_header_checksum(data, where)
+    try:
+        info = lz4.frame.get_frame_info(data)
+    except Exception as exc:
+        raise _codec_failed(where + ": lz4", exc) from None
+    if info.get("content_size", 0) > cap:  # 0 means "not stored"
+        raise _size_limit(cap, where)
+    d = lz4.frame.LZ4FrameDecompressor()
+    try:
+        out = d.decompress(data, max_length=cap + 1)
+    except Exception as exc:
+        raise _codec_failed(where + ": lz4", exc) from None
+    if len(out) > cap:
+        raise _size_limit(cap, where)
+    if not d.eof:
+        raise _Bad(RecordDecompressionError, "{0}: LZ4 frame is cut off".format(where))
+    if d.unused_data:
+        raise _Bad(RecordDecompressionError, "{0}: bytes after the LZ4 frame".format(where))
+    return out
+
+
+# zstd can expand a 4-byte RLE block to 128 KiB; feeding 128 input bytes at a
+# time bounds the overshoot past the cap to a few MiB before we notice.
+_ZSTD_FEED = 128
+
+
+def _unzstd(data, cap, where):
+    import zstandard
+
+    data = bytes(data)
+    out = bytearray()
+    pos = 0
+    try:
+        while True:  # one decompressobj per frame; concatenated frames are allowed
+            declared = zstandard.frame_content_size(data[pos:])  # -1: not stored
+            if declared > cap - len(out):
+                raise _size_limit(cap, where)
+            d = zstandard.ZstdDecompressor().decompressobj()
+            while not d.eof:
+                if pos >= len(data):
+                    raise _Bad(RecordDecompressionError, "{0}: zstd frame is cut off".format(where))
+                chunk = data[pos : pos + _ZSTD_FEED]
+                pos += len(chunk)
+                out += d.decompress(chunk)
+                if len(out) > cap:
+                    raise _size_limit(cap, where)
+            pos -= len(d.unused_data)
+            if pos >= len(data):
+                return bytes(out)
+    except zstandard.ZstdError as exc:
+        raise _codec_failed(where + ": zstd", exc) from None
+
+
+def _decompress(codec, data, cap, where, magic0=False):
+    if codec == 1:
+        return _gunzip(data, cap, where)
+    if codec == 2:
+        return _unsnappy(data, cap, where)
+    if codec == 3:
+        return _unlz4(data, cap, where, magic0)
+    if codec == 4:  # callers reject zstd under magic 0/1 (it arrived with magic 2)
+        return _unzstd(data, cap, where)
+    raise _Bad(UnsupportedCompressionError, "{0}: unknown compression codec id {1}".format(where, codec))
+
+
+# --- magic 2 ------------------------------------------------------------------------------------
+class _Raw:
+    """One decoded record before deserialization / Arrow conversion."""
+
+    __slots__ = (
+        "leader_epoch",
+        "offset",
+        "timestamp",
+        "timestamp_type",
+        "key",
+        "value",
+        "headers",
+        "checksum",
+    )
+
+    def __init__(self, leader_epoch, offset, timestamp, timestamp_type, key, value, headers, checksum):
+        self.leader_epoch = leader_epoch
+        self.offset = offset
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.checksum = checksum
+
+
+def _nullable_bytes_varint(r, what):
+    n = r.varint(what + " length")
+    if n == -1:
+        return None
+    if n < 0:
+        raise _invalid("{0}: {1} length {2} is negative".format(r.where, what, n))
+    return r.take(n, what)
+
+
+def _parse_v2_records(payload, count, where):
+    """Parse exactly `count` records filling `payload` exactly. Returns a list
+    of (timestamp_delta, offset_delta, key, value, headers)."""
+    r = _Reader(payload, 0, len(payload), where)
+    out = []
+    for index in range(count):
+        if r.remaining() == 0:
+            raise _invalid(
+                "{0}: payload ends after {1} of {2} records".format(where, index, count)
+            )
+        length = r.varint("record length")
+        if length < 0 or length > r.remaining():
+            raise _invalid(
+                "{0}: record {1} length {2} at position {3} runs past the payload".format(
+                    where, index, length, r.pos
+                )
+            )
+        rec = _Reader(payload, r.pos, r.pos + length, "{0}, record {1}".format(where, index))
+        rec.fixed(">b", 1, "attributes")
+        ts_delta = rec.varlong("timestamp delta")
+        off_delta = rec.varint("offset delta")
+        key = _nullable_bytes_varint(rec, "key")
+        value = _nullable_bytes_varint(rec, "value")
+        header_count = rec.varint("header count")
+        if header_count < 0:
+            raise _invalid("{0}: negative header count {1}".format(rec.where, header_count))
+        headers = []
+        for _ in range(header_count):
+            hkey_len = rec.varint("header key length")
+            if hkey_len < 0:
+                raise _invalid("{0}: negative header key length {1}".format(rec.where, hkey_len))
+            hkey_bytes = rec.take(hkey_len, "header key")
+            try:
+                hkey = hkey_bytes.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _invalid("{0}: header key is not UTF-8".format(rec.where)) from None
+            headers.append((hkey, _nullable_bytes_varint(rec, "header value")))
+        if rec.pos != rec.end:
+            raise _invalid(
+                "{0}: record length says {1} bytes but its fields took {2}".format(
+                    rec.where, length, rec.pos - (rec.end - length)
+                )
+            )
+        r.pos = rec.end
+        out.append((ts_delta, off_delta, key, value, headers))
+    if r.remaining():
+        raise _invalid(
+            "{0}: {1} bytes left after the {2} records".format(where, r.remaining(), count)
+        )
+    return out
+
+
+class _State:
+    def __init__(self, read_committed, aborted_transactions):
+        self.read_committed = read_committed
+        self.aborted_queue = list(aborted_transactions)  # sorted by first_offset
+        self.aborted_pids = set()
+
+
+def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap):
+    where = "batch at byte {0}".format(pos)
+    length = end - pos - _LOG_OVERHEAD
+    if length < _V2_HEADER - _LOG_OVERHEAD:
+        raise _invalid("{0}: BatchLength {1} is below the 49-byte minimum".format(where, length))
+    (leader_epoch, _magic, stored_crc, attributes, last_offset_delta, base_timestamp,
+     max_timestamp, producer_id, _producer_epoch, _base_sequence, count) = struct.unpack_from(
+        ">ibIhiqqqhii", buf, pos + 12
+    )
+    if count < 0:
+        raise _invalid("{0}: negative record count {1}".format(where, count))
+    if check_crcs:
+        computed = crc32c(buf[pos + 21 : end])
+        if computed != stored_crc:
+            raise _Bad(
+                RecordCrcError,
+                "{0}: CRC32C mismatch (stored 0x{1:08x}, computed 0x{2:08x})".format(
+                    where, stored_crc, computed
+                ),
+            )
+    last_offset = _checked_i64(base_offset + last_offset_delta, "last offset", where)
+    batch_next = _checked_i64(last_offset + 1, "next offset", where)
+    codec = attributes & 0x07
+    timestamp_type = (attributes >> 3) & 1
+    transactional = bool(attributes & 0x10)
+    control = bool(attributes & 0x20)
+
+    consult_txn = state.read_committed and producer_id >= 0
+    if consult_txn:
+        while state.aborted_queue and state.aborted_queue[0][1] <= last_offset:
+            state.aborted_pids.add(state.aborted_queue.pop(0)[0])
+        if not control and transactional and producer_id in state.aborted_pids:
+            return [], batch_next  # aborted: skipped undecoded, as Java does
+
+    payload = buf[pos + _V2_HEADER : end]
+    if codec != 0:
+        if codec > 4:
+            raise _Bad(UnsupportedCompressionError, "{0}: unknown compression codec id {1}".format(where, codec))
+        payload = _decompress(codec, payload, cap, where)
+        parsed = _parse_v2_records(payload, count, where + ", decompressed payload")
+    else:
+        parsed = _parse_v2_records(payload, count, where)
+
+    if control:
+        if consult_txn and parsed:
+            marker_key = parsed[0][2]
+            if marker_key is None or len(marker_key) < 4:
+                raise _invalid("{0}: control record key is shorter than 4 bytes".format(where))
+            (_version, marker_type) = struct.unpack_from(">hh", marker_key, 0)
+            if marker_type == 0:  # ABORT ends the producer's aborted transaction
+                state.aborted_pids.discard(producer_id)
+        return [], batch_next
+
+    records = []
+    for ts_delta, off_delta, key, value, headers in parsed:
+        offset = _checked_i64(base_offset + off_delta, "record offset", where)
+        if timestamp_type == 1:
+            timestamp = max_timestamp
+        else:
+            timestamp = _checked_i64(base_timestamp + ts_delta, "record timestamp", where)
+        records.append(_Raw(leader_epoch, offset, timestamp, timestamp_type, key, value, headers, None))
+    return records, batch_next
+
+
+# --- legacy magic 0 / 1 ------------------------------------------------------------------------
+def _parse_legacy_message(buf, pos, end, magic, check_crcs, where):
+    """One message in buf[pos:end] (end = pos + 12 + MessageSize), already
+    known to be at least the minimum size. Returns (offset, crc, attributes,
+    timestamp, key, value)."""
+    r = _Reader(buf, pos, end, where)
+    offset = r.fixed(">q", 8, "offset")
+    r.fixed(">i", 4, "message size")
+    stored_crc = r.fixed(">I", 4, "crc")
+    if check_crcs:
+        computed = zlib.crc32(bytes(buf[pos + 16 : end]))
+        if computed != stored_crc:
+            raise _Bad(
+                RecordCrcError,
+                "{0}: CRC32 mismatch (stored 0x{1:08x}, computed 0x{2:08x})".format(
+                    where, stored_crc, computed
+                ),
+            )
+    r.fixed(">b", 1, "magic")
+    attributes = r.fixed(">B", 1, "attributes")
+    timestamp = r.fixed(">q", 8, "timestamp") if magic == 1 else None
+    fields = []
+    for what in ("key", "value"):
+        n = r.fixed(">i", 4, what + " length")
+        if n == -1:
+            fields.append(None)
+        elif n < 0:
+            raise _invalid("{0}: {1} length {2} is negative".format(where, what, n))
+        else:
+            fields.append(r.take(n, what))
+    if r.pos != end:
+        raise _invalid("{0}: {1} bytes after the value".format(where, end - r.pos))
+    return offset, stored_crc, attributes, timestamp, fields[0], fields[1]
+
+
+def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap):
+    where = "message at byte {0}".format(pos)
+    size = end - pos - _LOG_OVERHEAD
+    if size < _LEGACY_MIN_SIZE[magic]:
+        raise _invalid(
+            "{0}: MessageSize {1} is below the magic-{2} minimum {3}".format(
+                where, size, magic, _LEGACY_MIN_SIZE[magic]
+            )
+        )
+    offset, crc, attributes, timestamp, key, value = _parse_legacy_message(
+        buf, pos, end, magic, check_crcs, where
+    )
+    codec = attributes & 0x07
+    timestamp_type = ((attributes >> 3) & 1) if magic == 1 else None
+    if codec == 0:
+        rec = _Raw(-1, offset, timestamp, timestamp_type, key, value, [], crc)
+        return [rec], _checked_i64(offset + 1, "next offset", where)
+    if codec > 3:
+        raise _Bad(UnsupportedCompressionError, "{0}: unknown compression codec id {1}".format(where, codec))
+    if value is None:
+        raise _invalid("{0}: compressed wrapper has a null value".format(where))
+    inner = _decompress(codec, value, cap, where, magic0=(magic == 0))
+
+    inner_where = where + ", inner set"
+    entries = []
+    p = 0
+    while p < len(inner):
+        at = "{0} at byte {1}".format(inner_where, p)
+        if len(inner) - p < _LOG_OVERHEAD:
+            raise _invalid("{0}: inner entry header cut off".format(at))
+        (inner_size,) = struct.unpack_from(">i", inner, p + 8)
+        if inner_size < _LEGACY_MIN_SIZE[magic] or inner_size > len(inner) - p - _LOG_OVERHEAD:
+            raise _invalid("{0}: inner MessageSize {1} is impossible".format(at, inner_size))
+        inner_magic = inner[p + 16]
+        if inner_magic != magic:
+            raise _invalid("{0}: inner magic {1} inside a magic-{2} wrapper".format(at, inner_magic, magic))
+        inner_end = p + _LOG_OVERHEAD + inner_size
+        parsed = _parse_legacy_message(inner, p, inner_end, magic, check_crcs, at)
+        if parsed[2] & 0x07:
+            raise _invalid("{0}: inner message is compressed again".format(at))
+        entries.append(parsed)
+        p = inner_end
+    if not entries:
+        raise _invalid("{0}: compressed wrapper holds no messages".format(where))
+
+    if magic == 1:
+        absolute_base = offset - entries[-1][0]
+    else:
+        absolute_base = -1
+    records = []
+    for inner_offset, inner_crc, _attrs, inner_ts, inner_key, inner_value in entries:
+        abs_offset = inner_offset + absolute_base if absolute_base >= 0 else inner_offset
+        abs_offset = _checked_i64(abs_offset, "inner offset", where)
+        ts = timestamp if timestamp_type == 1 else inner_ts
+        records.append(_Raw(-1, abs_offset, ts, timestamp_type, inner_key, inner_value, [], inner_crc))
+    return records, _checked_i64(records[-1].offset + 1, "next offset", where)
+
+
+# --- the walk ------------------------------------------------------------------------------------
+def _walk(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted, cap, on_batch):
+    """Decode every complete batch of `data`, calling on_batch(kept_records)
+    per batch. Returns next_offset; a bad batch raises _Failed carrying the
+    error class, reason and the batch's base offset."""
+    buf = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    n = len(buf)
+    pos = 0
+    next_offset = fetch_offset
+    state = _State(read_committed, aborted)
+    while n - pos >= _HEADER_UP_TO_MAGIC:
+        (base_offset, size) = struct.unpack_from(">qi", buf, pos)
+        try:
+            if size < _MIN_ENTRY_SIZE:
+                raise _invalid(
+                    "batch at byte {0}: size field {1} is below the 14-byte minimum".format(pos, size)
+                )
+            if size > n - pos - _LOG_OVERHEAD:
+                break  # a partial trailing batch: the broker cut the fetch here
+            end = pos + _LOG_OVERHEAD + size
+            magic = buf[pos + 16]
+            if magic == 2:
+                records, batch_next = _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap)
+            elif magic in (0, 1):
+                records, batch_next = _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap)
+            else:
+                raise _invalid("batch at byte {0}: unknown magic {1}".format(pos, magic))
+            kept = [
+                r
+                for r in records
+                if r.offset >= fetch_offset and (stop_offset < 0 or r.offset < stop_offset)
+            ]
+            on_batch(kept)
+        except _Bad as bad:
+            raise _Failed(bad.error_class, bad.reason, base_offset) from None
+        next_offset = max(next_offset, batch_next)
+        pos = end
+    return next_offset
+
+
+class _Failed(Exception):
+    def __init__(self, error_class, reason, base_offset):
+        super().__init__(reason)
+        self.error_class = error_class
+        self.reason = reason
+        self.base_offset = base_offset
+
+
+def _deserialize(spec, topic, headers, data):
+    if spec is None:
+        return data
+    fn, full_form = spec
+    if full_form:
+        return fn(topic, headers, data)
+    return fn(data)
+
+
+def _header_size(headers):
+    if not headers:
+        return -1
+    return sum(len(k.encode("utf-8")) + (len(v) if v is not None else 0) for k, v in headers)
+
+
+def decode_partition(
+    data,
+    topic,
+    partition,
+    fetch_offset,
+    stop_offset,
+    check_crcs,
+    read_committed,
+    aborted_transactions,
+    key_deserializer,
+    value_deserializer,
+    max_decompressed_bytes,
+):
+    out = []
+
+    def on_batch(raws):
+        # Deserialize as each batch completes, in record order, key before
+        # value (kafka-python's order), so a deserializer sees what it would.
+        for r in raws:
+            key = _deserialize(key_deserializer, topic, r.headers, r.key)
+            value = _deserialize(value_deserializer, topic, r.headers, r.value)
+            out.append(
+                ConsumerRecord(
+                    topic,
+                    partition,
+                    r.leader_epoch,
+                    r.offset,
+                    r.timestamp,
+                    r.timestamp_type,
+                    key,
+                    value,
+                    r.headers,
+                    r.checksum,
+                    len(r.key) if r.key is not None else -1,
+                    len(r.value) if r.value is not None else -1,
+                    _header_size(r.headers),
+                )
+            )
+
+    try:
+        next_offset = _walk(
+            data, fetch_offset, stop_offset, check_crcs, read_committed,
+            aborted_transactions, max_decompressed_bytes, on_batch,
+        )
+    except _Failed as failed:
+        raise failed.error_class(
+            failed.reason, topic, partition, failed.base_offset, out, failed.base_offset
+        ) from None
+    return DecodedPartition(out, next_offset)
+
+
+def _arrow_micros(raws):
+    micros = []
+    for r in raws:
+        if r.timestamp is None:
+            micros.append(None)
+            continue
+        us = r.timestamp * 1000
+        if us < INT64_MIN or us > INT64_MAX:
+            raise _invalid(
+                "record at offset {0}: timestamp {1} ms overflows int64 microseconds".format(
+                    r.offset, r.timestamp
+                )
+            )
+        micros.append(us)
+    return micros
+
+
+def _arrow_batch(raws, topic, partition):
+    import pyarrow as pa
+
+    from fastkc.records import arrow_schema
+
+    schema = arrow_schema()
+    micros = _arrow_micros(raws)
+    columns = [
+        [r.key for r in raws],
+        [r.value for r in raws],
+        [topic] * len(raws),
+        [partition] * len(raws),
+        [r.offset for r in raws],
+        micros,
+        [r.timestamp_type if r.timestamp_type is not None else -1 for r in raws],
+        [[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in raws],
+    ]
+    arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def decode_partition_arrow(
+    data,
+    topic,
+    partition,
+    fetch_offset,
+    stop_offset,
+    check_crcs,
+    read_committed,
+    aborted_transactions,
+    max_decompressed_bytes,
+):
+    raws = []
+
+    def on_batch(batch_raws):
+        # Check the Arrow-only timestamp rule per batch, so a failure points
+        # at its batch like every other error.
+        _arrow_micros(batch_raws)
+        raws.extend(batch_raws)
+
+    try:
+        next_offset = _walk(
+            data, fetch_offset, stop_offset, check_crcs, read_committed,
+            aborted_transactions, max_decompressed_bytes, on_batch,
+        )
+    except _Failed as failed:
+        raise failed.error_class(
+            failed.reason, topic, partition, failed.base_offset,
+            _arrow_batch(raws, topic, partition), failed.base_offset,
+        ) from None
+    return DecodedPartition(_arrow_batch(raws, topic, partition), next_offset)

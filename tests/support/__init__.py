@@ -1,1 +1,49 @@
-"""Test-only helpers: an independent encoder of Kafka record batches (batchgen)."""
+"""Test-only helpers: an independent encoder of Kafka record batches
+(batchgen), a way to call fastkc.records through a chosen backend, and the
+hypothesis settings shared by the property tests."""
+import contextlib
+import os
+
+from hypothesis import HealthCheck, settings
+
+from fastkc import _backend
+
+
+@contextlib.contextmanager
+def using_backend(module):
+    """Route fastkc.records' public functions to `module` (the twin or the
+    compiled core) for the duration of the block.
+
+    fastkc/records.py normalises arguments and then calls _backend.impl;
+    swapping impl (and restoring it) exercises exactly that normalisation for
+    either backend, without a second copy of it in the tests. Safe inside a
+    hypothesis example, unlike pytest's function-scoped monkeypatch.
+    """
+    saved = _backend.impl
+    _backend.impl = module
+    try:
+        yield module
+    finally:
+        _backend.impl = saved
+
+
+def load_compiled():
+    """(module, None) when the compiled core imports, else (None, reason)."""
+    try:
+        from fastkc._core import records as compiled
+    except ImportError as exc:
+        return None, "fastkc._core.records cannot be imported: {0}".format(exc)
+    return compiled, None
+
+
+SLOW = os.environ.get("FASTKC_SLOW", "") not in ("", "0")
+
+
+def property_settings(fast_examples=60, slow_examples=1500):
+    """Hypothesis settings: a quick run by default, a large one with FASTKC_SLOW=1."""
+    return settings(
+        max_examples=slow_examples if SLOW else fast_examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        derandomize=False,
+    )

@@ -328,6 +328,14 @@ def _build_broker_errors():
     }
     for line in _BROKER_ERROR_TABLE.strip().splitlines():
         errno, name, message, *flags = line.split()
+        existing = globals().get(name)
+        if isinstance(existing, type) and issubclass(existing, BrokerResponseError):
+            # Defined by hand above (InvalidRecordError, raised by the record
+            # decoders, must stay a CorruptRecordError): map the code to it
+            # instead of shadowing it with an unrelated class.
+            existing.errno, existing.message = int(errno), message
+            _BY_ERRNO[int(errno)] = existing
+            continue
         cls = type(name, bases_for[flags[0] if flags else ""], {
             "errno": int(errno), "message": message, "__module__": __name__,
         })

@@ -1,0 +1,99 @@
+/* fkc_arrow.c — Arrow column filling; see fkc_arrow.h. */
+#include "fkc_arrow.h"
+
+#include <string.h>
+
+int fkc_arrow_fits(const fkc_decode_result *r, size_t topic_len)
+{
+    const uint64_t limit = INT32_MAX;
+    uint64_t n = r->count;
+    if (n > limit || r->key_bytes > limit || r->value_bytes > limit || r->header_count > limit ||
+        r->header_key_bytes > limit || r->header_value_bytes > limit)
+        return 0;
+    if (topic_len && n > limit / topic_len)
+        return 0;
+    return 1;
+}
+
+static inline void fkc_bit_set(uint8_t *bitmap, size_t i)
+{
+    bitmap[i >> 3] = (uint8_t)(bitmap[i >> 3] | (1u << (i & 7)));
+}
+
+void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
+                    fkc_arrow_columns *c)
+{
+    size_t n = r->count;
+    memset(c->key_validity, 0, fkc_bitmap_bytes(n));
+    memset(c->value_validity, 0, fkc_bitmap_bytes(n));
+    memset(c->timestamp_validity, 0, fkc_bitmap_bytes(n));
+    memset(c->headers_validity, 0, fkc_bitmap_bytes(n));
+    memset(c->hvalue_validity, 0, fkc_bitmap_bytes((size_t)r->header_count));
+    c->key_nulls = c->value_nulls = c->timestamp_nulls = c->headers_nulls = c->hvalue_nulls = 0;
+
+    /* Offsets are accumulated in size_t and stored as int32: fkc_arrow_fits()
+     * was checked by the caller, so every total is <= INT32_MAX. */
+    size_t key_pos = 0, value_pos = 0, topic_pos = 0, header_pos = 0, hkey_pos = 0, hvalue_pos = 0;
+    c->key_offsets[0] = 0;
+    c->value_offsets[0] = 0;
+    c->topic_offsets[0] = 0;
+    c->headers_offsets[0] = 0;
+    c->hkey_offsets[0] = 0;
+    c->hvalue_offsets[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fkc_record *rec = &r->records[i];
+        if (rec->key_len >= 0) {
+            fkc_bit_set(c->key_validity, i);
+            memcpy(c->key_data + key_pos, rec->key, (size_t)rec->key_len);
+            key_pos += (size_t)rec->key_len;
+        } else {
+            c->key_nulls++;
+        }
+        c->key_offsets[i + 1] = (int32_t)key_pos;
+        if (rec->value_len >= 0) {
+            fkc_bit_set(c->value_validity, i);
+            memcpy(c->value_data + value_pos, rec->value, (size_t)rec->value_len);
+            value_pos += (size_t)rec->value_len;
+        } else {
+            c->value_nulls++;
+        }
+        c->value_offsets[i + 1] = (int32_t)value_pos;
+        memcpy(c->topic_data + topic_pos, topic, topic_len);
+        topic_pos += topic_len;
+        c->topic_offsets[i + 1] = (int32_t)topic_pos;
+        c->partition[i] = partition;
+        c->offset[i] = rec->offset;
+        if (rec->timestamp_type >= 0) {
+            fkc_bit_set(c->timestamp_validity, i);
+            /* ms -> µs; wrapping multiply so a hostile timestamp is not UB */
+            c->timestamp[i] = (int64_t)((uint64_t)rec->timestamp * 1000u);
+        } else {
+            c->timestamp[i] = 0;
+            c->timestamp_nulls++;
+        }
+        c->timestamp_type[i] = rec->timestamp_type;
+        if (rec->header_count > 0) {
+            fkc_bit_set(c->headers_validity, i);
+            fkc_header_iter it = {rec->headers, rec->headers + rec->headers_len};
+            const uint8_t *k, *v;
+            int32_t kl, vl;
+            while (fkc_header_next(&it, &k, &kl, &v, &vl)) {
+                memcpy(c->hkey_data + hkey_pos, k, (size_t)kl);
+                hkey_pos += (size_t)kl;
+                c->hkey_offsets[header_pos + 1] = (int32_t)hkey_pos;
+                if (vl >= 0) {
+                    fkc_bit_set(c->hvalue_validity, header_pos);
+                    memcpy(c->hvalue_data + hvalue_pos, v, (size_t)vl);
+                    hvalue_pos += (size_t)vl;
+                } else {
+                    c->hvalue_nulls++;
+                }
+                c->hvalue_offsets[header_pos + 1] = (int32_t)hvalue_pos;
+                header_pos++;
+            }
+        } else {
+            c->headers_nulls++;
+        }
+        c->headers_offsets[i + 1] = (int32_t)header_pos;
+    }
+}

@@ -1,0 +1,20 @@
+/*
+ * fkc_errors.h — the error kinds the record kernels report. The Cython bridge
+ * maps each kind to one class of fastkc/errors.py, so keep the two in step.
+ */
+#ifndef FKC_ERRORS_H
+#define FKC_ERRORS_H
+
+typedef enum fkc_error_kind {
+    FKC_OK = 0,
+    FKC_ERR_INVALID = 1,           /* InvalidRecordError: impossible structure */
+    FKC_ERR_CRC = 2,               /* RecordCrcError */
+    FKC_ERR_DECOMPRESS = 3,        /* RecordDecompressionError: the codec rejected the payload */
+    FKC_ERR_SIZE_LIMIT = 4,        /* DecompressedSizeLimitError: output would pass the cap */
+    FKC_ERR_UNSUPPORTED_CODEC = 5, /* UnsupportedCompressionError */
+    FKC_ERR_HOST = 6,              /* the host callback failed with its own error (a pending
+                                      Python exception such as MemoryError): propagate it */
+    FKC_ERR_NOMEM = 7              /* a C allocation failed */
+} fkc_error_kind;
+
+#endif /* FKC_ERRORS_H */

@@ -1,0 +1,708 @@
+/* fkc_records.c — record batches v2 and legacy message sets → descriptors.
+ * See fkc_records.h for the contract. Layouts (Kafka's field names):
+ *
+ *   v2 batch: BaseOffset i64, BatchLength i32, PartitionLeaderEpoch i32,
+ *     Magic i8, CRC u32 (CRC-32C over Attributes..end), Attributes i16,
+ *     LastOffsetDelta i32, BaseTimestamp i64, MaxTimestamp i64,
+ *     ProducerId i64, ProducerEpoch i16, BaseSequence i32, RecordCount i32,
+ *     records (one compressed payload when the codec is not none).
+ *   v2 record: Length varint, Attributes i8, TimestampDelta varlong,
+ *     OffsetDelta varint, KeyLength varint, Key, ValueLength varint, Value,
+ *     HeaderCount varint, headers (KeyLength varint, Key, ValueLength varint,
+ *     Value).
+ *   legacy message: Offset i64, MessageSize i32, CRC u32 (IEEE CRC-32 over
+ *     Magic..end), Magic i8, Attributes i8, [Timestamp i64 when magic 1],
+ *     KeyLength i32, Key, ValueLength i32, Value.
+ */
+#include "fkc_records.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fkc_crc32.h"
+#include "fkc_crc32c.h"
+#include "fkc_cursor.h"
+#include "fkc_varint.h"
+
+#define FKC_LOG_OVERHEAD 12        /* Offset i64 + length i32, before every batch / message */
+#define FKC_MESSAGE_MIN_SIZE_V0 14 /* CRC + Magic + Attributes + KeyLength + ValueLength */
+#define FKC_MESSAGE_MIN_SIZE_V1 22 /* ... + Timestamp */
+#define FKC_V2_HEADER_SIZE 61      /* whole v2 batch header, BaseOffset..RecordCount */
+#define FKC_V2_CRC_START 21        /* Attributes: where the CRC-32C coverage begins */
+
+typedef struct fkc_decoder {
+    const fkc_decode_opts *opts;
+    fkc_decode_result *res;
+    /* kafka-python tags records with the PartitionLeaderEpoch of the last v2
+     * batch it read, -1 before any (legacy messages have no epoch of their
+     * own), so a legacy message after a v2 batch in the same blob carries it. */
+    int32_t leader_epoch;
+    /* read_committed state, as the Java client's: aborted transactions not
+     * yet reached (index into the sorted list) and the set of producer ids
+     * whose abort marker has not been seen yet. */
+    size_t aborted_next;
+    int64_t *aborted_set;
+    size_t aborted_set_count;
+    size_t aborted_set_capacity;
+    int64_t batch_offset; /* base offset of the batch being decoded, for errors */
+} fkc_decoder;
+
+static int fkc_fail(fkc_decoder *d, int kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fkc_fail(fkc_decoder *d, int kind, const char *fmt, ...)
+{
+    fkc_decode_result *r = d->res;
+    if (r->error == FKC_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->error_reason, sizeof r->error_reason, fmt, ap);
+        va_end(ap);
+        r->error = kind;
+        r->error_offset = d->batch_offset;
+    }
+    return kind;
+}
+
+/* `where` tells whether positions are in the blob or inside a decompressed
+ * payload (which has its own byte numbering). */
+static int fkc_fail_cursor(fkc_decoder *d, const fkc_cursor *c, const char *where)
+{
+    return fkc_fail(d, FKC_ERR_INVALID, "%s: %s at byte %zu%s", c->what ? c->what : "read",
+                    c->problem ? c->problem : "failed", c->fail_pos, where);
+}
+
+/* ---- UTF-8 -------------------------------------------------------------- */
+
+int fkc_utf8_valid(const uint8_t *p, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        uint8_t b = p[i];
+        if (b < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp;
+        if (b >= 0xC2 && b <= 0xDF) {
+            n = 1;
+            cp = b & 0x1Fu;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            n = 2;
+            cp = b & 0x0Fu;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            n = 3;
+            cp = b & 0x07u;
+        } else {
+            return 0; /* continuation byte first, overlong 2-byte lead, or > U+10FFFF */
+        }
+        if (n > len - i - 1)
+            return 0;
+        for (size_t k = 1; k <= n; k++) {
+            uint8_t cb = p[i + k];
+            if ((cb & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (cb & 0x3Fu);
+        }
+        /* Reject overlong forms, surrogates and code points past U+10FFFF,
+         * exactly what Python's strict utf-8 decoder rejects. */
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += n + 1;
+    }
+    return 1;
+}
+
+/* ---- arena ------------------------------------------------------------- */
+
+static int fkc_reserve_one(fkc_decoder *d)
+{
+    fkc_decode_result *r = d->res;
+    if (r->count < r->capacity)
+        return FKC_OK;
+    size_t cap = r->capacity ? r->capacity * 2 : 256;
+    if (cap < r->capacity || cap > SIZE_MAX / sizeof(fkc_record))
+        return fkc_fail(d, FKC_ERR_NOMEM, "too many records");
+    fkc_record *grown = (fkc_record *)realloc(r->records, cap * sizeof(fkc_record));
+    if (grown == NULL)
+        return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
+    r->records = grown;
+    r->capacity = cap;
+    return FKC_OK;
+}
+
+/* Take ownership of a decompressed buffer (released even on failure). */
+static int fkc_keep_blob(fkc_decoder *d, fkc_blob *blob)
+{
+    fkc_decode_result *r = d->res;
+    if (r->blob_count == r->blob_capacity) {
+        size_t cap = r->blob_capacity ? r->blob_capacity * 2 : 16;
+        fkc_blob *grown = (fkc_blob *)realloc(r->blobs, cap * sizeof(fkc_blob));
+        if (grown == NULL) {
+            fkc_blob_release(d->opts->host, blob);
+            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for decompressed buffers");
+        }
+        r->blobs = grown;
+        r->blob_capacity = cap;
+    }
+    r->blobs[r->blob_count++] = *blob;
+    return FKC_OK;
+}
+
+static int fkc_decompress_payload(fkc_decoder *d, int codec, int legacy_magic0, const uint8_t *in, size_t len,
+                                  size_t blob_pos, fkc_blob *out)
+{
+    char reason[160];
+    reason[0] = 0;
+    int rc = fkc_decompress(d->opts->host, codec, legacy_magic0, in, len, d->opts->max_decompressed_bytes, out,
+                            reason, sizeof reason);
+    if (rc != FKC_OK) {
+        if (rc == FKC_ERR_SIZE_LIMIT)
+            return fkc_fail(d, rc, "payload at byte %zu decompresses past max_decompressed_bytes=%zu (%s)", blob_pos,
+                            d->opts->max_decompressed_bytes, reason);
+        if (rc == FKC_ERR_UNSUPPORTED_CODEC)
+            return fkc_fail(d, rc, "unknown compression codec id %d at byte %zu", codec, blob_pos);
+        return fkc_fail(d, rc, "cannot decompress codec %d payload at byte %zu: %s", codec, blob_pos, reason);
+    }
+    return fkc_keep_blob(d, out);
+}
+
+static int fkc_keep_offset(const fkc_decode_opts *o, int64_t offset)
+{
+    if (offset < o->fetch_offset)
+        return 0;
+    if (o->stop_offset >= 0 && offset >= o->stop_offset)
+        return 0;
+    return 1;
+}
+
+static void fkc_advance(fkc_decoder *d, int64_t next)
+{
+    if (next > d->res->next_offset)
+        d->res->next_offset = next;
+}
+
+/* ---- read_committed --------------------------------------------------- */
+
+static int fkc_aborted_contains(const fkc_decoder *d, int64_t pid)
+{
+    for (size_t i = 0; i < d->aborted_set_count; i++)
+        if (d->aborted_set[i] == pid)
+            return 1;
+    return 0;
+}
+
+static int fkc_aborted_add(fkc_decoder *d, int64_t pid)
+{
+    if (fkc_aborted_contains(d, pid))
+        return FKC_OK;
+    if (d->aborted_set_count == d->aborted_set_capacity) {
+        size_t cap = d->aborted_set_capacity ? d->aborted_set_capacity * 2 : 8;
+        int64_t *grown = (int64_t *)realloc(d->aborted_set, cap * sizeof(int64_t));
+        if (grown == NULL)
+            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for aborted producer ids");
+        d->aborted_set = grown;
+        d->aborted_set_capacity = cap;
+    }
+    d->aborted_set[d->aborted_set_count++] = pid;
+    return FKC_OK;
+}
+
+static void fkc_aborted_remove(fkc_decoder *d, int64_t pid)
+{
+    for (size_t i = 0; i < d->aborted_set_count; i++) {
+        if (d->aborted_set[i] == pid) {
+            d->aborted_set[i] = d->aborted_set[--d->aborted_set_count];
+            return;
+        }
+    }
+}
+
+/* ---- v2 records ------------------------------------------------------- */
+
+/* Parse one v2 record at the cursor into *rec (offset/timestamp filled from
+ * the batch fields). Returns FKC_OK or an error already recorded. */
+static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where, fkc_record *rec,
+                               int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+                               int timestamp_type)
+{
+    size_t at = fkc_cursor_tell(c);
+    int32_t length = fkc_read_varint(c, "record length");
+    if (c->failed)
+        return fkc_fail_cursor(d, c, where);
+    if (length < 0)
+        return fkc_fail(d, FKC_ERR_INVALID, "negative record length %d at byte %zu%s", length, at, where);
+    fkc_cursor rc;
+    if (!fkc_cursor_sub(c, (size_t)length, &rc, "record (length past the batch end)"))
+        return fkc_fail_cursor(d, c, where);
+
+    (void)fkc_read_i8(&rc, "record attributes");
+    int64_t timestamp_delta = fkc_read_varlong(&rc, "record timestamp delta");
+    int32_t offset_delta = fkc_read_varint(&rc, "record offset delta");
+    int32_t key_len = fkc_read_varint(&rc, "record key length");
+    if (!rc.failed && key_len < -1)
+        return fkc_fail(d, FKC_ERR_INVALID, "record key length %d at byte %zu%s", key_len, at, where);
+    const uint8_t *key = key_len >= 0 ? fkc_read_bytes(&rc, (size_t)key_len, "record key") : NULL;
+    int32_t value_len = fkc_read_varint(&rc, "record value length");
+    if (!rc.failed && value_len < -1)
+        return fkc_fail(d, FKC_ERR_INVALID, "record value length %d at byte %zu%s", value_len, at, where);
+    const uint8_t *value = value_len >= 0 ? fkc_read_bytes(&rc, (size_t)value_len, "record value") : NULL;
+    int32_t header_count = fkc_read_varint(&rc, "record header count");
+    if (!rc.failed && header_count < 0)
+        return fkc_fail(d, FKC_ERR_INVALID, "negative header count %d at byte %zu%s", header_count, at, where);
+    const uint8_t *headers = rc.pos;
+    int64_t header_size = 0;
+    /* header_count is untrusted: the loop ends as soon as the bytes do. */
+    for (int32_t i = 0; i < header_count && !rc.failed; i++) {
+        size_t hat = fkc_cursor_tell(&rc);
+        int32_t hkey_len = fkc_read_varint(&rc, "header key length");
+        if (rc.failed)
+            break;
+        if (hkey_len < 0)
+            return fkc_fail(d, FKC_ERR_INVALID, "header key length %d at byte %zu%s (keys are never null)", hkey_len,
+                            hat, where);
+        const uint8_t *hkey = fkc_read_bytes(&rc, (size_t)hkey_len, "header key");
+        if (rc.failed)
+            break;
+        if (!fkc_utf8_valid(hkey, (size_t)hkey_len))
+            return fkc_fail(d, FKC_ERR_INVALID, "header key at byte %zu%s is not valid UTF-8", hat, where);
+        int32_t hvalue_len = fkc_read_varint(&rc, "header value length");
+        if (rc.failed)
+            break;
+        if (hvalue_len < -1)
+            return fkc_fail(d, FKC_ERR_INVALID, "header value length %d at byte %zu%s", hvalue_len, hat, where);
+        if (hvalue_len > 0)
+            fkc_skip(&rc, (size_t)hvalue_len, "header value");
+        header_size += hkey_len + (hvalue_len > 0 ? hvalue_len : 0);
+    }
+    if (rc.failed)
+        return fkc_fail_cursor(d, &rc, where);
+    if (fkc_cursor_remaining(&rc) != 0)
+        return fkc_fail(d, FKC_ERR_INVALID, "record at byte %zu%s has length %d but its fields end %zu bytes early",
+                        at, where, length, fkc_cursor_remaining(&rc));
+
+    /* Wrapping (unsigned) arithmetic: hostile offsets must not be signed-overflow UB. */
+    rec->offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)offset_delta);
+    rec->timestamp = timestamp_type == 1 ? max_timestamp
+                                         : (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
+    rec->key = key;
+    rec->key_len = key_len;
+    rec->value = value;
+    rec->value_len = value_len;
+    rec->headers = headers;
+    rec->headers_len = (size_t)(rc.pos - headers);
+    rec->header_count = header_count;
+    rec->header_size = header_count > 0 ? (int32_t)header_size : -1;
+    rec->leader_epoch = d->leader_epoch;
+    rec->checksum = 0;
+    rec->timestamp_type = (int8_t)timestamp_type;
+    rec->magic = 2;
+    return FKC_OK;
+}
+
+static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len, size_t blob_pos)
+{
+    const fkc_decode_opts *o = d->opts;
+    fkc_decode_result *r = d->res;
+    if (batch_len < FKC_V2_HEADER_SIZE)
+        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: BatchLength %zu is smaller than the v2 header",
+                        blob_pos, batch_len - FKC_LOG_OVERHEAD);
+    fkc_cursor c;
+    fkc_cursor_init(&c, batch, batch_len, blob_pos);
+    int64_t base_offset = fkc_read_i64(&c, "BaseOffset");
+    (void)fkc_read_i32(&c, "BatchLength");
+    int32_t leader_epoch = fkc_read_i32(&c, "PartitionLeaderEpoch");
+    (void)fkc_read_i8(&c, "Magic");
+    uint32_t stored_crc = fkc_read_u32(&c, "CRC");
+    int16_t attributes = fkc_read_i16(&c, "Attributes");
+    int32_t last_offset_delta = fkc_read_i32(&c, "LastOffsetDelta");
+    int64_t base_timestamp = fkc_read_i64(&c, "BaseTimestamp");
+    int64_t max_timestamp = fkc_read_i64(&c, "MaxTimestamp");
+    int64_t producer_id = fkc_read_i64(&c, "ProducerId");
+    (void)fkc_read_i16(&c, "ProducerEpoch");
+    (void)fkc_read_i32(&c, "BaseSequence");
+    int32_t record_count = fkc_read_i32(&c, "RecordCount");
+    if (c.failed) /* cannot happen: batch_len >= 61 was checked */
+        return fkc_fail_cursor(d, &c, "");
+
+    if (o->check_crcs) {
+        uint32_t computed = fkc_crc32c(0, batch + FKC_V2_CRC_START, batch_len - FKC_V2_CRC_START);
+        if (computed != stored_crc)
+            return fkc_fail(d, FKC_ERR_CRC, "record batch at byte %zu: CRC-32C mismatch (stored 0x%08x, computed 0x%08x)",
+                            blob_pos, stored_crc, computed);
+    }
+    d->leader_epoch = leader_epoch;
+    int codec = attributes & 0x7;
+    int timestamp_type = (attributes >> 3) & 1;
+    int transactional = (attributes >> 4) & 1;
+    int control = (attributes >> 5) & 1;
+    int64_t last_offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)last_offset_delta);
+    int64_t batch_next = (int64_t)((uint64_t)last_offset + 1u);
+
+    /* Decompress lazily: aborted batches are skipped without it, as in Java. */
+    const uint8_t *payload = c.pos;
+    size_t payload_len = fkc_cursor_remaining(&c);
+    size_t payload_pos = fkc_cursor_tell(&c);
+    int payload_ready = 0;
+    char where[64];
+    where[0] = 0;
+
+#define FKC_PREPARE_PAYLOAD()                                                                          \
+    do {                                                                                               \
+        if (!payload_ready && codec != FKC_CODEC_NONE) {                                               \
+            fkc_blob out;                                                                              \
+            int prc = fkc_decompress_payload(d, codec, 0, payload, payload_len, payload_pos, &out);   \
+            if (prc != FKC_OK)                                                                         \
+                return prc;                                                                            \
+            payload = out.data;                                                                        \
+            payload_len = out.len;                                                                     \
+            snprintf(where, sizeof where, " of the batch at byte %zu, decompressed", blob_pos);        \
+            payload_pos = 0;                                                                           \
+        }                                                                                              \
+        payload_ready = 1;                                                                             \
+    } while (0)
+
+    if (o->read_committed && producer_id >= 0) {
+        while (d->aborted_next < o->aborted_count && o->aborted_first_offsets[d->aborted_next] <= last_offset) {
+            int arc = fkc_aborted_add(d, o->aborted_pids[d->aborted_next]);
+            if (arc != FKC_OK)
+                return arc;
+            d->aborted_next++;
+        }
+        if (control) {
+            /* The control record's key: version i16, type i16 (0 abort, 1 commit). */
+            if (record_count > 0) {
+                FKC_PREPARE_PAYLOAD();
+                fkc_cursor pc;
+                fkc_cursor_init(&pc, payload, payload_len, payload_pos);
+                fkc_record marker;
+                int prc = fkc_parse_record_v2(d, &pc, where, &marker, base_offset, base_timestamp, max_timestamp,
+                                              timestamp_type);
+                if (prc != FKC_OK)
+                    return prc;
+                if (marker.key_len < 4)
+                    return fkc_fail(d, FKC_ERR_INVALID, "control record at byte %zu: key of %d bytes, need 4",
+                                    blob_pos, marker.key_len);
+                if (fkc_load_be16(marker.key + 2) == 0)
+                    fkc_aborted_remove(d, producer_id);
+            }
+        } else if (transactional && fkc_aborted_contains(d, producer_id)) {
+            fkc_advance(d, batch_next);
+            return FKC_OK;
+        }
+    }
+    if (control) {
+        fkc_advance(d, batch_next); /* control batches are never returned */
+        return FKC_OK;
+    }
+    if (codec > FKC_CODEC_ZSTD)
+        return fkc_fail(d, FKC_ERR_UNSUPPORTED_CODEC, "record batch at byte %zu: unknown compression codec id %d",
+                        blob_pos, codec);
+    if (record_count < 0)
+        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: negative record count %d", blob_pos,
+                        record_count);
+    FKC_PREPARE_PAYLOAD();
+#undef FKC_PREPARE_PAYLOAD
+
+    fkc_cursor pc;
+    fkc_cursor_init(&pc, payload, payload_len, payload_pos);
+    for (int32_t i = 0; i < record_count; i++) {
+        /* Each record takes at least one byte, so a count larger than the
+         * bytes left fails here rather than looping or preallocating. */
+        if (fkc_cursor_remaining(&pc) == 0)
+            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: RecordCount %d but only %d records fit",
+                            blob_pos, record_count, i);
+        int rrc = fkc_reserve_one(d);
+        if (rrc != FKC_OK)
+            return rrc;
+        fkc_record *rec = &r->records[r->count];
+        rrc = fkc_parse_record_v2(d, &pc, where, rec, base_offset, base_timestamp, max_timestamp, timestamp_type);
+        if (rrc != FKC_OK)
+            return rrc;
+        if (fkc_keep_offset(o, rec->offset))
+            r->count++;
+    }
+    if (fkc_cursor_remaining(&pc) != 0)
+        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: %zu bytes left over after %d records",
+                        blob_pos, fkc_cursor_remaining(&pc), record_count);
+    fkc_advance(d, batch_next);
+    return FKC_OK;
+}
+
+/* ---- legacy message sets (magic 0 and 1) ----------------------------- */
+
+typedef struct fkc_legacy_message {
+    int64_t offset;
+    int64_t timestamp;
+    const uint8_t *key;
+    const uint8_t *value;
+    int32_t key_len;
+    int32_t value_len;
+    uint32_t crc;
+    int8_t magic;
+    int8_t attributes;
+} fkc_legacy_message;
+
+/* Parse one message spanning exactly [c.start, c.end) (log overhead included). */
+static int fkc_parse_legacy(fkc_decoder *d, fkc_cursor *c, const char *where, fkc_legacy_message *m)
+{
+    size_t at = fkc_cursor_tell(c);
+    m->offset = fkc_read_i64(c, "message offset");
+    int32_t size = fkc_read_i32(c, "message size");
+    m->crc = fkc_read_u32(c, "message CRC");
+    const uint8_t *crc_start = c->pos;
+    m->magic = fkc_read_i8(c, "message magic");
+    m->attributes = fkc_read_i8(c, "message attributes");
+    if (c->failed)
+        return fkc_fail_cursor(d, c, where);
+    if (m->magic != 0 && m->magic != 1)
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: unknown magic %d", at, where, m->magic);
+    if (size < (m->magic == 1 ? FKC_MESSAGE_MIN_SIZE_V1 : FKC_MESSAGE_MIN_SIZE_V0))
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: size %d is below the magic %d minimum", at, where,
+                        size, m->magic);
+    m->timestamp = m->magic == 1 ? fkc_read_i64(c, "message timestamp") : -1;
+    m->key_len = fkc_read_i32(c, "message key length");
+    if (!c->failed && m->key_len < -1)
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: key length %d", at, where, m->key_len);
+    m->key = m->key_len >= 0 ? fkc_read_bytes(c, (size_t)m->key_len, "message key") : NULL;
+    m->value_len = fkc_read_i32(c, "message value length");
+    if (!c->failed && m->value_len < -1)
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: value length %d", at, where, m->value_len);
+    m->value = m->value_len >= 0 ? fkc_read_bytes(c, (size_t)m->value_len, "message value") : NULL;
+    if (c->failed)
+        return fkc_fail_cursor(d, c, where);
+    if (fkc_cursor_remaining(c) != 0)
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: %zu bytes left over after the value", at, where,
+                        fkc_cursor_remaining(c));
+    if (d->opts->check_crcs) {
+        uint32_t computed = fkc_crc32(0, crc_start, (size_t)(c->end - crc_start));
+        if (computed != m->crc)
+            return fkc_fail(d, FKC_ERR_CRC, "message at byte %zu%s: CRC-32 mismatch (stored 0x%08x, computed 0x%08x)",
+                            at, where, m->crc, computed);
+    }
+    return FKC_OK;
+}
+
+static void fkc_fill_legacy(fkc_decoder *d, fkc_record *rec, const fkc_legacy_message *m, int64_t offset,
+                            int64_t timestamp, int timestamp_type)
+{
+    rec->offset = offset;
+    rec->timestamp = timestamp;
+    rec->key = m->key;
+    rec->key_len = m->key_len;
+    rec->value = m->value;
+    rec->value_len = m->value_len;
+    rec->headers = NULL;
+    rec->headers_len = 0;
+    rec->header_count = 0;
+    rec->header_size = -1;
+    rec->leader_epoch = d->leader_epoch;
+    rec->checksum = m->crc;
+    rec->timestamp_type = (int8_t)timestamp_type;
+    rec->magic = m->magic;
+}
+
+static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len, size_t blob_pos)
+{
+    const fkc_decode_opts *o = d->opts;
+    fkc_decode_result *r = d->res;
+    fkc_cursor c;
+    fkc_cursor_init(&c, msg, msg_len, blob_pos);
+    fkc_legacy_message w;
+    int rc = fkc_parse_legacy(d, &c, "", &w);
+    if (rc != FKC_OK)
+        return rc;
+    int codec = w.attributes & 0x7;
+    int timestamp_type = w.magic == 0 ? -1 : (w.attributes >> 3) & 1;
+
+    if (codec == FKC_CODEC_NONE) {
+        rc = fkc_reserve_one(d);
+        if (rc != FKC_OK)
+            return rc;
+        fkc_fill_legacy(d, &r->records[r->count], &w, w.offset, w.timestamp, timestamp_type);
+        if (fkc_keep_offset(o, w.offset))
+            r->count++;
+        fkc_advance(d, (int64_t)((uint64_t)w.offset + 1u));
+        return FKC_OK;
+    }
+    if (codec >= FKC_CODEC_ZSTD) /* zstd needs magic 2 (KIP-110) */
+        return fkc_fail(d, FKC_ERR_UNSUPPORTED_CODEC, "message at byte %zu: compression codec id %d is not valid for magic %d",
+                        blob_pos, codec, w.magic);
+    if (w.value == NULL)
+        return fkc_fail(d, FKC_ERR_INVALID, "compressed message at byte %zu has a null value", blob_pos);
+
+    fkc_blob out;
+    rc = fkc_decompress_payload(d, codec, w.magic == 0, w.value, (size_t)w.value_len, blob_pos, &out);
+    if (rc != FKC_OK)
+        return rc;
+    char where[64];
+    snprintf(where, sizeof where, " of the message at byte %zu, decompressed", blob_pos);
+
+    /* Inner messages are collected unfiltered first: with magic 1 their
+     * offsets are relative to the last one, known only at the end. */
+    size_t first = r->count;
+    fkc_cursor ic;
+    fkc_cursor_init(&ic, out.data, out.len, 0);
+    while (fkc_cursor_remaining(&ic) > 0) {
+        size_t at = fkc_cursor_tell(&ic);
+        if (fkc_cursor_remaining(&ic) < FKC_LOG_OVERHEAD)
+            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s is truncated", at, where);
+        int32_t size = (int32_t)fkc_load_be32(ic.pos + 8);
+        if (size < 0 || (size_t)size > fkc_cursor_remaining(&ic) - FKC_LOG_OVERHEAD)
+            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s: size %d past the payload end", at, where,
+                            size);
+        fkc_cursor mc;
+        fkc_cursor_sub(&ic, FKC_LOG_OVERHEAD + (size_t)size, &mc, "inner message");
+        fkc_legacy_message m;
+        rc = fkc_parse_legacy(d, &mc, where, &m);
+        if (rc != FKC_OK)
+            return rc;
+        if ((m.attributes & 0x7) != FKC_CODEC_NONE)
+            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s is compressed again", at, where);
+        if (m.magic != w.magic)
+            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s has magic %d inside a magic %d wrapper", at,
+                            where, m.magic, w.magic);
+        rc = fkc_reserve_one(d);
+        if (rc != FKC_OK)
+            return rc;
+        /* A magic-1 wrapper with LogAppendTime stamps every inner record with its own time. */
+        int64_t timestamp = (w.magic == 1 && timestamp_type == 1) ? w.timestamp : m.timestamp;
+        fkc_fill_legacy(d, &r->records[r->count], &m, m.offset, timestamp, timestamp_type);
+        r->count++;
+    }
+    if (w.magic == 1 && r->count > first) {
+        /* Relative offsets: the wrapper carries the absolute offset of the
+         * last inner message. As Java and kafka-python, only applied when the
+         * resulting base is not negative. */
+        int64_t base = (int64_t)((uint64_t)w.offset - (uint64_t)r->records[r->count - 1].offset);
+        if (base >= 0)
+            for (size_t i = first; i < r->count; i++)
+                r->records[i].offset = (int64_t)((uint64_t)r->records[i].offset + (uint64_t)base);
+    }
+    /* On broker data the wrapper's offset is the last inner offset; when a
+     * producer-side set says otherwise, still never resume before the last
+     * record handed out. */
+    if (r->count > first)
+        fkc_advance(d, (int64_t)((uint64_t)r->records[r->count - 1].offset + 1u));
+    size_t kept = first;
+    for (size_t i = first; i < r->count; i++)
+        if (fkc_keep_offset(o, r->records[i].offset))
+            r->records[kept++] = r->records[i];
+    r->count = kept;
+    fkc_advance(d, (int64_t)((uint64_t)w.offset + 1u));
+    return FKC_OK;
+}
+
+/* ---- the walk -------------------------------------------------------- */
+
+int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, const uint8_t **value,
+                    int32_t *value_len)
+{
+    if (it->pos >= it->end)
+        return 0;
+    fkc_cursor c;
+    fkc_cursor_init(&c, it->pos, (size_t)(it->end - it->pos), 0);
+    int32_t klen = fkc_read_varint(&c, "header key length");
+    const uint8_t *k = klen >= 0 ? fkc_read_bytes(&c, (size_t)klen, "header key") : NULL;
+    int32_t vlen = fkc_read_varint(&c, "header value length");
+    const uint8_t *v = vlen >= 0 ? fkc_read_bytes(&c, (size_t)vlen, "header value") : NULL;
+    if (c.failed || k == NULL || vlen < -1) { /* validated in phase 1; defensive */
+        it->pos = it->end;
+        return 0;
+    }
+    *key = k;
+    *key_len = klen;
+    *value = v;
+    *value_len = vlen >= 0 ? vlen : -1;
+    it->pos = c.pos;
+    return 1;
+}
+
+static void fkc_compute_totals(fkc_decode_result *r)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        const fkc_record *rec = &r->records[i];
+        if (rec->key_len > 0)
+            r->key_bytes += (uint64_t)rec->key_len;
+        if (rec->value_len > 0)
+            r->value_bytes += (uint64_t)rec->value_len;
+        if (rec->header_count > 0) {
+            fkc_header_iter it = {rec->headers, rec->headers + rec->headers_len};
+            const uint8_t *k, *v;
+            int32_t kl, vl;
+            while (fkc_header_next(&it, &k, &kl, &v, &vl)) {
+                r->header_count++;
+                r->header_key_bytes += (uint64_t)kl;
+                if (vl > 0)
+                    r->header_value_bytes += (uint64_t)vl;
+            }
+        }
+    }
+}
+
+int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *opts, fkc_decode_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->next_offset = opts->fetch_offset;
+    r->error_offset = -1;
+    r->host = opts->host;
+    fkc_decoder d;
+    memset(&d, 0, sizeof d);
+    d.opts = opts;
+    d.res = r;
+    d.leader_epoch = -1;
+    d.batch_offset = -1;
+
+    size_t pos = 0;
+    while (len - pos >= FKC_LOG_OVERHEAD) {
+        const uint8_t *batch = data + pos;
+        int64_t base_offset = (int64_t)fkc_load_be64(batch);
+        int32_t length = (int32_t)fkc_load_be32(batch + 8);
+        d.batch_offset = base_offset;
+        if (length < 0) {
+            fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: negative length %d", pos, length);
+            break;
+        }
+        if ((size_t)length > len - pos - FKC_LOG_OVERHEAD)
+            break; /* a partial batch at the end: the broker cut the fetch here */
+        if (length < FKC_MESSAGE_MIN_SIZE_V0) {
+            fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: length %d is below the minimum %d", pos, length,
+                     FKC_MESSAGE_MIN_SIZE_V0);
+            break;
+        }
+        size_t batch_len = FKC_LOG_OVERHEAD + (size_t)length;
+        int8_t magic = (int8_t)batch[16];
+        size_t first = r->count;
+        int rc;
+        if (magic == 2)
+            rc = fkc_decode_v2(&d, batch, batch_len, pos);
+        else if (magic == 0 || magic == 1)
+            rc = fkc_decode_legacy(&d, batch, batch_len, pos);
+        else
+            rc = fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: unknown magic %d", pos, magic);
+        if (rc != FKC_OK) {
+            r->count = first; /* the bad batch's records are not returned */
+            r->next_offset = base_offset;
+            break;
+        }
+        pos += batch_len;
+    }
+    free(d.aborted_set);
+    fkc_compute_totals(r);
+    return r->error;
+}
+
+void fkc_decode_result_free(fkc_decode_result *r)
+{
+    for (size_t i = 0; i < r->blob_count; i++)
+        fkc_blob_release(r->host, &r->blobs[i]);
+    free(r->blobs);
+    free(r->records);
+    r->blobs = NULL;
+    r->records = NULL;
+    r->count = r->capacity = r->blob_count = r->blob_capacity = 0;
+}

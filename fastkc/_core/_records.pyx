@@ -1,0 +1,560 @@
+# cython: language_level=3
+"""Cython bridge over the C record decoder (csrc/fkc_records.c).
+
+Decoding is two phases:
+  1. fkc_decode_records(): pure C, run with the GIL released. Walks the blob,
+     checks CRCs, decompresses (through the codec host below, which re-takes
+     the GIL for the one Python codec call per batch), parses records into a
+     flat descriptor array and filters them.
+  2a. fkc_py_build_list() (fkc_pybuild.h): descriptors -> ConsumerRecord
+     tuples, built in C.
+  2b. fkc_arrow_fill() (csrc/fkc_arrow.c): descriptors -> Arrow buffers sized
+     exactly from phase-1 totals; the arrays are assembled with a constant
+     number of pyarrow calls (none per record).
+
+The input is read through the buffer protocol (bytes, bytearray, memoryview
+slices of a larger response buffer): no copy.
+"""
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset, strlen
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.ref cimport PyObject
+
+import zlib
+
+import cramjam
+import lz4.frame
+import zstandard
+
+from fastkc import errors as _errors
+from fastkc.structs import ConsumerRecord as _ConsumerRecord, DecodedPartition as _DecodedPartition
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject:
+        pass
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
+    int PyGC_Disable()
+    int PyGC_Enable()
+
+
+cdef extern from "fkc_errors.h":
+    enum:
+        FKC_OK
+        FKC_ERR_INVALID
+        FKC_ERR_CRC
+        FKC_ERR_DECOMPRESS
+        FKC_ERR_SIZE_LIMIT
+        FKC_ERR_UNSUPPORTED_CODEC
+        FKC_ERR_HOST
+        FKC_ERR_NOMEM
+
+
+cdef extern from "fkc_crc32c.h":
+    uint32_t fkc_crc32c(uint32_t crc, const uint8_t *data, size_t length) nogil
+    const char *fkc_crc32c_implementation() nogil
+    void fkc_crc32c_force_software(int force) nogil
+
+
+cdef extern from "fkc_codec.h":
+    ctypedef enum fkc_codec_op:
+        FKC_OP_GZIP
+        FKC_OP_SNAPPY_RAW
+        FKC_OP_LZ4_FRAME
+        FKC_OP_ZSTD
+    ctypedef struct fkc_blob:
+        const uint8_t *data
+        size_t len
+        void *owner
+        int owner_is_malloc
+    ctypedef int (*fkc_codec_fn)(void *ctx, fkc_codec_op op, const uint8_t *inp, size_t in_len, size_t cap,
+                                 size_t size_hint, fkc_blob *out, char *errbuf, size_t errbuf_len) noexcept
+    ctypedef void (*fkc_codec_release_fn)(void *ctx, void *owner) noexcept
+    ctypedef struct fkc_codec_host:
+        fkc_codec_fn decompress
+        fkc_codec_release_fn release
+        void *ctx
+
+
+cdef extern from "fkc_records.h":
+    ctypedef struct fkc_record:
+        int64_t offset
+        int32_t key_len
+        int32_t value_len
+    ctypedef struct fkc_decode_opts:
+        int64_t fetch_offset
+        int64_t stop_offset
+        int check_crcs
+        int read_committed
+        const int64_t *aborted_pids
+        const int64_t *aborted_first_offsets
+        size_t aborted_count
+        size_t max_decompressed_bytes
+        const fkc_codec_host *host
+    ctypedef struct fkc_decode_result:
+        fkc_record *records
+        size_t count
+        int64_t next_offset
+        uint64_t key_bytes
+        uint64_t value_bytes
+        uint64_t header_count
+        uint64_t header_key_bytes
+        uint64_t header_value_bytes
+        int error
+        int64_t error_offset
+        char error_reason[256]
+    int fkc_decode_records(const uint8_t *data, size_t length, const fkc_decode_opts *opts,
+                           fkc_decode_result *result) nogil
+    void fkc_decode_result_free(fkc_decode_result *result)
+
+
+cdef extern from "fkc_arrow.h":
+    ctypedef struct fkc_arrow_columns:
+        uint8_t *key_validity
+        int32_t *key_offsets
+        uint8_t *key_data
+        uint8_t *value_validity
+        int32_t *value_offsets
+        uint8_t *value_data
+        int32_t *topic_offsets
+        uint8_t *topic_data
+        int32_t *partition
+        int64_t *offset
+        uint8_t *timestamp_validity
+        int64_t *timestamp
+        int32_t *timestamp_type
+        uint8_t *headers_validity
+        int32_t *headers_offsets
+        int32_t *hkey_offsets
+        uint8_t *hkey_data
+        uint8_t *hvalue_validity
+        int32_t *hvalue_offsets
+        uint8_t *hvalue_data
+        int64_t key_nulls
+        int64_t value_nulls
+        int64_t timestamp_nulls
+        int64_t headers_nulls
+        int64_t hvalue_nulls
+    size_t fkc_bitmap_bytes(size_t n)
+    int fkc_arrow_fits(const fkc_decode_result *r, size_t topic_len)
+    void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
+                        fkc_arrow_columns *cols) nogil
+
+
+cdef extern from "fkc_pybuild.h":
+    ctypedef struct fkc_build_ctx:
+        PyTypeObject *record_type
+        PyObject *topic
+        PyObject *partition
+        PyObject *key_fn
+        int key_full
+        PyObject *value_fn
+        int value_full
+    object fkc_py_build_list(const fkc_build_ctx *b, const fkc_decode_result *res, size_t count)
+
+
+# ---------------------------------------------------------------------------
+# CRC32C
+
+
+def crc32c(data, unsigned int crc=0):
+    """CRC-32C of a bytes-like object, continuing from `crc` (0 to start)."""
+    cdef Py_buffer view
+    cdef uint32_t out
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            out = fkc_crc32c(crc, <const uint8_t *>view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return out
+
+
+def crc32c_implementation():
+    """'sse4.2' (hardware, chosen at run time) or 'software'."""
+    return fkc_crc32c_implementation().decode("ascii")
+
+
+def force_crc32c_software(bint force):
+    """Pin CRC-32C to the portable software path (tests check both paths)."""
+    fkc_crc32c_force_software(1 if force else 0)
+
+
+# ---------------------------------------------------------------------------
+# Codec host: the primitive decompressions, through the Python packages.
+# One call per compressed batch, so the Python call cost is paid per batch
+# (hundreds of records), not per record. Every function gets at most
+# cap + 1 bytes of output, so "too big" is detected without unbounded memory.
+
+
+class _SizeLimit(Exception):
+    pass
+
+
+def _gzip_decompress(src, size_t cap):
+    # wbits 47 = 32 + 15: accept a gzip or zlib header. Concatenated gzip
+    # members are decoded one after another (Java's GZIPInputStream does).
+    chunks = []
+    cdef size_t total = 0
+    data = src
+    while True:
+        d = zlib.decompressobj(47)
+        chunk = d.decompress(data, cap + 1 - total)
+        total += len(chunk)
+        chunks.append(chunk)
+        if total > cap:
+            raise _SizeLimit()
+        if not d.eof:
+            raise ValueError("gzip stream is truncated")
+        data = d.unused_data
+        if not data:
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _lz4_decompress(src, size_t cap):
+    chunks = []
+    cdef size_t total = 0
+    data = src
+    while True:
+        d = lz4.frame.LZ4FrameDecompressor()
+        chunk = d.decompress(data, max_length=cap + 1 - total)
+        total += len(chunk)
+        chunks.append(chunk)
+        if total > cap:
+            raise _SizeLimit()
+        if not d.eof:
+            raise ValueError("lz4 frame is truncated")
+        data = d.unused_data
+        if not data:
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _zstd_decompress(src, size_t cap, size_t hint):
+    # A new decompressor per call: python-zstandard objects are not
+    # thread-safe and decoding may run in several threads (phase 1 drops the
+    # GIL). Reads are bounded by cap + 1; the first read is sized from the
+    # frame's declared content size when it has one.
+    dctx = zstandard.ZstdDecompressor()
+    chunks = []
+    cdef size_t total = 0
+    cdef size_t want
+    with dctx.stream_reader(src, read_across_frames=True) as reader:
+        want = hint + 1 if 0 < hint <= cap else 262144
+        while True:
+            if want > cap + 1 - total:
+                want = cap + 1 - total
+            chunk = reader.read(want)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise _SizeLimit()
+            want = 1048576
+    if not chunks:
+        return b""
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+cdef class _DecodeState:
+    # Holds an exception a codec callback could not report as a codec
+    # failure (MemoryError, KeyboardInterrupt...): it is re-raised as is.
+    cdef object pending
+
+
+cdef int _host_decompress(void *ctx, fkc_codec_op op, const uint8_t *inp, size_t in_len, size_t cap,
+                          size_t size_hint, fkc_blob *out, char *errbuf, size_t errbuf_len) noexcept with gil:
+    cdef _DecodeState state = <_DecodeState>ctx
+    cdef Py_buffer *view
+    cdef bytes message
+    try:
+        src = PyMemoryView_FromMemory(<char *>inp, <Py_ssize_t>in_len, PyBUF_READ)
+        if op == FKC_OP_GZIP:
+            result = _gzip_decompress(src, cap)
+        elif op == FKC_OP_SNAPPY_RAW:
+            result = cramjam.snappy.decompress_raw(src)
+        elif op == FKC_OP_LZ4_FRAME:
+            result = _lz4_decompress(src, cap)
+        elif op == FKC_OP_ZSTD:
+            result = _zstd_decompress(src, cap, size_hint)
+        else:
+            raise ValueError("unknown codec operation")
+        view = <Py_buffer *>malloc(sizeof(Py_buffer))
+        if view == NULL:
+            raise MemoryError()
+        try:
+            PyObject_GetBuffer(result, view, PyBUF_SIMPLE)
+        except BaseException:
+            free(view)
+            raise
+        out.data = <const uint8_t *>view.buf
+        out.len = <size_t>view.len
+        out.owner = <void *>view
+        out.owner_is_malloc = 0
+        return FKC_OK
+    except _SizeLimit:
+        return FKC_ERR_SIZE_LIMIT
+    except MemoryError as exc:
+        state.pending = exc
+        return FKC_ERR_HOST
+    except Exception as exc:
+        # The codec rejected the bytes: reported as RecordDecompressionError.
+        message = "{0}: {1}".format(type(exc).__name__, exc).encode("utf-8", "replace")[:errbuf_len - 1]
+        memcpy(errbuf, <const char *>message, len(message))
+        errbuf[len(message)] = 0
+        return FKC_ERR_DECOMPRESS
+    except BaseException as exc:
+        state.pending = exc
+        return FKC_ERR_HOST
+
+
+cdef void _host_release(void *ctx, void *owner) noexcept with gil:
+    cdef Py_buffer *view = <Py_buffer *>owner
+    PyBuffer_Release(view)
+    free(view)
+
+
+# ---------------------------------------------------------------------------
+# Phase 1 driver
+
+
+cdef class _Phase1:
+    """Owns one phase-1 result: the input buffer, aborted arrays, the C arena."""
+    cdef Py_buffer view
+    cdef bint have_view
+    cdef fkc_decode_result result
+    cdef bint have_result
+    cdef int64_t *aborted
+    cdef _DecodeState state
+    cdef fkc_codec_host host
+
+    def __cinit__(self):
+        self.have_view = False
+        self.have_result = False
+        self.aborted = NULL
+        self.state = _DecodeState()
+
+    def __dealloc__(self):
+        if self.have_result:
+            fkc_decode_result_free(&self.result)
+        if self.have_view:
+            PyBuffer_Release(&self.view)
+        free(self.aborted)
+
+    cdef run(self, data, int64_t fetch_offset, int64_t stop_offset, bint check_crcs, bint read_committed,
+             aborted_transactions, max_decompressed_bytes):
+        cdef fkc_decode_opts opts
+        cdef Py_ssize_t n_aborted = len(aborted_transactions) if read_committed else 0
+        cdef Py_ssize_t i
+        cdef int rc
+        if max_decompressed_bytes is None or max_decompressed_bytes < 0:
+            raise ValueError("max_decompressed_bytes must be a non-negative int")
+        PyObject_GetBuffer(data, &self.view, PyBUF_SIMPLE)
+        self.have_view = True
+        if n_aborted:
+            self.aborted = <int64_t *>malloc(2 * n_aborted * sizeof(int64_t))
+            if self.aborted == NULL:
+                raise MemoryError()
+            for i in range(n_aborted):
+                pid, first = aborted_transactions[i]
+                self.aborted[i] = pid
+                self.aborted[n_aborted + i] = first
+        self.host.decompress = _host_decompress
+        self.host.release = _host_release
+        self.host.ctx = <void *>self.state
+        memset(&opts, 0, sizeof(opts))
+        opts.fetch_offset = fetch_offset
+        opts.stop_offset = stop_offset
+        opts.check_crcs = 1 if check_crcs else 0
+        opts.read_committed = 1 if read_committed else 0
+        opts.aborted_pids = self.aborted
+        opts.aborted_first_offsets = self.aborted + n_aborted if n_aborted else NULL
+        opts.aborted_count = <size_t>n_aborted
+        opts.max_decompressed_bytes = <size_t>max_decompressed_bytes
+        opts.host = &self.host
+        with nogil:
+            rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts, &self.result)
+        self.have_result = True
+        return rc
+
+
+_ERROR_CLASSES = {
+    FKC_ERR_INVALID: _errors.InvalidRecordError,
+    FKC_ERR_CRC: _errors.RecordCrcError,
+    FKC_ERR_DECOMPRESS: _errors.RecordDecompressionError,
+    FKC_ERR_SIZE_LIMIT: _errors.DecompressedSizeLimitError,
+    FKC_ERR_UNSUPPORTED_CODEC: _errors.UnsupportedCompressionError,
+}
+
+
+cdef _raise_error(_Phase1 p, topic, partition, records):
+    cdef int kind = p.result.error
+    if kind == FKC_ERR_HOST and p.state.pending is not None:
+        exc = p.state.pending
+        p.state.pending = None
+        raise exc
+    if kind == FKC_ERR_NOMEM or kind == FKC_ERR_HOST:
+        raise MemoryError("fastkc: " + p.result.error_reason.decode("utf-8", "replace"))
+    cls = _ERROR_CLASSES[kind]
+    raise cls(
+        p.result.error_reason.decode("utf-8", "replace"),
+        topic,
+        partition,
+        p.result.error_offset,
+        records,
+        p.result.next_offset,
+    )
+
+
+def _deserializer_parts(spec):
+    if spec is None:
+        return None, False
+    fn, full = spec
+    return fn, bool(full)
+
+
+# ---------------------------------------------------------------------------
+# Phase 2a: ConsumerRecord tuples
+
+
+cdef object _record_type = _ConsumerRecord
+
+
+def decode_partition(data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
+                     aborted_transactions, key_deserializer, value_deserializer, max_decompressed_bytes):
+    """Backend contract: see fastkc/_backend.py. Returns DecodedPartition(list, next_offset)."""
+    cdef _Phase1 p = _Phase1()
+    cdef fkc_build_ctx b
+    cdef int gc_was_enabled
+    rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
+               max_decompressed_bytes)
+    key_fn, key_full = _deserializer_parts(key_deserializer)
+    value_fn, value_full = _deserializer_parts(value_deserializer)
+    b.record_type = <PyTypeObject *>_record_type
+    b.topic = <PyObject *>topic
+    b.partition = <PyObject *>partition
+    b.key_fn = <PyObject *>key_fn if key_fn is not None else NULL
+    b.key_full = 1 if key_full else 0
+    b.value_fn = <PyObject *>value_fn if value_fn is not None else NULL
+    b.value_full = 1 if value_full else 0
+    # The cyclic GC is paused while one fetch's records are built: every
+    # record is a GC-tracked tuple holding a (mutable, so trackable) headers
+    # list, and with the GC running, allocating ~10^4 of them triggers
+    # repeated young-generation collections that rescan the growing list
+    # (anchors.md: 1.0 M/s with the GC on vs 2.8 M/s paused for a bare build
+    # loop). Pausing defers that work to one collection after the build.
+    # Untracking each tuple would be unsafe: user code can put a record into
+    # its own headers list, and an untracked cycle would leak.
+    gc_was_enabled = PyGC_Disable()
+    try:
+        records = fkc_py_build_list(&b, &p.result, p.result.count)
+    finally:
+        if gc_was_enabled:
+            PyGC_Enable()
+    if rc != FKC_OK:
+        _raise_error(p, topic, partition, records)
+    return _DecodedPartition(records, p.result.next_offset)
+
+
+# ---------------------------------------------------------------------------
+# Phase 2b: Arrow
+
+
+cdef object _pa = None
+cdef object _schema = None
+cdef object _types = None
+
+
+cdef _arrow_init():
+    global _pa, _schema, _types
+    if _pa is None:
+        import pyarrow
+        from fastkc.records import arrow_schema
+
+        _schema = arrow_schema()
+        _types = [field.type for field in _schema]
+        _pa = pyarrow
+
+
+cdef _alloc(size_t nbytes, uint8_t **ptr):
+    # At least 8 bytes: a zero-length pyarrow buffer may have no usable
+    # address, and memcpy/memset of 0 bytes still want a valid pointer.
+    buf = _pa.allocate_buffer(nbytes if nbytes >= 8 else 8)
+    ptr[0] = <uint8_t *><size_t>buf.address
+    return buf
+
+
+cdef _build_arrow(_Phase1 p, topic, int32_t partition):
+    cdef fkc_decode_result *r = &p.result
+    cdef fkc_arrow_columns c
+    cdef size_t n = r.count
+    cdef size_t h = <size_t>r.header_count
+    cdef bytes topic_utf8 = topic.encode("utf-8")
+    cdef size_t topic_len = len(topic_utf8)
+    cdef uint8_t *ptr
+    _arrow_init()
+    if not fkc_arrow_fits(r, topic_len):
+        raise OverflowError("fastkc: this partition's records exceed one Arrow batch's 2 GiB offsets")
+    bm = fkc_bitmap_bytes(n)
+    key_valid = _alloc(bm, &c.key_validity)
+    key_off = _alloc((n + 1) * 4, &ptr); c.key_offsets = <int32_t *>ptr
+    key_data = _alloc(r.key_bytes, &c.key_data)
+    value_valid = _alloc(bm, &c.value_validity)
+    value_off = _alloc((n + 1) * 4, &ptr); c.value_offsets = <int32_t *>ptr
+    value_data = _alloc(r.value_bytes, &c.value_data)
+    topic_off = _alloc((n + 1) * 4, &ptr); c.topic_offsets = <int32_t *>ptr
+    topic_data = _alloc(n * topic_len, &c.topic_data)
+    part = _alloc(n * 4, &ptr); c.partition = <int32_t *>ptr
+    offs = _alloc(n * 8, &ptr); c.offset = <int64_t *>ptr
+    ts_valid = _alloc(bm, &c.timestamp_validity)
+    ts = _alloc(n * 8, &ptr); c.timestamp = <int64_t *>ptr
+    ts_type = _alloc(n * 4, &ptr); c.timestamp_type = <int32_t *>ptr
+    hdr_valid = _alloc(bm, &c.headers_validity)
+    hdr_off = _alloc((n + 1) * 4, &ptr); c.headers_offsets = <int32_t *>ptr
+    hkey_off = _alloc((h + 1) * 4, &ptr); c.hkey_offsets = <int32_t *>ptr
+    hkey_data = _alloc(r.header_key_bytes, &c.hkey_data)
+    hval_valid = _alloc(fkc_bitmap_bytes(h), &c.hvalue_validity)
+    hval_off = _alloc((h + 1) * 4, &ptr); c.hvalue_offsets = <int32_t *>ptr
+    hval_data = _alloc(r.header_value_bytes, &c.hvalue_data)
+    cdef const uint8_t *topic_ptr = <const uint8_t *>topic_utf8
+    with nogil:
+        fkc_arrow_fill(r, topic_ptr, topic_len, partition, &c)
+
+    pa = _pa
+    t = _types
+    from_buffers = pa.Array.from_buffers
+    key_arr = from_buffers(t[0], n, [key_valid if c.key_nulls else None, key_off, key_data], c.key_nulls)
+    value_arr = from_buffers(t[1], n, [value_valid if c.value_nulls else None, value_off, value_data], c.value_nulls)
+    topic_arr = from_buffers(t[2], n, [None, topic_off, topic_data], 0)
+    part_arr = from_buffers(t[3], n, [None, part], 0)
+    off_arr = from_buffers(t[4], n, [None, offs], 0)
+    ts_arr = from_buffers(t[5], n, [ts_valid if c.timestamp_nulls else None, ts], c.timestamp_nulls)
+    ts_type_arr = from_buffers(t[6], n, [None, ts_type], 0)
+    struct_type = t[7].value_type
+    hkey_arr = from_buffers(struct_type.field(0).type, h, [None, hkey_off, hkey_data], 0)
+    hval_arr = from_buffers(struct_type.field(1).type, h, [hval_valid if c.hvalue_nulls else None, hval_off,
+                                                           hval_data], c.hvalue_nulls)
+    struct_arr = from_buffers(struct_type, h, [None], 0, 0, [hkey_arr, hval_arr])
+    hdr_arr = from_buffers(t[7], n, [hdr_valid if c.headers_nulls else None, hdr_off], c.headers_nulls, 0,
+                           [struct_arr])
+    return pa.RecordBatch.from_arrays(
+        [key_arr, value_arr, topic_arr, part_arr, off_arr, ts_arr, ts_type_arr, hdr_arr], schema=_schema
+    )
+
+
+def decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
+                           aborted_transactions, max_decompressed_bytes):
+    """Backend contract: see fastkc/_backend.py. Returns DecodedPartition(pyarrow.RecordBatch, next_offset)."""
+    cdef _Phase1 p = _Phase1()
+    rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
+               max_decompressed_bytes)
+    if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
+        _raise_error(p, topic, partition, None)
+    batch = _build_arrow(p, topic, partition)
+    if rc != FKC_OK:
+        _raise_error(p, topic, partition, batch)
+    return _DecodedPartition(batch, p.result.next_offset)

@@ -1,0 +1,20 @@
+"""The compiled backend module (see fastkc/_backend.py for the contract).
+
+Everything here is implemented in C (csrc/) behind the Cython bridge
+fastkc/_core/_records.pyx; this module only names the contract's entry points.
+"""
+from fastkc._core._records import (
+    crc32c,
+    crc32c_implementation,
+    decode_partition,
+    decode_partition_arrow,
+    force_crc32c_software,
+)
+
+__all__ = [
+    "crc32c",
+    "crc32c_implementation",
+    "decode_partition",
+    "decode_partition_arrow",
+    "force_crc32c_software",
+]

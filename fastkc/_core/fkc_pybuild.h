@@ -26,6 +26,7 @@ typedef struct fkc_build_ctx {
     int key_full;       /* 1: key_fn(topic, headers, data); 0: key_fn(data) */
     PyObject *value_fn;
     int value_full;
+    int untrack;        /* 1: untrack each record and its headers list (see _records.pyx) */
 } fkc_build_ctx;
 
 static PyObject *fkc_py_bytes_or_none(const uint8_t *p, int32_t len)
@@ -154,6 +155,10 @@ static PyObject *fkc_py_record(const fkc_build_ctx *b, const fkc_record *rec)
     if ((v = PyLong_FromLong(rec->header_size)) == NULL)
         goto fail;
     PyTuple_SET_ITEM(r, 12, v);
+    if (b->untrack) {
+        PyObject_GC_UnTrack(PyTuple_GET_ITEM(r, 8));
+        PyObject_GC_UnTrack(r);
+    }
     return r;
 fail_headers:
     Py_XDECREF(headers);

@@ -271,6 +271,15 @@ def test_legacy_wrapper_log_append_time_overrides_inner(backend):
     assert [(r.offset, r.timestamp, r.timestamp_type) for r in R.decode(blob)] == [(4, TS, 1), (5, TS, 1)]
 
 
+def test_empty_xerial_stream_is_no_records(backend):
+    # what the Java producer's SnappyOutputStream writes for an empty payload
+    # (e.g. a batch emptied by compaction): the 16-byte header alone.
+    # kafka-python fails on it (it wants more than 16 bytes to detect xerial).
+    blob = g.record_batch([], codec=g.SNAPPY, base_offset=4, last_offset_delta=2)
+    assert len(blob) == g.V2_HEADER_SIZE + 16
+    assert R.decode_partition(blob, fetch_offset=4) == ([], 7)
+
+
 def test_magic0_lz4_with_correct_header_checksum_also_decodes(backend):
     inner = g.legacy_message(0, 0, b"k", b"v")
     payload = g.compress(g.LZ4, inner)  # a standard frame, correct HC

@@ -35,6 +35,11 @@ strict_cflags = common_cflags + [
     "-Wall", "-Wextra", "-Wsign-compare", "-Wconversion", "-Wshadow",
     "-Wstrict-prototypes", "-Werror=implicit-function-declaration",
 ]
+if SANITIZE:
+    # CPython's own CFLAGS (which setuptools puts first) carry -fwrapv, under
+    # which signed overflow is defined and UBSan does not check it. The
+    # kernels never rely on wrapping, so let UBSan see it there.
+    strict_cflags.append("-fno-wrapv")
 
 kernel_sources = sorted(glob.glob("csrc/*.c"))
 # Every bridge links the kernels statically: relink when any of them changes

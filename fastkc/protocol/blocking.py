@@ -144,7 +144,13 @@ class BlockingConnection:
         """Send one request and return the decoded response body (a dict)."""
         version = self.pick_version(api_name, version)
         payload = self.request_raw(api_name, body, version=version)
-        _, decoded = codec.decode_response(api_name, version, payload)
+        try:
+            _, decoded = codec.decode_response(api_name, version, payload)
+        except ProtocolParseError:
+            # the stream is still in step, but a broker that sends a malformed
+            # body cannot be trusted with the next request either
+            self.close()
+            raise
         return decoded
 
     def request_raw(self, api_name, body, version=None):

@@ -479,6 +479,38 @@ responses         []      0+
 """,
 )
 
+DESCRIBE_CONFIGS = declare(
+    "DescribeConfigs", 32, "1-4", "4+",
+    request="""
+resources                 []        0+
+  resource_type           int8      0+
+  resource_name           string    0+
+  configuration_keys      [string]  0+  null=0+
+include_synonyms          bool      1+  default=false
+include_documentation     bool      3+  default=false
+""",
+    response="""
+throttle_time_ms          int32   0+
+results                   []      0+
+  error_code              int16   0+
+  error_message           string  0+  null=0+
+  resource_type           int8    0+
+  resource_name           string  0+
+  configs                 []      0+
+    name                  string  0+
+    value                 string  0+  null=0+
+    read_only             bool    0+
+    config_source         int8    1+  default=-1
+    is_sensitive          bool    0+
+    synonyms              []      1+
+      name                string  1+
+      value               string  1+  null=0+
+      source              int8    1+
+    config_type           int8    3+  default=0
+    documentation         string  3+  null=0+
+""",
+)
+
 ALL_APIS = (
     API_VERSIONS,
     METADATA,
@@ -497,6 +529,7 @@ ALL_APIS = (
     SASL_AUTHENTICATE,
     CREATE_TOPICS,
     DELETE_TOPICS,
+    DESCRIBE_CONFIGS,
 )
 
 APIS_BY_NAME = {api.name: api for api in ALL_APIS}

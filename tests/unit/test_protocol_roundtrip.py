@@ -70,7 +70,8 @@ def test_encode_decode_round_trip(case):
 # --- kafka-python's codec as an independent reader ---------------------------------
 def _kafka_python_class(name, response):
     from kafka.protocol.api_message import ApiMessage
-    import kafka.protocol.admin.topics  # noqa: F401  (import registers the classes)
+    import kafka.protocol.admin.configs  # noqa: F401  (import registers the classes)
+    import kafka.protocol.admin.topics  # noqa: F401
     import kafka.protocol.consumer.fetch  # noqa: F401
     import kafka.protocol.consumer.group  # noqa: F401
     import kafka.protocol.consumer.offsets  # noqa: F401

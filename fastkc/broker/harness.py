@@ -39,6 +39,7 @@ from fastkc.broker.errors import (
     PortInUseError,
 )
 from fastkc.broker.resolve import cache_root, find_java, resolve_kafka
+from fastkc.errors import KafkaError
 
 STATE_FILE = "state.json"
 
@@ -425,7 +426,7 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
         log("started {0} node(s) (pids {1}); waiting until they answer".format(
             nodes, ", ".join(str(p.pid) for p in procs)))
     try:
-        _wait_ready(plans, procs, deadline, port)
+        _wait_ready(plans, procs, cluster_id, deadline, port)
     except BaseException:
         _kill_all(procs)
         with contextlib.suppress(FileNotFoundError):
@@ -434,8 +435,8 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
     return info
 
 
-def _wait_ready(plans, procs, deadline, explicit_port):
-    expected = [p.node_id for p in plans]
+def _wait_ready(plans, procs, cluster_id, deadline, explicit_port):
+    expected = (cluster_id, [p.node_id for p in plans])
     pending = list(plans)
     last_error = {}
     while True:
@@ -450,13 +451,15 @@ def _wait_ready(plans, procs, deadline, explicit_port):
         still = []
         for plan in pending:
             try:
-                seen = probe.metadata_node_ids("127.0.0.1", plan.ports["PLAINTEXT"], timeout=3.0)
-            except Exception as exc:  # noqa: BLE001 - any failure just means "not ready yet"
-                last_error[plan.node_id] = "{0}: {1}".format(type(exc).__name__, exc)
+                seen = probe.cluster_view("127.0.0.1", plan.ports["PLAINTEXT"], timeout=3.0)
+            except KafkaError as exc:
+                # Refused, reset, timed out: the node is still coming up.
+                last_error[plan.node_id] = str(exc)
                 still.append(plan)
                 continue
             if seen != expected:
-                last_error[plan.node_id] = "Metadata lists nodes {0}, expecting {1}".format(seen, expected)
+                last_error[plan.node_id] = "Metadata says cluster {0[0]} with nodes {0[1]}, expecting {1[0]} " \
+                    "with {1[1]}".format(seen, expected)
                 still.append(plan)
         pending = still
         if not pending:

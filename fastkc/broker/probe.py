@@ -1,18 +1,19 @@
 """The readiness probe: a real ApiVersions + Metadata round trip.
 
-A node counts as ready when it answers Metadata and lists every expected node
-id among its brokers (a KRaft broker answers ApiVersions before it has
-registered and been unfenced; Metadata's broker list shows when it has). A log
-line is not enough: the socket may not be serving yet.
+A node counts as ready when it answers Metadata for the expected cluster id
+and lists every expected node id among its brokers (a KRaft broker answers
+ApiVersions before it has registered and been unfenced; Metadata's broker list
+shows when it has). A log line is not enough: the socket may not be serving
+yet. Checking the cluster id also rules out some other Kafka that happens to
+listen on a reused port.
 """
+from fastkc.protocol.blocking import BlockingConnection
 
 
-def _metadata_node_ids_fastkc(host, port, timeout=5.0):
+def cluster_view(host, port, timeout=5.0):
     """Connect (ApiVersions is negotiated on connect), send Metadata for no
-    topics, and return the sorted node ids of the brokers it lists."""
-    from fastkc.protocol.blocking import BlockingConnection
-
-    with BlockingConnection(host, port, timeout=timeout) as conn:
+    topics, and return (cluster_id, sorted node ids of the listed brokers)."""
+    with BlockingConnection(host, port, client_id="fastkc-broker-probe", timeout=timeout) as conn:
         response = conn.request(
             "Metadata",
             {
@@ -22,24 +23,4 @@ def _metadata_node_ids_fastkc(host, port, timeout=5.0):
                 "include_topic_authorized_operations": False,
             },
         )
-    return sorted(broker["node_id"] for broker in response["brokers"])
-
-
-def _metadata_node_ids_confluent(host, port, timeout=5.0):
-    """Interim probe until fastkc.protocol.blocking lands: librdkafka performs
-    the same ApiVersions + Metadata exchange. Needs confluent-kafka (dev extra)."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(
-        {
-            "bootstrap.servers": "{0}:{1}".format(host, port),
-            "socket.timeout.ms": int(timeout * 1000),
-            "log_level": 0,
-        }
-    )
-    metadata = admin.list_topics(timeout=timeout)
-    return sorted(metadata.brokers)
-
-
-# The one line to switch once fastkc.protocol.blocking is on main.
-metadata_node_ids = _metadata_node_ids_confluent
+    return response["cluster_id"], sorted(broker["node_id"] for broker in response["brokers"])

@@ -1,0 +1,105 @@
+"""Session fixtures for the real Kafka broker.
+
+- kafka_broker: one KRaft node, started once per session (first test that asks)
+  and stopped at the end. FASTKC_BOOTSTRAP=host:port[,...] uses an already
+  running broker instead (nothing is started or stopped).
+- kafka_cluster: three nodes, started only if a test asks for it.
+- make_topic(partitions=1, configs={...}, replication_factor=1) → a fresh,
+  uniquely named topic on kafka_broker; make_cluster_topic the same on the cluster.
+
+Tests using kafka_broker / kafka_cluster get the `broker` / `cluster` marker
+automatically, so `-m "not broker and not cluster"` runs the broker-free suite.
+"""
+import os
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+# The repository root, so `import fastkc` (in-place build) and
+# `from tests.support import ...` work however pytest was launched.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+
+@dataclass(frozen=True)
+class ExternalBroker:
+    """A broker this session did not start (FASTKC_BOOTSTRAP)."""
+
+    bootstrap_servers: str
+    kafka_version: str = None  # unknown: tools use the default release's jars
+
+    @property
+    def host(self):
+        return self.bootstrap_servers.split(",")[0].rsplit(":", 1)[0]
+
+    @property
+    def port(self):
+        return int(self.bootstrap_servers.split(",")[0].rsplit(":", 1)[1])
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "kafka_broker" in names or "make_topic" in names:
+            item.add_marker(pytest.mark.broker)
+        if "kafka_cluster" in names or "make_cluster_topic" in names:
+            item.add_marker(pytest.mark.cluster)
+
+
+def _started(tmp_path_factory, name, nodes):
+    from fastkc import broker
+
+    data_dir = str(tmp_path_factory.mktemp(name))
+    info = broker.start(name=name, data_dir=data_dir, nodes=nodes)
+    return info, data_dir
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    external = os.environ.get("FASTKC_BOOTSTRAP", "").strip()
+    if external:
+        yield ExternalBroker(bootstrap_servers=external)
+        return
+    from fastkc import broker
+
+    info, data_dir = _started(tmp_path_factory, "kafka", nodes=1)
+    try:
+        yield info
+    finally:
+        broker.stop(data_dir=data_dir)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory):
+    from fastkc import broker
+
+    info, data_dir = _started(tmp_path_factory, "kafka-cluster", nodes=3)
+    try:
+        yield info
+    finally:
+        broker.stop(data_dir=data_dir)
+
+
+def _topic_factory(request, bootstrap):
+    from tests.support.kafka_tools import create_topic, unique_name
+
+    def make(partitions=1, configs=None, replication_factor=1, prefix=None):
+        name = unique_name(prefix or request.node.name)
+        create_topic(bootstrap, name, partitions=partitions, replication_factor=replication_factor,
+                     configs=configs)
+        return name
+
+    return make
+
+
+@pytest.fixture
+def make_topic(request, kafka_broker):
+    """make_topic(partitions=1, configs={...}) → the name of a new topic."""
+    return _topic_factory(request, kafka_broker.bootstrap_servers)
+
+
+@pytest.fixture
+def make_cluster_topic(request, kafka_cluster):
+    return _topic_factory(request, kafka_cluster.bootstrap_servers)

@@ -1,0 +1,302 @@
+"""The broker harness itself: start/stop/status, the CLI across processes,
+three nodes, the security listeners, the 3.9 line, and its error messages."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from fastkc import broker
+from fastkc.broker import config as broker_config
+from fastkc.broker import resolve
+from tests.support.kafka_tools import Message, consume_all, create_topic, produce, unique_name
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _admin(conf):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(dict(conf, log_level=0))
+
+
+def _broker_ids(conf, timeout=15):
+    return sorted(_admin(conf).list_topics(timeout=timeout).brokers)
+
+
+def _proc_state(pid):
+    try:
+        with open("/proc/{0}/stat".format(pid), "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0].decode()
+    except FileNotFoundError:
+        return None
+
+
+def _cli(*args, timeout=180):
+    env = dict(os.environ, PYTHONPATH=_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "fastkc.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=_ROOT)
+
+
+# --- no JVM needed --------------------------------------------------------------------
+
+def test_cluster_id_is_kafka_shaped():
+    ids = {broker_config.new_cluster_id() for _ in range(200)}
+    assert len(ids) == 200
+    for cid in ids:
+        assert len(cid) == 22 and not cid.startswith("-")
+        assert set(cid) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def test_version_pins():
+    assert resolve.pin_version(None) == broker.DEFAULT_KAFKA_VERSION
+    assert resolve.pin_version("4.3.x").startswith("4.3.")
+    assert resolve.pin_version("3.9.x").startswith("3.9.")
+    assert resolve.pin_version("4.1.1") == "4.1.1"
+    with pytest.raises(broker.KafkaResolutionError, match="unknown Kafka version"):
+        resolve.pin_version("latest")
+
+
+def test_missing_java_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(broker.JavaNotFoundError, match="install"):
+        broker.find_java()
+
+
+def test_missing_maven_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(broker.MavenNotFoundError, match="apt-get install maven"):
+        resolve.find_maven()
+
+
+def test_three_node_properties_share_one_quorum(tmp_path):
+    plans = [broker_config.NodePlan(node_id=i, dir=str(tmp_path / str(i)),
+                                    ports={"PLAINTEXT": 9000 + i, "CONTROLLER": 9100 + i}) for i in (1, 2, 3)]
+    props = [broker_config.node_properties(p, plans) for p in plans]
+    assert {p["controller.quorum.voters"] for p in props} == {
+        "1@127.0.0.1:9101,2@127.0.0.1:9102,3@127.0.0.1:9103"}
+    assert [p["listeners"] for p in props] == [
+        "PLAINTEXT://127.0.0.1:900{0},CONTROLLER://127.0.0.1:910{0}".format(i) for i in (1, 2, 3)]
+    assert all(p["offsets.topic.replication.factor"] == 3 and p["transaction.state.log.min.isr"] == 2
+               for p in props)
+
+
+# --- the session broker -------------------------------------------------------------
+
+def test_session_broker_status_and_second_start(kafka_broker):
+    if not isinstance(kafka_broker, broker.BrokerInfo):
+        pytest.skip("FASTKC_BOOTSTRAP: the broker was not started by this session")
+    st = broker.status(data_dir=kafka_broker.data_dir)
+    assert st.running and st.alive == {1: True}
+    assert st.info.bootstrap_servers == kafka_broker.bootstrap_servers
+    assert _broker_ids({"bootstrap.servers": kafka_broker.bootstrap_servers}) == [1]
+    with pytest.raises(broker.BrokerAlreadyRunningError, match="already running"):
+        broker.start(data_dir=kafka_broker.data_dir)
+    # The refused start left the running broker alone.
+    assert broker.status(data_dir=kafka_broker.data_dir).running
+
+
+def test_taken_port_is_refused_clearly(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(broker.PortInUseError, match=str(port)):
+            broker.start(data_dir=str(tmp_path), port=port)
+    assert not broker.status(data_dir=str(tmp_path)).running
+
+
+class _GrabPortAfterFormat:
+    """Wraps the harness's storage formatting so that, right after it, another
+    socket takes the node's PLAINTEXT port: the broker JVM then fails to bind
+    and exits, as when another process grabs the port during start-up."""
+
+    def __init__(self, monkeypatch, times):
+        from fastkc.broker import harness
+
+        self.real = harness._format_storage
+        self.times = times
+        self.sockets = []
+        monkeypatch.setattr(harness, "_format_storage", self)
+
+    def __call__(self, java, install, node, cluster_id, scram_args):
+        self.real(java, install, node, cluster_id, scram_args)
+        if len(self.sockets) < self.times:
+            s = socket.socket()
+            s.bind(("127.0.0.1", node.ports["PLAINTEXT"]))
+            s.listen(1)
+            self.sockets.append(s)
+
+    def close(self):
+        for s in self.sockets:
+            s.close()
+
+
+def test_broker_exiting_at_startup_raises_with_log_tail(tmp_path, monkeypatch):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    grab = _GrabPortAfterFormat(monkeypatch, times=1)
+    try:
+        # An explicit port is never silently replaced, so the failure surfaces.
+        with pytest.raises(broker.BrokerStartupError) as caught:
+            broker.start(data_dir=str(tmp_path), port=port, timeout=60)
+    finally:
+        grab.close()
+    assert "exited during start-up" in str(caught.value)
+    assert "Address already in use" in caught.value.log_tail
+    assert not broker.status(data_dir=str(tmp_path)).running
+
+
+def test_port_taken_during_startup_is_replaced_automatically(tmp_path, monkeypatch):
+    grab = _GrabPortAfterFormat(monkeypatch, times=1)
+    try:
+        info = broker.start(data_dir=str(tmp_path), timeout=60)
+        try:
+            taken = grab.sockets[0].getsockname()[1]
+            assert info.port != taken
+            assert _broker_ids({"bootstrap.servers": info.bootstrap_servers}) == [1]
+        finally:
+            broker.stop(data_dir=str(tmp_path))
+    finally:
+        grab.close()
+
+
+def test_cli_start_status_stop_across_processes(tmp_path):
+    data_dir = str(tmp_path / "cli")
+    started = _cli("broker", "start", "--data-dir", data_dir)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith("bootstrap: 127.0.0.1:")
+    bootstrap = started.stdout.split()[1]
+    try:
+        status = _cli("broker", "status", "--data-dir", data_dir, "--json")
+        assert status.returncode == 0
+        report = json.loads(status.stdout)
+        assert report["running"] is True
+        assert report["info"]["listeners"]["PLAINTEXT"] == bootstrap
+        pid = report["info"]["nodes"][0]["pid"]
+        assert _broker_ids({"bootstrap.servers": bootstrap}) == [1]
+        again = _cli("broker", "start", "--data-dir", data_dir)
+        assert again.returncode == 1 and "already running" in again.stderr
+    finally:
+        stopped = _cli("broker", "stop", "--data-dir", data_dir)
+    assert stopped.returncode == 0 and "stopped 1 node" in stopped.stdout
+    # stop returned only after the JVM exited (gone, or a zombie left for
+    # whichever process inherited it to reap).
+    assert not os.path.exists("/proc/{0}".format(pid)) or _proc_state(pid) == "Z"
+    after = _cli("broker", "status", "--data-dir", data_dir)
+    assert after.returncode == 3 and "no broker" in after.stdout
+
+
+# --- three nodes ---------------------------------------------------------------------
+
+def test_three_node_cluster_answers_and_replicates(kafka_cluster, make_cluster_topic):
+    assert len(kafka_cluster.nodes) == 3
+    assert len({n.ports["PLAINTEXT"] for n in kafka_cluster.nodes}) == 3
+    for node in kafka_cluster.nodes:
+        # Each node on its own answers with the full cluster.
+        assert _broker_ids({"bootstrap.servers": "127.0.0.1:{0}".format(node.ports["PLAINTEXT"])}) == [1, 2, 3]
+    topic = make_cluster_topic(partitions=3, replication_factor=3, configs={"min.insync.replicas": 2})
+    md = _admin({"bootstrap.servers": kafka_cluster.bootstrap_servers}).list_topics(topic, timeout=15)
+    assert all(sorted(p.replicas) == [1, 2, 3] for p in md.topics[topic].partitions.values())
+    messages = [Message(key=b"k%d" % i, value=b"v%d" % i, partition=i % 3) for i in range(30)]
+    written = produce(kafka_cluster.bootstrap_servers, topic, messages, compression="snappy")
+    read = consume_all(kafka_cluster.bootstrap_servers, topic)
+    assert [r.comparable() for r in read] == sorted(
+        (r.comparable() for r in written), key=lambda c: (c[1], c[2]))
+
+
+# --- security listeners ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def secure_broker(tmp_path_factory):
+    data_dir = str(tmp_path_factory.mktemp("kafka-secure"))
+    info = broker.start(name="secure", data_dir=data_dir, security=True)
+    try:
+        yield info
+    finally:
+        broker.stop(data_dir=data_dir)
+
+
+def _sasl(info, listener, mechanism, user="alice", password="alice-secret"):
+    conf = {"bootstrap.servers": info.listeners[listener], "security.protocol": listener,
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+    if listener == "SASL_SSL":
+        conf["ssl.ca.location"] = info.tls["ca"]
+    return conf
+
+
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_sasl_users_can_connect(secure_broker, listener, mechanism):
+    assert secure_broker.credentials["users"]["alice"] == "alice-secret"
+    assert _broker_ids(_sasl(secure_broker, listener, mechanism)) == [1]
+
+
+def test_ssl_listener_with_client_certificate(secure_broker):
+    tls = secure_broker.tls
+    conf = {"security.protocol": "SSL", "ssl.ca.location": tls["ca"],
+            "ssl.certificate.location": tls["client_cert"], "ssl.key.location": tls["client_key"]}
+    ssl_addr = secure_broker.listeners["SSL"]
+    # The certificate names both 127.0.0.1 and localhost, and the client checks the name.
+    assert _broker_ids(dict(conf, **{"bootstrap.servers": ssl_addr})) == [1]
+    assert _broker_ids(dict(conf, **{"bootstrap.servers": ssl_addr.replace("127.0.0.1", "localhost")})) == [1]
+
+
+def test_secure_produce_and_consume_over_sasl_ssl(secure_broker):
+    # Topics are created over PLAINTEXT; the data goes through SASL_SSL + SCRAM.
+    topic = create_topic(secure_broker.bootstrap_servers, unique_name("secure"))
+    conf = _sasl(secure_broker, "SASL_SSL", "SCRAM-SHA-512")
+    from confluent_kafka import Producer
+
+    producer = Producer(dict(conf, **{"acks": "all"}))
+    for i in range(5):
+        producer.produce(topic, key=b"k%d" % i, value=b"secret-%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    read = consume_all(secure_broker.bootstrap_servers, topic)
+    assert [(r.key, r.value) for r in read] == [(b"k%d" % i, b"secret-%d" % i) for i in range(5)]
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_wrong_password_is_an_authentication_error(secure_broker, mechanism):
+    from confluent_kafka import KafkaError, KafkaException
+
+    errors = []
+    conf = _sasl(secure_broker, "SASL_PLAINTEXT", mechanism, password="wrong")
+    conf["error_cb"] = errors.append
+    admin = _admin(conf)
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=5)
+    # librdkafka hands client-level errors to error_cb from poll().
+    for _ in range(20):
+        if errors:
+            break
+        admin.poll(0.25)
+    assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
+
+
+def test_ssl_listener_refuses_client_without_certificate(secure_broker):
+    from confluent_kafka import KafkaException
+
+    conf = {"bootstrap.servers": secure_broker.listeners["SSL"], "security.protocol": "SSL",
+            "ssl.ca.location": secure_broker.tls["ca"]}
+    with pytest.raises(KafkaException):
+        _admin(conf).list_topics(timeout=5)
+
+
+# --- the older 3.9 line ---------------------------------------------------------------
+
+def test_kafka_3_9_line_starts_and_answers(tmp_path):
+    data_dir = str(tmp_path)
+    info = broker.start(data_dir=data_dir, kafka_version="3.9.x")
+    try:
+        assert info.kafka_version.startswith("3.9.")
+        assert _broker_ids({"bootstrap.servers": info.bootstrap_servers}) == [1]
+        # reload4j logging went to the node's log file.
+        with open(os.path.join(info.nodes[0].dir, "server.log"), encoding="utf-8") as fh:
+            assert "Kafka Server started" in fh.read()
+    finally:
+        broker.stop(data_dir=data_dir)

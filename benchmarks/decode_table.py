@@ -1,0 +1,144 @@
+"""Run every decode reader in one process and print a Markdown table:
+records/s per reader and the ratios that matter (fastkc C → records against
+kafka-python's and aiokafka's consumer paths; fastkc C → Arrow against the
+floor). Also writes benchmarks/results/decode.json.
+
+  python benchmarks/decode_table.py [--rounds 3] [--shapes 100B,1KiB] [--codecs none,lz4]
+  FASTKC_BENCH_QUICK=1 python benchmarks/decode_table.py     # tiny payload, one round
+
+Payload and reader details: benchmarks/readers.py. Times are the median of
+the rounds (the twin runs one round: it is the oracle, not a contender).
+"""
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks import readers as B  # noqa: E402
+
+C_RECORDS = "fastkc C → records"
+C_ARROW = "fastkc C → Arrow"
+TWIN = "fastkc twin → records"
+KAFKA_PYTHON = "kafka-python consumer path"
+AIOKAFKA = "aiokafka consumer path"
+FLOOR = "floor (CRC32C + memcpy)"
+
+
+def time_reader(reader, pieces, expected, rounds):
+    reader(pieces[:1])  # warm-up, untimed: first-call imports and caches
+    times = []
+    for _ in range(rounds):
+        gc.collect()
+        start = time.perf_counter()
+        seen = reader(pieces)
+        times.append(time.perf_counter() - start)
+        if seen != expected:
+            raise AssertionError("reader saw {0} records, the payload holds {1}".format(seen, expected))
+    return statistics.median(times)
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def fmt_rate(rate):
+    return "—" if rate is None else "{0:.2f}".format(rate / 1e6)
+
+
+def fmt_ratio(r, suffix="×"):
+    return "—" if r is None else "{0:.1f}{1}".format(r, suffix)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=1 if B.QUICK else 3)
+    parser.add_argument("--shapes", default=",".join(B.SHAPES))
+    parser.add_argument("--codecs", default=",".join(B.CODECS))
+    parser.add_argument("--json", default=os.path.join(ROOT, "benchmarks", "results", "decode.json"))
+    args = parser.parse_args(argv)
+
+    crc_name = B.crc32c_for_floor()[1]
+    compiled = B.compiled_module()
+    rows = []
+    for shape in args.shapes.split(","):
+        for codec in args.codecs.split(","):
+            pieces, counts = B.payload(shape, codec)
+            total = sum(counts)
+            rates = {}
+            for name, reader in B.readers(counts).items():
+                rounds = 1 if name == TWIN else args.rounds
+                seconds = time_reader(reader, pieces, total, rounds)
+                rates[name] = total / seconds
+                print("  {0:8s} {1:5s} {2:28s} {3:8.3f} M records/s".format(
+                    shape, codec, name, rates[name] / 1e6), file=sys.stderr)
+            rows.append({
+                "shape": shape,
+                "codec": codec,
+                "records": total,
+                "bytes": sum(len(p) for p in pieces),
+                "fetch_pieces": len(pieces),
+                "records_per_second": rates,
+                "c_records_vs_kafka_python": ratio(rates.get(C_RECORDS), rates.get(KAFKA_PYTHON)),
+                "c_records_vs_aiokafka": ratio(rates.get(C_RECORDS), rates.get(AIOKAFKA)),
+                # "within 2× of the floor" means this time ratio is ≤ 2
+                "arrow_time_vs_floor": ratio(rates.get(FLOOR), rates.get(C_ARROW)),
+            })
+            del pieces
+
+    columns = [C_RECORDS, C_ARROW, TWIN, KAFKA_PYTHON, AIOKAFKA, FLOOR]
+    lines = [
+        "| payload | codec | " + " | ".join(columns)
+        + " | C records ÷ kafka-python | C records ÷ aiokafka | Arrow time ÷ floor time |",
+        "|---|---|" + "---|" * (len(columns) + 3),
+    ]
+    for row in rows:
+        r = row["records_per_second"]
+        lines.append("| {0} | {1} | {2} | {3} | {4} | {5} |".format(
+            row["shape"], row["codec"],
+            " | ".join(fmt_rate(r.get(c)) for c in columns),
+            fmt_ratio(row["c_records_vs_kafka_python"]),
+            fmt_ratio(row["c_records_vs_aiokafka"]),
+            fmt_ratio(row["arrow_time_vs_floor"]),
+        ))
+    header = (
+        "Decode throughput, million records/s (median of {0} rounds; twin 1 round). "
+        "{1} records per payload{2}. Floor CRC-32C: {3}.{4}".format(
+            args.rounds,
+            rows[0]["records"] if rows else 0,
+            " (QUICK mode)" if B.QUICK else "",
+            crc_name,
+            "" if compiled is not None else " The compiled core is not built: its columns are empty.",
+        )
+    )
+    print(header)
+    print()
+    print("\n".join(lines))
+
+    result = {
+        "quick": B.QUICK,
+        "rounds": args.rounds,
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "processor": platform.processor() or platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "floor_crc32c": crc_name,
+        "crc32c_implementation": getattr(compiled, "crc32c_implementation", lambda: None)() if compiled else None,
+        "rows": rows,
+    }
+    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    with open(args.json, "w") as fh:
+        json.dump(result, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

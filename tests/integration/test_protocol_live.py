@@ -257,3 +257,66 @@ def test_describe_configs(kafka_broker, written, version):
     assert configs["cleanup.policy"]["value"] == "delete"
     if version >= 3:
         assert configs["retention.ms"]["documentation"]
+
+
+# --- TLS and SASL through BlockingConnection (a broker with --security) ------------
+@pytest.fixture(scope="module")
+def secure_broker(tmp_path_factory):
+    from fastkc import broker
+
+    data_dir = str(tmp_path_factory.mktemp("protocol-secure"))
+    info = broker.start(name="protocol-secure", data_dir=data_dir, security=True)
+    try:
+        yield info
+    finally:
+        broker.stop(data_dir=data_dir)
+
+
+def _address(info, listener):
+    host, port = info.listeners[listener].split(",")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+def _tls_context(info, client_cert):
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=info.tls["ca"])
+    if client_cert:
+        ctx.load_cert_chain(info.tls["client_cert"], info.tls["client_key"])
+    return ctx
+
+
+def _sasl_plain(conn, user, password):
+    handshake = conn.request("SaslHandshake", {"mechanism": "PLAIN"})
+    assert handshake["error_code"] == 0 and "PLAIN" in handshake["mechanisms"]
+    token = b"\0" + user.encode() + b"\0" + password.encode()
+    return conn.request("SaslAuthenticate", {"auth_bytes": token})
+
+
+@pytest.mark.broker
+def test_tls_with_client_certificate(secure_broker):
+    host, port = _address(secure_broker, "SSL")
+    with BlockingConnection(host, port, ssl_context=_tls_context(secure_broker, True), timeout=15) as conn:
+        assert [b["port"] for b in conn.request("Metadata", {"topics": []})["brokers"]] == [port]
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_sasl_plain_then_requests(secure_broker, listener):
+    host, port = _address(secure_broker, listener)
+    ctx = _tls_context(secure_broker, False) if listener == "SASL_SSL" else None
+    user = "alice"
+    password = secure_broker.credentials["users"][user]
+    with BlockingConnection(host, port, ssl_context=ctx, timeout=15) as conn:
+        answer = _sasl_plain(conn, user, password)
+        assert answer["error_code"] == 0 and answer["error_message"] in ("", None)
+        assert [b["port"] for b in conn.request("Metadata", {"topics": []})["brokers"]] == [port]
+
+
+@pytest.mark.broker
+def test_sasl_wrong_password_is_refused(secure_broker):
+    host, port = _address(secure_broker, "SASL_PLAINTEXT")
+    with BlockingConnection(host, port, timeout=15) as conn:
+        answer = _sasl_plain(conn, "alice", "not-her-password")
+    assert answer["error_code"] == 58  # SASL_AUTHENTICATION_FAILED
+    assert "Authentication failed" in answer["error_message"]

@@ -401,7 +401,9 @@ def decode_request(data):
         api = get_api(api_key)
     except KeyError:
         raise ProtocolParseError("request for undeclared api key {0}".format(api_key), "", version, 0) from None
-    _check_version(api, version)
+    if not api.min_version <= version <= api.max_version:
+        # bytes from the wire: a parse error, not a caller's mistake
+        raise ProtocolParseError("request for undeclared version {0}".format(version), api.name, version, 2)
     header = {
         "api_key": api_key,
         "api_name": api.name,

@@ -260,3 +260,13 @@ def test_nullable_struct_uses_an_int8_marker():
     decoded = codec.decode_body("ConsumerGroupHeartbeat", 0, present)
     assert decoded["assignment"] == {"topic_partitions": []}
     assert codec.decode_body("ConsumerGroupHeartbeat", 0, null_assignment)["assignment"] is None
+
+
+def test_decode_request_rejects_undeclared_keys_and_versions():
+    with pytest.raises(ProtocolParseError, match="undeclared api key 999"):
+        codec.decode_request(i16(999) + i16(0) + i32(1) + i16(-1))
+    with pytest.raises(ProtocolParseError, match="undeclared version 3") as info:
+        codec.decode_request(i16(1) + i16(3) + i32(1) + i16(-1))
+    assert info.value.position == 2
+    with pytest.raises(ProtocolParseError, match="request header"):
+        codec.decode_request(i16(1) + i16(4))

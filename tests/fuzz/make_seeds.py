@@ -11,7 +11,8 @@ script rewrites identical files.
 Input formats (must match the harnesses):
   fetch/    byte 0 = version - 4, then the Fetch response payload (header
             included)
-  records/  byte 0 = option flags (see fuzz_records.c), then a records blob
+  records/  bytes 0-2 = options (flags, fetch_offset, stop_offset; see
+            fuzz_records.c), then a records blob
 """
 import hashlib
 import os
@@ -148,12 +149,14 @@ def main():
             for name in os.listdir(directory):
                 os.unlink(os.path.join(directory, name))
     blobs = record_blobs()
-    # flags byte 0x00: check CRCs off (the fuzzer cannot forge CRC32C);
-    # 0x01 on; 0x02 read_committed (see fuzz_records.c)
+    # 3 option bytes (see fuzz_records.c): flags, fetch_offset, stop_offset.
+    # flags 0x00: CRC checks off (the fuzzer cannot forge CRC32C); 0x01 on;
+    # 0x02 read_committed; 0x10 a 64-byte decompression cap.
     for blob in blobs:
-        _write("records", b"\x00" + blob)
-    _write("records", b"\x01" + blobs[0])
-    _write("records", b"\x02" + blobs[5])
+        _write("records", b"\x00\x00\x00" + blob)
+    _write("records", b"\x01\x00\x00" + blobs[0])
+    _write("records", b"\x02\x00\x00" + blobs[5])
+    _write("records", b"\x10\x01\x03" + blobs[3])
     for version in range(4, 19):
         for aborted, tags in ((False, False), (True, True)):
             payload = fetch_response(version, blobs[0], aborted=aborted, tags=tags)

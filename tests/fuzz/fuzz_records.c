@@ -1,0 +1,190 @@
+/*
+ * libFuzzer target: phase 1 of record decoding (csrc/fkc_records.c,
+ * fkc_decode_records) with the codec dispatch (csrc/fkc_codec.c) behind it.
+ *
+ * Input: byte 0 = option flags, byte 1 = fetch_offset, byte 2 = stop_offset
+ * (0: no bound), then the records blob (record batches v2 / legacy message
+ * sets) exactly as a Fetch response's partition would carry it.
+ *   flags bit 0     check_crcs (off most of the time in practice: the fuzzer
+ *                   cannot forge CRCs, and with them on it stops at the CRC)
+ *         bit 1     read_committed, with a fixed aborted-transaction list
+ *         bit 2     arrow_timestamps
+ *         bit 3     the codec host fails every call (RecordDecompressionError path)
+ *         bits 4-5  the decompression cap: 1 MiB, 64, 600 or 4096 bytes
+ *
+ * The codec host is a pass-through: a "compressed" payload decompresses to
+ * itself (truncated to cap+1 bytes, as the host contract asks). Real codecs
+ * would hide the inner records behind a checksum the fuzzer cannot satisfy;
+ * pass-through lets it mutate records inside "compressed" batches and reach
+ * every framing check of fkc_codec (xerial chunks, raw snappy length varint,
+ * lz4/zstd frame headers, the KAFKA-3160 fix, the size cap).
+ *
+ * Beyond the sanitizers, the harness checks the decoder's contract and traps
+ * on a violation: error kinds are known; every key, value and header points
+ * into the input or into a blob the result owns; the header walk yields
+ * exactly header_count headers within the record's header span; byte totals
+ * match the records; kept offsets respect fetch_offset/stop_offset;
+ * on success next_offset >= fetch_offset; the reason is NUL-terminated.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fkc_codec.h"
+#include "fkc_errors.h"
+#include "fkc_records.h"
+
+#define CHECK(cond)                                                                                    \
+    do {                                                                                               \
+        if (!(cond))                                                                                   \
+            __builtin_trap();                                                                          \
+    } while (0)
+
+typedef struct host_state {
+    int fail; /* 1: every call fails like a codec rejecting its input */
+} host_state;
+
+static int passthrough(void *ctx, fkc_codec_op op, const uint8_t *in, size_t in_len, size_t cap,
+                       size_t size_hint, fkc_blob *out, char *errbuf, size_t errbuf_len)
+{
+    (void)op;
+    (void)size_hint;
+    host_state *st = (host_state *)ctx;
+    if (st->fail) {
+        snprintf(errbuf, errbuf_len, "fuzz host: rejected");
+        return FKC_ERR_DECOMPRESS;
+    }
+    size_t n = in_len;
+    if (cap < SIZE_MAX && n > cap + 1)
+        n = cap + 1; /* the contract: never more than cap+1 bytes */
+    uint8_t *copy = (uint8_t *)malloc(n ? n : 1);
+    if (copy == NULL) {
+        snprintf(errbuf, errbuf_len, "fuzz host: out of memory");
+        return FKC_ERR_HOST;
+    }
+    if (n)
+        memcpy(copy, in, n);
+    out->data = copy;
+    out->len = n;
+    out->owner = copy;
+    out->owner_is_malloc = 0; /* released through release(), as a Python host would */
+    return FKC_OK;
+}
+
+static void release(void *ctx, void *owner)
+{
+    (void)ctx;
+    free(owner);
+}
+
+static int inside(const uint8_t *p, int64_t len, const uint8_t *base, size_t base_len)
+{
+    if (len < 0)
+        return p == NULL;
+    if (p == NULL)
+        return len == 0;
+    return p >= base && (size_t)len <= base_len && (size_t)(p - base) <= base_len - (size_t)len;
+}
+
+static int owned(const fkc_decode_result *r, const uint8_t *in, size_t in_len, const uint8_t *p, int64_t len)
+{
+    if (inside(p, len, in, in_len))
+        return 1;
+    for (size_t i = 0; i < r->blob_count; i++)
+        if (inside(p, len, r->blobs[i].data, r->blobs[i].len))
+            return 1;
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 3)
+        return 0;
+    static const size_t caps[4] = {1u << 20, 64, 600, 4096};
+    static const int64_t aborted_pids[3] = {7, 1, 2};
+    static const int64_t aborted_first[3] = {0, 3, 5};
+
+    uint8_t flags = data[0];
+    host_state st = {(flags >> 3) & 1};
+    fkc_codec_host host = {passthrough, release, &st};
+    fkc_decode_opts opts;
+    memset(&opts, 0, sizeof(opts));
+    opts.fetch_offset = data[1];
+    opts.stop_offset = data[2] ? (int64_t)data[2] : -1;
+    opts.check_crcs = flags & 1;
+    opts.read_committed = (flags >> 1) & 1;
+    opts.arrow_timestamps = (flags >> 2) & 1;
+    if (opts.read_committed) {
+        opts.aborted_pids = aborted_pids;
+        opts.aborted_first_offsets = aborted_first;
+        opts.aborted_count = 3;
+    }
+    opts.max_decompressed_bytes = caps[(flags >> 4) & 3];
+    opts.host = &host;
+
+    /* exactly sized copy: ASan sees a one-byte over-read */
+    size_t len = size - 3;
+    uint8_t *blob = (uint8_t *)malloc(len ? len : 1);
+    if (blob == NULL)
+        return 0;
+    memcpy(blob, data + 3, len);
+
+    fkc_decode_result r;
+    int rc = fkc_decode_records(blob, len, &opts, &r);
+    CHECK(rc == r.error);
+    CHECK(rc == FKC_OK || rc == FKC_ERR_INVALID || rc == FKC_ERR_CRC || rc == FKC_ERR_DECOMPRESS ||
+          rc == FKC_ERR_SIZE_LIMIT || rc == FKC_ERR_UNSUPPORTED_CODEC);
+    if (!opts.check_crcs)
+        CHECK(rc != FKC_ERR_CRC);
+    if (!st.fail && rc == FKC_ERR_DECOMPRESS) {
+        /* without host failures, only C-side framing can reject a payload */
+        CHECK(r.error_reason[0] != '\0');
+    }
+    CHECK(memchr(r.error_reason, '\0', sizeof(r.error_reason)) != NULL);
+    CHECK(r.count <= r.capacity || r.count == 0);
+    /* on an error next_offset is the bad batch's base offset (where to skip
+     * from), which may lie below fetch_offset; on success never */
+    if (rc == FKC_OK)
+        CHECK(r.next_offset >= opts.fetch_offset);
+    for (size_t i = 0; i < r.blob_count; i++)
+        CHECK(r.blobs[i].len <= opts.max_decompressed_bytes);
+
+    uint64_t key_bytes = 0, value_bytes = 0, header_count = 0;
+    for (size_t i = 0; i < r.count; i++) {
+        const fkc_record *rec = &r.records[i];
+        CHECK(rec->offset >= opts.fetch_offset);
+        if (opts.stop_offset >= 0)
+            CHECK(rec->offset < opts.stop_offset);
+        CHECK(rec->key_len >= -1 && rec->value_len >= -1);
+        CHECK(owned(&r, blob, len, rec->key, rec->key_len));
+        CHECK(owned(&r, blob, len, rec->value, rec->value_len));
+        CHECK(rec->magic >= 0 && rec->magic <= 2);
+        CHECK(rec->timestamp_type >= -1 && rec->timestamp_type <= 1);
+        key_bytes += rec->key_len > 0 ? (uint64_t)rec->key_len : 0;
+        value_bytes += rec->value_len > 0 ? (uint64_t)rec->value_len : 0;
+        CHECK(rec->header_count >= 0);
+        if (rec->header_count > 0) {
+            CHECK(owned(&r, blob, len, rec->headers, (int64_t)rec->headers_len));
+            fkc_header_iter it = {rec->headers, rec->headers + rec->headers_len};
+            const uint8_t *k, *v;
+            int32_t kl, vl, seen = 0;
+            while (fkc_header_next(&it, &k, &kl, &v, &vl)) {
+                CHECK(kl >= 0 && vl >= -1);
+                CHECK(inside(k, kl, rec->headers, rec->headers_len));
+                CHECK(inside(v, vl, rec->headers, rec->headers_len));
+                seen++;
+                CHECK(seen <= rec->header_count);
+            }
+            CHECK(seen == rec->header_count);
+        }
+        header_count += (uint64_t)rec->header_count;
+    }
+    CHECK(key_bytes == r.key_bytes);
+    CHECK(value_bytes == r.value_bytes);
+    CHECK(header_count == r.header_count);
+
+    fkc_decode_result_free(&r);
+    free(blob);
+    return 0;
+}

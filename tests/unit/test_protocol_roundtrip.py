@@ -186,3 +186,21 @@ def test_corrupted_fetch_responses_raise_only_the_typed_error(version):
             assert 0 <= exc.position <= cut
 
     check()
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_random_bytes_raise_only_the_typed_error(case):
+    name, version, response = case
+
+    @_settings
+    @given(st.binary(max_size=64))
+    def check(data):
+        try:
+            if response:
+                codec.decode_response(name, version, data)
+            else:
+                codec.decode_body(name, version, data, response=False)
+        except ProtocolParseError as exc:
+            assert 0 <= exc.position <= len(data)
+
+    check()

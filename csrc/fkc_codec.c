@@ -81,25 +81,15 @@ uint32_t fkc_xxh32(const uint8_t *p, size_t len, uint32_t seed)
 
 /* ---- frame header size checks ------------------------------------------- */
 
-/* LZ4 frame: magic 0x184D2204 (LE), FLG, BD, [content size u64 LE], HC.
- * Returns FKC_OK with *declared = content size or 0 when absent. A header
- * too short or with a bad magic is left to the codec to reject. */
-static int fkc_lz4_declared_size(const uint8_t *in, size_t len, uint64_t *declared, size_t *header_len)
+/* LZ4 frame descriptor length: magic, FLG, BD, [content size u64], [dict id
+ * u32], HC. Returns 0 when the bytes are not (the start of) an LZ4 frame. */
+static size_t fkc_lz4_header_len(const uint8_t *in, size_t len)
 {
-    *declared = 0;
-    *header_len = 0;
     if (len < 7 || fkc_load_le32(in) != 0x184D2204u)
         return 0;
     uint8_t flg = in[4];
-    size_t hlen = 7;
-    if (flg & 0x08) {
-        hlen += 8;
-        if (len < hlen)
-            return 0;
-        *declared = (uint64_t)fkc_load_le32(in + 6) | ((uint64_t)fkc_load_le32(in + 10) << 32);
-    }
-    *header_len = hlen;
-    return 1;
+    size_t hlen = 7 + ((flg & 0x08) ? 8u : 0u) + ((flg & 0x01) ? 4u : 0u);
+    return hlen <= len ? hlen : 0;
 }
 
 /* zstd frame header (RFC 8878 3.1.1.1): magic 0xFD2FB528 (LE), descriptor,
@@ -113,6 +103,8 @@ static int fkc_zstd_declared_size(const uint8_t *in, size_t len, uint64_t *decla
     unsigned fcs_flag = fhd >> 6;
     unsigned single_segment = (fhd >> 5) & 1u;
     unsigned dict_flag = fhd & 3u;
+    if (fhd & 0x08u)
+        return 0; /* reserved bit set: not a valid header, the codec reports it */
     static const size_t dict_sizes[4] = {0, 1, 2, 4};
     size_t pos = 5u + (single_segment ? 0u : 1u) + dict_sizes[dict_flag];
     size_t fcs_size;
@@ -166,60 +158,60 @@ static int fkc_snappy_raw(const fkc_codec_host *host, const uint8_t *in, size_t 
     return FKC_OK;
 }
 
-/* Kafka's xerial framing: 16-byte header then [i32 BE length][raw block]...
- * All chunk sizes are summed and checked against the cap first, then one
- * output buffer of exactly that size is filled. */
+/* Kafka's xerial framing (snappy-java): 8-byte magic, version i32, compat
+ * i32 (both ignored: some producers write them little-endian), then
+ * [i32 BE length][raw block] chunks. Each chunk's declared length is checked
+ * against what is left of the cap before that chunk is decompressed; the
+ * output buffer only grows as real output arrives, up to the cap. */
 static int fkc_snappy_xerial(const fkc_codec_host *host, const uint8_t *in, size_t len, size_t cap,
                              fkc_blob *out, char *errbuf, size_t errbuf_len)
 {
+    if (len < 16)
+        return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS, "xerial snappy header cut off");
     fkc_cursor c;
     fkc_cursor_init(&c, in + 16, len - 16, 16);
-    uint64_t total = 0;
-    size_t chunks = 0;
+    uint8_t *buf = NULL;
+    size_t filled = 0, capacity = 0;
+    int rc = FKC_OK;
     while (fkc_cursor_remaining(&c) > 0) {
         int32_t chunk_len = fkc_read_i32(&c, "xerial chunk length");
-        if (c.failed || chunk_len < 0 || !fkc_cursor_need(&c, (size_t)chunk_len, "xerial chunk"))
-            return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS, "xerial snappy chunk length past the payload");
-        uint32_t declared;
-        size_t n;
-        if (fkc_uvarint32_decode(c.pos, (size_t)chunk_len, &declared, &n) != FKC_VARINT_OK)
-            return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS, "snappy block length is not a valid varint");
-        total += declared;
-        if (total > cap)
-            return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_SIZE_LIMIT, "xerial snappy chunks declare more than the cap");
-        c.pos += chunk_len;
-        chunks++;
-    }
-    if (chunks == 1) {
-        /* The common case (one chunk per batch): hand the block straight over. */
-        const uint8_t *block = in + 20;
-        return fkc_snappy_raw(host, block, len - 20, cap, out, errbuf, errbuf_len);
-    }
-    uint8_t *buf = (uint8_t *)malloc(total ? (size_t)total : 1);
-    if (buf == NULL)
-        return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_NOMEM, "out of memory for xerial snappy output");
-    size_t filled = 0;
-    fkc_cursor_init(&c, in + 16, len - 16, 16);
-    while (fkc_cursor_remaining(&c) > 0) {
-        int32_t chunk_len = fkc_read_i32(&c, "xerial chunk length");
+        if (c.failed || chunk_len < 0 || !fkc_cursor_need(&c, (size_t)chunk_len, "xerial chunk")) {
+            rc = fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS, "xerial snappy chunk length runs past the data");
+            break;
+        }
         const uint8_t *block = fkc_read_bytes(&c, (size_t)chunk_len, "xerial chunk");
         fkc_blob part = {0};
-        int rc = fkc_snappy_raw(host, block, (size_t)chunk_len, cap - filled, &part, errbuf, errbuf_len);
-        if (rc != FKC_OK) {
-            free(buf);
-            return rc;
-        }
-        /* The chunk lengths were summed above, so this stays within `total`. */
-        if (part.len > (size_t)total - filled) {
-            fkc_blob_release(host, &part);
-            free(buf);
-            return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS, "xerial snappy output exceeds its declared size");
+        rc = fkc_snappy_raw(host, block, (size_t)chunk_len, cap - filled, &part, errbuf, errbuf_len);
+        if (rc != FKC_OK)
+            break;
+        if (part.len > capacity - filled) {
+            size_t want = capacity ? capacity * 2 : 65536;
+            if (want > cap)
+                want = cap; /* never reserve past the cap... */
+            if (want < filled + part.len)
+                want = filled + part.len; /* ...which part.len <= cap - filled keeps us within */
+            if (want == 0)
+                want = 1;
+            uint8_t *grown = (uint8_t *)realloc(buf, want);
+            if (grown == NULL) {
+                fkc_blob_release(host, &part);
+                rc = fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_NOMEM, "out of memory for xerial snappy output");
+                break;
+            }
+            buf = grown;
+            capacity = want;
         }
         if (part.len)
             memcpy(buf + filled, part.data, part.len);
         filled += part.len;
         fkc_blob_release(host, &part);
     }
+    if (rc != FKC_OK) {
+        free(buf);
+        return rc;
+    }
+    if (buf == NULL && (buf = (uint8_t *)malloc(1)) == NULL) /* empty stream: still a distinct owner */
+        return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_NOMEM, "out of memory for xerial snappy output");
     out->data = buf;
     out->len = filled;
     out->owner = buf;
@@ -238,29 +230,30 @@ static int fkc_check_cap(const fkc_codec_host *host, fkc_blob *out, size_t cap, 
     return FKC_OK;
 }
 
+/* LZ4: the host validates the frame descriptor and checks its declared
+ * content size against the cap before decompressing (so a corrupt header is
+ * reported as such rather than as a size). Here: the magic-0 header fix. */
 static int fkc_decompress_lz4(const fkc_codec_host *host, int legacy_magic0, const uint8_t *in, size_t len,
                               size_t cap, fkc_blob *out, char *errbuf, size_t errbuf_len)
 {
-    uint64_t declared;
-    size_t header_len;
-    int has_header = fkc_lz4_declared_size(in, len, &declared, &header_len);
-    if (has_header && declared > cap)
-        return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_SIZE_LIMIT, "lz4 frame declares more than the cap");
-    size_t hint = (size_t)declared;
-    if (legacy_magic0 && has_header) {
-        /* KAFKA-3160: magic-0 producers hashed the wrong bytes for the frame
-         * descriptor checksum (HC). Recompute it over FLG..content size, on a
-         * copy (the input belongs to the caller). Rare, so the copy is fine. */
+    if (legacy_magic0) {
+        size_t header_len = fkc_lz4_header_len(in, len);
+        if (header_len == 0)
+            return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS, "not an LZ4 frame (or its header is cut off)");
+        /* KAFKA-3160: magic-0 producers hashed the magic number into the
+         * frame descriptor checksum (HC). Recompute it over FLG..the last
+         * descriptor byte, on a copy (the input belongs to the caller).
+         * Rare, so the copy is fine. */
         uint8_t *fixed = (uint8_t *)malloc(len);
         if (fixed == NULL)
             return fkc_codec_fail(errbuf, errbuf_len, FKC_ERR_NOMEM, "out of memory for the lz4 header fix");
         memcpy(fixed, in, len);
         fixed[header_len - 1] = (uint8_t)((fkc_xxh32(fixed + 4, header_len - 5, 0) >> 8) & 0xFF);
-        int rc = host->decompress(host->ctx, FKC_OP_LZ4_FRAME, fixed, len, cap, hint, out, errbuf, errbuf_len);
+        int rc = host->decompress(host->ctx, FKC_OP_LZ4_FRAME, fixed, len, cap, 0, out, errbuf, errbuf_len);
         free(fixed);
         return rc == FKC_OK ? fkc_check_cap(host, out, cap, errbuf, errbuf_len) : rc;
     }
-    int rc = host->decompress(host->ctx, FKC_OP_LZ4_FRAME, in, len, cap, hint, out, errbuf, errbuf_len);
+    int rc = host->decompress(host->ctx, FKC_OP_LZ4_FRAME, in, len, cap, 0, out, errbuf, errbuf_len);
     return rc == FKC_OK ? fkc_check_cap(host, out, cap, errbuf, errbuf_len) : rc;
 }
 
@@ -279,7 +272,7 @@ int fkc_decompress(const fkc_codec_host *host, int codec, int legacy_magic0, con
         rc = host->decompress(host->ctx, FKC_OP_GZIP, in, in_len, cap, 0, out, errbuf, errbuf_len);
         return rc == FKC_OK ? fkc_check_cap(host, out, cap, errbuf, errbuf_len) : rc;
     case FKC_CODEC_SNAPPY:
-        if (in_len >= 16 && memcmp(in, fkc_xerial_magic, 8) == 0)
+        if (in_len >= 8 && memcmp(in, fkc_xerial_magic, 8) == 0)
             return fkc_snappy_xerial(host, in, in_len, cap, out, errbuf, errbuf_len);
         return fkc_snappy_raw(host, in, in_len, cap, out, errbuf, errbuf_len);
     case FKC_CODEC_LZ4:

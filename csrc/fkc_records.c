@@ -31,14 +31,11 @@
 #define FKC_MESSAGE_MIN_SIZE_V1 22 /* ... + Timestamp */
 #define FKC_V2_HEADER_SIZE 61      /* whole v2 batch header, BaseOffset..RecordCount */
 #define FKC_V2_CRC_START 21        /* Attributes: where the CRC-32C coverage begins */
+#define FKC_HEADER_UP_TO_MAGIC 17  /* Offset + size + 4 bytes + Magic: enough to dispatch */
 
 typedef struct fkc_decoder {
     const fkc_decode_opts *opts;
     fkc_decode_result *res;
-    /* kafka-python tags records with the PartitionLeaderEpoch of the last v2
-     * batch it read, -1 before any (legacy messages have no epoch of their
-     * own), so a legacy message after a v2 batch in the same blob carries it. */
-    int32_t leader_epoch;
     /* read_committed state, as the Java client's: aborted transactions not
      * yet reached (index into the sorted list) and the set of producer ids
      * whose abort marker has not been seen yet. */
@@ -224,11 +221,33 @@ static void fkc_aborted_remove(fkc_decoder *d, int64_t pid)
 
 /* ---- v2 records ------------------------------------------------------- */
 
-/* Parse one v2 record at the cursor into *rec (offset/timestamp filled from
- * the batch fields). Returns FKC_OK or an error already recorded. */
+static int fkc_add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return __builtin_add_overflow(a, b, out) ? 0 : 1;
+}
+
+/* Keep or drop a decoded record (already written at records[count]); also
+ * the Arrow-only check that the timestamp fits int64 microseconds. */
+static int fkc_commit_record(fkc_decoder *d, const fkc_record *rec)
+{
+    const fkc_decode_opts *o = d->opts;
+    if (!fkc_keep_offset(o, rec->offset))
+        return FKC_OK;
+    if (o->arrow_timestamps && rec->timestamp_type >= 0) {
+        int64_t us;
+        if (__builtin_mul_overflow(rec->timestamp, (int64_t)1000, &us))
+            return fkc_fail(d, FKC_ERR_INVALID, "record at offset %lld: timestamp %lld ms overflows int64 microseconds",
+                            (long long)rec->offset, (long long)rec->timestamp);
+    }
+    d->res->count++;
+    return FKC_OK;
+}
+
+/* Parse one v2 record at the cursor into *rec. Offsets and timestamps are
+ * not computed here (control records never need them). Returns FKC_OK or an
+ * error already recorded. */
 static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where, fkc_record *rec,
-                               int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
-                               int timestamp_type)
+                               int64_t *timestamp_delta, int32_t *offset_delta)
 {
     size_t at = fkc_cursor_tell(c);
     int32_t length = fkc_read_varint(c, "record length");
@@ -241,8 +260,8 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
         return fkc_fail_cursor(d, c, where);
 
     (void)fkc_read_i8(&rc, "record attributes");
-    int64_t timestamp_delta = fkc_read_varlong(&rc, "record timestamp delta");
-    int32_t offset_delta = fkc_read_varint(&rc, "record offset delta");
+    *timestamp_delta = fkc_read_varlong(&rc, "record timestamp delta");
+    *offset_delta = fkc_read_varint(&rc, "record offset delta");
     int32_t key_len = fkc_read_varint(&rc, "record key length");
     if (!rc.failed && key_len < -1)
         return fkc_fail(d, FKC_ERR_INVALID, "record key length %d at byte %zu%s", key_len, at, where);
@@ -285,10 +304,6 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
         return fkc_fail(d, FKC_ERR_INVALID, "record at byte %zu%s has length %d but its fields end %zu bytes early",
                         at, where, length, fkc_cursor_remaining(&rc));
 
-    /* Wrapping (unsigned) arithmetic: hostile offsets must not be signed-overflow UB. */
-    rec->offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)offset_delta);
-    rec->timestamp = timestamp_type == 1 ? max_timestamp
-                                         : (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
     rec->key = key;
     rec->key_len = key_len;
     rec->value = value;
@@ -297,9 +312,7 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
     rec->headers_len = (size_t)(rc.pos - headers);
     rec->header_count = header_count;
     rec->header_size = header_count > 0 ? (int32_t)header_size : -1;
-    rec->leader_epoch = d->leader_epoch;
     rec->checksum = 0;
-    rec->timestamp_type = (int8_t)timestamp_type;
     rec->magic = 2;
     return FKC_OK;
 }
@@ -309,7 +322,7 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
     const fkc_decode_opts *o = d->opts;
     fkc_decode_result *r = d->res;
     if (batch_len < FKC_V2_HEADER_SIZE)
-        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: BatchLength %zu is smaller than the v2 header",
+        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: BatchLength %zu is below the 49-byte minimum",
                         blob_pos, batch_len - FKC_LOG_OVERHEAD);
     fkc_cursor c;
     fkc_cursor_init(&c, batch, batch_len, blob_pos);
@@ -328,108 +341,114 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
     int32_t record_count = fkc_read_i32(&c, "RecordCount");
     if (c.failed) /* cannot happen: batch_len >= 61 was checked */
         return fkc_fail_cursor(d, &c, "");
-
+    if (record_count < 0)
+        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: negative record count %d", blob_pos,
+                        record_count);
     if (o->check_crcs) {
         uint32_t computed = fkc_crc32c(0, batch + FKC_V2_CRC_START, batch_len - FKC_V2_CRC_START);
         if (computed != stored_crc)
             return fkc_fail(d, FKC_ERR_CRC, "record batch at byte %zu: CRC-32C mismatch (stored 0x%08x, computed 0x%08x)",
                             blob_pos, stored_crc, computed);
     }
-    d->leader_epoch = leader_epoch;
+    int64_t last_offset, batch_next;
+    if (!fkc_add_i64(base_offset, last_offset_delta, &last_offset) || !fkc_add_i64(last_offset, 1, &batch_next))
+        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: last offset does not fit in int64", blob_pos);
     int codec = attributes & 0x7;
     int timestamp_type = (attributes >> 3) & 1;
     int transactional = (attributes >> 4) & 1;
     int control = (attributes >> 5) & 1;
-    int64_t last_offset = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)last_offset_delta);
-    int64_t batch_next = (int64_t)((uint64_t)last_offset + 1u);
 
-    /* Decompress lazily: aborted batches are skipped without it, as in Java. */
-    const uint8_t *payload = c.pos;
-    size_t payload_len = fkc_cursor_remaining(&c);
-    size_t payload_pos = fkc_cursor_tell(&c);
-    int payload_ready = 0;
-    char where[64];
-    where[0] = 0;
-
-#define FKC_PREPARE_PAYLOAD()                                                                          \
-    do {                                                                                               \
-        if (!payload_ready && codec != FKC_CODEC_NONE) {                                               \
-            fkc_blob out;                                                                              \
-            int prc = fkc_decompress_payload(d, codec, 0, payload, payload_len, payload_pos, &out);   \
-            if (prc != FKC_OK)                                                                         \
-                return prc;                                                                            \
-            payload = out.data;                                                                        \
-            payload_len = out.len;                                                                     \
-            snprintf(where, sizeof where, " of the batch at byte %zu, decompressed", blob_pos);        \
-            payload_pos = 0;                                                                           \
-        }                                                                                              \
-        payload_ready = 1;                                                                             \
-    } while (0)
-
-    if (o->read_committed && producer_id >= 0) {
+    int consult_txn = o->read_committed && producer_id >= 0;
+    if (consult_txn) {
         while (d->aborted_next < o->aborted_count && o->aborted_first_offsets[d->aborted_next] <= last_offset) {
             int arc = fkc_aborted_add(d, o->aborted_pids[d->aborted_next]);
             if (arc != FKC_OK)
                 return arc;
             d->aborted_next++;
         }
-        if (control) {
-            /* The control record's key: version i16, type i16 (0 abort, 1 commit). */
-            if (record_count > 0) {
-                FKC_PREPARE_PAYLOAD();
-                fkc_cursor pc;
-                fkc_cursor_init(&pc, payload, payload_len, payload_pos);
-                fkc_record marker;
-                int prc = fkc_parse_record_v2(d, &pc, where, &marker, base_offset, base_timestamp, max_timestamp,
-                                              timestamp_type);
-                if (prc != FKC_OK)
-                    return prc;
-                if (marker.key_len < 4)
-                    return fkc_fail(d, FKC_ERR_INVALID, "control record at byte %zu: key of %d bytes, need 4",
-                                    blob_pos, marker.key_len);
-                if (fkc_load_be16(marker.key + 2) == 0)
-                    fkc_aborted_remove(d, producer_id);
-            }
-        } else if (transactional && fkc_aborted_contains(d, producer_id)) {
+        if (!control && transactional && fkc_aborted_contains(d, producer_id)) {
+            /* aborted: skipped without decompressing, as Java does */
             fkc_advance(d, batch_next);
             return FKC_OK;
         }
     }
-    if (control) {
-        fkc_advance(d, batch_next); /* control batches are never returned */
-        return FKC_OK;
-    }
     if (codec > FKC_CODEC_ZSTD)
         return fkc_fail(d, FKC_ERR_UNSUPPORTED_CODEC, "record batch at byte %zu: unknown compression codec id %d",
                         blob_pos, codec);
-    if (record_count < 0)
-        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: negative record count %d", blob_pos,
-                        record_count);
-    FKC_PREPARE_PAYLOAD();
-#undef FKC_PREPARE_PAYLOAD
+
+    const uint8_t *payload = c.pos;
+    size_t payload_len = fkc_cursor_remaining(&c);
+    size_t payload_pos = fkc_cursor_tell(&c);
+    char where[64];
+    where[0] = 0;
+    if (codec != FKC_CODEC_NONE) {
+        fkc_blob out;
+        int prc = fkc_decompress_payload(d, codec, 0, payload, payload_len, payload_pos, &out);
+        if (prc != FKC_OK)
+            return prc;
+        payload = out.data;
+        payload_len = out.len;
+        payload_pos = 0;
+        snprintf(where, sizeof where, " of the batch at byte %zu, decompressed", blob_pos);
+    }
 
     fkc_cursor pc;
     fkc_cursor_init(&pc, payload, payload_len, payload_pos);
+    /* Control records are parsed (strictly, like any record) into scratch
+     * space and never returned; the first one's key is the marker. */
+    fkc_record scratch;
+    const uint8_t *marker_key = NULL;
+    int32_t marker_key_len = -1;
     for (int32_t i = 0; i < record_count; i++) {
         /* Each record takes at least one byte, so a count larger than the
          * bytes left fails here rather than looping or preallocating. */
         if (fkc_cursor_remaining(&pc) == 0)
-            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: RecordCount %d but only %d records fit",
-                            blob_pos, record_count, i);
-        int rrc = fkc_reserve_one(d);
+            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: payload ends after %d of %d records",
+                            blob_pos, i, record_count);
+        fkc_record *rec = &scratch;
+        if (!control) {
+            int rrc = fkc_reserve_one(d);
+            if (rrc != FKC_OK)
+                return rrc;
+            rec = &r->records[r->count];
+        }
+        int64_t timestamp_delta = 0;
+        int32_t offset_delta = 0;
+        int rrc = fkc_parse_record_v2(d, &pc, where, rec, &timestamp_delta, &offset_delta);
         if (rrc != FKC_OK)
             return rrc;
-        fkc_record *rec = &r->records[r->count];
-        rrc = fkc_parse_record_v2(d, &pc, where, rec, base_offset, base_timestamp, max_timestamp, timestamp_type);
+        if (control) {
+            if (i == 0) {
+                marker_key = rec->key;
+                marker_key_len = rec->key_len;
+            }
+            continue;
+        }
+        if (!fkc_add_i64(base_offset, offset_delta, &rec->offset))
+            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: record offset does not fit in int64",
+                            blob_pos);
+        if (timestamp_type == 1)
+            rec->timestamp = max_timestamp;
+        else if (!fkc_add_i64(base_timestamp, timestamp_delta, &rec->timestamp))
+            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: record timestamp does not fit in int64",
+                            blob_pos);
+        rec->timestamp_type = (int8_t)timestamp_type;
+        rec->leader_epoch = leader_epoch;
+        rrc = fkc_commit_record(d, rec);
         if (rrc != FKC_OK)
             return rrc;
-        if (fkc_keep_offset(o, rec->offset))
-            r->count++;
     }
     if (fkc_cursor_remaining(&pc) != 0)
         return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: %zu bytes left over after %d records",
                         blob_pos, fkc_cursor_remaining(&pc), record_count);
-    fkc_advance(d, batch_next);
+    if (control && consult_txn && record_count > 0) {
+        /* The control record's key: version i16, type i16 (0 abort, 1 commit). */
+        if (marker_key_len < 4)
+            return fkc_fail(d, FKC_ERR_INVALID, "control record at byte %zu: key shorter than 4 bytes", blob_pos);
+        if (fkc_load_be16(marker_key + 2) == 0)
+            fkc_aborted_remove(d, producer_id); /* ABORT ends the producer's aborted transaction */
+    }
+    fkc_advance(d, batch_next); /* control batches are never returned, but do advance */
     return FKC_OK;
 }
 
@@ -447,24 +466,28 @@ typedef struct fkc_legacy_message {
     int8_t attributes;
 } fkc_legacy_message;
 
-/* Parse one message spanning exactly [c.start, c.end) (log overhead included). */
-static int fkc_parse_legacy(fkc_decoder *d, fkc_cursor *c, const char *where, fkc_legacy_message *m)
+/* Parse one message spanning exactly [c.start, c.end) (log overhead
+ * included), whose size was already checked against the minimum of `magic`.
+ * The CRC is checked first (it covers every later field), as Java does. */
+static int fkc_parse_legacy(fkc_decoder *d, fkc_cursor *c, const char *where, int8_t magic, fkc_legacy_message *m)
 {
     size_t at = fkc_cursor_tell(c);
     m->offset = fkc_read_i64(c, "message offset");
-    int32_t size = fkc_read_i32(c, "message size");
+    (void)fkc_read_i32(c, "message size");
     m->crc = fkc_read_u32(c, "message CRC");
     const uint8_t *crc_start = c->pos;
-    m->magic = fkc_read_i8(c, "message magic");
-    m->attributes = fkc_read_i8(c, "message attributes");
     if (c->failed)
         return fkc_fail_cursor(d, c, where);
-    if (m->magic != 0 && m->magic != 1)
-        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: unknown magic %d", at, where, m->magic);
-    if (size < (m->magic == 1 ? FKC_MESSAGE_MIN_SIZE_V1 : FKC_MESSAGE_MIN_SIZE_V0))
-        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: size %d is below the magic %d minimum", at, where,
-                        size, m->magic);
-    m->timestamp = m->magic == 1 ? fkc_read_i64(c, "message timestamp") : -1;
+    if (d->opts->check_crcs) {
+        uint32_t computed = fkc_crc32(0, crc_start, (size_t)(c->end - crc_start));
+        if (computed != m->crc)
+            return fkc_fail(d, FKC_ERR_CRC, "message at byte %zu%s: CRC-32 mismatch (stored 0x%08x, computed 0x%08x)",
+                            at, where, m->crc, computed);
+    }
+    (void)fkc_read_i8(c, "message magic");
+    m->magic = magic;
+    m->attributes = fkc_read_i8(c, "message attributes");
+    m->timestamp = magic == 1 ? fkc_read_i64(c, "message timestamp") : -1;
     m->key_len = fkc_read_i32(c, "message key length");
     if (!c->failed && m->key_len < -1)
         return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: key length %d", at, where, m->key_len);
@@ -478,17 +501,11 @@ static int fkc_parse_legacy(fkc_decoder *d, fkc_cursor *c, const char *where, fk
     if (fkc_cursor_remaining(c) != 0)
         return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu%s: %zu bytes left over after the value", at, where,
                         fkc_cursor_remaining(c));
-    if (d->opts->check_crcs) {
-        uint32_t computed = fkc_crc32(0, crc_start, (size_t)(c->end - crc_start));
-        if (computed != m->crc)
-            return fkc_fail(d, FKC_ERR_CRC, "message at byte %zu%s: CRC-32 mismatch (stored 0x%08x, computed 0x%08x)",
-                            at, where, m->crc, computed);
-    }
     return FKC_OK;
 }
 
-static void fkc_fill_legacy(fkc_decoder *d, fkc_record *rec, const fkc_legacy_message *m, int64_t offset,
-                            int64_t timestamp, int timestamp_type)
+static void fkc_fill_legacy(fkc_record *rec, const fkc_legacy_message *m, int64_t offset, int64_t timestamp,
+                            int timestamp_type)
 {
     rec->offset = offset;
     rec->timestamp = timestamp;
@@ -500,43 +517,57 @@ static void fkc_fill_legacy(fkc_decoder *d, fkc_record *rec, const fkc_legacy_me
     rec->headers_len = 0;
     rec->header_count = 0;
     rec->header_size = -1;
-    rec->leader_epoch = d->leader_epoch;
+    /* Java: legacy batches have no partition leader epoch. (kafka-python
+     * leaks the previous v2 batch's epoch into them, an accident of state.) */
+    rec->leader_epoch = -1;
     rec->checksum = m->crc;
     rec->timestamp_type = (int8_t)timestamp_type;
     rec->magic = m->magic;
 }
 
-static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len, size_t blob_pos)
+static int fkc_legacy_min_size(int magic)
 {
-    const fkc_decode_opts *o = d->opts;
+    return magic == 1 ? FKC_MESSAGE_MIN_SIZE_V1 : FKC_MESSAGE_MIN_SIZE_V0;
+}
+
+static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len, size_t blob_pos, int8_t magic)
+{
     fkc_decode_result *r = d->res;
+    size_t size = msg_len - FKC_LOG_OVERHEAD;
+    if (size < (size_t)fkc_legacy_min_size(magic))
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu: MessageSize %zu is below the magic-%d minimum %d",
+                        blob_pos, size, magic, fkc_legacy_min_size(magic));
     fkc_cursor c;
     fkc_cursor_init(&c, msg, msg_len, blob_pos);
     fkc_legacy_message w;
-    int rc = fkc_parse_legacy(d, &c, "", &w);
+    int rc = fkc_parse_legacy(d, &c, "", magic, &w);
     if (rc != FKC_OK)
         return rc;
     int codec = w.attributes & 0x7;
-    int timestamp_type = w.magic == 0 ? -1 : (w.attributes >> 3) & 1;
+    int timestamp_type = magic == 0 ? -1 : (w.attributes >> 3) & 1;
+    int64_t next;
 
     if (codec == FKC_CODEC_NONE) {
+        if (!fkc_add_i64(w.offset, 1, &next))
+            return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu: next offset does not fit in int64", blob_pos);
         rc = fkc_reserve_one(d);
         if (rc != FKC_OK)
             return rc;
-        fkc_fill_legacy(d, &r->records[r->count], &w, w.offset, w.timestamp, timestamp_type);
-        if (fkc_keep_offset(o, w.offset))
-            r->count++;
-        fkc_advance(d, (int64_t)((uint64_t)w.offset + 1u));
+        fkc_fill_legacy(&r->records[r->count], &w, w.offset, w.timestamp, timestamp_type);
+        rc = fkc_commit_record(d, &r->records[r->count]);
+        if (rc != FKC_OK)
+            return rc;
+        fkc_advance(d, next);
         return FKC_OK;
     }
-    if (codec >= FKC_CODEC_ZSTD) /* zstd needs magic 2 (KIP-110) */
-        return fkc_fail(d, FKC_ERR_UNSUPPORTED_CODEC, "message at byte %zu: compression codec id %d is not valid for magic %d",
-                        blob_pos, codec, w.magic);
+    if (codec > FKC_CODEC_LZ4) /* zstd needs magic 2 (KIP-110); 5-7 do not exist */
+        return fkc_fail(d, FKC_ERR_UNSUPPORTED_CODEC, "message at byte %zu: unknown compression codec id %d",
+                        blob_pos, codec);
     if (w.value == NULL)
-        return fkc_fail(d, FKC_ERR_INVALID, "compressed message at byte %zu has a null value", blob_pos);
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu: compressed wrapper has a null value", blob_pos);
 
     fkc_blob out;
-    rc = fkc_decompress_payload(d, codec, w.magic == 0, w.value, (size_t)w.value_len, blob_pos, &out);
+    rc = fkc_decompress_payload(d, codec, magic == 0, w.value, (size_t)w.value_len, blob_pos, &out);
     if (rc != FKC_OK)
         return rc;
     char where[64];
@@ -550,50 +581,59 @@ static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len,
     while (fkc_cursor_remaining(&ic) > 0) {
         size_t at = fkc_cursor_tell(&ic);
         if (fkc_cursor_remaining(&ic) < FKC_LOG_OVERHEAD)
-            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s is truncated", at, where);
-        int32_t size = (int32_t)fkc_load_be32(ic.pos + 8);
-        if (size < 0 || (size_t)size > fkc_cursor_remaining(&ic) - FKC_LOG_OVERHEAD)
-            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s: size %d past the payload end", at, where,
-                            size);
+            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s: header cut off", at, where);
+        int32_t isize = (int32_t)fkc_load_be32(ic.pos + 8);
+        if (isize < fkc_legacy_min_size(magic) || (size_t)isize > fkc_cursor_remaining(&ic) - FKC_LOG_OVERHEAD)
+            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s: MessageSize %d is impossible", at, where,
+                            isize);
+        int8_t inner_magic = (int8_t)ic.pos[16];
+        if (inner_magic != magic)
+            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s: magic %d inside a magic-%d wrapper", at,
+                            where, inner_magic, magic);
         fkc_cursor mc;
-        fkc_cursor_sub(&ic, FKC_LOG_OVERHEAD + (size_t)size, &mc, "inner message");
+        fkc_cursor_sub(&ic, FKC_LOG_OVERHEAD + (size_t)isize, &mc, "inner message");
         fkc_legacy_message m;
-        rc = fkc_parse_legacy(d, &mc, where, &m);
+        rc = fkc_parse_legacy(d, &mc, where, magic, &m);
         if (rc != FKC_OK)
             return rc;
         if ((m.attributes & 0x7) != FKC_CODEC_NONE)
             return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s is compressed again", at, where);
-        if (m.magic != w.magic)
-            return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s has magic %d inside a magic %d wrapper", at,
-                            where, m.magic, w.magic);
         rc = fkc_reserve_one(d);
         if (rc != FKC_OK)
             return rc;
         /* A magic-1 wrapper with LogAppendTime stamps every inner record with its own time. */
-        int64_t timestamp = (w.magic == 1 && timestamp_type == 1) ? w.timestamp : m.timestamp;
-        fkc_fill_legacy(d, &r->records[r->count], &m, m.offset, timestamp, timestamp_type);
+        int64_t timestamp = timestamp_type == 1 ? w.timestamp : m.timestamp;
+        fkc_fill_legacy(&r->records[r->count], &m, m.offset, timestamp, timestamp_type);
         r->count++;
     }
-    if (w.magic == 1 && r->count > first) {
+    if (r->count == first)
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu: compressed wrapper holds no messages", blob_pos);
+    if (magic == 1) {
         /* Relative offsets: the wrapper carries the absolute offset of the
          * last inner message. As Java and kafka-python, only applied when the
          * resulting base is not negative. */
-        int64_t base = (int64_t)((uint64_t)w.offset - (uint64_t)r->records[r->count - 1].offset);
+        int64_t base;
+        if (__builtin_sub_overflow(w.offset, r->records[r->count - 1].offset, &base))
+            base = -1;
         if (base >= 0)
             for (size_t i = first; i < r->count; i++)
-                r->records[i].offset = (int64_t)((uint64_t)r->records[i].offset + (uint64_t)base);
+                if (!fkc_add_i64(r->records[i].offset, base, &r->records[i].offset))
+                    return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu: inner offset does not fit in int64",
+                                    blob_pos);
     }
-    /* On broker data the wrapper's offset is the last inner offset; when a
-     * producer-side set says otherwise, still never resume before the last
-     * record handed out. */
-    if (r->count > first)
-        fkc_advance(d, (int64_t)((uint64_t)r->records[r->count - 1].offset + 1u));
-    size_t kept = first;
-    for (size_t i = first; i < r->count; i++)
-        if (fkc_keep_offset(o, r->records[i].offset))
-            r->records[kept++] = r->records[i];
-    r->count = kept;
-    fkc_advance(d, (int64_t)((uint64_t)w.offset + 1u));
+    if (!fkc_add_i64(r->records[r->count - 1].offset, 1, &next))
+        return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu: next offset does not fit in int64", blob_pos);
+    /* Filter in place: records [first, count) are compacted to the kept ones. */
+    size_t end = r->count;
+    r->count = first;
+    for (size_t i = first; i < end; i++) {
+        if (r->count != i)
+            r->records[r->count] = r->records[i];
+        rc = fkc_commit_record(d, &r->records[r->count]);
+        if (rc != FKC_OK)
+            return rc;
+    }
+    fkc_advance(d, next);
     return FKC_OK;
 }
 
@@ -654,41 +694,41 @@ int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *o
     memset(&d, 0, sizeof d);
     d.opts = opts;
     d.res = r;
-    d.leader_epoch = -1;
     d.batch_offset = -1;
 
     size_t pos = 0;
-    while (len - pos >= FKC_LOG_OVERHEAD) {
+    /* Java's ByteBufferLogInputStream order: fewer bytes than it takes to see
+     * the magic byte is a cut-off tail; a size below the smallest legacy
+     * message is corruption even at the tail; then a size past the end is a
+     * partial trailing batch. */
+    while (len - pos >= FKC_HEADER_UP_TO_MAGIC) {
         const uint8_t *batch = data + pos;
         int64_t base_offset = (int64_t)fkc_load_be64(batch);
         int32_t length = (int32_t)fkc_load_be32(batch + 8);
         d.batch_offset = base_offset;
-        if (length < 0) {
-            fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: negative length %d", pos, length);
-            break;
-        }
-        if ((size_t)length > len - pos - FKC_LOG_OVERHEAD)
-            break; /* a partial batch at the end: the broker cut the fetch here */
-        if (length < FKC_MESSAGE_MIN_SIZE_V0) {
-            fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: length %d is below the minimum %d", pos, length,
-                     FKC_MESSAGE_MIN_SIZE_V0);
-            break;
-        }
-        size_t batch_len = FKC_LOG_OVERHEAD + (size_t)length;
-        int8_t magic = (int8_t)batch[16];
         size_t first = r->count;
         int rc;
-        if (magic == 2)
-            rc = fkc_decode_v2(&d, batch, batch_len, pos);
-        else if (magic == 0 || magic == 1)
-            rc = fkc_decode_legacy(&d, batch, batch_len, pos);
-        else
-            rc = fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: unknown magic %d", pos, magic);
+        if (length < FKC_MESSAGE_MIN_SIZE_V0) {
+            rc = fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: size field %d is below the 14-byte minimum", pos,
+                          length);
+        } else if ((size_t)length > len - pos - FKC_LOG_OVERHEAD) {
+            break; /* a partial batch at the end: the broker cut the fetch here */
+        } else {
+            int8_t magic = (int8_t)batch[16];
+            size_t batch_len = FKC_LOG_OVERHEAD + (size_t)length;
+            if (magic == 2)
+                rc = fkc_decode_v2(&d, batch, batch_len, pos);
+            else if (magic == 0 || magic == 1)
+                rc = fkc_decode_legacy(&d, batch, batch_len, pos, magic);
+            else
+                rc = fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: unknown magic %d", pos, magic);
+        }
         if (rc != FKC_OK) {
             r->count = first; /* the bad batch's records are not returned */
             r->next_offset = base_offset;
             break;
         }
+        size_t batch_len = FKC_LOG_OVERHEAD + (size_t)length;
         pos += batch_len;
     }
     free(d.aborted_set);

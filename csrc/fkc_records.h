@@ -19,7 +19,9 @@
  *     >= 0), control batches and (read_committed) aborted transactional
  *     batches are left out. next_offset = one past the last complete batch
  *     processed (magic 2: BaseOffset + LastOffsetDelta + 1; legacy: the
- *     message offset + 1), never lower than fetch_offset.
+ *     last (inner) message offset + 1), never lower than fetch_offset.
+ *   - Offsets and timestamps are computed in checked int64 arithmetic: a
+ *     result that does not fit is InvalidRecordError, never wrapped.
  *   - Descriptors point into the input blob or into decompressed buffers the
  *     result owns; they stay valid until fkc_decode_result_free().
  */
@@ -48,7 +50,7 @@ typedef struct fkc_record {
     int32_t value_len;      /* -1: null value */
     int32_t header_count;   /* 0 for legacy messages */
     int32_t header_size;    /* serialized_header_size: sum of key+value lengths, -1 when none */
-    int32_t leader_epoch;   /* batch PartitionLeaderEpoch (legacy: see fkc_records.c) */
+    int32_t leader_epoch;   /* batch PartitionLeaderEpoch; -1 for legacy messages */
     uint32_t checksum;      /* legacy: the message CRC; unused for magic 2 */
     int8_t timestamp_type;  /* 0 CreateTime, 1 LogAppendTime, -1 none (magic 0) */
     int8_t magic;           /* 0, 1 or 2: decides whether `checksum` is meaningful */
@@ -63,6 +65,7 @@ typedef struct fkc_decode_opts {
     const int64_t *aborted_first_offsets;
     size_t aborted_count;
     size_t max_decompressed_bytes;  /* cap per batch */
+    int arrow_timestamps;           /* 1: kept records' ms timestamps must fit int64 µs (Arrow output) */
     const fkc_codec_host *host;     /* decompression primitives */
 } fkc_decode_opts;
 

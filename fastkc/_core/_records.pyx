@@ -92,6 +92,7 @@ cdef extern from "fkc_records.h":
         const int64_t *aborted_first_offsets
         size_t aborted_count
         size_t max_decompressed_bytes
+        int arrow_timestamps
         const fkc_codec_host *host
     ctypedef struct fkc_decode_result:
         fkc_record *records
@@ -195,20 +196,21 @@ class _SizeLimit(Exception):
 
 
 def _gzip_decompress(src, size_t cap):
-    # wbits 47 = 32 + 15: accept a gzip or zlib header. Concatenated gzip
-    # members are decoded one after another (Java's GZIPInputStream does).
+    # gzip container only (wbits 16 + 15), as Java's GZIPInputStream; RFC
+    # 1952 concatenated members are decoded one after another.
     chunks = []
     cdef size_t total = 0
     data = src
     while True:
-        d = zlib.decompressobj(47)
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        # cap + 1 - total >= 1 here, so zlib never reads it as "unlimited"
         chunk = d.decompress(data, cap + 1 - total)
         total += len(chunk)
         chunks.append(chunk)
         if total > cap:
             raise _SizeLimit()
         if not d.eof:
-            raise ValueError("gzip stream is truncated")
+            raise ValueError("gzip stream is cut off")
         data = d.unused_data
         if not data:
             break
@@ -216,46 +218,58 @@ def _gzip_decompress(src, size_t cap):
 
 
 def _lz4_decompress(src, size_t cap):
-    chunks = []
-    cdef size_t total = 0
-    data = src
-    while True:
-        d = lz4.frame.LZ4FrameDecompressor()
-        chunk = d.decompress(data, max_length=cap + 1 - total)
-        total += len(chunk)
-        chunks.append(chunk)
-        if total > cap:
-            raise _SizeLimit()
-        if not d.eof:
-            raise ValueError("lz4 frame is truncated")
-        data = d.unused_data
-        if not data:
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    # The frame descriptor is validated (get_frame_info) and its declared
+    # content size checked against the cap before anything is decompressed.
+    info = lz4.frame.get_frame_info(src)
+    if info.get("content_size", 0) > cap:  # 0: not stored
+        raise _SizeLimit()
+    d = lz4.frame.LZ4FrameDecompressor()
+    out = d.decompress(src, max_length=cap + 1)
+    if len(out) > cap:
+        raise _SizeLimit()
+    if not d.eof:
+        raise ValueError("LZ4 frame is cut off")
+    if d.unused_data:
+        raise ValueError("bytes after the LZ4 frame")
+    return out
 
 
-def _zstd_decompress(src, size_t cap, size_t hint):
-    # A new decompressor per call: python-zstandard objects are not
+# Input fed per call when a zstd frame does not declare its size: a 4-byte
+# RLE block can expand to 128 KiB, so small feeds bound how far past the cap
+# the output can run before it is checked (512 bytes: ~16 MiB at worst).
+# A frame that declares its size is fed whole: libzstd stops a frame whose
+# output passes its declared size (checked per block of <= 128 KiB).
+cdef Py_ssize_t _ZSTD_UNKNOWN_SIZE_FEED = 512
+
+
+def _zstd_decompress(src, size_t cap):
+    # A new decompressor per frame: python-zstandard objects are not
     # thread-safe and decoding may run in several threads (phase 1 drops the
-    # GIL). Reads are bounded by cap + 1; the first read is sized from the
-    # frame's declared content size when it has one.
-    dctx = zstandard.ZstdDecompressor()
-    chunks = []
+    # GIL). Concatenated frames are allowed.
+    cdef Py_ssize_t pos = 0
+    cdef Py_ssize_t n = len(src)
+    cdef Py_ssize_t feed
     cdef size_t total = 0
-    cdef size_t want
-    with dctx.stream_reader(src, read_across_frames=True) as reader:
-        want = hint + 1 if 0 < hint <= cap else 262144
-        while True:
-            if want > cap + 1 - total:
-                want = cap + 1 - total
-            chunk = reader.read(want)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+    chunks = []
+    while True:
+        declared = zstandard.frame_content_size(src[pos:])  # -1: not stored
+        if declared >= 0 and <size_t>declared > cap - total:
+            raise _SizeLimit()
+        d = zstandard.ZstdDecompressor().decompressobj()
+        feed = n if declared >= 0 else _ZSTD_UNKNOWN_SIZE_FEED
+        while not d.eof:
+            if pos >= n:
+                raise ValueError("zstd frame is cut off")
+            piece = d.decompress(src[pos:pos + feed])
+            pos += min(feed, n - pos)
+            total += len(piece)
+            if piece:
+                chunks.append(piece)
             if total > cap:
                 raise _SizeLimit()
-            want = 1048576
+        pos -= len(d.unused_data)
+        if pos >= n:
+            break
     if not chunks:
         return b""
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -281,7 +295,7 @@ cdef int _host_decompress(void *ctx, fkc_codec_op op, const uint8_t *inp, size_t
         elif op == FKC_OP_LZ4_FRAME:
             result = _lz4_decompress(src, cap)
         elif op == FKC_OP_ZSTD:
-            result = _zstd_decompress(src, cap, size_hint)
+            result = _zstd_decompress(src, cap)
         else:
             raise ValueError("unknown codec operation")
         view = <Py_buffer *>malloc(sizeof(Py_buffer))
@@ -347,7 +361,7 @@ cdef class _Phase1:
         free(self.aborted)
 
     cdef run(self, data, int64_t fetch_offset, int64_t stop_offset, bint check_crcs, bint read_committed,
-             aborted_transactions, max_decompressed_bytes):
+             aborted_transactions, max_decompressed_bytes, bint arrow):
         cdef fkc_decode_opts opts
         cdef Py_ssize_t n_aborted = len(aborted_transactions) if read_committed else 0
         cdef Py_ssize_t i
@@ -376,6 +390,7 @@ cdef class _Phase1:
         opts.aborted_first_offsets = self.aborted + n_aborted if n_aborted else NULL
         opts.aborted_count = <size_t>n_aborted
         opts.max_decompressed_bytes = <size_t>max_decompressed_bytes
+        opts.arrow_timestamps = 1 if arrow else 0
         opts.host = &self.host
         with nogil:
             rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts, &self.result)
@@ -439,7 +454,7 @@ def decode_partition(data, topic, partition, fetch_offset, stop_offset, check_cr
     cdef fkc_build_ctx b
     cdef int gc_was_enabled
     rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
-               max_decompressed_bytes)
+               max_decompressed_bytes, False)
     key_fn, key_full = _deserializer_parts(key_deserializer)
     value_fn, value_full = _deserializer_parts(value_deserializer)
     b.record_type = <PyTypeObject *>_record_type
@@ -571,7 +586,7 @@ def decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset, ch
     """Backend contract: see fastkc/_backend.py. Returns DecodedPartition(pyarrow.RecordBatch, next_offset)."""
     cdef _Phase1 p = _Phase1()
     rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
-               max_decompressed_bytes)
+               max_decompressed_bytes, True)
     if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
         _raise_error(p, topic, partition, None)
     batch = _build_arrow(p, topic, partition)

@@ -1,0 +1,213 @@
+/*
+ * C unit tests for the kernels every parser stands on: the bounds-checked
+ * cursor, strict varints, CRC-32C (hardware and software paths) and CRC-32.
+ * Built and run by `make test-c` (and by tests/c/test_c_kernels.py).
+ * Exit status 0 only if every check passed; each failure is printed.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fkc_codec.h"
+#include "fkc_crc32.h"
+#include "fkc_crc32c.h"
+#include "fkc_cursor.h"
+#include "fkc_varint.h"
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        checks++;                                                                      \
+        if (!(cond)) {                                                                 \
+            failures++;                                                                \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                              \
+    } while (0)
+
+static const uint8_t *B(const char *s)
+{
+    return (const uint8_t *)s;
+}
+
+/* ---- cursor ---- */
+static void test_cursor(void)
+{
+    const uint8_t data[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0xFF, 0xFE};
+    fkc_cursor c;
+    fkc_cursor_init(&c, data, sizeof data, 100);
+    CHECK(fkc_read_u8(&c, "a") == 0x01);
+    CHECK(fkc_read_u16(&c, "b") == 0x0203);
+    CHECK(fkc_read_u32(&c, "c") == 0x04050607u);
+    CHECK(fkc_cursor_tell(&c) == 107);
+    CHECK(fkc_cursor_remaining(&c) == 4);
+    /* an 8-byte read with 4 left fails, does not move, and is sticky */
+    CHECK(fkc_read_u64(&c, "too long") == 0);
+    CHECK(c.failed);
+    CHECK(c.fail_pos == 107);
+    CHECK(strcmp(c.what, "too long") == 0);
+    CHECK(strcmp(c.problem, "truncated") == 0);
+    CHECK(c.pos == data + 7);
+    CHECK(fkc_read_u8(&c, "after") == 0); /* sticky: even a 1-byte read now fails */
+    CHECK(strcmp(c.what, "too long") == 0); /* the first failure is the one kept */
+    CHECK(fkc_cursor_remaining(&c) == 0);
+
+    /* signed big-endian */
+    fkc_cursor_init(&c, data + 9, 2, 0);
+    CHECK(fkc_read_i16(&c, "neg") == (int16_t)0xFFFE);
+
+    /* a huge length must not wrap around the end pointer */
+    fkc_cursor_init(&c, data, sizeof data, 0);
+    CHECK(fkc_read_bytes(&c, SIZE_MAX, "huge") == NULL);
+    CHECK(c.failed && c.pos == data);
+    fkc_cursor_init(&c, data, sizeof data, 0);
+    CHECK(fkc_read_bytes(&c, SIZE_MAX - 3, "huge2") == NULL);
+
+    /* zero-length borrow succeeds and returns a non-NULL pointer */
+    fkc_cursor_init(&c, data, 0, 0);
+    CHECK(fkc_read_bytes(&c, 0, "empty") != NULL);
+    CHECK(!c.failed);
+
+    /* sub-cursor positions stay blob-relative */
+    fkc_cursor child;
+    fkc_cursor_init(&c, data, sizeof data, 50);
+    fkc_skip(&c, 2, "skip");
+    CHECK(fkc_cursor_sub(&c, 4, &child, "sub"));
+    CHECK(fkc_cursor_tell(&child) == 52);
+    CHECK(fkc_read_u32(&child, "x") == 0x03040506u);
+    CHECK(fkc_read_u8(&child, "past sub end") == 0 && child.failed && child.fail_pos == 56);
+    CHECK(!c.failed && fkc_cursor_tell(&c) == 56);
+    CHECK(!fkc_cursor_sub(&c, 100, &child, "sub too big"));
+    CHECK(c.failed && child.failed);
+
+    /* 64-bit value */
+    const uint8_t be64[] = {0x80, 0, 0, 0, 0, 0, 0, 0x01};
+    fkc_cursor_init(&c, be64, 8, 0);
+    CHECK(fkc_read_i64(&c, "i64") == INT64_MIN + 1);
+}
+
+/* ---- varint ---- */
+static void test_varint(void)
+{
+    uint32_t v32;
+    uint64_t v64;
+    size_t n;
+    /* boundaries decode and round-trip */
+    const uint32_t u32s[] = {0, 1, 127, 128, 16383, 16384, 0x0FFFFFFFu, 0x10000000u, UINT32_MAX};
+    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
+        uint8_t buf[5];
+        size_t len = fkc_uvarint32_encode(u32s[i], buf);
+        CHECK(fkc_uvarint32_decode(buf, len, &v32, &n) == FKC_VARINT_OK && v32 == u32s[i] && n == len);
+        /* every strict prefix is truncated, and nothing is written */
+        for (size_t k = 0; k < len; k++) {
+            v32 = 12345;
+            n = 999;
+            CHECK(fkc_uvarint32_decode(buf, k, &v32, &n) == FKC_VARINT_TRUNCATED && v32 == 12345 && n == 999);
+        }
+    }
+    const uint64_t u64s[] = {0, 1, 300, UINT32_MAX, (uint64_t)1 << 62, UINT64_MAX - 1, UINT64_MAX};
+    for (size_t i = 0; i < sizeof u64s / sizeof u64s[0]; i++) {
+        uint8_t buf[10];
+        size_t len = fkc_uvarint64_encode(u64s[i], buf);
+        CHECK(fkc_uvarint64_decode(buf, len, &v64, &n) == FKC_VARINT_OK && v64 == u64s[i] && n == len);
+    }
+    CHECK(fkc_uvarint32_encode(UINT32_MAX, (uint8_t[5]){0}) == 5);
+    CHECK(fkc_uvarint64_encode(UINT64_MAX, (uint8_t[10]){0}) == 10);
+
+    /* zigzag */
+    CHECK(fkc_zigzag32_decode(0) == 0 && fkc_zigzag32_decode(1) == -1 && fkc_zigzag32_decode(2) == 1);
+    CHECK(fkc_zigzag32_decode(UINT32_MAX) == INT32_MIN && fkc_zigzag32_decode(UINT32_MAX - 1) == INT32_MAX);
+    CHECK(fkc_zigzag64_decode(UINT64_MAX) == INT64_MIN && fkc_zigzag64_decode(UINT64_MAX - 1) == INT64_MAX);
+    CHECK(fkc_zigzag32_encode(-1) == 1 && fkc_zigzag32_encode(INT32_MIN) == UINT32_MAX);
+    CHECK(fkc_zigzag64_encode(INT64_MIN) == UINT64_MAX);
+
+    /* over-long: continuation on the 5th / 10th byte */
+    CHECK(fkc_uvarint32_decode(B("\x80\x80\x80\x80\x80\x00"), 6, &v32, &n) == FKC_VARINT_OVERLONG);
+    CHECK(fkc_uvarint64_decode(B("\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00"), 11, &v64, &n) ==
+          FKC_VARINT_OVERLONG);
+    /* overflow: bits past 32 / 64 in the last byte */
+    CHECK(fkc_uvarint32_decode(B("\xFF\xFF\xFF\xFF\x1F"), 5, &v32, &n) == FKC_VARINT_OVERFLOW);
+    CHECK(fkc_uvarint32_decode(B("\xFF\xFF\xFF\xFF\x0F"), 5, &v32, &n) == FKC_VARINT_OK && v32 == UINT32_MAX);
+    CHECK(fkc_uvarint64_decode(B("\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x02"), 10, &v64, &n) == FKC_VARINT_OVERFLOW);
+    CHECK(fkc_uvarint64_decode(B("\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x01"), 10, &v64, &n) == FKC_VARINT_OK &&
+          v64 == UINT64_MAX);
+    /* redundant zero continuation is accepted (Java accepts it) */
+    CHECK(fkc_uvarint32_decode(B("\x80\x00"), 2, &v32, &n) == FKC_VARINT_OK && v32 == 0 && n == 2);
+    /* empty input */
+    CHECK(fkc_uvarint32_decode(B(""), 0, &v32, &n) == FKC_VARINT_TRUNCATED);
+
+    /* cursor readers: failure leaves pos and records the reason */
+    fkc_cursor c;
+    fkc_cursor_init(&c, B("\x80\x80\x80\x80\x80\x00"), 6, 10);
+    CHECK(fkc_read_varint(&c, "len") == 0);
+    CHECK(c.failed && c.pos == c.start && c.fail_pos == 10);
+    CHECK(strcmp(c.problem, "over-long varint") == 0);
+    fkc_cursor_init(&c, B("\x03\x96\x01\x01"), 4, 0);
+    CHECK(fkc_read_varint(&c, "a") == -2);
+    CHECK(fkc_read_varlong(&c, "b") == 75);
+    CHECK(fkc_read_varint(&c, "c") == -1);
+    CHECK(!c.failed && fkc_cursor_remaining(&c) == 0);
+    CHECK(fkc_read_varint(&c, "d") == 0 && c.failed && strcmp(c.problem, "truncated") == 0);
+}
+
+/* ---- CRCs ---- */
+static void test_crc(void)
+{
+    const uint8_t *s = B("123456789");
+    CHECK(fkc_crc32c_software(0, s, 9) == 0xE3069283u);
+    CHECK(fkc_crc32c(0, s, 9) == 0xE3069283u);
+    CHECK(fkc_crc32c_software(0, B(""), 0) == 0);
+    /* RFC 3720 B.4 vectors: 32 bytes of zeros / of 0xFF */
+    uint8_t zeros[32], ones[32], incr[32];
+    memset(zeros, 0, sizeof zeros);
+    memset(ones, 0xFF, sizeof ones);
+    for (int i = 0; i < 32; i++)
+        incr[i] = (uint8_t)i;
+    CHECK(fkc_crc32c_software(0, zeros, 32) == 0x8A9136AAu);
+    CHECK(fkc_crc32c_software(0, ones, 32) == 0x62A8AB43u);
+    CHECK(fkc_crc32c_software(0, incr, 32) == 0x46DD794Eu);
+    /* chaining */
+    CHECK(fkc_crc32c_software(fkc_crc32c_software(0, s, 4), s + 4, 5) == 0xE3069283u);
+
+    /* hardware path, when the CPU has it: same answers at every length and
+     * alignment (exercises the 8-byte loop and the byte tail) */
+    uint8_t big[1031];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 131u + 7u);
+    if (fkc_crc32c_hardware_available()) {
+        CHECK(fkc_crc32c_hardware(0, s, 9) == 0xE3069283u);
+        CHECK(fkc_crc32c_hardware(0, zeros, 32) == 0x8A9136AAu);
+        for (size_t off = 0; off < 8; off++)
+            for (size_t len = 0; len < 40; len++)
+                CHECK(fkc_crc32c_hardware(0, big + off, len) == fkc_crc32c_software(0, big + off, len));
+        CHECK(fkc_crc32c_hardware(0, big, sizeof big) == fkc_crc32c_software(0, big, sizeof big));
+        CHECK(strcmp(fkc_crc32c_implementation(), "sse4.2") == 0);
+    } else {
+        printf("note: no SSE4.2 on this CPU, hardware CRC32C path not exercised\n");
+        CHECK(strcmp(fkc_crc32c_implementation(), "software") == 0);
+    }
+    fkc_crc32c_force_software(1);
+    CHECK(strcmp(fkc_crc32c_implementation(), "software") == 0);
+    CHECK(fkc_crc32c(0, s, 9) == 0xE3069283u);
+    fkc_crc32c_force_software(0);
+
+    /* IEEE CRC-32 (zlib's): "123456789" -> 0xCBF43926 */
+    CHECK(fkc_crc32(0, s, 9) == 0xCBF43926u);
+    CHECK(fkc_crc32(fkc_crc32(0, s, 3), s + 3, 6) == 0xCBF43926u);
+    CHECK(fkc_crc32(0, B(""), 0) == 0);
+
+    /* xxHash32 reference values (seed 0): "" and "abc" */
+    CHECK(fkc_xxh32(B(""), 0, 0) == 0x02CC5D05u);
+    CHECK(fkc_xxh32(B("abc"), 3, 0) == 0x32D153FFu);
+}
+
+int main(void)
+{
+    test_cursor();
+    test_varint();
+    test_crc();
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}

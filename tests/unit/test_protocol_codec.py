@@ -270,3 +270,13 @@ def test_decode_request_rejects_undeclared_keys_and_versions():
     assert info.value.position == 2
     with pytest.raises(ProtocolParseError, match="request header"):
         codec.decode_request(i16(1) + i16(4))
+
+
+def test_any_buffer_type_decodes_the_same():
+    data = _fetch_v16_bytes(unknown_partition_tag=True)
+    expected = codec.decode_response("Fetch", 16, data)
+    for buf in (bytearray(data), memoryview(data), memoryview(b"??" + data)[2:]):
+        cid, body = codec.decode_response("Fetch", 16, buf)
+        assert (cid, body) == expected
+        part = body["responses"][0]["partitions"][0]
+        assert type(part["records"]) is bytes  # copied out: never pins the caller's buffer

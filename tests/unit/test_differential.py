@@ -1,0 +1,270 @@
+"""Differential tests: the compiled core against the pure-Python twin.
+
+Hypothesis draws blobs from tests/support/batchgen (every codec, legacy
+magic 0/1, control batches, committed and aborted transactions, random
+offsets, timestamps, leader epochs and headers) and options (fetch_offset,
+stop_offset, isolation level, aborted transactions, check_crcs, a small
+decompression cap). Both backends, called through fastkc.records, must agree
+on everything: the records, the Arrow batch, next_offset, or — for bad
+bytes — the error class, its offset, next_offset and the records it carries.
+Every prefix of a valid blob and random byte flips must give the same
+outcome on both, and must never crash (only CorruptRecordError subclasses
+may escape).
+
+Without the compiled core these tests skip with the reason; with
+FASTKC_REQUIRE_C=1 (CI) they fail instead. FASTKC_SLOW=1 runs many more
+examples.
+"""
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fastkc import records as R
+from fastkc.errors import CorruptRecordError
+from tests.support import batchgen as g
+from tests.support import property_settings, using_backend
+
+TS = 1_700_000_000_000
+PIDS = [1, 2, 3]
+
+
+# --- strategies --------------------------------------------------------------------------------------
+headers_st = st.lists(
+    st.tuples(st.text(max_size=6), st.one_of(st.none(), st.binary(max_size=8))), max_size=3
+)
+blob_st = st.one_of(st.none(), st.binary(max_size=24))
+
+
+@st.composite
+def v2_batch(draw, base_offset):
+    """One magic-2 batch at base_offset; returns (bytes, offsets it spans)."""
+    kind = draw(st.sampled_from(["data", "data", "data", "txn", "control"]))
+    pid = draw(st.sampled_from(PIDS))
+    codec = draw(st.sampled_from(g.CODECS_V2))
+    common = dict(
+        base_offset=base_offset,
+        leader_epoch=draw(st.integers(-1, 1 << 20)),
+        base_timestamp=draw(st.one_of(st.just(TS), st.integers(-1, 1 << 45))),
+        codec=codec,
+        log_append_time=draw(st.booleans()),
+        snappy_framing=draw(st.sampled_from(["xerial", "raw"])),
+    )
+    if kind == "control":
+        blob = g.control_batch(
+            draw(st.sampled_from([g.CONTROL_ABORT, g.CONTROL_COMMIT])), producer_id=pid, **common
+        )
+        return blob, 1
+    records = []
+    delta = 0
+    for _ in range(draw(st.integers(0, 5))):
+        delta += draw(st.integers(0, 2))
+        records.append(
+            g.Record(
+                key=draw(blob_st),
+                value=draw(blob_st),
+                headers=draw(headers_st),
+                offset_delta=delta,
+                timestamp_delta=draw(st.integers(-5000, 5000)),
+            )
+        )
+        delta += 1
+    extra = dict(last_offset_delta=max(delta - 1, 0) + draw(st.integers(0, 2)))
+    if kind == "txn":
+        extra.update(transactional=True, producer_id=pid, producer_epoch=0, base_sequence=0)
+    elif draw(st.booleans()):
+        extra.update(producer_id=pid, producer_epoch=0, base_sequence=0)  # idempotent only
+    return g.record_batch(records, **common, **extra), extra["last_offset_delta"] + 1
+
+
+@st.composite
+def legacy_entry(draw, offset):
+    magic = draw(st.sampled_from([0, 1]))
+    codec = draw(st.sampled_from(g.CODECS_LEGACY))
+    if codec == g.NONE:
+        blob = g.legacy_message(
+            magic, offset, draw(blob_st), draw(blob_st),
+            timestamp=draw(st.integers(-1, 1 << 45)), log_append_time=draw(st.booleans()),
+        )
+        return blob, 1
+    inner = draw(st.lists(st.tuples(blob_st, blob_st, st.integers(-1, 1 << 45)), min_size=1, max_size=4))
+    blob = g.legacy_wrapper(
+        magic, offset + len(inner) - 1, inner, codec=codec, timestamp=TS,
+        log_append_time=draw(st.booleans()), snappy_framing=draw(st.sampled_from(["xerial", "raw"])),
+    )
+    return blob, len(inner)
+
+
+@st.composite
+def blobs(draw, max_batches=5):
+    offset = draw(st.one_of(st.integers(0, 100), st.integers(0, 1 << 50)))
+    start = offset
+    parts = []
+    for _ in range(draw(st.integers(0, max_batches))):
+        if draw(st.integers(0, 4)) == 0:
+            blob, span = draw(legacy_entry(offset))
+        else:
+            blob, span = draw(v2_batch(offset))
+        parts.append(blob)
+        offset += span + draw(st.integers(0, 2))
+    return b"".join(parts), start, offset
+
+
+@st.composite
+def options(draw, start, end):
+    stop = draw(st.one_of(st.none(), st.integers(start, end + 1)))
+    return dict(
+        topic=draw(st.sampled_from(["t", "topic-\u00e9"])),
+        partition=draw(st.integers(0, 5)),
+        fetch_offset=draw(st.integers(max(start - 2, 0), end + 1)),
+        stop_offset=stop,
+        check_crcs=draw(st.booleans()),
+        isolation_level=draw(st.sampled_from(["read_uncommitted", "read_committed"])),
+        aborted_transactions=draw(
+            st.lists(st.tuples(st.sampled_from(PIDS), st.integers(start, end + 1)), max_size=3)
+        ),
+        max_decompressed_bytes=draw(st.sampled_from([R.DEFAULT_MAX_DECOMPRESSED_BYTES, 64, 300])),
+    )
+
+
+# --- comparing outcomes -----------------------------------------------------------------------------
+def outcome(module, blob, arrow=False, **kw):
+    """What one backend makes of blob: ("ok", records, next_offset) or
+    ("error", class, offset, next_offset, records). Anything that is not a
+    CorruptRecordError propagates and fails the test (a crash)."""
+    fn = R.decode_partition_arrow if arrow else R.decode_partition
+    if arrow:
+        kw = {k: v for k, v in kw.items() if k not in ("key_deserializer", "value_deserializer")}
+    with using_backend(module):
+        try:
+            out = fn(blob, **kw)
+        except CorruptRecordError as exc:
+            return ("error", type(exc), exc.offset, exc.next_offset, exc.topic, exc.partition, _comparable(exc.records))
+    return ("ok", _comparable(out.records), out.next_offset)
+
+
+def _comparable(records):
+    if isinstance(records, list):
+        return [tuple(r) for r in records]
+    # a pyarrow.RecordBatch: its schema and every column's values (int64 view
+    # of the timestamps, so out-of-range dates cannot break the comparison)
+    import pyarrow as pa
+
+    cols = []
+    for name in records.schema.names:
+        col = records.column(name)
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.int64())
+        cols.append((name, col.to_pylist()))
+    return (str(records.schema), tuple(cols))
+
+
+def assert_backends_agree(compiled, twin, blob, arrow=True, **kw):
+    expected = outcome(twin, blob, **kw)
+    assert outcome(compiled, blob, **kw) == expected
+    if arrow:
+        assert outcome(compiled, blob, arrow=True, **kw) == outcome(twin, blob, arrow=True, **kw)
+    return expected
+
+
+@pytest.fixture(scope="module")
+def both(compiled_backend, twin_backend):
+    return compiled_backend, twin_backend
+
+
+# --- tests --------------------------------------------------------------------------------------------
+@property_settings(fast_examples=80, slow_examples=3000)
+@given(data=st.data())
+def test_generated_blobs_agree(both, data):
+    compiled, twin = both
+    blob, start, end = data.draw(blobs())
+    kw = data.draw(options(start, end))
+    assert_backends_agree(compiled, twin, blob, **kw)
+    # the same bytes as a memoryview slice of a bigger buffer
+    padded = bytearray(b"\xaa" * 3 + blob + b"\xbb" * 3)
+    assert outcome(compiled, memoryview(padded)[3 : 3 + len(blob)], **kw) == outcome(twin, blob, **kw)
+
+
+@property_settings(fast_examples=8, slow_examples=200)
+@given(data=st.data())
+def test_every_prefix_agrees(both, data):
+    compiled, twin = both
+    blob, start, _end = data.draw(blobs(max_batches=3))
+    check_crcs = data.draw(st.booleans())
+    for cut in range(len(blob) + 1):
+        assert_backends_agree(
+            compiled, twin, blob[:cut], arrow=(cut % 11 == 0), fetch_offset=start, check_crcs=check_crcs
+        )
+
+
+@property_settings(fast_examples=60, slow_examples=3000)
+@given(data=st.data())
+def test_random_flips_agree(both, data):
+    compiled, twin = both
+    blob, start, end = data.draw(blobs(max_batches=3))
+    if not blob:
+        return
+    corrupt = bytearray(blob)
+    for _ in range(data.draw(st.integers(1, 4))):
+        pos = data.draw(st.integers(0, len(blob) - 1))
+        corrupt[pos] ^= data.draw(st.integers(1, 255))
+    kw = dict(
+        fetch_offset=start,
+        # mostly without CRCs, so the flips reach the parsers and codecs
+        check_crcs=data.draw(st.sampled_from([False, False, True])),
+        isolation_level=data.draw(st.sampled_from(["read_uncommitted", "read_committed"])),
+        aborted_transactions=[(1, start)],
+        max_decompressed_bytes=data.draw(st.sampled_from([R.DEFAULT_MAX_DECOMPRESSED_BYTES, 500])),
+    )
+    assert_backends_agree(compiled, twin, bytes(corrupt), **kw)
+
+
+@property_settings(fast_examples=40, slow_examples=1000)
+@given(data=st.data())
+def test_structural_corruptions_agree(both, data):
+    """Targeted corruptions with CRCs fixed up, so they reach the parser:
+    a patched size, a batch shortened inside itself, a patched count,
+    LastOffsetDelta, attributes or payload byte."""
+    compiled, twin = both
+    blob, start, _end = data.draw(blobs(max_batches=1))
+    if len(blob) < g.V2_HEADER_SIZE or blob[16] != 2:
+        return
+    field = data.draw(st.sampled_from(["size", "shrink", "count", "lod", "payload", "attributes"]))
+    if field == "size":
+        bad = g.patch(blob, 8, ">i", data.draw(st.integers(-(1 << 31), len(blob))))
+    elif field == "shrink":
+        # the batch cut short INSIDE itself, BatchLength and CRC made to agree:
+        # a truncated (compressed) payload that must be reported, not skipped
+        first_len = 12 + int.from_bytes(blob[8:12], "big")
+        new_len = data.draw(st.integers(g.V2_HEADER_SIZE, first_len))
+        bad = g.fix_crc(g.patch(blob[:new_len], 8, ">i", new_len - 12))
+    elif field == "count":
+        bad = g.fix_crc(g.patch(blob, g.V2_COUNT_POS, ">i", data.draw(st.integers(-(1 << 31), (1 << 31) - 1))))
+    elif field == "lod":
+        bad = g.fix_crc(g.patch(blob, 23, ">i", data.draw(st.integers(-(1 << 31), (1 << 31) - 1))))
+    elif field == "attributes":
+        bad = g.fix_crc(g.patch(blob, g.V2_ATTRIBUTES_POS, ">h", data.draw(st.integers(-(1 << 15), (1 << 15) - 1))))
+    else:
+        if len(blob) == g.V2_HEADER_SIZE:
+            return
+        pos = data.draw(st.integers(g.V2_HEADER_SIZE, len(blob) - 1))
+        bad = g.fix_crc(g.flip(blob, pos, data.draw(st.integers(1, 255))))
+    for rc in ("read_uncommitted", "read_committed"):
+        assert_backends_agree(compiled, twin, bad, fetch_offset=start, isolation_level=rc,
+                              aborted_transactions=[(p, start) for p in PIDS])
+
+
+def test_deserializers_agree(both):
+    compiled, twin = both
+    blob = g.record_batch(
+        [g.Record(key=b"k", value=b"v", headers=[("h", b"1")]), g.Record(key=None, value=None, offset_delta=1)],
+        codec=g.LZ4,
+    )
+
+    class Full:
+        def deserialize(self, topic, headers, data):
+            return (topic, tuple(headers), data)
+
+    kw = dict(topic="x", key_deserializer=lambda d: ("plain", d), value_deserializer=Full())
+    expected = outcome(twin, blob, **kw)
+    assert expected[0] == "ok" and len(expected[1]) == 2
+    assert outcome(compiled, blob, **kw) == expected

@@ -411,6 +411,14 @@ def test_codec_rejects_garbage(backend, codec):
     assert (err.offset, len(err.records)) == (9, 3)
 
 
+def test_gzip_codec_rejects_a_zlib_stream(backend):
+    # codec 1 is the gzip container (Java's GZIPInputStream, kafka-python's
+    # GzipFile); a bare zlib stream is not gzip, however it inflates
+    raw = g.encode_record(g.Record(value=b"v"))
+    blob = g.record_batch([g.Record(value=b"v")], extra_attributes=g.GZIP, raw_records=zlib.compress(raw))
+    expect_error(RecordDecompressionError, blob)
+
+
 @pytest.mark.parametrize("codec_kw", ALL_CODECS[1:])
 def test_truncated_compressed_payload(backend, codec_kw):
     full = g.compress(codec_kw["codec"], g.encode_record(g.Record(value=b"x" * 3000)) * 4,

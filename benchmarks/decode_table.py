@@ -1,7 +1,8 @@
 """Run every decode reader in one process and print a Markdown table:
 records/s per reader and the ratios that matter (fastkc C → records against
 kafka-python's and aiokafka's consumer paths; fastkc C → Arrow against the
-floor). Also writes benchmarks/results/decode.json.
+floor). Also writes benchmarks/results/decode.json and, beside it, the table
+as decode.md.
 
   python benchmarks/decode_table.py [--rounds 3] [--shapes 100B,1KiB] [--codecs none,lz4]
   FASTKC_BENCH_QUICK=1 python benchmarks/decode_table.py     # tiny payload, one round
@@ -43,6 +44,13 @@ def time_reader(reader, pieces, expected, rounds):
         if seen != expected:
             raise AssertionError("reader saw {0} records, the payload holds {1}".format(seen, expected))
     return statistics.median(times)
+
+
+def _kafka_python_crc32c():
+    from kafka.record import util
+
+    fn = util._crc32c
+    return "{0}.{1}".format(getattr(fn, "__module__", "?"), getattr(fn, "__name__", "?"))
 
 
 def ratio(a, b):
@@ -121,6 +129,7 @@ def main(argv=None):
     print(header)
     print()
     print("\n".join(lines))
+    markdown_path = os.path.splitext(args.json)[0] + ".md"
 
     result = {
         "quick": B.QUICK,
@@ -130,6 +139,8 @@ def main(argv=None):
         "processor": platform.processor() or platform.platform(),
         "cpu_count": os.cpu_count(),
         "floor_crc32c": crc_name,
+        # kafka-python checks CRC-32C with the crc32c package when installed
+        "kafka_python_crc32c": _kafka_python_crc32c(),
         "crc32c_implementation": getattr(compiled, "crc32c_implementation", lambda: None)() if compiled else None,
         "rows": rows,
     }
@@ -137,6 +148,8 @@ def main(argv=None):
     with open(args.json, "w") as fh:
         json.dump(result, fh, indent=2, ensure_ascii=False)
         fh.write("\n")
+    with open(markdown_path, "w") as fh:
+        fh.write(header + "\n\n" + "\n".join(lines) + "\n")
     return 0
 
 

@@ -8,6 +8,8 @@ import zlib
 import crc32c as crc32c_pkg
 import pytest
 import xxhash
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fastkc import records as R
 from fastkc._twin import records as twin
@@ -20,6 +22,7 @@ from fastkc.errors import (
     UnsupportedCompressionError,
 )
 from tests.support import batchgen as g
+from tests.support import property_settings, using_backend
 
 TS = 1_700_000_000_000
 ALL_CODECS = [
@@ -552,3 +555,42 @@ def test_record_error_classes_are_corrupt_record_errors():
         assert issubclass(cls, CorruptRecordError), cls
         assert getattr(errors, cls.__name__) is cls
     assert errors.for_code(87) is InvalidRecordError
+
+
+# --- robustness: arbitrary bytes ---------------------------------------------------------------------
+@pytest.fixture(params=["python", "c"], scope="module")
+def backend_module(request):
+    # module-scoped: a hypothesis test may not use a function-scoped fixture
+    if request.param == "python":
+        return twin
+    return request.getfixturevalue("compiled_backend")
+
+
+@st.composite
+def framed_garbage(draw):
+    """Random bytes behind a plausible frame (size matching the bytes, magic
+    0, 1 or 2), so the garbage reaches the batch parsers, not just the framing."""
+    body = draw(st.binary(min_size=5, max_size=300))
+    magic = draw(st.sampled_from([0, 1, 2]))
+    frame = struct.pack(">qi", draw(st.integers(0, 1 << 40)), len(body)) + body
+    frame = frame[:16] + bytes([magic]) + frame[17:]
+    if magic == 2 and len(frame) > g.V2_HEADER_SIZE and draw(st.booleans()):
+        frame = g.fix_crc(frame)
+    tail = draw(st.binary(max_size=40))
+    return frame + tail
+
+
+@property_settings(fast_examples=150, slow_examples=5000)
+@given(data=st.one_of(st.binary(max_size=200), framed_garbage()), check_crcs=st.booleans(),
+       read_committed=st.booleans())
+def test_arbitrary_bytes_raise_only_corrupt_record_errors(backend_module, data, check_crcs, read_committed):
+    kw = dict(check_crcs=check_crcs, isolation_level="read_committed" if read_committed else "read_uncommitted",
+              aborted_transactions=[(0, 0), (1, 5)], max_decompressed_bytes=4096)
+    with using_backend(backend_module):
+        for fn in (R.decode_partition, R.decode_partition_arrow):
+            try:
+                out = fn(data, **kw)
+            except CorruptRecordError as exc:
+                assert exc.next_offset == exc.offset
+            else:
+                assert out.next_offset >= 0

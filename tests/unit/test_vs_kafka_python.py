@@ -10,7 +10,9 @@ plain-callable deserializers wrapped in kafka.serializer.DeserializeWrapper as
 Fetcher.__init__ does, aborted transactions as objects with .producer_id and
 .first_offset as the FetchResponse gives them — and call take(). Only the
 network half of the Fetcher is skipped. `next_fetch_offset` after draining is
-compared with fastkc's next_offset.
+compared with fastkc's next_offset, and decode_partition_arrow's columns with
+the same records (timestamps as ms*1000, timestampType -1 where kafka-python
+says None, headers null where there are none).
 
 The input bytes come from encoders independent of fastkc: kafka-python's
 DefaultRecordBatchBuilder / LegacyRecordBatchBuilder / MemoryRecordsBuilder,
@@ -90,11 +92,37 @@ def decode_backend(request):
 def assert_same(blob, **kw):
     expected, kp_next = kafka_python_decode(blob, **kw)
     out = R.decode_partition(blob, **kw)
+    deserialized = kw.get("key_deserializer") or kw.get("value_deserializer")
     assert [tuple(r) for r in out.records] == [tuple(r) for r in expected]
     assert out.next_offset == max(kw.get("fetch_offset", 0), kp_next)
     # decode() is decode_partition().records
     assert R.decode(blob, **kw) == out.records
+    if not deserialized:  # Arrow carries the raw bytes
+        assert_arrow_same(blob, expected, kp_next, **kw)
     return out
+
+
+def assert_arrow_same(blob, expected, kp_next, **kw):
+    """decode_partition_arrow holds kafka-python's records, column by column."""
+    import pyarrow as pa
+
+    out = R.decode_partition_arrow(blob, **kw)
+    rb = out.records
+    assert rb.schema.equals(R.arrow_schema())
+    assert out.next_offset == max(kw.get("fetch_offset", 0), kp_next)
+    got = {name: rb.column(name) for name in rb.schema.names}
+    got["timestamp"] = got["timestamp"].cast(pa.int64())
+    got = {name: col.to_pylist() for name, col in got.items()}
+    assert got == {
+        "key": [r.key for r in expected],
+        "value": [r.value for r in expected],
+        "topic": [r.topic for r in expected],
+        "partition": [r.partition for r in expected],
+        "offset": [r.offset for r in expected],
+        "timestamp": [None if r.timestamp is None else r.timestamp * 1000 for r in expected],
+        "timestampType": [-1 if r.timestamp_type is None else r.timestamp_type for r in expected],
+        "headers": [[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in expected],
+    }
 
 
 # --- vectors from kafka-python's builders ----------------------------------------------------

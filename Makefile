@@ -1,7 +1,7 @@
 # Developer entry points. CI calls these through .ci/run.
 PYTHON ?= python3
 
-.PHONY: build test test-c asan fuzz fuzz-build clean
+.PHONY: build test test-c asan fuzz fuzz-build bench-quick bench clean
 
 build:            ## build the extension in place
 	$(PYTHON) setup.py build_ext --inplace
@@ -92,6 +92,16 @@ fuzz: fuzz-build
 			-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$$t- \
 			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t; \
 	done
+
+# --- decode benchmark (benchmarks/readers.py): bench-quick is CI's (a tiny
+# payload, one round, results under build/ so the committed ones stay);
+# bench prints the full ratio table and rewrites benchmarks/results/decode.*
+bench-quick:
+	FASTKC_BENCH_QUICK=1 $(PYTHON) -m pytest benchmarks/ -q
+	FASTKC_BENCH_QUICK=1 $(PYTHON) benchmarks/decode_table.py --json build/bench/decode.json
+
+bench:
+	$(PYTHON) benchmarks/decode_table.py
 
 clean:
 	rm -rf build fastkc/_core/*.c fastkc/_core/*.so fastkc/_core/*.html

@@ -268,3 +268,26 @@ def test_deserializers_agree(both):
     expected = outcome(twin, blob, **kw)
     assert expected[0] == "ok" and len(expected[1]) == 2
     assert outcome(compiled, blob, **kw) == expected
+
+
+def test_deserializer_error_before_a_corrupt_batch_agrees(both):
+    """A deserializer that fails on an early record, with a corrupt batch
+    later in the blob: both backends raise the deserializer's exception (the
+    records before the corruption are built, so it runs)."""
+    compiled, twin = both
+
+    class Refused(Exception):
+        pass
+
+    def picky(data):
+        if data == b"bad":
+            raise Refused(data)
+        return data
+
+    blob = g.record_batch(g.records_from_values([b"ok", b"bad"])) + g.bad_crc(
+        g.record_batch(g.records_from_values([b"x"]), base_offset=2)
+    )
+    for module in (twin, compiled):
+        with using_backend(module):
+            with pytest.raises(Refused):
+                R.decode(blob, value_deserializer=picky)

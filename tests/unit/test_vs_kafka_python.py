@@ -332,3 +332,16 @@ def request_backends(request):
     if request.param == "python":
         return [request.getfixturevalue("twin_backend")]
     return [request.getfixturevalue("compiled_backend")]
+
+
+def test_bad_crc_is_decoded_when_checks_are_off(decode_backend):
+    # legacy first: after a v2 batch kafka-python would tag it with that epoch
+    blob = g.legacy_bad_crc(_legacy_one(1, b"k", b"v")) + g.bad_crc(kp_v2_batch(4, 10, 6))
+    out = assert_same(blob, check_crcs=False)
+    assert len(out.records) == 7
+
+
+def _legacy_one(magic, key, value):
+    b = KpLegacyBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
+    b.append(0, timestamp=TS, key=key, value=value)
+    return g.patch(bytes(b.build()), 0, ">q", 3)

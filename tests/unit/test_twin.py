@@ -374,6 +374,33 @@ def test_invalid_record_fields(backend, fields):
     assert (err.offset, err.next_offset, len(err.records)) == (77, 77, 3)
 
 
+@pytest.mark.parametrize(
+    "key_bytes",
+    [
+        pytest.param(b"\xc0\x80", id="overlong-nul"),
+        pytest.param(b"\xed\xa0\x80", id="surrogate"),
+        pytest.param(b"\xe2\x82", id="cut-off"),
+        pytest.param(b"\xf4\x90\x80\x80", id="above-U+10FFFF"),
+        pytest.param(b"\xf8\x88\x80\x80\x80", id="five-byte-form"),
+        pytest.param(b"ok\x80", id="stray-continuation"),
+    ],
+)
+def test_header_key_must_be_strict_utf8(backend, key_bytes):
+    # the header key is a Kafka STRING; Python's strict UTF-8 decoder is the rule
+    fields = [b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(1),
+              g.varint(len(key_bytes)), key_bytes, g.varint(-1)]
+    blob = g.record_batch([g.Record()], raw_records=raw_record(fields))
+    expect_error(InvalidRecordError, blob)
+    expect_error(InvalidRecordError, blob, check_crcs=False)
+
+
+def test_header_key_accepts_any_valid_utf8(backend):
+    key = "\u00e9\u4e2d\U0001f600\x00"
+    blob = g.record_batch([g.Record(value=b"v", headers=[(key, b"h")])])
+    assert R.decode(blob)[0].headers == [(key, b"h")]
+    assert R.decode(blob)[0].serialized_header_size == len(key.encode("utf-8")) + 1
+
+
 def test_redundant_varint_bytes_are_accepted(backend):
     # 0x80 0x00 for zero: not minimal, but Java accepts it and so do we
     fields = [b"\x00", g.overlong_varint(0, 10), g.overlong_varint(0, 5), g.varint(-1), g.varint(1), b"v", g.varint(0)]

@@ -179,8 +179,9 @@ static int read_span(walk *w, int nullable, int wide, const char *what, fkc_fetc
 
 /* ---- tagged fields --------------------------------------------------------
  * The section is: count, then per field: tag, size, `size` bytes. Known tags
- * are handed to `on_tag` with a sub-cursor over exactly their bytes; it must
- * consume all of them. Unknown tags are skipped by size. Tags must strictly
+ * are handed to `on_tag` with a sub-cursor over exactly their bytes; it
+ * returns 1 when it knew the tag (and must then consume all of the bytes,
+ * failing the sub-cursor on a problem), 0 for an unknown tag. Unknown tags are skipped by size. Tags must strictly
  * increase (Kafka writes them sorted; a repeat would make a field ambiguous). */
 typedef int (*tag_handler)(walk *w, uint32_t tag, fkc_cursor *field, void *ctx);
 
@@ -213,10 +214,7 @@ static int read_tagged_fields(walk *w, tag_handler on_tag, void *ctx, const char
             return 0;
         if (on_tag == NULL)
             continue;
-        int handled = on_tag(w, tag, &field, ctx);
-        if (handled < 0) /* the handler already failed the main cursor */
-            return 0;
-        if (handled == 0)
+        if (!on_tag(w, tag, &field, ctx))
             continue; /* unknown tag: skipped by size */
         if (field.failed) {
             c->failed = 1;
@@ -293,12 +291,8 @@ static int response_tag(walk *w, uint32_t tag, fkc_cursor *f, void *ctx)
     (void)ctx;
     if (tag != 0 || w->version < 16)
         return 0;
+    /* tags strictly increase, so this runs at most once per response */
     fkc_fetch_response *r = w->r;
-    if (r->has_node_endpoints) {
-        /* cannot happen with strictly increasing tags; kept as a guard */
-        fkc_cursor_fail_because(f, "NodeEndpoints", "repeated");
-        return 1;
-    }
     walk sub = *w;
     sub.c = *f;
     size_t count;

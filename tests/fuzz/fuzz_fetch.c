@@ -130,6 +130,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             free(cut);
         }
     }
+    /* versions outside 4-18 are refused before any byte is read */
+    if (data[0] == 0xFF) {
+        CHECK(fkc_fetch_parse(buf, len, FKC_FETCH_MIN_VERSION - 1, &r) == FKC_FETCH_EVERSION);
+        CHECK(fkc_fetch_parse(buf, len, FKC_FETCH_MAX_VERSION + 1, &r) == FKC_FETCH_EVERSION);
+    }
     fkc_fetch_response_free(&r);
     free(buf);
     return 0;

@@ -129,6 +129,13 @@ def _data_dir(name, data_dir):
     return os.path.abspath(data_dir) if data_dir else default_data_dir(name)
 
 
+def _location_flags(name, data_dir):
+    """The CLI flags that point at this data folder (for messages)."""
+    if data_dir != default_data_dir(name):
+        return " --data-dir " + data_dir
+    return "" if name == "default" else " --name " + name
+
+
 @contextlib.contextmanager
 def _folder_lock(data_dir):
     os.makedirs(data_dir, exist_ok=True)
@@ -352,8 +359,7 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
                 "stop it first with `fastkc broker stop{3}`".format(
                     data_dir, current.info.bootstrap_servers,
                     ", ".join(str(n.pid) for n in current.info.nodes),
-                    "" if data_dir == default_data_dir(name) and name == "default"
-                    else " --data-dir " + data_dir))
+                    _location_flags(name, data_dir)))
         attempts = 1 if port is not None else 3
         for attempt in range(1, attempts + 1):
             try:
@@ -420,7 +426,8 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
         tls=tls.as_dict() if tls else {},
         started_at=time.time(),
     )
-    # Written before readiness so a concurrent `stop` can find the pids.
+    # Written before readiness: if this process dies while waiting (killed,
+    # not just interrupted), a later `stop` still finds the pids to end.
     _write_state(info)
     if log:
         log("started {0} node(s) (pids {1}); waiting until they answer".format(

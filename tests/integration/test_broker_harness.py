@@ -40,6 +40,9 @@ def _cli(*args, timeout=180):
                           timeout=timeout, env=env, cwd=_ROOT)
 
 
+# Tests that start Kafka (or run mvn) themselves carry the `broker` marker,
+# like those using the session fixtures, so -m "not broker" skips every JVM.
+
 # --- no JVM needed --------------------------------------------------------------------
 
 def test_cluster_id_is_kafka_shaped():
@@ -84,6 +87,32 @@ def test_three_node_properties_share_one_quorum(tmp_path):
                for p in props)
 
 
+@pytest.mark.broker
+def test_concurrent_resolution_runs_mvn_once(tmp_path):
+    """Two processes asking for the same Kafka at once (pytest workers, the
+    CLI): one resolves under the lock, the other waits and reuses its result."""
+    cache = str(tmp_path / "cache")
+    script = ("from fastkc.broker.resolve import resolve_kafka\n"
+              "install = resolve_kafka('4.3.x', log=lambda m: print('RESOLVING'))\n"
+              "print('LIB', install.lib)\n")
+    env = dict(os.environ, FASTKC_CACHE=cache,
+               PYTHONPATH=_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env, cwd=_ROOT) for _ in range(2)]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    stdout = "".join(out for out, _ in outputs)
+    assert stdout.count("RESOLVING") == 1
+    libs = {line.split(" ", 1)[1] for line in stdout.splitlines() if line.startswith("LIB ")}
+    assert len(libs) == 1
+    lib = libs.pop()
+    jars = os.listdir(lib)
+    assert any(j.startswith("kafka_2.13-4.3.") for j in jars)
+    assert any(j.startswith("log4j-slf4j-impl-") for j in jars)
+    # No half-copied staging folder is left beside the published one.
+    assert sorted(os.listdir(os.path.dirname(lib))) == [".lock", "lib", "pom.xml"]
+
+
 # --- the session broker -------------------------------------------------------------
 
 def test_session_broker_status_and_second_start(kafka_broker):
@@ -99,6 +128,7 @@ def test_session_broker_status_and_second_start(kafka_broker):
     assert broker.status(data_dir=kafka_broker.data_dir).running
 
 
+@pytest.mark.broker
 def test_taken_port_is_refused_clearly(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -135,6 +165,7 @@ class _GrabPortAfterFormat:
             s.close()
 
 
+@pytest.mark.broker
 def test_broker_exiting_at_startup_raises_with_log_tail(tmp_path, monkeypatch):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -151,6 +182,7 @@ def test_broker_exiting_at_startup_raises_with_log_tail(tmp_path, monkeypatch):
     assert not broker.status(data_dir=str(tmp_path)).running
 
 
+@pytest.mark.broker
 def test_port_taken_during_startup_is_replaced_automatically(tmp_path, monkeypatch):
     grab = _GrabPortAfterFormat(monkeypatch, times=1)
     try:
@@ -165,6 +197,7 @@ def test_port_taken_during_startup_is_replaced_automatically(tmp_path, monkeypat
         grab.close()
 
 
+@pytest.mark.broker
 def test_cli_start_status_stop_across_processes(tmp_path):
     data_dir = str(tmp_path / "cli")
     started = _cli("broker", "start", "--data-dir", data_dir)
@@ -229,6 +262,7 @@ def _sasl(info, listener, mechanism, user="alice", password="alice-secret"):
     return conf
 
 
+@pytest.mark.broker
 @pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_sasl_users_can_connect(secure_broker, listener, mechanism):
@@ -236,6 +270,7 @@ def test_sasl_users_can_connect(secure_broker, listener, mechanism):
     assert _broker_ids(_sasl(secure_broker, listener, mechanism)) == [1]
 
 
+@pytest.mark.broker
 def test_ssl_listener_with_client_certificate(secure_broker):
     tls = secure_broker.tls
     conf = {"security.protocol": "SSL", "ssl.ca.location": tls["ca"],
@@ -246,6 +281,7 @@ def test_ssl_listener_with_client_certificate(secure_broker):
     assert _broker_ids(dict(conf, **{"bootstrap.servers": ssl_addr.replace("127.0.0.1", "localhost")})) == [1]
 
 
+@pytest.mark.broker
 def test_secure_produce_and_consume_over_sasl_ssl(secure_broker):
     # Topics are created over PLAINTEXT; the data goes through SASL_SSL + SCRAM.
     topic = create_topic(secure_broker.bootstrap_servers, unique_name("secure"))
@@ -260,6 +296,7 @@ def test_secure_produce_and_consume_over_sasl_ssl(secure_broker):
     assert [(r.key, r.value) for r in read] == [(b"k%d" % i, b"secret-%d" % i) for i in range(5)]
 
 
+@pytest.mark.broker
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
 def test_wrong_password_is_an_authentication_error(secure_broker, mechanism):
     from confluent_kafka import KafkaError, KafkaException
@@ -278,6 +315,7 @@ def test_wrong_password_is_an_authentication_error(secure_broker, mechanism):
     assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
 
 
+@pytest.mark.broker
 def test_ssl_listener_refuses_client_without_certificate(secure_broker):
     from confluent_kafka import KafkaException
 
@@ -289,6 +327,7 @@ def test_ssl_listener_refuses_client_without_certificate(secure_broker):
 
 # --- the older 3.9 line ---------------------------------------------------------------
 
+@pytest.mark.broker
 def test_kafka_3_9_line_starts_and_answers(tmp_path):
     data_dir = str(tmp_path)
     info = broker.start(data_dir=data_dir, kafka_version="3.9.x")

@@ -2,7 +2,8 @@
 
 - kafka_broker: one KRaft node, started once per session (first test that asks)
   and stopped at the end. FASTKC_BOOTSTRAP=host:port[,...] uses an already
-  running broker instead (nothing is started or stopped).
+  running broker instead (nothing is started or stopped);
+  FASTKC_KAFKA_VERSION=3.9.x (or an exact release) picks the Kafka started.
 - kafka_cluster: three nodes, started only if a test asks for it.
 - make_topic(partitions=1, configs={...}, replication_factor=1) → a fresh,
   uniquely named topic on kafka_broker; make_cluster_topic the same on the cluster.
@@ -52,7 +53,9 @@ def _started(tmp_path_factory, name, nodes):
     from fastkc import broker
 
     data_dir = str(tmp_path_factory.mktemp(name))
-    info = broker.start(name=name, data_dir=data_dir, nodes=nodes)
+    # FASTKC_KAFKA_VERSION=3.9.x runs the whole suite against the older line.
+    version = os.environ.get("FASTKC_KAFKA_VERSION") or None
+    info = broker.start(name=name, data_dir=data_dir, nodes=nodes, kafka_version=version)
     return info, data_dir
 
 

@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from fastkc.broker import certs, probe
+from fastkc.broker import probe
 from fastkc.broker.config import (
     SASL_MECHANISMS,
     SECURE_LISTENERS,
@@ -184,7 +184,9 @@ def _pid_alive(pid, marker=None):
             with open("/proc/{0}/cmdline".format(pid), "rb") as fh:
                 return marker.encode() in fh.read()
     except (FileNotFoundError, IndexError):
-        return os.path.exists("/proc") is False
+        # Either the process vanished between kill() and open() (dead), or
+        # there is no /proc on this system, where kill() is all we can ask.
+        return not os.path.exists("/proc")
     return True
 
 
@@ -394,6 +396,9 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
     tls = None
     tls_props = None
     if security:
+        # Imported here: `cryptography` is only needed for --security.
+        from fastkc.broker import certs
+
         tls = certs.generate(os.path.join(data_dir, "certs"))
         tls_props = {"keystore": tls.broker_keystore, "truststore": tls.ca}
     for plan in plans:

@@ -78,6 +78,8 @@ static inline uint32_t fkc_read_uvarint(fkc_cursor *c, const char *what)
     size_t n;
     if (c->failed)
         return 0;
+    if (c->pos < c->end && *c->pos < 0x80) /* one byte: most lengths and deltas; skip the call */
+        return *c->pos++;
     fkc_varint_status st = fkc_uvarint32_decode(c->pos, (size_t)(c->end - c->pos), &v, &n);
     if (st != FKC_VARINT_OK) {
         fkc_cursor_fail_because(c, what, fkc_varint_problem(st));
@@ -98,6 +100,8 @@ static inline uint64_t fkc_read_uvarlong(fkc_cursor *c, const char *what)
     size_t n;
     if (c->failed)
         return 0;
+    if (c->pos < c->end && *c->pos < 0x80)
+        return *c->pos++;
     fkc_varint_status st = fkc_uvarint64_decode(c->pos, (size_t)(c->end - c->pos), &v, &n);
     if (st != FKC_VARINT_OK) {
         fkc_cursor_fail_because(c, what, fkc_varint_problem(st));

@@ -95,9 +95,21 @@ static PyObject *fkc_py_deserialize(PyObject *fn, int full, PyObject *topic, PyO
 /* Build one ConsumerRecord. Returns a new reference or NULL with an exception. */
 static PyObject *fkc_py_record(const fkc_build_ctx *b, const fkc_record *rec)
 {
-    PyObject *r = b->record_type->tp_alloc(b->record_type, 13);
-    if (r == NULL)
-        return NULL;
+    PyObject *r;
+    if (b->untrack) {
+        /* Allocated untracked from the start (what tp_alloc + untrack would
+         * leave, without linking into and out of the GC list per record).
+         * PyObject_GC_NewVar sets the type (a new reference for heap types,
+         * as tp_alloc does) and the size; the slots are zeroed here. */
+        r = (PyObject *)PyObject_GC_NewVar(PyTupleObject, b->record_type, 13);
+        if (r == NULL)
+            return NULL;
+        memset(((PyTupleObject *)r)->ob_item, 0, 13 * sizeof(PyObject *));
+    } else {
+        r = b->record_type->tp_alloc(b->record_type, 13);
+        if (r == NULL)
+            return NULL;
+    }
     /* Slots are NULL until set; tuple dealloc tolerates NULL items, so an
      * early return after Py_DECREF(r) is safe. */
     PyObject *headers = fkc_py_headers(rec);
@@ -155,10 +167,8 @@ static PyObject *fkc_py_record(const fkc_build_ctx *b, const fkc_record *rec)
     if ((v = PyLong_FromLong(rec->header_size)) == NULL)
         goto fail;
     PyTuple_SET_ITEM(r, 12, v);
-    if (b->untrack) {
-        PyObject_GC_UnTrack(PyTuple_GET_ITEM(r, 8));
-        PyObject_GC_UnTrack(r);
-    }
+    if (b->untrack)
+        PyObject_GC_UnTrack(PyTuple_GET_ITEM(r, 8)); /* the headers list */
     return r;
 fail_headers:
     Py_XDECREF(headers);

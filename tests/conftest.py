@@ -55,7 +55,9 @@ def _started(tmp_path_factory, name, nodes):
     data_dir = str(tmp_path_factory.mktemp(name))
     # FASTKC_KAFKA_VERSION=3.9.x runs the whole suite against the older line.
     version = os.environ.get("FASTKC_KAFKA_VERSION") or None
-    info = broker.start(name=name, data_dir=data_dir, nodes=nodes, kafka_version=version)
+    # die_with_parent: a pytest killed by a CI timeout takes its brokers along.
+    info = broker.start(name=name, data_dir=data_dir, nodes=nodes, kafka_version=version,
+                        die_with_parent=True)
     return info, data_dir
 
 

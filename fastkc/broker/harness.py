@@ -268,13 +268,25 @@ def _format_storage(java, install, node, cluster_id, scram_args):
         )
 
 
-def _launch(java, install, node, heap):
+def _die_with_parent_prefix():
+    """A command prefix that makes the JVM receive SIGTERM when the process
+    that started it dies (Linux PR_SET_PDEATHSIG, set by util-linux `setpriv`
+    before it execs java). Used by test fixtures so a killed pytest leaves no
+    broker behind; the CLI's brokers must outlive the CLI and do not use it."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not sys.platform.startswith("linux"):
+        return []
+    return [setpriv, "--pdeathsig", "TERM", "--"]
+
+
+def _launch(java, install, node, heap, die_with_parent=False):
     tmpdir = os.path.join(node.dir, "tmp")
     # zstd-jni and snappy-java unpack native libraries into java.io.tmpdir; a
     # private folder avoids a noexec /tmp and clashes between nodes.
     os.makedirs(tmpdir, exist_ok=True)
     cmd = (
-        [java]
+        (_die_with_parent_prefix() if die_with_parent else [])
+        + [java]
         + heap
         + _BROKER_GC
         + ["-Djava.awt.headless=true", "-Djava.io.tmpdir=" + tmpdir]
@@ -334,13 +346,15 @@ def _kill_all(procs, timeout=10.0):
 
 
 def start(*, name="default", nodes=1, security=False, kafka_version=None, data_dir=None,
-          port=None, timeout=None, log=None):
+          port=None, timeout=None, log=None, die_with_parent=False):
     """Start a local Kafka (1 or 3 nodes) and return its BrokerInfo once every
     node answers an ApiVersions + Metadata round trip listing all nodes.
 
     port: the first node's PLAINTEXT port; None lets the kernel pick free
           ports (and start-up retries with new ones if a port gets taken).
     log:  optional callable(str) for progress messages.
+    die_with_parent: the nodes get SIGTERM if this process dies (Linux with
+          util-linux's setpriv; for test sessions, not for the CLI).
     Raises BrokerAlreadyRunningError, PortInUseError, BrokerStartupError,
     JavaNotFoundError, MavenNotFoundError, KafkaResolutionError.
     """
@@ -366,7 +380,7 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
         for attempt in range(1, attempts + 1):
             try:
                 info = _start_locked(install, java, name, data_dir, nodes, security, port,
-                                     began + timeout, log)
+                                     began + timeout, log, die_with_parent)
             except _PortClash:
                 if attempt == attempts:
                     raise BrokerStartupError("ports kept being taken by other processes during start-up")
@@ -383,7 +397,7 @@ class _PortClash(Exception):
     pass
 
 
-def _start_locked(install, java, name, data_dir, nodes, security, port, deadline, log):
+def _start_locked(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent):
     # Fresh storage every time: remove what a previous run left behind.
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(data_dir, STATE_FILE))
@@ -414,7 +428,7 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
             future.result()
 
     heap = _SINGLE_NODE_HEAP if nodes == 1 else _CLUSTER_NODE_HEAP
-    procs = [_launch(java, install, plan, heap) for plan in plans]
+    procs = [_launch(java, install, plan, heap, die_with_parent) for plan in plans]
     info = BrokerInfo(
         name=name,
         data_dir=data_dir,

@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -111,6 +112,60 @@ def test_concurrent_resolution_runs_mvn_once(tmp_path):
     assert any(j.startswith("log4j-slf4j-impl-") for j in jars)
     # No half-copied staging folder is left beside the published one.
     assert sorted(os.listdir(os.path.dirname(lib))) == [".lock", "lib", "pom.xml"]
+
+
+def test_generated_certificates_fit_kafka_and_clients(tmp_path):
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from fastkc.broker import certs
+
+    files = certs.generate(str(tmp_path))
+    with open(files.ca, "rb") as fh:
+        ca = x509.load_pem_x509_certificate(fh.read())
+    with open(files.broker_keystore, "rb") as fh:
+        keystore = fh.read()
+    # Kafka's PEM keystore: an unencrypted PKCS#8 key, then the chain leaf first.
+    assert keystore.startswith(b"-----BEGIN PRIVATE KEY-----")
+    chain = x509.load_pem_x509_certificates(keystore[keystore.index(b"-----BEGIN CERTIFICATE-----"):])
+    leaf = chain[0]
+    assert [c.subject for c in chain] == [leaf.subject, ca.subject]
+    san = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert san.get_values_for_type(x509.IPAddress) == [ipaddress.IPv4Address("127.0.0.1")]
+    for path in (files.broker_keystore, files.client_cert):
+        with open(path, "rb") as fh:
+            data = fh.read()
+        cert = x509.load_pem_x509_certificates(data[data.index(b"-----BEGIN CERTIFICATE-----"):])[0]
+        # Signed by the CA (raises InvalidSignature otherwise).
+        ca.public_key().verify(cert.signature, cert.tbs_certificate_bytes,
+                               ec.ECDSA(cert.signature_hash_algorithm))
+    assert oct(os.stat(files.client_key).st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.broker
+def test_fixture_brokers_die_with_their_parent(tmp_path):
+    """A test session killed outright must not leave a JVM behind."""
+    script = ("import sys, time\n"
+              "from fastkc import broker\n"
+              "info = broker.start(data_dir=sys.argv[1], die_with_parent=True)\n"
+              "print(info.nodes[0].pid, flush=True)\n"
+              "time.sleep(600)\n")
+    env = dict(os.environ, PYTHONPATH=_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE,
+                              text=True, env=env, cwd=_ROOT)
+    try:
+        pid = int(parent.stdout.readline())
+        assert _proc_state(pid) not in (None, "Z")
+    finally:
+        parent.kill()
+        parent.wait(30)
+    deadline = time.monotonic() + 30
+    while _proc_state(pid) not in (None, "Z") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _proc_state(pid) in (None, "Z")
 
 
 # --- the session broker -------------------------------------------------------------

@@ -315,6 +315,12 @@ def test_records_survive_gc_and_headers_stay_mutable():
     recs = R.decode(blob)
     gc.collect()
     assert [r.offset for r in recs] == list(range(300))
+    # GC policy (see _records.pyx): without deserializers nothing in a record
+    # can point back at it, so it and its headers list are left untracked;
+    # with a deserializer the values are user objects, so records stay tracked.
+    assert not gc.is_tracked(recs[0]) and not gc.is_tracked(recs[0].headers)
+    tracked = R.decode(blob, value_deserializer=lambda d: {"v": d})
+    assert gc.is_tracked(tracked[0]) and tracked[0].value == {"v": b"value-0"}
     recs[1].headers.append(("added", None))
     assert recs[1].headers == [("added", None)] and recs[2].headers == []  # a list per record, not shared
     assert gc.isenabled()  # the build pauses the GC and must restore it

@@ -3,6 +3,8 @@
     fastkc broker start [--nodes 3] [--security] [--kafka-version 3.9.x] [--name N | --data-dir D] [--port P]
     fastkc broker stop  [--name N | --data-dir D] [--timeout S]
     fastkc broker status [--name N | --data-dir D] [--json]
+    fastkc broker resolve [--kafka-version V ...]
+    fastkc demo [--records N] [--record-size B] [--partitions P] [--compression C]
 
 Subcommands are argparse subparsers, each with its own handler, so later
 commands (consume, bench) plug in beside `broker`.
@@ -70,6 +72,23 @@ def _broker_status(args):
     return 0 if st.running else 3
 
 
+def _broker_resolve(args):
+    from fastkc import broker
+
+    for version in args.kafka_version or [None]:
+        install = broker.resolve_kafka(version, log=lambda m: print("fastkc: " + m, file=sys.stderr, flush=True))
+        print("Kafka {0}: {1}".format(install.version, install.lib))
+    return 0
+
+
+def _demo(args):
+    from fastkc import sample_run
+
+    sample_run.run(records=args.records, record_size=args.record_size, partitions=args.partitions,
+                   compression=args.compression, bootstrap=args.bootstrap)
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="fastkc", description="fastkc command-line tools")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -98,6 +117,19 @@ def build_parser():
     _add_location_args(status_p)
     status_p.add_argument("--json", action="store_true", help="machine-readable output")
     status_p.set_defaults(handler=_broker_status)
+    resolve_p = broker_cmds.add_parser("resolve", help="resolve Kafka's jars with mvn into the cache, without starting")
+    resolve_p.add_argument("--kafka-version", action="append", default=None,
+                           help="4.3.x (default), 3.9.x or an exact release; repeat for several")
+    resolve_p.set_defaults(handler=_broker_resolve)
+
+    demo_p = commands.add_parser(
+        "demo", help="the main job: start the local broker, load a sample dataset, consume it with fastkc")
+    demo_p.add_argument("--records", type=int, default=2_000_000)
+    demo_p.add_argument("--record-size", type=int, default=100)
+    demo_p.add_argument("--partitions", type=int, default=8)
+    demo_p.add_argument("--compression", default="lz4", choices=("none", "gzip", "snappy", "lz4", "zstd"))
+    demo_p.add_argument("--bootstrap", default=None, help="use this broker instead of the local one")
+    demo_p.set_defaults(handler=_demo)
     return parser
 
 

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Everything fastkc needs on a fresh machine (Debian, Python 3.11, Java 17 + Maven):
+# system packages, the Python dependencies, the compiled core (built in place),
+# and the Kafka jars resolved from Maven Central into ~/.cache/fastkc.
+# Safe to run again: every step is skipped or cheap when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+
+need_apt=()
+command -v clang >/dev/null 2>&1 || need_apt+=(clang)
+# clang's libFuzzer/ASan runtimes for the fuzz targets
+[ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing system packages: ${need_apt[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    else
+        echo "setup: warning: missing ${need_apt[*]} (fuzz targets need them); continuing" >&2
+    fi
+fi
+
+command -v java >/dev/null 2>&1 || { echo "setup: Java 17+ is required (apt-get install openjdk-17-jdk-headless)" >&2; exit 1; }
+command -v mvn >/dev/null 2>&1 || { echo "setup: Maven is required (apt-get install maven)" >&2; exit 1; }
+
+$PY -m pip install -q --disable-pip-version-check -e ".[dev]"
+# The editable install builds the extension; build in place again so the
+# tree always holds the extension of the current sources.
+$PY setup.py -q build_ext --inplace
+$PY -c "import fastkc, sys; print('setup: fastkc backend =', fastkc.backend); sys.exit(fastkc.backend != 'c')"
+
+# Resolve Kafka from Maven Central once (cached for later runs).
+$PY -m fastkc.cli broker resolve

@@ -78,8 +78,14 @@ static inline uint32_t fkc_read_uvarint(fkc_cursor *c, const char *what)
     size_t n;
     if (c->failed)
         return 0;
-    if (c->pos < c->end && *c->pos < 0x80) /* one byte: most lengths and deltas; skip the call */
+    /* One or two bytes (values < 16384): most lengths and deltas; skip the call. */
+    if (c->pos < c->end && *c->pos < 0x80)
         return *c->pos++;
+    if (c->end - c->pos >= 2 && c->pos[1] < 0x80) {
+        v = (uint32_t)(c->pos[0] & 0x7F) | ((uint32_t)c->pos[1] << 7);
+        c->pos += 2;
+        return v;
+    }
     fkc_varint_status st = fkc_uvarint32_decode(c->pos, (size_t)(c->end - c->pos), &v, &n);
     if (st != FKC_VARINT_OK) {
         fkc_cursor_fail_because(c, what, fkc_varint_problem(st));
@@ -102,6 +108,11 @@ static inline uint64_t fkc_read_uvarlong(fkc_cursor *c, const char *what)
         return 0;
     if (c->pos < c->end && *c->pos < 0x80)
         return *c->pos++;
+    if (c->end - c->pos >= 2 && c->pos[1] < 0x80) {
+        v = (uint64_t)(c->pos[0] & 0x7F) | ((uint64_t)c->pos[1] << 7);
+        c->pos += 2;
+        return v;
+    }
     fkc_varint_status st = fkc_uvarint64_decode(c->pos, (size_t)(c->end - c->pos), &v, &n);
     if (st != FKC_VARINT_OK) {
         fkc_cursor_fail_because(c, what, fkc_varint_problem(st));

@@ -150,6 +150,22 @@ static void test_varint(void)
     CHECK(fkc_read_varint(&c, "c") == -1);
     CHECK(!c.failed && fkc_cursor_remaining(&c) == 0);
     CHECK(fkc_read_varint(&c, "d") == 0 && c.failed && strcmp(c.problem, "truncated") == 0);
+
+    /* the inline one- and two-byte fast paths agree with the full decoder */
+    for (uint32_t u = 0; u < 20000; u += 7) {
+        uint8_t buf[6];
+        size_t len = fkc_uvarint32_encode(u, buf);
+        fkc_cursor_init(&c, buf, len, 0);
+        CHECK(fkc_read_uvarint(&c, "u32") == u && !c.failed && fkc_cursor_remaining(&c) == 0);
+        fkc_cursor_init(&c, buf, len, 0);
+        CHECK(fkc_read_uvarlong(&c, "u64") == u && !c.failed && fkc_cursor_remaining(&c) == 0);
+    }
+    fkc_cursor_init(&c, B("\xAC\x02"), 2, 0);
+    CHECK(fkc_read_varint(&c, "300") == 150);
+    fkc_cursor_init(&c, B("\x80"), 1, 0); /* a lone continuation byte: truncated, not a 2-byte value */
+    CHECK(fkc_read_uvarint(&c, "cut") == 0 && c.failed && c.pos == c.start);
+    fkc_cursor_init(&c, B("\x80\x80"), 2, 0);
+    CHECK(fkc_read_uvarlong(&c, "cut2") == 0 && c.failed && strcmp(c.problem, "truncated") == 0);
 }
 
 /* ---- CRCs ---- */

@@ -13,7 +13,8 @@
  *         bits 4-5  the decompression cap: 1 MiB, 64, 600 or 4096 bytes
  *
  * The codec host is a pass-through: a "compressed" payload decompresses to
- * itself (truncated to cap+1 bytes, as the host contract asks). Real codecs
+ * itself (truncated to cap+1 bytes, as the host contract asks; a raw snappy
+ * block loses its leading length varint). Real codecs
  * would hide the inner records behind a checksum the fuzzer cannot satisfy;
  * pass-through lets it mutate records inside "compressed" batches and reach
  * every framing check of fkc_codec (xerial chunks, raw snappy length varint,
@@ -48,12 +49,22 @@ typedef struct host_state {
 static int passthrough(void *ctx, fkc_codec_op op, const uint8_t *in, size_t in_len, size_t cap,
                        size_t size_hint, fkc_blob *out, char *errbuf, size_t errbuf_len)
 {
-    (void)op;
     (void)size_hint;
     host_state *st = (host_state *)ctx;
     if (st->fail) {
         snprintf(errbuf, errbuf_len, "fuzz host: rejected");
         return FKC_ERR_DECOMPRESS;
+    }
+    if (op == FKC_OP_SNAPPY_RAW) {
+        /* a raw snappy block starts with its uncompressed length (checked by
+         * fkc_codec before the call); "decompressing" drops that varint, so
+         * the decoder's declared-length check is reachable both ways */
+        size_t skip = 0;
+        while (skip < in_len && skip < 5 && (in[skip] & 0x80))
+            skip++;
+        skip = skip < in_len ? skip + 1 : in_len;
+        in += skip;
+        in_len -= skip;
     }
     size_t n = in_len;
     if (cap < SIZE_MAX && n > cap + 1)

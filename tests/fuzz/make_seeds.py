@@ -5,8 +5,10 @@
 Seeds are a few small, VALID inputs per target, so the fuzzer starts from the
 interesting parts of the format instead of rediscovering its framing. They are
 built with independent encoders (kafka-python's protocol classes and record
-builders), not with fastkc's own code, and are deterministic: rerunning the
-script rewrites identical files.
+builders), not with fastkc's own code, plus a few real broker responses from
+tests/corpus/fetch (and their uncompressed partitions' record blobs, which
+include transactional control batches). Deterministic: rerunning the script
+rewrites identical files.
 
 Input formats (must match the harnesses):
   fetch/    byte 0 = version - 4, then the Fetch response payload (header
@@ -22,6 +24,9 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
+ROOT = os.path.dirname(os.path.dirname(HERE))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # fastkc.protocol decodes the captured responses
 
 
 def _write(target, payload):
@@ -85,6 +90,55 @@ def _relabel_codec(batch, codec):
     return bytes(blob)
 
 
+def _rewrap(batch, codec, wrap):
+    """A v2 batch whose records section is replaced by wrap(records), with
+    the codec bits, BatchLength and CRC fixed to match."""
+    import crc32c
+
+    header, records = bytearray(batch[:61]), batch[61:]
+    blob = header + wrap(records)
+    struct.pack_into(">i", blob, 8, len(blob) - 12)
+    attrs = struct.unpack_from(">h", blob, 21)[0]
+    struct.pack_into(">h", blob, 21, (attrs & ~0x07) | codec)
+    struct.pack_into(">I", blob, 17, crc32c.crc32c(bytes(blob[21:])))
+    return bytes(blob)
+
+
+def _uvarint(n):
+    out = bytearray()
+    while True:
+        if n < 0x80:
+            out.append(n)
+            return bytes(out)
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+
+
+def _snappy_raw_shape(records):
+    # the pass-through host drops a raw block's length varint
+    return _uvarint(len(records)) + records
+
+
+def _xerial_shape(records):
+    chunk = _snappy_raw_shape(records)
+    return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(chunk)) + chunk
+
+
+def _legacy_wrapper(magic, codec, inner):
+    """A legacy wrapper message whose value is `inner` as-is (the pass-through
+    host's view of a compressed message set), CRC fixed."""
+    import zlib
+
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
+    builder.append(1, timestamp=1_700_000_000_000 if magic else None, key=None, value=inner)
+    blob = bytearray(builder.build())
+    blob[17] = (blob[17] & ~0x07) | codec
+    struct.pack_into(">I", blob, 12, zlib.crc32(bytes(blob[16:])) & 0xFFFFFFFF)
+    return bytes(blob)
+
+
 def record_blobs():
     plain = _batch_v2()
     return [
@@ -96,6 +150,12 @@ def record_blobs():
         _batch_v2(n=2, transactional=True, producer_id=7),
         _legacy(0),
         _legacy(1),
+        _rewrap(_batch_v2(n=3), 2, _snappy_raw_shape),
+        _rewrap(_batch_v2(n=3), 2, _xerial_shape),
+        # magic 0 + lz4 takes the KAFKA-3160 header fix path: a frame header
+        # (magic, FLG, BD, HC) in front of the inner message set
+        _legacy_wrapper(0, 3, b"\x04\x22\x4d\x18\x60\x40\x00" + _legacy(0)),
+        _legacy_wrapper(1, 1, _legacy(1)),
     ]
 
 
@@ -142,6 +202,49 @@ def fetch_response(version, records, *, aborted, tags, correlation_id=7):
     return bytes(response.encode(header=True))
 
 
+# --- real broker bytes (tests/corpus/fetch, captured from Kafka) ------------
+REAL = os.path.join(os.path.dirname(HERE), "corpus", "fetch")
+# small captures, one per header/body shape (classic, flexible, topic ids)
+REAL_FETCH = [
+    "fetch-v04-committed-full.bin",
+    "fetch-v07-committed-cut.bin",
+    "fetch-v12-committed-mid.bin",
+    "fetch-v13-committed-cut.bin",
+    "fetch-v18-uncommitted-mid.bin",
+]
+
+
+def real_fetch_seeds():
+    import json
+
+    manifest_path = os.path.join(REAL, "manifest.json")
+    if not os.path.exists(manifest_path):
+        return [], []
+    with open(manifest_path, encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    by_file = {c["file"]: c for c in manifest["captures"]}
+    uncompressed_ids = {
+        bytes.fromhex(info["topic_id"]) for info in manifest["topics"].values() if info["codec"] == "none"
+    }
+    fetch, blobs = [], []
+    for name in REAL_FETCH:
+        with open(os.path.join(REAL, name), "rb") as fh:
+            raw = fh.read()
+        version = by_file[name]["api_version"]
+        fetch.append(bytes([version - 4]) + raw)
+        if version >= 13:
+            # uncompressed partitions (transactional ones carry control
+            # batches) seed the records target; compressed bytes would only
+            # fail the pass-through host's framing
+            from fastkc.protocol import codec
+
+            _, body = codec.decode_response("Fetch", version, raw)
+            for topic in body["responses"]:
+                if topic["topic_id"] in uncompressed_ids:
+                    blobs.extend(p["records"] for p in topic["partitions"] if p["records"])
+    return fetch, blobs
+
+
 def main():
     for target in ("fetch", "records"):
         directory = os.path.join(CORPUS, target)
@@ -157,6 +260,12 @@ def main():
     _write("records", b"\x01\x00\x00" + blobs[0])
     _write("records", b"\x02\x00\x00" + blobs[5])
     _write("records", b"\x10\x01\x03" + blobs[3])
+    real_fetch, real_blobs = real_fetch_seeds()
+    for payload in real_fetch:
+        _write("fetch", payload)
+    for blob in real_blobs:
+        _write("records", b"\x00\x00\x00" + blob)
+        _write("records", b"\x02\x00\x00" + blob)  # read_committed
     for version in range(4, 19):
         for aborted, tags in ((False, False), (True, True)):
             payload = fetch_response(version, blobs[0], aborted=aborted, tags=tags)

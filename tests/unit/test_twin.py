@@ -150,6 +150,14 @@ def txn_blob():
     )
 
 
+def test_control_batches_are_decoded_strictly(backend):
+    # never returned, but their bytes are still checked like any batch
+    bad = g.record_batch([g.control_record(g.CONTROL_COMMIT)], transactional=True, control=True,
+                         producer_id=1, producer_epoch=0, count=2, base_offset=3)
+    err = expect_error(InvalidRecordError, three_records() + bad)
+    assert (err.offset, len(err.records)) == (3, 3)
+
+
 def test_read_committed_skips_aborted_and_keeps_committed(backend):
     blob = txn_blob()
     out = R.decode_partition(blob, isolation_level="read_committed", aborted_transactions=[(1, 0)])
@@ -281,6 +289,16 @@ def test_empty_xerial_stream_is_no_records(backend):
     blob = g.record_batch([], codec=g.SNAPPY, base_offset=4, last_offset_delta=2)
     assert len(blob) == g.V2_HEADER_SIZE + 16
     assert R.decode_partition(blob, fetch_offset=4) == ([], 7)
+
+
+def test_legacy_next_offset_follows_the_last_inner_offset(backend):
+    # magic-0 inner offsets are absolute; a wrapper offset that disagrees
+    # (producer-side data) does not decide where to resume
+    inner = g.legacy_message(0, 5, b"a", b"1") + g.legacy_message(0, 6, b"b", b"2")
+    for wrapper_offset in (100, 2):
+        blob = g.legacy_wrapper(0, wrapper_offset, [None, None], codec=g.GZIP, inner_set=inner)
+        out = R.decode_partition(blob)
+        assert ([r.offset for r in out.records], out.next_offset) == ([5, 6], 7)
 
 
 def test_magic0_lz4_with_correct_header_checksum_also_decodes(backend):

@@ -327,6 +327,14 @@ def test_legacy_crc_mismatch_outer_and_inner(backend):
     assert len(R.decode(wrapper, check_crcs=False)) == 1
 
 
+def test_legacy_crc_is_checked_before_the_fields(backend):
+    # Java's LegacyRecord.ensureValid and kafka-python both check the CRC
+    # first; a message broken twice reports the CRC
+    blob = g.legacy_message(1, 0, b"k", b"v", trailing=b"\x00", crc=12345)
+    expect_error(RecordCrcError, blob)
+    expect_error(InvalidRecordError, blob, check_crcs=False)
+
+
 @pytest.mark.parametrize("size", [-1, 0, 13])
 def test_size_field_below_minimum(backend, size):
     blob = g.patch(three_records(base_offset=8), 8, ">i", size) + b"\x00" * 64

@@ -696,6 +696,19 @@ int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *o
     d.res = r;
     d.batch_offset = -1;
 
+    /* Size the descriptor array from the blob length (one descriptor per 96
+     * input bytes, ~ the input's own size in memory), never from a RecordCount
+     * field: typical fetches then fit without a realloc-and-copy, and the
+     * geometric growth in fkc_reserve_one covers small or compressed records. */
+    if (len / 96 > 256) {
+        size_t want = len / 96;
+        if (want > ((size_t)1 << 22))
+            want = (size_t)1 << 22;
+        r->records = (fkc_record *)malloc(want * sizeof(fkc_record));
+        if (r->records != NULL)
+            r->capacity = want; /* on failure fkc_reserve_one grows as usual */
+    }
+
     size_t pos = 0;
     /* Java's ByteBufferLogInputStream order: fewer bytes than it takes to see
      * the magic byte is a cut-off tail; a size below the smallest legacy

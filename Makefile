@@ -1,7 +1,7 @@
 # Developer entry points. CI calls these through .ci/run.
 PYTHON ?= python3
 
-.PHONY: build test test-c asan fuzz fuzz-build bench-quick bench clean
+.PHONY: build test test-c asan fuzz fuzz-build fuzz-coverage bench-quick bench clean
 
 build:            ## build the extension in place
 	$(PYTHON) setup.py build_ext --inplace
@@ -91,6 +91,21 @@ fuzz: fuzz-build
 		ASAN_OPTIONS=detect_leaks=1 $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
 			-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$$t- \
 			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t; \
+	done
+
+# Source coverage of the kernels reached by the corpora (committed seeds plus
+# whatever `make fuzz` found): replays them through a profiling build, no
+# fuzzing. Needs llvm-profdata / llvm-cov (Debian: the llvm package).
+fuzz-coverage:
+	@set -e; mkdir -p $(FUZZ_DIR)/cov; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_DIR)/corpus/$$t; \
+		$(FUZZ_CC) -g -O1 -std=c11 -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping -Icsrc \
+			tests/fuzz/fuzz_$$t.c $(KERNEL_SOURCES) -o $(FUZZ_DIR)/cov/fuzz_$$t; \
+		LLVM_PROFILE_FILE=$(FUZZ_DIR)/cov/$$t.profraw $(FUZZ_DIR)/cov/fuzz_$$t -runs=0 \
+			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t > /dev/null 2>&1; \
+		llvm-profdata merge -sparse $(FUZZ_DIR)/cov/$$t.profraw -o $(FUZZ_DIR)/cov/$$t.profdata; \
+		echo "== coverage of csrc/ by the $$t corpus"; \
+		llvm-cov report $(FUZZ_DIR)/cov/fuzz_$$t -instr-profile=$(FUZZ_DIR)/cov/$$t.profdata $(KERNEL_SOURCES); \
 	done
 
 # --- decode benchmark (benchmarks/readers.py): bench-quick is CI's (a tiny

@@ -1,6 +1,7 @@
 /*
  * libFuzzer target: phase 1 of record decoding (csrc/fkc_records.c,
- * fkc_decode_records) with the codec dispatch (csrc/fkc_codec.c) behind it.
+ * fkc_decode_records) with the codec dispatch (csrc/fkc_codec.c) behind it,
+ * and phase 2b (csrc/fkc_arrow.c) on what it decoded.
  *
  * Input: byte 0 = option flags, byte 1 = fetch_offset, byte 2 = stop_offset
  * (0: no bound), then the records blob (record batches v2 / legacy message
@@ -8,7 +9,7 @@
  *   flags bit 0     check_crcs (off most of the time in practice: the fuzzer
  *                   cannot forge CRCs, and with them on it stops at the CRC)
  *         bit 1     read_committed, with a fixed aborted-transaction list
- *         bit 2     arrow_timestamps
+ *         bit 2     arrow_timestamps, and then phase 2b (fkc_arrow_fill) too
  *         bit 3     the codec host fails every call (RecordDecompressionError path)
  *         bits 4-5  the decompression cap: 1 MiB, 64, 600 or 4096 bytes
  *
@@ -26,12 +27,15 @@
  * exactly header_count headers within the record's header span; byte totals
  * match the records; kept offsets respect fetch_offset/stop_offset;
  * on success next_offset >= fetch_offset; the reason is NUL-terminated.
+ * With bit 2 the Arrow columns are filled into exactly sized buffers and
+ * their offsets, validity and null counts are checked.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_arrow.h"
 #include "fkc_codec.h"
 #include "fkc_errors.h"
 #include "fkc_records.h"
@@ -106,6 +110,87 @@ static int owned(const fkc_decode_result *r, const uint8_t *in, size_t in_len, c
         if (inside(p, len, r->blobs[i].data, r->blobs[i].len))
             return 1;
     return 0;
+}
+
+/* Offsets of an Arrow variable-size column: start at 0, never decrease, end
+ * at the total the decoder reported. */
+static void check_offsets(const int32_t *off, size_t n, uint64_t total)
+{
+    CHECK(off[0] == 0);
+    for (size_t i = 0; i < n; i++)
+        CHECK(off[i] <= off[i + 1]);
+    CHECK((uint64_t)off[n] == total);
+}
+
+static void *exact_alloc(size_t n)
+{
+    /* malloc(0) still gives ASan a chunk to guard: any write to it is caught */
+    void *p = malloc(n);
+    if (p == NULL && n != 0)
+        abort();
+    return p;
+}
+
+/* Phase 2b, as the Arrow bridge runs it (only with arrow_timestamps, which
+ * makes phase 1 reject timestamps whose microseconds overflow): every buffer
+ * exactly as large as the contract says, then the columns' invariants. */
+static void fill_arrow(const fkc_decode_result *r)
+{
+    static const uint8_t topic[] = "fuzz-topic";
+    const size_t topic_len = sizeof(topic) - 1;
+    if (!fkc_arrow_fits(r, topic_len))
+        return;
+    size_t n = r->count, hc = (size_t)r->header_count;
+    fkc_arrow_columns c;
+    memset(&c, 0, sizeof(c));
+    c.key_validity = exact_alloc(fkc_bitmap_bytes(n));
+    c.key_offsets = exact_alloc((n + 1) * sizeof(int32_t));
+    c.key_data = exact_alloc((size_t)r->key_bytes);
+    c.value_validity = exact_alloc(fkc_bitmap_bytes(n));
+    c.value_offsets = exact_alloc((n + 1) * sizeof(int32_t));
+    c.value_data = exact_alloc((size_t)r->value_bytes);
+    c.topic_offsets = exact_alloc((n + 1) * sizeof(int32_t));
+    c.topic_data = exact_alloc(n * topic_len);
+    c.partition = exact_alloc(n * sizeof(int32_t));
+    c.offset = exact_alloc(n * sizeof(int64_t));
+    c.timestamp_validity = exact_alloc(fkc_bitmap_bytes(n));
+    c.timestamp = exact_alloc(n * sizeof(int64_t));
+    c.timestamp_type = exact_alloc(n * sizeof(int32_t));
+    c.headers_validity = exact_alloc(fkc_bitmap_bytes(n));
+    c.headers_offsets = exact_alloc((n + 1) * sizeof(int32_t));
+    c.hkey_offsets = exact_alloc((hc + 1) * sizeof(int32_t));
+    c.hkey_data = exact_alloc((size_t)r->header_key_bytes);
+    c.hvalue_validity = exact_alloc(fkc_bitmap_bytes(hc));
+    c.hvalue_offsets = exact_alloc((hc + 1) * sizeof(int32_t));
+    c.hvalue_data = exact_alloc((size_t)r->header_value_bytes);
+
+    fkc_arrow_fill(r, topic, topic_len, 7, &c);
+
+    check_offsets(c.key_offsets, n, r->key_bytes);
+    check_offsets(c.value_offsets, n, r->value_bytes);
+    check_offsets(c.topic_offsets, n, (uint64_t)(n * topic_len));
+    check_offsets(c.headers_offsets, n, r->header_count);
+    check_offsets(c.hkey_offsets, hc, r->header_key_bytes);
+    check_offsets(c.hvalue_offsets, hc, r->header_value_bytes);
+    int64_t key_nulls = 0, value_nulls = 0;
+    for (size_t i = 0; i < n; i++) {
+        key_nulls += r->records[i].key_len < 0;
+        value_nulls += r->records[i].value_len < 0;
+        CHECK(c.partition[i] == 7 && c.offset[i] == r->records[i].offset);
+        CHECK(((c.key_validity[i / 8] >> (i % 8)) & 1) == (r->records[i].key_len >= 0));
+    }
+    CHECK(c.key_nulls == key_nulls && c.value_nulls == value_nulls);
+    CHECK(c.timestamp_nulls >= 0 && (size_t)c.timestamp_nulls <= n);
+    CHECK(c.headers_nulls >= 0 && (size_t)c.headers_nulls <= n);
+    CHECK(c.hvalue_nulls >= 0 && (size_t)c.hvalue_nulls <= hc);
+
+    void *bufs[] = {c.key_validity, c.key_offsets, c.key_data, c.value_validity, c.value_offsets,
+                    c.value_data, c.topic_offsets, c.topic_data, c.partition, c.offset,
+                    c.timestamp_validity, c.timestamp, c.timestamp_type, c.headers_validity,
+                    c.headers_offsets, c.hkey_offsets, c.hkey_data, c.hvalue_validity,
+                    c.hvalue_offsets, c.hvalue_data};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+        free(bufs[i]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -194,6 +279,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(key_bytes == r.key_bytes);
     CHECK(value_bytes == r.value_bytes);
     CHECK(header_count == r.header_count);
+
+    /* the records decoded before an error are returned too, so build them */
+    if (opts.arrow_timestamps)
+        fill_arrow(&r);
 
     fkc_decode_result_free(&r);
     free(blob);

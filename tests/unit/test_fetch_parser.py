@@ -344,6 +344,16 @@ def test_memoryview_input_with_offset_positions_are_relative_to_it():
     assert err.position == len(body)  # trailing bytes start right after the body
 
 
+def test_exporter_with_another_item_format_is_sliced_by_byte():
+    import array
+
+    e = Enc(4)
+    body = build_response(e, [build_topic(e, "t", [build_partition(e, records=b"\x80\x01\xff")])])
+    source = array.array("b", body)  # signed chars: format "b", not "B"
+    rec = parse_fetch_response(source, 4).topics[0].partitions[0].records
+    assert rec.format == "B" and bytes(rec) == b"\x80\x01\xff"
+
+
 # --------------------------------------------------------------------------
 # malformations
 # --------------------------------------------------------------------------

@@ -446,7 +446,6 @@ def test_hostile_counts_fail_fast_without_allocating(version):
 
 
 def test_over_long_varint_is_rejected():
-    e = Enc(12)
     # header tagged-field count as a 6-byte varint: over-long
     buf = i32(1) + b"\x80\x80\x80\x80\x80\x00" + i32(0) + i16(0) + i32(0) + uvarint(1) + NO_TAGS
     err = expect_error(buf, 12)

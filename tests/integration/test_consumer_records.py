@@ -1,0 +1,132 @@
+"""Issue 4: every record an independent producer wrote comes back exactly once,
+in order per partition, field for field — every codec, null keys/values,
+headers (null values, duplicates, non-ASCII keys), chosen and LogAppendTime
+timestamps, several partitions, ~1 MB values, 100k small records from Kafka's
+Java producer, and key/value deserializers. Run over kafka-python's and
+fastkc's KafkaConsumer (the `flavour` fixture)."""
+import os
+import time
+
+import pytest
+
+from tests.support.consumers import assert_records_match, mixed_messages, read_all
+from tests.support.kafka_tools import (
+    CODECS,
+    LOG_APPEND_TIME,
+    monotonic_values,
+    produce,
+    producer_performance,
+    visible,
+)
+
+PARTITIONS = 3
+RECORDS_PER_CODEC = 240
+LARGE_VALUE_BYTES = 1_000_000
+BULK_RECORDS = 100_000
+
+
+def _topic_partitions(flavour, topic, partitions):
+    return [flavour.TopicPartition(topic, p) for p in range(partitions)]
+
+
+@pytest.fixture(scope="module")
+def codec_topics(kafka_broker):
+    """codec → (topic, written records): one 3-partition topic per codec,
+    written in one burst so compressed batches hold many records."""
+    from tests.support.kafka_tools import create_topic, unique_name
+
+    base = int(time.time() * 1000) - 3_600_000
+    out = {}
+    for codec in CODECS:
+        topic = create_topic(kafka_broker.bootstrap_servers, unique_name("consumer-codec-" + codec),
+                             partitions=PARTITIONS)
+        messages = mixed_messages(RECORDS_PER_CODEC, PARTITIONS, base_timestamp=base, tag=codec)
+        out[codec] = (topic, visible(produce(kafka_broker.bootstrap_servers, topic, messages,
+                                             compression=codec)))
+    return out
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_every_record_of_every_codec_comes_back_once_in_order(flavour, open_consumer, codec_topics, codec):
+    topic, written = codec_topics[codec]
+    consumer = open_consumer()
+    consumed = read_all(consumer, _topic_partitions(flavour, topic, PARTITIONS), len(written))
+    assert_records_match(consumed, written)
+    # The producer's own timestamps (CreateTime) survive unchanged.
+    assert {r.timestamp_type for r in consumed} == {0}
+
+
+def test_log_append_time_topic_carries_the_broker_timestamps(flavour, open_consumer, kafka_broker, make_topic):
+    topic = make_topic(partitions=2, configs={"message.timestamp.type": "LogAppendTime"})
+    # Chosen timestamps a day in the past: the broker must overwrite them.
+    chosen = int(time.time() * 1000) - 86_400_000
+    before = int(time.time() * 1000)
+    written = visible(produce(kafka_broker.bootstrap_servers, topic,
+                              mixed_messages(60, 2, base_timestamp=chosen), compression="lz4"))
+    assert all(w.timestamp_type == LOG_APPEND_TIME and w.timestamp >= before for w in written)
+    consumer = open_consumer()
+    consumed = read_all(consumer, _topic_partitions(flavour, topic, 2), len(written))
+    assert_records_match(consumed, written)
+
+
+def test_large_values_near_one_megabyte(flavour, open_consumer, kafka_broker, make_topic):
+    # Incompressible ~1 MB values; the topic and producer allow 3 MB
+    # messages, and the consumer keeps its default max_partition_fetch_bytes
+    # (1 MiB): a batch larger than it must still be returned (KIP-74).
+    topic = make_topic(partitions=1, configs={"max.message.bytes": 3_000_000})
+    from tests.support.kafka_tools import Message
+
+    messages = [Message(key=b"big-%d" % i, value=os.urandom(LARGE_VALUE_BYTES + i * 4099), partition=0)
+                for i in range(4)]
+    written = visible(produce(kafka_broker.bootstrap_servers, topic, messages,
+                              config={"message.max.bytes": 3_000_000, "linger.ms": 0}))
+    consumer = open_consumer()
+    consumed = read_all(consumer, _topic_partitions(flavour, topic, 1), len(written))
+    assert_records_match(consumed, written)
+    assert [len(r.value) for r in consumed] == [LARGE_VALUE_BYTES + i * 4099 for i in range(4)]
+
+
+@pytest.fixture(scope="module")
+def bulk_topic(kafka_broker):
+    """BULK_RECORDS monotonic records (value str(i), null key) written by
+    Kafka's Java ProducerPerformance, lz4, into one partition."""
+    from tests.support.kafka_tools import create_topic, unique_name
+
+    topic = create_topic(kafka_broker.bootstrap_servers, unique_name("consumer-bulk"), partitions=1)
+    run = producer_performance(kafka_broker.bootstrap_servers, topic, BULK_RECORDS,
+                               kafka_version=getattr(kafka_broker, "kafka_version", None), compression="lz4")
+    assert run.num_records == BULK_RECORDS
+    return topic
+
+
+def test_many_small_records_from_the_java_producer(flavour, open_consumer, bulk_topic):
+    consumer = open_consumer(max_poll_records=5000)
+    tp = flavour.TopicPartition(bulk_topic, 0)
+    consumed = read_all(consumer, [tp], BULK_RECORDS, timeout=120.0, settle_ms=500)
+    assert len(consumed) == BULK_RECORDS
+    assert [r.offset for r in consumed] == list(range(BULK_RECORDS))
+    assert [r.value for r in consumed] == monotonic_values(BULK_RECORDS)
+    assert all(r.key is None and r.serialized_key_size == -1 for r in consumed)
+    assert consumer.position(tp) == BULK_RECORDS
+
+
+def test_key_and_value_deserializers(flavour, open_consumer, codec_topics):
+    topic, written = codec_topics["zstd"]
+
+    # Deserializers see null keys/values too (as in the Java client) and must
+    # say what to return for them.
+    def key_deserializer(data):
+        return None if data is None else data.decode("utf-8").upper()
+
+    def value_deserializer(data):
+        return None if data is None else ("len", len(data), data[:8])
+
+    consumer = open_consumer(key_deserializer=key_deserializer, value_deserializer=value_deserializer)
+    consumed = read_all(consumer, _topic_partitions(flavour, topic, PARTITIONS), len(written))
+
+    def expected(w):
+        return (None if w.key is None else w.key.decode().upper(),
+                None if w.value is None else ("len", len(w.value), w.value[:8]))
+
+    # Serialized sizes stay those of the raw bytes.
+    assert_records_match(consumed, written, deserialized=expected)

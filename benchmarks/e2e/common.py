@@ -1,0 +1,137 @@
+"""What every end-to-end runner shares: its command line, the clock, the
+count check, peak RSS and the one JSON line it hands back to the driver.
+
+A runner is a separate process (`python -m benchmarks.e2e.run_<client>`), so
+one client's heap, threads and garbage-collector state cannot slow down the
+next one. It reads the whole topic from the beginning to the end offsets the
+driver measured, then prints exactly one JSON object as its last stdout line:
+
+    {"client": ..., "records": N, "seconds": S, "peak_rss_bytes": B, ...}
+
+The clock starts just before the first poll and stops when the batch holding
+the last record has been handed to Python (connection set-up, metadata and
+group joins before the first poll are outside it, for every client alike).
+A runner whose count differs from the topic's exits non-zero: a fast wrong
+answer is not a result.
+"""
+import argparse
+import json
+import resource
+import sys
+import time
+
+
+class CountMismatch(SystemExit):
+    """The runner read a different number of records than the topic holds."""
+
+
+def parse_args(description, argv=None):
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--partitions", type=int, required=True)
+    parser.add_argument("--expected", type=int, required=True,
+                        help="records in the topic (sum of end offsets of a topic written once)")
+    parser.add_argument("--ends", required=True, type=_parse_ends,
+                        help="end offset per partition, as the driver measured it: 0=250000,1=250000,...")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="give up (and fail) after this many seconds without finishing")
+    parser.add_argument("--mode", default=None, help="runner-specific variant (fastkc: records or arrow)")
+    args = parser.parse_args(argv)
+    if sorted(args.ends) != list(range(args.partitions)):
+        parser.error("--ends must name partitions 0..{0}".format(args.partitions - 1))
+    return args
+
+
+def _parse_ends(text):
+    ends = {}
+    for item in text.split(","):
+        partition, _, offset = item.partition("=")
+        ends[int(partition)] = int(offset)
+    return ends
+
+
+def drain(poll_count, positions, args, clock):
+    """Poll until the topic is read; returns the record count.
+
+    poll_count() polls once and returns how many records it delivered;
+    positions() returns {partition: next offset to read}. The loop stops when
+    the count reaches the topic's, or when a poll comes back empty with every
+    position at its end offset (so a client that loses records stops
+    instead of waiting for the deadline). Afterwards the positions must be
+    at the end: a count that reached the total early means records were
+    delivered twice.
+    """
+    expected = args.expected
+    records = 0
+    clock.start()
+    while True:
+        n = poll_count()
+        if n:
+            records += n
+            clock.saw_records()
+            if records >= expected:
+                break
+        elif _at_end(positions(), args.ends):
+            break
+        clock.check_deadline(records, expected)
+    where = positions()
+    if not _at_end(where, args.ends):
+        raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
+    return records
+
+
+def _at_end(positions, ends):
+    return all(positions.get(p, -1) >= end for p, end in ends.items())
+
+
+class Clock:
+    """first poll → last record, and a deadline so a stuck client fails instead of hanging."""
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.started = None
+        self.last_record = None
+
+    def start(self):
+        self.started = time.perf_counter()
+
+    def saw_records(self):
+        self.last_record = time.perf_counter()
+
+    def check_deadline(self, records_so_far, expected):
+        if time.perf_counter() - self.started > self.timeout:
+            raise SystemExit("timed out after {0:.0f}s with {1:,} of {2:,} records".format(
+                self.timeout, records_so_far, expected))
+
+    @property
+    def seconds(self):
+        if self.last_record is None:
+            return 0.0
+        return self.last_record - self.started
+
+
+def peak_rss_bytes(children=False):
+    """Peak resident set size; Linux reports ru_maxrss in KiB."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss * 1024
+
+
+def finish(client, args, records, seconds, *, peak_rss=None, **extra):
+    """Check the count, then print the result line. Never returns normally on a mismatch."""
+    if records != args.expected:
+        raise CountMismatch("{0}: read {1:,} records, the topic holds {2:,}".format(
+            client, records, args.expected))
+    if seconds <= 0:
+        raise SystemExit("{0}: no time measured for {1:,} records".format(client, records))
+    result = {
+        "client": client,
+        "records": records,
+        "seconds": seconds,
+        "peak_rss_bytes": peak_rss if peak_rss is not None else peak_rss_bytes(),
+        "python": sys.version.split()[0],
+    }
+    result.update(extra)
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+    return result

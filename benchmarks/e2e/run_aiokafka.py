@@ -1,0 +1,64 @@
+"""aiokafka AIOKafkaConsumer: assign every partition, seek to the beginning,
+getmany() until the end offsets (check_crcs=True, read_uncommitted, default
+fetch sizes, no max_records: getmany hands over whatever is buffered).
+"""
+import asyncio
+import sys
+
+from benchmarks.e2e.common import Clock, CountMismatch, _at_end, finish, parse_args
+
+
+async def consume(args):
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition
+
+    tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        check_crcs=True,
+        isolation_level="read_uncommitted",
+    )
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        clock = Clock(args.timeout)
+
+        async def positions():
+            return {tp.partition: await consumer.position(tp) for tp in tps}
+
+        # The loop of common.drain, with awaits: getmany and position are coroutines.
+        records = 0
+        clock.start()
+        while True:
+            batches = await consumer.getmany(timeout_ms=1000)
+            n = sum(len(batch) for batch in batches.values())
+            if n:
+                records += n
+                clock.saw_records()
+                if records >= args.expected:
+                    break
+            elif _at_end(await positions(), args.ends):
+                break
+            clock.check_deadline(records, args.expected)
+        where = await positions()
+        if not _at_end(where, args.ends):
+            raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
+        return records, clock.seconds
+    finally:
+        await consumer.stop()
+
+
+def main(argv=None):
+    args = parse_args(__doc__.split("\n\n")[0], argv)
+    import aiokafka
+
+    records, seconds = asyncio.run(consume(args))
+    finish("aiokafka", args, records, seconds, version=aiokafka.__version__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

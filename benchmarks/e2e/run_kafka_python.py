@@ -1,0 +1,47 @@
+"""kafka-python 3.x KafkaConsumer: assign every partition, seek to the
+beginning, poll() until the end offsets. Its defaults are the ones the other
+runners copy (check_crcs=True, read_uncommitted, 50 MiB / 1 MiB fetch sizes,
+500 records per poll); the crc32c package gives it the C checksum.
+"""
+import sys
+
+from benchmarks.e2e.common import Clock, drain, finish, parse_args
+
+
+def main(argv=None):
+    args = parse_args(__doc__.split("\n\n")[0], argv)
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.record import util
+
+    # A silent pure-Python CRC fallback would make this anchor look slower than it is.
+    crc = "{0}.{1}".format(getattr(util._crc32c, "__module__", "?"), getattr(util._crc32c, "__name__", "?"))
+    tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
+    consumer = KafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        check_crcs=True,
+        isolation_level="read_uncommitted",
+    )
+    try:
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        clock = Clock(args.timeout)
+
+        def poll_count():
+            return sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
+
+        def positions():
+            return {tp.partition: consumer.position(tp) for tp in tps}
+
+        records = drain(poll_count, positions, args, clock)
+    finally:
+        consumer.close()
+    import kafka
+
+    finish("kafka-python", args, records, clock.seconds, version=kafka.__version__, crc32c=crc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

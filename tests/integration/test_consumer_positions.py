@@ -1,0 +1,303 @@
+"""Issue 4: the manual-assignment API against the real broker — assign,
+seek / position / highwater, pause / resume, beginning / end offsets,
+offsets_for_times, topics, iteration with consumer_timeout_ms, max_records
+and max_poll_records, configuration errors, close and the context manager,
+auto_offset_reset earliest / latest / none, and OFFSET_OUT_OF_RANGE after
+DeleteRecords. Run over kafka-python's and fastkc's KafkaConsumer."""
+import time
+
+import pytest
+
+from tests.support.consumers import poll_records, read_all
+from tests.support.kafka_tools import Message, produce
+
+# Partition 0 holds P0_COUNT records with CreateTime BASE + STEP * offset,
+# partition 1 P1_COUNT records, partition 2 nothing.
+P0_COUNT = 50
+P1_COUNT = 30
+STEP = 10
+
+
+@pytest.fixture(scope="module")
+def shared(kafka_broker):
+    """A 3-partition topic written once for the read-only tests here."""
+    from tests.support.kafka_tools import create_topic, unique_name
+
+    topic = create_topic(kafka_broker.bootstrap_servers, unique_name("consumer-positions"), partitions=3)
+    base = int(time.time() * 1000) - 600_000
+    messages = [Message(key=b"p0-%d" % i, value=b"v%d" % i, timestamp=base + STEP * i, partition=0)
+                for i in range(P0_COUNT)]
+    messages += [Message(key=b"p1-%d" % i, value=b"w%d" % i, partition=1) for i in range(P1_COUNT)]
+    written = produce(kafka_broker.bootstrap_servers, topic, messages)
+    assert [w.offset for w in written[:P0_COUNT]] == list(range(P0_COUNT))
+    return topic, base
+
+
+def _tps(flavour, topic, *partitions):
+    return [flavour.TopicPartition(topic, p) for p in partitions]
+
+
+def test_assign_and_assignment(flavour, open_consumer, shared):
+    topic, _ = shared
+    tp0, tp1, tp2 = _tps(flavour, topic, 0, 1, 2)
+    consumer = open_consumer()
+    assert consumer.assignment() == set()
+    consumer.assign([tp0, tp1])
+    assert consumer.assignment() == {tp0, tp1}
+    # A new assign replaces the old one, it does not add to it.
+    consumer.assign([tp2])
+    assert consumer.assignment() == {tp2}
+    consumer.assign([])
+    assert consumer.assignment() == set()
+
+
+def test_seek_position_highwater(flavour, open_consumer, shared):
+    topic, _ = shared
+    (tp0,) = _tps(flavour, topic, 0)
+    consumer = open_consumer(auto_offset_reset="earliest")
+    consumer.assign([tp0])
+    # No fetch yet: the high watermark is unknown.
+    assert consumer.highwater(tp0) is None
+    consumer.seek(tp0, 20)
+    assert consumer.position(tp0) == 20
+    consumed = poll_records(consumer, P0_COUNT - 20)
+    assert [r.offset for r in consumed] == list(range(20, P0_COUNT))
+    assert [r.value for r in consumed] == [b"v%d" % i for i in range(20, P0_COUNT)]
+    assert consumer.position(tp0) == P0_COUNT
+    assert consumer.highwater(tp0) == P0_COUNT
+
+    consumer.seek_to_beginning(tp0)
+    assert consumer.position(tp0) == 0
+    first = poll_records(consumer, 1, settle_ms=0, max_records=1)
+    assert [r.offset for r in first] == [0]
+    assert consumer.position(tp0) == 1
+
+    consumer.seek_to_end(tp0)
+    assert consumer.position(tp0) == P0_COUNT
+    assert consumer.poll(timeout_ms=500) == {}
+
+    # seek backwards after reaching the end re-delivers from there.
+    consumer.seek(tp0, P0_COUNT - 3)
+    again = poll_records(consumer, 3)
+    assert [r.offset for r in again] == [P0_COUNT - 3, P0_COUNT - 2, P0_COUNT - 1]
+
+
+def test_seek_to_beginning_and_end_without_arguments_cover_the_assignment(flavour, open_consumer, shared):
+    topic, _ = shared
+    tp0, tp1, tp2 = _tps(flavour, topic, 0, 1, 2)
+    consumer = open_consumer()
+    consumer.assign([tp0, tp1, tp2])
+    consumer.seek_to_end()
+    assert [consumer.position(tp) for tp in (tp0, tp1, tp2)] == [P0_COUNT, P1_COUNT, 0]
+    consumer.seek_to_beginning()
+    assert [consumer.position(tp) for tp in (tp0, tp1, tp2)] == [0, 0, 0]
+
+
+def test_paused_partition_yields_nothing_while_others_flow(flavour, open_consumer, shared):
+    topic, _ = shared
+    tp0, tp1 = _tps(flavour, topic, 0, 1)
+    consumer = open_consumer()
+    consumer.assign([tp0, tp1])
+    consumer.seek_to_beginning()
+    consumer.pause(tp0)
+    assert consumer.paused() == {tp0}
+    flowing = poll_records(consumer, P1_COUNT, settle_ms=1000)
+    assert [(r.partition, r.offset) for r in flowing] == [(1, i) for i in range(P1_COUNT)]
+    # Paused: still nothing from partition 0, its position untouched.
+    assert consumer.poll(timeout_ms=500) == {}
+    assert consumer.position(tp0) == 0
+
+    consumer.resume(tp0)
+    assert consumer.paused() == set()
+    resumed = poll_records(consumer, P0_COUNT)
+    assert [(r.partition, r.offset) for r in resumed] == [(0, i) for i in range(P0_COUNT)]
+
+
+def test_beginning_and_end_offsets(flavour, open_consumer, shared):
+    topic, _ = shared
+    tp0, tp1, tp2 = _tps(flavour, topic, 0, 1, 2)
+    consumer = open_consumer()
+    # No assignment is needed to ask.
+    assert consumer.beginning_offsets([tp0, tp1, tp2]) == {tp0: 0, tp1: 0, tp2: 0}
+    assert consumer.end_offsets([tp0, tp1, tp2]) == {tp0: P0_COUNT, tp1: P1_COUNT, tp2: 0}
+
+
+def test_offsets_for_times(flavour, open_consumer, shared):
+    topic, base = shared
+    tp0, tp2 = _tps(flavour, topic, 0, 2)
+    consumer = open_consumer()
+    found = consumer.offsets_for_times({tp0: base + STEP * 7})
+    assert (found[tp0].offset, found[tp0].timestamp) == (7, base + STEP * 7)
+    # Between two records: the first record at or after the time.
+    found = consumer.offsets_for_times({tp0: base + STEP * 7 + 1})
+    assert (found[tp0].offset, found[tp0].timestamp) == (8, base + STEP * 8)
+    # Before every record: the first one.
+    found = consumer.offsets_for_times({tp0: 0})
+    assert (found[tp0].offset, found[tp0].timestamp) == (0, base)
+    # After the last record, or on an empty partition: None.
+    found = consumer.offsets_for_times({tp0: base + STEP * P0_COUNT + 1, tp2: base})
+    assert found == {tp0: None, tp2: None}
+
+
+def test_topics_and_partitions_for_topic(flavour, open_consumer, shared):
+    topic, _ = shared
+    consumer = open_consumer()
+    topics = consumer.topics()
+    assert topic in topics
+    assert consumer.partitions_for_topic(topic) == {0, 1, 2}
+    # An unknown topic has no partitions (kafka-python 3: an empty set).
+    assert not consumer.partitions_for_topic("no-such-topic-" + topic)
+
+
+def test_iteration_stops_after_consumer_timeout_ms(flavour, open_consumer, shared):
+    topic, _ = shared
+    (tp1,) = _tps(flavour, topic, 1)
+    consumer = open_consumer(consumer_timeout_ms=1000)
+    consumer.assign([tp1])
+    consumer.seek_to_beginning(tp1)
+    began = time.monotonic()
+    records = list(consumer)
+    elapsed = time.monotonic() - began
+    assert [r.offset for r in records] == list(range(P1_COUNT))
+    assert [r.key for r in records] == [b"p1-%d" % i for i in range(P1_COUNT)]
+    # It stops about a second after the last record (generous bound: a
+    # shared 2-core machine), and does not stop before the timeout.
+    assert 1.0 <= elapsed < 20.0
+
+
+def test_poll_max_records(flavour, open_consumer, shared):
+    topic, _ = shared
+    (tp0,) = _tps(flavour, topic, 0)
+    consumer = open_consumer()
+    consumer.assign([tp0])
+    consumer.seek_to_beginning(tp0)
+    seen = []
+    deadline = time.monotonic() + 30
+    while len(seen) < P0_COUNT and time.monotonic() < deadline:
+        batch = consumer.poll(timeout_ms=500, max_records=7)
+        assert sum(len(v) for v in batch.values()) <= 7
+        seen.extend(r.offset for recs in batch.values() for r in recs)
+    # Nothing skipped between bounded polls (records held back are kept).
+    assert seen == list(range(P0_COUNT))
+
+
+def test_max_poll_records_config(flavour, open_consumer, shared):
+    topic, _ = shared
+    tp0, tp1 = _tps(flavour, topic, 0, 1)
+    consumer = open_consumer(max_poll_records=5)
+    consumer.assign([tp0, tp1])
+    consumer.seek_to_beginning()
+    seen = {0: [], 1: []}
+    sizes = []
+    deadline = time.monotonic() + 30
+    while sum(map(len, seen.values())) < P0_COUNT + P1_COUNT and time.monotonic() < deadline:
+        batch = consumer.poll(timeout_ms=500)
+        sizes.append(sum(len(v) for v in batch.values()))
+        for tp, recs in batch.items():
+            seen[tp.partition].extend(r.offset for r in recs)
+    assert max(sizes) == 5
+    assert seen == {0: list(range(P0_COUNT)), 1: list(range(P1_COUNT))}
+
+
+def test_unknown_config_key_is_a_configuration_error(flavour, kafka_broker):
+    with pytest.raises(flavour.error("KafkaConfigurationError")):
+        flavour.KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers, no_such_setting=1)
+
+
+def test_context_manager_closes(flavour, kafka_broker, shared):
+    topic, _ = shared
+    (tp1,) = _tps(flavour, topic, 1)
+    with flavour.KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers,
+                               enable_auto_commit=False) as consumer:
+        consumed = read_all(consumer, [tp1], P1_COUNT)
+        assert len(consumed) == P1_COUNT
+    # Closed: using it again is an IllegalStateError, not a hang.
+    with pytest.raises(flavour.error("IllegalStateError")):
+        consumer.poll(timeout_ms=100)
+    # close() twice is harmless.
+    consumer.close()
+
+
+# --- reset policies ---------------------------------------------------------------
+
+def test_auto_offset_reset_earliest(flavour, open_consumer, shared):
+    topic, _ = shared
+    (tp1,) = _tps(flavour, topic, 1)
+    consumer = open_consumer(auto_offset_reset="earliest")
+    consumer.assign([tp1])
+    consumed = poll_records(consumer, P1_COUNT)
+    assert [r.offset for r in consumed] == list(range(P1_COUNT))
+
+
+def test_auto_offset_reset_latest_sees_only_new_records(flavour, open_consumer, kafka_broker, make_topic):
+    topic = make_topic(partitions=1)
+    produce(kafka_broker.bootstrap_servers, topic, [Message(value=b"old-%d" % i, partition=0) for i in range(5)])
+    (tp,) = _tps(flavour, topic, 0)
+    consumer = open_consumer(auto_offset_reset="latest")
+    consumer.assign([tp])
+    # position() resolves the reset now, before the new records exist.
+    assert consumer.position(tp) == 5
+    produce(kafka_broker.bootstrap_servers, topic, [Message(value=b"new-%d" % i, partition=0) for i in range(3)])
+    consumed = poll_records(consumer, 3)
+    assert [(r.offset, r.value) for r in consumed] == [(5, b"new-0"), (6, b"new-1"), (7, b"new-2")]
+
+
+def test_auto_offset_reset_none_raises_on_poll(flavour, open_consumer, shared):
+    topic, _ = shared
+    (tp1,) = _tps(flavour, topic, 1)
+    consumer = open_consumer(auto_offset_reset="none")
+    consumer.assign([tp1])
+    with pytest.raises(flavour.error("NoOffsetForPartitionError")):
+        consumer.poll(timeout_ms=2000)
+    # A seek gives it a position: then it consumes normally.
+    consumer.seek(tp1, P1_COUNT - 2)
+    consumed = poll_records(consumer, 2)
+    assert [r.offset for r in consumed] == [P1_COUNT - 2, P1_COUNT - 1]
+
+
+@pytest.fixture
+def truncated_topic(kafka_broker, make_topic):
+    """A 1-partition topic of 20 records whose first 10 were deleted
+    (DeleteRecords: the log start offset is 10)."""
+    from confluent_kafka import TopicPartition as CkTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = make_topic(partitions=1)
+    produce(kafka_broker.bootstrap_servers, topic, [Message(value=b"r%d" % i, partition=0) for i in range(20)])
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    futures = admin.delete_records([CkTopicPartition(topic, 0, 10)])
+    for future in futures.values():
+        assert future.result(30).low_watermark == 10
+    return topic
+
+
+@pytest.mark.parametrize("policy", ["earliest", "latest"])
+def test_out_of_range_after_delete_records_follows_the_policy(flavour, open_consumer, kafka_broker,
+                                                               truncated_topic, policy):
+    (tp,) = _tps(flavour, truncated_topic, 0)
+    consumer = open_consumer(auto_offset_reset=policy)
+    assert consumer.beginning_offsets([tp]) == {tp: 10}
+    consumer.assign([tp])
+    consumer.seek(tp, 3)  # deleted: the fetch answers OFFSET_OUT_OF_RANGE
+    if policy == "earliest":
+        consumed = poll_records(consumer, 10)
+        assert [(r.offset, r.value) for r in consumed] == [(i, b"r%d" % i) for i in range(10, 20)]
+    else:
+        deadline = time.monotonic() + 30
+        while consumer.position(tp) != 20:
+            assert consumer.poll(timeout_ms=200) == {}
+            assert time.monotonic() < deadline, "no reset to the end within 30s"
+        produce(kafka_broker.bootstrap_servers, truncated_topic, [Message(value=b"after", partition=0)])
+        consumed = poll_records(consumer, 1)
+        assert [(r.offset, r.value) for r in consumed] == [(20, b"after")]
+
+
+def test_out_of_range_with_policy_none_raises(flavour, open_consumer, truncated_topic):
+    (tp,) = _tps(flavour, truncated_topic, 0)
+    consumer = open_consumer(auto_offset_reset="none")
+    consumer.assign([tp])
+    consumer.seek(tp, 3)
+    with pytest.raises(flavour.error("OffsetOutOfRangeError")):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert consumer.poll(timeout_ms=200) == {}

@@ -5,6 +5,7 @@
     fastkc broker status [--name N | --data-dir D] [--json]
     fastkc broker resolve [--kafka-version V ...]
     fastkc demo [--records N] [--record-size B] [--partitions P] [--compression C]
+    fastkc bench [--records N] [--record-size B] [--partitions P] [--compression C] [--repeat R] [--clients ...]
 
 Subcommands are argparse subparsers, each with its own handler, so later
 commands (consume, bench) plug in beside `broker`.
@@ -89,6 +90,33 @@ def _demo(args):
     return 0
 
 
+def _bench_driver():
+    """benchmarks.e2e.driver, or None outside a source checkout.
+
+    The benchmark's runners live in the checkout's benchmarks/ folder, not in
+    the installed package, and each runs as `python -m benchmarks.e2e...`.
+    """
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isfile(os.path.join(root, "benchmarks", "e2e", "driver.py")):
+        return None
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks.e2e import driver
+
+    return driver
+
+
+def _bench(args):
+    driver = _bench_driver()
+    if driver is None:
+        print("fastkc: error: `fastkc bench` runs from a source checkout (benchmarks/e2e/ is missing)",
+              file=sys.stderr)
+        return 2
+    return driver.run(args)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="fastkc", description="fastkc command-line tools")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -130,6 +158,13 @@ def build_parser():
     demo_p.add_argument("--compression", default="lz4", choices=("none", "gzip", "snappy", "lz4", "zstd"))
     demo_p.add_argument("--bootstrap", default=None, help="use this broker instead of the local one")
     demo_p.set_defaults(handler=_demo)
+
+    bench_p = commands.add_parser(
+        "bench", help="consume one topic with fastkc and every other client side by side; ratio table, JSON, PNG")
+    driver = _bench_driver()
+    if driver is not None:
+        driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
+    bench_p.set_defaults(handler=_bench)
     return parser
 
 

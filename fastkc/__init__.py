@@ -9,11 +9,14 @@ from fastkc.structs import (
 
 __version__ = "0.1.0"
 
+from fastkc.consumer import KafkaConsumer  # noqa: E402  (needs __version__ for its ApiVersions)
+
 #: "c" when the compiled core is in use, "python" for the pure-Python twin.
 backend = _backend.name
 
 __all__ = [
     "backend",
+    "KafkaConsumer",
     "ConsumerRecord",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",

@@ -174,6 +174,29 @@ class AuthorizationError(BrokerResponseError):
     pass
 
 
+# --- consumer-side errors (kafka-python 3.x names) ---------------------------
+class NoBrokersAvailable(KafkaTimeoutError):
+    """No bootstrap server answered within bootstrap_timeout_ms. A
+    KafkaTimeoutError, which is what kafka-python 3.x raises there."""
+
+
+class NodeNotReadyError(RetriableError):
+    """A request was aimed at a broker whose connection is not ready."""
+
+
+class TooManyInFlightRequests(RetriableError):
+    """max_in_flight_requests_per_connection requests already await answers."""
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """No position and auto_offset_reset='none'."""
+
+
+class LogTruncationError(KafkaError):
+    """The log was truncated below the position (KIP-320) and
+    auto_offset_reset='none' forbids resetting past it."""
+
+
 # --- the broker error-code table ---------------------------------------------
 # errno, kafka-python's class name, Kafka's error name (as kafka-python spells
 # it), and flags: "retriable", "metadata" (retriable and metadata must be

@@ -1,0 +1,244 @@
+"""Consumer configuration: kafka-python 3.x's keys and defaults, validated once.
+
+`consumer_config(configs)` returns a complete, checked dict; the consumer, the
+client, the connections and (later) the group coordinator all read from it, so
+a key is validated in one place. An unknown key raises
+KafkaConfigurationError, as kafka-python does (a misspelt key would otherwise
+be ignored silently). Group keys (group_id, session_timeout_ms, …) are
+accepted and validated even though groups are not implemented yet, so code
+written for kafka-python constructs unchanged.
+"""
+import socket
+import ssl
+
+from fastkc.errors import KafkaConfigurationError
+
+try:  # kafka-python's assignor classes are the documented default value
+    from kafka.coordinator.assignors.range import RangePartitionAssignor as _Range
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor as _RoundRobin
+
+    _DEFAULT_ASSIGNORS = (_Range, _RoundRobin)
+except ImportError:  # kafka-python is not a dependency; the names stand in until assignors.py lands
+    _DEFAULT_ASSIGNORS = ("range", "roundrobin")
+
+
+def _default_commit_callback(offsets, response):
+    return True
+
+
+CONSUMER_DEFAULTS = {
+    "bootstrap_servers": "localhost",
+    "client_id": "fastkc",
+    "client_rack": "",
+    "group_id": None,
+    "group_instance_id": None,
+    "key_deserializer": None,
+    "value_deserializer": None,
+    "enable_incremental_fetch_sessions": True,
+    "fetch_max_wait_ms": 500,
+    "fetch_min_bytes": 1,
+    "fetch_max_bytes": 52428800,
+    "max_partition_fetch_bytes": 1 * 1024 * 1024,
+    "request_timeout_ms": 30000,
+    "retry_backoff_ms": 100,
+    "reconnect_backoff_ms": 50,
+    "reconnect_backoff_max_ms": 30000,
+    "max_in_flight_requests_per_connection": 5,
+    "auto_offset_reset": "latest",
+    "enable_auto_commit": True,
+    "auto_commit_interval_ms": 5000,
+    "default_offset_commit_callback": _default_commit_callback,
+    "check_crcs": True,
+    "isolation_level": "read_uncommitted",
+    "allow_auto_create_topics": True,
+    "metadata_max_age_ms": 5 * 60 * 1000,
+    "client_dns_lookup": "use_all_dns_ips",
+    "partition_assignment_strategy": _DEFAULT_ASSIGNORS,
+    "max_poll_records": 500,
+    "max_poll_interval_ms": 300000,
+    "session_timeout_ms": 45000,
+    "heartbeat_interval_ms": 3000,
+    "receive_buffer_bytes": None,
+    "send_buffer_bytes": None,
+    "receive_message_max_bytes": 100000000,
+    "socket_options": [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+    "consumer_timeout_ms": float("inf"),
+    "security_protocol": "PLAINTEXT",
+    "ssl_context": None,
+    "ssl_check_hostname": True,
+    "ssl_cafile": None,
+    "ssl_certfile": None,
+    "ssl_keyfile": None,
+    "ssl_crlfile": None,
+    "ssl_password": None,
+    "ssl_ciphers": None,
+    "api_version": None,
+    "bootstrap_timeout_ms": 30000,
+    "connections_max_idle_ms": 9 * 60 * 1000,
+    "metric_reporters": [],
+    "metrics_enabled": True,
+    "metrics_num_samples": 2,
+    "metrics_sample_window_ms": 30000,
+    "metric_group_prefix": "consumer",
+    "selector": None,
+    "exclude_internal_topics": True,
+    "sasl_mechanism": None,
+    "sasl_plain_username": None,
+    "sasl_plain_password": None,
+    "sasl_kerberos_name": None,
+    "sasl_kerberos_service_name": "kafka",
+    "sasl_kerberos_domain_name": None,
+    "sasl_oauth_token_provider": None,
+    "proxy_url": None,
+    "socks5_proxy": None,
+    "kafka_client": None,
+}
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_DEPRECATED_RESETS = {"smallest": "earliest", "largest": "latest"}
+
+_POSITIVE_INTS = (
+    "fetch_max_bytes", "max_partition_fetch_bytes", "request_timeout_ms", "max_in_flight_requests_per_connection",
+    "max_poll_records", "max_poll_interval_ms", "session_timeout_ms", "heartbeat_interval_ms",
+    "receive_message_max_bytes", "bootstrap_timeout_ms", "connections_max_idle_ms", "metrics_num_samples",
+    "metrics_sample_window_ms", "auto_commit_interval_ms",
+)
+_NON_NEGATIVE_INTS = (
+    "fetch_max_wait_ms", "fetch_min_bytes", "retry_backoff_ms", "reconnect_backoff_ms", "reconnect_backoff_max_ms",
+    "metadata_max_age_ms",
+)
+
+
+def _fail(message):
+    raise KafkaConfigurationError(message)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def consumer_config(configs):
+    """The full configuration: defaults overlaid with `configs`, validated."""
+    unknown = set(configs).difference(CONSUMER_DEFAULTS)
+    if unknown:
+        _fail("Unrecognized configs: {0}".format(sorted(unknown)))
+    config = dict(CONSUMER_DEFAULTS)
+    config["socket_options"] = list(CONSUMER_DEFAULTS["socket_options"])
+    config.update(configs)
+
+    for key in _POSITIVE_INTS:
+        if not _is_int(config[key]) or config[key] <= 0:
+            _fail("{0} must be a positive int, not {1!r}".format(key, config[key]))
+    for key in _NON_NEGATIVE_INTS:
+        if not _is_int(config[key]) or config[key] < 0:
+            _fail("{0} must be a non-negative int, not {1!r}".format(key, config[key]))
+    if config["reconnect_backoff_max_ms"] < config["reconnect_backoff_ms"]:
+        _fail("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
+
+    reset = config["auto_offset_reset"]
+    reset = _DEPRECATED_RESETS.get(reset, reset)
+    if reset not in ("earliest", "latest", "none"):
+        _fail("auto_offset_reset must be 'earliest', 'latest' or 'none', not {0!r}".format(reset))
+    config["auto_offset_reset"] = reset
+
+    if config["isolation_level"] not in ("read_uncommitted", "read_committed"):
+        _fail("isolation_level must be 'read_uncommitted' or 'read_committed', not {0!r}".format(
+            config["isolation_level"]))
+
+    # The same ordering kafka-python enforces: a fetch may wait fetch_max_wait_ms
+    # inside a request that must not time out, on a connection that must not
+    # be closed as idle meanwhile.
+    if not (config["fetch_max_wait_ms"] < config["request_timeout_ms"] < config["connections_max_idle_ms"]):
+        _fail(
+            "connections_max_idle_ms ({0}) must be larger than request_timeout_ms ({1}) which must be "
+            "larger than fetch_max_wait_ms ({2}).".format(
+                config["connections_max_idle_ms"], config["request_timeout_ms"], config["fetch_max_wait_ms"])
+        )
+    # A Fetch response frame carries the records (up to fetch_max_bytes, or
+    # one whole batch beyond it) plus headers: let the frame guard follow.
+    frame_needed = config["fetch_max_bytes"] + config["max_partition_fetch_bytes"]
+    if config["receive_message_max_bytes"] < frame_needed:
+        config["receive_message_max_bytes"] = frame_needed
+
+    servers = config["bootstrap_servers"]
+    if isinstance(servers, str):
+        servers = [s.strip() for s in servers.split(",") if s.strip()]
+    elif isinstance(servers, (list, tuple)) and all(isinstance(s, str) for s in servers):
+        servers = [s.strip() for s in servers if s.strip()]
+    else:
+        _fail("bootstrap_servers must be a str or a list of str, not {0!r}".format(servers))
+    if not servers:
+        _fail("bootstrap_servers is empty")
+    config["bootstrap_servers"] = [parse_host_port(s) for s in servers]
+
+    if not isinstance(config["client_id"], str):
+        _fail("client_id must be a str")
+    if not isinstance(config["client_rack"], str):
+        _fail("client_rack must be a str")
+    if config["group_id"] is not None and not isinstance(config["group_id"], str):
+        _fail("group_id must be a str or None")
+    for key in ("key_deserializer", "value_deserializer"):
+        value = config[key]
+        if value is not None and not callable(value) and not callable(getattr(value, "deserialize", None)):
+            _fail("{0} must be callable or have a deserialize() method".format(key))
+    timeout = config["consumer_timeout_ms"]
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+        _fail("consumer_timeout_ms must be a non-negative number")
+
+    if config["security_protocol"] not in SECURITY_PROTOCOLS:
+        _fail("security_protocol must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, config["security_protocol"]))
+    if config["security_protocol"].startswith("SASL"):
+        if config["sasl_mechanism"] not in SASL_MECHANISMS:
+            _fail("sasl_mechanism must be one of {0} (fastkc does not implement {1!r})".format(
+                SASL_MECHANISMS, config["sasl_mechanism"]))
+        if config["sasl_plain_username"] is None or config["sasl_plain_password"] is None:
+            _fail("sasl_plain_username and sasl_plain_password are required for {0}".format(config["sasl_mechanism"]))
+    if config["ssl_context"] is not None and not isinstance(config["ssl_context"], ssl.SSLContext):
+        _fail("ssl_context must be an ssl.SSLContext")
+    if config["client_dns_lookup"] not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only", "default"):
+        _fail("client_dns_lookup must be 'use_all_dns_ips' or 'resolve_canonical_bootstrap_servers_only'")
+    if config["proxy_url"] is not None or config["socks5_proxy"] is not None:
+        _fail("fastkc does not support proxies (proxy_url / socks5_proxy)")
+    if config["sasl_oauth_token_provider"] is not None:
+        _fail("fastkc does not support OAUTHBEARER (sasl_oauth_token_provider)")
+    return config
+
+
+def parse_host_port(server, default_port=9092):
+    """'host:port', '[v6]:port' or 'host' → (host, port)."""
+    server = server.strip()
+    if server.startswith("["):
+        host, _, rest = server[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif server.count(":") == 1:
+        host, _, port = server.partition(":")
+    else:  # a bare host, or a bare IPv6 address
+        host, port = server, ""
+    if not host:
+        _fail("bootstrap server {0!r} has no host".format(server))
+    if port == "":
+        return host, default_port
+    try:
+        number = int(port)
+    except ValueError:
+        _fail("bootstrap server {0!r} has a bad port".format(server))
+    if not 0 < number < 65536:
+        _fail("bootstrap server {0!r} has a port outside 1..65535".format(server))
+    return host, number
+
+
+def build_ssl_context(config):
+    """The SSLContext for SSL / SASL_SSL: the user's, or one from the ssl_* keys."""
+    if config["ssl_context"] is not None:
+        return config["ssl_context"]
+    context = ssl.create_default_context(cafile=config["ssl_cafile"])
+    context.check_hostname = bool(config["ssl_check_hostname"])
+    if config["ssl_certfile"]:
+        context.load_cert_chain(config["ssl_certfile"], config["ssl_keyfile"], config["ssl_password"])
+    if config["ssl_crlfile"]:
+        context.load_verify_locations(config["ssl_crlfile"])
+        context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
+    if config["ssl_ciphers"]:
+        context.set_ciphers(config["ssl_ciphers"])
+    return context

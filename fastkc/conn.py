@@ -1,0 +1,623 @@
+"""One broker connection: a non-blocking socket driven by the client's selector.
+
+States (ConnectionState), changed only through `_set_state`, which allows the
+legal transitions and raises IllegalStateError on any other:
+
+    DISCONNECTED → CONNECTING → [HANDSHAKE (TLS)] → API_VERSIONS → [AUTHENTICATING (SASL)] → READY
+    any state → DISCONNECTED (failure or close)
+
+ApiVersions comes before SASL, as in the Java client: a broker answers it
+unauthenticated, and its answer picks the SaslHandshake/SaslAuthenticate
+versions.
+
+The connection does no blocking I/O and has no thread. The client's selector
+says when the socket is readable or writable and calls `on_writable` /
+`on_readable`; `check_timeouts` fails a request that waited longer than
+request_timeout_ms. Requests are framed with fastkc.protocol.framing, carry
+increasing correlation ids, and at most max_in_flight_requests_per_connection
+await answers at once; Kafka answers in order on one connection, so the
+oldest in-flight request is the one the next frame must answer.
+
+A request's callback is called as callback(payload, error): the response
+payload (response header included; the caller decodes the body, so the Fetch
+response goes to the compiled parser untouched) or an error and None. When the
+connection fails every in-flight request gets the error. After a failure the
+next connect waits reconnect_backoff_ms doubled per consecutive failure, up to
+reconnect_backoff_max_ms, with ±20 % jitter so clients do not reconnect in
+lockstep; each attempt uses the next resolved address of the host.
+"""
+import base64
+import collections
+import enum
+import errno
+import hashlib
+import hmac
+import logging
+import os
+import random
+import socket
+import ssl
+import time
+
+from fastkc.errors import (
+    CorrelationIdError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    NodeNotReadyError,
+    ProtocolParseError,
+    SaslAuthenticationFailedError,  # noqa: F401 (built from the broker error table)
+    TooManyInFlightRequests,
+    UnsupportedSaslMechanismError,
+    for_code,
+)
+from fastkc.protocol import codec
+from fastkc.protocol.framing import Framer
+from fastkc.protocol.messages import API_VERSIONS, get_api
+
+log = logging.getLogger(__name__)
+
+_UNSUPPORTED_VERSION = 35
+_RECV_CHUNK = 1 << 20
+
+
+class ConnectionState(enum.Enum):
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"
+    HANDSHAKE = "handshake"
+    API_VERSIONS = "api_versions"
+    AUTHENTICATING = "authenticating"
+    READY = "ready"
+
+
+_S = ConnectionState
+_LEGAL_TRANSITIONS = {
+    _S.DISCONNECTED: {_S.CONNECTING},
+    _S.CONNECTING: {_S.HANDSHAKE, _S.API_VERSIONS, _S.DISCONNECTED},
+    _S.HANDSHAKE: {_S.API_VERSIONS, _S.DISCONNECTED},
+    _S.API_VERSIONS: {_S.AUTHENTICATING, _S.READY, _S.DISCONNECTED},
+    _S.AUTHENTICATING: {_S.READY, _S.DISCONNECTED},
+    _S.READY: {_S.DISCONNECTED},
+}
+
+
+class InFlightRequest:
+    __slots__ = ("correlation_id", "api_name", "version", "callback", "deadline", "sent_at")
+
+    def __init__(self, correlation_id, api_name, version, callback, deadline, sent_at):
+        self.correlation_id = correlation_id
+        self.api_name = api_name
+        self.version = version
+        self.callback = callback
+        self.deadline = deadline
+        self.sent_at = sent_at
+
+
+def pick_version(api_name, broker_versions):
+    """The highest version of `api_name` both fastkc and the broker speak, or
+    None when there is none. broker_versions: {api_key: (min, max)}."""
+    api = get_api(api_name)
+    theirs = broker_versions.get(api.key)
+    if theirs is None:
+        return None
+    lo, hi = max(api.min_version, theirs[0]), min(api.max_version, theirs[1])
+    return hi if lo <= hi else None
+
+
+class BrokerConnection:
+    def __init__(self, host, port, config, *, node_id=None, ssl_context=None, clock=time.monotonic,
+                 on_ready=None):
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.config = config
+        self._ssl_context = ssl_context
+        self._clock = clock
+        self._on_ready = on_ready
+        self.state = ConnectionState.DISCONNECTED
+        self.sock = None
+        #: api_key -> (min, max) the broker speaks, from ApiVersions
+        self.api_versions = {}
+        #: api name -> the version requests use (highest common), filled when READY
+        self.versions = {}
+        self.last_error = None
+        self.failures = 0
+        self._next_attempt = 0.0
+        self._addresses = []
+        self._address_index = 0
+        self._next_correlation_id = 0
+        self._in_flight = collections.deque()
+        self._out = bytearray()
+        self._framer = None
+        self._sasl = None
+        self._last_activity = clock()
+
+    def __repr__(self):
+        return "<BrokerConnection node={0} {1}:{2} {3}>".format(self.node_id, self.host, self.port, self.state.value)
+
+    # --- state ------------------------------------------------------------------
+    def _set_state(self, new_state):
+        if new_state not in _LEGAL_TRANSITIONS[self.state]:
+            raise IllegalStateError("connection {0}:{1}: illegal transition {2} -> {3}".format(
+                self.host, self.port, self.state.name, new_state.name))
+        self.state = new_state
+
+    @property
+    def ready(self):
+        return self.state is ConnectionState.READY
+
+    @property
+    def connecting(self):
+        return self.state not in (ConnectionState.READY, ConnectionState.DISCONNECTED)
+
+    def in_flight_count(self):
+        return len(self._in_flight)
+
+    def can_send(self):
+        return self.ready and len(self._in_flight) < self.config["max_in_flight_requests_per_connection"]
+
+    def backoff_remaining(self, now=None):
+        now = self._clock() if now is None else now
+        return max(0.0, self._next_attempt - now)
+
+    def wants_write(self):
+        return self.state is ConnectionState.CONNECTING or bool(self._out) or (
+            self.state is ConnectionState.HANDSHAKE and self._handshake_wants_write)
+
+    # --- connecting ---------------------------------------------------------------
+    def connect(self):
+        """Start a connection attempt if DISCONNECTED and the backoff allows.
+        Returns True when an attempt is under way (or the connection is up)."""
+        if self.state is not ConnectionState.DISCONNECTED:
+            return True
+        now = self._clock()
+        if now < self._next_attempt:
+            return False
+        if not self._addresses or self._address_index >= len(self._addresses):
+            try:
+                self._addresses = self._resolve()
+            except OSError as exc:
+                self._fail(KafkaConnectionError("cannot resolve {0}:{1}: {2}".format(self.host, self.port, exc)),
+                           transition=False)
+                return False
+            self._address_index = 0
+        family, socktype, proto, _, address = self._addresses[self._address_index]
+        self._address_index += 1
+        sock = socket.socket(family, socktype, proto)
+        try:
+            for option in self.config["socket_options"]:
+                sock.setsockopt(*option)
+            if self.config["receive_buffer_bytes"] is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.config["receive_buffer_bytes"])
+            if self.config["send_buffer_bytes"] is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.config["send_buffer_bytes"])
+            sock.setblocking(False)
+            code = sock.connect_ex(address)
+        except OSError as exc:
+            sock.close()
+            self._fail(KafkaConnectionError("connect to {0}:{1} failed: {2}".format(self.host, self.port, exc)),
+                       transition=False)
+            return False
+        self.sock = sock
+        self._framer = Framer(self.config["receive_message_max_bytes"])
+        self._out = bytearray()
+        self._set_state(ConnectionState.CONNECTING)
+        self._connect_deadline = now + self.config["request_timeout_ms"] / 1000.0
+        self._last_activity = now
+        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
+            self._fail(KafkaConnectionError("connect to {0}:{1} ({2}) failed: {3}".format(
+                self.host, self.port, address[0], os.strerror(code))))
+            return False
+        return True
+
+    def _resolve(self):
+        infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
+        if not infos:
+            raise OSError("no addresses")
+        return infos
+
+    def _tcp_connected(self):
+        code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self._fail(KafkaConnectionError("connect to {0}:{1} failed: {2}".format(
+                self.host, self.port, os.strerror(code))))
+            return
+        if self._ssl_context is not None:
+            try:
+                self.sock = self._ssl_context.wrap_socket(
+                    self.sock, server_hostname=self.host, do_handshake_on_connect=False)
+            except (ssl.SSLError, OSError) as exc:
+                self._fail(KafkaConnectionError("TLS setup with {0}:{1} failed: {2}".format(self.host, self.port, exc)))
+                return
+            self._set_state(ConnectionState.HANDSHAKE)
+            self._handshake_wants_write = True
+            self._tls_handshake()
+        else:
+            self._start_api_versions()
+
+    _handshake_wants_write = False
+
+    def _tls_handshake(self):
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._handshake_wants_write = False
+            return
+        except ssl.SSLWantWriteError:
+            self._handshake_wants_write = True
+            return
+        except (ssl.SSLError, OSError) as exc:
+            self._fail(KafkaConnectionError("TLS handshake with {0}:{1} failed: {2}".format(self.host, self.port, exc)))
+            return
+        self._handshake_wants_write = False
+        self._start_api_versions()
+
+    def _start_api_versions(self, version=None):
+        if self.state is not ConnectionState.API_VERSIONS:
+            self._set_state(ConnectionState.API_VERSIONS)
+        version = API_VERSIONS.max_version if version is None else version
+        body = {"client_software_name": "fastkc", "client_software_version": _fastkc_version()}
+        self._send_now("ApiVersions", version, body, self._api_versions_answered)
+
+    def _api_versions_answered(self, payload, error):
+        if error is not None:
+            return  # the connection has already failed with it
+        version = self._in_flight_version_of_last
+        try:
+            _, start = codec.decode_response_header("ApiVersions", version, payload)
+            if len(payload) - start >= 2 and int.from_bytes(payload[start:start + 2], "big", signed=True) \
+                    == _UNSUPPORTED_VERSION and version > 0:
+                # Older brokers answer an ApiVersions version they do not know
+                # in the v0 layout, with their own range: ask again within it.
+                _, answer = codec.decode_response("ApiVersions", 0, payload)
+                ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in answer["api_keys"]}
+                broker_max = ranges.get(API_VERSIONS.key, (0, 0))[1]
+                self._start_api_versions(max(0, min(broker_max, version - 1)))
+                return
+            _, answer = codec.decode_response("ApiVersions", version, payload)
+        except ProtocolParseError as exc:
+            self._fail(exc)
+            return
+        if answer["error_code"]:
+            self._fail(for_code(answer["error_code"])("ApiVersions v{0} refused by {1}:{2}".format(
+                version, self.host, self.port)))
+            return
+        self.api_versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in answer["api_keys"]}
+        self.versions = {}
+        protocol = self.config["security_protocol"]
+        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            self._set_state(ConnectionState.AUTHENTICATING)
+            self._start_sasl()
+        else:
+            self._become_ready()
+
+    def _become_ready(self):
+        self._set_state(ConnectionState.READY)
+        self.failures = 0
+        self.last_error = None
+        if self._on_ready is not None:
+            self._on_ready(self)
+
+    # --- SASL -----------------------------------------------------------------------
+    def _start_sasl(self):
+        mechanism = self.config["sasl_mechanism"]
+        version = pick_version("SaslHandshake", self.api_versions)
+        if version is None:
+            self._fail(UnsupportedSaslMechanismError("{0}:{1} does not speak SaslHandshake".format(self.host, self.port)))
+            return
+        self._sasl = SaslExchange(mechanism, self.config["sasl_plain_username"], self.config["sasl_plain_password"])
+        self._send_now("SaslHandshake", version, {"mechanism": mechanism}, self._sasl_handshake_answered)
+
+    def _sasl_handshake_answered(self, payload, error):
+        if error is not None:
+            return
+        try:
+            _, answer = codec.decode_response("SaslHandshake", self._in_flight_version_of_last, payload)
+        except ProtocolParseError as exc:
+            self._fail(exc)
+            return
+        if answer["error_code"]:
+            self._fail(for_code(answer["error_code"])("SASL mechanism {0} refused by {1}:{2} (it offers {3})".format(
+                self.config["sasl_mechanism"], self.host, self.port, answer["mechanisms"])))
+            return
+        self._sasl_send(self._sasl.first_message())
+
+    def _sasl_send(self, auth_bytes):
+        version = pick_version("SaslAuthenticate", self.api_versions)
+        if version is None:
+            self._fail(UnsupportedSaslMechanismError(
+                "{0}:{1} does not speak SaslAuthenticate (pre-1.0 brokers are not supported)".format(self.host, self.port)))
+            return
+        self._send_now("SaslAuthenticate", version, {"auth_bytes": auth_bytes}, self._sasl_answered)
+
+    def _sasl_answered(self, payload, error):
+        if error is not None:
+            return
+        try:
+            _, answer = codec.decode_response("SaslAuthenticate", self._in_flight_version_of_last, payload)
+        except ProtocolParseError as exc:
+            self._fail(exc)
+            return
+        if answer["error_code"]:
+            self._fail(for_code(answer["error_code"])("SASL {0} authentication with {1}:{2} failed: {3}".format(
+                self.config["sasl_mechanism"], self.host, self.port, answer["error_message"])))
+            return
+        try:
+            reply = self._sasl.receive(answer["auth_bytes"])
+        except KafkaError as exc:
+            self._fail(exc)
+            return
+        if reply is None:
+            self._sasl = None
+            self._become_ready()
+        else:
+            self._sasl_send(reply)
+
+    # --- sending ---------------------------------------------------------------------
+    def send(self, api_name, body, callback, version=None):
+        """Queue one request; returns its correlation id. The callback runs
+        from the client's poll with (payload, None) or (None, error)."""
+        if not self.ready:
+            raise NodeNotReadyError("connection to {0}:{1} is {2}".format(self.host, self.port, self.state.value))
+        if len(self._in_flight) >= self.config["max_in_flight_requests_per_connection"]:
+            raise TooManyInFlightRequests("{0}:{1} already has {2} requests in flight".format(
+                self.host, self.port, len(self._in_flight)))
+        if version is None:
+            version = self.version_for(api_name)
+        return self._send_now(api_name, version, body, callback)
+
+    def version_for(self, api_name):
+        version = self.versions.get(api_name)
+        if version is None:
+            version = pick_version(api_name, self.api_versions)
+            if version is None:
+                from fastkc.errors import IncompatibleBrokerVersion
+
+                raise IncompatibleBrokerVersion("{0}:{1} speaks no {2} version fastkc knows".format(
+                    self.host, self.port, api_name))
+            self.versions[api_name] = version
+        return version
+
+    def _send_now(self, api_name, version, body, callback):
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        payload = codec.encode_request(api_name, version, body, correlation_id=correlation_id,
+                                       client_id=self.config["client_id"])
+        self._out += len(payload).to_bytes(4, "big")
+        self._out += payload
+        now = self._clock()
+        self._in_flight.append(InFlightRequest(correlation_id, api_name, version, callback,
+                                               now + self.config["request_timeout_ms"] / 1000.0, now))
+        self._flush()
+        return correlation_id
+
+    def _flush(self):
+        if not self._out or self.sock is None:
+            return
+        try:
+            sent = self.sock.send(self._out)
+        except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            return
+        except OSError as exc:
+            self._fail(KafkaConnectionError("send to {0}:{1} failed: {2}".format(self.host, self.port, exc)))
+            return
+        del self._out[:sent]
+        self._last_activity = self._clock()
+
+    # --- selector events ---------------------------------------------------------------
+    def on_writable(self):
+        if self.state is ConnectionState.CONNECTING:
+            self._tcp_connected()
+        elif self.state is ConnectionState.HANDSHAKE:
+            self._tls_handshake()
+        else:
+            self._flush()
+
+    def on_readable(self):
+        """Read what the socket has; returns [(InFlightRequest, payload)] of the
+        answers to caller requests (handshake answers are handled here)."""
+        if self.state is ConnectionState.CONNECTING:
+            self._tcp_connected()
+            return []
+        if self.state is ConnectionState.HANDSHAKE:
+            self._tls_handshake()
+            return []
+        if self.sock is None:
+            return []
+        answered = []
+        while True:
+            try:
+                chunk = self.sock.recv(_RECV_CHUNK)
+            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                break
+            except OSError as exc:
+                self._fail(KafkaConnectionError("receive from {0}:{1} failed: {2}".format(self.host, self.port, exc)))
+                return answered
+            if not chunk:
+                self._fail(KafkaConnectionError("{0}:{1} closed the connection".format(self.host, self.port)))
+                return answered
+            self._last_activity = self._clock()
+            try:
+                frames = self._framer.feed(chunk)
+            except KafkaProtocolError as exc:
+                self._fail(exc)
+                return answered
+            for payload in frames:
+                if not self._take_frame(payload, answered):
+                    return answered
+            if len(chunk) < _RECV_CHUNK and not (self._ssl_context is not None and self.sock.pending()):
+                break
+        return answered
+
+    def _take_frame(self, payload, answered):
+        if not self._in_flight:
+            self._fail(CorrelationIdError("{0}:{1} sent a response nobody asked for".format(self.host, self.port)))
+            return False
+        request = self._in_flight.popleft()
+        got = int.from_bytes(payload[:4], "big", signed=True) if len(payload) >= 4 else None
+        if got != request.correlation_id:
+            self._fail(CorrelationIdError("{0}:{1}: {2} expected correlation id {3}, got {4}".format(
+                self.host, self.port, request.api_name, request.correlation_id, got)), extra=[request])
+            return False
+        if self.state is ConnectionState.READY:
+            answered.append((request, payload))
+        else:
+            # a handshake step: its callback drives the state machine now
+            self._in_flight_version_of_last = request.version
+            request.callback(payload, None)
+            if self.state is ConnectionState.DISCONNECTED:
+                return False
+        return True
+
+    _in_flight_version_of_last = 0
+
+    def check_timeouts(self, now=None):
+        """Fail the connection when its oldest request (or the connect) is overdue."""
+        now = self._clock() if now is None else now
+        if self.state is ConnectionState.DISCONNECTED:
+            return
+        if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE) and now > self._connect_deadline:
+            self._fail(KafkaTimeoutError("connecting to {0}:{1} timed out".format(self.host, self.port)))
+        elif self._in_flight and now > self._in_flight[0].deadline:
+            request = self._in_flight[0]
+            self._fail(KafkaTimeoutError("{0} to {1}:{2}: no answer within {3} ms".format(
+                request.api_name, self.host, self.port, self.config["request_timeout_ms"])))
+
+    def next_deadline(self):
+        """When check_timeouts must next look (monotonic seconds), or None."""
+        if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE):
+            return self._connect_deadline
+        if self._in_flight:
+            return self._in_flight[0].deadline
+        return None
+
+    def idle_for(self, now=None):
+        now = self._clock() if now is None else now
+        return now - self._last_activity if not self._in_flight else 0.0
+
+    # --- failure and close -------------------------------------------------------------
+    def _fail(self, error, transition=True, extra=()):
+        """Close the socket, fail every in-flight request with `error`, and
+        schedule the next attempt with backoff."""
+        self.last_error = error
+        self.failures += 1
+        base = self.config["reconnect_backoff_ms"]
+        ceiling = self.config["reconnect_backoff_max_ms"]
+        backoff_ms = min(ceiling, base * (2 ** min(self.failures - 1, 30)))
+        backoff_ms *= random.uniform(0.8, 1.2)
+        self._next_attempt = self._clock() + min(backoff_ms, ceiling) / 1000.0
+        log.debug("%r failed: %s (next attempt in %.0f ms)", self, error, backoff_ms)
+        self._teardown(error, extra)
+
+    def close(self, error=None):
+        """Close now (no backoff penalty); in-flight requests fail with `error`."""
+        self._teardown(error or KafkaConnectionError("connection to {0}:{1} closed".format(self.host, self.port)), ())
+
+    def _teardown(self, error, extra):
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+        if self.state is not ConnectionState.DISCONNECTED:
+            self._set_state(ConnectionState.DISCONNECTED)
+        self._out = bytearray()
+        self._sasl = None
+        pending = list(extra) + list(self._in_flight)
+        self._in_flight.clear()
+        for request in pending:
+            if self.state is ConnectionState.DISCONNECTED and request.callback is not None:
+                try:
+                    request.callback(None, error)
+                except Exception:  # one failing callback must not leave the others unfailed
+                    log.exception("callback of %s failed", request.api_name)
+
+
+class SaslExchange:
+    """The client side of SASL PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802,
+    RFC 7677): first_message() then receive(server bytes) → next message, or
+    None when authentication is complete and the server proved itself."""
+
+    _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+
+    def __init__(self, mechanism, username, password, nonce=None):
+        self.mechanism = mechanism
+        self.username = username
+        self.password = password
+        self._nonce = nonce or base64.b64encode(os.urandom(24)).decode("ascii")
+        self._step = 0
+        self._server_signature = None
+
+    def first_message(self):
+        self._step = 1
+        if self.mechanism == "PLAIN":
+            return b"\0" + self.username.encode("utf-8") + b"\0" + self.password.encode("utf-8")
+        if self.mechanism not in self._HASHES:
+            raise UnsupportedSaslMechanismError("fastkc does not implement SASL {0}".format(self.mechanism))
+        name = self.username.replace("=", "=3D").replace(",", "=2C")
+        self._client_first_bare = "n={0},r={1}".format(name, self._nonce)
+        return ("n,," + self._client_first_bare).encode("utf-8")
+
+    def receive(self, data):
+        if self.mechanism == "PLAIN":
+            return None
+        if self._step == 1:
+            self._step = 2
+            return self._client_final(data)
+        if self._step == 2:
+            self._step = 3
+            attrs = _scram_attributes(data)
+            if "e" in attrs:
+                raise SaslAuthenticationFailedError("SCRAM server error: {0}".format(attrs["e"]))
+            if attrs.get("v") is None or not hmac.compare_digest(
+                    base64.b64decode(attrs["v"]), self._server_signature):
+                raise SaslAuthenticationFailedError("SCRAM: the server's signature does not verify")
+            return None
+        raise SaslAuthenticationFailedError("SCRAM: unexpected message after the exchange ended")
+
+    def _client_final(self, data):
+        server_first = data.decode("utf-8")
+        attrs = _scram_attributes(data)
+        nonce, salt, iterations = attrs.get("r"), attrs.get("s"), attrs.get("i")
+        if nonce is None or salt is None or iterations is None or not nonce.startswith(self._nonce):
+            raise SaslAuthenticationFailedError("SCRAM: malformed server-first message")
+        try:
+            iterations = int(iterations)
+            salt = base64.b64decode(salt, validate=True)
+        except ValueError:
+            raise SaslAuthenticationFailedError("SCRAM: malformed salt or iteration count") from None
+        if iterations < 4096:  # Kafka's own minimum; fewer means a downgrade attempt
+            raise SaslAuthenticationFailedError("SCRAM: iteration count {0} below 4096".format(iterations))
+        digest = self._HASHES[self.mechanism]
+        salted = hashlib.pbkdf2_hmac(digest, self.password.encode("utf-8"), salt, iterations)
+        client_key = hmac.new(salted, b"Client Key", digest).digest()
+        stored_key = hashlib.new(digest, client_key).digest()
+        without_proof = "c=biws,r=" + nonce
+        auth_message = ",".join((self._client_first_bare, server_first, without_proof)).encode("utf-8")
+        signature = hmac.new(stored_key, auth_message, digest).digest()
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        server_key = hmac.new(salted, b"Server Key", digest).digest()
+        self._server_signature = hmac.new(server_key, auth_message, digest).digest()
+        return (without_proof + ",p=" + base64.b64encode(proof).decode("ascii")).encode("utf-8")
+
+
+def _scram_attributes(data):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SaslAuthenticationFailedError("SCRAM: server message is not UTF-8") from None
+    attrs = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if sep and len(key) == 1:
+            attrs[key] = value
+    return attrs
+
+
+def _fastkc_version():
+    from fastkc import __version__
+
+    return __version__

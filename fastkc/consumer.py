@@ -1,0 +1,375 @@
+"""KafkaConsumer: kafka-python 3.x's public API over fastkc's client and fetcher.
+
+Names, signatures, config keys and defaults are kafka-python's (see
+fastkc/config.py); an unknown key raises KafkaConfigurationError. Beyond
+kafka-python: poll_arrow() returns one pyarrow.RecordBatch for columnar
+consumers.
+
+Groups (subscribe, commit, committed, the coordinator) are issue 5: those
+methods raise IllegalStateError saying so. The group keys are accepted and
+validated now; a coordinator plugs in through `_coordinator` (polled from
+`_poll_once`, asked for committed positions before the reset policy applies).
+
+Not thread-safe, like kafka-python's: one thread drives a consumer.
+"""
+import logging
+import time
+
+from fastkc.client import KafkaClient
+from fastkc.config import consumer_config
+from fastkc.errors import (
+    IllegalStateError,
+    KafkaTimeoutError,
+    UnknownTopicOrPartitionError,
+)
+from fastkc.fetcher import EARLIEST, LATEST, Fetcher
+from fastkc.structs import OffsetAndTimestamp, TopicPartition
+
+log = logging.getLogger(__name__)
+
+_GROUPS_LATER = "consumer groups (subscribe/commit) are not supported yet (fastkc issue 5); use assign()"
+
+
+class KafkaConsumer:
+    def __init__(self, *topics, **configs):
+        self.config = consumer_config(configs)
+        self._closed = False
+        self._clock = time.monotonic
+        self._client = KafkaClient(self.config, clock=self._clock)
+        self._fetcher = Fetcher(self._client, self.config)
+        self._assignment = []
+        self._coordinator = None  # issue 5
+        self._iterator = None
+        self._consumer_timeout = None
+        try:
+            self._client.bootstrap()
+        except BaseException:
+            self._client.close()
+            self._closed = True
+            raise
+        if topics:
+            self.subscribe(topics)
+
+    # --- context manager -------------------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def close(self, autocommit=True, timeout_ms=None):
+        """Close the connections. autocommit matters once groups exist."""
+        if self._closed:
+            return
+        self._closed = True
+        self._client.close()
+
+    def _check_open(self):
+        if self._closed:
+            raise IllegalStateError("KafkaConsumer is closed")
+
+    def bootstrap_connected(self):
+        return not self._closed and self._client.bootstrapped and any(
+            self._client.is_connected(n) for n in list(self._client._conns))
+
+    # --- assignment ------------------------------------------------------------------
+    def assign(self, partitions):
+        """Manually assign a list of TopicPartition (replaces the assignment)."""
+        self._check_open()
+        partitions = list(partitions)
+        for tp in partitions:
+            if not isinstance(tp, TopicPartition):
+                if isinstance(tp, tuple) and len(tp) == 2:
+                    continue
+                raise TypeError("assign() takes TopicPartition objects, not {0!r}".format(tp))
+        partitions = [TopicPartition(*tp) for tp in partitions]
+        seen = []
+        for tp in partitions:
+            if tp not in seen:
+                seen.append(tp)
+        self._assignment = seen
+        self._fetcher.assign(seen)
+        self._client.set_topics({tp.topic for tp in seen})
+        self._iterator = None
+
+    def assignment(self):
+        return set(self._assignment)
+
+    def subscribe(self, topics=(), pattern=None, listener=None):
+        raise IllegalStateError(_GROUPS_LATER)
+
+    def subscription(self):
+        return None
+
+    def unsubscribe(self):
+        """Drop the assignment (there is no group subscription yet)."""
+        self._check_open()
+        self.assign([])
+
+    def commit(self, offsets=None, timeout_ms=None):
+        raise IllegalStateError(_GROUPS_LATER if self.config["group_id"] else "Requires group_id")
+
+    def commit_async(self, offsets=None, callback=None):
+        raise IllegalStateError(_GROUPS_LATER if self.config["group_id"] else "Requires group_id")
+
+    def committed(self, partition, metadata=False, timeout_ms=None):
+        raise IllegalStateError(_GROUPS_LATER if self.config["group_id"] else "Requires group_id")
+
+    def group_metadata(self):
+        return None
+
+    # --- polling -----------------------------------------------------------------------
+    def poll(self, timeout_ms=0, max_records=None, update_offsets=True):
+        """{TopicPartition: [ConsumerRecord]} of up to max_records
+        (max_poll_records when None) records, waiting up to timeout_ms."""
+        self._check_open()
+        if max_records is None:
+            max_records = self.config["max_poll_records"]
+        elif not isinstance(max_records, int) or max_records < 1:
+            raise ValueError("max_records must be a positive integer")
+        if not self._assignment:
+            raise IllegalStateError("No partitions assigned: call assign() first ({0})".format(_GROUPS_LATER))
+        if timeout_ms is None:
+            timeout_ms = float("inf")
+        deadline = self._clock() + max(0, timeout_ms) / 1000.0
+        fetcher = self._fetcher
+        key_d = self.config["key_deserializer"]
+        value_d = self.config["value_deserializer"]
+        while True:
+            fetcher.raise_pending()
+            self._client.raise_fatal()
+            records = fetcher.fetched_records(max_records, update_offsets, key_d, value_d)
+            if records:
+                # pipelining: the next fetches go out before the application
+                # sees these records
+                fetcher.send_requests()
+                return records
+            fetcher.raise_pending()
+            remaining = deadline - self._clock()
+            self._poll_once(max(0.0, remaining))
+            if self._clock() >= deadline and not fetcher.has_buffered():
+                fetcher.raise_pending()
+                return {}
+
+    def _poll_once(self, timeout):
+        """Send what is due, then block in select for up to `timeout` s."""
+        fetcher = self._fetcher
+        fetcher.send_requests()
+        if fetcher.has_buffered():
+            timeout = 0.0
+        # wake for retry backoffs (resets, fetch retries) and metadata
+        timeout = min(timeout, self.config["retry_backoff_ms"] / 1000.0) if self._needs_retry_wakeup() else timeout
+        self._client.poll(timeout)
+        fetcher.send_requests()
+
+    def _needs_retry_wakeup(self):
+        now = self._clock()
+        for state in self._fetcher.states.values():
+            if state.next_retry > now or state.reset_strategy is not None or state.awaiting_validation:
+                return True
+            if state.fetchable() and self._client.cluster.leader_for(state.tp) is None:
+                return True
+            if state.fetchable() and not self._client.is_connected(self._client.cluster.leader_for(state.tp)):
+                return True
+        return self._client.metadata_due()
+
+    def poll_arrow(self, timeout_ms=0, max_records=None):
+        """One pyarrow.RecordBatch (fastkc.records.arrow_schema(), topic and
+        partition columns included) of up to max_records records (all that is
+        buffered when None); an empty batch when nothing came within timeout_ms."""
+        import pyarrow as pa
+
+        from fastkc.records import arrow_schema
+
+        self._check_open()
+        if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
+            raise ValueError("max_records must be a positive integer")
+        if not self._assignment:
+            raise IllegalStateError("No partitions assigned: call assign() first")
+        limit = max_records if max_records is not None else float("inf")
+        deadline = self._clock() + max(0, timeout_ms if timeout_ms is not None else float("inf")) / 1000.0
+        fetcher = self._fetcher
+        while True:
+            fetcher.raise_pending()
+            self._client.raise_fatal()
+            batches = fetcher.fetched_arrow(limit)
+            if batches:
+                fetcher.send_requests()
+                if len(batches) == 1:
+                    return batches[0]
+                return pa.concat_batches(batches)
+            remaining = deadline - self._clock()
+            self._poll_once(max(0.0, remaining))
+            if self._clock() >= deadline and not fetcher.has_buffered():
+                fetcher.raise_pending()
+                return pa.RecordBatch.from_pylist([], schema=arrow_schema())
+
+    # --- iteration ------------------------------------------------------------------------
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self._check_open()
+        timeout_ms = self.config["consumer_timeout_ms"]
+        deadline = self._clock() + timeout_ms / 1000.0 if timeout_ms != float("inf") else None
+        while True:
+            if self._iterator is not None:
+                try:
+                    return next(self._iterator)
+                except StopIteration:
+                    self._iterator = None
+            wait = 1000.0 if deadline is None else max(0.0, (deadline - self._clock()) * 1000.0)
+            records = self.poll(timeout_ms=min(wait, 1000.0))
+            if records:
+                self._iterator = _chain(records)
+                continue
+            if deadline is not None and self._clock() >= deadline:
+                raise StopIteration
+
+    # --- positions ---------------------------------------------------------------------------
+    def _assigned_state(self, partition):
+        if not isinstance(partition, TopicPartition):
+            raise TypeError("partition must be a TopicPartition")
+        state = self._fetcher.states.get(partition)
+        if state is None:
+            raise IllegalStateError("Partition is not assigned: {0}".format(partition))
+        return state
+
+    def seek(self, partition, offset):
+        """Fetch from `offset` on the next poll."""
+        self._check_open()
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ValueError("offset must be a non-negative integer")
+        self._assigned_state(partition)
+        self._fetcher.seek(partition, offset)
+        self._iterator = None
+
+    def _seek_to(self, partitions, strategy):
+        self._check_open()
+        if not partitions:
+            partitions = list(self._assignment)
+            if not partitions:
+                raise IllegalStateError("No partitions are currently assigned")
+        for tp in partitions:
+            self._assigned_state(tp)
+        for tp in partitions:
+            self._fetcher.request_reset(tp, strategy)
+        self._iterator = None
+
+    def seek_to_beginning(self, *partitions):
+        self._seek_to(partitions, "earliest")
+
+    def seek_to_end(self, *partitions):
+        self._seek_to(partitions, "latest")
+
+    def position(self, partition, timeout_ms=None):
+        """The offset of the next record poll() will return for `partition`,
+        resolving a pending reset (blocking up to timeout_ms)."""
+        self._check_open()
+        state = self._assigned_state(partition)
+        deadline = None if timeout_ms is None else self._clock() + timeout_ms / 1000.0
+        while state.position is None:
+            self._fetcher.raise_pending()
+            self._client.raise_fatal()
+            remaining = float("inf") if deadline is None else deadline - self._clock()
+            if remaining <= 0:
+                raise KafkaTimeoutError("position of {0} not known within {1} ms".format(partition, timeout_ms))
+            self._poll_once(min(remaining, 0.1))
+            state = self._assigned_state(partition)
+        return state.position
+
+    def highwater(self, partition):
+        """The last high watermark a fetch returned for `partition`, or None."""
+        return self._assigned_state(partition).highwater
+
+    def beginning_offsets(self, partitions, timeout_ms=None):
+        return self._offsets({tp: EARLIEST for tp in partitions}, timeout_ms, just_offsets=True)
+
+    def end_offsets(self, partitions, timeout_ms=None):
+        return self._offsets({tp: LATEST for tp in partitions}, timeout_ms, just_offsets=True)
+
+    def offsets_for_times(self, timestamps, timeout_ms=None):
+        """{tp: OffsetAndTimestamp or None}: the earliest offset whose
+        timestamp is >= the given one (None past the last record)."""
+        for tp, ts in timestamps.items():
+            if not isinstance(ts, int) or ts < 0:
+                raise ValueError("timestamp for {0} must be a non-negative int (ms), not {1!r}".format(tp, ts))
+        return self._offsets(dict(timestamps), timeout_ms, just_offsets=False)
+
+    def _offsets(self, timestamps, timeout_ms, just_offsets):
+        self._check_open()
+        for tp in timestamps:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError("partitions must be TopicPartition objects")
+        if not timestamps:
+            return {}
+        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        results = self._fetcher.list_offsets(timestamps, timeout_ms)
+        out = {}
+        for tp in timestamps:
+            offset, ts, epoch = results[tp]
+            if just_offsets:
+                out[tp] = offset
+            elif offset < 0:
+                out[tp] = None
+            else:
+                out[tp] = OffsetAndTimestamp(offset, ts, epoch)
+        return out
+
+    # --- flow control ---------------------------------------------------------------------------
+    def pause(self, *partitions):
+        self._check_open()
+        for tp in partitions:
+            self._assigned_state(tp)
+        for tp in partitions:
+            self._fetcher.pause(tp)
+
+    def resume(self, *partitions):
+        self._check_open()
+        for tp in partitions:
+            self._assigned_state(tp)
+        for tp in partitions:
+            self._fetcher.resume(tp)
+
+    def paused(self):
+        return {tp for tp, s in self._fetcher.states.items() if s.paused}
+
+    # --- metadata ---------------------------------------------------------------------------------
+    def topics(self):
+        """The set of topics the cluster has (internal ones hidden when
+        exclude_internal_topics)."""
+        self._check_open()
+        self._client.wait_for_metadata(self.config["request_timeout_ms"], all_topics=True)
+        exclude = self.config["exclude_internal_topics"]
+        return {name for name, t in self._client.cluster.topics.items()
+                if t.error_code == 0 and not (exclude and t.is_internal)}
+
+    def partitions_for_topic(self, topic):
+        """The set of partition ids of `topic`, or None when it does not exist."""
+        self._check_open()
+        cluster = self._client.cluster
+        meta = cluster.topics.get(topic)
+        if meta is None or meta.error_code != 0:
+            self._client.add_topics([topic])
+            try:
+                self._client.wait_for_metadata(self.config["request_timeout_ms"])
+            except KafkaTimeoutError:
+                return None
+            meta = cluster.topics.get(topic)
+        if meta is None or meta.error_code != 0:
+            if meta is not None and meta.error_code not in (0, UnknownTopicOrPartitionError.errno):
+                log.debug("metadata for %s: error %s", topic, meta.error_code)
+            return None
+        return set(meta.partitions)
+
+    def metrics(self, raw=False):
+        """Counters of the fetch path, kafka-python's grouping."""
+        fetch = dict(self._fetcher.metrics)
+        fetch["buffered-bytes"] = self._fetcher.buffered_bytes()
+        group = "{0}-fetch-manager-metrics".format(self.config["metric_group_prefix"])
+        return {group: fetch}
+
+
+def _chain(records_by_partition):
+    for records in records_by_partition.values():
+        yield from records

@@ -1,0 +1,943 @@
+"""The fetch path: positions, fetch sessions, per-leader fetches, pipelining,
+offset resets and truncation detection. Python runs here once per FETCH (and
+once per partition in it); every record is decoded and built in C by
+fastkc.records.
+
+Two offsets per partition:
+- `position`: the next offset the application will be given (what
+  KafkaConsumer.position() returns), advanced by poll().
+- `fetch_offset`: the next offset to ask the broker for. As soon as a Fetch
+  response is parsed, a cheap walk over its batch headers (one struct unpack
+  per batch, no record is touched) finds where the returned data ends, so the
+  next Fetch can go on the wire before the application has even seen the
+  records (pipelining). Buffered, undecoded responses are capped at
+  fetch_max_bytes in total; past the cap no new Fetch is sent until poll()
+  drains the buffer, so memory stays bounded under lag.
+
+Decoding is lazy, per partition, at poll time, into records or Arrow columns
+as the caller asks (the decoder releases the GIL for its C phase).
+
+Invariant: a partition's buffered fetches are contiguous and start at its
+position; every seek, reset or truncation clears them and sets
+fetch_offset = position, and a response is accepted only if it answers the
+fetch_offset the partition still has (anything else is stale and dropped).
+
+Fetch sessions (KIP-227): one FetchSession per broker; the first Fetch is full
+(epoch 0) and creates the session, later ones send only the partitions whose
+fetch state changed, plus the ones to forget. Any session error, or a lost
+connection, starts a new full session.
+
+Truncation (KIP-320), as the Java client does: after a leader change the
+position is validated with OffsetForLeaderEpoch before fetching resumes, and a
+Fetch (v12+) may report a diverging epoch directly. If the leader's log ends
+below the position for the position's epoch, the position moves to that end
+offset — or, with auto_offset_reset='none', LogTruncationError is raised from
+poll.
+"""
+import logging
+import struct
+from collections import deque
+
+from fastkc import records as fastkc_records
+from fastkc.errors import (
+    CorruptRecordError,
+    LogTruncationError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+    TopicAuthorizationFailedError,
+    for_code,
+)
+from fastkc.structs import TopicPartition
+
+log = logging.getLogger(__name__)
+
+try:
+    from fastkc import _backend
+
+    if _backend.name == "c":
+        from fastkc._core.fetch import parse_fetch_response as _parse_fetch_c
+    else:
+        _parse_fetch_c = None
+except ImportError:  # pragma: no cover - _backend announces a missing core itself
+    _parse_fetch_c = None
+
+# Error codes handled by the fetch path (Kafka's Errors enum).
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+REPLICA_NOT_AVAILABLE = 9
+KAFKA_STORAGE_ERROR = 56
+FETCH_SESSION_ID_NOT_FOUND = 70
+INVALID_FETCH_SESSION_EPOCH = 71
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+OFFSET_NOT_AVAILABLE = 78
+UNKNOWN_TOPIC_ID = 100
+INCONSISTENT_TOPIC_ID = 103
+FETCH_SESSION_TOPIC_ID_ERROR = 106
+TOPIC_AUTHORIZATION_FAILED = 29
+
+# Errors after which the leader is probably elsewhere: refresh metadata now.
+METADATA_ERRORS = frozenset((UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE,
+                             KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, OFFSET_NOT_AVAILABLE,
+                             UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID))
+SESSION_ERRORS = frozenset((FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR))
+
+EARLIEST = -2
+LATEST = -1
+_RESET_TIMESTAMPS = {"earliest": EARLIEST, "latest": LATEST}
+
+_BATCH_HEAD = struct.Struct(">qi")  # BaseOffset, BatchLength (also a legacy message's offset, size)
+_INT32 = struct.Struct(">i")
+_NO_EPOCH = -1
+
+
+def scan_batches(data):
+    """(next_offset, leader_epoch, complete_bytes) of a records blob, read
+    from batch headers only: next_offset is one past the last offset of the
+    last COMPLETE batch (None when there is none), leader_epoch that batch's
+    PartitionLeaderEpoch (-1 for legacy message sets). A trailing partial
+    batch — the broker cuts at the byte limit — is excluded. Headers are
+    trusted only for their lengths; the decoder checks everything else (CRC,
+    magic, structure) and raises on a bad batch at poll time."""
+    size = len(data)
+    pos = 0
+    next_offset = None
+    epoch = _NO_EPOCH
+    unpack = _BATCH_HEAD.unpack_from
+    while size - pos >= 17:  # offset, length, magic (at +16) must be present
+        base_offset, length = unpack(data, pos)
+        if length < 0 or length > size - pos - 12:
+            break
+        magic = data[pos + 16]
+        if magic >= 2:
+            if length < 49:  # smaller than a v2 batch header: the decoder will say why
+                end = pos + 12 + length
+                next_offset = None if next_offset is None else next_offset
+                pos = end
+                break
+            (last_delta,) = _INT32.unpack_from(data, pos + 23)
+            (epoch,) = _INT32.unpack_from(data, pos + 12)
+            next_offset = base_offset + last_delta + 1
+        else:
+            # legacy: the (wrapper) message's offset is its last inner offset
+            next_offset = base_offset + 1
+            epoch = _NO_EPOCH
+        pos += 12 + length
+    return next_offset, epoch, pos
+
+
+class CompletedFetch:
+    """One partition's data from one Fetch response, parsed but not decoded."""
+
+    __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "records",
+                 "index")
+
+    def __init__(self, tp, fetch_offset, data, aborted, next_offset, leader_epoch, nbytes):
+        self.tp = tp
+        self.fetch_offset = fetch_offset
+        self.data = data
+        self.aborted = aborted
+        self.next_offset = next_offset
+        self.leader_epoch = leader_epoch
+        self.nbytes = nbytes
+        self.records = None  # decoded list, once decoded for poll()
+        self.index = 0  # records already handed out
+
+
+class PartitionState:
+    __slots__ = ("tp", "position", "position_epoch", "fetch_offset", "fetch_epoch", "paused", "reset_strategy",
+                 "awaiting_validation", "validation_in_flight", "highwater", "last_stable_offset",
+                 "log_start_offset", "buffered", "preferred_replica", "preferred_replica_until", "reset_in_flight",
+                 "next_retry")
+
+    def __init__(self, tp):
+        self.tp = tp
+        self.position = None
+        self.position_epoch = _NO_EPOCH
+        self.fetch_offset = None
+        self.fetch_epoch = _NO_EPOCH
+        self.paused = False
+        self.reset_strategy = None  # 'earliest' / 'latest' while a reset is due
+        self.awaiting_validation = False
+        self.validation_in_flight = False
+        self.reset_in_flight = False
+        self.highwater = None
+        self.last_stable_offset = None
+        self.log_start_offset = None
+        self.buffered = deque()
+        self.preferred_replica = None
+        self.preferred_replica_until = 0.0
+        self.next_retry = 0.0
+
+    def has_position(self):
+        return self.position is not None
+
+    def fetchable(self):
+        return (not self.paused and self.position is not None and self.reset_strategy is None
+                and not self.awaiting_validation)
+
+    def seek(self, offset, epoch=_NO_EPOCH):
+        self.position = offset
+        self.position_epoch = epoch
+        self.fetch_offset = offset
+        self.fetch_epoch = epoch
+        self.reset_strategy = None
+        self.awaiting_validation = False
+        self.buffered.clear()
+
+
+class FetchSession:
+    """The client side of one broker's incremental fetch session (KIP-227)."""
+
+    INITIAL_EPOCH = 0
+    FINAL_EPOCH = -1
+
+    def __init__(self, node_id, incremental):
+        self.node_id = node_id
+        self.incremental = incremental
+        self.session_id = 0
+        self.epoch = self.INITIAL_EPOCH
+        self.partitions = {}  # tp -> the fetch state the broker's session holds
+
+    def build(self, wanted):
+        """wanted: {tp: (fetch_offset, leader_epoch, last_fetched_epoch,
+        max_bytes)} in fetch order. Returns (session_id, epoch, to_send,
+        to_forget), to_send in the same order."""
+        if not self.incremental:
+            return 0, self.FINAL_EPOCH, list(wanted.items()), []
+        if self.session_id == 0 or self.epoch == self.INITIAL_EPOCH:
+            self.partitions = dict(wanted)
+            return self.session_id, self.INITIAL_EPOCH, list(wanted.items()), []
+        to_send = [(tp, data) for tp, data in wanted.items() if self.partitions.get(tp) != data]
+        to_forget = [tp for tp in self.partitions if tp not in wanted]
+        for tp in to_forget:
+            del self.partitions[tp]
+        for tp, data in to_send:
+            self.partitions[tp] = data
+        return self.session_id, self.epoch, to_send, to_forget
+
+    def handle_response(self, error_code, session_id, epoch_sent):
+        """Advance the session after a response (True) or reset it after a
+        session error (False)."""
+        if not self.incremental:
+            return True
+        if error_code in SESSION_ERRORS or error_code != NONE:
+            self.reset()
+            return False
+        if epoch_sent == self.INITIAL_EPOCH:
+            if session_id == 0:  # the broker would not create a session: full fetches again
+                self.reset()
+            else:
+                self.session_id = session_id
+                self.epoch = 1
+        else:
+            self.epoch = self.epoch + 1 if self.epoch < 0x7FFFFFFF else 1
+        return True
+
+    def reset(self):
+        self.session_id = 0
+        self.epoch = self.INITIAL_EPOCH
+        self.partitions = {}
+
+    def partitions_in_session(self):
+        return set(self.partitions)
+
+
+class Fetcher:
+    def __init__(self, client, config, *, clock=None):
+        self.client = client
+        self.config = config
+        self._clock = clock or client._clock
+        self.states = {}  # tp -> PartitionState, in assignment order
+        self._sessions = {}  # node_id -> FetchSession
+        self._in_flight_nodes = set()
+        self._buffered_bytes = 0
+        self._pending_error = None
+        self._next_partition = 0  # round-robin start for poll
+        self._isolation = 1 if config["isolation_level"] == "read_committed" else 0
+        self.metrics = {"fetch-total": 0, "records-consumed-total": 0, "bytes-consumed-total": 0,
+                        "fetch-bytes-total": 0}
+        client.on_disconnect.append(self._node_lost)
+        client.metadata_listeners.append(self._metadata_updated)
+
+    # --- assignment and positions ----------------------------------------------------
+    def assign(self, partitions):
+        old = self.states
+        self.states = {}
+        for tp in partitions:
+            self.states[tp] = old.get(tp) or PartitionState(tp)
+        for tp, state in old.items():
+            if tp not in self.states:
+                self._drop_buffered(state)
+        for session in self._sessions.values():
+            pass  # unassigned partitions leave the session as "forgotten" on the next fetch
+
+    def state(self, tp):
+        return self.states[tp]
+
+    def seek(self, tp, offset, epoch=_NO_EPOCH):
+        state = self.states[tp]
+        self._drop_buffered(state)
+        state.seek(offset, epoch)
+
+    def request_reset(self, tp, strategy):
+        state = self.states[tp]
+        self._drop_buffered(state)
+        state.reset_strategy = strategy
+        state.position = None
+        state.fetch_offset = None
+        state.awaiting_validation = False
+
+    def _drop_buffered(self, state):
+        for completed in state.buffered:
+            self._buffered_bytes -= completed.nbytes
+        state.buffered.clear()
+        if state.position is not None:
+            state.fetch_offset = state.position
+            state.fetch_epoch = state.position_epoch
+
+    def needs_positions(self):
+        return [tp for tp, s in self.states.items() if s.position is None]
+
+    def _ensure_reset_strategies(self):
+        """Partitions without a position get the auto_offset_reset policy
+        (there are no committed offsets without a group)."""
+        policy = self.config["auto_offset_reset"]
+        for tp, state in self.states.items():
+            if state.position is None and state.reset_strategy is None:
+                if policy == "none":
+                    raise NoOffsetForPartitionError("no position for {0} and auto_offset_reset='none'".format(tp))
+                state.reset_strategy = policy
+
+    # --- the cycle: called from every client poll ---------------------------------------
+    def send_requests(self):
+        """Send offset resets, validations and fetches that are due. Raises the
+        NoOffsetForPartitionError of a partition without position under 'none'."""
+        self._ensure_reset_strategies()
+        self._send_resets()
+        self._send_validations()
+        self._send_fetches()
+
+    def _leader_ready(self, tp):
+        leader = self.client.cluster.leader_for(tp)
+        if leader is None:
+            self.client.request_metadata_update()
+            return None
+        return leader if self.client.ready(leader) else None
+
+    # --- offset resets (ListOffsets) --------------------------------------------------------
+    def _send_resets(self):
+        now = self._clock()
+        by_node = {}
+        for tp, state in self.states.items():
+            if state.reset_strategy is None or state.reset_in_flight or state.next_retry > now:
+                continue
+            leader = self._leader_ready(tp)
+            if leader is None:
+                continue
+            by_node.setdefault(leader, []).append(tp)
+        for node_id, tps in by_node.items():
+            strategies = {tp: self.states[tp].reset_strategy for tp in tps}
+            body = self._list_offsets_body({tp: _RESET_TIMESTAMPS[strategies[tp]] for tp in tps})
+            for tp in tps:
+                self.states[tp].reset_in_flight = True
+
+            def answered(response, error, strategies=strategies):
+                for tp in strategies:
+                    if tp in self.states:
+                        self.states[tp].reset_in_flight = False
+                if error is not None:
+                    self._retry_later(strategies)
+                    return
+                for tp, code, offset, epoch, _ in _list_offsets_results(response):
+                    state = self.states.get(tp)
+                    if state is None or state.reset_strategy != strategies.get(tp):
+                        continue  # unassigned or sought meanwhile
+                    if code != NONE:
+                        self._partition_error(tp, code, "ListOffsets")
+                        state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
+                        continue
+                    state.seek(offset, epoch)
+
+            self.client.send(node_id, "ListOffsets", body, answered)
+
+    def _retry_later(self, tps):
+        until = self._clock() + self.config["retry_backoff_ms"] / 1000.0
+        for tp in tps:
+            state = self.states.get(tp)
+            if state is not None:
+                state.next_retry = until
+        self.client.request_metadata_update()
+
+    def _list_offsets_body(self, timestamps):
+        topics = {}
+        cluster = self.client.cluster
+        for tp, ts in timestamps.items():
+            meta = cluster.partition(tp)
+            epoch = meta.leader_epoch if meta is not None else -1
+            topics.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "current_leader_epoch": epoch, "timestamp": ts})
+        return {"replica_id": -1, "isolation_level": self._isolation,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                "timeout_ms": self.config["request_timeout_ms"]}
+
+    def list_offsets(self, timestamps, timeout_ms):
+        """Blocking ListOffsets: {tp: timestamp} → {tp: (offset, timestamp,
+        leader_epoch)}, retried on retriable errors until timeout_ms."""
+        from fastkc.errors import KafkaTimeoutError
+
+        deadline = self._clock() + timeout_ms / 1000.0
+        results = {}
+        remaining_tps = dict(timestamps)
+        cluster = self.client.cluster
+        while remaining_tps:
+            missing = [tp for tp in remaining_tps if cluster.leader_for(tp) is None]
+            if missing:
+                unknown = [tp for tp in missing if cluster.topics.get(tp.topic) is not None
+                           and tp.topic in cluster.topics and
+                           tp.partition not in cluster.topics[tp.topic].partitions and
+                           cluster.topics[tp.topic].error_code == 0]
+                if unknown:
+                    from fastkc.errors import UnknownTopicOrPartitionError
+
+                    raise UnknownTopicOrPartitionError("unknown partitions: {0}".format(unknown))
+                self.client.add_topics({tp.topic for tp in missing})
+                self._wait_metadata(deadline, timeout_ms)
+                continue
+            by_node = {}
+            for tp, ts in remaining_tps.items():
+                by_node.setdefault(cluster.leader_for(tp), {})[tp] = ts
+            retry = False
+            for node_id, part in by_node.items():
+                left = deadline - self._clock()
+                if left <= 0:
+                    raise KafkaTimeoutError("ListOffsets did not complete within {0} ms".format(timeout_ms))
+                try:
+                    response = self.client.request("ListOffsets", self._list_offsets_body(part), left * 1000.0,
+                                                   node_id=node_id)
+                except KafkaTimeoutError:
+                    raise
+                except Exception as exc:
+                    if getattr(exc, "retriable", False):
+                        retry = True
+                        continue
+                    raise
+                for tp, code, offset, epoch, ts in _list_offsets_results(response):
+                    if tp not in part:
+                        continue
+                    if code != NONE:
+                        error = for_code(code)
+                        if error.retriable or code in METADATA_ERRORS:
+                            retry = True
+                            continue
+                        raise error("ListOffsets for {0}".format(tp))
+                    results[tp] = (offset, ts, epoch)
+                    del remaining_tps[tp]
+            if retry and remaining_tps:
+                self.client.request_metadata_update()
+                self._wait_metadata(deadline, timeout_ms)
+        return results
+
+    def _wait_metadata(self, deadline, timeout_ms):
+        from fastkc.errors import KafkaTimeoutError
+
+        left = deadline - self._clock()
+        if left <= 0:
+            raise KafkaTimeoutError("ListOffsets did not complete within {0} ms".format(timeout_ms))
+        self.client.wait_for_metadata(left * 1000.0)
+
+    # --- validation after leader changes (KIP-320) --------------------------------------------
+    def _metadata_updated(self):
+        cluster = self.client.cluster
+        for tp, state in self.states.items():
+            meta = cluster.partition(tp)
+            if meta is None:
+                continue
+            if state.position is not None and state.position_epoch >= 0 and meta.leader_epoch >= 0 \
+                    and meta.leader_epoch > state.position_epoch and not state.awaiting_validation \
+                    and state.reset_strategy is None and self._epoch_changed(tp, meta.leader_epoch):
+                state.awaiting_validation = True
+                self._drop_buffered(state)
+
+    def _epoch_changed(self, tp, epoch):
+        seen = self._leader_epochs_seen.get(tp)
+        self._leader_epochs_seen[tp] = epoch
+        return seen is not None and seen != epoch
+
+    @property
+    def _leader_epochs_seen(self):
+        try:
+            return self.__epochs
+        except AttributeError:
+            self.__epochs = {}
+            return self.__epochs
+
+    def _send_validations(self):
+        now = self._clock()
+        by_node = {}
+        for tp, state in self.states.items():
+            if not state.awaiting_validation or state.validation_in_flight or state.next_retry > now:
+                continue
+            leader = self._leader_ready(tp)
+            if leader is None:
+                continue
+            conn = self.client.connection(leader)
+            if conn is None or conn.api_versions.get(23) is None:
+                state.awaiting_validation = False  # the broker cannot tell: trust the position
+                continue
+            by_node.setdefault(leader, []).append(tp)
+        for node_id, tps in by_node.items():
+            topics = {}
+            requested = {}
+            for tp in tps:
+                state = self.states[tp]
+                meta = self.client.cluster.partition(tp)
+                topics.setdefault(tp.topic, []).append({"partition": tp.partition,
+                                                        "current_leader_epoch": meta.leader_epoch,
+                                                        "leader_epoch": state.position_epoch})
+                state.validation_in_flight = True
+                requested[tp] = (state.position, state.position_epoch)
+            body = {"replica_id": -1, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+
+            def answered(response, error, requested=requested):
+                for tp in requested:
+                    if tp in self.states:
+                        self.states[tp].validation_in_flight = False
+                if error is not None:
+                    self._retry_later(requested)
+                    return
+                for topic in response["topics"]:
+                    for p in topic["partitions"]:
+                        tp = TopicPartition(topic["topic"], p["partition"])
+                        state = self.states.get(tp)
+                        if state is None or requested.get(tp) != (state.position, state.position_epoch) or \
+                                not state.awaiting_validation:
+                            continue
+                        if p["error_code"] != NONE:
+                            self._partition_error(tp, p["error_code"], "OffsetForLeaderEpoch")
+                            state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
+                            continue
+                        state.awaiting_validation = False
+                        self._check_divergence(tp, p["leader_epoch"], p["end_offset"])
+
+            self.client.send(node_id, "OffsetForLeaderEpoch", body, answered)
+
+    def _check_divergence(self, tp, epoch, end_offset):
+        """The leader's log for the position's epoch ends at end_offset."""
+        state = self.states[tp]
+        if end_offset < 0 or epoch < 0:
+            return  # the broker does not know the epoch: nothing to compare (Java: validated)
+        if state.position is not None and end_offset < state.position:
+            if self.config["auto_offset_reset"] == "none":
+                self._drop_buffered(state)
+                self._pending_error = LogTruncationError(
+                    "log of {0} truncated: position {1} (epoch {2}) is past the leader's end offset {3} for epoch {4}"
+                    .format(tp, state.position, state.position_epoch, end_offset, epoch))
+                state.awaiting_validation = True  # stays unfetchable until the application seeks
+                return
+            log.info("truncation detected for %s: position %s moves to %s", tp, state.position, end_offset)
+            self._drop_buffered(state)
+            state.seek(end_offset, epoch)
+        elif state.fetch_offset is not None and end_offset < state.fetch_offset:
+            self._drop_buffered(state)  # data buffered past the end of the true log: fetch again
+
+    # --- fetches ------------------------------------------------------------------------------
+    def _fetch_target(self, tp, state):
+        """The broker to fetch tp from: the preferred read replica (KIP-392)
+        while its lease lasts, else the leader."""
+        if state.preferred_replica is not None:
+            if self._clock() < state.preferred_replica_until and \
+                    state.preferred_replica in self.client.cluster.brokers:
+                return state.preferred_replica
+            state.preferred_replica = None
+        return self.client.cluster.leader_for(tp)
+
+    def _send_fetches(self):
+        if self._buffered_bytes >= self.config["fetch_max_bytes"]:
+            return  # bounded memory: wait until poll() drains the buffer
+        now = self._clock()
+        cluster = self.client.cluster
+        wanted_by_node = {}
+        for tp, state in self.states.items():
+            if not state.fetchable() or state.next_retry > now:
+                continue
+            node_id = self._fetch_target(tp, state)
+            if node_id is None:
+                self.client.request_metadata_update()
+                continue
+            if node_id in self._in_flight_nodes:
+                continue
+            meta = cluster.partition(tp)
+            leader_epoch = meta.leader_epoch if meta is not None else -1
+            wanted_by_node.setdefault(node_id, {})[tp] = (
+                state.fetch_offset, leader_epoch, state.fetch_epoch, self.config["max_partition_fetch_bytes"])
+        for node_id, wanted in wanted_by_node.items():
+            if not self.client.ready(node_id):
+                continue
+            self._send_fetch(node_id, wanted)
+
+    def _send_fetch(self, node_id, wanted):
+        conn = self.client.connection(node_id)
+        version = conn.version_for("Fetch")
+        cluster = self.client.cluster
+        if version >= 13 and any(cluster.topics.get(tp.topic) is None or cluster.topics[tp.topic].topic_id is None
+                                 for tp in wanted):
+            version = 12  # a topic without a known id: name-based Fetch
+        if _parse_fetch_c is not None:
+            from fastkc._core.fetch import MAX_VERSION
+
+            version = min(version, MAX_VERSION)
+        session = self._sessions.get(node_id)
+        if session is None:
+            session = self._sessions[node_id] = FetchSession(
+                node_id, self.config["enable_incremental_fetch_sessions"] and version >= 7)
+        session_id, epoch, to_send, to_forget = session.build(wanted)
+        topics = []
+        by_topic = {}
+        use_ids = version >= 13
+        for tp, (offset, leader_epoch, last_epoch, max_bytes) in to_send:
+            entry = by_topic.get(tp.topic)
+            if entry is None:
+                entry = {"partitions": []}
+                if use_ids:
+                    entry["topic_id"] = cluster.topics[tp.topic].topic_id
+                else:
+                    entry["topic"] = tp.topic
+                by_topic[tp.topic] = entry
+                topics.append(entry)
+            entry["partitions"].append({"partition": tp.partition, "current_leader_epoch": leader_epoch,
+                                        "fetch_offset": offset, "last_fetched_epoch": last_epoch,
+                                        "log_start_offset": -1, "partition_max_bytes": max_bytes})
+        forgotten = {}
+        for tp in to_forget:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
+        forgotten_list = []
+        for topic, parts in forgotten.items():
+            item = {"partitions": parts}
+            if use_ids:
+                meta = cluster.topics.get(topic)
+                if meta is None or meta.topic_id is None:
+                    session.reset()  # cannot name it: start over with a full session
+                    continue
+                item["topic_id"] = meta.topic_id
+            else:
+                item["topic"] = topic
+            forgotten_list.append(item)
+        body = {
+            "replica_id": -1,
+            "max_wait_ms": self.config["fetch_max_wait_ms"],
+            "min_bytes": self.config["fetch_min_bytes"],
+            "max_bytes": self.config["fetch_max_bytes"],
+            "isolation_level": self._isolation,
+            "session_id": session_id,
+            "session_epoch": epoch,
+            "topics": topics,
+            "forgotten_topics_data": forgotten_list,
+            "rack_id": self.config["client_rack"],
+        }
+        sent_offsets = {tp: data[0] for tp, data in wanted.items()}
+        self._in_flight_nodes.add(node_id)
+
+        def answered(result, error):
+            self._in_flight_nodes.discard(node_id)
+            if error is not None:
+                session.reset()
+                self._retry_later(sent_offsets)
+                return
+            payload, used_version = result
+            self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets)
+
+        self.client.send(node_id, "Fetch", body, answered, raw=True, version=version)
+        self.metrics["fetch-total"] += 1
+
+    def _handle_fetch_response(self, node_id, session, epoch_sent, payload, version, sent_offsets):
+        try:
+            response = parse_fetch(payload, version)
+        except Exception as exc:  # ProtocolParseError: the connection cannot be trusted
+            conn = self.client.connection(node_id)
+            if conn is not None:
+                conn.close(exc)
+            session.reset()
+            self._pending_error = exc
+            return
+        if not session.handle_response(response.error_code, response.session_id, epoch_sent):
+            log.debug("fetch session with broker %s reset: error %s", node_id, response.error_code)
+            if response.error_code not in SESSION_ERRORS:
+                self.client.request_metadata_update()
+            return
+        names = self.client.cluster.topic_names_by_id
+        now = self._clock()
+        for topic in response.topics:
+            name = topic.topic if topic.topic is not None else names.get(topic.topic_id)
+            if name is None:
+                self.client.request_metadata_update()
+                continue
+            for part in topic.partitions:
+                tp = TopicPartition(name, part.partition)
+                state = self.states.get(tp)
+                sent = sent_offsets.get(tp)
+                if state is None:
+                    continue
+                if sent is None:
+                    # an incremental response may answer for a session partition
+                    # we did not resend: it answers the offset the session holds
+                    held = session.partitions.get(tp)
+                    sent = held[0] if held is not None else None
+                if sent is None or state.fetch_offset != sent or not state.fetchable():
+                    continue  # stale: sought, reset or paused since
+                code = part.error_code
+                if code != NONE:
+                    self._partition_error(tp, code, "Fetch", state=state)
+                    continue
+                state.highwater = part.high_watermark
+                state.last_stable_offset = part.last_stable_offset
+                state.log_start_offset = part.log_start_offset
+                if part.preferred_read_replica >= 0 and part.preferred_read_replica != node_id:
+                    state.preferred_replica = part.preferred_read_replica
+                    state.preferred_replica_until = now + self.config["metadata_max_age_ms"] / 1000.0
+                diverging = part.diverging_epoch
+                if diverging is not None and diverging[0] >= 0 and diverging[1] >= 0:
+                    self._check_divergence(tp, diverging[0], diverging[1])
+                    continue
+                data = part.records
+                if data is None or len(data) == 0:
+                    continue
+                next_offset, epoch, complete = scan_batches(data)
+                if next_offset is None or next_offset <= sent:
+                    # no complete batch (cut at the byte limit) or nothing past
+                    # the fetch offset: nothing to hand out, fetch again
+                    if next_offset is None and len(data) >= self.config["max_partition_fetch_bytes"]:
+                        log.warning("%s: the batch at offset %s is larger than max_partition_fetch_bytes", tp, sent)
+                    continue
+                completed = CompletedFetch(tp, sent, data[:complete], part.aborted_transactions, next_offset, epoch,
+                                           complete)
+                state.buffered.append(completed)
+                self._buffered_bytes += complete
+                self.metrics["fetch-bytes-total"] += complete
+                if next_offset > state.fetch_offset:
+                    state.fetch_offset = next_offset
+                    if epoch >= 0:
+                        state.fetch_epoch = epoch
+
+    def _partition_error(self, tp, code, what, state=None):
+        state = state or self.states.get(tp)
+        if code == OFFSET_OUT_OF_RANGE and state is not None:
+            policy = self.config["auto_offset_reset"]
+            if policy == "none":
+                self._pending_error = OffsetOutOfRangeError(
+                    "{0}: fetch offset {1} is out of range and auto_offset_reset='none'".format(tp, state.fetch_offset))
+                state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
+                return
+            log.info("%s: offset %s out of range, resetting to %s", tp, state.fetch_offset, policy)
+            self.request_reset(tp, policy)
+            return
+        if code == TOPIC_AUTHORIZATION_FAILED:
+            self._pending_error = TopicAuthorizationFailedError("{0} for {1}".format(what, tp))
+            return
+        if code in METADATA_ERRORS:
+            if state is not None:
+                state.preferred_replica = None
+            self.client.request_metadata_update()
+        else:
+            log.warning("%s for %s: %s", what, tp, for_code(code).__name__)
+        if state is not None:
+            state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
+
+    def _node_lost(self, node_id):
+        session = self._sessions.get(node_id)
+        if session is not None:
+            session.reset()
+        self._in_flight_nodes.discard(node_id)
+
+    # --- handing records to the application ------------------------------------------------------
+    def raise_pending(self):
+        if self._pending_error is not None:
+            error, self._pending_error = self._pending_error, None
+            raise error
+
+    def has_buffered(self):
+        return any(s.buffered and not s.paused for s in self.states.values())
+
+    def buffered_bytes(self):
+        return self._buffered_bytes
+
+    def _ordered_states(self):
+        states = list(self.states.values())
+        if not states:
+            return states
+        start = self._next_partition % len(states)
+        self._next_partition = start + 1
+        return states[start:] + states[:start]
+
+    def fetched_records(self, max_records, update_offsets=True, key_deserializer=None, value_deserializer=None):
+        """{tp: [ConsumerRecord]} of up to max_records buffered records. A
+        CorruptRecordError is raised after the records before the bad batch
+        were returned (here, or by the next call when some were returned)."""
+        out = {}
+        remaining = max_records
+        config = self.config
+        for state in self._ordered_states():
+            if remaining <= 0:
+                break
+            if state.paused or not state.buffered:
+                continue
+            tp = state.tp
+            taken = []
+            while state.buffered and remaining > 0:
+                completed = state.buffered[0]
+                if completed.fetch_offset != state.position and completed.records is None:
+                    # not contiguous with the position: stale, fetch again
+                    self._drop_buffered(state)
+                    break
+                if completed.records is None:
+                    try:
+                        decoded = fastkc_records.decode_partition(
+                            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=state.position,
+                            check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
+                            aborted_transactions=completed.aborted or (), key_deserializer=key_deserializer,
+                            value_deserializer=value_deserializer)
+                    except CorruptRecordError as exc:
+                        good = list(getattr(exc, "records", None) or ())
+                        bad_offset = getattr(exc, "offset", None)
+                        self._drop_buffered(state)
+                        if good:
+                            taken.extend(good)
+                            remaining -= len(good)
+                            if update_offsets:
+                                state.position = good[-1].offset + 1
+                                state.position_epoch = good[-1].leader_epoch
+                        if update_offsets and bad_offset is not None and bad_offset > state.position:
+                            state.position = bad_offset
+                        state.fetch_offset = state.position
+                        state.next_retry = self._clock() + config["retry_backoff_ms"] / 1000.0
+                        if taken:
+                            self._pending_error = exc
+                            break
+                        if out:
+                            self._pending_error = exc
+                            return out
+                        raise
+                    completed.records = decoded.records
+                    completed.next_offset = max(completed.next_offset, decoded.next_offset)
+                    completed.data = None  # the records hold their own bytes
+                records = completed.records
+                start = completed.index
+                available = len(records) - start
+                if available <= remaining:
+                    chunk = records[start:] if start else records
+                    state.buffered.popleft()
+                    self._buffered_bytes -= completed.nbytes
+                    if update_offsets:
+                        state.position = completed.next_offset
+                        if chunk:
+                            state.position_epoch = chunk[-1].leader_epoch
+                        elif completed.leader_epoch >= 0:
+                            state.position_epoch = completed.leader_epoch
+                else:
+                    chunk = records[start:start + remaining]
+                    completed.index = start + remaining
+                    if update_offsets:
+                        state.position = chunk[-1].offset + 1
+                        state.position_epoch = chunk[-1].leader_epoch
+                if chunk:
+                    if taken:
+                        taken.extend(chunk)
+                    else:
+                        taken = chunk
+                    remaining -= len(chunk)
+                if not update_offsets:
+                    break
+            if not update_offsets:
+                # the position stays: what was handed out will be fetched again
+                self._drop_buffered(state)
+            if taken:
+                out[tp] = taken
+                self.metrics["records-consumed-total"] += len(taken)
+        return out
+
+    def fetched_arrow(self, max_records):
+        """A list of pyarrow.RecordBatch (arrow_schema()) of up to max_records
+        buffered records, positions advanced."""
+        batches = []
+        remaining = max_records
+        config = self.config
+        for state in self._ordered_states():
+            if remaining <= 0:
+                break
+            if state.paused or not state.buffered:
+                continue
+            tp = state.tp
+            while state.buffered and remaining > 0:
+                completed = state.buffered[0]
+                if completed.records is None:
+                    if completed.fetch_offset != state.position:
+                        self._drop_buffered(state)
+                        break
+                    try:
+                        decoded = fastkc_records.decode_partition_arrow(
+                            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=state.position,
+                            check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
+                            aborted_transactions=completed.aborted or ())
+                    except CorruptRecordError as exc:
+                        self._drop_buffered(state)
+                        bad_offset = getattr(exc, "offset", None)
+                        good = getattr(exc, "records", None)
+                        if good is not None and hasattr(good, "num_rows") and good.num_rows:
+                            batches.append(good)
+                            state.position = good.column("offset")[-1].as_py() + 1
+                        if bad_offset is not None and bad_offset > state.position:
+                            state.position = bad_offset
+                        state.fetch_offset = state.position
+                        state.next_retry = self._clock() + config["retry_backoff_ms"] / 1000.0
+                        if batches:
+                            self._pending_error = exc
+                            return batches
+                        raise
+                    completed.records = decoded.records
+                    completed.next_offset = max(completed.next_offset, decoded.next_offset)
+                    completed.data = None
+                batch = completed.records
+                start = completed.index
+                available = batch.num_rows - start
+                if available <= remaining:
+                    piece = batch.slice(start) if start else batch
+                    state.buffered.popleft()
+                    self._buffered_bytes -= completed.nbytes
+                    state.position = completed.next_offset
+                    if completed.leader_epoch >= 0:
+                        state.position_epoch = completed.leader_epoch
+                else:
+                    piece = batch.slice(start, remaining)
+                    completed.index = start + remaining
+                    state.position = piece.column("offset")[remaining - 1].as_py() + 1
+                if piece.num_rows:
+                    batches.append(piece)
+                    remaining -= piece.num_rows
+            self.metrics["records-consumed-total"] += 0
+        return batches
+
+    def pause(self, tp):
+        self.states[tp].paused = True
+
+    def resume(self, tp):
+        self.states[tp].paused = False
+
+
+def parse_fetch(payload, version):
+    """A Fetch response payload → fastkc.structs.FetchResponse, by the compiled
+    parser when the core is built, else by the generic codec (the twin)."""
+    if _parse_fetch_c is not None:
+        return _parse_fetch_c(payload, version)
+    from fastkc.protocol import codec
+
+    correlation_id, body = codec.decode_response("Fetch", version, payload)
+    return codec.to_fetch_response(correlation_id, body, version)
+
+
+def _list_offsets_results(response):
+    for topic in response["topics"]:
+        for p in topic["partitions"]:
+            yield (TopicPartition(topic["name"], p["partition_index"]), p["error_code"], p["offset"],
+                   p["leader_epoch"], p["timestamp"])

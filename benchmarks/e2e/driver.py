@@ -13,9 +13,10 @@ clients take turns N times and each figure is the median of its N runs.
 
 Prints a Markdown table (records/s, MB/s of values, wall time, peak RSS and
 the ratio of fastkc to each anchor), then writes the JSON and a PNG chart
-(default: benchmarks/results/e2e.json and e2e.png). Any client that reads a
-different number of records than the topic holds, or fails, is reported as
-FAILED and the driver exits with status 1 after writing what it has.
+(default: benchmarks/results/e2e.json and e2e.png; the table alone goes to
+e2e.md beside the JSON). Any client that reads a different number of records
+than the topic holds, or fails, is reported as FAILED and the driver exits
+with status 1 after writing what it has.
 """
 import argparse
 import datetime
@@ -307,8 +308,12 @@ def run(args, log=log_to_stderr):
     with open(args.json, "w") as f:
         json.dump(document, f, indent=2, sort_keys=False)
         f.write("\n")
+    # The table alone too, for the README to quote.
+    markdown_path = os.path.splitext(args.json)[0] + ".md"
+    with open(markdown_path, "w") as f:
+        f.write(table + "\n")
     draw_chart(summaries, meta, args.png)
-    log("wrote {0} and {1}".format(args.json, args.png))
+    log("wrote {0}, {1} and {2}".format(args.json, markdown_path, args.png))
     failed = [name for name, s in summaries.items() if s["status"] == "failed"]
     if failed:
         log("FAILED: " + ", ".join(failed))

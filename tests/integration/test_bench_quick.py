@@ -70,6 +70,7 @@ def test_table_and_chart(quick_run):
     assert document["ratios"]["fastkc-records/kafka-python"] == pytest.approx(
         document["clients"]["fastkc-records"]["records_per_second"]
         / document["clients"]["kafka-python"]["records_per_second"])
+    assert (out / "e2e.md").read_text().strip() == table.strip()
     with open(out / "e2e.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 

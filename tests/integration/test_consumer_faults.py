@@ -1,0 +1,121 @@
+"""Issue 4: consumption across broker faults — a single broker stopped and
+started again on the same data dir while a consumer is mid-topic, and the
+leader of a replicated partition stopped in the three-node cluster (its
+leadership moves to a follower). In both, every record written before and
+after comes back exactly once, in order per partition."""
+import os
+import time
+
+import pytest
+
+from tests.integration.conftest import start_node, stop_node
+from tests.support.consumers import assert_records_match, mixed_messages, poll_records
+from tests.support.kafka_tools import create_topic, produce, unique_name, visible
+
+PARTITIONS = 2
+
+
+@pytest.fixture(scope="module")
+def restartable_broker(tmp_path_factory):
+    """A broker of its own (restarting the session broker would disturb
+    other modules' tests), stopped at the end of the module."""
+    from fastkc import broker
+
+    data_dir = str(tmp_path_factory.mktemp("consumer-restart"))
+    info = broker.start(name="consumer-restart", data_dir=data_dir,
+                        kafka_version=os.environ.get("FASTKC_KAFKA_VERSION") or None, die_with_parent=True)
+    try:
+        yield info
+    finally:
+        broker.stop(data_dir=data_dir)
+
+
+def _consume_some(consumer, at_least, timeout=30.0):
+    """Poll in small steps until at least `at_least` records came; returns
+    them grouped as {partition: [records]}."""
+    got = {}
+    deadline = time.monotonic() + timeout
+    while sum(map(len, got.values())) < at_least:
+        assert time.monotonic() < deadline, "consumer stalled before the fault"
+        for tp, records in consumer.poll(timeout_ms=200, max_records=20).items():
+            got.setdefault(tp.partition, []).extend(records)
+    return got
+
+
+def _merge(first, second_list):
+    merged = {p: list(rs) for p, rs in first.items()}
+    for record in second_list:
+        merged.setdefault(record.partition, []).append(record)
+    return [r for p in sorted(merged) for r in merged[p]]
+
+
+def test_broker_restart_during_consumption_loses_and_repeats_nothing(
+        flavour, consumer_factory, restartable_broker):
+    bootstrap = restartable_broker.bootstrap_servers
+    topic = create_topic(bootstrap, unique_name("consumer-restart"), partitions=PARTITIONS)
+    before = produce(bootstrap, topic, mixed_messages(200, PARTITIONS, tag="before-"))
+    tps = [flavour.TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer = consumer_factory(bootstrap_servers=bootstrap, request_timeout_ms=10000,
+                                reconnect_backoff_max_ms=1000)
+    consumer.assign(tps)
+    consumer.seek_to_beginning()
+    early = _consume_some(consumer, 60)
+
+    stop_node(restartable_broker, restartable_broker.nodes[0].node_id)
+    # While the broker is down poll returns what was already fetched, or
+    # nothing; it raises nothing and does not hang.
+    during = []
+    down_until = time.monotonic() + 3.0
+    while time.monotonic() < down_until:
+        began = time.monotonic()
+        for records in consumer.poll(timeout_ms=300).values():
+            during.extend(records)
+        assert time.monotonic() - began < 10.0, "poll hung while the broker was down"
+    start_node(restartable_broker, restartable_broker.nodes[0].node_id)
+
+    after = produce(bootstrap, topic, mixed_messages(100, PARTITIONS, tag="after-"))
+    expected = visible(before + after)
+    seen = sum(map(len, early.values())) + len(during)
+    rest = poll_records(consumer, len(expected) - seen, timeout=90.0, settle_ms=1000)
+    # Records delivered during the outage keep their delivery order per partition.
+    assert_records_match(_merge(early, during + rest), expected)
+    for tp in tps:
+        assert consumer.position(tp) == max(w.offset for w in expected if w.partition == tp.partition) + 1
+
+
+def _leader_of(bootstrap, topic, partition):
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic=topic, timeout=30)
+    return md.topics[topic].partitions[partition].leader
+
+
+def test_leader_moved_in_the_cluster_consumption_continues(flavour, consumer_factory, kafka_cluster):
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = create_topic(bootstrap, unique_name("consumer-leader-move"), partitions=PARTITIONS,
+                         replication_factor=3)
+    before = produce(bootstrap, topic, mixed_messages(200, PARTITIONS, tag="before-"))
+    tps = [flavour.TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer = consumer_factory(bootstrap_servers=bootstrap, request_timeout_ms=10000,
+                                reconnect_backoff_max_ms=1000, metadata_max_age_ms=5000)
+    consumer.assign(tps)
+    consumer.seek_to_beginning()
+    early = _consume_some(consumer, 60)
+
+    old_leader = _leader_of(bootstrap, topic, 0)
+    stop_node(kafka_cluster, old_leader)
+    try:
+        survivors = ",".join("127.0.0.1:{0}".format(n.ports["PLAINTEXT"])
+                             for n in kafka_cluster.nodes if n.node_id != old_leader)
+        deadline = time.monotonic() + 60
+        while _leader_of(survivors, topic, 0) in (old_leader, -1):
+            assert time.monotonic() < deadline, "no new leader elected within 60s"
+            time.sleep(0.5)
+        after = produce(survivors, topic, mixed_messages(100, PARTITIONS, tag="after-"))
+        expected = visible(before + after)
+        seen = sum(map(len, early.values()))
+        rest = poll_records(consumer, len(expected) - seen, timeout=90.0, settle_ms=1000)
+        assert_records_match(_merge(early, rest), expected)
+    finally:
+        # The cluster is shared by the session: bring the node back.
+        start_node(kafka_cluster, old_leader, timeout=120.0)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from benchmarks.e2e import driver, run_java
+from benchmarks.e2e import common, driver, run_java
 from tests.support.kafka_tools import unique_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -143,3 +143,64 @@ def test_java_summary_parsing_checks_its_shape():
         run_java.parse_output(out.replace(", 6.9611", ""))
     with pytest.raises(RuntimeError):
         run_java.parse_output("WARNING: Exiting before consuming the expected number of records\n")
+
+
+def _args(expected, ends):
+    return common.parse_args("test", ["--bootstrap", "h:1", "--topic", "t", "--partitions", str(len(ends)),
+                                      "--expected", str(expected),
+                                      "--ends", ",".join("{0}={1}".format(p, e) for p, e in sorted(ends.items())),
+                                      "--timeout", "5"])
+
+
+def _scripted(polls, position_after):
+    """poll_count / positions stand-ins: each poll returns the next count; positions follow."""
+    state = {"polled": 0}
+    remaining = list(polls)
+
+    def poll_count():
+        state["polled"] += 1
+        return remaining.pop(0) if remaining else 0
+
+    def positions():
+        return position_after(state["polled"])
+
+    return poll_count, positions
+
+
+def test_drain_stops_at_the_end_offsets():
+    args = _args(10, {0: 6, 1: 4})
+    poll_count, positions = _scripted([6, 4], lambda n: {0: 6, 1: 4} if n >= 2 else {0: 6, 1: 0})
+    assert common.drain(poll_count, positions, args, common.Clock(args.timeout)) == 10
+
+
+def test_drain_refuses_a_count_reached_by_duplicates():
+    args = _args(10, {0: 6, 1: 4})
+    # Ten records delivered while partition 1 is still at offset 0: some came twice.
+    poll_count, positions = _scripted([6, 4], lambda n: {0: 6, 1: 0})
+    with pytest.raises(common.CountMismatch, match="stopped at positions"):
+        common.drain(poll_count, positions, args, common.Clock(args.timeout))
+
+
+def test_lost_records_stop_the_loop_and_fail_the_count(capsys):
+    args = _args(10, {0: 6, 1: 4})
+    # The positions reach the end but only 7 records were delivered.
+    poll_count, positions = _scripted([4, 3], lambda n: {0: 6, 1: 4} if n >= 2 else {0: 3, 1: 0})
+    records = common.drain(poll_count, positions, args, common.Clock(args.timeout))
+    assert records == 7
+    with pytest.raises(common.CountMismatch, match="read 7 records, the topic holds 10"):
+        common.finish("x", args, records, 1.0)
+    assert capsys.readouterr().out == ""  # no result line printed
+
+
+def test_a_stuck_client_hits_the_deadline():
+    args = _args(10, {0: 10})
+    args.timeout = 0.05
+    poll_count, positions = _scripted([], lambda n: {0: 0})
+    with pytest.raises(SystemExit, match="timed out"):
+        common.drain(poll_count, positions, args, common.Clock(args.timeout))
+
+
+def test_ends_must_name_every_partition():
+    with pytest.raises(SystemExit):
+        common.parse_args("test", ["--bootstrap", "h:1", "--topic", "t", "--partitions", "3", "--expected", "1",
+                                   "--ends", "0=1,2=0"])

@@ -453,18 +453,22 @@ class Fetcher:
         cluster = self.client.cluster
         for tp, state in self.states.items():
             meta = cluster.partition(tp)
-            if meta is None:
+            if meta is None or meta.leader_epoch < 0:
                 continue
-            if state.position is not None and state.position_epoch >= 0 and meta.leader_epoch >= 0 \
-                    and meta.leader_epoch > state.position_epoch and not state.awaiting_validation \
-                    and state.reset_strategy is None and self._epoch_changed(tp, meta.leader_epoch):
+            # Java's rule: a new leader epoch means the position must be
+            # validated against the new leader's log before fetching resumes
+            changed = self._epoch_changed(tp, meta.leader_epoch)
+            if changed and state.position is not None and state.position_epoch >= 0 \
+                    and not state.awaiting_validation and state.reset_strategy is None:
                 state.awaiting_validation = True
                 self._drop_buffered(state)
 
     def _epoch_changed(self, tp, epoch):
+        # stale metadata (an older epoch from a lagging broker) is ignored
         seen = self._leader_epochs_seen.get(tp)
-        self._leader_epochs_seen[tp] = epoch
-        return seen is not None and seen != epoch
+        if seen is None or epoch > seen:
+            self._leader_epochs_seen[tp] = epoch
+        return seen is not None and epoch > seen
 
     @property
     def _leader_epochs_seen(self):

@@ -48,7 +48,6 @@ LABELS = {
     "confluent-kafka": "confluent-kafka consume(500)",
     "java": "Java ConsumerPerformance",
 }
-UNAVAILABLE = 3  # a runner's exit status when its variant cannot run in this checkout
 
 # (numerator, denominator, at least) — reported, never asserted.
 TARGETS = [
@@ -134,8 +133,6 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout + 120)
     except subprocess.TimeoutExpired:
         return {"client": name, "error": "runner did not exit within {0:.0f}s".format(timeout + 120)}
-    if proc.returncode == UNAVAILABLE:
-        return {"client": name, "unavailable": proc.stderr.strip() or "not available"}
     if proc.returncode != 0:
         return {"client": name, "error": "exit {0}: {1}".format(proc.returncode, proc.stderr.strip()[-2000:])}
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
@@ -148,12 +145,11 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
 
 
 def summarise(name, runs, record_size):
-    ok = [r for r in runs if "error" not in r and "unavailable" not in r]
+    ok = [r for r in runs if "error" not in r]
     summary = {"client": name, "label": LABELS[name], "runs": runs}
     if len(ok) != len(runs):
-        bad = next(r for r in runs if "error" in r or "unavailable" in r)
-        summary["status"] = "unavailable" if "unavailable" in bad else "failed"
-        summary["reason"] = bad.get("error") or bad.get("unavailable")
+        summary["status"] = "failed"
+        summary["reason"] = next(r["error"] for r in runs if "error" in r)
         return summary
     seconds = statistics.median(r["seconds"] for r in ok)
     records = ok[0]["records"]
@@ -188,8 +184,6 @@ def markdown_table(summaries, meta):
     ]
     for name, s in summaries.items():
         label = s["label"]
-        if s.get("api") and "interim" in s["api"]:
-            label += " (interim fetch loop, no KafkaConsumer yet)"
         if s["status"] != "ok":
             lines.append("| {0} | {1} | | | | | |".format(label, s["status"].upper()))
             continue
@@ -281,9 +275,6 @@ def run(args, log=log_to_stderr):
             runs[name].append(result)
             if "error" in result:
                 log("  [{0}/{1}] {2}: FAILED {3}".format(round_no + 1, args.repeat, name, result["error"]))
-            elif "unavailable" in result:
-                log("  [{0}/{1}] {2}: unavailable ({3})".format(round_no + 1, args.repeat, name,
-                                                                result["unavailable"]))
             else:
                 log("  [{0}/{1}] {2}: {3:,} records in {4:.2f}s = {5:,.0f} records/s, peak RSS {6:.0f} MiB".format(
                     round_no + 1, args.repeat, name, result["records"], result["seconds"],

@@ -1,0 +1,132 @@
+"""Consumer configuration: kafka-python's keys and defaults, validation, and
+the consumer's refusals that need no broker."""
+import socket
+import time
+
+import pytest
+
+from fastkc import errors
+from fastkc.client import ClusterMetadata, KafkaClient
+from fastkc.config import CONSUMER_DEFAULTS, consumer_config, parse_host_port
+from fastkc.structs import TopicPartition
+
+# kafka-python's values where ours differ on purpose: the client id names
+# fastkc; selector / kafka_client name kafka-python classes fastkc does not use.
+_OURS = {"client_id", "selector", "kafka_client", "default_offset_commit_callback",
+         "partition_assignment_strategy"}
+
+
+def test_every_kafka_python_key_is_accepted_with_its_default():
+    from kafka.consumer.group import KafkaConsumer as Reference
+
+    reference = Reference.DEFAULT_CONFIG
+    assert set(reference) <= set(CONSUMER_DEFAULTS)
+    for key, value in reference.items():
+        if key not in _OURS:
+            assert CONSUMER_DEFAULTS[key] == value, key
+
+
+def test_unknown_key_raises_configuration_error():
+    with pytest.raises(errors.KafkaConfigurationError, match="fetch_max_byte"):
+        consumer_config({"fetch_max_byte": 1})
+
+
+@pytest.mark.parametrize("configs", [
+    {"fetch_max_bytes": 0},
+    {"max_poll_records": -1},
+    {"fetch_max_wait_ms": "500"},
+    {"auto_offset_reset": "middle"},
+    {"isolation_level": "read_dirty"},
+    {"request_timeout_ms": 400, "fetch_max_wait_ms": 500},
+    {"reconnect_backoff_ms": 500, "reconnect_backoff_max_ms": 100},
+    {"security_protocol": "TLS"},
+    {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI",
+     "sasl_plain_username": "u", "sasl_plain_password": "p"},
+    {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN"},
+    {"bootstrap_servers": ""},
+    {"bootstrap_servers": "host:99999"},
+    {"bootstrap_servers": 5},
+    {"value_deserializer": 5},
+    {"group_id": 5},
+    {"consumer_timeout_ms": -1},
+])
+def test_bad_values_raise_configuration_error(configs):
+    with pytest.raises(errors.KafkaConfigurationError):
+        consumer_config(configs)
+
+
+def test_normalisations():
+    config = consumer_config({"auto_offset_reset": "smallest", "bootstrap_servers": "a:1, [::1]:2,b"})
+    assert config["auto_offset_reset"] == "earliest"
+    assert config["bootstrap_servers"] == [("a", 1), ("::1", 2), ("b", 9092)]
+    # the frame guard follows the fetch sizes
+    big = consumer_config({"fetch_max_bytes": 200_000_000})
+    assert big["receive_message_max_bytes"] == 200_000_000 + 1048576
+
+
+def test_group_keys_are_accepted_now():
+    config = consumer_config({"group_id": "g", "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000,
+                              "enable_auto_commit": False})
+    assert config["group_id"] == "g"
+
+
+def test_parse_host_port():
+    assert parse_host_port("h") == ("h", 9092)
+    assert parse_host_port("h:1") == ("h", 1)
+    assert parse_host_port("[fe80::1]:5") == ("fe80::1", 5)
+    with pytest.raises(errors.KafkaConfigurationError):
+        parse_host_port("h:x")
+
+
+def _closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_bootstrap_without_a_broker_raises_no_brokers_available_in_time():
+    config = consumer_config({"bootstrap_servers": "127.0.0.1:{0}".format(_closed_port()),
+                              "bootstrap_timeout_ms": 500, "reconnect_backoff_ms": 20,
+                              "reconnect_backoff_max_ms": 100})
+    client = KafkaClient(config)
+    started = time.monotonic()
+    with pytest.raises(errors.NoBrokersAvailable) as info:
+        client.bootstrap()
+    elapsed = time.monotonic() - started
+    assert 0.45 <= elapsed < 3.0
+    # kafka-python 3.x raises KafkaTimeoutError there: the same except clause works
+    assert isinstance(info.value, errors.KafkaTimeoutError)
+    client.close()
+
+
+def test_consumer_constructor_raises_and_leaves_nothing_open():
+    from fastkc import KafkaConsumer
+
+    with pytest.raises(errors.NoBrokersAvailable):
+        KafkaConsumer(bootstrap_servers="127.0.0.1:{0}".format(_closed_port()), bootstrap_timeout_ms=300)
+
+
+def test_cluster_metadata_update():
+    cluster = ClusterMetadata()
+    topic_id = bytes(range(16))
+    cluster.update({
+        "brokers": [{"node_id": 1, "host": "a", "port": 1, "rack": "r"}],
+        "cluster_id": "c", "controller_id": 1,
+        "topics": [
+            {"error_code": 0, "name": "t", "topic_id": topic_id, "is_internal": False, "partitions": [
+                {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 3, "replica_nodes": [1],
+                 "isr_nodes": [1], "offline_replicas": []},
+                {"error_code": 5, "partition_index": 1, "leader_id": -1, "leader_epoch": 3, "replica_nodes": [1],
+                 "isr_nodes": [], "offline_replicas": []}]},
+            {"error_code": 3, "name": "missing", "topic_id": bytes(16), "is_internal": False, "partitions": []},
+        ],
+    }, all_topics=False)
+    assert cluster.leader_for(TopicPartition("t", 0)) == 1
+    assert cluster.leader_for(TopicPartition("t", 1)) is None
+    assert cluster.leader_for(TopicPartition("nope", 0)) is None
+    assert cluster.partition(TopicPartition("t", 0)).leader_epoch == 3
+    assert cluster.topic_names_by_id == {topic_id: "t"}
+    assert cluster.topics["missing"].topic_id is None
+    assert cluster.brokers[1].rack == "r"

@@ -92,12 +92,19 @@ class Clock:
         self.timeout = timeout
         self.started = None
         self.last_record = None
+        # CPU time of the whole process (every thread, so librdkafka's and the
+        # asyncio loop's work counts too): on a shared machine, CPU seconds per
+        # record vary less with the neighbours' load than wall time does.
+        self.cpu_started = None
+        self.cpu_last_record = None
 
     def start(self):
+        self.cpu_started = time.process_time()
         self.started = time.perf_counter()
 
     def saw_records(self):
         self.last_record = time.perf_counter()
+        self.cpu_last_record = time.process_time()
 
     def check_deadline(self, records_so_far, expected):
         if time.perf_counter() - self.started > self.timeout:
@@ -110,6 +117,12 @@ class Clock:
             return 0.0
         return self.last_record - self.started
 
+    @property
+    def cpu_seconds(self):
+        if self.cpu_last_record is None:
+            return 0.0
+        return self.cpu_last_record - self.cpu_started
+
 
 def peak_rss_bytes(children=False):
     """Peak resident set size; Linux reports ru_maxrss in KiB."""
@@ -117,7 +130,7 @@ def peak_rss_bytes(children=False):
     return resource.getrusage(who).ru_maxrss * 1024
 
 
-def finish(client, args, records, seconds, *, peak_rss=None, **extra):
+def finish(client, args, records, seconds, *, peak_rss=None, cpu_seconds=None, **extra):
     """Check the count, then print the result line. Never returns normally on a mismatch."""
     if records != args.expected:
         raise CountMismatch("{0}: read {1:,} records, the topic holds {2:,}".format(
@@ -129,6 +142,7 @@ def finish(client, args, records, seconds, *, peak_rss=None, **extra):
         "records": records,
         "seconds": seconds,
         "peak_rss_bytes": peak_rss if peak_rss is not None else peak_rss_bytes(),
+        "cpu_seconds": cpu_seconds,  # None when the runner cannot measure the timed window alone
         "python": sys.version.split()[0],
     }
     result.update(extra)

@@ -161,6 +161,8 @@ def summarise(name, runs, record_size):
         # Values only: ProducerPerformance writes null keys and no headers.
         "value_megabytes_per_second": records * record_size / seconds / 1e6,
         "peak_rss_bytes": max(r["peak_rss_bytes"] for r in ok),
+        "cpu_seconds": (statistics.median(r["cpu_seconds"] for r in ok)
+                        if all(r.get("cpu_seconds") is not None for r in ok) else None),
         "api": ok[0].get("api"),
         "version": ok[0].get("version"),
     })
@@ -179,20 +181,24 @@ def markdown_table(summaries, meta):
         "End-to-end consumption of {records:,} records × {record_size} B ({compression}, {partitions} partitions, "
         "Kafka {kafka_version}), median of {repeat} run(s); first poll → last record.".format(**meta),
         "",
-        "| client | records/s | MB/s (values) | seconds | peak RSS MiB | fastkc records ÷ it | fastkc Arrow ÷ it |",
-        "|---|---|---|---|---|---|---|",
+        "| client | records/s | MB/s (values) | seconds | CPU seconds | peak RSS MiB "
+        "| fastkc records ÷ it | fastkc Arrow ÷ it |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, s in summaries.items():
         label = s["label"]
         if s["status"] != "ok":
-            lines.append("| {0} | {1} | | | | | |".format(label, s["status"].upper()))
+            lines.append("| {0} | {1} | | | | | | |".format(label, s["status"].upper()))
             continue
-        lines.append("| {0} | {1:,.0f} | {2:.1f} | {3:.2f} | {4:.0f} | {5} | {6} |".format(
+        lines.append("| {0} | {1:,.0f} | {2:.1f} | {3:.2f} | {4} | {5:.0f} | {6} | {7} |".format(
             label, s["records_per_second"], s["value_megabytes_per_second"], s["seconds"],
+            "—" if s["cpu_seconds"] is None else "{0:.2f}".format(s["cpu_seconds"]),
             s["peak_rss_bytes"] / 2**20,
             fmt_ratio(ratio(summaries, "fastkc-records", name)),
             fmt_ratio(ratio(summaries, "fastkc-arrow", name))))
     lines.append("")
+    lines.append("CPU seconds: the client process's CPU (all its threads) over the same window; not reported "
+                 "by ConsumerPerformance. Machine: {machine}.".format(**meta))
     for numerator, denominator, at_least in TARGETS:
         r = ratio(summaries, numerator, denominator)
         verdict = "not measured" if r is None else ("met" if r >= at_least else "NOT met")

@@ -47,7 +47,7 @@ async def consume(args):
         where = await positions()
         if not _at_end(where, args.ends):
             raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
-        return records, clock.seconds
+        return records, clock
     finally:
         await consumer.stop()
 
@@ -56,8 +56,9 @@ def main(argv=None):
     args = parse_args(__doc__.split("\n\n")[0], argv)
     import aiokafka
 
-    records, seconds = asyncio.run(consume(args))
-    finish("aiokafka", args, records, seconds, version=aiokafka.__version__)
+    records, clock = asyncio.run(consume(args))
+    finish("aiokafka", args, records, clock.seconds, cpu_seconds=clock.cpu_seconds,
+           version=aiokafka.__version__)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ def main(argv=None):
         records = drain(poll_count, positions, args, clock)
     finally:
         consumer.close()
-    finish("confluent-kafka", args, records, clock.seconds,
+    finish("confluent-kafka", args, records, clock.seconds, cpu_seconds=clock.cpu_seconds,
            version=confluent_kafka.version()[0], librdkafka=confluent_kafka.libversion()[0])
 
 

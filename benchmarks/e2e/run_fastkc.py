@@ -48,8 +48,8 @@ def main(argv=None):
         records = drain(poll_count, positions, args, clock)
     finally:
         consumer.close()
-    finish("fastkc " + mode, args, records, clock.seconds, api="KafkaConsumer." +
-           ("poll" if mode == "records" else "poll_arrow"), backend=fastkc.backend)
+    finish("fastkc " + mode, args, records, clock.seconds, cpu_seconds=clock.cpu_seconds,
+           api="KafkaConsumer." + ("poll" if mode == "records" else "poll_arrow"), backend=fastkc.backend)
     return 0
 
 

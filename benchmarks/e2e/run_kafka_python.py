@@ -40,7 +40,8 @@ def main(argv=None):
         consumer.close()
     import kafka
 
-    finish("kafka-python", args, records, clock.seconds, version=kafka.__version__, crc32c=crc)
+    finish("kafka-python", args, records, clock.seconds, cpu_seconds=clock.cpu_seconds,
+           version=kafka.__version__, crc32c=crc)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,11 @@ def test_every_client_reads_exactly_the_topic(quick_run):
         assert summary["seconds"] > 0
         assert summary["records_per_second"] == pytest.approx(RECORDS / summary["seconds"])
         assert summary["peak_rss_bytes"] > 10 * 2**20, name  # a live interpreter or JVM, not a zero
+        if name == "java":
+            assert summary["cpu_seconds"] is None  # the tool does not report its timed window's CPU
+            assert summary["runs"][0]["jvm_process_cpu_seconds"] > 0
+        else:
+            assert summary["cpu_seconds"] > 0, name
 
 
 def test_table_and_chart(quick_run):
@@ -92,16 +97,18 @@ def test_summary_takes_the_median_and_marks_failures():
     summary = driver.summarise("kafka-python", [{"client": "kafka-python", "error": "exit 1: read 5 records"}], 100)
     assert summary["status"] == "failed" and "read 5 records" in summary["reason"]
     ok = driver.summarise("aiokafka", [
-        {"client": "aiokafka", "records": 10, "seconds": 2.0, "peak_rss_bytes": 1},
-        {"client": "aiokafka", "records": 10, "seconds": 1.0, "peak_rss_bytes": 3},
-        {"client": "aiokafka", "records": 10, "seconds": 4.0, "peak_rss_bytes": 2},
+        {"client": "aiokafka", "records": 10, "seconds": 2.0, "peak_rss_bytes": 1, "cpu_seconds": 0.5},
+        {"client": "aiokafka", "records": 10, "seconds": 1.0, "peak_rss_bytes": 3, "cpu_seconds": 0.25},
+        {"client": "aiokafka", "records": 10, "seconds": 4.0, "peak_rss_bytes": 2, "cpu_seconds": 0.75},
     ], 100)
     assert ok["seconds"] == 2.0 and ok["records_per_second"] == 5.0  # the median run
+    assert ok["cpu_seconds"] == 0.5
     assert ok["peak_rss_bytes"] == 3
     table = driver.markdown_table({"kafka-python": summary, "aiokafka": ok}, {
         "records": 10, "record_size": 100, "compression": "lz4", "partitions": 1, "kafka_version": "4.3.1",
-        "repeat": 3})
+        "repeat": 3, "machine": "test"})
     assert "| kafka-python 3.x | FAILED |" in table
+    assert "| aiokafka | 5 | 0.0 | 2.00 | 0.50 | 0 |" in table
 
 
 class _Install:

@@ -1,0 +1,1035 @@
+"""Partition assignors for the classic group protocol.
+
+The interface is kafka-python 3's (kafka/coordinator/assignors/abstract.py),
+so an assignor written for kafka-python plugs in unchanged:
+
+  name                              the protocol name sent in JoinGroup
+  supported_protocols()             [RebalanceProtocol...], preferred first
+  metadata(topics) -> Subscription  this member's JoinGroup metadata
+  assign(cluster, members) -> {member_id: Assignment}
+        cluster: anything with partitions_for_topic(topic) -> set | None;
+                 optionally partition_racks(topic) -> {partition: racks of
+                 its replicas}, which turns on rack-aware assignment
+        members: [GroupMember(member_id, group_instance_id, metadata)] with
+                 metadata a decoded Subscription (kafka-python's
+                 JoinGroupResponseMember has the same three attributes); a
+                 {member_id: subscription} dict (kafka-python 2's shape) is
+                 accepted too
+  on_assignment(assignment, generation)
+
+The built-in assignors compute what the Java client's do (RangeAssignor,
+RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor of Kafka 4.x),
+read from its behaviour and documentation:
+
+- member order: static members (group_instance_id set) first, ordered by
+  instance id, then dynamic members by member id, comparing strings by UTF-16
+  code unit as Java does;
+- range is rack-aware (KIP-881) and roundrobin is not, as in Java;
+- the sticky assignors take the Java "constrained" path when every member
+  subscribes to the same topics, reproducing its choices exactly, including
+  which members end up with one partition more (Java decides that by the
+  iteration order of a HashMap keyed by member id, which is modelled here);
+  otherwise a general path that keeps every still-valid owned partition,
+  hands out the rest to the least-loaded eligible member and then moves
+  partitions from members with at least two more than an eligible peer until
+  no such move is left (Java's general path reaches the same kind of local
+  balance by a different search, so the two may pick different partitions);
+- cooperative-sticky leaves a partition that changes owner out of this
+  round's assignment, so its owner revokes it (owned minus assigned) and
+  rejoins, and the next round gives it to the new owner: the output passes
+  `validate_cooperative_assignment`, the check the Java ConsumerCoordinator
+  applies to custom cooperative assignors.
+
+Assignments are written at consumer protocol version 3 with null user data,
+like the Java client's. Protocol names match Java's and librdkafka's:
+"range", "roundrobin", "sticky", "cooperative-sticky".
+"""
+import abc
+import enum
+import logging
+from collections import namedtuple
+
+from fastkc.errors import IllegalArgumentError, IllegalStateError
+from fastkc.protocol.codec import _EncodeError, _decode_struct, _encode_struct
+from fastkc.protocol.consumer_protocol import HIGHEST_VERSION, Assignment, Subscription, group_by_topic
+from fastkc.protocol.schema import parse_struct
+from fastkc.protocol.types import Reader, Writer, _Malformed
+from fastkc.structs import TopicPartition
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GENERATION = -1
+
+
+class RebalanceProtocol(enum.IntEnum):
+    """KIP-429. EAGER: every member gives up everything before it rejoins.
+    COOPERATIVE: members keep what they own; only partitions that move are
+    revoked, and a second rebalance hands them to their new owner."""
+
+    EAGER = 0
+    COOPERATIVE = 1
+
+
+#: One group member as an assignor sees it (the JoinGroup response member,
+#: its metadata decoded).
+GroupMember = namedtuple("GroupMember", ["member_id", "group_instance_id", "metadata"])
+
+
+class AbstractPartitionAssignor(abc.ABC):
+    """kafka-python 3's assignor interface (see the module docstring)."""
+
+    @property
+    @abc.abstractmethod
+    def name(self):
+        """The protocol name this assignor is announced under in JoinGroup."""
+
+    def supported_protocols(self):
+        return [RebalanceProtocol.EAGER]
+
+    @abc.abstractmethod
+    def assign(self, cluster, members):
+        """{member_id: Assignment} for every member in `members`."""
+
+    @abc.abstractmethod
+    def metadata(self, topics):
+        """The Subscription this member sends for `topics`."""
+
+    @abc.abstractmethod
+    def on_assignment(self, assignment, generation):
+        """Called with this member's Assignment once a rebalance completes."""
+
+
+# --------------------------------------------------------------------------
+# clusters and members
+# --------------------------------------------------------------------------
+class StaticCluster:
+    """A fixed view of topic partitions (and optionally replica racks), with
+    the two methods the assignors read. For tests and tools; the consumer's
+    live metadata offers the same methods.
+
+    partitions: {topic: partition count or iterable of partition ids}
+    racks: {topic: {partition: iterable of the racks its replicas are on}}
+    """
+
+    def __init__(self, partitions, racks=None):
+        self._partitions = {}
+        for topic, spec in partitions.items():
+            ids = range(spec) if isinstance(spec, int) else spec
+            self._partitions[topic] = frozenset(ids)
+        self._racks = {t: {p: frozenset(r) for p, r in by_p.items()} for t, by_p in (racks or {}).items()}
+
+    def partitions_for_topic(self, topic):
+        parts = self._partitions.get(topic)
+        return set(parts) if parts is not None else None
+
+    def partition_racks(self, topic):
+        return dict(self._racks.get(topic, {}))
+
+
+def _members_of(members):
+    """Normalise `members` to [GroupMember] in the order given."""
+    if isinstance(members, dict):
+        return [GroupMember(member_id, None, meta) for member_id, meta in members.items()]
+    out = []
+    for m in members:
+        if isinstance(m, GroupMember):
+            out.append(m)
+        else:
+            out.append(GroupMember(m.member_id, getattr(m, "group_instance_id", None), m.metadata))
+    ids = [m.member_id for m in out]
+    if len(set(ids)) != len(ids):
+        raise IllegalArgumentError("duplicate member ids in the group: {0!r}".format(sorted(ids)))
+    return out
+
+
+def _topics_of(subscription):
+    return list(getattr(subscription, "topics", None) or ())
+
+
+def _owned_of(subscription):
+    out = []
+    for item in getattr(subscription, "owned_partitions", None) or ():
+        topic, partitions = (item.topic, item.partitions) if hasattr(item, "topic") else item
+        out.extend(TopicPartition(topic, p) for p in partitions)
+    return out
+
+
+def _rack_of(subscription):
+    rack = getattr(subscription, "rack_id", None)
+    return rack or None  # Java treats "" as no rack
+
+
+def _generation_of(subscription):
+    gen = getattr(subscription, "generation_id", DEFAULT_GENERATION)
+    return DEFAULT_GENERATION if gen is None or gen < 0 else gen
+
+
+def java_string_key(s):
+    """Sort key ordering strings as java.lang.String.compareTo does (by UTF-16
+    code unit; differs from Python's code point order above U+FFFF)."""
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def _member_sort_key(member):
+    """Java's MemberInfo order: static members by instance id first, then
+    dynamic ones by member id."""
+    if member.group_instance_id is not None:
+        return (0, java_string_key(member.group_instance_id))
+    return (1, java_string_key(member.member_id))
+
+
+def _java_string_hash(s):
+    data = java_string_key(s)
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(keys):
+    """The iteration order of a java.util.HashMap (or HashSet) of these
+    string keys, inserted in the given order with default sizing: by bucket
+    ((h ^ h >>> 16) & (capacity - 1)), insertion order within a bucket (a
+    resize keeps it). Buckets of 8+ colliding keys, which Java turns into
+    trees, are not modelled. Java's sticky assignor decides some ties by this
+    order, so reproducing its output needs it."""
+    keys = list(keys)
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key):
+        h = _java_string_hash(key)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=bucket)  # stable: insertion order within a bucket
+
+
+def _partitions_per_topic(cluster, topics):
+    """{topic: sorted partition ids} for the topics with known partitions,
+    in the iteration order of Java's HashMap of them (which fixes the order
+    partitions are added to a range member's list)."""
+    out = {}
+    for topic in java_hash_order(topics):
+        parts = cluster.partitions_for_topic(topic)
+        if parts:
+            out[topic] = sorted(parts)
+        else:
+            log.debug("no partition metadata for topic %s; it is not assigned", topic)
+    return {t: out[t] for t in java_hash_order(list(out))}
+
+
+def _partition_racks(cluster, topic):
+    fn = getattr(cluster, "partition_racks", None)
+    if fn is None:
+        return {}
+    return {p: frozenset(r for r in racks if r) for p, racks in (fn(topic) or {}).items()}
+
+
+def _use_rack_aware(consumer_racks, partition_racks_union, racks_per_partition, prefer=False):
+    """Java's rule: rack-aware only when some consumer rack hosts a replica,
+    and (unless preferred) when not every partition is on every rack anyway."""
+    if not consumer_racks or not (set(consumer_racks) & set(partition_racks_union)):
+        return False
+    if prefer:
+        return True
+    union = frozenset(partition_racks_union)
+    return not all(r == union for r in racks_per_partition.values())
+
+
+def _assignments(member_ids, lists):
+    return {m: Assignment(HIGHEST_VERSION, group_by_topic(lists.get(m, []), sort=False), None) for m in member_ids}
+
+
+def _all_topics(members):
+    """All subscribed topics, in the insertion order of Java's HashSet built
+    by iterating the members' HashMap (topics of a member in the order its
+    subscription lists them)."""
+    seen = {}
+    by_id = {m.member_id: m for m in members}
+    for mid in java_hash_order(list(by_id)):
+        for topic in _topics_of(by_id[mid].metadata):
+            seen.setdefault(topic, None)
+    return java_hash_order(list(seen))
+
+
+# --------------------------------------------------------------------------
+# range
+# --------------------------------------------------------------------------
+class _TopicRangeState:
+    """One topic's state while the range assignor works through it."""
+
+    def __init__(self, topic, partitions, consumers, replica_racks):
+        self.topic = topic
+        # consumers: [(member_id, rack or None)] in member order
+        self.consumers = consumers
+        self.rack_of = dict(consumers)
+        self.unassigned = [TopicPartition(topic, p) for p in partitions]
+        self.assigned_count = {c: 0 for c, _ in consumers}
+        self.per_consumer = len(partitions) // len(consumers) if consumers else 0
+        self.with_extra = len(partitions) % len(consumers) if consumers else 0
+        racks_here = {rack for _, rack in consumers if rack is not None}
+        if racks_here:
+            self.partition_racks = {TopicPartition(topic, p): replica_racks.get(p, frozenset()) for p in partitions}
+        else:
+            self.partition_racks = {}
+        union = set()
+        for racks in self.partition_racks.values():
+            union |= racks
+        self.needs_rack_aware = _use_rack_aware(racks_here, union, self.partition_racks)
+
+    def racks_match(self, consumer, tp):
+        rack = self.rack_of.get(consumer)
+        if rack is None:
+            return True
+        return rack in self.partition_racks.get(tp, ())
+
+    def max_assignable(self, consumer):
+        room = self.per_consumer + (1 if self.with_extra > 0 else 0) - self.assigned_count[consumer]
+        return max(0, room)
+
+    def on_assigned(self, consumer, tps):
+        self.assigned_count[consumer] += len(tps)
+        if self.assigned_count[consumer] > self.per_consumer:
+            self.with_extra -= 1
+        taken = set(tps)
+        self.unassigned = [tp for tp in self.unassigned if tp not in taken]
+
+
+class RangePartitionAssignor(AbstractPartitionAssignor):
+    """Per topic, partitions in order split into contiguous ranges over the
+    subscribed members in member order; the first (partitions % members)
+    members get one more. With consumer racks (subscription v3) and replica
+    racks known, partitions are first matched to members on a replica's rack
+    (and co-partitioned topics — same members, same partition count — keep
+    equal partition numbers on one member), as Java's RangeAssignor does.
+
+    Example (Java's): C0, C1; t0 and t1 with 3 partitions each ->
+    C0: t0p0 t0p1 t1p0 t1p1, C1: t0p2 t1p2.
+    """
+
+    name = "range"
+    version = HIGHEST_VERSION
+
+    def assign(self, cluster, members):
+        members = _members_of(members)
+        ordered = sorted(members, key=_member_sort_key)
+        rack_of = {m.member_id: _rack_of(m.metadata) for m in members}
+        per_topic = _partitions_per_topic(cluster, _all_topics(members))
+        states = []
+        for topic, partitions in per_topic.items():
+            consumers = [(m.member_id, rack_of[m.member_id]) for m in ordered if topic in _topics_of(m.metadata)]
+            if not consumers:
+                continue
+            racks = _partition_racks(cluster, topic) if any(r for _, r in consumers) else {}
+            states.append(_TopicRangeState(topic, partitions, consumers, racks))
+
+        lists = {m.member_id: [] for m in members}
+        rack_aware = any(s.needs_rack_aware for s in states)
+        if rack_aware:
+            self._assign_with_rack_matching(states, lists)
+        for state in states:
+            self._assign_ranges(state, lambda c, tp: True, lists)
+        if rack_aware:
+            for parts in lists.values():
+                parts.sort(key=lambda tp: (java_string_key(tp.topic), tp.partition))
+        return _assignments([m.member_id for m in members], lists)
+
+    @staticmethod
+    def _assign(consumer, tps, state, lists):
+        lists[consumer].extend(tps)
+        state.on_assigned(consumer, tps)
+
+    def _assign_ranges(self, state, may_assign, lists):
+        for consumer, _ in state.consumers:
+            if not state.unassigned:
+                break
+            limit = state.max_assignable(consumer)
+            picked = [tp for tp in state.unassigned if may_assign(consumer, tp)][:limit]
+            if picked:
+                self._assign(consumer, picked, state, lists)
+
+    def _assign_with_rack_matching(self, states, lists):
+        groups = {}
+        for state in states:
+            key = (tuple(state.consumers), len(state.partition_racks))
+            groups.setdefault(key, []).append(state)
+        for (consumers, num_partitions), group in groups.items():
+            if len(group) > 1:
+                self._assign_co_partitioned(consumers, num_partitions, group, lists)
+            elif group[0].needs_rack_aware:
+                self._assign_ranges(group[0], group[0].racks_match, lists)
+
+    def _assign_co_partitioned(self, consumers, num_partitions, group, lists):
+        remaining = [c for c, _ in consumers]
+        for p in range(num_partitions):
+            tps = [TopicPartition(s.topic, p) for s in group]
+            if not all(tp in s.partition_racks for s, tp in zip(group, tps)):
+                continue  # a topic without partition p (partial metadata)
+            match = next(
+                (c for c in remaining
+                 if all(s.racks_match(c, tp) and s.max_assignable(c) > 0 for s, tp in zip(group, tps))),
+                None,
+            )
+            if match is None:
+                continue
+            for s, tp in zip(group, tps):
+                self._assign(match, [tp], s, lists)
+            if not any(s.max_assignable(match) > 0 for s in group):
+                remaining.remove(match)
+                if not remaining:
+                    break
+
+    def metadata(self, topics):
+        return Subscription(self.version, sorted(topics), None)
+
+    def on_assignment(self, assignment, generation):
+        pass
+
+
+# --------------------------------------------------------------------------
+# roundrobin
+# --------------------------------------------------------------------------
+class RoundRobinPartitionAssignor(AbstractPartitionAssignor):
+    """All partitions of all subscribed topics, sorted by (topic, partition),
+    dealt one by one to the members in member order, skipping a member not
+    subscribed to the partition's topic. Identical subscriptions give counts
+    within one of each other.
+
+    Example (Java's): C0, C1; t0 and t1 with 3 partitions each ->
+    C0: t0p0 t0p2 t1p1, C1: t0p1 t1p0 t1p2.
+    """
+
+    name = "roundrobin"
+    version = HIGHEST_VERSION
+
+    def assign(self, cluster, members):
+        members = _members_of(members)
+        ordered = sorted(members, key=_member_sort_key)
+        subscribed = {m.member_id: set(_topics_of(m.metadata)) for m in members}
+        lists = {m.member_id: [] for m in members}
+        topics = sorted({t for m in members for t in _topics_of(m.metadata)}, key=java_string_key)
+        cursor = 0
+        for topic in topics:
+            parts = cluster.partitions_for_topic(topic)
+            if not parts:
+                continue
+            for p in sorted(parts):
+                # some member subscribes to `topic` (it came from a subscription),
+                # so this finds one within len(ordered) steps
+                while topic not in subscribed[ordered[cursor].member_id]:
+                    cursor = (cursor + 1) % len(ordered)
+                lists[ordered[cursor].member_id].append(TopicPartition(topic, p))
+                cursor = (cursor + 1) % len(ordered)
+        return _assignments([m.member_id for m in members], lists)
+
+    def metadata(self, topics):
+        return Subscription(self.version, sorted(topics), None)
+
+    def on_assignment(self, assignment, generation):
+        pass
+
+
+# --------------------------------------------------------------------------
+# sticky: user data formats (not version-prefixed; declared like the rest)
+# --------------------------------------------------------------------------
+# StickyAssignor's user data: layout 0 without, layout 1 with the generation.
+_STICKY_USER_DATA = parse_struct("""
+previous_assignment  []       0+
+  topic              string   0+
+  partitions         [int32]  0+
+generation           int32    1+  default=-1
+""")
+# CooperativeStickyAssignor's user data: the generation alone, for members
+# whose subscription predates the generation field (v0/v1).
+_COOPERATIVE_USER_DATA = parse_struct("""
+generation  int32  0+  default=-1
+""")
+
+
+def encode_sticky_user_data(partitions, generation):
+    """The eager sticky assignor's user data (layout 1): previously owned
+    partitions grouped per topic, and the generation they belong to."""
+    w = Writer()
+    body = {
+        "previous_assignment": [{"topic": g.topic, "partitions": g.partitions}
+                                for g in group_by_topic(list(partitions), sort=True)],
+        "generation": generation,
+    }
+    try:
+        _encode_struct(_STICKY_USER_DATA, body, w, 1, False, "")
+    except (_EncodeError, ValueError) as exc:
+        raise IllegalArgumentError("cannot encode sticky user data: {0}".format(exc)) from None
+    return w.getvalue()
+
+
+def decode_sticky_user_data(data):
+    """(owned partitions, generation) from sticky user data, as Java reads
+    it: layout 1, else layout 0 (generation unknown: -1); bytes that fit
+    neither mean no usable history ([], -1), never an error — a member's
+    unreadable history must not stop the group from rebalancing."""
+    if not data:
+        return [], DEFAULT_GENERATION
+    for layout in (1, 0):
+        try:
+            body = _decode_struct(_STICKY_USER_DATA, Reader(data), layout, False)
+        except _Malformed:
+            continue
+        parts = [TopicPartition(e["topic"], p) for e in body["previous_assignment"] for p in e["partitions"]]
+        return parts, body["generation"] if layout == 1 else DEFAULT_GENERATION
+    log.warning("ignoring sticky user data that fits no known layout (%d bytes)", len(data))
+    return [], DEFAULT_GENERATION
+
+
+def encode_cooperative_user_data(generation):
+    w = Writer()
+    _encode_struct(_COOPERATIVE_USER_DATA, {"generation": generation}, w, 0, False, "")
+    return w.getvalue()
+
+
+def decode_cooperative_user_data(data):
+    """The generation in cooperative-sticky user data; -1 when absent or
+    unreadable (Java's fallback)."""
+    if data is None:
+        return DEFAULT_GENERATION
+    try:
+        return _decode_struct(_COOPERATIVE_USER_DATA, Reader(data), 0, False)["generation"]
+    except _Malformed:
+        return DEFAULT_GENERATION
+
+
+# --------------------------------------------------------------------------
+# sticky: the shared algorithm
+# --------------------------------------------------------------------------
+class _RackInfo:
+    """Which racks consumers and partition replicas are on (Java's RackInfo)."""
+
+    def __init__(self, member_order, subscriptions, partitions_per_topic, cluster):
+        consumers_by_rack = {}
+        for mid in member_order:
+            rack = _rack_of(subscriptions[mid])
+            if rack is not None:
+                consumers_by_rack.setdefault(rack, []).append(mid)
+        partition_racks = {}
+        union = set()
+        if consumers_by_rack:
+            for topic, parts in partitions_per_topic.items():
+                by_p = _partition_racks(cluster, topic)
+                for p in parts:
+                    racks = by_p.get(p, frozenset())
+                    partition_racks[TopicPartition(topic, p)] = racks
+                    union |= racks
+        if _use_rack_aware(consumers_by_rack, union, partition_racks):
+            self.consumer_racks = {c: rack for rack, cs in consumers_by_rack.items() for c in cs}
+            self.partition_racks = partition_racks
+        else:
+            self.consumer_racks = {}
+            self.partition_racks = {}
+        # Java computes this from the replica racks whenever any consumer has a
+        # rack, even when it then decides against rack-aware assignment, and
+        # orders unassigned partitions by it; reproduced as is.
+        self.consumers_by_partition = {
+            tp: sum(len(consumers_by_rack.get(r, ())) for r in racks) for tp, racks in partition_racks.items()
+        }
+
+    def racks_mismatch(self, consumer, tp):
+        rack = self.consumer_racks.get(consumer)
+        return rack is not None and rack not in self.partition_racks.get(tp, ())
+
+    def sort_by_rack_consumers(self, partitions):
+        if not self.consumers_by_partition:
+            return list(partitions)
+        return sorted(partitions, key=lambda tp: self.consumers_by_partition.get(tp, 0))
+
+    def next_rack_consumer(self, tp, consumers, first):
+        racks = self.partition_racks.get(tp)
+        if not racks:
+            return -1
+        for i in range(len(consumers)):
+            index = (first + i) % len(consumers)
+            rack = self.consumer_racks.get(consumers[index])
+            if rack is not None and rack in racks:
+                return index
+        return -1
+
+
+def _tp_key(tp):
+    return (java_string_key(tp.topic), tp.partition)
+
+
+class _ListIterator:
+    """java.util.Iterator over a list, with remove() (used where Java's
+    round robin removes members while iterating)."""
+
+    def __init__(self, items):
+        self.items = items
+        self.cursor = 0
+        self.last = -1
+
+    def has_next(self):
+        return self.cursor < len(self.items)
+
+    def next(self):
+        self.last = self.cursor
+        self.cursor += 1
+        return self.items[self.last]
+
+    def remove(self):
+        if self.last < 0:
+            raise IllegalStateError("iterator remove() without next()")
+        del self.items[self.last]
+        self.cursor = self.last
+        self.last = -1
+
+
+class _ConstrainedBuilder:
+    """Every member subscribes to the same topics: each keeps up to its quota
+    of what it owns, the rest is dealt round robin (rack-matched first).
+    Follows Java's ConstrainedAssignmentBuilder step by step."""
+
+    def __init__(self, partitions_per_topic, rack_info, owned, member_order, multiply_claimed):
+        self.partitions_per_topic = partitions_per_topic
+        self.rack_info = rack_info
+        self.owned = owned
+        self.member_order = member_order
+        self.multiply_claimed = multiply_claimed
+        self.maybe_revoked = {}
+        self.transferring = {}
+        total = sum(len(p) for p in partitions_per_topic.values())
+        n = len(owned)
+        self.min_quota = total // n
+        self.max_quota = -(-total // n)
+        self.expected_over_min = total % n
+        self.current_over_min = 0
+        self.under_min = []
+        self.exactly_min = []
+        self.assignment = {m: [] for m in owned}
+        self.assigned = []
+
+    def build(self):
+        self._assign_owned()
+        assigned = set(self.assigned)
+        unassigned = [
+            TopicPartition(t, p)
+            for t in sorted(self.partitions_per_topic, key=java_string_key)
+            for p in self.partitions_per_topic[t]
+            if TopicPartition(t, p) not in assigned
+        ]
+        self.under_min.sort(key=java_string_key)
+        self.exactly_min.sort(key=java_string_key)
+        unassigned = self.rack_info.sort_by_rack_consumers(unassigned)
+        unassigned = self._assign_rack_aware_round_robin(unassigned)
+        self._assign_round_robin(unassigned)
+        self._verify_unfilled()
+        return self.assignment
+
+    def _assign_owned(self):
+        for consumer in self.member_order:
+            kept = []
+            for tp in self.owned[consumer]:
+                if self.rack_info.racks_mismatch(consumer, tp):
+                    self.maybe_revoked[tp] = consumer
+                else:
+                    kept.append(tp)
+            kept.sort(key=lambda tp: (tp.partition, java_string_key(tp.topic)))
+            kept = [tp for tp in kept if tp not in self.multiply_claimed]
+            mine = self.assignment[consumer]
+            if len(kept) < self.min_quota:
+                mine.extend(kept)
+                self.assigned.extend(kept)
+                self.under_min.append(consumer)
+            elif len(kept) >= self.max_quota and self.current_over_min < self.expected_over_min:
+                self.current_over_min += 1
+                if self.current_over_min == self.expected_over_min:
+                    self.exactly_min.clear()
+                mine.extend(kept[:self.max_quota])
+                self.assigned.extend(kept[:self.max_quota])
+                for tp in kept[self.max_quota:]:
+                    self.maybe_revoked[tp] = consumer
+            else:
+                mine.extend(kept[:self.min_quota])
+                self.assigned.extend(kept[:self.min_quota])
+                for tp in kept[self.min_quota:]:
+                    self.maybe_revoked[tp] = consumer
+                if self.current_over_min < self.expected_over_min:
+                    self.exactly_min.append(consumer)
+
+    def _assign_rack_aware_round_robin(self, unassigned):
+        if not self.rack_info.consumer_racks:
+            return unassigned
+        left = []
+        next_index = 0
+        for tp in unassigned:
+            consumer = None
+            index = self.rack_info.next_rack_consumer(tp, self.under_min, next_index)
+            if index >= 0:
+                consumer = self.under_min[index]
+                count = len(self.assignment[consumer]) + 1
+                if count >= self.min_quota:
+                    self.under_min.remove(consumer)
+                    if count < self.max_quota and self.current_over_min < self.expected_over_min:
+                        self.exactly_min.append(consumer)
+                else:
+                    index += 1
+                next_index = index % len(self.under_min) if self.under_min else 0
+            elif self.exactly_min:
+                first = self.rack_info.next_rack_consumer(tp, self.exactly_min, 0)
+                if first >= 0:
+                    consumer = self.exactly_min[first]
+                    if len(self.assignment[consumer]) + 1 == self.max_quota:
+                        del self.exactly_min[first]
+                        self.current_over_min += 1
+                        if self.current_over_min == self.expected_over_min:
+                            self.exactly_min.clear()
+            if consumer is not None:
+                self._assign_new(tp, consumer)
+            else:
+                left.append(tp)
+        return left
+
+    def _assign_round_robin(self, unassigned):
+        it = _ListIterator(self.under_min)
+        for tp in unassigned:
+            if it.has_next():
+                consumer = it.next()
+            elif not self.under_min and not self.exactly_min:
+                raise IllegalStateError("sticky assignor: no member left to take {0}".format(tp))
+            elif not self.under_min:
+                consumer = self.exactly_min.pop(0)
+            else:
+                it = _ListIterator(self.under_min)
+                consumer = it.next()
+            count = self._assign_new(tp, consumer)
+            if count == self.min_quota:
+                it.remove()
+                self.exactly_min.append(consumer)
+            elif count == self.max_quota:
+                self.current_over_min += 1
+
+    def _assign_new(self, tp, consumer):
+        self.assignment[consumer].append(tp)
+        previous = self.maybe_revoked.get(tp)
+        if (previous is not None and previous != consumer) or tp in self.multiply_claimed:
+            self.transferring[tp] = consumer
+        return len(self.assignment[consumer])
+
+    def _verify_unfilled(self):
+        if not self.under_min:
+            return
+        if self.current_over_min != self.expected_over_min:
+            raise IllegalStateError("sticky assignor: partitions ran out before every member reached its quota")
+        for consumer in self.under_min:
+            if len(self.assignment[consumer]) != self.min_quota:
+                raise IllegalStateError("sticky assignor: member {0} is below its quota".format(consumer))
+
+
+class _GeneralBuilder:
+    """Members subscribe to different topics. Keep every owned partition the
+    member still subscribes to; give each unassigned partition (fewest
+    eligible members first) to the least-loaded eligible member, preferring
+    one on a replica's rack; then, while some member has at least two more
+    partitions than an eligible peer, move one to that peer (partitions it
+    was newly given first, so what it owned stays put). Every move lowers the
+    sum of squared loads, so this ends; at the end no single move can make
+    the assignment more even."""
+
+    def __init__(self, partitions_per_topic, rack_info, owned, member_order, subscriptions):
+        self.partitions_per_topic = partitions_per_topic
+        self.rack_info = rack_info
+        self.owned = owned
+        self.member_order = member_order
+        self.subscribed = {m: set(_topics_of(subscriptions[m])) for m in member_order}
+
+    def build(self):
+        existing = {TopicPartition(t, p) for t, parts in self.partitions_per_topic.items() for p in parts}
+        order = sorted(self.member_order, key=java_string_key)
+        rank = {m: i for i, m in enumerate(order)}
+        assignment = {m: [] for m in order}
+        kept_of = {m: set() for m in order}
+        taken = set()
+        for m in order:
+            for tp in sorted(self.owned[m], key=_tp_key):
+                if tp in existing and tp.topic in self.subscribed[m] and tp not in taken:
+                    assignment[m].append(tp)
+                    kept_of[m].add(tp)
+                    taken.add(tp)
+        eligible = {}
+        for topic in self.partitions_per_topic:
+            eligible[topic] = [m for m in order if topic in self.subscribed[m]]
+        unassigned = [tp for tp in sorted(existing, key=_tp_key) if tp not in taken and eligible[tp.topic]]
+        unassigned.sort(key=lambda tp: len(eligible[tp.topic]))  # stable: (topic, partition) within a count
+        # Among equally loaded members, the one that can take the fewest
+        # partitions at all goes first: the others have more chances later,
+        # so fewer partitions need moving afterwards (and the next round,
+        # seeing this result as owned, reaches the same answer).
+        potential = {m: sum(len(self.partitions_per_topic[t]) for t in self.subscribed[m] if t in self.partitions_per_topic)
+                     for m in order}
+        for m in order:
+            rank[m] = (potential[m], rank[m])
+        for tp in unassigned:
+            best = min(
+                eligible[tp.topic],
+                key=lambda m: (len(assignment[m]), 1 if self._rack_mismatch(m, tp) else 0, rank[m]),
+            )
+            assignment[best].append(tp)
+        self._balance(assignment, kept_of, eligible, rank)
+        return assignment
+
+    def _rack_mismatch(self, member, tp):
+        return bool(self.rack_info.consumer_racks) and self.rack_info.racks_mismatch(member, tp)
+
+    def _balance(self, assignment, kept_of, eligible, rank):
+        while True:
+            path = self._find_path(assignment, kept_of, eligible, rank)
+            if path is None:
+                return
+            for tp, src, dst in path:
+                assignment[src].remove(tp)
+                assignment[dst].append(tp)
+
+    @staticmethod
+    def _find_path(assignment, kept_of, eligible, rank):
+        """A chain of moves src -> ... -> dst, each handing one partition to
+        the next member, where dst has at least two partitions fewer than
+        src: it evens the loads out while every member in between keeps its
+        count. Shortest chains first (a direct move is a chain of one), and
+        chains moving only newly given partitions before any that move an
+        owned one, since that costs a revocation (and cooperatively another
+        rebalance). None when no chain exists: then no sequence of moves can
+        make the assignment more even."""
+        donors = sorted(assignment, key=lambda m: (-len(assignment[m]), rank[m]))
+        for allow_owned in (False, True):
+            for src in donors:
+                load = len(assignment[src])
+                if load < 2:
+                    break
+                parent = {src: None}
+                frontier = [src]
+                while frontier:
+                    following = []
+                    for u in frontier:
+                        for tp in reversed(assignment[u]):
+                            if tp in kept_of[u] and not allow_owned:
+                                continue
+                            for v in eligible[tp.topic]:
+                                if v in parent:
+                                    continue
+                                parent[v] = (u, tp)
+                                if len(assignment[v]) + 2 <= load:
+                                    path = []
+                                    while parent[v] is not None:
+                                        u2, moved = parent[v]
+                                        path.append((moved, u2, v))
+                                        v = u2
+                                    path.reverse()
+                                    return path
+                                following.append(v)
+                    frontier = sorted(following, key=lambda m: rank[m])
+        return None
+
+
+class _AbstractStickyAssignor(AbstractPartitionAssignor):
+    """What the eager and cooperative sticky assignors share."""
+
+    version = HIGHEST_VERSION
+
+    def __init__(self):
+        self._generation = DEFAULT_GENERATION
+        # None until the first assignment: a member that never had one sends
+        # no sticky history at all (null user data), as Java's does
+        self._owned = None
+        # set by assign(): partitions moving to another member in the
+        # constrained path (None in the general path: computed instead)
+        self._transferring = None
+
+    def _member_data(self, subscription):
+        """(owned partitions, generation) the assignor trusts for a member."""
+        raise NotImplementedError
+
+    def _sticky_assign(self, cluster, members):
+        members = _members_of(members)
+        subscriptions = {m.member_id: m.metadata for m in members}
+        # Java iterates its HashMap of members; its order decides ties
+        member_order = java_hash_order([m.member_id for m in members])
+        per_topic = _partitions_per_topic(cluster, _all_topics(members))
+        all_topics = set(per_topic)
+        existing = {TopicPartition(t, p) for t, parts in per_topic.items() for p in parts}
+
+        owned = {}
+        owner_of = {}
+        generation_of = {}
+        multiply_claimed = set()
+        first_topics = None
+        all_equal = True
+        for mid in member_order:
+            topics = set(_topics_of(subscriptions[mid]))
+            if first_topics is None:
+                first_topics = topics
+            elif topics != first_topics:
+                all_equal = False
+            claimed, generation = self._member_data(subscriptions[mid])
+            generation_of[mid] = generation
+            mine = []
+            owned[mid] = mine
+            for tp in claimed:
+                # Java keeps claims on any topic with metadata; a partition the
+                # topic no longer has (recreated smaller) is dropped here too
+                if tp.topic not in all_topics or tp not in existing:
+                    continue
+                other = owner_of.get(tp)
+                if other is None:
+                    mine.append(tp)
+                    owner_of[tp] = mid
+                elif generation == generation_of[other]:
+                    log.error("members %s and %s both claim %s in generation %d; neither keeps it",
+                              mid, other, tp, generation)
+                    multiply_claimed.add(tp)
+                    if tp in owned[other]:
+                        owned[other].remove(tp)
+                    owner_of[tp] = mid
+                elif generation > generation_of[other]:
+                    mine.append(tp)
+                    if tp in owned[other]:
+                        owned[other].remove(tp)
+                    owner_of[tp] = mid
+        rack_info = _RackInfo(member_order, subscriptions, per_topic, cluster)
+        if not members:
+            return {}, subscriptions, owned
+        if all_equal:
+            builder = _ConstrainedBuilder(per_topic, rack_info, owned, member_order, multiply_claimed)
+            result = builder.build()
+            self._transferring = builder.transferring
+        else:
+            result = _GeneralBuilder(per_topic, rack_info, owned, member_order, subscriptions).build()
+            self._transferring = None
+        return result, subscriptions, owned
+
+    def on_assignment(self, assignment, generation):
+        self._owned = list(assignment.partitions()) if hasattr(assignment, "partitions") else []
+        self._generation = generation
+
+
+class StickyPartitionAssignor(_AbstractStickyAssignor):
+    """Eager sticky (KIP-54): as balanced as the subscriptions allow, moving
+    as few partitions as possible between rebalances. A member's previous
+    assignment and generation travel in its subscription user data (eager
+    members own nothing when they rejoin)."""
+
+    name = "sticky"
+
+    def _member_data(self, subscription):
+        return decode_sticky_user_data(getattr(subscription, "user_data", None))
+
+    def metadata(self, topics):
+        user_data = None
+        if self._owned is not None:
+            user_data = encode_sticky_user_data(self._owned, self._generation)
+        return Subscription(self.version, sorted(topics), user_data)
+
+    def assign(self, cluster, members):
+        result, _, _ = self._sticky_assign(cluster, members)
+        return _assignments([m.member_id for m in _members_of(members)], result)
+
+
+class CooperativeStickyAssignor(_AbstractStickyAssignor):
+    """Incremental cooperative sticky (KIP-429): the sticky target, minus any
+    partition still owned by another member. That owner sees the partition
+    missing from its assignment, revokes it (owned minus assigned) and
+    rejoins; the next round assigns it to its new owner. Supports the eager
+    protocol too, as Java's does, for groups moving between the two."""
+
+    name = "cooperative-sticky"
+
+    def supported_protocols(self):
+        return [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER]
+
+    def _member_data(self, subscription):
+        owned = _owned_of(subscription)
+        generation = _generation_of(subscription)
+        if generation != DEFAULT_GENERATION:
+            return owned, generation
+        return owned, decode_cooperative_user_data(getattr(subscription, "user_data", None))
+
+    def metadata(self, topics):
+        return Subscription(
+            self.version,
+            sorted(topics),
+            encode_cooperative_user_data(self._generation),
+            group_by_topic(self._owned or [], sort=True),
+            self._generation,
+        )
+
+    def assign(self, cluster, members):
+        result, subscriptions, _ = self._sticky_assign(cluster, members)
+        transferring = self._transferring
+        if transferring is None:
+            transferring = _moving_partitions(
+                {m: _owned_of(s) for m, s in subscriptions.items()}, result)
+        for tp, new_owner in transferring.items():
+            if tp in result[new_owner]:
+                result[new_owner].remove(tp)
+        return _assignments([m.member_id for m in _members_of(members)], result)
+
+
+# --------------------------------------------------------------------------
+# cooperative bookkeeping for the coordinator
+# --------------------------------------------------------------------------
+def _moving_partitions(owned_by_member, assigned_by_member):
+    """{partition: new owner} for partitions added to one member while
+    revoked from another (Java's computePartitionsTransferringOwnership)."""
+    added = {}
+    revoked = set()
+    for member, assigned in assigned_by_member.items():
+        owned = set(owned_by_member.get(member, ()))
+        assigned_set = set(assigned)
+        for tp in assigned:
+            if tp not in owned:
+                added[tp] = member
+        revoked |= owned - assigned_set
+    return {tp: m for tp, m in added.items() if tp in revoked}
+
+
+def partition_changes(owned, assigned):
+    """(revoked, added) for one member: what the coordinator revokes and what
+    it hands the listener after a cooperative rebalance."""
+    owned, assigned = set(owned), set(assigned)
+    return owned - assigned, assigned - owned
+
+
+def validate_cooperative_assignment(owned_by_member, assignments):
+    """Raise IllegalStateError if an assignment gives a member a partition
+    that another member still owns and is losing in this round: under the
+    cooperative protocol a partition must be revoked (one rebalance) before
+    it is assigned elsewhere (the next). The Java ConsumerCoordinator runs
+    this check on the leader for cooperative assignors other than its own.
+
+    owned_by_member: {member_id: iterable of TopicPartition}
+    assignments: {member_id: Assignment or iterable of TopicPartition}"""
+    assigned = {}
+    for member, value in assignments.items():
+        parts = value.partitions() if hasattr(value, "partitions") else value
+        assigned[member] = list(parts)
+    added, revoked = set(), set()
+    for member, parts in assigned.items():
+        gone, new = partition_changes(owned_by_member.get(member, ()), parts)
+        added |= new
+        revoked |= gone
+    both = added & revoked
+    if both:
+        raise IllegalStateError(
+            "cooperative assignor reassigned partitions still owned by another member: {0}".format(
+                sorted(both, key=_tp_key)))
+
+
+# the Java client's class names
+RangeAssignor = RangePartitionAssignor
+RoundRobinAssignor = RoundRobinPartitionAssignor
+StickyAssignor = StickyPartitionAssignor
+
+#: kafka-python's default partition_assignment_strategy
+DEFAULT_ASSIGNORS = (RangePartitionAssignor, RoundRobinPartitionAssignor)
+
+ASSIGNORS_BY_NAME = {
+    cls.name: cls
+    for cls in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor, CooperativeStickyAssignor)
+}

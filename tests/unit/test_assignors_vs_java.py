@@ -1,0 +1,421 @@
+"""fastkc's assignors against the Java client's, run side by side.
+
+A small Java program (its source below) calls Kafka 4.3.1's RangeAssignor,
+RoundRobinAssignor, StickyAssignor and CooperativeStickyAssignor from the
+kafka-clients jar the broker harness already resolves with Maven, on the same
+generated groups (subscriptions, owned partitions, generations, static
+members, consumer and replica racks) as fastkc's assignors. One JVM answers a
+whole batch of cases. Compared:
+
+- range, roundrobin, and the sticky assignors when every member subscribes
+  to the same topics: each member's partitions, in Java's order (so the
+  SyncGroup bytes are identical);
+- sticky assignors with differing subscriptions (Java's "general" path, which
+  fastkc solves by a different search): the properties both must have, and
+  balance no worse than Java's.
+
+Nothing is committed from Kafka; the Java source here calls its public API.
+"""
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import zlib
+
+import pytest
+
+from fastkc.assignors import (
+    ASSIGNORS_BY_NAME,
+    GroupMember,
+    StaticCluster,
+    encode_cooperative_user_data,
+    encode_sticky_user_data,
+    validate_cooperative_assignment,
+)
+from fastkc.protocol.consumer_protocol import Subscription, decode_subscription, encode_assignment
+from fastkc.structs import TopicPartition
+from tests.support import SLOW
+
+KAFKA = "4.3.1"
+
+ORACLE_SOURCE = r"""
+import java.io.*;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.*;
+import org.apache.kafka.common.*;
+
+public class AssignorOracle {
+    static byte[] hex(String s) {
+        byte[] out = new byte[s.length() / 2];
+        for (int i = 0; i < out.length; i++)
+            out[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+        return out;
+    }
+
+    static ConsumerPartitionAssignor make(String name) {
+        switch (name) {
+            case "range": return new RangeAssignor();
+            case "roundrobin": return new RoundRobinAssignor();
+            case "sticky": return new StickyAssignor();
+            case "cooperative-sticky": return new CooperativeStickyAssignor();
+            default: throw new IllegalArgumentException(name);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        PrintStream out = new PrintStream(new BufferedOutputStream(System.out), false, "UTF-8");
+        String name = null;
+        List<PartitionInfo> parts = new ArrayList<>();
+        Map<String, Node> nodes = new LinkedHashMap<>();
+        List<String> order = new ArrayList<>();
+        Map<String, Subscription> subs = new HashMap<>();
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] t = line.split(" ");
+            if (t[0].equals("CASE")) {
+                name = t[1];
+                parts = new ArrayList<>();
+                nodes = new LinkedHashMap<>();
+                order = new ArrayList<>();
+                subs = new HashMap<>();
+            } else if (t[0].equals("TOPIC")) {
+                for (int i = 2; i < t.length; i++) {
+                    String[] pr = t[i].split(":");
+                    Node[] reps = new Node[0];
+                    if (!pr[1].equals("-")) {
+                        String[] racks = pr[1].split(",");
+                        reps = new Node[racks.length];
+                        for (int j = 0; j < racks.length; j++) {
+                            Node n = nodes.get(racks[j]);
+                            if (n == null) {
+                                n = new Node(nodes.size(), "h", 1, racks[j]);
+                                nodes.put(racks[j], n);
+                            }
+                            reps[j] = n;
+                        }
+                    }
+                    parts.add(new PartitionInfo(t[1], Integer.parseInt(pr[0]),
+                        reps.length > 0 ? reps[0] : Node.noNode(), reps, reps));
+                }
+            } else if (t[0].equals("MEMBER")) {
+                String id = t[1];
+                ByteBuffer userData = t[5].equals("-") ? null
+                    : ByteBuffer.wrap(hex(t[5].equals("EMPTY") ? "" : t[5]));
+                List<String> topics = t[6].equals("-") ? new ArrayList<>()
+                    : new ArrayList<>(Arrays.asList(t[6].split(",")));
+                List<TopicPartition> owned = new ArrayList<>();
+                if (!t[7].equals("-"))
+                    for (String s : t[7].split(",")) {
+                        String[] q = s.split("/");
+                        owned.add(new TopicPartition(q[0], Integer.parseInt(q[1])));
+                    }
+                Subscription sub = new Subscription(topics, userData, owned, Integer.parseInt(t[4]),
+                    t[3].equals("-") ? Optional.empty() : Optional.of(t[3]));
+                sub.setGroupInstanceId(t[2].equals("-") ? Optional.empty() : Optional.of(t[2]));
+                order.add(id);
+                subs.put(id, sub);
+            } else if (t[0].equals("RUN")) {
+                Cluster cluster = new Cluster("c", new ArrayList<>(nodes.values()), parts,
+                    Collections.emptySet(), Collections.emptySet());
+                try {
+                    Map<String, Assignment> result =
+                        make(name).assign(cluster, new GroupSubscription(subs)).groupAssignment();
+                    out.println("RESULT");
+                    for (String id : order) {
+                        StringBuilder sb = new StringBuilder("A ").append(id).append(' ');
+                        List<TopicPartition> got = result.get(id).partitions();
+                        if (got.isEmpty()) sb.append('-');
+                        for (int i = 0; i < got.size(); i++) {
+                            if (i > 0) sb.append(',');
+                            sb.append(got.get(i).topic()).append('/').append(got.get(i).partition());
+                        }
+                        out.println(sb);
+                    }
+                } catch (Exception e) {
+                    out.println("ERROR " + e.getClass().getName() + " " + String.valueOf(e.getMessage()).replace('\n', ' '));
+                }
+                out.println("END");
+            }
+        }
+        out.flush();
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    """A function running a batch of cases through the Java assignors."""
+    javac, java = shutil.which("javac"), shutil.which("java")
+    if javac is None or java is None:
+        pytest.skip("no JDK (javac/java) on PATH: cannot run Kafka's Java assignors")
+    from fastkc.broker.errors import KafkaResolutionError, MavenNotFoundError
+    from fastkc.broker.resolve import cache_root, resolve_kafka
+
+    try:
+        install = resolve_kafka(KAFKA)
+    except (MavenNotFoundError, KafkaResolutionError) as exc:
+        pytest.skip("cannot resolve Kafka {0}'s jars: {1}".format(KAFKA, exc))
+    # kafka-clients and slf4j-api only: no logging backend, so nothing but
+    # the oracle's answers reaches stdout (slf4j warns once on stderr)
+    jars = [os.path.join(install.lib, j) for j in sorted(os.listdir(install.lib))
+            if j.startswith("kafka-clients-") or j.startswith("slf4j-api-")]
+    classpath = os.pathsep.join(jars)
+    digest = hashlib.sha256((ORACLE_SOURCE + classpath).encode()).hexdigest()[:16]
+    build = os.path.join(cache_root(), "assignor-oracle", digest)
+    if not os.path.exists(os.path.join(build, "AssignorOracle.class")):
+        os.makedirs(build, exist_ok=True)
+        tmp = build + ".tmp{0}".format(os.getpid())
+        os.makedirs(tmp, exist_ok=True)
+        with open(os.path.join(tmp, "AssignorOracle.java"), "w") as f:
+            f.write(ORACLE_SOURCE)
+        proc = subprocess.run([javac, "-nowarn", "-cp", classpath, "-d", tmp, os.path.join(tmp, "AssignorOracle.java")],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        os.replace(os.path.join(tmp, "AssignorOracle.class"), os.path.join(build, "AssignorOracle.class"))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def run(cases):
+        text = "".join(_case_text(c) for c in cases)
+        proc = subprocess.run([java, "-Xshare:auto", "-cp", classpath + os.pathsep + build, "AssignorOracle"],
+                              input=text, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return _parse_answers(proc.stdout, len(cases))
+
+    return run
+
+
+# --------------------------------------------------------------------------
+# cases
+# --------------------------------------------------------------------------
+def _tp_text(tps):
+    return ",".join("{0}/{1}".format(tp.topic, tp.partition) for tp in tps) or "-"
+
+
+def _case_text(case):
+    lines = ["CASE " + case["assignor"]]
+    for topic, parts in case["topics"].items():
+        tokens = ["{0}:{1}".format(p, ",".join(case["racks"].get((topic, p), ())) or "-") for p in parts]
+        if tokens:
+            lines.append("TOPIC {0} {1}".format(topic, " ".join(tokens)))
+    for m in case["members"]:
+        sub = m["subscription"]
+        user_data = sub.user_data
+        lines.append("MEMBER {0} {1} {2} {3} {4} {5} {6}".format(
+            m["member_id"], m["instance_id"] or "-", sub.rack_id or "-", sub.generation_id,
+            "-" if user_data is None else (user_data.hex() or "EMPTY"),
+            ",".join(sub.topics) or "-", _tp_text(sub.owned_topic_partitions())))
+    lines.append("RUN")
+    return "\n".join(lines) + "\n"
+
+
+def _parse_answers(stdout, count):
+    answers, current = [], None
+    for line in stdout.splitlines():
+        if line == "RESULT":
+            current = {}
+        elif line.startswith("ERROR "):
+            current = line
+        elif line.startswith("A "):
+            _, member, parts = line.split(" ", 2)
+            current[member] = [] if parts == "-" else [
+                TopicPartition(p.rsplit("/", 1)[0], int(p.rsplit("/", 1)[1])) for p in parts.split(",")]
+        elif line == "END":
+            answers.append(current)
+            current = None
+    assert len(answers) == count, stdout[-2000:]
+    return answers
+
+
+_NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-_."
+
+
+def _name(rng, prefix):
+    return prefix + "".join(rng.choice(_NAME_CHARS) for _ in range(rng.randint(1, 8)))
+
+
+def make_case(rng, assignor, *, same_subscriptions):
+    topic_names = sorted({_name(rng, "t") for _ in range(rng.randint(1, 4))})
+    topics = {t: list(range(rng.randint(0, 9))) for t in topic_names}
+    use_racks = rng.random() < 0.4
+    rack_names = ["r0", "r1", "r2"]
+    racks = {}
+    if use_racks:
+        for t, parts in topics.items():
+            for p in parts:
+                racks[(t, p)] = sorted(rng.sample(rack_names, rng.randint(0, 3)))
+    members = []
+    n_members = rng.randint(1, 6)
+    common = sorted(rng.sample(topic_names, rng.randint(1, len(topic_names))))
+    all_partitions = [TopicPartition(t, p) for t in topic_names for p in topics[t]]
+    # a previous assignment: each partition owned by at most one member (or
+    # sometimes by two, to exercise the generation rules)
+    ids = []
+    for i in range(n_members):
+        ids.append(_name(rng, "consumer-{0}-".format(i)))
+    previous = {mid: [] for mid in ids}
+    if rng.random() < 0.7:
+        for tp in all_partitions:
+            if rng.random() < 0.8:
+                previous[rng.choice(ids)].append(tp)
+            if rng.random() < 0.05:
+                previous[rng.choice(ids)].append(tp)
+    for mid in ids:
+        subscribed = common if same_subscriptions else sorted(rng.sample(topic_names, rng.randint(1, len(topic_names))))
+        generation = rng.choice([-1, 5, 5, 5, 6]) if previous[mid] else rng.choice([-1, 5])
+        owned = sorted(set(previous[mid]))
+        rack = rng.choice(rack_names + [None]) if use_racks else None
+        if assignor == "sticky":
+            user_data = encode_sticky_user_data(owned, generation) if owned or rng.random() < 0.5 else None
+            sub = Subscription(3, subscribed, user_data, [], generation, rack)
+        elif assignor == "cooperative-sticky":
+            sub = Subscription(3, subscribed, encode_cooperative_user_data(generation),
+                               [(tp.topic, [tp.partition]) for tp in owned], generation, rack)
+        else:
+            sub = Subscription(3, subscribed, None, [(tp.topic, [tp.partition]) for tp in owned], generation, rack)
+        # through the wire encoding, as a leader receives it
+        sub = decode_subscription(sub.encode())
+        instance = _name(rng, "static-") if rng.random() < 0.3 else None
+        members.append({"member_id": mid, "instance_id": instance, "subscription": sub})
+    # a partition count of 0 means "no metadata for this topic"
+    return {"assignor": assignor, "topics": topics, "racks": racks, "members": members}
+
+
+def run_fastkc(case):
+    cluster = StaticCluster(
+        {t: parts for t, parts in case["topics"].items() if parts},
+        {t: {p: case["racks"].get((t, p), ()) for p in parts} for t, parts in case["topics"].items()},
+    )
+    members = [GroupMember(m["member_id"], m["instance_id"], m["subscription"]) for m in case["members"]]
+    result = ASSIGNORS_BY_NAME[case["assignor"]]().assign(cluster, members)
+    return {mid: a.partitions() for mid, a in result.items()}, {mid: a.encode() for mid, a in result.items()}
+
+
+def java_sync_bytes(java):
+    """What the Java leader would put in SyncGroup for each member: its
+    assignment list, grouped per topic in order of first appearance, v3."""
+    return {mid: encode_assignment(parts) for mid, parts in java.items()}
+
+
+def _cases(assignor, count, seed, same_subscriptions):
+    rng = random.Random(seed)
+    return [make_case(rng, assignor, same_subscriptions=same_subscriptions) for _ in range(count)]
+
+
+N = 400 if SLOW else 120
+
+
+def _describe(case):
+    return _case_text(case)
+
+
+@pytest.mark.parametrize("assignor", ["range", "roundrobin"])
+@pytest.mark.parametrize("same", [True, False], ids=["same-topics", "mixed-topics"])
+def test_range_and_roundrobin_equal_java(oracle, assignor, same):
+    cases = _cases(assignor, N, zlib.crc32("{0}/{1}".format(assignor, same).encode()), same)
+    for case, java in zip(cases, oracle(cases)):
+        assert not isinstance(java, str), java + "\n" + _describe(case)
+        assert run_fastkc(case)[1] == java_sync_bytes(java), _describe(case)
+
+
+@pytest.mark.parametrize("assignor", ["sticky", "cooperative-sticky"])
+def test_sticky_with_equal_subscriptions_equals_java(oracle, assignor):
+    cases = _cases(assignor, N, 7 if assignor == "sticky" else 8, True)
+    for case, java in zip(cases, oracle(cases)):
+        assert not isinstance(java, str), java + "\n" + _describe(case)
+        assert run_fastkc(case)[1] == java_sync_bytes(java), _describe(case)
+
+
+def _loads(result):
+    return sorted(len(v) for v in result.values())
+
+
+@pytest.mark.parametrize("assignor", ["sticky", "cooperative-sticky"])
+def test_sticky_with_mixed_subscriptions_has_javas_properties(oracle, assignor):
+    cases = _cases(assignor, N, 9 if assignor == "sticky" else 10, False)
+    java_invalid_cases, rounds_needed = [], []
+    for case, java in zip(cases, oracle(cases)):
+        if isinstance(java, str):
+            # Kafka 4.3.1's general path throws on some inputs (seen: a
+            # NullPointerException when members hold partitions of topics
+            # they dropped while another topic has no metadata); fastkc must
+            # still produce a valid assignment, checked below without Java
+            java_invalid_cases.append(True)
+            java = None
+        ours = run_fastkc(case)[0]
+        subscribed = {m["member_id"]: set(m["subscription"].topics) for m in case["members"]}
+        given = [tp for parts in ours.values() for tp in parts]
+        assert len(given) == len(set(given)), _describe(case)
+        for mid, parts in ours.items():
+            assert all(tp.topic in subscribed[mid] for tp in parts), _describe(case)
+        # Kafka 4.3.1's general path can leave a member a partition of a
+        # topic it no longer subscribes to, carried over from its previous
+        # assignment (seen in these cases; fastkc never does, asserted above).
+        # Balance is compared only where Java's answer is a valid one.
+        java_valid = java is not None and all(
+            tp.topic in subscribed[mid] for mid, parts in java.items() for tp in parts)
+        if java is not None:
+            java_invalid_cases.append(not java_valid)
+        wanted = {tp for t, parts in case["topics"].items() for tp in (TopicPartition(t, p) for p in parts)
+                  if any(t in s for s in subscribed.values())}
+        if assignor == "sticky":
+            # eager: every partition someone subscribes to is assigned
+            assert set(given) == wanted, _describe(case)
+        if assignor == "cooperative-sticky":
+            owned = {m["member_id"]: m["subscription"].owned_topic_partitions() for m in case["members"]}
+            validate_cooperative_assignment(owned, ours)
+            # follow-up rebalances (members own the last round's result) hand
+            # out what was held back; each round is a valid cooperative step
+            # and the group settles within a few rounds
+            current, rounds = case, 1
+            while True:
+                follow = _next_round(current, ours, 7 + rounds)
+                after = run_fastkc(follow)[0]
+                validate_cooperative_assignment(owned_after_round_one(current, ours), after)
+                rounds += 1
+                if _as_sets(after) == _as_sets(ours) or rounds > 5:
+                    break
+                current, ours = follow, after
+            rounds_needed.append(rounds)
+            given = [tp for parts in ours.values() for tp in parts]
+            assert sorted(given, key=str) == sorted(wanted, key=str), _describe(case)
+        if java_valid and assignor == "sticky":
+            # at least as evenly as Java: a smaller spread or a smaller sum of
+            # squared loads
+            assert max(_loads(ours)) - min(_loads(ours)) <= max(_loads(java)) - min(_loads(java)) or \
+                sum(x * x for x in _loads(ours)) <= sum(x * x for x in _loads(java)), _describe(case)
+    # the cases do reach Java's general path (and its flaw)
+    assert sum(java_invalid_cases) < len(cases)
+    if rounds_needed:
+        # rounds_needed counts assignments until one repeats: 2 = nothing was
+        # held back, 3 = held-back partitions landed in the follow-up round.
+        # Nearly every group settles so. A few need more: with consumer racks
+        # a member first gives up a partition on a foreign rack and later
+        # rounds rebalance around it (Java's rack rule, which the
+        # equal-subscription path reproduces decision for decision).
+        assert max(rounds_needed) <= 5, rounds_needed
+        assert sum(r <= 3 for r in rounds_needed) >= 0.95 * len(rounds_needed), rounds_needed
+
+
+def _as_sets(result):
+    return {member: set(parts) for member, parts in result.items()}
+
+
+def owned_after_round_one(case, round_one):
+    return {m["member_id"]: round_one[m["member_id"]] for m in case["members"]}
+
+
+def _next_round(case, round_one, generation):
+    members = []
+    for m in case["members"]:
+        sub = m["subscription"]
+        owned = round_one[m["member_id"]]
+        members.append(dict(m, subscription=decode_subscription(Subscription(
+            3, sub.topics, encode_cooperative_user_data(generation),
+            [(tp.topic, [tp.partition]) for tp in owned], generation, sub.rack_id).encode())))
+    return dict(case, members=members)

@@ -46,6 +46,9 @@ def test_every_client_reads_exactly_the_topic(quick_run):
         assert summary["seconds"] > 0
         assert summary["records_per_second"] == pytest.approx(RECORDS / summary["seconds"])
         assert summary["peak_rss_bytes"] > 10 * 2**20, name  # a live interpreter or JVM, not a zero
+        if name == "confluent-kafka-tuned":
+            assert summary["runs"][0]["config"]["fetch.queue.backoff.ms"] == 10
+            assert summary["runs"][0]["config"]["check.crcs"] is True
         if name == "java":
             assert summary["cpu_seconds"] is None  # the tool does not report its timed window's CPU
             assert summary["runs"][0]["jvm_process_cpu_seconds"] > 0
@@ -58,7 +61,8 @@ def test_table_and_chart(quick_run):
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = proc.stdout
     assert "| client | records/s |" in table
-    for label in ("kafka-python 3.x", "aiokafka", "confluent-kafka consume(500)", "Java ConsumerPerformance"):
+    for label in ("kafka-python 3.x", "aiokafka", "confluent-kafka consume(500)",
+                  "confluent-kafka consume(500), fetch.queue.backoff.ms=10", "Java ConsumerPerformance"):
         assert "| " + label + " | " in table
     assert "target fastkc poll() → records ≥ 2× confluent-kafka" in table
     document = json.loads((out / "e2e.json").read_text())

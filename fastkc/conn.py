@@ -13,7 +13,7 @@ versions.
 The connection does no blocking I/O and has no thread. The client's selector
 says when the socket is readable or writable and calls `on_writable` /
 `on_readable`; `check_timeouts` fails a request that waited longer than
-request_timeout_ms. Requests are framed with fastkc.protocol.framing, carry
+request_timeout_ms. Requests are size-prefixed as fastkc.protocol.framing frames them, carry
 increasing correlation ids, and at most max_in_flight_requests_per_connection
 await answers at once; Kafka answers in order on one connection, so the
 oldest in-flight request is the one the next frame must answer.
@@ -54,13 +54,11 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.protocol import codec
-from fastkc.protocol.framing import Framer
 from fastkc.protocol.messages import API_VERSIONS, get_api
 
 log = logging.getLogger(__name__)
 
 _UNSUPPORTED_VERSION = 35
-_RECV_CHUNK = 1 << 20
 
 
 class ConnectionState(enum.Enum):
@@ -130,7 +128,10 @@ class BrokerConnection:
         self._next_correlation_id = 0
         self._in_flight = collections.deque()
         self._out = bytearray()
-        self._framer = None
+        self._head = bytearray(4)
+        self._head_view = memoryview(self._head)
+        self._head_got = 0
+        self._body = self._body_view = None
         self._sasl = None
         self._last_activity = clock()
 
@@ -201,7 +202,10 @@ class BrokerConnection:
                        transition=False)
             return False
         self.sock = sock
-        self._framer = Framer(self.config["receive_message_max_bytes"])
+        self._head = bytearray(4)
+        self._head_view = memoryview(self._head)
+        self._head_got = 0
+        self._body = self._body_view = None
         self._out = bytearray()
         self._set_state(ConnectionState.CONNECTING)
         self._connect_deadline = now + self.config["request_timeout_ms"] / 1000.0
@@ -427,28 +431,50 @@ class BrokerConnection:
         if self.sock is None:
             return []
         answered = []
+        sock = self.sock
         while True:
+            # Two reads per frame, straight into their final buffers: the
+            # 4-byte size, then the whole payload into a bytearray of exactly
+            # that size. No chunk is copied or joined; the Fetch parser and
+            # the record decoder then work on this one buffer in place.
             try:
-                chunk = self.sock.recv(_RECV_CHUNK)
+                if self._body is None:
+                    n = sock.recv_into(self._head_view[self._head_got:])
+                else:
+                    n = sock.recv_into(self._body_view[self._body_got:])
             except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as exc:
                 self._fail(KafkaConnectionError("receive from {0}:{1} failed: {2}".format(self.host, self.port, exc)))
                 return answered
-            if not chunk:
+            if not n:
                 self._fail(KafkaConnectionError("{0}:{1} closed the connection".format(self.host, self.port)))
                 return answered
-            self._last_activity = self._clock()
-            try:
-                frames = self._framer.feed(chunk)
-            except KafkaProtocolError as exc:
-                self._fail(exc)
-                return answered
-            for payload in frames:
-                if not self._take_frame(payload, answered):
+            if self._body is None:
+                self._head_got += n
+                if self._head_got < 4:
+                    continue
+                self._head_got = 0
+                size = int.from_bytes(self._head, "big", signed=True)
+                if size < 0 or size > self.config["receive_message_max_bytes"]:
+                    self._fail(KafkaProtocolError("frame size {0} from {1}:{2} is outside 0..{3}".format(
+                        size, self.host, self.port, self.config["receive_message_max_bytes"])))
                     return answered
-            if len(chunk) < _RECV_CHUNK and not (self._ssl_context is not None and self.sock.pending()):
-                break
+                self._body = bytearray(size)
+                self._body_view = memoryview(self._body)
+                self._body_got = 0
+                if size:
+                    continue
+            else:
+                self._body_got += n
+                if self._body_got < len(self._body):
+                    continue
+            payload = self._body
+            self._body_view.release()
+            self._body = self._body_view = None
+            self._last_activity = self._clock()
+            if not self._take_frame(payload, answered):
+                return answered
         return answered
 
     def _take_frame(self, payload, answered):
@@ -526,6 +552,10 @@ class BrokerConnection:
             self._set_state(ConnectionState.DISCONNECTED)
         self._out = bytearray()
         self._sasl = None
+        self._head_got = 0
+        if self._body_view is not None:
+            self._body_view.release()
+        self._body = self._body_view = None
         pending = list(extra) + list(self._in_flight)
         self._in_flight.clear()
         for request in pending:

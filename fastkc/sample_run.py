@@ -5,15 +5,13 @@ with fastkc, reporting throughput.
 
 The broker is the project's own (fastkc.broker); the data is written by
 Kafka's own Java producer (ProducerPerformance), so fastkc reads bytes it did
-not write. Until the KafkaConsumer lands, consumption is a plain fetch loop
-over the same parts the consumer will use: the generic protocol codec for the
-request, the compiled Fetch-response parser, and fastkc.records for decoding.
+not write. Consumption is fastkc.KafkaConsumer's: all partitions assigned,
+seek_to_beginning, poll() until the end offsets.
 """
 import sys
 import time
 from dataclasses import dataclass
 
-from fastkc import records as fastkc_records
 from fastkc.errors import for_code
 from fastkc.protocol.blocking import BlockingConnection
 
@@ -81,69 +79,46 @@ def create_topic(conn, topic, partitions, configs=None):
 
 
 def consume_all(bootstrap, topic, *, progress=None, isolation_level="read_uncommitted"):
-    """Read every partition of `topic` from offset 0 to its current end.
+    """Read every partition of `topic` from its beginning to its current end
+    with fastkc.KafkaConsumer (assign all partitions, seek_to_beginning, poll
+    until the end offsets), kafka-python's defaults otherwise.
 
-    Returns ConsumeResult. `progress(records_so_far)` is called after each fetch.
+    Returns ConsumeResult. `progress(records_so_far)` is called after each poll.
     """
-    host, port = _split(bootstrap)
-    with BlockingConnection(host, port, timeout=30.0) as conn:
-        topic_id, ends = topic_layout(conn, topic)
-        if topic_id is None:
+    from fastkc.consumer import KafkaConsumer
+    from fastkc.structs import TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation_level,
+                             enable_auto_commit=False)
+    try:
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
             raise ValueError("topic {0!r} does not exist".format(topic))
-        version = conn.pick_version("Fetch")
-        positions = {p: 0 for p in ends}
-        n_records = n_bytes = 0
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        consumer.assign(tps)
+        ends = consumer.end_offsets(tps)
+        consumer.seek_to_beginning()
+        starts = {tp: consumer.position(tp) for tp in tps}
+        total = sum(max(0, ends[tp] - starts[tp]) for tp in tps)
+        n_records = 0
         started = time.perf_counter()
-        while any(positions[p] < ends[p] for p in ends):
-            wanted = [p for p in ends if positions[p] < ends[p]]
-            entry = {"topic": topic} if version < 13 else {"topic_id": topic_id}
-            entry["partitions"] = [
-                {"partition": p, "fetch_offset": positions[p], "partition_max_bytes": PARTITION_MAX_BYTES}
-                for p in wanted
-            ]
-            body = {
-                "max_wait_ms": FETCH_MAX_WAIT_MS,
-                "min_bytes": 1,
-                "max_bytes": FETCH_MAX_BYTES,
-                "isolation_level": 1 if isolation_level == "read_committed" else 0,
-                "topics": [entry],
-                "forgotten_topics_data": [],
-            }
-            payload = conn.request_raw("Fetch", body, version=version)
-            response = _parse_fetch(payload, version)
-            for t in response.topics:
-                for part in t.partitions:
-                    if part.error_code != 0:
-                        raise for_code(part.error_code)("Fetch {0}-{1}".format(topic, part.partition))
-                    if part.records is None:
-                        continue
-                    decoded = fastkc_records.decode_partition(
-                        part.records,
-                        topic=topic,
-                        partition=part.partition,
-                        fetch_offset=positions[part.partition],
-                        isolation_level=isolation_level,
-                        aborted_transactions=part.aborted_transactions or (),
-                    )
-                    n_records += len(decoded.records)
-                    n_bytes += len(part.records)
-                    positions[part.partition] = max(positions[part.partition], decoded.next_offset)
+        # Records counted are records delivered; with compaction or control
+        # batches fewer records than offsets exist, so also stop at the end
+        # positions.
+        unfinished = [tp for tp in tps if starts[tp] < ends[tp]]
+        while unfinished:
+            polled = consumer.poll(timeout_ms=1000)
+            for records in polled.values():
+                n_records += len(records)
+            if n_records >= total or not polled:
+                unfinished = [tp for tp in unfinished if consumer.position(tp) < ends[tp]]
             if progress is not None:
                 progress(n_records)
-        return ConsumeResult(n_records, n_bytes, time.perf_counter() - started)
-
-
-def _parse_fetch(payload, version):
-    import fastkc
-
-    if fastkc.backend == "c":
-        from fastkc._core.fetch import parse_fetch_response
-
-        return parse_fetch_response(payload, version)
-    from fastkc.protocol import codec
-
-    _, decoded = codec.decode_response("Fetch", version, payload)
-    return codec.to_fetch_response(decoded)
+        seconds = time.perf_counter() - started
+        wire_bytes = consumer.metrics()["consumer-fetch-manager-metrics"]["fetch-bytes-total"]
+        return ConsumeResult(n_records, wire_bytes, seconds)
+    finally:
+        consumer.close()
 
 
 def ensure_sample(bootstrap, topic, *, records, record_size, partitions, compression, log=print):

@@ -130,3 +130,46 @@ def test_key_and_value_deserializers(flavour, open_consumer, codec_topics):
 
     # Serialized sizes stay those of the raw bytes.
     assert_records_match(consumed, written, deserialized=expected)
+
+
+def test_records_are_built_by_the_implementation_under_test(flavour, open_consumer, codec_topics):
+    # Guards the parametrization itself: the fastkc case must not be running
+    # kafka-python (or the other way round).
+    topic, written = codec_topics["none"]
+    consumer = open_consumer()
+    assert type(consumer).__module__.split(".")[0] == {"kafka-python": "kafka", "fastkc": "fastkc"}[flavour.name]
+    consumed = read_all(consumer, _topic_partitions(flavour, topic, PARTITIONS), len(written))
+    assert {type(r).__module__.split(".")[0] for r in consumed} == {type(consumer).__module__.split(".")[0]}
+
+
+def test_every_codec_topic_in_one_assignment(flavour, open_consumer, codec_topics):
+    # 15 partitions of 5 topics in one consumer: one fetch carries several
+    # topics, each partition keeps its own order.
+    tps = []
+    expected = []
+    for codec in CODECS:
+        topic, written = codec_topics[codec]
+        tps += _topic_partitions(flavour, topic, PARTITIONS)
+        expected += written
+    expected.sort(key=lambda w: (w.topic, w.partition, w.offset))
+    consumer = open_consumer()
+    consumed = read_all(consumer, tps, len(expected))
+    assert_records_match(consumed, expected)
+
+
+@pytest.mark.parametrize("sessions", [True, False], ids=["fetch-sessions", "no-fetch-sessions"])
+def test_tiny_fetch_limits_still_deliver_every_record(flavour, open_consumer, codec_topics, sessions):
+    # Limits far below one compressed batch: the broker returns a first
+    # batch whole anyway (KIP-74) and cuts the rest mid-batch, so every
+    # response ends in a partial batch the consumer must drop and re-fetch.
+    tps = []
+    expected = []
+    for codec in ("lz4", "none"):
+        topic, written = codec_topics[codec]
+        tps += _topic_partitions(flavour, topic, PARTITIONS)
+        expected += written
+    expected.sort(key=lambda w: (w.topic, w.partition, w.offset))
+    consumer = open_consumer(max_partition_fetch_bytes=512, fetch_max_bytes=1024, fetch_max_wait_ms=50,
+                             enable_incremental_fetch_sessions=sessions)
+    consumed = read_all(consumer, tps, len(expected), timeout=120.0)
+    assert_records_match(consumed, expected)

@@ -116,3 +116,25 @@ def test_open_transaction_holds_read_committed_at_the_last_stable_offset(
 
     rest = poll_records(committed_reader, len(pending) + len(after), settle_ms=1000)
     assert_records_match(rest, visible(pending + after))
+
+
+def test_end_offsets_under_read_committed_is_the_last_stable_offset(flavour, open_consumer, kafka_broker,
+                                                                   make_topic):
+    # The Java client's endOffsets answers with the consumer's isolation
+    # level: the last stable offset under read_committed, the high watermark
+    # under read_uncommitted.
+    from confluent_kafka import Producer
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    tp = flavour.TopicPartition(topic, 0)
+    produce(bootstrap, topic, mixed_messages(4, 1, tag="before-"))
+    with TransactionalWriter(bootstrap) as tx:
+        tx.producer.begin_transaction()
+        pending = _produce_batch(tx.producer, topic, mixed_messages(3, 1, tag="pending-"), transaction="aborted")
+        after = _produce_batch(Producer(producer_config(bootstrap)), topic, mixed_messages(2, 1, tag="after-"))
+        committed_reader = open_consumer(isolation_level="read_committed")
+        uncommitted_reader = open_consumer(isolation_level="read_uncommitted")
+        assert uncommitted_reader.end_offsets([tp]) == {tp: after[-1].offset + 1}
+        assert committed_reader.end_offsets([tp]) == {tp: pending[0].offset}
+        tx.producer.abort_transaction(30)

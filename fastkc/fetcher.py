@@ -259,6 +259,7 @@ class Fetcher:
         self._isolation = 1 if config["isolation_level"] == "read_committed" else 0
         self.metrics = {"fetch-total": 0, "records-consumed-total": 0, "bytes-consumed-total": 0,
                         "fetch-bytes-total": 0}
+        self._leader_epochs_seen = {}  # tp -> the newest leader epoch metadata showed
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
 
@@ -268,11 +269,11 @@ class Fetcher:
         self.states = {}
         for tp in partitions:
             self.states[tp] = old.get(tp) or PartitionState(tp)
+        # unassigned partitions leave the fetch sessions as "forgotten" on the
+        # next fetch; their buffered data goes now
         for tp, state in old.items():
             if tp not in self.states:
                 self._drop_buffered(state)
-        for session in self._sessions.values():
-            pass  # unassigned partitions leave the session as "forgotten" on the next fetch
 
     def state(self, tp):
         return self.states[tp]
@@ -469,14 +470,6 @@ class Fetcher:
         if seen is None or epoch > seen:
             self._leader_epochs_seen[tp] = epoch
         return seen is not None and epoch > seen
-
-    @property
-    def _leader_epochs_seen(self):
-        try:
-            return self.__epochs
-        except AttributeError:
-            self.__epochs = {}
-            return self.__epochs
 
     def _send_validations(self):
         now = self._clock()
@@ -833,6 +826,7 @@ class Fetcher:
                     chunk = records[start:] if start else records
                     state.buffered.popleft()
                     self._buffered_bytes -= completed.nbytes
+                    self.metrics["bytes-consumed-total"] += completed.nbytes
                     if update_offsets:
                         state.position = completed.next_offset
                         if chunk:
@@ -909,6 +903,7 @@ class Fetcher:
                     piece = batch.slice(start) if start else batch
                     state.buffered.popleft()
                     self._buffered_bytes -= completed.nbytes
+                    self.metrics["bytes-consumed-total"] += completed.nbytes
                     state.position = completed.next_offset
                     if completed.leader_epoch >= 0:
                         state.position_epoch = completed.leader_epoch
@@ -919,7 +914,7 @@ class Fetcher:
                 if piece.num_rows:
                     batches.append(piece)
                     remaining -= piece.num_rows
-            self.metrics["records-consumed-total"] += 0
+                    self.metrics["records-consumed-total"] += piece.num_rows
         return batches
 
     def pause(self, tp):

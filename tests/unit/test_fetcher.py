@@ -472,3 +472,19 @@ def test_preferred_read_replica_is_used_for_the_next_fetch():
     _answer_fetch(client, request, {0: {"preferred_read_replica": 2}})
     fetcher.send_requests()
     assert client.take("Fetch")[0] == 2
+
+
+def test_fetched_arrow_slices_across_calls_and_advances_positions():
+    client, fetcher = _positioned({0: 0})
+    fetcher.send_requests()
+    _answer_fetch(client, client.take("Fetch"), {0: {"records": _batch(0, [b"%d" % i for i in range(5)])}})
+    first = fetcher.fetched_arrow(3)
+    assert [b.num_rows for b in first] == [3]
+    assert first[0].column("offset").to_pylist() == [0, 1, 2]
+    assert fetcher.state(TP0).position == 3
+    rest = fetcher.fetched_arrow(10)
+    assert rest[0].column("value").to_pylist() == [b"3", b"4"]
+    assert rest[0].column("partition").to_pylist() == [0, 0]
+    assert fetcher.state(TP0).position == 5
+    assert fetcher.metrics["records-consumed-total"] == 5
+    assert fetcher.metrics["bytes-consumed-total"] > 0

@@ -792,38 +792,43 @@ class _GeneralBuilder:
         """A chain of moves src -> ... -> dst, each handing one partition to
         the next member, where dst has at least two partitions fewer than
         src: it evens the loads out while every member in between keeps its
-        count. Shortest chains first (a direct move is a chain of one), and
-        chains moving only newly given partitions before any that move an
-        owned one, since that costs a revocation (and cooperatively another
-        rebalance). None when no chain exists: then no sequence of moves can
-        make the assignment more even."""
+        count. Chains moving only newly given partitions come before any
+        that move an owned one, since that costs a revocation (and
+        cooperatively another rebalance); within each kind, a direct move
+        anywhere in the group before a longer chain. None when no chain
+        exists: then no sequence of moves can make the assignment more even."""
         donors = sorted(assignment, key=lambda m: (-len(assignment[m]), rank[m]))
-        for allow_owned in (False, True):
+        for allow_owned, max_length in ((False, 1), (False, None), (True, 1), (True, None)):
             for src in donors:
                 load = len(assignment[src])
                 if load < 2:
                     break
                 parent = {src: None}
                 frontier = [src]
-                while frontier:
+                length = 0
+                while frontier and (max_length is None or length < max_length):
+                    length += 1
                     following = []
                     for u in frontier:
                         for tp in reversed(assignment[u]):
                             if tp in kept_of[u] and not allow_owned:
                                 continue
                             for v in eligible[tp.topic]:
-                                if v in parent:
-                                    continue
-                                parent[v] = (u, tp)
-                                if len(assignment[v]) + 2 <= load:
-                                    path = []
-                                    while parent[v] is not None:
-                                        u2, moved = parent[v]
-                                        path.append((moved, u2, v))
-                                        v = u2
-                                    path.reverse()
-                                    return path
-                                following.append(v)
+                                if v not in parent:
+                                    parent[v] = (u, tp)
+                                    following.append(v)
+                    # of the members first reached at this length, the least
+                    # loaded gains most (ties: the most constrained member)
+                    targets = [v for v in following if len(assignment[v]) + 2 <= load]
+                    if targets:
+                        v = min(targets, key=lambda m: (len(assignment[m]), rank[m]))
+                        path = []
+                        while parent[v] is not None:
+                            u, moved = parent[v]
+                            path.append((moved, u, v))
+                            v = u
+                        path.reverse()
+                        return path
                     frontier = sorted(following, key=lambda m: rank[m])
         return None
 

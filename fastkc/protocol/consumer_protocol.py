@@ -331,6 +331,13 @@ def decode_assignment(data):
 def _user_data(value):
     if value is None or isinstance(value, (bytes, bytearray, memoryview)):
         return None if value is None else bytes(value)
+    encode = getattr(value, "encode", None)
+    if encode is not None and not isinstance(value, str):
+        # a kafka-python message object (its sticky assignor puts its
+        # StickyAssignorUserData here): written as kafka-python writes it
+        data = encode()
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            return bytes(data)
     raise IllegalArgumentError("user_data must be bytes or None, got {0}".format(type(value).__name__))
 
 

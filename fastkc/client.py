@@ -430,32 +430,37 @@ class KafkaClient:
             self._bootstrap_conn = None
 
     def _sync(self, conn):
-        """Keep the selector registration in step with the connection's socket."""
+        """Keep the selector registration in step with the connection's socket.
+        Registrations are by file descriptor, so one whose socket was closed
+        meanwhile (a connection failing inside a callback) still unregisters
+        cleanly and cannot collide with a new socket given the same number."""
         sock = conn.sock
         current = self._registered.get(conn)
         if sock is None:
             if current is not None:
                 self._unregister(conn)
             return
+        fd = sock.fileno()
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wants_write() else 0)
-        if current is not None and current[0] is not sock:
-            self._unregister(conn)
+        if current is not None and (current[0] is not sock or current[1] != fd):
+            self._unregister(conn, lost=False)
             current = None
         if current is None:
-            self._selector.register(sock, events, conn)
-            self._registered[conn] = (sock, events)
-        elif current[1] != events:
-            self._selector.modify(sock, events, conn)
-            self._registered[conn] = (sock, events)
+            self._selector.register(fd, events, conn)
+            self._registered[conn] = (sock, fd, events)
+        elif current[2] != events:
+            self._selector.modify(fd, events, conn)
+            self._registered[conn] = (sock, fd, events)
 
-    def _unregister(self, conn):
+    def _unregister(self, conn, lost=True):
         current = self._registered.pop(conn, None)
         if current is not None:
             try:
-                self._selector.unregister(current[0])
+                self._selector.unregister(current[1])
             except (KeyError, ValueError, OSError):
                 pass
-        if conn.last_error is not None and conn.node_id is not None and not self._closed:
+        if lost and current is not None and conn.last_error is not None and conn.node_id is not None \
+                and not self._closed:
             self._connection_lost(conn)
 
     def _connection_lost(self, conn):

@@ -538,7 +538,12 @@ class BrokerConnection:
         self._teardown(error, extra)
 
     def close(self, error=None):
-        """Close now (no backoff penalty); in-flight requests fail with `error`."""
+        """Close now (no backoff penalty); in-flight requests fail with `error`.
+        With an error the close counts as a lost connection for the client
+        (metadata refresh, fetch sessions reset); without one (idle, shutdown)
+        it does not."""
+        if error is not None:
+            self.last_error = error
         self._teardown(error or KafkaConnectionError("connection to {0}:{1} closed".format(self.host, self.port)), ())
 
     def _teardown(self, error, extra):

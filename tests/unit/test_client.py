@@ -164,3 +164,20 @@ def test_closed_client_refuses_to_poll(peer):
     client.close()
     with pytest.raises(errors.IllegalStateError):
         client.poll(0)
+
+
+def test_connection_closed_with_an_error_is_reported_and_reconnects(peer):
+    client = _client("127.0.0.1:{0}".format(peer.port), reconnect_backoff_ms=10)
+    _bootstrap(client, peer)
+    lost = []
+    client.on_disconnect.append(lost.append)
+    # what a malformed response does: the connection is closed from inside a callback
+    client.connection(1).close(errors.ProtocolParseError("bad body", "Metadata", 12, 3))
+    client.poll(0)
+    assert lost == [1]
+    peer.sock.close()  # the peer accepts the next connection afresh
+    peer.sock = None
+    peer.framer = type(peer.framer)()
+    _run(client, peer, lambda: client.ready(1))
+    assert client.is_connected(1)
+    client.close()

@@ -396,14 +396,17 @@ class Fetcher:
         while remaining_tps:
             missing = [tp for tp in remaining_tps if cluster.leader_for(tp) is None]
             if missing:
-                unknown = [tp for tp in missing if cluster.topics.get(tp.topic) is not None
-                           and tp.topic in cluster.topics and
-                           tp.partition not in cluster.topics[tp.topic].partitions and
-                           cluster.topics[tp.topic].error_code == 0]
+                # a topic the cluster knows, without the asked partition: no
+                # amount of waiting will make that partition appear
+                unknown = []
+                for tp in missing:
+                    topic = cluster.topics.get(tp.topic)
+                    if topic is not None and topic.error_code == 0 and tp.partition not in topic.partitions:
+                        unknown.append(tp)
                 if unknown:
                     from fastkc.errors import UnknownTopicOrPartitionError
 
-                    raise UnknownTopicOrPartitionError("unknown partitions: {0}".format(unknown))
+                    raise UnknownTopicOrPartitionError("no such partitions: {0}".format(unknown))
                 self.client.add_topics({tp.topic for tp in missing})
                 self._wait_metadata(deadline, timeout_ms)
                 continue

@@ -181,8 +181,15 @@ static int read_span(walk *w, int nullable, int wide, const char *what, fkc_fetc
  * The section is: count, then per field: tag, size, `size` bytes. Known tags
  * are handed to `on_tag` with a sub-cursor over exactly their bytes; it
  * returns 1 when it knew the tag (and must then consume all of the bytes,
- * failing the sub-cursor on a problem), 0 for an unknown tag. Unknown tags are skipped by size. Tags must strictly
- * increase (Kafka writes them sorted; a repeat would make a field ambiguous). */
+ * failing the sub-cursor on a problem), 0 for an unknown tag, which is
+ * skipped by its size.
+ *
+ * Order is not enforced: Kafka writes tags sorted, but Java's reader accepts
+ * any order, and a drop-in consumer must not refuse what the Java client
+ * reads. A known tag that repeats is refused (which value would be meant?);
+ * unknown tags are skipped unread, so a repeat of one changes nothing. Known
+ * tags are all below 32: one bitmask tracks them, O(1) per field whatever
+ * the count. */
 typedef int (*tag_handler)(walk *w, uint32_t tag, fkc_cursor *field, void *ctx);
 
 static int read_tagged_fields(walk *w, tag_handler on_tag, void *ctx, const char *what)
@@ -197,18 +204,13 @@ static int read_tagged_fields(walk *w, tag_handler on_tag, void *ctx, const char
         fail_at(c, at, what, "tagged field count larger than the remaining bytes can hold");
         return 0;
     }
-    int64_t last_tag = -1;
+    uint32_t known_seen = 0; /* bit t: known tag t already decoded */
     for (uint32_t i = 0; i < count; i++) {
         size_t tag_at = fkc_cursor_tell(c);
         uint32_t tag = fkc_read_uvarint(c, "tagged field tag");
         uint32_t size = fkc_read_uvarint(c, "tagged field size");
         if (c->failed)
             return 0;
-        if ((int64_t)tag <= last_tag) {
-            fail_at(c, tag_at, "tagged field tag", "tags not in strictly increasing order");
-            return 0;
-        }
-        last_tag = (int64_t)tag;
         fkc_cursor field;
         if (!fkc_cursor_sub(c, (size_t)size, &field, "tagged field data"))
             return 0;
@@ -216,6 +218,12 @@ static int read_tagged_fields(walk *w, tag_handler on_tag, void *ctx, const char
             continue;
         if (!on_tag(w, tag, &field, ctx))
             continue; /* unknown tag: skipped by size */
+        /* handlers know only tags below 32 (see partition_tag, response_tag) */
+        if (known_seen & (1u << (tag & 31u))) {
+            fail_at(c, tag_at, "tagged field tag", "a known tagged field appears twice");
+            return 0;
+        }
+        known_seen |= 1u << (tag & 31u);
         if (field.failed) {
             c->failed = 1;
             c->what = field.what;
@@ -233,22 +241,14 @@ static int read_tagged_fields(walk *w, tag_handler on_tag, void *ctx, const char
 }
 
 /* A nested flexible struct's own tagged-field section, all fields unknown to
- * us: skip them, on the sub-cursor `f`. */
+ * us: skip them, on the sub-cursor `f`. The loop ends at the first failure,
+ * so a huge count costs no more than the bytes it can read. */
 static void skip_nested_tags(fkc_cursor *f, const char *what)
 {
     uint32_t count = fkc_read_uvarint(f, what);
-    int64_t last_tag = -1;
     for (uint32_t i = 0; i < count && !f->failed; i++) {
-        size_t tag_at = fkc_cursor_tell(f);
-        uint32_t tag = fkc_read_uvarint(f, "tagged field tag");
+        fkc_read_uvarint(f, "tagged field tag");
         uint32_t size = fkc_read_uvarint(f, "tagged field size");
-        if (f->failed)
-            return;
-        if ((int64_t)tag <= last_tag) {
-            fail_at(f, tag_at, "tagged field tag", "tags not in strictly increasing order");
-            return;
-        }
-        last_tag = (int64_t)tag;
         fkc_skip(f, (size_t)size, "tagged field data");
     }
 }
@@ -291,7 +291,7 @@ static int response_tag(walk *w, uint32_t tag, fkc_cursor *f, void *ctx)
     (void)ctx;
     if (tag != 0 || w->version < 16)
         return 0;
-    /* tags strictly increase, so this runs at most once per response */
+    /* a repeat of this tag is refused by read_tagged_fields after the call */
     fkc_fetch_response *r = w->r;
     walk sub = *w;
     sub.c = *f;

@@ -13,8 +13,8 @@
  *   Every read goes through fkc_cursor (one bounds-check idiom). Any
  *   malformation — truncation, a negative length where null is not allowed,
  *   a length or count the remaining bytes cannot hold, an over-long varint,
- *   a known tagged field whose declared size disagrees with its contents,
- *   tags out of order, bytes left over after the body — ends the walk with
+ *   a known tagged field whose declared size disagrees with its contents or
+ *   that appears twice, bytes left over after the body — ends the walk with
  *   FKC_FETCH_EMALFORMED and (`error_what`, `error_problem`, `error_pos`):
  *   static strings naming what was being read and why it failed, and the
  *   byte offset inside `buf`.
@@ -24,10 +24,11 @@
  *   size), so no allocation is ever driven by a count the input cannot back;
  *   the arrays grow geometrically as elements are actually parsed.
  *
- *   Unknown tagged fields are skipped by their declared size (forward
- *   compatibility); known ones (partition tags 0 DivergingEpoch,
- *   1 CurrentLeader, 2 SnapshotId; top-level tag 0 NodeEndpoints from v16)
- *   are decoded and must consume exactly their declared size.
+ *   Tagged fields are accepted in any order, as Java's reader accepts them.
+ *   Unknown ones are skipped by their declared size (forward compatibility);
+ *   known ones (partition tags 0 DivergingEpoch, 1 CurrentLeader,
+ *   2 SnapshotId; top-level tag 0 NodeEndpoints from v16) are decoded, must
+ *   consume exactly their declared size and may appear only once.
  *
  * Ownership: the arrays are malloc'ed by the walk and released by
  * fkc_fetch_response_free(), which is safe to call after any outcome

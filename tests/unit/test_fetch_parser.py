@@ -452,12 +452,21 @@ def test_over_long_varint_is_rejected():
     assert err.position == 4 and "over-long" in err.reason
 
 
-def test_tags_out_of_order_or_repeated_are_rejected():
+def test_tag_order_is_free_but_a_known_tag_may_not_repeat():
     e = Enc(12)
-    for bad in ([(3, b""), (1, b"")], [(2, b"a"), (2, b"b")]):
-        buf = build_response(e, [], header_tags=bad)
-        err = expect_error(buf, 12)
-        assert "order" in err.reason
+    leader = i32(2) + i32(9) + NO_TAGS
+    epoch = i32(4) + i64(400) + NO_TAGS
+    # out of order, unknown tags repeated: accepted, as Java's reader does
+    ptags = [(9, b"a"), (1, leader), (0, epoch), (9, b"b")]
+    buf = build_response(e, [build_topic(e, "t", [build_partition(e, ptags=ptags)])], header_tags=[(3, b""), (1, b"")])
+    p = parse_fetch_response(buf, 12).topics[0].partitions[0]
+    assert (p.current_leader, p.diverging_epoch) == ((2, 9), (4, 400))
+    # a known tag twice: which value would be meant?
+    ptags = [(1, leader), (1, i32(3) + i32(3) + NO_TAGS)]
+    buf = build_response(e, [build_topic(e, "t", [build_partition(e, ptags=ptags)])])
+    err = expect_error(buf, 12)
+    assert "twice" in err.reason
+    assert buf[err.position : err.position + 2] == b"\x01\x09"  # the second tag 1, size 9
 
 
 def test_known_tag_must_fill_its_declared_size():

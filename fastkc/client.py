@@ -115,6 +115,7 @@ class KafkaClient:
         if config["security_protocol"] in ("SSL", "SASL_SSL"):
             self._ssl_context = build_ssl_context(config)
         self._metadata_topics = set()  # topics the consumer needs
+        self.subscribe_all_topics = False  # a pattern subscription: every refresh asks for all topics
         self._metadata_wanted = False
         self._metadata_all_wanted = False
         self._metadata_in_flight = False
@@ -330,7 +331,7 @@ class KafkaClient:
         node_id = self.least_loaded_node()
         if node_id is None or not self.ready(node_id):
             return
-        all_topics = self._metadata_all_wanted
+        all_topics = self._metadata_all_wanted or self.subscribe_all_topics
         if all_topics:
             topics = None
         else:

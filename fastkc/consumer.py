@@ -5,14 +5,18 @@ fastkc/config.py); an unknown key raises KafkaConfigurationError. Beyond
 kafka-python: poll_arrow() returns one pyarrow.RecordBatch for columnar
 consumers.
 
-Groups (subscribe, commit, committed, the coordinator) are issue 5: those
-methods raise IllegalStateError saying so. The group keys are accepted and
-validated now; a coordinator plugs in through `_coordinator` (polled from
-`_poll_once`, asked for committed positions before the reset policy applies).
+Groups (subscribe with a group_id, commit, committed, the coordinator) are
+issue 5: those methods raise IllegalStateError saying so. Without group_id,
+subscribe() does what kafka-python does: every partition of the subscribed
+topics (or of the topics matching a pattern) is assigned locally, following
+metadata. The group keys are accepted and validated now; a coordinator plugs
+in through `_coordinator` (polled from `_poll_once`, asked for committed
+positions before the reset policy applies).
 
 Not thread-safe, like kafka-python's: one thread drives a consumer.
 """
 import logging
+import re
 import time
 
 from fastkc.client import KafkaClient
@@ -27,7 +31,9 @@ from fastkc.structs import OffsetAndTimestamp, TopicPartition
 
 log = logging.getLogger(__name__)
 
-_GROUPS_LATER = "consumer groups (subscribe/commit) are not supported yet (fastkc issue 5); use assign()"
+_GROUPS_LATER = ("consumer groups (subscribe with group_id, commit) are not supported yet (fastkc issue 5); "
+                 "use assign(), or subscribe without group_id")
+_EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
 
 
 class KafkaConsumer:
@@ -38,6 +44,8 @@ class KafkaConsumer:
         self._client = KafkaClient(self.config, clock=self._clock)
         self._fetcher = Fetcher(self._client, self.config)
         self._assignment = []
+        self._subscribed_topics = None  # set while subscribed (no group: all partitions assigned)
+        self._pattern = None
         self._coordinator = None  # issue 5
         self._iterator = None
         self._consumer_timeout = None
@@ -47,6 +55,7 @@ class KafkaConsumer:
             self._client.close()
             self._closed = True
             raise
+        self._client.metadata_listeners.append(self._update_subscribed_assignment)
         if topics:
             self.subscribe(topics)
 
@@ -76,6 +85,11 @@ class KafkaConsumer:
     def assign(self, partitions):
         """Manually assign a list of TopicPartition (replaces the assignment)."""
         self._check_open()
+        if self._subscribed_topics is not None or self._pattern is not None:
+            raise IllegalStateError(_EXCLUSIVE)
+        self._set_assignment(partitions)
+
+    def _set_assignment(self, partitions):
         partitions = list(partitions)
         for tp in partitions:
             if not isinstance(tp, TopicPartition):
@@ -89,22 +103,75 @@ class KafkaConsumer:
                 seen.append(tp)
         self._assignment = seen
         self._fetcher.assign(seen)
-        self._client.set_topics({tp.topic for tp in seen})
+        if self._pattern is None:
+            self._client.set_topics(set(self._subscribed_topics or ()) | {tp.topic for tp in seen})
         self._iterator = None
 
     def assignment(self):
         return set(self._assignment)
 
     def subscribe(self, topics=(), pattern=None, listener=None):
-        raise IllegalStateError(_GROUPS_LATER)
+        """Without group_id, as kafka-python does: every partition of the
+        topics (or of the topics matching `pattern`) is assigned to this
+        consumer and the assignment follows metadata (new partitions, new
+        matching topics). With group_id: consumer groups are issue 5."""
+        self._check_open()
+        if self.config["group_id"] is not None:
+            raise IllegalStateError(_GROUPS_LATER)
+        if isinstance(topics, str):
+            topics = [topics]
+        topics = list(topics or ())
+        if not topics and not pattern:
+            raise ValueError("Must provide topics or pattern")
+        if topics and pattern:
+            raise IllegalStateError(_EXCLUSIVE)
+        if self._assignment and self._subscribed_topics is None and self._pattern is None:
+            raise IllegalStateError(_EXCLUSIVE)
+        if pattern is not None:
+            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            self._subscribed_topics = set()
+            self._client.subscribe_all_topics = True
+            self._client.request_metadata_update(all_topics=True)
+        else:
+            self._pattern = None
+            self._subscribed_topics = set(topics)
+            self._client.subscribe_all_topics = False
+            self._client.set_topics(self._subscribed_topics)
+            self._client.request_metadata_update()
+        self._update_subscribed_assignment()
+
+    def _update_subscribed_assignment(self):
+        """Assign every known partition of the subscribed (or matching) topics."""
+        if self._subscribed_topics is None:
+            return
+        cluster = self._client.cluster
+        if self._pattern is not None:
+            exclude = self.config["exclude_internal_topics"]
+            self._subscribed_topics = {name for name, t in cluster.topics.items()
+                                       if t.error_code == 0 and self._pattern.match(name)
+                                       and not (exclude and t.is_internal)}
+        wanted = []
+        for topic in sorted(self._subscribed_topics):
+            meta = cluster.topics.get(topic)
+            if meta is None or meta.error_code != 0:
+                continue
+            wanted.extend(TopicPartition(topic, p) for p in sorted(meta.partitions))
+        if set(wanted) != set(self._assignment):
+            self._set_assignment(wanted)
 
     def subscription(self):
-        return None
+        """The subscribed topics (a set), or None without a subscription."""
+        if self._subscribed_topics is None:
+            return None
+        return set(self._subscribed_topics)
 
     def unsubscribe(self):
-        """Drop the assignment (there is no group subscription yet)."""
+        """Drop the subscription and the assignment."""
         self._check_open()
-        self.assign([])
+        self._subscribed_topics = None
+        self._pattern = None
+        self._client.subscribe_all_topics = False
+        self._set_assignment([])
 
     def commit(self, offsets=None, timeout_ms=None):
         raise IllegalStateError(_GROUPS_LATER if self.config["group_id"] else "Requires group_id")
@@ -127,8 +194,8 @@ class KafkaConsumer:
             max_records = self.config["max_poll_records"]
         elif not isinstance(max_records, int) or max_records < 1:
             raise ValueError("max_records must be a positive integer")
-        if not self._assignment:
-            raise IllegalStateError("No partitions assigned: call assign() first ({0})".format(_GROUPS_LATER))
+        if not self._assignment and self._subscribed_topics is None:
+            raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
         if timeout_ms is None:
             timeout_ms = float("inf")
         deadline = self._clock() + max(0, timeout_ms) / 1000.0
@@ -184,8 +251,8 @@ class KafkaConsumer:
         self._check_open()
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError("max_records must be a positive integer")
-        if not self._assignment:
-            raise IllegalStateError("No partitions assigned: call assign() first")
+        if not self._assignment and self._subscribed_topics is None:
+            raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
         limit = max_records if max_records is not None else float("inf")
         deadline = self._clock() + max(0, timeout_ms if timeout_ms is not None else float("inf")) / 1000.0
         fetcher = self._fetcher

@@ -171,3 +171,18 @@ def test_consume_over_tls(secure_broker, listener, mechanism):
             assert records, "nothing within 10 s over {0}".format(listener)
             got.extend(records)
     assert [(r.offset, r.key, r.value) for r in got] == [(w.offset, w.key, w.value) for w in written]
+
+
+def test_topics_in_the_constructor_without_group_consume_every_partition(kafka_broker, filled_topic):
+    # kafka-python's behaviour without group_id: all partitions assigned locally
+    topic, written = filled_topic
+    consumer = KafkaConsumer(topic, bootstrap_servers=kafka_broker.bootstrap_servers,
+                             auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    try:
+        got = list(consumer)
+        assert consumer.subscription() == {topic}
+        assert consumer.assignment() == {TopicPartition(topic, p) for p in range(3)}
+    finally:
+        consumer.close()
+    assert sorted((r.partition, r.offset, r.value) for r in got) == \
+        sorted((w.partition, w.offset, w.value) for w in written)

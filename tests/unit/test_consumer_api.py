@@ -62,13 +62,46 @@ def test_context_manager_closes(consumer):
 
 
 def test_group_operations_are_refused_until_issue_5(consumer):
-    with pytest.raises(errors.IllegalStateError):
-        consumer.subscribe(["t"])
     with pytest.raises(errors.IllegalStateError, match="group_id"):
         consumer.commit()
     with pytest.raises(errors.IllegalStateError):
         consumer.committed(TP)
     assert consumer.subscription() is None
+    consumer.config["group_id"] = "g"  # as if constructed with one
+    with pytest.raises(errors.IllegalStateError, match="issue 5"):
+        consumer.subscribe(["t"])
+
+
+def test_subscribe_without_group_assigns_every_partition(consumer):
+    consumer.subscribe(["t"])
+    assert consumer.subscription() == {"t"}
+    deadline = time.monotonic() + 3
+    while consumer.assignment() != {TP}:
+        assert time.monotonic() < deadline, "the subscription was never assigned"
+        consumer._client.poll(0.05)
+    with pytest.raises(errors.IllegalStateError):
+        consumer.assign([TP])
+    consumer.unsubscribe()
+    assert consumer.subscription() is None and consumer.assignment() == set()
+
+
+def test_pattern_subscription_follows_all_topics(consumer):
+    consumer.subscribe(pattern="^t$")
+    deadline = time.monotonic() + 3
+    while consumer.assignment() != {TP}:
+        assert time.monotonic() < deadline, "the pattern never matched"
+        consumer._client.poll(0.05)
+    assert consumer.subscription() == {"t"}
+
+
+def test_subscribe_argument_rules(consumer):
+    with pytest.raises(ValueError):
+        consumer.subscribe()
+    with pytest.raises(errors.IllegalStateError):
+        consumer.subscribe(["t"], pattern="t")
+    consumer.assign([TP])
+    with pytest.raises(errors.IllegalStateError):
+        consumer.subscribe(["t"])
 
 
 def test_poll_without_assignment_is_refused(consumer):

@@ -2,7 +2,6 @@
 ListOffsets below 4.x's floor are still served, magic 2 batches only from
 our producers): a subset of the suite — record contents with several codecs,
 seek / offsets APIs, read_committed with an aborted transaction."""
-import os
 import time
 
 import pytest

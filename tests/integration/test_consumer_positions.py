@@ -388,3 +388,84 @@ def test_offsets_for_times_carries_the_leader_epoch(flavour, open_consumer, shar
     assert isinstance(found[tp0], flavour.OffsetAndTimestamp)
     # A fresh single-broker topic: the first leader's epoch, 0.
     assert found[tp0].leader_epoch == 0
+
+
+# --- misuse and edge cases --------------------------------------------------------
+
+def test_position_and_highwater_of_an_unassigned_partition_are_illegal_state(flavour, open_consumer, shared):
+    topic, _ = shared
+    tp0, tp1 = _tps(flavour, topic, 0, 1)
+    consumer = open_consumer()
+    consumer.assign([tp1])
+    with pytest.raises(flavour.error("IllegalStateError")):
+        consumer.position(tp0)
+    with pytest.raises(flavour.error("IllegalStateError")):
+        consumer.highwater(tp0)
+
+
+@pytest.mark.parametrize("method", ["seek", "pause", "seek_to_beginning", "seek_to_end"])
+def test_position_changes_on_an_unassigned_partition_are_illegal_state(flavour, reference_deviates,
+                                                                      open_consumer, shared, method):
+    reference_deviates("seek / seek_to_* raise ValueError and pause raises KeyError for an unassigned "
+                       "partition; the Java client throws IllegalStateException")
+    topic, _ = shared
+    tp0, tp1 = _tps(flavour, topic, 0, 1)
+    consumer = open_consumer()
+    consumer.assign([tp1])
+    args = (tp0, 5) if method == "seek" else (tp0,)
+    with pytest.raises(flavour.error("IllegalStateError")):
+        getattr(consumer, method)(*args)
+    # The assignment is untouched by the refused call.
+    assert consumer.assignment() == {tp1}
+    assert consumer.paused() == set()
+
+
+def test_poll_without_assignment_is_illegal_state(flavour, reference_deviates, open_consumer):
+    reference_deviates("poll() with no assignment and no subscription returns {}; the Java client throws "
+                       "IllegalStateException")
+    consumer = open_consumer()
+    with pytest.raises(flavour.error("IllegalStateError")):
+        consumer.poll(timeout_ms=100)
+
+
+def test_negative_offsets_and_times_are_value_errors(flavour, open_consumer, shared):
+    # Java: IllegalArgumentException; kafka-python (and so a drop-in): ValueError.
+    topic, _ = shared
+    (tp0,) = _tps(flavour, topic, 0)
+    consumer = open_consumer()
+    consumer.assign([tp0])
+    with pytest.raises(ValueError):
+        consumer.seek(tp0, -1)
+    with pytest.raises(ValueError):
+        consumer.offsets_for_times({tp0: -5})
+
+
+@pytest.mark.parametrize("policy", ["earliest", "latest"])
+def test_seek_past_the_end_resets_by_the_policy(flavour, open_consumer, shared, policy):
+    topic, _ = shared
+    (tp1,) = _tps(flavour, topic, 1)
+    consumer = open_consumer(auto_offset_reset=policy)
+    consumer.assign([tp1])
+    consumer.seek(tp1, P1_COUNT + 1000)  # beyond the high watermark: OFFSET_OUT_OF_RANGE
+    if policy == "earliest":
+        consumed = poll_records(consumer, P1_COUNT)
+        assert [r.offset for r in consumed] == list(range(P1_COUNT))
+    else:
+        deadline = time.monotonic() + 30
+        while consumer.position(tp1) != P1_COUNT:
+            assert consumer.poll(timeout_ms=200) == {}
+            assert time.monotonic() < deadline, "no reset to the end within 30s"
+
+
+@pytest.mark.parametrize("method", ["beginning_offsets", "end_offsets", "offsets_for_times"])
+def test_offset_lookups_for_an_unknown_topic_time_out(flavour, open_consumer, shared, method):
+    topic, _ = shared
+    (missing,) = _tps(flavour, "no-such-topic-" + topic, 0)
+    consumer = open_consumer()
+    arg = {missing: 0} if method == "offsets_for_times" else [missing]
+    began = time.monotonic()
+    with pytest.raises(flavour.error("KafkaTimeoutError")):
+        getattr(consumer, method)(arg, timeout_ms=1500)
+    # It waits for the topic up to timeout_ms (the topic may be being
+    # created), then gives up.
+    assert 1.3 <= time.monotonic() - began < 1.5 + 10.0

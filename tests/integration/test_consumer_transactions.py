@@ -3,6 +3,8 @@ committed and aborted transactions from confluent-kafka's transactional
 producer — alone, and interleaved on one partition with a plain producer
 and a second transactional producer — and positions that move past the
 control batches (commit/abort markers) to the end of the log."""
+import time
+
 import pytest
 
 from tests.support.consumers import assert_records_match, mixed_messages, read_all
@@ -138,3 +140,22 @@ def test_end_offsets_under_read_committed_is_the_last_stable_offset(flavour, ope
         assert uncommitted_reader.end_offsets([tp]) == {tp: after[-1].offset + 1}
         assert committed_reader.end_offsets([tp]) == {tp: pending[0].offset}
         tx.producer.abort_transaction(30)
+
+
+def test_log_ending_in_an_aborted_transaction(flavour, open_consumer, kafka_broker, make_topic):
+    # read_committed: the aborted records and both markers are skipped and
+    # the position still reaches the end of the log.
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    with TransactionalWriter(bootstrap, compression="snappy") as tx:
+        written = tx.write(topic, mixed_messages(5, 1, tag="kept-"), commit=True)
+        written += tx.write(topic, mixed_messages(5, 1, tag="dropped-"), commit=False)
+    tp = flavour.TopicPartition(topic, 0)
+    expected = visible(written, "read_committed")
+    consumer = open_consumer(isolation_level="read_committed")
+    assert_records_match(read_all(consumer, [tp], len(expected), settle_ms=0), expected)
+    end = max(w.offset for w in written) + 2
+    deadline = time.monotonic() + 30
+    while consumer.position(tp) != end:
+        assert consumer.poll(timeout_ms=200) == {}
+        assert time.monotonic() < deadline, "position stuck at {0}, end {1}".format(consumer.position(tp), end)

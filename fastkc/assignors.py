@@ -724,14 +724,27 @@ class _ConstrainedBuilder:
 
 
 class _GeneralBuilder:
-    """Members subscribe to different topics. Keep every owned partition the
-    member still subscribes to; give each unassigned partition (fewest
-    eligible members first) to the least-loaded eligible member, preferring
-    one on a replica's rack; then, while some member has at least two more
-    partitions than an eligible peer, move one to that peer (partitions it
-    was newly given first, so what it owned stays put). Every move lowers the
-    sum of squared loads, so this ends; at the end no single move can make
-    the assignment more even."""
+    """Members subscribe to different topics.
+
+    1. Every member keeps each owned partition it still subscribes to.
+    2. Each unassigned partition (those of topics with the fewest eligible
+       members first) goes to the least-loaded eligible member, preferring
+       one on a replica's rack, then the member able to take the fewest
+       partitions at all (the others get more chances later).
+    3. While some member has at least two partitions more than a member it
+       can reach by a chain of hand-overs (it gives one partition to the next
+       member in the chain, which gives one on, and so on), apply the chain:
+       the ends even out and every member in between keeps its count. Each
+       chain lowers the sum of squared loads, so this ends, and when it ends
+       no sequence of moves could make the assignment more even.
+
+    Moving a partition its member already owned costs a revocation (and,
+    cooperatively, another rebalance), so chains of newly given partitions
+    come before any chain moving an owned one, and within each kind a direct
+    move anywhere in the group before a longer chain. The search runs over
+    topics, not partitions (a member can hand any of its partitions of a
+    topic to anyone subscribed to it), which keeps a rebalance of hundreds of
+    members and thousands of partitions fast."""
 
     def __init__(self, partitions_per_topic, rack_info, owned, member_order, subscriptions):
         self.partitions_per_topic = partitions_per_topic
@@ -741,96 +754,130 @@ class _GeneralBuilder:
         self.subscribed = {m: set(_topics_of(subscriptions[m])) for m in member_order}
 
     def build(self):
-        existing = {TopicPartition(t, p) for t, parts in self.partitions_per_topic.items() for p in parts}
+        topics = self.partitions_per_topic
+        existing = {TopicPartition(t, p) for t, parts in topics.items() for p in parts}
         order = sorted(self.member_order, key=java_string_key)
-        rank = {m: i for i, m in enumerate(order)}
-        assignment = {m: [] for m in order}
-        kept_of = {m: set() for m in order}
+        potential = {m: sum(len(topics[t]) for t in self.subscribed[m] if t in topics) for m in order}
+        self.rank = {m: (potential[m], i) for i, m in enumerate(order)}
+        self.eligible = {t: sorted((m for m in order if t in self.subscribed[m]), key=self.rank.get) for t in topics}
+        self.load = {m: 0 for m in order}
+        # holdings[m][topic] = ([newly given], [owned]) partitions, in the order received
+        self.holdings = {m: {} for m in order}
+        self.kept_of = {m: set() for m in order}
         taken = set()
         for m in order:
             for tp in sorted(self.owned[m], key=_tp_key):
                 if tp in existing and tp.topic in self.subscribed[m] and tp not in taken:
-                    assignment[m].append(tp)
-                    kept_of[m].add(tp)
+                    self.kept_of[m].add(tp)
+                    self._give(m, tp)
                     taken.add(tp)
-        eligible = {}
-        for topic in self.partitions_per_topic:
-            eligible[topic] = [m for m in order if topic in self.subscribed[m]]
-        unassigned = [tp for tp in sorted(existing, key=_tp_key) if tp not in taken and eligible[tp.topic]]
-        unassigned.sort(key=lambda tp: len(eligible[tp.topic]))  # stable: (topic, partition) within a count
-        # Among equally loaded members, the one that can take the fewest
-        # partitions at all goes first: the others have more chances later,
-        # so fewer partitions need moving afterwards (and the next round,
-        # seeing this result as owned, reaches the same answer).
-        potential = {m: sum(len(self.partitions_per_topic[t]) for t in self.subscribed[m] if t in self.partitions_per_topic)
-                     for m in order}
-        for m in order:
-            rank[m] = (potential[m], rank[m])
+        unassigned = [tp for tp in sorted(existing, key=_tp_key) if tp not in taken and self.eligible[tp.topic]]
+        unassigned.sort(key=lambda tp: len(self.eligible[tp.topic]))  # stable: (topic, partition) within a count
         for tp in unassigned:
-            best = min(
-                eligible[tp.topic],
-                key=lambda m: (len(assignment[m]), 1 if self._rack_mismatch(m, tp) else 0, rank[m]),
-            )
-            assignment[best].append(tp)
-        self._balance(assignment, kept_of, eligible, rank)
-        return assignment
+            best = min(self.eligible[tp.topic],
+                       key=lambda m: (self.load[m], 1 if self._rack_mismatch(m, tp) else 0, self.rank[m]))
+            self._give(best, tp)
+        while True:
+            path = self._find_path()
+            if path is None:
+                break
+            for src, topic, dst, allow_owned in path:
+                self._give(dst, self._take(src, topic, allow_owned))
+        return {
+            m: sorted((tp for new, owned in self.holdings[m].values() for tp in owned + new), key=_tp_key)
+            for m in order
+        }
 
     def _rack_mismatch(self, member, tp):
         return bool(self.rack_info.consumer_racks) and self.rack_info.racks_mismatch(member, tp)
 
-    def _balance(self, assignment, kept_of, eligible, rank):
-        while True:
-            path = self._find_path(assignment, kept_of, eligible, rank)
-            if path is None:
-                return
-            for tp, src, dst in path:
-                assignment[src].remove(tp)
-                assignment[dst].append(tp)
+    def _give(self, member, tp):
+        new, owned = self.holdings[member].setdefault(tp.topic, ([], []))
+        (owned if tp in self.kept_of[member] else new).append(tp)
+        self.load[member] += 1
 
-    @staticmethod
-    def _find_path(assignment, kept_of, eligible, rank):
-        """A chain of moves src -> ... -> dst, each handing one partition to
-        the next member, where dst has at least two partitions fewer than
-        src: it evens the loads out while every member in between keeps its
-        count. Chains moving only newly given partitions come before any
-        that move an owned one, since that costs a revocation (and
-        cooperatively another rebalance); within each kind, a direct move
-        anywhere in the group before a longer chain. None when no chain
-        exists: then no sequence of moves can make the assignment more even."""
-        donors = sorted(assignment, key=lambda m: (-len(assignment[m]), rank[m]))
-        for allow_owned, max_length in ((False, 1), (False, None), (True, 1), (True, None)):
+    def _take(self, member, topic, allow_owned):
+        new, owned = self.holdings[member][topic]
+        tp = new.pop() if new else owned.pop()
+        assert allow_owned or tp not in self.kept_of[member]
+        self.load[member] -= 1
+        return tp
+
+    def _movable_topics(self, member, allow_owned):
+        return [t for t, (new, owned) in self.holdings[member].items() if new or (allow_owned and owned)]
+
+    def _find_path(self):
+        """[(from, topic, to, allow_owned)] evening out two members, or None."""
+        load, rank = self.load, self.rank
+        donors = sorted(load, key=lambda m: (-load[m], rank[m]))
+        floor = min(load.values())
+        best_taker = {}  # topic -> its least-loaded eligible member, this call
+
+        def taker(topic):
+            v = best_taker.get(topic)
+            if v is None:
+                v = best_taker[topic] = min(self.eligible[topic], key=lambda m: (load[m], rank[m]))
+            return v
+
+        for allow_owned in (False, True):
+            # direct moves anywhere in the group first
             for src in donors:
-                load = len(assignment[src])
-                if load < 2:
+                top = load[src]
+                if top - 2 < floor:
                     break
-                parent = {src: None}
-                frontier = [src]
-                length = 0
-                while frontier and (max_length is None or length < max_length):
-                    length += 1
-                    following = []
-                    for u in frontier:
-                        for tp in reversed(assignment[u]):
-                            if tp in kept_of[u] and not allow_owned:
-                                continue
-                            for v in eligible[tp.topic]:
-                                if v not in parent:
-                                    parent[v] = (u, tp)
-                                    following.append(v)
-                    # of the members first reached at this length, the least
-                    # loaded gains most (ties: the most constrained member)
-                    targets = [v for v in following if len(assignment[v]) + 2 <= load]
-                    if targets:
-                        v = min(targets, key=lambda m: (len(assignment[m]), rank[m]))
-                        path = []
-                        while parent[v] is not None:
-                            u, moved = parent[v]
-                            path.append((moved, u, v))
-                            v = u
-                        path.reverse()
-                        return path
-                    frontier = sorted(following, key=lambda m: rank[m])
+                takers = [(taker(t), t) for t in self._movable_topics(src, allow_owned)]
+                takers = [(v, t) for v, t in takers if load[v] + 2 <= top]
+                if takers:
+                    v, topic = min(takers, key=lambda vt: (load[vt[0]], rank[vt[0]]))
+                    return [(src, topic, v, allow_owned)]
+            # then chains. A member reached from a donor that found no target
+            # has no target either (what it reaches, the donor reached, and
+            # its own load is no higher), so it is not searched again.
+            dead = set()
+            for src in donors:
+                top = load[src]
+                if top - 2 < floor:
+                    break
+                if src in dead:
+                    continue
+                path = self._chain_from(src, top, allow_owned)
+                if isinstance(path, list):
+                    return path
+                dead |= path
         return None
+
+    def _chain_from(self, src, top, allow_owned):
+        """The shortest chain from src to a member with at most top - 2
+        partitions, as a path; else the set of members src reaches."""
+        load, rank = self.load, self.rank
+        parent = {src: None}
+        seen_topics = set()
+        frontier = [src]
+        while frontier:
+            reached = []
+            for u in frontier:
+                for topic in self._movable_topics(u, allow_owned):
+                    if topic in seen_topics:
+                        continue
+                    seen_topics.add(topic)
+                    for v in self.eligible[topic]:
+                        if v not in parent:
+                            parent[v] = (u, topic)
+                            reached.append(v)
+            # of the members first reached at this length, the least loaded
+            # gains most (ties: the most constrained member)
+            targets = [v for v in reached if load[v] + 2 <= top]
+            if targets:
+                v = min(targets, key=lambda m: (load[m], rank[m]))
+                path = []
+                while parent[v] is not None:
+                    u, topic = parent[v]
+                    path.append((u, topic, v, allow_owned))
+                    v = u
+                path.reverse()
+                return path
+            frontier = sorted(reached, key=rank.get)
+        return set(parent)
 
 
 class _AbstractStickyAssignor(AbstractPartitionAssignor):

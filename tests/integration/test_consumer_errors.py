@@ -107,23 +107,51 @@ def _cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def test_idle_consumer_uses_almost_no_cpu(flavour, open_consumer, make_topic):
-    topic = make_topic(partitions=1)
-    tp = flavour.TopicPartition(topic, 0)
+def _idle_consumer(open_consumer, flavour, make_topic, partitions=1):
+    topic = make_topic(partitions=partitions)
+    tps = [flavour.TopicPartition(topic, p) for p in range(partitions)]
     consumer = open_consumer()
-    consumer.assign([tp])
-    consumer.seek_to_end(tp)
+    consumer.assign(tps)
+    consumer.seek_to_end()
     # Warm up: connections, metadata, the first (empty) fetches.
     assert consumer.poll(timeout_ms=500) == {}
     # Producers of earlier tests in this process may still own librdkafka
     # threads; collect them so their CPU is not counted as the consumer's.
     gc.collect()
+    return consumer, tps
+
+
+def _assert_idle_poll(consumer, timeout_ms=2000):
     cpu_before, wall_before = _cpu_seconds(), time.monotonic()
-    result = consumer.poll(timeout_ms=2000)
+    result = consumer.poll(timeout_ms=timeout_ms)
     cpu, wall = _cpu_seconds() - cpu_before, time.monotonic() - wall_before
     assert result == {}
     # poll waits out its timeout when nothing comes (it does not return early)...
-    assert wall >= 1.8
+    assert wall >= 0.9 * timeout_ms / 1000.0
     # ...and sleeps while it waits: a behaviour bound, far above a blocked
     # select and far below a busy loop (~100%).
     assert cpu / wall < 0.10, "idle poll used {0:.0%} of a core".format(cpu / wall)
+
+
+def test_idle_consumer_uses_almost_no_cpu(flavour, open_consumer, make_topic):
+    consumer, _ = _idle_consumer(open_consumer, flavour, make_topic)
+    _assert_idle_poll(consumer)
+
+
+def test_poll_with_every_partition_paused_sleeps(flavour, open_consumer, make_topic):
+    # Nothing to fetch at all (kafka-python #1315 / #1383: 100% CPU here).
+    consumer, tps = _idle_consumer(open_consumer, flavour, make_topic, partitions=2)
+    consumer.pause(*tps)
+    _assert_idle_poll(consumer)
+
+
+def test_consumer_between_polls_uses_almost_no_cpu(flavour, open_consumer, make_topic):
+    # Whatever a consumer does in the background (pipelined fetches, I/O
+    # threads), an application that is not polling pays almost nothing.
+    consumer, _ = _idle_consumer(open_consumer, flavour, make_topic)
+    cpu_before, wall_before = _cpu_seconds(), time.monotonic()
+    time.sleep(2.0)
+    cpu, wall = _cpu_seconds() - cpu_before, time.monotonic() - wall_before
+    assert cpu / wall < 0.10, "a consumer not being polled used {0:.0%} of a core".format(cpu / wall)
+    # Still working afterwards.
+    _assert_idle_poll(consumer, timeout_ms=500)

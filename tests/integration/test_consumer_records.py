@@ -173,3 +173,16 @@ def test_tiny_fetch_limits_still_deliver_every_record(flavour, open_consumer, co
                              enable_incremental_fetch_sessions=sessions)
     consumed = read_all(consumer, tps, len(expected), timeout=120.0)
     assert_records_match(consumed, expected)
+
+
+def test_many_partitions_under_a_small_fetch_max_bytes(flavour, open_consumer, kafka_broker, make_topic):
+    # 40 partitions, a response budget of a few partitions' worth: the
+    # consumer must still reach every partition (none starves) and keep
+    # each one's order.
+    partitions = 40
+    topic = make_topic(partitions=partitions)
+    written = visible(produce(kafka_broker.bootstrap_servers, topic,
+                              mixed_messages(partitions * 12, partitions, tag="many-"), compression="gzip"))
+    consumer = open_consumer(fetch_max_bytes=4096, max_partition_fetch_bytes=1024)
+    consumed = read_all(consumer, _topic_partitions(flavour, topic, partitions), len(written), timeout=120.0)
+    assert_records_match(consumed, written)

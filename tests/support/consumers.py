@@ -131,6 +131,7 @@ def expected_sizes(written):
 def mixed_messages(count, partitions, *, base_timestamp=None, tag=""):
     """`count` messages spread round-robin over `partitions` that exercise
     every record field: null keys (every 7th), null values (every 11th),
+    empty keys and values,
     no headers / headers with a null value / duplicated and non-ASCII header
     keys, values of varying length, and (with base_timestamp) chosen
     CreateTime timestamps base_timestamp + i."""
@@ -143,9 +144,17 @@ def mixed_messages(count, partitions, *, base_timestamp=None, tag=""):
     )
     messages = []
     for i in range(count):
+        key = None if i % 7 == 0 else "key-{0}{1}".format(tag, i).encode()
+        value = None if i % 11 == 0 else ("value-{0}{1}-".format(tag, i) * (1 + i % 9)).encode()
+        # Empty is not null: every 13th key and 17th value is b"" (length 0
+        # on the wire, where null is length -1).
+        if i % 13 == 5:
+            key = b""
+        if i % 17 == 3:
+            value = b""
         messages.append(Message(
-            key=None if i % 7 == 0 else "key-{0}{1}".format(tag, i).encode(),
-            value=None if i % 11 == 0 else ("value-{0}{1}-".format(tag, i) * (1 + i % 9)).encode(),
+            key=key,
+            value=value,
             headers=header_sets[i % 3],
             timestamp=None if base_timestamp is None else base_timestamp + i,
             partition=i % partitions,

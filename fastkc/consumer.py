@@ -71,7 +71,18 @@ class KafkaConsumer:
         if self._closed:
             return
         self._closed = True
-        self._client.close()
+        try:
+            # free the brokers' fetch-session slots; bounded, and never fatal
+            pending = self._fetcher.close_sessions()
+            if pending:
+                limit = min(1.0, (timeout_ms if timeout_ms is not None else 1000) / 1000.0)
+                deadline = self._clock() + limit
+                while pending and self._clock() < deadline:
+                    self._client.poll(deadline - self._clock())
+        except Exception:  # closing must close, whatever the brokers do
+            log.debug("closing fetch sessions failed", exc_info=True)
+        finally:
+            self._client.close()
 
     def _check_open(self):
         if self._closed:

@@ -745,6 +745,29 @@ class Fetcher:
         if state is not None:
             state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
 
+    def close_sessions(self):
+        """Ask each broker to drop our fetch session (a Fetch with the final
+        epoch, as the Java client sends on close) so its session cache slot
+        frees at once. Returns the set of brokers asked; each leaves the set
+        when it answers (the caller may poll for that, never must)."""
+        pending = set()
+        for node_id, session in self._sessions.items():
+            if session.session_id == 0 or node_id in self._in_flight_nodes or not self.client.is_connected(node_id):
+                continue
+            conn = self.client.connection(node_id)
+            if conn is None or not conn.can_send():
+                continue
+            version = conn.version_for("Fetch")
+            body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": self.config["fetch_max_bytes"],
+                    "isolation_level": self._isolation, "session_id": session.session_id,
+                    "session_epoch": FetchSession.FINAL_EPOCH, "topics": [], "forgotten_topics_data": [],
+                    "rack_id": self.config["client_rack"]}
+            pending.add(node_id)
+            self.client.send(node_id, "Fetch", body, lambda result, error, n=node_id: pending.discard(n),
+                             raw=True, version=version)
+            session.reset()
+        return pending
+
     def _node_lost(self, node_id):
         session = self._sessions.get(node_id)
         if session is not None:

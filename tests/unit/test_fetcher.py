@@ -25,6 +25,9 @@ class FakeConn:
     def __init__(self):
         self.api_versions = {23: (0, 4)}
 
+    def can_send(self):
+        return True
+
     def version_for(self, api_name):
         return FETCH_VERSION if api_name == "Fetch" else 0
 
@@ -44,6 +47,9 @@ class ScriptedClient:
         self.conn = FakeConn()
 
     def ready(self, node_id):
+        return True
+
+    def is_connected(self, node_id):
         return True
 
     def connection(self, node_id):
@@ -488,3 +494,19 @@ def test_fetched_arrow_slices_across_calls_and_advances_positions():
     assert fetcher.state(TP0).position == 5
     assert fetcher.metrics["records-consumed-total"] == 5
     assert fetcher.metrics["bytes-consumed-total"] > 0
+
+
+def test_close_sessions_sends_the_final_epoch_once_no_fetch_is_in_flight():
+    client, fetcher = _positioned({0: 0})
+    fetcher.send_requests()
+    _answer_fetch(client, client.take("Fetch"), {0: {"records": _batch(0, [b"a"])}}, session_id=9)
+    fetcher.send_requests()
+    in_flight = client.take("Fetch")
+    assert fetcher.close_sessions() == set()  # a fetch is on the wire: left alone
+    _answer_fetch(client, in_flight, {}, session_id=9)
+    pending = fetcher.close_sessions()
+    assert pending == {1}
+    node_id, api, body, callback, raw, version = client.take("Fetch")
+    assert (body["session_id"], body["session_epoch"], body["topics"]) == (9, -1, [])
+    callback((b"", version), None)
+    assert pending == set()

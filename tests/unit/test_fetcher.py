@@ -510,3 +510,21 @@ def test_close_sessions_sends_the_final_epoch_once_no_fetch_is_in_flight():
     assert (body["session_id"], body["session_epoch"], body["topics"]) == (9, -1, [])
     callback((b"", version), None)
     assert pending == set()
+
+
+def test_update_offsets_false_leaves_the_position_and_fetches_again():
+    client, fetcher = _positioned({0: 0})
+    fetcher.send_requests()
+    _answer_fetch(client, client.take("Fetch"), {0: {"records": _batch(0, [b"a", b"b"])}})
+    fetcher.send_requests()  # the pipelined fetch from offset 2 goes out
+    out = fetcher.fetched_records(500, update_offsets=False)
+    assert [r.value for r in out[TP0]] == [b"a", b"b"]
+    assert fetcher.state(TP0).position == 0
+    assert fetcher.buffered_bytes() == 0
+    pending = client.pending("Fetch")
+    # the pipelined fetch (offset 2) is stale now; the next one asks from the position again
+    assert [_fetch_offsets(p) for p in pending] == [{0: 2}]
+    _answer_fetch(client, client.take("Fetch"), {0: {"records": _batch(2, [b"c"])}})
+    assert fetcher.fetched_records(500) == {}  # stale answer dropped
+    fetcher.send_requests()
+    assert _fetch_offsets(client.take("Fetch")) == {0: 0}

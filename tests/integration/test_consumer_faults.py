@@ -119,3 +119,80 @@ def test_leader_moved_in_the_cluster_consumption_continues(flavour, consumer_fac
     finally:
         # The cluster is shared by the session: bring the node back.
         start_node(kafka_cluster, old_leader, timeout=120.0)
+
+
+def _reassign(cluster, topic, replicas_by_partition, tmp_path):
+    """Reorder replicas with Kafka's ReassignPartitionsCommand (the Admin
+    API's AlterPartitionReassignments; confluent-kafka's AdminClient has no
+    binding for it), then a preferred-leader election makes each list's
+    first broker the leader. The old leader stays up."""
+    import contextlib
+    import json
+    import subprocess
+
+    from confluent_kafka import ElectionType, KafkaException
+    from confluent_kafka import TopicPartition as CkTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from fastkc.broker import TOOL_JVM_FLAGS, find_java, resolve_kafka
+
+    plan = tmp_path / "reassign.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": replicas} for p, replicas in replicas_by_partition.items()]}))
+    install = resolve_kafka(cluster.kafka_version)
+    proc = subprocess.run(
+        [find_java()] + TOOL_JVM_FLAGS + ["-cp", install.classpath,
+                                          "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+                                          "--bootstrap-server", cluster.bootstrap_servers,
+                                          "--reassignment-json-file", str(plan), "--execute"],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    wanted = {p: replicas[0] for p, replicas in replicas_by_partition.items()}
+    deadline = time.monotonic() + 60
+    while True:
+        # The reorder completes at once (same replica set); the election may
+        # answer "not yet" until the new preferred replica is in sync.
+        future = admin.elect_leaders(ElectionType.PREFERRED,
+                                     [CkTopicPartition(topic, p) for p in replicas_by_partition])
+        with contextlib.suppress(KafkaException):
+            future.result(30)
+        if all(_leader_of(cluster.bootstrap_servers, topic, p) == leader for p, leader in wanted.items()):
+            return
+        assert time.monotonic() < deadline, "leaders did not move to {0} within 60s".format(wanted)
+        time.sleep(0.5)
+
+
+def test_leader_moved_by_reassignment_consumption_continues(flavour, consumer_factory, kafka_cluster, tmp_path):
+    # The old leader stays alive: the consumer learns of the move from its
+    # fetch answer (NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH), not from a
+    # dropped connection.
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bootstrap = kafka_cluster.bootstrap_servers
+    topic = unique_name("consumer-reassign")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replica_assignment=[[1, 2, 3], [2, 3, 1]])])[topic].result(30)
+    deadline = time.monotonic() + 30
+    while [_leader_of(bootstrap, topic, p) for p in range(PARTITIONS)] != [1, 2]:
+        assert time.monotonic() < deadline, "new topic has no leaders"
+        time.sleep(0.2)
+    before = produce(bootstrap, topic, mixed_messages(200, PARTITIONS, tag="before-"))
+    tps = [flavour.TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer = consumer_factory(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    consumer.assign(tps)
+    consumer.seek_to_beginning()
+    early = _consume_some(consumer, 60)
+
+    _reassign(kafka_cluster, topic, {0: [2, 3, 1], 1: [3, 1, 2]}, tmp_path)
+    after = produce(bootstrap, topic, mixed_messages(100, PARTITIONS, tag="after-"))
+    expected = visible(before + after)
+    rest = poll_records(consumer, len(expected) - sum(map(len, early.values())), timeout=90.0, settle_ms=1000)
+    assert_records_match(_merge(early, rest), expected)
+    # The last record of each partition was written under the new leader:
+    # it carries the new, higher leader epoch.
+    last_epoch = {}
+    for record in rest:
+        last_epoch[record.partition] = record.leader_epoch
+    assert sorted(last_epoch) == list(range(PARTITIONS))
+    assert all(epoch >= 1 for epoch in last_epoch.values()), last_epoch

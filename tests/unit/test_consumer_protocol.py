@@ -325,3 +325,17 @@ def test_declared_names_match_the_protocol_type():
     assert cp.PROTOCOL_TYPE == "consumer"
     assert SUBSCRIPTION_MESSAGE.name == "ConsumerProtocolSubscription"
     assert ASSIGNMENT_MESSAGE.name == "ConsumerProtocolAssignment"
+
+
+def test_librdkafka_shaped_subscription():
+    # librdkafka (2.x) writes version 3 with EMPTY (not null) user data when
+    # its assignor has none, an explicit generation (-1 before the first
+    # join) and a null rack when none is configured
+    data = (b"\x00\x03" + _i32(2) + _str("a") + _str("b") + _i32(0)
+            + _i32(1) + _str("a") + _i32(2) + _i32(0) + _i32(1)
+            + _i32(-1) + b"\xff\xff")
+    sub = decode_subscription(data)
+    assert (sub.topics, sub.user_data, sub.generation_id, sub.rack_id) == (["a", "b"], b"", -1, None)
+    assert sub.owned_topic_partitions() == [TopicPartition("a", 0), TopicPartition("a", 1)]
+    # re-encoded by fastkc it is the same bytes (user data b"" stays b"")
+    assert sub.encode() == data

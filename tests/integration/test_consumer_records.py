@@ -8,6 +8,7 @@ import os
 import time
 
 import pytest
+from kafka.serializer import Deserializer as KafkaPythonDeserializer
 
 from tests.support.consumers import assert_records_match, mixed_messages, read_all
 from tests.support.kafka_tools import (
@@ -186,3 +187,28 @@ def test_many_partitions_under_a_small_fetch_max_bytes(flavour, open_consumer, k
     consumer = open_consumer(fetch_max_bytes=4096, max_partition_fetch_bytes=1024)
     consumed = read_all(consumer, _topic_partitions(flavour, topic, partitions), len(written), timeout=120.0)
     assert_records_match(consumed, written)
+
+
+class _HeaderAwareDeserializer(KafkaPythonDeserializer):
+    """kafka-python 3's Deserializer protocol: deserialize(topic, headers,
+    data). Subclassing kafka-python's base class is what code written for
+    kafka-python does (kafka-python wraps anything else as a plain callable);
+    a drop-in must accept the same object."""
+
+    def __init__(self, label):
+        self.label = label
+
+    def deserialize(self, topic, headers, data):
+        return (self.label, topic, tuple((k, v) for k, v in (headers or ())), data)
+
+
+def test_deserializer_objects_get_topic_and_headers(flavour, open_consumer, codec_topics):
+    topic, written = codec_topics["snappy"]
+    consumer = open_consumer(key_deserializer=_HeaderAwareDeserializer("k"),
+                             value_deserializer=_HeaderAwareDeserializer("v"))
+    consumed = read_all(consumer, _topic_partitions(flavour, topic, PARTITIONS), len(written))
+
+    def expected(w):
+        return (("k", w.topic, w.headers, w.key), ("v", w.topic, w.headers, w.value))
+
+    assert_records_match(consumed, written, deserialized=expected)

@@ -51,7 +51,13 @@ from collections import namedtuple
 
 from fastkc.errors import IllegalArgumentError, IllegalStateError
 from fastkc.protocol.codec import _EncodeError, _decode_struct, _encode_struct
-from fastkc.protocol.consumer_protocol import HIGHEST_VERSION, Assignment, Subscription, group_by_topic
+from fastkc.protocol.consumer_protocol import (
+    HIGHEST_VERSION,
+    Assignment,
+    Subscription,
+    decode_subscription,
+    group_by_topic,
+)
 from fastkc.protocol.schema import parse_struct
 from fastkc.protocol.types import Reader, Writer, _Malformed
 from fastkc.structs import TopicPartition
@@ -127,15 +133,20 @@ class StaticCluster:
 
 
 def _members_of(members):
-    """Normalise `members` to [GroupMember] in the order given."""
+    """Normalise `members` to [GroupMember] in the order given. Metadata
+    still in wire form (bytes) is decoded here; metadata without a `topics`
+    attribute is refused rather than read as "subscribes to nothing"."""
     if isinstance(members, dict):
-        return [GroupMember(member_id, None, meta) for member_id, meta in members.items()]
+        members = [GroupMember(member_id, None, meta) for member_id, meta in members.items()]
     out = []
     for m in members:
-        if isinstance(m, GroupMember):
-            out.append(m)
-        else:
-            out.append(GroupMember(m.member_id, getattr(m, "group_instance_id", None), m.metadata))
+        meta = m.metadata
+        if isinstance(meta, (bytes, bytearray, memoryview)):
+            meta = decode_subscription(meta)
+        elif isinstance(getattr(meta, "topics", None), (str, bytes)) or not hasattr(meta, "topics"):
+            raise IllegalArgumentError(
+                "member {0!r}: metadata is not a subscription (no list of topics): {1!r}".format(m.member_id, meta))
+        out.append(GroupMember(m.member_id, getattr(m, "group_instance_id", None), meta))
     ids = [m.member_id for m in out]
     if len(set(ids)) != len(ids):
         raise IllegalArgumentError("duplicate member ids in the group: {0!r}".format(sorted(ids)))
@@ -316,9 +327,10 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
         ordered = sorted(members, key=_member_sort_key)
         rack_of = {m.member_id: _rack_of(m.metadata) for m in members}
         per_topic = _partitions_per_topic(cluster, _all_topics(members))
+        subscribed = {m.member_id: set(_topics_of(m.metadata)) for m in members}
         states = []
         for topic, partitions in per_topic.items():
-            consumers = [(m.member_id, rack_of[m.member_id]) for m in ordered if topic in _topics_of(m.metadata)]
+            consumers = [(m.member_id, rack_of[m.member_id]) for m in ordered if topic in subscribed[m.member_id]]
             if not consumers:
                 continue
             racks = _partition_racks(cluster, topic) if any(r for _, r in consumers) else {}

@@ -112,6 +112,8 @@ class Subscription:
 
     def __init__(self, version=HIGHEST_VERSION, topics=(), user_data=None, owned_partitions=(), generation_id=-1,
                  rack_id=None):
+        if isinstance(topics, (str, bytes)):
+            raise IllegalArgumentError("topics must be a collection of names, not {0!r}".format(topics))
         self.version = version
         self.topics = list(topics)
         self.user_data = user_data

@@ -552,3 +552,14 @@ def test_general_path_on_a_large_skewed_group():
     _check_valid(cluster, subs, eager, topics)
     _no_chain_evens_out(eager, subs)
     assert max(len(v) for v in eager.values()) - min(len(v) for v in eager.values()) <= 1
+
+
+def test_member_metadata_in_wire_form_is_decoded_and_junk_refused():
+    raw = Subscription(3, ["t"]).encode()
+    got = RangePartitionAssignor().assign(StaticCluster({"t": 1}), [GroupMember("a", None, raw)])
+    assert got["a"].partitions() == [tp("t", 0)]
+    for junk in (None, "t", object()):
+        with pytest.raises(IllegalArgumentError, match="not a subscription"):
+            RangePartitionAssignor().assign(StaticCluster({"t": 1}), [GroupMember("a", None, junk)])
+    with pytest.raises(IllegalArgumentError, match="collection"):
+        Subscription(3, "topic")

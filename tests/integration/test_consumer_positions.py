@@ -469,3 +469,35 @@ def test_offset_lookups_for_an_unknown_topic_time_out(flavour, open_consumer, sh
     # It waits for the topic up to timeout_ms (the topic may be being
     # created), then gives up.
     assert 1.3 <= time.monotonic() - began < 1.5 + 10.0
+
+
+# --- topics without a group ---------------------------------------------------------
+# kafka-python lets KafkaConsumer(topic) / subscribe() run without group_id: it
+# then assigns itself every partition and commits nothing. The Java client has
+# no such mode (it requires group.id); it is kafka-python's, and a drop-in
+# keeps it.
+
+def test_topics_in_the_constructor_without_group_read_every_partition(flavour, kafka_broker, shared):
+    topic, _ = shared
+    consumer = flavour.KafkaConsumer(topic, bootstrap_servers=kafka_broker.bootstrap_servers,
+                                     auto_offset_reset="earliest", consumer_timeout_ms=2000)
+    try:
+        records = list(consumer)
+        assert consumer.subscription() == {topic}
+        assert consumer.assignment() == set(_tps(flavour, topic, 0, 1, 2))
+    finally:
+        consumer.close()
+    by_partition = {}
+    for record in records:
+        by_partition.setdefault(record.partition, []).append(record.offset)
+    assert by_partition == {0: list(range(P0_COUNT)), 1: list(range(P1_COUNT))}
+
+
+def test_subscribe_without_group(flavour, open_consumer, shared):
+    topic, _ = shared
+    consumer = open_consumer(auto_offset_reset="earliest")
+    consumer.subscribe([topic])
+    consumed = poll_records(consumer, P0_COUNT + P1_COUNT, settle_ms=700)
+    assert [(r.partition, r.offset) for r in consumed] == (
+        [(0, i) for i in range(P0_COUNT)] + [(1, i) for i in range(P1_COUNT)])
+    assert consumer.assignment() == set(_tps(flavour, topic, 0, 1, 2))

@@ -189,6 +189,15 @@ def _member_sort_key(member):
     return (1, java_string_key(member.member_id))
 
 
+def _sorted_members(members):
+    """Members in Java's MemberInfo order. Java sorts (stably) a list built
+    from its HashMap of members, so members that compare equal (static
+    members sharing an instance id, which a live group does not allow but a
+    leader can be handed) stay in that HashMap's order; so here."""
+    by_id = {m.member_id: m for m in members}
+    return sorted((by_id[mid] for mid in java_hash_order(list(by_id))), key=_member_sort_key)
+
+
 def _java_string_hash(s):
     data = java_string_key(s)
     h = 0
@@ -324,7 +333,7 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
 
     def assign(self, cluster, members):
         members = _members_of(members)
-        ordered = sorted(members, key=_member_sort_key)
+        ordered = _sorted_members(members)
         rack_of = {m.member_id: _rack_of(m.metadata) for m in members}
         per_topic = _partitions_per_topic(cluster, _all_topics(members))
         subscribed = {m.member_id: set(_topics_of(m.metadata)) for m in members}
@@ -417,7 +426,7 @@ class RoundRobinPartitionAssignor(AbstractPartitionAssignor):
 
     def assign(self, cluster, members):
         members = _members_of(members)
-        ordered = sorted(members, key=_member_sort_key)
+        ordered = _sorted_members(members)
         subscribed = {m.member_id: set(_topics_of(m.metadata)) for m in members}
         lists = {m.member_id: [] for m in members}
         topics = sorted({t for m in members for t in _topics_of(m.metadata)}, key=java_string_key)

@@ -86,7 +86,8 @@ def _topic_partitions_of(items, what):
                 topic, partitions = item
             except (TypeError, ValueError):
                 raise IllegalArgumentError(
-                    "{0}: expected (topic, partitions) or an object with .topic/.partitions, got {1!r}".format(what, item)
+                    "{0}: expected (topic, partitions) or an object with .topic/.partitions, got {1!r}".format(
+                        what, item)
                 ) from None
         out.append(TopicPartitions(topic, list(partitions)))
     return out

@@ -229,13 +229,15 @@ def test_a_kafka_python_assignor_plugs_into_fastkc_unchanged():
 
 
 def test_members_as_a_dict_like_kafka_python_2():
-    got = RangePartitionAssignor().assign(StaticCluster({"t": 2}), {"b": Subscription(0, ["t"]), "a": Subscription(0, ["t"])})
+    got = RangePartitionAssignor().assign(StaticCluster({"t": 2}),
+                                          {"b": Subscription(0, ["t"]), "a": Subscription(0, ["t"])})
     assert as_sets(got) == {"a": {tp("t", 0)}, "b": {tp("t", 1)}}
 
 
 def test_duplicate_member_ids_are_refused():
     members = members_of({"a": ["t"]}) * 2
-    for cls in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor, CooperativeStickyAssignor):
+    for cls in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor,
+                CooperativeStickyAssignor):
         with pytest.raises(IllegalArgumentError, match="duplicate"):
             cls().assign(StaticCluster({"t": 1}), members)
 

@@ -137,7 +137,8 @@ public class AssignorOracle {
                         out.println(sb);
                     }
                 } catch (Exception e) {
-                    out.println("ERROR " + e.getClass().getName() + " " + String.valueOf(e.getMessage()).replace('\n', ' '));
+                    out.println("ERROR " + e.getClass().getName() + " "
+                        + String.valueOf(e.getMessage()).replace('\n', ' '));
                 }
                 out.println("END");
             }
@@ -239,7 +240,7 @@ def _name(rng, prefix):
     return prefix + "".join(rng.choice(_NAME_CHARS) for _ in range(rng.randint(1, 8)))
 
 
-def make_case(rng, assignor, *, same_subscriptions):
+def make_case(rng, assignor, *, same_subscriptions, max_members=6):
     topic_names = sorted({_name(rng, "t") for _ in range(rng.randint(1, 4))})
     topics = {t: list(range(rng.randint(0, 9))) for t in topic_names}
     use_racks = rng.random() < 0.4
@@ -250,7 +251,7 @@ def make_case(rng, assignor, *, same_subscriptions):
             for p in parts:
                 racks[(t, p)] = sorted(rng.sample(rack_names, rng.randint(0, 3)))
     members = []
-    n_members = rng.randint(1, 6)
+    n_members = rng.randint(1, max_members)
     common = sorted(rng.sample(topic_names, rng.randint(1, len(topic_names))))
     all_partitions = [TopicPartition(t, p) for t in topic_names for p in topics[t]]
     # a previous assignment: each partition owned by at most one member (or
@@ -302,9 +303,10 @@ def java_sync_bytes(java):
     return {mid: encode_assignment(parts) for mid, parts in java.items()}
 
 
-def _cases(assignor, count, seed, same_subscriptions):
+def _cases(assignor, count, seed, same_subscriptions, max_members=6):
     rng = random.Random(seed)
-    return [make_case(rng, assignor, same_subscriptions=same_subscriptions) for _ in range(count)]
+    return [make_case(rng, assignor, same_subscriptions=same_subscriptions, max_members=max_members)
+            for _ in range(count)]
 
 
 N = 400 if SLOW else 120
@@ -326,6 +328,16 @@ def test_range_and_roundrobin_equal_java(oracle, assignor, same):
 @pytest.mark.parametrize("assignor", ["sticky", "cooperative-sticky"])
 def test_sticky_with_equal_subscriptions_equals_java(oracle, assignor):
     cases = _cases(assignor, N, 7 if assignor == "sticky" else 8, True)
+    for case, java in zip(cases, oracle(cases)):
+        assert not isinstance(java, str), java + "\n" + _describe(case)
+        assert run_fastkc(case)[1] == java_sync_bytes(java), _describe(case)
+
+
+@pytest.mark.parametrize("assignor", ["range", "roundrobin", "sticky", "cooperative-sticky"])
+def test_large_groups_equal_java(oracle, assignor):
+    # 13+ members grow Java's HashMap past 16 buckets: the modelled iteration
+    # order must follow the resize
+    cases = _cases(assignor, N // 4, zlib.crc32(("large/" + assignor).encode()), True, max_members=60)
     for case, java in zip(cases, oracle(cases)):
         assert not isinstance(java, str), java + "\n" + _describe(case)
         assert run_fastkc(case)[1] == java_sync_bytes(java), _describe(case)

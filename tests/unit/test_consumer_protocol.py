@@ -183,7 +183,8 @@ def test_subscription_v3_bytes_written_by_hand():
         + _str("rack-a")
     )
     assert sub.encode() == expected
-    assert decode_subscription(expected) == Subscription(3, ["t1", "t2"], None, [("t1", [0]), ("t2", [1, 3])], 7, "rack-a")
+    assert decode_subscription(expected) == Subscription(
+        3, ["t1", "t2"], None, [("t1", [0]), ("t2", [1, 3])], 7, "rack-a")
 
 
 def test_assignment_groups_topics_in_order_of_first_appearance():

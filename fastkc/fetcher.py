@@ -260,11 +260,13 @@ class Fetcher:
         self.metrics = {"fetch-total": 0, "records-consumed-total": 0, "bytes-consumed-total": 0,
                         "fetch-bytes-total": 0}
         self._leader_epochs_seen = {}  # tp -> the newest leader epoch metadata showed
+        self._fetch_nodes = None  # brokers the last full fetch pass fetched from (None: look again)
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
 
     # --- assignment and positions ----------------------------------------------------
     def assign(self, partitions):
+        self._replan()
         old = self.states
         self.states = {}
         for tp in partitions:
@@ -279,11 +281,13 @@ class Fetcher:
         return self.states[tp]
 
     def seek(self, tp, offset, epoch=_NO_EPOCH):
+        self._replan()
         state = self.states[tp]
         self._drop_buffered(state)
         state.seek(offset, epoch)
 
     def request_reset(self, tp, strategy):
+        self._replan()
         state = self.states[tp]
         self._drop_buffered(state)
         state.reset_strategy = strategy
@@ -361,10 +365,12 @@ class Fetcher:
                         state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
                         continue
                     state.seek(offset, epoch)
+                    self._replan()
 
             self.client.send(node_id, "ListOffsets", body, answered)
 
     def _retry_later(self, tps):
+        self._replan()
         until = self._clock() + self.config["retry_backoff_ms"] / 1000.0
         for tp in tps:
             state = self.states.get(tp)
@@ -454,6 +460,7 @@ class Fetcher:
 
     # --- validation after leader changes (KIP-320) --------------------------------------------
     def _metadata_updated(self):
+        self._replan()
         cluster = self.client.cluster
         for tp, state in self.states.items():
             meta = cluster.partition(tp)
@@ -520,12 +527,13 @@ class Fetcher:
                             state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
                             continue
                         state.awaiting_validation = False
-                        self._check_divergence(tp, p["leader_epoch"], p["end_offset"])
+                        self._check_divergence(tp, p["leader_epoch"], p["end_offset"])  # replans
 
             self.client.send(node_id, "OffsetForLeaderEpoch", body, answered)
 
     def _check_divergence(self, tp, epoch, end_offset):
         """The leader's log for the position's epoch ends at end_offset."""
+        self._replan()
         state = self.states[tp]
         if end_offset < 0 or epoch < 0:
             return  # the broker does not know the epoch: nothing to compare (Java: validated)
@@ -554,25 +562,38 @@ class Fetcher:
             state.preferred_replica = None
         return self.client.cluster.leader_for(tp)
 
+    def _replan(self):
+        """Something changed which brokers partitions are fetched from (or
+        whether they can be): the next _send_fetches looks at every partition."""
+        self._fetch_nodes = None
+
     def _send_fetches(self):
         if self._buffered_bytes >= self.config["fetch_max_bytes"]:
             return  # bounded memory: wait until poll() drains the buffer
+        in_flight = self._in_flight_nodes
+        if in_flight and self._fetch_nodes is not None and self._fetch_nodes <= in_flight:
+            return  # every broker we fetch from already has a fetch on the wire (the common case per poll)
         now = self._clock()
         cluster = self.client.cluster
         wanted_by_node = {}
+        nodes = set()
         for tp, state in self.states.items():
-            if not state.fetchable() or state.next_retry > now:
+            if not state.fetchable():
                 continue
             node_id = self._fetch_target(tp, state)
             if node_id is None:
                 self.client.request_metadata_update()
                 continue
-            if node_id in self._in_flight_nodes:
+            nodes.add(node_id)  # backing-off partitions count too: their broker must be looked at again
+            if state.next_retry > now:
+                continue
+            if node_id in in_flight:
                 continue
             meta = cluster.partition(tp)
             leader_epoch = meta.leader_epoch if meta is not None else -1
             wanted_by_node.setdefault(node_id, {})[tp] = (
                 state.fetch_offset, leader_epoch, state.fetch_epoch, self.config["max_partition_fetch_bytes"])
+        self._fetch_nodes = nodes
         for node_id, wanted in wanted_by_node.items():
             if not self.client.ready(node_id):
                 continue
@@ -722,6 +743,7 @@ class Fetcher:
                         state.fetch_epoch = epoch
 
     def _partition_error(self, tp, code, what, state=None):
+        self._replan()
         state = state or self.states.get(tp)
         if code == OFFSET_OUT_OF_RANGE and state is not None:
             policy = self.config["auto_offset_reset"]
@@ -944,9 +966,11 @@ class Fetcher:
         return batches
 
     def pause(self, tp):
+        self._replan()
         self.states[tp].paused = True
 
     def resume(self, tp):
+        self._replan()
         self.states[tp].paused = False
 
 

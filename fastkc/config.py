@@ -13,13 +13,10 @@ import ssl
 
 from fastkc.errors import KafkaConfigurationError
 
-try:  # kafka-python's assignor classes are the documented default value
-    from kafka.coordinator.assignors.range import RangePartitionAssignor as _Range
-    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor as _RoundRobin
+# kafka-python's default, with fastkc's own classes of the same names and interface
+from fastkc.assignors import RangePartitionAssignor, RoundRobinPartitionAssignor
 
-    _DEFAULT_ASSIGNORS = (_Range, _RoundRobin)
-except ImportError:  # kafka-python is not a dependency; the names stand in until assignors.py lands
-    _DEFAULT_ASSIGNORS = ("range", "roundrobin")
+_DEFAULT_ASSIGNORS = (RangePartitionAssignor, RoundRobinPartitionAssignor)
 
 
 def _default_commit_callback(offsets, response):

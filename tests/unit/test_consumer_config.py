@@ -130,3 +130,17 @@ def test_cluster_metadata_update():
     assert cluster.topic_names_by_id == {topic_id: "t"}
     assert cluster.topics["missing"].topic_id is None
     assert cluster.brokers[1].rack == "r"
+
+
+def test_default_assignors_are_range_then_roundrobin():
+    assert [a.name for a in CONSUMER_DEFAULTS["partition_assignment_strategy"]] == ["range", "roundrobin"]
+
+
+def test_importing_fastkc_does_not_import_kafka_python():
+    import subprocess
+    import sys
+
+    code = "import sys, fastkc; fastkc.KafkaConsumer; print('kafka' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=__file__.rsplit("/tests/", 1)[0])
+    assert out.stdout.strip() == "False"

@@ -564,7 +564,7 @@ class BrokerConnection:
         pending = list(extra) + list(self._in_flight)
         self._in_flight.clear()
         for request in pending:
-            if self.state is ConnectionState.DISCONNECTED and request.callback is not None:
+            if request.callback is not None:
                 try:
                     request.callback(None, error)
                 except Exception:  # one failing callback must not leave the others unfailed

@@ -30,10 +30,11 @@ read from its behaviour and documentation:
   which members end up with one partition more (Java decides that by the
   iteration order of a HashMap keyed by member id, which is modelled here);
   otherwise a general path that keeps every still-valid owned partition,
-  hands out the rest to the least-loaded eligible member and then moves
-  partitions from members with at least two more than an eligible peer until
-  no such move is left (Java's general path reaches the same kind of local
-  balance by a different search, so the two may pick different partitions);
+  hands out the rest to the least-loaded eligible member and then applies
+  chains of hand-overs until no chain can even two members' loads (Java's
+  general path balances by a different search, so the two may pick
+  different partitions; Kafka 4.3.1's can also hand a member a partition of
+  a topic it no longer subscribes to, or throw, which this one never does);
 - cooperative-sticky leaves a partition that changes owner out of this
   round's assignment, so its owner revokes it (owned minus assigned) and
   rejoins, and the next round gives it to the new owner: the output passes
@@ -110,8 +111,9 @@ class AbstractPartitionAssignor(abc.ABC):
 # --------------------------------------------------------------------------
 class StaticCluster:
     """A fixed view of topic partitions (and optionally replica racks), with
-    the two methods the assignors read. For tests and tools; the consumer's
-    live metadata offers the same methods.
+    the two methods the assignors read: what the leader hands its assignor
+    (`from_metadata` takes it from the client's metadata cache), and what
+    tests build by hand.
 
     partitions: {topic: partition count or iterable of partition ids}
     racks: {topic: {partition: iterable of the racks its replicas are on}}
@@ -123,6 +125,26 @@ class StaticCluster:
             ids = range(spec) if isinstance(spec, int) else spec
             self._partitions[topic] = frozenset(ids)
         self._racks = {t: {p: frozenset(r) for p, r in by_p.items()} for t, by_p in (racks or {}).items()}
+
+    @classmethod
+    def from_metadata(cls, metadata):
+        """A snapshot of the client's metadata cache (fastkc.client's
+        ClusterMetadata, or anything with `topics` {name: .partitions
+        {partition: .replicas}} and `brokers` {node_id: .rack}): partitions
+        per topic and the racks of each partition's replicas, which the
+        leader's assignor needs for rack-aware assignment."""
+        partitions, racks = {}, {}
+        brokers = getattr(metadata, "brokers", None) or {}
+        for name, topic in metadata.topics.items():
+            by_partition = topic.partitions
+            if not by_partition:
+                continue
+            partitions[name] = list(by_partition)
+            racks[name] = {
+                p: [brokers[r].rack for r in meta.replicas if r in brokers and brokers[r].rack]
+                for p, meta in by_partition.items()
+            }
+        return cls(partitions, racks)
 
     def partitions_for_topic(self, topic):
         parts = self._partitions.get(topic)

@@ -565,3 +565,29 @@ def test_member_metadata_in_wire_form_is_decoded_and_junk_refused():
             RangePartitionAssignor().assign(StaticCluster({"t": 1}), [GroupMember("a", None, junk)])
     with pytest.raises(IllegalArgumentError, match="collection"):
         Subscription(3, "topic")
+
+
+def test_cluster_view_from_the_clients_metadata_cache():
+    from fastkc.client import ClusterMetadata
+
+    meta = ClusterMetadata()
+    meta.update({
+        "brokers": [{"node_id": 1, "host": "h", "port": 1, "rack": "r1"},
+                    {"node_id": 2, "host": "h", "port": 2, "rack": None}],
+        "cluster_id": "c", "controller_id": 1,
+        "topics": [{"name": "t", "topic_id": bytes(16), "is_internal": False, "error_code": 0, "partitions": [
+            {"partition_index": 0, "leader_id": 2, "leader_epoch": 0, "replica_nodes": [2, 9], "isr_nodes": [2],
+             "error_code": 0},
+            {"partition_index": 1, "leader_id": 1, "leader_epoch": 0, "replica_nodes": [1, 2], "isr_nodes": [1],
+             "error_code": 0}]}],
+    }, all_topics=False)
+    view = StaticCluster.from_metadata(meta)
+    assert view.partitions_for_topic("t") == {0, 1}
+    assert view.partitions_for_topic("absent") is None
+    # rack-less and unknown brokers carry no rack
+    assert view.partition_racks("t") == {0: frozenset(), 1: frozenset({"r1"})}
+    # a, on r1, gets the partition with a replica on r1 (plain range would
+    # give it partition 0)
+    members = [GroupMember("a", None, Subscription(3, ["t"], rack_id="r1")),
+               GroupMember("b", None, Subscription(3, ["t"], rack_id="r2"))]
+    assert as_sets(RangePartitionAssignor().assign(view, members)) == {"a": {tp("t", 1)}, "b": {tp("t", 0)}}

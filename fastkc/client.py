@@ -139,23 +139,28 @@ class KafkaClient:
         last_error = None
         conn = None
         while True:
-            if conn is None or conn.state is ConnectionState.DISCONNECTED:
-                if conn is not None:
-                    self._unregister(conn)
-                    last_error = conn.last_error or last_error
-                    if isinstance(conn.last_error, _FATAL_CONNECT_ERRORS):
-                        raise conn.last_error
-                    # next address of the same host first, then the next server
-                    if conn._address_index >= len(conn._addresses):
-                        index += 1
-                        conn = None
-                if conn is None:
-                    host, port = servers[index % len(servers)]
-                    conn = BrokerConnection(host, port, self.config, ssl_context=self._ssl_context, clock=self._clock)
+            if conn is not None and conn.state is ConnectionState.DISCONNECTED and conn.last_error is not None:
+                # this attempt failed
+                self._unregister(conn)
+                last_error = conn.last_error
+                if isinstance(last_error, _FATAL_CONNECT_ERRORS):
+                    raise last_error
+                if conn._address_index >= len(conn._addresses):
+                    index += 1  # every address of this server tried: the next server
+                    conn = None
+                else:
+                    conn.last_error = None  # the next address of the same server, at once
                     conn._next_attempt = 0.0
-                if index and index % len(servers) == 0 and conn.failures == 0:
-                    # a full round failed: back off before the next round
-                    conn._next_attempt = self._clock() + self.config["reconnect_backoff_ms"] / 1000.0
+            if conn is None:
+                host, port = servers[index % len(servers)]
+                conn = BrokerConnection(host, port, self.config, ssl_context=self._ssl_context, clock=self._clock)
+                rounds = index // len(servers)
+                if rounds:
+                    # every server failed again: back off (doubling) before the next round
+                    backoff_ms = min(self.config["reconnect_backoff_max_ms"],
+                                     self.config["reconnect_backoff_ms"] * 2 ** min(rounds - 1, 30))
+                    conn._next_attempt = self._clock() + backoff_ms / 1000.0
+            if conn.state is ConnectionState.DISCONNECTED:
                 conn.connect()
                 self._sync(conn)
             if conn.ready:

@@ -181,3 +181,33 @@ def test_connection_closed_with_an_error_is_reported_and_reconnects(peer):
     _run(client, peer, lambda: client.ready(1))
     assert client.is_connected(1)
     client.close()
+
+
+def test_bootstrap_keeps_retrying_until_the_broker_comes_up():
+    import threading
+
+    port = _closed_port()
+    box = [port]
+    started = []
+    stop = threading.Event()
+
+    def late_broker():
+        time.sleep(0.4)  # several failed rounds first
+        peer = ScriptedPeer(_cluster_handler(box), port=port)
+        started.append(peer)
+        while not stop.is_set():
+            peer.service()
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=late_broker, daemon=True)
+    thread.start()
+    client = _client("127.0.0.1:{0}".format(port), reconnect_backoff_ms=20, reconnect_backoff_max_ms=100)
+    try:
+        client.bootstrap(timeout_ms=4000)
+        assert client.is_connected(1)
+    finally:
+        stop.set()
+        thread.join()
+        client.close()
+        for peer in started:
+            peer.close()

@@ -23,9 +23,10 @@ class ScriptedPeer:
     """A listening socket; `handler(header, body)` returns the response body
     (or None to stay silent, or raw bytes to send as they are)."""
 
-    def __init__(self, handler):
+    def __init__(self, handler, port=0):
         self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", port))
         self.listener.listen(4)
         self.listener.setblocking(False)
         self.port = self.listener.getsockname()[1]

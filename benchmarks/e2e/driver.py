@@ -131,6 +131,8 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
         cmd += ["--kafka-version", kafka_version]
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # The neighbours' load, so a noisy figure can be told from a slow client.
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     try:
         # The runner's own deadline fires first; this one only catches a wedged process.
@@ -145,6 +147,7 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
     except (IndexError, ValueError):
         return {"client": name, "error": "no result line in its output:\n" + proc.stdout[-2000:]}
     result["process_seconds"] = time.perf_counter() - started
+    result["load_average_1m_before"] = load_before
     return result
 
 

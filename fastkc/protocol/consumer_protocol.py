@@ -275,14 +275,15 @@ def encode_subscription(subscription, version=None):
 def decode_subscription(data):
     """Bytes from JoinGroup's member metadata -> Subscription.
 
-    An empty rack id reads as None, as the Java client reads it."""
+    As the Java client reads them: an empty rack id is None, and a negative
+    generation is -1 (no generation)."""
     version, body = _decode(SUBSCRIPTION_MESSAGE, data)
     return Subscription(
         version,
         body["topics"],
         body["user_data"],
         [TopicPartitions(g["topic"], g["partitions"]) for g in body["owned_partitions"]],
-        body["generation_id"],
+        body["generation_id"] if body["generation_id"] >= 0 else -1,
         body["rack_id"] or None,
     )
 

@@ -58,6 +58,7 @@ from fastkc.protocol.consumer_protocol import (
     Subscription,
     decode_subscription,
     group_by_topic,
+    java_string_key,
 )
 from fastkc.protocol.schema import parse_struct
 from fastkc.protocol.types import Reader, Writer, _Malformed
@@ -195,12 +196,6 @@ def _rack_of(subscription):
 def _generation_of(subscription):
     gen = getattr(subscription, "generation_id", DEFAULT_GENERATION)
     return DEFAULT_GENERATION if gen is None or gen < 0 else gen
-
-
-def java_string_key(s):
-    """Sort key ordering strings as java.lang.String.compareTo does (by UTF-16
-    code unit; differs from Python's code point order above U+FFFF)."""
-    return s.encode("utf-16-be", "surrogatepass")
 
 
 def _member_sort_key(member):
@@ -424,7 +419,7 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
                     break
 
     def metadata(self, topics):
-        return Subscription(self.version, sorted(topics), None)
+        return Subscription(self.version, sorted(topics, key=java_string_key), None)
 
     def on_assignment(self, assignment, generation):
         pass
@@ -467,7 +462,7 @@ class RoundRobinPartitionAssignor(AbstractPartitionAssignor):
         return _assignments([m.member_id for m in members], lists)
 
     def metadata(self, topics):
-        return Subscription(self.version, sorted(topics), None)
+        return Subscription(self.version, sorted(topics, key=java_string_key), None)
 
     def on_assignment(self, assignment, generation):
         pass
@@ -1019,7 +1014,7 @@ class StickyPartitionAssignor(_AbstractStickyAssignor):
         user_data = None
         if self._owned is not None:
             user_data = encode_sticky_user_data(self._owned, self._generation)
-        return Subscription(self.version, sorted(topics), user_data)
+        return Subscription(self.version, sorted(topics, key=java_string_key), user_data)
 
     def assign(self, cluster, members):
         result, _, _ = self._sticky_assign(cluster, members)
@@ -1048,7 +1043,7 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
     def metadata(self, topics):
         return Subscription(
             self.version,
-            sorted(topics),
+            sorted(topics, key=java_string_key),
             encode_cooperative_user_data(self._generation),
             group_by_topic(self._owned or [], sort=True),
             self._generation,

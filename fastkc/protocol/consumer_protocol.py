@@ -194,11 +194,17 @@ ConsumerProtocolSubscription = Subscription
 ConsumerProtocolAssignment = Assignment
 
 
+def java_string_key(s):
+    """Sort key ordering strings as java.lang.String.compareTo does (by UTF-16
+    code unit; differs from Python's code point order above U+FFFF)."""
+    return s.encode("utf-16-be", "surrogatepass")
+
+
 def group_by_topic(partitions, *, sort):
     """[TopicPartition] -> [TopicPartitions]. sort=True: by (topic, partition),
     as the Java client writes owned partitions; sort=False: topics in order of
     first appearance, partitions in the order given, as it writes assignments."""
-    items = sorted(partitions) if sort else partitions
+    items = sorted(partitions, key=lambda tp: (java_string_key(tp[0]), tp[1])) if sort else partitions
     index = {}
     out = []
     for topic, partition in items:
@@ -259,9 +265,15 @@ def encode_subscription(subscription, version=None):
     topics = getattr(subscription, "topics", None)
     if topics is None or isinstance(topics, str):
         raise IllegalArgumentError("subscription needs a collection of topics, got {0!r}".format(topics))
+    for topic in topics:
+        if not isinstance(topic, str):
+            raise IllegalArgumentError("subscription topics must be str, got {0!r}".format(topic))
     owned = _flatten(_topic_partitions_of(getattr(subscription, "owned_partitions", None), "owned_partitions"))
+    for tp in owned:
+        if not isinstance(tp.topic, str):
+            raise IllegalArgumentError("owned_partitions: topic must be str, got {0!r}".format(tp.topic))
     body = {
-        "topics": sorted(topics),
+        "topics": sorted(topics, key=java_string_key),
         "user_data": _user_data(getattr(subscription, "user_data", None)),
         "owned_partitions": [
             {"topic": g.topic, "partitions": g.partitions} for g in group_by_topic(owned, sort=True)

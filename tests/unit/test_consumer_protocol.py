@@ -340,3 +340,11 @@ def test_librdkafka_shaped_subscription():
     assert sub.owned_topic_partitions() == [TopicPartition("a", 0), TopicPartition("a", 1)]
     # re-encoded by fastkc it is the same bytes (user data b"" stays b"")
     assert sub.encode() == data
+
+
+def test_topics_and_owned_partitions_sort_by_utf16_unit_as_java():
+    high, astral = "t\uff61", "t\U00010000"
+    data = Subscription(3, [high, astral], None, [(high, [0]), (astral, [0])]).encode()
+    sub = decode_subscription(data)
+    assert sub.topics == [astral, high]
+    assert [g.topic for g in sub.owned_partitions] == [astral, high]

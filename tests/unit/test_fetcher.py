@@ -28,8 +28,10 @@ class FakeConn:
     def can_send(self):
         return True
 
+    fetch_version = FETCH_VERSION
+
     def version_for(self, api_name):
-        return FETCH_VERSION if api_name == "Fetch" else 0
+        return self.fetch_version if api_name == "Fetch" else 0
 
 
 class ScriptedClient:
@@ -528,3 +530,29 @@ def test_update_offsets_false_leaves_the_position_and_fetches_again():
     assert fetcher.fetched_records(500) == {}  # stale answer dropped
     fetcher.send_requests()
     assert _fetch_offsets(client.take("Fetch")) == {0: 0}
+
+
+def test_topic_ids_from_fetch_v13():
+    client, fetcher = _fetcher()
+    client.conn.fetch_version = 17
+    fetcher.assign([TP0])
+    fetcher.seek(TP0, 0)
+    fetcher.send_requests()
+    request = client.take("Fetch")
+    assert request[5] == 17
+    assert request[2]["topics"][0]["topic_id"] == TOPIC_ID and "topic" not in request[2]["topics"][0]
+    _answer_fetch(client, request, {0: {"records": _batch(0, [b"a"])}})
+    assert [r.topic for r in fetcher.fetched_records(500)[TP0]] == [TOPIC]
+
+
+def test_topic_without_id_falls_back_to_names():
+    client, fetcher = _fetcher()
+    client.conn.fetch_version = 17
+    meta = _metadata((0,), 5)
+    meta["topics"][0]["topic_id"] = bytes(16)  # a broker without topic ids
+    client.cluster.update(meta, all_topics=False)
+    fetcher.assign([TP0])
+    fetcher.seek(TP0, 0)
+    fetcher.send_requests()
+    request = client.take("Fetch")
+    assert request[5] == 12 and request[2]["topics"][0]["topic"] == TOPIC

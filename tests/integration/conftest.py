@@ -7,9 +7,11 @@
   the flavour under test on kafka_broker, closed at teardown.
 - reference_deviates(reason): marks the kafka-python case of the running
   test xfail(strict=True) where kafka-python departs from the Java client.
-- restart_node(info, node_id, ...): stop one node of a fixture-started broker
-  and start it again on the same data dir and ports (the harness has no
-  restart; this uses its internals, see the function).
+- consumer_factory(**configs): the same for brokers other than kafka_broker
+  (bootstrap_servers given by the test).
+- stop_node(info, node_id) / start_node(info, node_id): stop one node of a
+  fixture-started broker and start it again on the same data dir and ports
+  (fastkc.broker has no restart; start_node uses its internals).
 """
 import contextlib
 import os

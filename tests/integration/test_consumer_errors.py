@@ -58,6 +58,8 @@ def _sasl_configs(info, mechanism, password):
                 enable_auto_commit=False)
 
 
+# secure_broker starts a broker of its own: marked like the session-broker tests.
+@pytest.mark.broker
 @pytest.mark.parametrize("mechanism", SASL_MECHANISMS)
 def test_right_sasl_password_connects(flavour, secure_broker, mechanism):
     from tests.support.kafka_tools import unique_name
@@ -82,6 +84,7 @@ def test_right_sasl_password_connects(flavour, secure_broker, mechanism):
 
 # Two mechanisms (PLAIN fails in one round trip, SCRAM in the exchange):
 # each kafka-python case waits out its bootstrap timeout.
+@pytest.mark.broker
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
 def test_wrong_sasl_password_is_an_authentication_error_not_a_hang(flavour, reference_deviates,
                                                                    secure_broker, mechanism):

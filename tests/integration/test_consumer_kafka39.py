@@ -10,6 +10,10 @@ import pytest
 from tests.support.consumers import assert_records_match, mixed_messages, poll_records, read_all
 from tests.support.kafka_tools import TransactionalWriter, create_topic, produce, unique_name, visible
 
+# This module's fixtures start brokers of their own: `-m "not broker"` skips it
+# like the tests on the session broker.
+pytestmark = pytest.mark.broker
+
 PARTITIONS = 2
 
 

@@ -520,8 +520,13 @@ def decode_sticky_user_data(data):
 
 
 def encode_cooperative_user_data(generation):
+    """The cooperative-sticky user data: the generation as an int32, for
+    leaders that read it there (members older than subscription v2)."""
     w = Writer()
-    _encode_struct(_COOPERATIVE_USER_DATA, {"generation": generation}, w, 0, False, "")
+    try:
+        _encode_struct(_COOPERATIVE_USER_DATA, {"generation": generation}, w, 0, False, "")
+    except (_EncodeError, ValueError) as exc:
+        raise IllegalArgumentError("cannot encode cooperative user data: {0}".format(exc)) from None
     return w.getvalue()
 
 
@@ -958,7 +963,12 @@ class _AbstractStickyAssignor(AbstractPartitionAssignor):
             elif topics != first_topics:
                 all_equal = False
             claimed, generation = self._member_data(subscriptions[mid])
-            generation_of[mid] = generation
+            # A competing claim is weighed against the other member's
+            # subscription generation field, not the generation its assignor
+            # data carries: Java's AbstractStickyAssignor does so, and the two
+            # differ only for members that fill one and not the other
+            # (kafka-python's v0 subscriptions, for one)
+            generation_of[mid] = _generation_of(subscriptions[mid])
             mine = []
             owned[mid] = mine
             for tp in claimed:

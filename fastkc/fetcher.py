@@ -91,16 +91,24 @@ _RESET_TIMESTAMPS = {"earliest": EARLIEST, "latest": LATEST}
 _BATCH_HEAD = struct.Struct(">qi")  # BaseOffset, BatchLength (also a legacy message's offset, size)
 _INT32 = struct.Struct(">i")
 _NO_EPOCH = -1
+# Smallest sizes after the length field: a legacy message (CRC, magic,
+# attributes, key and value lengths) and a v2 batch header.
+_LEGACY_MIN_SIZE = 14
+_V2_MIN_SIZE = 49
 
 
 def scan_batches(data):
-    """(next_offset, leader_epoch, complete_bytes) of a records blob, read
-    from batch headers only: next_offset is one past the last offset of the
-    last COMPLETE batch (None when there is none), leader_epoch that batch's
-    PartitionLeaderEpoch (-1 for legacy message sets). A trailing partial
-    batch — the broker cuts at the byte limit — is excluded. Headers are
-    trusted only for their lengths; the decoder checks everything else (CRC,
-    magic, structure) and raises on a bad batch at poll time."""
+    """(next_offset, leader_epoch, complete_bytes, malformed) of a records
+    blob, read from batch headers only: next_offset is one past the last
+    offset of the last COMPLETE batch (None when there is none), leader_epoch
+    that batch's PartitionLeaderEpoch (-1 for legacy message sets). A trailing
+    partial batch — the broker cuts at the byte limit — is excluded.
+
+    Headers are trusted only for their lengths. A header that cannot be a
+    batch's (a negative or too-small length, an unknown magic) sets
+    `malformed` and makes the whole blob count as complete, so that the
+    decoder sees the bad batch and raises its typed error at poll time —
+    the bytes are never silently refetched forever."""
     size = len(data)
     pos = 0
     next_offset = None
@@ -108,15 +116,12 @@ def scan_batches(data):
     unpack = _BATCH_HEAD.unpack_from
     while size - pos >= 17:  # offset, length, magic (at +16) must be present
         base_offset, length = unpack(data, pos)
-        if length < 0 or length > size - pos - 12:
-            break
         magic = data[pos + 16]
-        if magic >= 2:
-            if length < 49:  # smaller than a v2 batch header: the decoder will say why
-                end = pos + 12 + length
-                next_offset = None if next_offset is None else next_offset
-                pos = end
-                break
+        if length < _LEGACY_MIN_SIZE or magic > 2 or (magic == 2 and length < _V2_MIN_SIZE):
+            return next_offset, epoch, size, True
+        if length > size - pos - 12:
+            break  # cut at the byte limit
+        if magic == 2:
             (last_delta,) = _INT32.unpack_from(data, pos + 23)
             (epoch,) = _INT32.unpack_from(data, pos + 12)
             next_offset = base_offset + last_delta + 1
@@ -125,7 +130,7 @@ def scan_batches(data):
             next_offset = base_offset + 1
             epoch = _NO_EPOCH
         pos += 12 + length
-    return next_offset, epoch, pos
+    return next_offset, epoch, pos, False
 
 
 class CompletedFetch:
@@ -150,7 +155,7 @@ class PartitionState:
     __slots__ = ("tp", "position", "position_epoch", "fetch_offset", "fetch_epoch", "paused", "reset_strategy",
                  "awaiting_validation", "validation_in_flight", "highwater", "last_stable_offset",
                  "log_start_offset", "buffered", "preferred_replica", "preferred_replica_until", "reset_in_flight",
-                 "next_retry")
+                 "next_retry", "stalled")
 
     def __init__(self, tp):
         self.tp = tp
@@ -170,13 +175,15 @@ class PartitionState:
         self.preferred_replica = None
         self.preferred_replica_until = 0.0
         self.next_retry = 0.0
+        # a malformed batch is buffered: no fetch until poll() raised its error
+        self.stalled = False
 
     def has_position(self):
         return self.position is not None
 
     def fetchable(self):
         return (not self.paused and self.position is not None and self.reset_strategy is None
-                and not self.awaiting_validation)
+                and not self.awaiting_validation and not self.stalled)
 
     def seek(self, offset, epoch=_NO_EPOCH):
         self.position = offset
@@ -185,6 +192,7 @@ class PartitionState:
         self.fetch_epoch = epoch
         self.reset_strategy = None
         self.awaiting_validation = False
+        self.stalled = False
         self.buffered.clear()
 
 
@@ -299,6 +307,8 @@ class Fetcher:
         for completed in state.buffered:
             self._buffered_bytes -= completed.nbytes
         state.buffered.clear()
+        state.stalled = False
+        self._replan()
         if state.position is not None:
             state.fetch_offset = state.position
             state.fetch_epoch = state.position_epoch
@@ -725,7 +735,17 @@ class Fetcher:
                 data = part.records
                 if data is None or len(data) == 0:
                     continue
-                next_offset, epoch, complete = scan_batches(data)
+                next_offset, epoch, complete, malformed = scan_batches(data)
+                if malformed:
+                    # hand the bad bytes to the decoder (which raises the typed
+                    # error from poll); fetch nothing more for this partition
+                    # until that happened
+                    state.buffered.append(CompletedFetch(
+                        tp, sent, data, part.aborted_transactions,
+                        sent if next_offset is None else max(sent, next_offset), epoch, len(data)))
+                    self._buffered_bytes += len(data)
+                    state.stalled = True
+                    continue
                 if next_offset is None or next_offset <= sent:
                     # no complete batch (cut at the byte limit) or nothing past
                     # the fetch offset: nothing to hand out, fetch again

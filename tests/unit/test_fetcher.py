@@ -143,16 +143,16 @@ def _positioned(offsets, **configs):
 
 def test_scan_batches_finds_the_end_of_the_last_complete_batch():
     blob = _batch(10, [b"a", b"b", b"c"], leader_epoch=3) + _batch(13, [b"d"], leader_epoch=4)
-    assert scan_batches(blob) == (14, 4, len(blob))
+    assert scan_batches(blob) == (14, 4, len(blob), False)
 
 
 def test_scan_batches_ignores_a_cut_tail():
     first = _batch(0, [b"a", b"b"])
     second = _batch(2, [b"c", b"d"])
     for cut in (1, 16, 30, len(second) - 1):
-        assert scan_batches(first + second[:cut]) == (2, 5, len(first))
-    assert scan_batches(second[:20]) == (None, -1, 0)
-    assert scan_batches(b"") == (None, -1, 0)
+        assert scan_batches(first + second[:cut]) == (2, 5, len(first), False)
+    assert scan_batches(second[:20]) == (None, -1, 0, False)
+    assert scan_batches(b"") == (None, -1, 0, False)
 
 
 def test_scan_batches_uses_last_offset_delta_not_record_count():
@@ -163,13 +163,19 @@ def test_scan_batches_uses_last_offset_delta_not_record_count():
 
 def test_scan_batches_legacy_message_sets():
     blob = bg.legacy_message(1, 4, b"k", b"v") + bg.legacy_message(1, 5, None, b"w")
-    assert scan_batches(blob) == (6, -1, len(blob))
+    assert scan_batches(blob) == (6, -1, len(blob), False)
 
 
-def test_scan_batches_stops_at_a_negative_length():
-    batch = bytearray(_batch(0, [b"a"]))
-    batch[8:12] = (-5).to_bytes(4, "big", signed=True)
-    assert scan_batches(bytes(batch)) == (None, -1, 0)
+@pytest.mark.parametrize("length,magic", [(-5, 2), (10, 1), (40, 2), (100, 7)])
+def test_scan_batches_flags_headers_that_cannot_be_a_batch(length, magic):
+    good = _batch(0, [b"a"], leader_epoch=3)
+    bad = bytearray(_batch(1, [b"b"]))
+    bad[8:12] = length.to_bytes(4, "big", signed=True)
+    bad[16] = magic
+    blob = good + bytes(bad)
+    # the good batch counts; the whole blob goes to the decoder, which will raise
+    assert scan_batches(blob) == (1, 3, len(blob), True)
+    assert scan_batches(bytes(bad)) == (None, -1, len(bad), True)
 
 
 # --- fetch sessions (KIP-227) ---------------------------------------------------------
@@ -556,3 +562,20 @@ def test_topic_without_id_falls_back_to_names():
     fetcher.send_requests()
     request = client.take("Fetch")
     assert request[5] == 12 and request[2]["topics"][0]["topic"] == TOPIC
+
+
+
+def test_malformed_header_is_raised_from_poll_not_refetched_silently():
+    client, fetcher = _positioned({0: 0})
+    fetcher.send_requests()
+    bad = bytearray(_batch(0, [b"a"]))
+    bad[8:12] = (-1).to_bytes(4, "big", signed=True)
+    _answer_fetch(client, client.take("Fetch"), {0: {"records": bytes(bad)}})
+    fetcher.send_requests()
+    assert not client.pending("Fetch")  # stalled until poll has raised
+    with pytest.raises(errors.CorruptRecordError):
+        fetcher.fetched_records(500)
+    assert fetcher.state(TP0).position == 0
+    client.now += 1.0  # after the retry backoff the partition is fetched again
+    fetcher.send_requests()
+    assert _fetch_offsets(client.take("Fetch")) == {0: 0}

@@ -269,6 +269,7 @@ class Fetcher:
                         "fetch-bytes-total": 0}
         self._leader_epochs_seen = {}  # tp -> the newest leader epoch metadata showed
         self._fetch_nodes = None  # brokers the last full fetch pass fetched from (None: look again)
+        self._fetch_rotation = 0
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
 
@@ -587,7 +588,14 @@ class Fetcher:
         cluster = self.client.cluster
         wanted_by_node = {}
         nodes = set()
-        for tp, state in self.states.items():
+        # Rotate the order partitions are asked in, as the Java client does:
+        # the broker fills fetch_max_bytes in request order, so a fixed order
+        # could starve the partitions at the end.
+        states = list(self.states.items())
+        if states:
+            self._fetch_rotation = (self._fetch_rotation + 1) % len(states)
+            states = states[self._fetch_rotation:] + states[:self._fetch_rotation]
+        for tp, state in states:
             if not state.fetchable():
                 continue
             node_id = self._fetch_target(tp, state)

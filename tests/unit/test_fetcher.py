@@ -579,3 +579,14 @@ def test_malformed_header_is_raised_from_poll_not_refetched_silently():
     client.now += 1.0  # after the retry backoff the partition is fetched again
     fetcher.send_requests()
     assert _fetch_offsets(client.take("Fetch")) == {0: 0}
+
+
+def test_partition_order_rotates_between_fetches():
+    client, fetcher = _positioned({0: 0, 1: 0}, enable_incremental_fetch_sessions=False)
+    orders = []
+    for _ in range(2):
+        fetcher.send_requests()
+        request = client.take("Fetch")
+        orders.append([p["partition"] for p in request[2]["topics"][0]["partitions"]])
+        _answer_fetch(client, request, {})
+    assert sorted(orders) == [[0, 1], [1, 0]]

@@ -1,12 +1,13 @@
 """fastkc's assignors and consumer protocol against the Java client's, run
 side by side.
 
-A small Java program (its source below) calls Kafka 4.3.1's RangeAssignor,
-RoundRobinAssignor, StickyAssignor and CooperativeStickyAssignor from the
-kafka-clients jar the broker harness already resolves with Maven, on the same
-generated groups (subscriptions, owned partitions, generations, static
-members, consumer and replica racks) as fastkc's assignors. One JVM answers a
-whole batch of cases. Compared:
+A small Java program (its source below) calls the RangeAssignor,
+RoundRobinAssignor, StickyAssignor and CooperativeStickyAssignor of Kafka
+4.3.1 and 3.9.2, from the kafka-clients jars the broker harness resolves
+with Maven (cached under ~/.cache/fastkc), on the same generated groups
+(subscriptions, owned partitions, generations, static members, consumer and
+replica racks) as fastkc's assignors. One JVM answers a whole batch of
+cases. Compared:
 
 - range, roundrobin, and the sticky assignors when every member subscribes
   to the same topics: each member's partitions, in Java's order (so the
@@ -49,7 +50,8 @@ from fastkc.protocol.consumer_protocol import (
 from fastkc.structs import TopicPartition
 from tests.support import SLOW
 
-KAFKA = "4.3.1"
+# the newest line, whose behaviour fastkc follows, and the last 3.x line
+KAFKA_VERSIONS = ("4.3.1", "3.9.2")
 
 ORACLE_SOURCE = r"""
 import java.io.*;
@@ -235,9 +237,11 @@ public class AssignorOracle {
 """
 
 
-@pytest.fixture(scope="module")
-def oracle():
-    """A function running a batch of cases through the Java assignors."""
+@pytest.fixture(scope="module", params=KAFKA_VERSIONS)
+def oracle(request):
+    """A function running a batch of cases through the Java assignors of one
+    Kafka release."""
+    kafka = request.param
     javac, java = shutil.which("javac"), shutil.which("java")
     if javac is None or java is None:
         pytest.skip("no JDK (javac/java) on PATH: cannot run Kafka's Java assignors")
@@ -245,9 +249,9 @@ def oracle():
     from fastkc.broker.resolve import cache_root, resolve_kafka
 
     try:
-        install = resolve_kafka(KAFKA)
+        install = resolve_kafka(kafka)
     except (MavenNotFoundError, KafkaResolutionError) as exc:
-        pytest.skip("cannot resolve Kafka {0}'s jars: {1}".format(KAFKA, exc))
+        pytest.skip("cannot resolve Kafka {0}'s jars: {1}".format(kafka, exc))
     # kafka-clients and slf4j-api only: no logging backend, so nothing but
     # the oracle's answers reaches stdout (slf4j warns once on stderr)
     jars = [os.path.join(install.lib, j) for j in sorted(os.listdir(install.lib))
@@ -449,7 +453,7 @@ def test_sticky_with_mixed_subscriptions_has_javas_properties(oracle, assignor):
     java_invalid_cases, rounds_needed = [], []
     for case, java in zip(cases, oracle(cases)):
         if isinstance(java, str):
-            # Kafka 4.3.1's general path throws on some inputs (seen: a
+            # Java's general path (4.3.1 and 3.9.2) throws on some inputs (seen: a
             # NullPointerException when members hold partitions of topics
             # they dropped while another topic has no metadata); fastkc must
             # still produce a valid assignment, checked below without Java
@@ -461,7 +465,7 @@ def test_sticky_with_mixed_subscriptions_has_javas_properties(oracle, assignor):
         assert len(given) == len(set(given)), _describe(case)
         for mid, parts in ours.items():
             assert all(tp.topic in subscribed[mid] for tp in parts), _describe(case)
-        # Kafka 4.3.1's general path can leave a member a partition of a
+        # Java's general path can leave a member a partition of a
         # topic it no longer subscribes to, carried over from its previous
         # assignment (seen in these cases; fastkc never does, asserted above).
         # Balance is compared only where Java's answer is a valid one.

@@ -7,13 +7,17 @@ layout is Kafka's ConsumerProtocolSubscription / ConsumerProtocolAssignment
 "data" messages (clients/src/main/resources/common/message/, shipped in the
 kafka-clients jar), written behind an int16 version prefix. Both are declared
 below in the compact form of fastkc/protocol/schema.py and encoded by the one
-generic codec, exactly like the API messages; tests/unit/
+generic codec, exactly like the API messages. tests/unit/
 test_consumer_protocol.py checks the declarations against the published JSON
-with the spec test's machinery, and the bytes against kafka-python's.
+with the spec test's machinery and the bytes against kafka-python's;
+tests/unit/test_assignors_vs_java.py has the Java client's ConsumerProtocol
+write and read the same bytes.
 
 Why here and not in messages.py: these are data messages with no API key and
 no request/response pair, so they do not belong in ALL_APIS (everything
-iterating it assumes an API); they are only ever used by the group code.
+iterating it assumes an API); they are only ever used by the group code. The
+codec's public entry points look messages up by API name, so this module
+calls its struct-level encoder and decoder (the same code underneath).
 
 Versions (non-flexible in every version):
   Subscription  v0 topics, user_data; v1 + owned_partitions (KIP-429);
@@ -30,6 +34,8 @@ old still join groups. Anything cut short is a ProtocolParseError.
 Writing follows the Java client too: version 3 by default, subscription topics
 sorted, owned partitions sorted by (topic, partition) and grouped per topic,
 assignment partitions grouped per topic in order of first appearance.
+(librdkafka also writes subscriptions at v3, but assignments at v0 with empty
+rather than null user data; both read the same.)
 """
 from collections import namedtuple
 

@@ -178,9 +178,6 @@ class PartitionState:
         # a malformed batch is buffered: no fetch until poll() raised its error
         self.stalled = False
 
-    def has_position(self):
-        return self.position is not None
-
     def fetchable(self):
         return (not self.paused and self.position is not None and self.reset_strategy is None
                 and not self.awaiting_validation and not self.stalled)
@@ -313,9 +310,6 @@ class Fetcher:
         if state.position is not None:
             state.fetch_offset = state.position
             state.fetch_epoch = state.position_epoch
-
-    def needs_positions(self):
-        return [tp for tp, s in self.states.items() if s.position is None]
 
     def _ensure_reset_strategies(self):
         """Partitions without a position get the auto_offset_reset policy

@@ -3,8 +3,8 @@ side by side.
 
 A small Java program (its source below) calls the RangeAssignor,
 RoundRobinAssignor, StickyAssignor and CooperativeStickyAssignor of Kafka
-4.3.1 and 3.9.2, from the kafka-clients jars the broker harness resolves
-with Maven (cached under ~/.cache/fastkc), on the same generated groups
+4.3.1 and 3.9.2, from the kafka-clients jars the spec tests resolve with
+Maven (cached under ~/.cache/fastkc/specs), on the same generated groups
 (subscriptions, owned partitions, generations, static members, consumer and
 replica racks) as fastkc's assignors. One JVM answers a whole batch of
 cases. Compared:
@@ -21,11 +21,13 @@ cases. Compared:
 
 Nothing is committed from Kafka; the Java source here calls its public API.
 """
+import fcntl
 import hashlib
 import os
 import random
 import shutil
 import subprocess
+import tempfile
 import zlib
 
 import pytest
@@ -49,9 +51,38 @@ from fastkc.protocol.consumer_protocol import (
 )
 from fastkc.structs import TopicPartition
 from tests.support import SLOW
+from tests.unit.test_protocol_specs import CACHE, NEWEST, OLDEST_LINE, resolve_clients_jar
 
 # the newest line, whose behaviour fastkc follows, and the last 3.x line
-KAFKA_VERSIONS = ("4.3.1", "3.9.2")
+KAFKA_VERSIONS = (NEWEST, OLDEST_LINE)
+# the slf4j-api both kafka-clients releases depend on (their loggers need it)
+SLF4J = "1.7.36"
+
+
+def _resolve_jar(group, artifact, version):
+    """<artifact>-<version>.jar from Maven Central via mvn, cached beside the
+    kafka-clients jars (same lock, same one-time resolution)."""
+    jar = os.path.join(CACHE, "{0}-{1}.jar".format(artifact, version))
+    if os.path.exists(jar):
+        return jar
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        pytest.skip("mvn is not installed: cannot resolve {0}:{1}".format(group, artifact))
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(jar):
+            return jar
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            proc = subprocess.run(
+                [mvn, "-q", "-B", "dependency:copy", "-Dartifact={0}:{1}:{2}".format(group, artifact, version),
+                 "-DoutputDirectory=" + tmp],
+                capture_output=True, text=True, timeout=600,
+            )
+            got = os.path.join(tmp, os.path.basename(jar))
+            assert proc.returncode == 0 and os.path.exists(got), proc.stdout[-2000:] + proc.stderr[-2000:]
+            os.replace(got, jar)
+    return jar
 
 ORACLE_SOURCE = r"""
 import java.io.*;
@@ -245,20 +276,13 @@ def oracle(request):
     javac, java = shutil.which("javac"), shutil.which("java")
     if javac is None or java is None:
         pytest.skip("no JDK (javac/java) on PATH: cannot run Kafka's Java assignors")
-    from fastkc.broker.errors import KafkaResolutionError, MavenNotFoundError
-    from fastkc.broker.resolve import cache_root, resolve_kafka
-
-    try:
-        install = resolve_kafka(kafka)
-    except (MavenNotFoundError, KafkaResolutionError) as exc:
-        pytest.skip("cannot resolve Kafka {0}'s jars: {1}".format(kafka, exc))
-    # kafka-clients and slf4j-api only: no logging backend, so nothing but
-    # the oracle's answers reaches stdout (slf4j warns once on stderr)
-    jars = [os.path.join(install.lib, j) for j in sorted(os.listdir(install.lib))
-            if j.startswith("kafka-clients-") or j.startswith("slf4j-api-")]
+    # kafka-clients (the jar the spec tests already resolve) and slf4j-api
+    # only: no logging backend, so nothing but the oracle's answers reaches
+    # stdout (slf4j warns once on stderr)
+    jars = [resolve_clients_jar(kafka), _resolve_jar("org.slf4j", "slf4j-api", SLF4J)]
     classpath = os.pathsep.join(jars)
     digest = hashlib.sha256((ORACLE_SOURCE + classpath).encode()).hexdigest()[:16]
-    build = os.path.join(cache_root(), "assignor-oracle", digest)
+    build = os.path.join(os.path.dirname(CACHE), "assignor-oracle", digest)
     if not os.path.exists(os.path.join(build, "AssignorOracle.class")):
         os.makedirs(build, exist_ok=True)
         tmp = build + ".tmp{0}".format(os.getpid())

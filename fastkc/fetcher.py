@@ -263,7 +263,7 @@ class Fetcher:
         self._next_partition = 0  # round-robin start for poll
         self._isolation = 1 if config["isolation_level"] == "read_committed" else 0
         self.metrics = {"fetch-total": 0, "records-consumed-total": 0, "bytes-consumed-total": 0,
-                        "fetch-bytes-total": 0}
+                        "fetch-bytes-total": 0, "offset-validations-total": 0}
         self._leader_epochs_seen = {}  # tp -> the newest leader epoch metadata showed
         self._fetch_nodes = None  # brokers the last full fetch pass fetched from (None: look again)
         self._fetch_rotation = 0
@@ -512,6 +512,8 @@ class Fetcher:
                 state.validation_in_flight = True
                 requested[tp] = (state.position, state.position_epoch)
             body = {"replica_id": -1, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+            log.debug("validating positions of %s with broker %s (OffsetForLeaderEpoch)", sorted(requested), node_id)
+            self.metrics["offset-validations-total"] += len(requested)
 
             def answered(response, error, requested=requested):
                 for tp in requested:

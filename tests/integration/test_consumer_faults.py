@@ -91,7 +91,11 @@ def _leader_of(bootstrap, topic, partition):
     from confluent_kafka.admin import AdminClient
 
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic=topic, timeout=30)
-    return md.topics[topic].partitions[partition].leader
+    # A topic just created may not be in this broker's metadata yet: no leader.
+    found = md.topics.get(topic)
+    if found is None or found.error is not None or partition not in found.partitions:
+        return -1
+    return found.partitions[partition].leader
 
 
 def test_leader_moved_in_the_cluster_consumption_continues(flavour, consumer_factory, kafka_cluster):

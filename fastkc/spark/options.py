@@ -1,0 +1,361 @@
+"""Options of the `fastkc` Spark source: Spark's Kafka source options, parsed
+and validated the way Spark's KafkaSourceProvider does it.
+
+Pure Python, no pyspark import: the driver and the tests use it directly.
+Spark hands every option over as a string, keys case-insensitive; the
+messages of rejected options are Spark's own (IllegalArgumentException there,
+SparkKafkaOptionError here), so a job moved from format("kafka") fails the same
+way. `kafka.*` options become fastkc.KafkaConsumer keyword arguments.
+"""
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+
+from fastkc.config import CONSUMER_DEFAULTS
+
+log = logging.getLogger(__name__)
+
+EARLIEST = -2  # Spark's KafkaOffsetRangeLimit.EARLIEST in offset JSON
+LATEST = -1  # KafkaOffsetRangeLimit.LATEST
+
+# Spark's STRATEGY_OPTION_KEYS, in the order its messages list them.
+_STRATEGIES = ("subscribe", "subscribepattern", "assign")
+
+
+class SparkKafkaOptionError(ValueError):
+    """An option Spark's Kafka source rejects; the message is Spark's."""
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where a range starts or ends, before it is resolved against the broker.
+
+    kind: "earliest" | "latest" | "offsets" (by_partition {(t, p): offset,
+    -2 earliest, -1 latest}) | "timestamps" (by_partition {(t, p): ms}) |
+    "timestamp" (one ms for every partition)."""
+
+    kind: str
+    by_partition: dict = field(default_factory=dict)
+    timestamp: int = None
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    strategy: str  # "assign" | "subscribe" | "subscribepattern"
+    assign: tuple  # ((topic, partition), ...) for assign
+    topics: tuple  # for subscribe
+    pattern: str  # for subscribepattern
+    starting: OffsetSpec
+    ending: OffsetSpec  # batch only
+    no_match_strategy: str  # startingOffsetsByTimestampStrategy: "error" | "latest"
+    fail_on_data_loss: bool
+    include_headers: bool
+    min_partitions: int  # None when unset
+    max_records_per_partition: int  # None when unset
+    max_offsets_per_trigger: int  # None when unset
+    poll_timeout_ms: int
+    consumer_config: dict  # KafkaConsumer keyword arguments (picklable)
+
+
+def _lower(options):
+    return {str(k).lower(): v for k, v in dict(options).items()}
+
+
+def _scala_bool(value, key):
+    # Scala's String.toBoolean: true/false in any case, else an error naming the input
+    text = str(value).strip().lower()
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    raise SparkKafkaOptionError('For input string: "{0}" (option {1})'.format(value, key))
+
+
+def _scala_int(value, key):
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise SparkKafkaOptionError('For input string: "{0}" (option {1})'.format(value, key)) from None
+
+
+def parse_assign(text):
+    """{"t":[0,1]} → ((t, 0), (t, 1)); Spark's JsonUtils.partitions message on bad JSON."""
+    bad = SparkKafkaOptionError('Expected e.g. {"topicA":[0,1],"topicB":[0,1]}, got ' + text)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        raise bad from None
+    if not isinstance(parsed, dict):
+        raise bad
+    out = []
+    for topic, parts in parsed.items():
+        if not isinstance(parts, list) or not all(isinstance(p, int) and not isinstance(p, bool) for p in parts):
+            raise bad
+        out.extend((topic, p) for p in parts)
+    return tuple(out)
+
+
+def _parse_partition_map(text, example):
+    bad = SparkKafkaOptionError("Expected e.g. {0}, got {1}".format(example, text))
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        raise bad from None
+    if not isinstance(parsed, dict):
+        raise bad
+    out = {}
+    for topic, by_part in parsed.items():
+        if not isinstance(by_part, dict):
+            raise bad
+        for part, value in by_part.items():
+            try:
+                p = int(part)
+            except ValueError:
+                raise bad from None
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise bad
+            out[(topic, p)] = value
+    return out
+
+
+def parse_partition_offsets(text):
+    return _parse_partition_map(text, '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}')
+
+
+def parse_partition_timestamps(text):
+    return _parse_partition_map(text, '{"topicA":{"0": 1000, "1": 1000}, "topicB": {"0": 2000, "1": 2000}}')
+
+
+def _range_limit(params, timestamp_key, by_timestamp_key, offsets_key, default):
+    # Spark's precedence: global timestamp > per-partition timestamps > offsets
+    if timestamp_key in params:
+        return OffsetSpec("timestamp", timestamp=_scala_int(params[timestamp_key], timestamp_key))
+    if by_timestamp_key in params:
+        return OffsetSpec("timestamps", parse_partition_timestamps(params[by_timestamp_key].strip()))
+    if offsets_key in params:
+        text = params[offsets_key].strip()
+        if text.lower() == "latest":
+            return OffsetSpec("latest")
+        if text.lower() == "earliest":
+            return OffsetSpec("earliest")
+        return OffsetSpec("offsets", parse_partition_offsets(text))
+    return default
+
+
+def _tp_str(tp):
+    # Java's TopicPartition.toString
+    return "{0}-{1}".format(tp[0], tp[1])
+
+
+_AUTO_OFFSET_RESET_MESSAGE = """
+Kafka option 'auto.offset.reset' is not supported.
+Instead set the source option 'startingoffsets' to 'earliest' or 'latest'
+to specify where to start. Structured Streaming manages which offsets are consumed
+internally, rather than relying on the kafkaConsumer to do it. This will ensure that no
+data is missed when new topics/partitions are dynamically subscribed. Note that
+'startingoffsets' only applies when a new Streaming query is started, and
+that resuming will always pick up from where the query left off. See the docs for more
+details.
+"""
+
+
+def _validate_general(params):
+    chosen = [k for k in _STRATEGIES if k in params]
+    if not chosen:
+        raise SparkKafkaOptionError(
+            "One of the following options must be specified for Kafka source: "
+            + ", ".join(_STRATEGIES) + ". See the docs for more details.")
+    if len(chosen) > 1:
+        raise SparkKafkaOptionError(
+            "Only one of the following options can be specified for Kafka source: "
+            + ", ".join(_STRATEGIES) + ". See the docs for more details.")
+    strategy = chosen[0]
+    value = params[strategy]
+    if strategy == "assign" and not value.strip().startswith("{"):
+        raise SparkKafkaOptionError(
+            "No topicpartitions to assign as specified value for option 'assign' is '{0}'".format(value))
+    if strategy == "subscribe" and not [t for t in value.split(",") if t.strip()]:
+        raise SparkKafkaOptionError(
+            "No topics to subscribe to as specified value for option 'subscribe' is '{0}'".format(value))
+    if strategy == "subscribepattern" and not value.strip():
+        raise SparkKafkaOptionError(
+            "Pattern to subscribe is empty as specified value for option 'subscribePattern' is '{0}'".format(value))
+    if "minpartitions" in params and _scala_int(params["minpartitions"], "minPartitions") <= 0:
+        raise SparkKafkaOptionError("minPartitions must be positive")
+    if "maxrecordsperpartition" in params and _scala_int(
+            params["maxrecordsperpartition"], "maxRecordsPerPartition") <= 0:
+        raise SparkKafkaOptionError("maxRecordsPerPartition must be positive")
+    if "kafka.group.id" in params:
+        log.warning("Kafka option 'kafka.group.id' has been set on this query: fastkc reads with manual "
+                    "assignment and never joins a group, so it is not used")
+    if "kafka.auto.offset.reset" in params:
+        raise SparkKafkaOptionError(_AUTO_OFFSET_RESET_MESSAGE)
+    if "kafka.key.deserializer" in params:
+        raise SparkKafkaOptionError(
+            "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte arrays with "
+            "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the keys.")
+    if "kafka.value.deserializer" in params:
+        raise SparkKafkaOptionError(
+            "Kafka option 'value.deserializer' is not supported as values are deserialized as byte arrays with "
+            "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the values.")
+    for key in ("enable.auto.commit", "interceptor.classes"):
+        if "kafka." + key in params:
+            raise SparkKafkaOptionError("Kafka option '{0}' is not supported".format(key))
+    if "kafka.bootstrap.servers" not in params:
+        raise SparkKafkaOptionError(
+            "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
+    return strategy
+
+
+def _validate_batch(params):
+    starting = _range_limit(params, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
+                            OffsetSpec("earliest"))
+    if starting.kind == "latest":
+        raise SparkKafkaOptionError("starting offset can't be latest for batch queries on Kafka")
+    if starting.kind == "offsets":
+        for tp, off in starting.by_partition.items():
+            if off == LATEST:
+                raise SparkKafkaOptionError(
+                    "startingOffsets for {0} can't be latest for batch queries on Kafka".format(_tp_str(tp)))
+    ending = _range_limit(params, "endingtimestamp", "endingoffsetsbytimestamp", "endingoffsets",
+                          OffsetSpec("latest"))
+    if ending.kind == "earliest":
+        raise SparkKafkaOptionError("ending offset can't be earliest for batch queries on Kafka")
+    if ending.kind == "offsets":
+        for tp, off in ending.by_partition.items():
+            if off == EARLIEST:
+                raise SparkKafkaOptionError(
+                    "ending offset for {0} can't be earliest for batch queries on Kafka".format(_tp_str(tp)))
+    if "maxoffsetspertrigger" in params:
+        log.warning("maxOffsetsPerTrigger option ignored in batch queries")
+    return starting, ending
+
+
+def _validate_stream(params):
+    if "endingoffsets" in params:
+        raise SparkKafkaOptionError("ending offset not valid in streaming queries")
+    if "endingoffsetsbytimestamp" in params:
+        raise SparkKafkaOptionError("ending timestamp not valid in streaming queries")
+    if "endingtimestamp" in params:
+        raise SparkKafkaOptionError("ending timestamp not valid in streaming queries")
+    if "minoffsetspertrigger" in params or "maxtriggerdelay" in params:
+        # ReadMinRows needs the engine to delay triggers: not wired yet
+        raise SparkKafkaOptionError(
+            "fastkc's Spark source does not support minOffsetsPerTrigger / maxTriggerDelay yet")
+    starting = _range_limit(params, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
+                            OffsetSpec("latest"))
+    return starting
+
+
+# --- kafka.* → KafkaConsumer keyword arguments ---------------------------------------
+
+# Java consumer keys whose kafka-python name is not simply dots → underscores.
+_RENAMED = {
+    "ssl.key.password": "ssl_password",
+    "ssl.cipher.suites": "ssl_ciphers",
+    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
+}
+# keys of CONSUMER_DEFAULTS whose default is None, with the type a string becomes
+_NONE_DEFAULT_TYPES = {
+    "receive_buffer_bytes": int,
+    "send_buffer_bytes": int,
+    "api_version": lambda s: tuple(int(x) for x in s.split(".")),
+}
+# Spark options meaningless or unsafe for a manually assigned, group-less reader
+_IGNORED = {"group.id", "client.id.prefix", "key.deserializer", "value.deserializer"}
+_JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _convert(name, text):
+    default = CONSUMER_DEFAULTS[name]
+    if isinstance(default, bool):
+        return _scala_bool(text, "kafka." + name)
+    if isinstance(default, int):
+        return _scala_int(text, "kafka." + name)
+    if default is None and name in _NONE_DEFAULT_TYPES:
+        return _NONE_DEFAULT_TYPES[name](text)
+    return text
+
+
+def consumer_config(params):
+    """KafkaConsumer keyword arguments from the (lower-cased) `kafka.*` options.
+
+    Java-only settings with an equivalent are translated (PEM trust/key stores,
+    sasl.jaas.config for PLAIN/SCRAM, ssl.endpoint.identification.algorithm);
+    settings fastkc cannot honour (JKS stores, other login modules) are errors,
+    since ignoring a security setting would connect differently than asked."""
+    java = {k[len("kafka."):]: v for k, v in params.items() if k.startswith("kafka.")}
+    config = {}
+    for key, value in java.items():
+        if key in _IGNORED:
+            continue
+        if key == "ssl.truststore.location":
+            config["ssl_cafile"] = value
+        elif key == "ssl.keystore.location":
+            config["ssl_certfile"] = value
+        elif key in ("ssl.truststore.type", "ssl.keystore.type"):
+            if value.upper() != "PEM":
+                raise SparkKafkaOptionError(
+                    "fastkc reads PEM files only: kafka.{0}={1} is not supported (convert the store to PEM)".format(
+                        key, value))
+        elif key == "ssl.keystore.password" or key == "ssl.truststore.password":
+            continue  # PEM stores carry no store password; the key's is ssl.key.password
+        elif key == "ssl.endpoint.identification.algorithm":
+            config["ssl_check_hostname"] = value.strip().lower() == "https"
+        elif key == "sasl.jaas.config":
+            fields = dict(_JAAS.findall(value))
+            if "PlainLoginModule" not in value and "ScramLoginModule" not in value:
+                raise SparkKafkaOptionError(
+                    "fastkc supports the PLAIN and SCRAM login modules in kafka.sasl.jaas.config only")
+            if "username" not in fields or "password" not in fields:
+                raise SparkKafkaOptionError("kafka.sasl.jaas.config needs username=\"...\" and password=\"...\"")
+            config["sasl_plain_username"] = fields["username"]
+            config["sasl_plain_password"] = fields["password"]
+        else:
+            name = _RENAMED.get(key, key.replace(".", "_"))
+            if name in CONSUMER_DEFAULTS and not callable(CONSUMER_DEFAULTS[name]):
+                config[name] = _convert(name, value)
+            else:
+                # the Java client logs unknown keys and goes on; so do we
+                log.warning("kafka.%s has no fastkc equivalent: ignored", key)
+    config.setdefault("client_id", "fastkc-spark")
+    return config
+
+
+def parse(options, *, streaming):
+    """SourceOptions from Spark's option map (raises SparkKafkaOptionError)."""
+    params = _lower(options)
+    params = {k: str(v) for k, v in params.items()}
+    if streaming:
+        starting = _validate_stream(params)
+        ending = OffsetSpec("latest")
+    else:
+        starting, ending = _validate_batch(params)
+    strategy = _validate_general(params)
+    no_match = params.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if no_match not in ("error", "latest"):
+        raise SparkKafkaOptionError(
+            "startingOffsetsByTimestampStrategy must be 'error' or 'latest', not '{0}'".format(no_match))
+    max_offsets = None
+    if "maxoffsetspertrigger" in params and streaming:
+        max_offsets = _scala_int(params["maxoffsetspertrigger"], "maxOffsetsPerTrigger")
+        if max_offsets <= 0:
+            raise SparkKafkaOptionError("maxOffsetsPerTrigger must be positive")
+    return SourceOptions(
+        strategy=strategy,
+        assign=parse_assign(params["assign"]) if strategy == "assign" else (),
+        topics=tuple(t.strip() for t in params.get("subscribe", "").split(",") if t.strip()),
+        pattern=params.get("subscribepattern", "").strip() or None,
+        starting=starting,
+        ending=ending,
+        no_match_strategy=no_match,
+        fail_on_data_loss=_scala_bool(params.get("failondataloss", "true"), "failOnDataLoss"),
+        include_headers=_scala_bool(params.get("includeheaders", "false"), "includeHeaders"),
+        min_partitions=_scala_int(params["minpartitions"], "minPartitions") if "minpartitions" in params else None,
+        max_records_per_partition=(_scala_int(params["maxrecordsperpartition"], "maxRecordsPerPartition")
+                                   if "maxrecordsperpartition" in params else None),
+        max_offsets_per_trigger=max_offsets,
+        poll_timeout_ms=_scala_int(params.get("kafkaconsumer.polltimeoutms", "120000"), "kafkaConsumer.pollTimeoutMs"),
+        consumer_config=consumer_config(params),
+    )

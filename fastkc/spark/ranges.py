@@ -1,0 +1,193 @@
+"""Offset ranges: resolving Spark's offset specs against the broker, splitting
+ranges into tasks, and streaming admission control. Runs on the driver.
+
+Facts mirrored from Spark's Kafka source (KafkaOffsetRangeCalculator,
+KafkaMicroBatchStream.rateLimit): ranges are exclusive at the end, ranges of
+size <= 0 are dropped, minPartitions splits proportionally to range size,
+maxOffsetsPerTrigger is shared across partitions by backlog without starving
+small partitions.
+"""
+import logging
+import math
+import re
+from dataclasses import dataclass
+
+from fastkc.spark.options import EARLIEST, LATEST, SparkKafkaOptionError
+from fastkc.structs import TopicPartition
+
+log = logging.getLogger(__name__)
+
+DATA_LOSS_ADVICE = (
+    " Some data may have been lost because they are not available in Kafka any more; either the data was aged out "
+    "by Kafka or the topic may have been deleted before all the data in the topic was processed. If you don't want "
+    'your streaming query to fail on such cases, set the source option "failOnDataLoss" to "false".')
+
+
+class KafkaDataLossError(RuntimeError):
+    """Data a query needs is gone (failOnDataLoss=true)."""
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    topic: str
+    partition: int
+    start: int  # inclusive
+    end: int  # exclusive
+
+    @property
+    def size(self):
+        return self.end - self.start
+
+
+def report_data_loss(fail_on_data_loss, message):
+    if fail_on_data_loss:
+        raise KafkaDataLossError(message + "." + DATA_LOSS_ADVICE)
+    log.warning("%s. Some data may have been lost; failOnDataLoss is false, so the query goes on", message)
+
+
+def topic_partitions(consumer, opts):
+    """The sorted (topic, partition) pairs the options select, as of now."""
+    if opts.strategy == "assign":
+        return sorted(set(opts.assign))
+    if opts.strategy == "subscribe":
+        topics = opts.topics
+    else:
+        # Java's Pattern.matcher(topic).matches(): the whole name must match
+        pattern = re.compile(opts.pattern)
+        topics = sorted(t for t in consumer.topics() if pattern.fullmatch(t))
+    out = []
+    for topic in topics:
+        parts = consumer.partitions_for_topic(topic)
+        out.extend((topic, p) for p in sorted(parts or ()))
+    return sorted(out)
+
+
+def _tps(pairs):
+    return [TopicPartition(t, p) for t, p in pairs]
+
+
+def earliest(consumer, pairs):
+    if not pairs:
+        return {}
+    got = consumer.beginning_offsets(_tps(pairs))
+    return {(tp.topic, tp.partition): off for tp, off in got.items()}
+
+
+def latest(consumer, pairs):
+    # end_offsets honours the consumer's isolation_level: the last stable
+    # offset with read_committed, as Spark's source reads it
+    if not pairs:
+        return {}
+    got = consumer.end_offsets(_tps(pairs))
+    return {(tp.topic, tp.partition): off for tp, off in got.items()}
+
+
+def resolve(consumer, spec, pairs, *, starting, no_match_strategy="error"):
+    """{(t, p): offset} for `pairs` from an OffsetSpec (options.OffsetSpec)."""
+    if spec.kind == "earliest":
+        return earliest(consumer, pairs)
+    if spec.kind == "latest":
+        return latest(consumer, pairs)
+    if spec.kind == "offsets":
+        given = set(spec.by_partition)
+        if given != set(pairs):
+            raise AssertionError(
+                "assertion failed: If {0} contains specific offsets, you must specify all TopicPartitions.\n"
+                "Use -1 for latest, -2 for earliest.\nSpecified: {1} Assigned: {2}".format(
+                    "startingOffsets" if starting else "endingOffsets",
+                    sorted("{0}-{1}".format(*tp) for tp in given),
+                    sorted("{0}-{1}".format(*tp) for tp in pairs)))
+        wanted_earliest = [tp for tp in pairs if spec.by_partition[tp] == EARLIEST]
+        wanted_latest = [tp for tp in pairs if spec.by_partition[tp] == LATEST]
+        out = {tp: spec.by_partition[tp] for tp in pairs}
+        out.update(earliest(consumer, wanted_earliest))
+        out.update(latest(consumer, wanted_latest))
+        return out
+    if spec.kind == "timestamps":
+        given = set(spec.by_partition)
+        if given != set(pairs):
+            raise AssertionError(
+                "assertion failed: If {0} contains specific timestamps, you must specify all TopicPartitions.\n"
+                "Specified: {1} Assigned: {2}".format(
+                    "startingOffsetsByTimestamp" if starting else "endingOffsetsByTimestamp",
+                    sorted("{0}-{1}".format(*tp) for tp in given),
+                    sorted("{0}-{1}".format(*tp) for tp in pairs)))
+        stamps = dict(spec.by_partition)
+    else:  # "timestamp": one for every partition
+        stamps = {tp: spec.timestamp for tp in pairs}
+    found = consumer.offsets_for_times({TopicPartition(t, p): ts for (t, p), ts in stamps.items()})
+    out = {}
+    missing = []
+    for tp in pairs:
+        hit = found[TopicPartition(*tp)]
+        if hit is not None:
+            out[tp] = hit.offset
+        elif starting and no_match_strategy == "error":
+            raise SparkKafkaOptionError(
+                "No offset matched from request of topic-partition {0}-{1} and timestamp {2}.".format(
+                    tp[0], tp[1], stamps[tp]))
+        else:
+            missing.append(tp)  # no record at or after T: the end of the partition
+    out.update(latest(consumer, missing))
+    return out
+
+
+def split_ranges(ranges, min_partitions=None, max_records_per_partition=None):
+    """Drop empty ranges, cap each at max_records_per_partition, then split
+    proportionally to size until there are about min_partitions."""
+    ranges = [r for r in ranges if r.size > 0]
+    if max_records_per_partition is not None:
+        capped = []
+        for r in ranges:
+            capped.extend(_divide(r, math.ceil(r.size / max_records_per_partition)))
+        ranges = capped
+    if min_partitions is not None and len(ranges) < min_partitions:
+        total = sum(r.size for r in ranges)
+        split = []
+        for r in ranges:
+            # round(), at least one part: Spark's rule for "close to the ideal size"
+            parts = max(int(math.floor(r.size / total * min_partitions + 0.5)), 1)
+            split.extend(_divide(r, parts))
+        ranges = split
+    return [r for r in ranges if r.size > 0]
+
+
+def _divide(r, parts):
+    if parts <= 1:
+        return [r]
+    bounds = [r.start + (r.size * i) // parts for i in range(parts + 1)]
+    return [OffsetRange(r.topic, r.partition, bounds[i], bounds[i + 1]) for i in range(parts)]
+
+
+def rate_limit(limit, start, end):
+    """Spark's share of `limit` rows across partitions by backlog.
+    start/end: {(t, p): offset}; partitions in `end` only start at end (no backlog)."""
+    sizes = {tp: e - start[tp] for tp, e in end.items() if tp in start and e - start[tp] > 0}
+    total = sum(sizes.values())
+    if total < 1:
+        return dict(end)
+    out = {}
+    for tp, e in end.items():
+        if tp not in sizes:
+            out[tp] = e
+            continue
+        prorate = limit * (sizes[tp] / total)
+        # never starve a small partition: a share below one row rounds up
+        share = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
+        out[tp] = min(e, start[tp] + int(share))
+    return out
+
+
+# --- the offsets Spark checkpoints: {"topic": {"partition": next}} ---------------------
+
+def to_json_offsets(offsets):
+    out = {}
+    for (topic, part), off in sorted(offsets.items()):
+        out.setdefault(topic, {})[str(part)] = int(off)
+    return out
+
+
+def from_json_offsets(obj):
+    if obj is None:
+        return {}
+    return {(topic, int(part)): int(off) for topic, parts in obj.items() for part, off in parts.items()}

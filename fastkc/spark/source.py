@@ -1,0 +1,302 @@
+"""The `fastkc` Spark data source (pyspark >= 4.2): Spark's Kafka source
+schema and options, fastkc's compiled core decoding each range to Arrow.
+
+Driver: the DataSource and its readers plan offset ranges (fastkc.spark.ranges)
+with a metadata-only KafkaConsumer. Executors: read_range() fetches one range
+with a manually assigned, group-less KafkaConsumer and yields
+pyarrow.RecordBatch objects in the declared schema. Nothing is committed to
+Kafka; a streaming query's progress lives in Spark's checkpoint as
+{"topic": {"partition": next_offset}}.
+"""
+import logging
+import time
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from fastkc.spark import options as _options
+from fastkc.spark import ranges as _ranges
+
+log = logging.getLogger(__name__)
+
+SOURCE_NAME = "fastkc"
+
+
+def spark_schema(include_headers):
+    """Spark's Kafka source schema (all fields nullable), + headers."""
+    from pyspark.sql.types import (
+        ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType)
+
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        fields.append(StructField("headers", ArrayType(StructType([
+            StructField("key", StringType()), StructField("value", BinaryType())]))))
+    return StructType(fields)
+
+
+class KafkaRangePartition(InputPartition):
+    """One Spark task: records [start, end) of one topic-partition. Picklable
+    primitives only (it travels to the executors)."""
+
+    def __init__(self, topic, partition, start, end, consumer_config, include_headers, fail_on_data_loss,
+                 poll_timeout_ms):
+        super().__init__((topic, partition, start, end))
+        self.topic = topic
+        self.partition = partition
+        self.start = start
+        self.end = end
+        self.consumer_config = consumer_config
+        self.include_headers = include_headers
+        self.fail_on_data_loss = fail_on_data_loss
+        self.poll_timeout_ms = poll_timeout_ms
+
+
+def _metadata_consumer(opts):
+    from fastkc import KafkaConsumer
+
+    return KafkaConsumer(**dict(opts.consumer_config, enable_auto_commit=False))
+
+
+def _make_partitions(range_list, opts):
+    return [KafkaRangePartition(r.topic, r.partition, r.start, r.end, opts.consumer_config, opts.include_headers,
+                                opts.fail_on_data_loss, opts.poll_timeout_ms) for r in range_list]
+
+
+# --- executors -----------------------------------------------------------------------
+
+def read_range(part):
+    """Yield pyarrow.RecordBatch objects holding exactly the records of
+    [part.start, part.end) that the consumer's isolation level shows.
+
+    A range's size may overstate its records (compaction, transaction
+    markers, aborted records under read_committed): the loop ends when the
+    fetch position reaches the range end, not when a count is reached."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from fastkc import KafkaConsumer
+    from fastkc.errors import OffsetOutOfRangeError
+    from fastkc.records import arrow_schema
+    from fastkc.structs import TopicPartition
+
+    columns = 8 if part.include_headers else 7
+    schema = pa.schema(list(arrow_schema())[:columns])
+    tp = TopicPartition(part.topic, part.partition)
+    config = dict(part.consumer_config, enable_auto_commit=False, auto_offset_reset="none")
+    config.pop("group_id", None)
+    consumer = KafkaConsumer(**config)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, part.start)
+        last_progress = time.monotonic()
+        while True:
+            try:
+                position = consumer.position(tp)
+                if position >= part.end:
+                    return
+                batch = consumer.poll_arrow(timeout_ms=200)
+            except OffsetOutOfRangeError:
+                # the range's start (or a later offset) is gone: aged out or truncated
+                earliest = consumer.beginning_offsets([tp])[tp]
+                _ranges.report_data_loss(
+                    part.fail_on_data_loss,
+                    "Cannot fetch offset {0} of {1}-{2}: the earliest available offset is {3}".format(
+                        part.start, part.topic, part.partition, earliest))
+                if earliest >= part.end:
+                    return
+                consumer.seek(tp, max(earliest, part.start))
+                continue
+            if batch.num_rows:
+                last_progress = time.monotonic()
+                offsets = batch.column(4)
+                # offsets rise within a partition: the kept rows are a prefix
+                keep = batch.num_rows if offsets[-1].as_py() < part.end else pc.sum(
+                    pc.less(offsets, part.end)).as_py() or 0
+                if keep:
+                    yield pa.RecordBatch.from_arrays(batch.columns[:columns], schema=schema).slice(0, keep)
+                continue
+            position = consumer.position(tp)
+            if position >= part.end:
+                return
+            highwater = consumer.highwater(tp)
+            if highwater is not None and position >= highwater:
+                # the partition ends before the range does: records were lost (truncation)
+                _ranges.report_data_loss(
+                    part.fail_on_data_loss,
+                    "{0}-{1} ends at offset {2}, before the end of the range {3}".format(
+                        part.topic, part.partition, highwater, part.end))
+                return
+            if (time.monotonic() - last_progress) * 1000 > part.poll_timeout_ms:
+                raise TimeoutError("Cannot fetch record for offset {0} in {1} milliseconds".format(
+                    position, part.poll_timeout_ms))
+    finally:
+        consumer.close()
+
+
+# --- the data source -------------------------------------------------------------------
+
+class FastkcDataSource(DataSource):
+    """spark.read / spark.readStream .format("fastkc"): Spark's Kafka source,
+    decoded by fastkc."""
+
+    @classmethod
+    def name(cls):
+        return SOURCE_NAME
+
+    def _include_headers(self):
+        return _options._scala_bool(
+            {k.lower(): v for k, v in self.options.items()}.get("includeheaders", "false"), "includeHeaders")
+
+    def schema(self):
+        return spark_schema(self._include_headers())
+
+    def _check_schema(self, schema):
+        if schema is not None and schema.simpleString() != self.schema().simpleString():
+            raise _options.SparkKafkaOptionError(
+                "requirement failed: Kafka source has a fixed schema and cannot be set with a custom one")
+
+    def reader(self, schema):
+        self._check_schema(schema)
+        return FastkcBatchReader(_options.parse(self.options, streaming=False))
+
+    def streamReader(self, schema):
+        self._check_schema(schema)
+        return FastkcStreamReader(_options.parse(self.options, streaming=True))
+
+
+class FastkcBatchReader(DataSourceReader):
+    def __init__(self, opts):
+        self.opts = opts
+
+    def partitions(self):
+        opts = self.opts
+        consumer = _metadata_consumer(opts)
+        try:
+            pairs = _ranges.topic_partitions(consumer, opts)
+            starts = _ranges.resolve(consumer, opts.starting, pairs, starting=True,
+                                     no_match_strategy=opts.no_match_strategy)
+            ends = _ranges.resolve(consumer, opts.ending, pairs, starting=False)
+        finally:
+            consumer.close()
+        planned = [_ranges.OffsetRange(t, p, starts[(t, p)], ends[(t, p)]) for t, p in pairs]
+        split = _ranges.split_ranges(planned, opts.min_partitions, opts.max_records_per_partition)
+        return _make_partitions(split, opts)
+
+    def read(self, partition):
+        return read_range(partition)
+
+
+class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader. Driver methods run in one long-lived Python
+    process; each asks the broker afresh (new partitions and topics show up
+    in the next trigger), with a short-lived consumer so that metadata is
+    never stale."""
+
+    def __init__(self, opts):
+        self.opts = opts
+        self._available_now_end = None  # offsets frozen by prepareForTriggerAvailableNow
+        self._latest = None  # for reportLatestOffset
+
+    def _current(self):
+        """(pairs, {tp: earliest}, {tp: latest}) right now."""
+        consumer = _metadata_consumer(self.opts)
+        try:
+            pairs = _ranges.topic_partitions(consumer, self.opts)
+            return pairs, _ranges.earliest(consumer, pairs), _ranges.latest(consumer, pairs)
+        finally:
+            consumer.close()
+
+    def initialOffset(self):
+        consumer = _metadata_consumer(self.opts)
+        try:
+            pairs = _ranges.topic_partitions(consumer, self.opts)
+            start = _ranges.resolve(consumer, self.opts.starting, pairs, starting=True,
+                                    no_match_strategy=self.opts.no_match_strategy)
+        finally:
+            consumer.close()
+        return _ranges.to_json_offsets(start)
+
+    def getDefaultReadLimit(self):
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self):
+        pairs, _, latest = self._current()
+        self._available_now_end = latest
+
+    def latestOffset(self, start=None, limit=None):
+        start = _ranges.from_json_offsets(start)
+        pairs, earliest, latest = self._current()
+        if self._available_now_end is not None:
+            # availableNow: never past what existed when the query began;
+            # partitions created since wait for the next run
+            latest = {tp: min(off, self._available_now_end[tp])
+                      for tp, off in latest.items() if tp in self._available_now_end}
+        self._check_lost(start, latest)
+        # partitions new since `start` are read from their earliest offset
+        begin = {tp: start.get(tp, earliest.get(tp, 0)) for tp in latest}
+        if isinstance(limit, ReadMaxRows):
+            end = _ranges.rate_limit(limit.max_rows, begin, latest)
+        else:
+            end = dict(latest)
+        for tp, off in start.items():
+            if tp not in end:
+                end[tp] = off  # a vanished partition (failOnDataLoss=false) keeps its place
+        for tp in end:
+            if tp in start and end[tp] < start[tp]:
+                end[tp] = start[tp]
+        self._latest = latest
+        return _ranges.to_json_offsets(end)
+
+    def _check_lost(self, start, latest):
+        for tp, off in start.items():
+            if tp not in latest:
+                _ranges.report_data_loss(
+                    self.opts.fail_on_data_loss,
+                    "{0}-{1} is gone (deleted topic or partition)".format(*tp))
+            elif latest[tp] < off:
+                _ranges.report_data_loss(
+                    self.opts.fail_on_data_loss,
+                    "{0}-{1}'s offset was changed from {2} to {3}".format(tp[0], tp[1], off, latest[tp]))
+
+    def reportLatestOffset(self):
+        return None if self._latest is None else _ranges.to_json_offsets(self._latest)
+
+    def partitions(self, start, end):
+        start = _ranges.from_json_offsets(start)
+        end = _ranges.from_json_offsets(end)
+        new = [tp for tp in end if tp not in start]
+        if new:
+            consumer = _metadata_consumer(self.opts)
+            try:
+                start.update(_ranges.earliest(consumer, new))
+            finally:
+                consumer.close()
+        planned = [_ranges.OffsetRange(t, p, start[(t, p)], e) for (t, p), e in sorted(end.items())]
+        split = _ranges.split_ranges(planned, self.opts.min_partitions)
+        return _make_partitions(split, self.opts)
+
+    def read(self, partition):
+        return read_range(partition)
+
+    def commit(self, end):
+        # Spark's Kafka source commits nothing to Kafka: progress is the checkpoint
+        pass
+
+    def stop(self):
+        pass
+
+
+def register(spark):
+    """Register the `fastkc` source on a session (pyspark_fastkc does it
+    automatically when fastkc is installed)."""
+    spark.dataSource.register(FastkcDataSource)

@@ -501,3 +501,41 @@ def test_subscribe_without_group(flavour, open_consumer, shared):
     assert [(r.partition, r.offset) for r in consumed] == (
         [(0, i) for i in range(P0_COUNT)] + [(1, i) for i in range(P1_COUNT)])
     assert consumer.assignment() == set(_tps(flavour, topic, 0, 1, 2))
+
+
+def test_seek_during_iteration(flavour, open_consumer, shared):
+    # The iterator honours a seek made between two records, as poll() does
+    # (records it had fetched but not yielded are dropped).
+    topic, _ = shared
+    (tp0,) = _tps(flavour, topic, 0)
+    consumer = open_consumer(consumer_timeout_ms=1500)
+    consumer.assign([tp0])
+    consumer.seek_to_beginning(tp0)
+    offsets = []
+    for record in consumer:
+        offsets.append(record.offset)
+        if record.offset == 4:
+            consumer.seek(tp0, 40)
+    assert offsets == [0, 1, 2, 3, 4] + list(range(40, P0_COUNT))
+
+
+def test_pause_during_iteration(flavour, fastkc_bug, open_consumer, shared):
+    # kafka-python's iterator re-checks each partition before every record
+    # ("records may become stale during iteration -- we seek, pause or lose
+    # assignment"): after pause(tp) no record of tp is yielded.
+    fastkc_bug("the iterator keeps yielding records of a partition paused during iteration "
+               "(fastkc/consumer.py at fb6343b; poll() honours pause)")
+    topic, _ = shared
+    tp0, tp1 = _tps(flavour, topic, 0, 1)
+    consumer = open_consumer(consumer_timeout_ms=1500)
+    consumer.assign([tp0, tp1])
+    consumer.seek_to_beginning()
+    seen = []
+    for record in consumer:
+        seen.append((record.partition, record.offset))
+        if (record.partition, record.offset) == (0, 2):
+            consumer.pause(tp0)
+    after_pause = seen[seen.index((0, 2)) + 1:]
+    assert [p for p, _ in after_pause if p == 0] == [], after_pause
+    assert sorted(o for p, o in seen if p == 1) == list(range(P1_COUNT))
+    assert consumer.position(tp0) == 3

@@ -72,8 +72,9 @@ def test_log_append_time_topic_carries_the_broker_timestamps(flavour, open_consu
 
 def test_large_values_near_one_megabyte(flavour, open_consumer, kafka_broker, make_topic):
     # Incompressible ~1 MB values; the topic and producer allow 3 MB
-    # messages, and the consumer keeps its default max_partition_fetch_bytes
-    # (1 MiB): a batch larger than it must still be returned (KIP-74).
+    # messages, and the consumer's fetch limits are a quarter / half of one
+    # record: a first batch larger than them must still be returned whole
+    # (KIP-74), and the consumer must make progress one record at a time.
     topic = make_topic(partitions=1, configs={"max.message.bytes": 3_000_000})
     from tests.support.kafka_tools import Message
 
@@ -81,7 +82,7 @@ def test_large_values_near_one_megabyte(flavour, open_consumer, kafka_broker, ma
                 for i in range(4)]
     written = visible(produce(kafka_broker.bootstrap_servers, topic, messages,
                               config={"message.max.bytes": 3_000_000, "linger.ms": 0}))
-    consumer = open_consumer()
+    consumer = open_consumer(max_partition_fetch_bytes=256 * 1024, fetch_max_bytes=512 * 1024)
     consumed = read_all(consumer, _topic_partitions(flavour, topic, 1), len(written))
     assert_records_match(consumed, written)
     assert [len(r.value) for r in consumed] == [LARGE_VALUE_BYTES + i * 4099 for i in range(4)]
@@ -212,3 +213,21 @@ def test_deserializer_objects_get_topic_and_headers(flavour, open_consumer, code
         return (("k", w.topic, w.headers, w.key), ("v", w.topic, w.headers, w.value))
 
     assert_records_match(consumed, written, deserialized=expected)
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+def test_seek_into_the_middle_of_a_batch(flavour, open_consumer, codec_topics, codec):
+    # The broker answers from the start of the batch holding the offset
+    # (for compressed batches the whole batch): records before the seek
+    # offset must be dropped, not delivered.
+    topic, written = codec_topics[codec]
+    in_partition = [w for w in written if w.partition == 1]
+    start = in_partition[len(in_partition) // 2 + 3].offset
+    tp = flavour.TopicPartition(topic, 1)
+    consumer = open_consumer()
+    consumer.assign([tp])
+    consumer.seek(tp, start)
+    from tests.support.consumers import poll_records
+
+    expected = [w for w in in_partition if w.offset >= start]
+    assert_records_match(poll_records(consumer, len(expected)), expected)

@@ -38,6 +38,11 @@ class UnsupportedCodecError(KafkaError):
     pass
 
 
+class CommitFailedError(KafkaError):
+    """An offset commit the group can no longer accept: the member was
+    removed from the group or its generation is over (kafka-python's name)."""
+
+
 class KafkaProtocolError(KafkaError):
     """The broker sent bytes that do not follow the protocol (kafka-python's name)."""
 

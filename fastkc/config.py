@@ -29,6 +29,10 @@ CONSUMER_DEFAULTS = {
     "client_rack": "",
     "group_id": None,
     "group_instance_id": None,
+    # KIP-848 (fastkc addition, the Java client's group.protocol / group.remote.assignor):
+    # "classic" or "consumer"; the server-side assignor for "consumer" (None: the broker's default)
+    "group_protocol": "classic",
+    "group_remote_assignor": None,
     "key_deserializer": None,
     "value_deserializer": None,
     "enable_incremental_fetch_sessions": True,
@@ -175,6 +179,13 @@ def consumer_config(configs):
         _fail("client_rack must be a str")
     if config["group_id"] is not None and not isinstance(config["group_id"], str):
         _fail("group_id must be a str or None")
+    if config["group_protocol"] not in ("classic", "consumer"):
+        _fail("group_protocol must be 'classic' or 'consumer', not {0!r}".format(config["group_protocol"]))
+    if config["group_remote_assignor"] is not None and not isinstance(config["group_remote_assignor"], str):
+        _fail("group_remote_assignor must be a str (e.g. 'uniform', 'range') or None")
+    if config["group_instance_id"] is not None and (not isinstance(config["group_instance_id"], str)
+                                                    or not config["group_instance_id"]):
+        _fail("group_instance_id must be a non-empty str or None")
     for key in ("key_deserializer", "value_deserializer"):
         value = config[key]
         if value is not None and not callable(value) and not callable(getattr(value, "deserialize", None)):

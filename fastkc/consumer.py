@@ -5,13 +5,12 @@ fastkc/config.py); an unknown key raises KafkaConfigurationError. Beyond
 kafka-python: poll_arrow() returns one pyarrow.RecordBatch for columnar
 consumers.
 
-Groups (subscribe with a group_id, commit, committed, the coordinator) are
-issue 5: those methods raise IllegalStateError saying so. Without group_id,
+With a group_id, subscribe() joins the group through fastkc.group (the
+member lives in `_coordinator`; its decisions are applied at the start of
+every poll round, on the application's thread). Without group_id,
 subscribe() does what kafka-python does: every partition of the subscribed
 topics (or of the topics matching a pattern) is assigned locally, following
-metadata. The group keys are accepted and validated now; a coordinator plugs
-in through `_coordinator` (polled from `_poll_once`, asked for committed
-positions before the reset policy applies).
+metadata.
 
 Not thread-safe, like kafka-python's: one thread drives a consumer.
 """
@@ -31,9 +30,8 @@ from fastkc.structs import OffsetAndTimestamp, TopicPartition
 
 log = logging.getLogger(__name__)
 
-_GROUPS_LATER = ("consumer groups (subscribe with group_id, commit) are not supported yet (fastkc issue 5); "
-                 "use assign(), or subscribe without group_id")
 _EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
+_GROUP_WAKEUP_S = 0.05
 
 
 class KafkaConsumer:
@@ -70,6 +68,12 @@ class KafkaConsumer:
         """Close the connections. autocommit matters once groups exist."""
         if self._closed:
             return
+        if self._coordinator is not None:
+            try:
+                # commit, revoke through the listener, leave the group
+                self._coordinator.close(autocommit=autocommit, timeout_ms=timeout_ms)
+            except Exception:  # closing must close
+                log.warning("leaving the group failed", exc_info=True)
         self._closed = True
         try:
             # free the brokers' fetch-session slots; bounded, and never fatal
@@ -127,8 +131,6 @@ class KafkaConsumer:
         consumer and the assignment follows metadata (new partitions, new
         matching topics). With group_id: consumer groups are issue 5."""
         self._check_open()
-        if self.config["group_id"] is not None:
-            raise IllegalStateError(_GROUPS_LATER)
         if isinstance(topics, str):
             topics = [topics]
         topics = list(topics or ())
@@ -138,6 +140,13 @@ class KafkaConsumer:
             raise IllegalStateError(_EXCLUSIVE)
         if self._assignment and self._subscribed_topics is None and self._pattern is None:
             raise IllegalStateError(_EXCLUSIVE)
+        if listener is not None and not any(hasattr(listener, m) for m in (
+                "on_partitions_revoked", "on_partitions_assigned", "on_partitions_lost")):
+            raise TypeError("listener must be a ConsumerRebalanceListener")
+        if self.config["group_id"] is not None and self._coordinator is None:
+            from fastkc.group import make_group_member
+
+            self._coordinator = make_group_member(self.config, _GroupApp(self))
         if pattern is not None:
             self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
             self._subscribed_topics = set()
@@ -149,6 +158,10 @@ class KafkaConsumer:
             self._client.subscribe_all_topics = False
             self._client.set_topics(self._subscribed_topics)
             self._client.request_metadata_update()
+        if self._coordinator is not None:
+            if pattern is not None and hasattr(self._coordinator, "set_pattern"):
+                self._coordinator.set_pattern(self._pattern.pattern)
+            self._coordinator.subscribe(self._subscribed_topics, listener)
         self._update_subscribed_assignment()
 
     def _update_subscribed_assignment(self):
@@ -167,6 +180,14 @@ class KafkaConsumer:
             if meta is None or meta.error_code != 0:
                 continue
             wanted.extend(TopicPartition(topic, p) for p in sorted(meta.partitions))
+        if self._coordinator is not None:
+            # the group assigns; it hears of new pattern matches and partition counts
+            if self._pattern is not None:
+                self._coordinator.update_subscription(self._subscribed_topics)
+            if hasattr(self._coordinator, "metadata_changed"):
+                self._coordinator.metadata_changed({t: len(m.partitions) for t, m in cluster.topics.items()
+                                                    if m.error_code == 0})
+            return
         if set(wanted) != set(self._assignment):
             self._set_assignment(wanted)
 
@@ -179,22 +200,58 @@ class KafkaConsumer:
     def unsubscribe(self):
         """Drop the subscription and the assignment."""
         self._check_open()
+        if self._coordinator is not None and self._subscribed_topics is not None:
+            self._coordinator.unsubscribe()
         self._subscribed_topics = None
         self._pattern = None
         self._client.subscribe_all_topics = False
         self._set_assignment([])
 
+    def _group(self):
+        """The group member (created on first use: committing with a group_id
+        works without a subscription, as in kafka-python)."""
+        self._check_open()
+        if self.config["group_id"] is None:
+            raise IllegalStateError("Requires group_id")
+        if self._coordinator is None:
+            from fastkc.group import make_group_member
+
+            self._coordinator = make_group_member(self.config, _GroupApp(self))
+        return self._coordinator
+
     def commit(self, offsets=None, timeout_ms=None):
-        raise IllegalStateError(_GROUPS_LATER if self.config["group_id"] else "Requires group_id")
+        """Commit `offsets` ({TopicPartition: OffsetAndMetadata}; the
+        positions of every assigned partition when None) and wait. Raises
+        CommitFailedError / RebalanceInProgressError as the Java client does."""
+        group = self._group()
+        group.commit_sync(offsets, timeout_ms)
+        group._deliver_commit_callbacks()
 
     def commit_async(self, offsets=None, callback=None):
-        raise IllegalStateError(_GROUPS_LATER if self.config["group_id"] else "Requires group_id")
+        """Commit without waiting; callback(offsets, error_or_None) runs in a
+        later poll() (or close) on this thread."""
+        self._group().commit_async(offsets, callback or self.config["default_offset_commit_callback"])
 
     def committed(self, partition, metadata=False, timeout_ms=None):
-        raise IllegalStateError(_GROUPS_LATER if self.config["group_id"] else "Requires group_id")
+        """The last committed offset of `partition` (None when none), or the
+        OffsetAndMetadata when metadata=True."""
+        if not isinstance(partition, TopicPartition):
+            raise TypeError("partition must be a TopicPartition")
+        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        entry = self._group().fetch_committed([partition], timeout_ms).get(partition)
+        if entry is None:
+            return None
+        return entry if metadata else entry.offset
 
     def group_metadata(self):
-        return None
+        """ConsumerGroupMetadata(group_id, generation_id, member_id,
+        group_instance_id, state), kafka-python's snapshot."""
+        from fastkc.group import ConsumerGroupMetadata
+
+        if self._coordinator is None:
+            return ConsumerGroupMetadata(self.config["group_id"], -1, "", self.config["group_instance_id"],
+                                         "<unjoined>")
+        return self._coordinator.group_metadata()
 
     # --- polling -----------------------------------------------------------------------
     def poll(self, timeout_ms=0, max_records=None, update_offsets=True):
@@ -214,6 +271,8 @@ class KafkaConsumer:
         key_d = self.config["key_deserializer"]
         value_d = self.config["value_deserializer"]
         while True:
+            if self._coordinator is not None:
+                self._coordinator.on_app_poll()
             fetcher.raise_pending()
             self._client.raise_fatal()
             records = fetcher.fetched_records(max_records, update_offsets, key_d, value_d)
@@ -237,6 +296,10 @@ class KafkaConsumer:
             timeout = 0.0
         # wake for retry backoffs (resets, fetch retries) and metadata
         timeout = min(timeout, self.config["retry_backoff_ms"] / 1000.0) if self._needs_retry_wakeup() else timeout
+        if self._coordinator is not None:
+            # the group thread's decisions (assignments, revocations) are
+            # applied on this thread: look at least every 50 ms
+            timeout = min(timeout, _GROUP_WAKEUP_S)
         self._client.poll(timeout)
         fetcher.send_requests()
 
@@ -268,6 +331,8 @@ class KafkaConsumer:
         deadline = self._clock() + max(0, timeout_ms if timeout_ms is not None else float("inf")) / 1000.0
         fetcher = self._fetcher
         while True:
+            if self._coordinator is not None:
+                self._coordinator.on_app_poll()
             fetcher.raise_pending()
             self._client.raise_fatal()
             batches = fetcher.fetched_arrow(limit)
@@ -448,6 +513,24 @@ class KafkaConsumer:
         fetch["buffered-bytes"] = self._fetcher.buffered_bytes()
         group = "{0}-fetch-manager-metrics".format(self.config["metric_group_prefix"])
         return {group: fetch}
+
+
+class _GroupApp:
+    """What the group member may do to the consumer (always on the
+    application's thread, inside poll/commit/close)."""
+
+    def __init__(self, consumer):
+        self._consumer = consumer
+
+    def positions(self):
+        return {tp: (state.position, state.position_epoch)
+                for tp, state in self._consumer._fetcher.states.items() if state.position is not None}
+
+    def set_assignment(self, partitions):
+        self._consumer._set_assignment(partitions)
+
+    def seek(self, tp, offset, epoch):
+        self._consumer._fetcher.seek(tp, offset, epoch if epoch is not None else -1)
 
 
 def _chain(records_by_partition):

@@ -61,15 +61,12 @@ def test_context_manager_closes(consumer):
         consumer.assign([TP])
 
 
-def test_group_operations_are_refused_until_issue_5(consumer):
+def test_group_operations_need_a_group_id(consumer):
     with pytest.raises(errors.IllegalStateError, match="group_id"):
         consumer.commit()
     with pytest.raises(errors.IllegalStateError):
         consumer.committed(TP)
     assert consumer.subscription() is None
-    consumer.config["group_id"] = "g"  # as if constructed with one
-    with pytest.raises(errors.IllegalStateError, match="issue 5"):
-        consumer.subscribe(["t"])
 
 
 def test_subscribe_without_group_assigns_every_partition(consumer):

@@ -65,7 +65,9 @@ def test_broker_restart_during_consumption_loses_and_repeats_nothing(
     consumer.seek_to_beginning()
     early = _consume_some(consumer, 60)
 
-    stop_node(restartable_broker, restartable_broker.nodes[0].node_id)
+    node = restartable_broker.nodes[0]
+    old_pid = node.pid
+    stop_node(restartable_broker, node.node_id)
     # While the broker is down poll returns what was already fetched, or
     # nothing; it raises nothing and does not hang.
     during = []
@@ -75,7 +77,8 @@ def test_broker_restart_during_consumption_loses_and_repeats_nothing(
         for records in consumer.poll(timeout_ms=300).values():
             during.extend(records)
         assert time.monotonic() - began < 10.0, "poll hung while the broker was down"
-    start_node(restartable_broker, restartable_broker.nodes[0].node_id)
+    start_node(restartable_broker, node.node_id)
+    assert node.pid != old_pid  # a new process on the same data dir and port
 
     after = produce(bootstrap, topic, mixed_messages(100, PARTITIONS, tag="after-"))
     expected = visible(before + after)

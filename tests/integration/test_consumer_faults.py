@@ -64,6 +64,12 @@ def test_broker_restart_during_consumption_loses_and_repeats_nothing(
     consumer.assign(tps)
     consumer.seek_to_beginning()
     early = _consume_some(consumer, 60)
+    # A second consumer, with a fetch on the wire, to be closed while the
+    # broker is down.
+    closing = consumer_factory(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    closing.assign(tps)
+    closing.seek_to_end()
+    assert closing.poll(timeout_ms=300) == {}
 
     node = restartable_broker.nodes[0]
     old_pid = node.pid
@@ -77,6 +83,9 @@ def test_broker_restart_during_consumption_loses_and_repeats_nothing(
         for records in consumer.poll(timeout_ms=300).values():
             during.extend(records)
         assert time.monotonic() - began < 10.0, "poll hung while the broker was down"
+    began = time.monotonic()
+    closing.close()
+    assert time.monotonic() - began < 15.0, "close() hung while the broker was down"
     start_node(restartable_broker, node.node_id)
     assert node.pid != old_pid  # a new process on the same data dir and port
 

@@ -231,3 +231,33 @@ def test_seek_into_the_middle_of_a_batch(flavour, open_consumer, codec_topics, c
 
     expected = [w for w in in_partition if w.offset >= start]
     assert_records_match(poll_records(consumer, len(expected)), expected)
+
+
+def test_consumers_in_parallel_threads(flavour, open_consumer, codec_topics):
+    # One consumer per thread (a consumer is not shared between threads, as
+    # in the Java client), decoding different codecs at the same time: each
+    # gets exactly its own records.
+    import threading
+
+    codecs = ("gzip", "lz4", "zstd", "snappy")
+    consumers = {codec: open_consumer() for codec in codecs}
+    results = {}
+    failures = []
+
+    def run(codec):
+        topic, written = codec_topics[codec]
+        try:
+            results[codec] = read_all(consumers[codec], _topic_partitions(flavour, topic, PARTITIONS),
+                                      len(written))
+        except BaseException as exc:  # reported below, in the main thread
+            failures.append((codec, exc))
+
+    threads = [threading.Thread(target=run, args=(codec,)) for codec in codecs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(t.is_alive() for t in threads), "a consumer thread hung"
+    assert not failures, failures
+    for codec in codecs:
+        assert_records_match(results[codec], codec_topics[codec][1])

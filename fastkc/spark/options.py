@@ -248,6 +248,11 @@ def _validate_stream(params):
     return starting
 
 
+def validate_general(options):
+    """The checks Spark makes for batch and streaming alike."""
+    _validate_general({k: str(v) for k, v in _lower(options).items()})
+
+
 # --- kafka.* → KafkaConsumer keyword arguments ---------------------------------------
 
 # Java consumer keys whose kafka-python name is not simply dots → underscores.

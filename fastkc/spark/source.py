@@ -156,6 +156,9 @@ class FastkcDataSource(DataSource):
             {k.lower(): v for k, v in self.options.items()}.get("includeheaders", "false"), "includeHeaders")
 
     def schema(self):
+        # Spark validates the options common to batch and streaming when the
+        # DataFrame is created (load()); schema() is what runs then
+        _options.validate_general(self.options)
         return spark_schema(self._include_headers())
 
     def _check_schema(self, schema):

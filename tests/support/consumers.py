@@ -16,6 +16,7 @@ catches the error class of the implementation under test, never the other's.
 """
 import importlib
 import os
+import time
 import types
 from dataclasses import dataclass
 
@@ -103,14 +104,6 @@ def load_flavour(name):
     raise ValueError("unknown consumer flavour {0!r}; expected one of {1}".format(name, FLAVOUR_NAMES))
 
 
-def as_written(record):
-    """A consumed ConsumerRecord as the comparable tuple of
-    kafka_tools.WrittenRecord.comparable(), headers normalised to a tuple of
-    (str, bytes | None) pairs."""
-    return (record.topic, record.partition, record.offset, record.key, record.value,
-            tuple((k, v) for k, v in (record.headers or ())), record.timestamp, record.timestamp_type)
-
-
 def expected_sizes(written):
     """serialized_key_size, serialized_value_size, serialized_header_size as
     kafka-python defines them: -1 for a null key/value; header size the sum
@@ -131,16 +124,16 @@ def expected_sizes(written):
 def mixed_messages(count, partitions, *, base_timestamp=None, tag=""):
     """`count` messages spread round-robin over `partitions` that exercise
     every record field: null keys (every 7th), null values (every 11th),
-    empty keys and values,
-    no headers / headers with a null value / duplicated and non-ASCII header
-    keys, values of varying length, and (with base_timestamp) chosen
-    CreateTime timestamps base_timestamp + i."""
+    empty (not null) keys and values, no headers / headers with a null value
+    / duplicated, non-ASCII header keys and binary header values, values of
+    varying length, and (with base_timestamp) chosen CreateTime timestamps
+    base_timestamp + i."""
     from tests.support.kafka_tools import Message
 
     header_sets = (
         (),
         (("trace", b"abc"), ("null-valued", None)),
-        (("dup", b"first"), ("dup", b"second"), ("sch\u00fcssel-\u03bb", b""), ("empty-key-next", b"\x00\xff")),
+        (("dup", b"first"), ("dup", b"second"), ("sch\u00fcssel-\u03bb", b""), ("binary", b"\x00\xff")),
     )
     messages = []
     for i in range(count):
@@ -197,8 +190,6 @@ def poll_records(consumer, count, *, timeout=60.0, poll_ms=200, settle_ms=300, *
     """Poll until `count` records arrived, then once more for settle_ms (a
     record delivered twice shows up as a mismatch). Records come back
     grouped by partition, sorted by (topic, partition), delivery order kept."""
-    import time
-
     got = {}
     total = 0
     deadline = time.monotonic() + timeout

@@ -10,13 +10,16 @@ import time
 import pytest
 from kafka.serializer import Deserializer as KafkaPythonDeserializer
 
-from tests.support.consumers import assert_records_match, mixed_messages, read_all
+from tests.support.consumers import assert_records_match, mixed_messages, poll_records, read_all
 from tests.support.kafka_tools import (
     CODECS,
     LOG_APPEND_TIME,
+    Message,
+    create_topic,
     monotonic_values,
     produce,
     producer_performance,
+    unique_name,
     visible,
 )
 
@@ -34,8 +37,6 @@ def _topic_partitions(flavour, topic, partitions):
 def codec_topics(kafka_broker):
     """codec → (topic, written records): one 3-partition topic per codec,
     written in one burst so compressed batches hold many records."""
-    from tests.support.kafka_tools import create_topic, unique_name
-
     base = int(time.time() * 1000) - 3_600_000
     out = {}
     for codec in CODECS:
@@ -76,8 +77,6 @@ def test_large_values_near_one_megabyte(flavour, open_consumer, kafka_broker, ma
     # record: a first batch larger than them must still be returned whole
     # (KIP-74), and the consumer must make progress one record at a time.
     topic = make_topic(partitions=1, configs={"max.message.bytes": 3_000_000})
-    from tests.support.kafka_tools import Message
-
     messages = [Message(key=b"big-%d" % i, value=os.urandom(LARGE_VALUE_BYTES + i * 4099), partition=0)
                 for i in range(4)]
     written = visible(produce(kafka_broker.bootstrap_servers, topic, messages,
@@ -92,8 +91,6 @@ def test_large_values_near_one_megabyte(flavour, open_consumer, kafka_broker, ma
 def bulk_topic(kafka_broker):
     """BULK_RECORDS monotonic records (value str(i), null key) written by
     Kafka's Java ProducerPerformance, lz4, into one partition."""
-    from tests.support.kafka_tools import create_topic, unique_name
-
     topic = create_topic(kafka_broker.bootstrap_servers, unique_name("consumer-bulk"), partitions=1)
     run = producer_performance(kafka_broker.bootstrap_servers, topic, BULK_RECORDS,
                                kafka_version=getattr(kafka_broker, "kafka_version", None), compression="lz4")
@@ -227,8 +224,6 @@ def test_seek_into_the_middle_of_a_batch(flavour, open_consumer, codec_topics, c
     consumer = open_consumer()
     consumer.assign([tp])
     consumer.seek(tp, start)
-    from tests.support.consumers import poll_records
-
     expected = [w for w in in_partition if w.offset >= start]
     assert_records_match(poll_records(consumer, len(expected)), expected)
 

@@ -7,12 +7,14 @@ import time
 
 import pytest
 
-from tests.support.consumers import assert_records_match, mixed_messages, read_all
+from tests.support.consumers import assert_records_match, mixed_messages, poll_records, read_all
 from tests.support.kafka_tools import (
     TransactionalWriter,
     _produce_batch,
+    create_topic,
     produce,
     producer_config,
+    unique_name,
     visible,
 )
 
@@ -27,8 +29,6 @@ def transactional_topic(kafka_broker):
     committed transaction, then a last committed transaction (so the last
     stable offset reaches the end of the log)."""
     from confluent_kafka import Producer
-
-    from tests.support.kafka_tools import create_topic, unique_name
 
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_name("consumer-tx"), partitions=PARTITIONS)
@@ -114,8 +114,6 @@ def test_open_transaction_holds_read_committed_at_the_last_stable_offset(
         assert_records_match(read_all(uncommitted_reader, [tp], len(everything)), everything)
         tx.producer.commit_transaction(30)
     # Once committed, the rest follows, in offset order.
-    from tests.support.consumers import poll_records
-
     rest = poll_records(committed_reader, len(pending) + len(after), settle_ms=1000)
     assert_records_match(rest, visible(pending + after))
 

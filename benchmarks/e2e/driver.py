@@ -224,17 +224,22 @@ def draw_chart(summaries, meta, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    measured = [(s["label"], s["records_per_second"]) for s in summaries.values() if s["status"] == "ok"]
-    fig, ax = plt.subplots(figsize=(8, 0.6 * max(len(measured), 1) + 1.6))
-    labels = [label for label, _ in measured][::-1]
-    rates = [rate / 1e6 for _, rate in measured][::-1]
-    bars = ax.barh(labels, rates, color=["#d62728" if l.startswith("fastkc") else "#7f7f7f" for l in labels])
-    for bar, rate in zip(bars, rates):
-        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, " {0:.2f}".format(rate), va="center")
-    ax.set_xlabel("million records/s delivered (first poll → last record)")
+    measured = [s for s in summaries.values() if s["status"] == "ok"][::-1]  # barh draws bottom-up
+    fig, ax = plt.subplots(figsize=(10, 0.6 * max(len(measured), 1) + 1.6))
+    labels = [s["label"] for s in measured]
+    rates = [s["records_per_second"] / 1e6 for s in measured]
+    # Whiskers span the slowest to the fastest run around the median bar.
+    run_rates = [[r["records"] / r["seconds"] / 1e6 for r in s["runs"]] for s in measured]
+    spread = [[rate - min(runs) for rate, runs in zip(rates, run_rates)],
+              [max(runs) - rate for rate, runs in zip(rates, run_rates)]]
+    bars = ax.barh(labels, rates, xerr=spread, capsize=3, ecolor="#333333",
+                   color=["#d62728" if label.startswith("fastkc") else "#7f7f7f" for label in labels])
+    for bar, rate, runs in zip(bars, rates, run_rates):
+        ax.text(max(runs), bar.get_y() + bar.get_height() / 2, "  {0:.2f}".format(rate), va="center")
+    ax.set_xlabel("million records/s delivered (first poll → last record); median, whiskers: slowest–fastest run")
     ax.set_title("{records:,} × {record_size} B, {compression}, {partitions} partitions, Kafka {kafka_version}"
                  .format(**meta), fontsize=10)
-    ax.set_xlim(0, max(rates + [0.001]) * 1.2)
+    ax.set_xlim(0, max([max(runs) for runs in run_rates] + [0.001]) * 1.15)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

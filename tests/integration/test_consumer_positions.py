@@ -249,6 +249,8 @@ def test_auto_offset_reset_none_raises_on_poll(flavour, open_consumer, shared):
     consumer.assign([tp1])
     with pytest.raises(flavour.error("NoOffsetForPartitionError")):
         consumer.poll(timeout_ms=2000)
+    with pytest.raises(flavour.error("NoOffsetForPartitionError")):
+        consumer.position(tp1)
     # A seek gives it a position: then it consumes normally.
     consumer.seek(tp1, P1_COUNT - 2)
     consumed = poll_records(consumer, 2)

@@ -120,9 +120,9 @@ def test_open_transaction_holds_read_committed_at_the_last_stable_offset(
 
 def test_end_offsets_under_read_committed_is_the_last_stable_offset(flavour, open_consumer, kafka_broker,
                                                                    make_topic):
-    # The Java client's endOffsets answers with the consumer's isolation
-    # level: the last stable offset under read_committed, the high watermark
-    # under read_uncommitted.
+    # The Java client's endOffsets and seekToEnd follow the consumer's
+    # isolation level: the last stable offset under read_committed, the high
+    # watermark under read_uncommitted.
     from confluent_kafka import Producer
 
     bootstrap = kafka_broker.bootstrap_servers
@@ -137,6 +137,12 @@ def test_end_offsets_under_read_committed_is_the_last_stable_offset(flavour, ope
         uncommitted_reader = open_consumer(isolation_level="read_uncommitted")
         assert uncommitted_reader.end_offsets([tp]) == {tp: after[-1].offset + 1}
         assert committed_reader.end_offsets([tp]) == {tp: pending[0].offset}
+        # seek_to_end (and so auto_offset_reset=latest) lands on the same offsets.
+        for reader in (committed_reader, uncommitted_reader):
+            reader.assign([tp])
+            reader.seek_to_end(tp)
+        assert uncommitted_reader.position(tp) == after[-1].offset + 1
+        assert committed_reader.position(tp) == pending[0].offset
         tx.producer.abort_transaction(30)
 
 

@@ -42,9 +42,8 @@ def main(master, bootstrap, topic):
              .config("spark.executorEnv.PYTHONPATH", ROOT)
              .getOrCreate())
     try:
-        import fastkc.spark
-
-        fastkc.spark.register(spark)
+        # no fastkc.spark.register(spark): format("fastkc") must resolve through
+        # the pyspark_fastkc module (auto-registration) found on PYTHONPATH
         # wait until both workers' executors registered, so the tasks can spread
         jsc = spark.sparkContext._jsc.sc()
         import time

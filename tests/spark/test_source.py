@@ -118,6 +118,23 @@ def test_starting_timestamp_resolves_to_first_offset_at_or_after(spark, kafka_br
     assert [bytes(r.value) for r in df.orderBy("offset").collect()] == [b"4", b"5", b"6", b"7"]
 
 
+def test_fail_on_data_loss_when_the_range_start_was_deleted(spark, kafka_broker, make_topic):
+    from confluent_kafka import TopicPartition as ConfluentPartition
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    written = produce(bootstrap, topic, [Message(value=b"%d" % i, partition=0) for i in range(50)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # records 0..19 deleted: the log now starts at 20
+    admin.delete_records([ConfluentPartition(topic, 0, 20)])[ConfluentPartition(topic, 0, 20)].result(30)
+    start_at_zero = '{"%s":{"0":0}}' % topic
+    with pytest.raises(Exception, match='failOnDataLoss'):
+        _read_batch(spark, bootstrap, topic, startingOffsets=start_at_zero).collect()
+    df = _read_batch(spark, bootstrap, topic, startingOffsets=start_at_zero, failOnDataLoss="false")
+    assert [r.offset for r in df.orderBy("offset").collect()] == [r.offset for r in written[20:]]
+
+
 @pytest.mark.parametrize("opts,message", BATCH_CASES[:8])
 def test_batch_option_errors_surface_with_sparks_message(spark, opts, message):
     reader = spark.read.format("fastkc")

@@ -1,7 +1,9 @@
 """The distributed path: a Spark standalone cluster (master + two workers on
 127.0.0.1, started with the pyspark install's sbin/spark-daemon.sh, the
 script start-master.sh / start-worker.sh wrap) reads a topic through the
-`fastkc` source; both executors read ranges and the rows are exact."""
+`fastkc` source; both executors read ranges and the rows are exact. The job
+never calls fastkc.spark.register: the source resolves through the
+pyspark_fastkc module (auto-registration)."""
 import json
 import os
 import socket

@@ -33,6 +33,7 @@ from fastkc.assignors import (
     validate_cooperative_assignment,
 )
 from fastkc.errors import (
+    CommitFailedError,
     CoordinatorLoadInProgressError,
     FencedInstanceIdError,
     IllegalGenerationError,
@@ -115,6 +116,7 @@ class ClassicGroupMember(GroupMemberBase):
         self.protocol = None
         self.leader_id = None
         self._pending = None  # (generation, protocol, Assignment) waiting for the application
+        self._applying = False  # the application is applying an assignment: no rejoin meanwhile
         self._lost_pending = False  # fenced: the application must hand its partitions to on_partitions_lost
         self._prepared = False  # the application finished PREPARING's work
         self._next_heartbeat = 0.0
@@ -124,16 +126,25 @@ class ClassicGroupMember(GroupMemberBase):
 
     # --- states --------------------------------------------------------------------------------
     def _set_state(self, new):
-        if new not in _LEGAL[self.state]:
-            raise IllegalStateError("group member: illegal transition {0} -> {1}".format(
-                self.state.name, new.name))
-        log.debug("group %s member %s: %s -> %s", self.group_id, self.member_id, self.state.name, new.name)
-        self.state = new
+        with self._lock:
+            if new not in _LEGAL[self.state]:
+                raise IllegalStateError("group member: illegal transition {0} -> {1}".format(
+                    self.state.name, new.name))
+            log.debug("group %s member %s: %s -> %s", self.group_id, self.member_id, self.state.name, new.name)
+            self.state = new
 
     def _commit_identity(self):
         if self.state is MemberState.STABLE or self._pending is not None or self.generation != NO_GENERATION:
             return self.generation, self.member_id
         return NO_GENERATION, self.member_id
+
+    def _check_can_commit(self):
+        if self._subscription is None or self.generation != NO_GENERATION:
+            return
+        if self.state in (MemberState.PREPARING, MemberState.JOINING, MemberState.SYNCING):
+            raise RebalanceInProgressError("the group is rebalancing; commit after the rebalance completes (poll)")
+        raise CommitFailedError("Commit cannot be completed since this member is not part of an active group "
+                                "generation (it left after max_poll_interval_ms without poll(), or was removed)")
 
     def group_metadata(self):
         from fastkc.group import ConsumerGroupMetadata
@@ -146,21 +157,23 @@ class ClassicGroupMember(GroupMemberBase):
         self._rebalance_needed("subscription changed")
 
     def _rebalance_needed(self, reason):
-        if self.state is MemberState.STABLE:
-            log.info("group %s: rejoining (%s)", self.group_id, reason)
-            self._set_state(MemberState.UNJOINED)
-        self._wake.notify_all()
+        with self._lock:
+            if self.state is MemberState.STABLE:
+                log.info("group %s: rejoining (%s)", self.group_id, reason)
+                self._set_state(MemberState.UNJOINED)
+            self._kick_thread()
 
     def _member_fenced(self, reason):
         log.info("group %s: member %s generation %s fenced (%s)", self.group_id, self.member_id,
                  self.generation, reason)
-        self.generation = NO_GENERATION
-        self.protocol = None
-        self._pending = None
-        self._lost_pending = True
-        if self.state is not MemberState.UNJOINED and self.state is not MemberState.CLOSED:
-            self._set_state(MemberState.UNJOINED)
-        self._wake.notify_all()
+        with self._lock:
+            self.generation = NO_GENERATION
+            self.protocol = None
+            self._pending = None
+            self._lost_pending = True
+            if self.state is not MemberState.UNJOINED and self.state is not MemberState.CLOSED:
+                self._set_state(MemberState.UNJOINED)
+            self._kick_thread()
 
     def metadata_changed(self, partition_counts):
         """The leader rejoins when a subscribed topic's partition count
@@ -196,7 +209,7 @@ class ClassicGroupMember(GroupMemberBase):
         if self._commit_queue:
             self._flush_async_commits_locked()
         if self.state is MemberState.UNJOINED:
-            if self._pending is not None:
+            if self._pending is not None or self._applying:
                 return 1.0  # the application applies the last assignment first
             if self._lost_pending or (self.rebalance_protocol is RebalanceProtocol.EAGER and self._owned):
                 self._prepared = False
@@ -318,8 +331,9 @@ class ClassicGroupMember(GroupMemberBase):
         code = response["error_code"]
         if code == 0:
             assignment = decode_assignment(response["assignment"])
-            self._pending = (self.generation, self.protocol, assignment)
-            self._set_state(MemberState.STABLE)
+            with self._lock:
+                self._pending = (self.generation, self.protocol, assignment)
+                self._set_state(MemberState.STABLE)
             return True
         cls = for_code(code)
         self._set_state(MemberState.UNJOINED)
@@ -393,6 +407,16 @@ class ClassicGroupMember(GroupMemberBase):
             lost = self._lost_pending
             preparing = self.state is MemberState.PREPARING and not self._prepared
             pending, self._pending = self._pending, None
+            self._applying = pending is not None
+        try:
+            self._apply(lost, preparing, pending)
+        finally:
+            if pending is not None:
+                with self._lock:
+                    self._applying = False
+                self._kick_thread()
+
+    def _apply(self, lost, preparing, pending):
         if lost and self._owned:
             self._revoke_on_app_thread(list(self._owned), lost=True, commit=False)
         if preparing:
@@ -403,7 +427,7 @@ class ClassicGroupMember(GroupMemberBase):
                 self._lost_pending = False if lost else self._lost_pending
                 if self.state is MemberState.PREPARING:
                     self._prepared = True
-                self._wake.notify_all()
+                self._kick_thread()
         if pending is None:
             return
         generation, protocol, assignment = pending

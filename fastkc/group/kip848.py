@@ -21,7 +21,9 @@ import logging
 import uuid
 
 from fastkc.errors import (
+    CommitFailedError,
     FencedMemberEpochError,
+    RebalanceInProgressError,
     IllegalStateError,
     UnknownMemberIdError,
     UnreleasedInstanceIdError,
@@ -73,17 +75,27 @@ class ConsumerProtocolMember(GroupMemberBase):
         self._heartbeat_now = True
         self._target_ids = None  # the last assignment the broker sent, by topic id (None: unchanged)
         self._pending = None  # resolved target waiting for the application
+        self._applying = False  # the application is reconciling `_pending` right now
         self._pattern = None
 
     def _set_state(self, new):
-        if new not in _LEGAL[self.state]:
-            raise IllegalStateError("KIP-848 member: illegal transition {0} -> {1}".format(
-                self.state.name, new.name))
-        log.debug("group %s member %s: %s -> %s", self.group_id, self.member_id, self.state.name, new.name)
-        self.state = new
+        with self._lock:
+            if new not in _LEGAL[self.state]:
+                raise IllegalStateError("KIP-848 member: illegal transition {0} -> {1}".format(
+                    self.state.name, new.name))
+            log.debug("group %s member %s: %s -> %s", self.group_id, self.member_id, self.state.name, new.name)
+            self.state = new
 
     def _commit_identity(self):
         return self.member_epoch, self.member_id
+
+    def _check_can_commit(self):
+        if self._subscription is None or self.member_epoch > 0:
+            return
+        if self.state is Member848State.JOINING:
+            raise RebalanceInProgressError("joining the group; commit once partitions are assigned (poll)")
+        raise CommitFailedError("Commit cannot be completed since this member is not part of the group "
+                                "(it left after max_poll_interval_ms without poll(), or was fenced)")
 
     def group_metadata(self):
         from fastkc.group import ConsumerGroupMetadata
@@ -102,16 +114,17 @@ class ConsumerProtocolMember(GroupMemberBase):
 
     def _rebalance_needed(self, reason):
         self._heartbeat_now = True
-        self._wake.notify_all()
+        self._kick_thread()
 
     def _member_fenced(self, reason):
         log.info("group %s: member %s epoch %s fenced (%s)", self.group_id, self.member_id, self.member_epoch, reason)
-        self.member_epoch = 0
-        self._pending = None
-        self._target_ids = None
-        if self.state is not Member848State.FENCED and self.state is not Member848State.CLOSED:
-            self._set_state(Member848State.FENCED)
-        self._wake.notify_all()
+        with self._lock:
+            self.member_epoch = 0
+            self._pending = None
+            self._target_ids = None
+            if self.state is not Member848State.FENCED and self.state is not Member848State.CLOSED:
+                self._set_state(Member848State.FENCED)
+            self._kick_thread()
 
     # --- the group thread -------------------------------------------------------------------
     def _step(self):
@@ -131,7 +144,7 @@ class ConsumerProtocolMember(GroupMemberBase):
             self._flush_async_commits_locked()
         if self.state is Member848State.FENCED:
             return 1.0  # the application hands its partitions to on_partitions_lost first
-        if self._target_ids is not None and self._pending is None and self.state is not Member848State.RECONCILING:
+        if self._target_ids is not None and not self._applying:
             self._resolve_target()
         if self.state is Member848State.UNJOINED:
             self.member_epoch = 0
@@ -213,10 +226,8 @@ class ConsumerProtocolMember(GroupMemberBase):
         assignment = response["assignment"]
         if assignment is not None:
             self._target_ids = assignment["topic_partitions"]
-            if self.state is Member848State.RECONCILING:
-                self._pending = None
-                self._set_state(Member848State.STABLE)
-            self._resolve_target()
+            if not self._applying:
+                self._resolve_target()
 
     def _resolve_target(self):
         """Names for the target's topic ids; reconcile once all are known
@@ -233,12 +244,19 @@ class ConsumerProtocolMember(GroupMemberBase):
                 self._next_heartbeat = min(self._next_heartbeat,
                                            self._clock() + self.config["retry_backoff_ms"] / 1000.0)
                 return
-        self._target_ids = None
-        if target != set(self._owned):
-            self._pending = target
-            if self.state is not Member848State.RECONCILING:
-                self._set_state(Member848State.RECONCILING)
-            self._wake.notify_all()
+        with self._lock:
+            if self._applying:
+                return  # resolved again once the application is done
+            self._target_ids = None
+            if target != set(self._owned):
+                # a newer target replaces one the application has not started on
+                self._pending = target
+                if self.state is not Member848State.RECONCILING:
+                    self._set_state(Member848State.RECONCILING)
+            elif self.state is Member848State.RECONCILING:
+                self._pending = None
+                self._set_state(Member848State.STABLE)
+            self._kick_thread()
 
     def _leave(self, reason):
         if self.transport.coordinator_id is not None and self.member_epoch > 0 and \
@@ -264,13 +282,23 @@ class ConsumerProtocolMember(GroupMemberBase):
         with self._lock:
             state = self.state
             pending = self._pending if state is Member848State.RECONCILING else None
+            self._applying = pending is not None
+        try:
+            self._reconcile(state, pending)
+        finally:
+            if pending is not None:
+                with self._lock:
+                    self._applying = False
+                self._kick_thread()
+
+    def _reconcile(self, state, pending):
         if state is Member848State.FENCED:
             if self._owned:
                 self._revoke_on_app_thread(list(self._owned), lost=True, commit=False)
             with self._lock:
                 if self.state is Member848State.FENCED:
                     self._set_state(Member848State.UNJOINED)
-                self._wake.notify_all()
+                self._kick_thread()
             return
         if pending is None:
             return
@@ -286,4 +314,4 @@ class ConsumerProtocolMember(GroupMemberBase):
                 self._pending = None
                 self._set_state(Member848State.STABLE)
             self._heartbeat_now = True  # acknowledge at once
-            self._wake.notify_all()
+            self._kick_thread()

@@ -10,9 +10,13 @@ Threads (see DESIGN.md, "Groups"):
 - the group thread (`_run`) finds the coordinator, joins, heartbeats, sends
   queued async commits, and leaves the group when the application stops
   polling for longer than max_poll_interval_ms.
-One RLock (`_lock`) guards the member's state and the group's own
-KafkaClient; a Condition on it wakes the thread. The consumer's fetch client
-is only ever used from the application's thread.
+Two locks: `_io_lock` serialises every use of the group's own KafkaClient
+(the thread's steps, commits, offset fetches, leaving); `_lock` guards the
+state handed between the threads and is only ever held briefly, so the
+application's poll never waits behind a JoinGroup the broker holds open
+(cooperative members keep consuming during a rebalance). A Condition on
+`_lock` wakes the thread. The consumer's fetch client is only ever used from
+the application's thread.
 
 Commits carry the offset of the next record the application has not been
 handed (fetcher positions), the leader epoch of the last record handed out,
@@ -97,7 +101,9 @@ class GroupMemberBase:
         self.app = app
         self._clock = clock
         self._lock = threading.RLock()
+        self._io_lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
+        self._kick = False  # the thread has work: skip its next sleep
         self._closed = False
         self._thread = None
         self._thread_error = None  # fatal error of the group thread, raised from poll
@@ -124,27 +130,36 @@ class GroupMemberBase:
             self._thread.start()
 
     def _run(self):
+        wait = 0.0
         while True:
             with self._lock:
                 if self._closed:
                     return
-                try:
-                    wait = self._step()
-                except Exception as exc:  # keep the thread alive; fatal errors reach the application
-                    if isinstance(exc, KafkaError) and (exc.retriable or is_coordinator_error(exc)):
-                        log.debug("group step: %s", exc)
-                        wait = self.config["retry_backoff_ms"] / 1000.0
-                    else:
-                        log.warning("group thread error: %r", exc)
-                        self._thread_error = exc
-                        wait = 1.0
+                if wait > 0 and not self._kick:
+                    self._wake.wait(wait)
+                self._kick = False
                 if self._closed:
                     return
-                if wait > 0:
-                    self._wake.wait(wait)
+            with self._io_lock:
+                if self._closed:
+                    return
+                wait = self.run_step()
 
-    def _notify(self):
+    def run_step(self):
+        """One step of the group thread (tests call it directly)."""
+        try:
+            return self._step()
+        except Exception as exc:  # keep the thread alive; fatal errors reach the application
+            if isinstance(exc, KafkaError) and (exc.retriable or is_coordinator_error(exc)):
+                log.debug("group step: %s", exc)
+                return self.config["retry_backoff_ms"] / 1000.0
+            log.warning("group thread error: %r", exc)
+            self._thread_error = exc
+            return 1.0
+
+    def _kick_thread(self):
         with self._lock:
+            self._kick = True
             self._wake.notify_all()
 
     def close(self, autocommit=True, timeout_ms=None):
@@ -160,14 +175,14 @@ class GroupMemberBase:
             if self._owned and self._subscription is not None:
                 self._revoke_on_app_thread(list(self._owned), lost=False, commit=False)
         finally:
-            with self._lock:
+            with self._io_lock:
                 try:
                     self._flush_async_commits_locked()
                     self._leave("the consumer is being closed")
                 except Exception as exc:  # closing must close
                     log.debug("leaving the group failed: %s", exc)
                 self._closed = True
-                self._wake.notify_all()
+            self._kick_thread()
             if self._thread is not None and self._thread is not threading.current_thread():
                 self._thread.join(timeout=5.0)
             self.transport.close()
@@ -190,7 +205,7 @@ class GroupMemberBase:
         if topics != self._subscription:
             self._subscription = topics
             self._subscription_changed()
-            self._wake.notify_all()
+            self._kick_thread()
 
     def unsubscribe(self):
         """Revoke (listener), leave the group, forget the subscription."""
@@ -201,7 +216,7 @@ class GroupMemberBase:
                 except KafkaError as exc:
                     log.warning("commit before unsubscribe failed: %s", exc)
             self._revoke_on_app_thread(list(self._owned), lost=False, commit=False)
-        with self._lock:
+        with self._io_lock:
             self._subscription = None
             self._leave("the consumer unsubscribed")
 
@@ -222,7 +237,7 @@ class GroupMemberBase:
         if self._poll_timeout_expired:
             with self._lock:
                 self._poll_timeout_expired = False
-                self._wake.notify_all()
+                self._kick_thread()
         self._apply_pending()
         if self._auto_commit and self._owned and self._clock() >= self._next_auto_commit:
             self._next_auto_commit = self._clock() + self._auto_commit_interval
@@ -310,7 +325,7 @@ class GroupMemberBase:
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         deadline = self._clock() + timeout_ms / 1000.0
         while True:
-            with self._lock:
+            with self._io_lock:
                 try:
                     self._ensure_coordinator_locked(deadline)
                     self._send_commit_locked(offsets, max(1.0, (deadline - self._clock()) * 1000.0))
@@ -332,7 +347,7 @@ class GroupMemberBase:
             return
         with self._lock:
             self._commit_queue.append((offsets, callback))
-            self._wake.notify_all()
+            self._kick_thread()
         self._ensure_thread()
 
     def _flush_async_commits_locked(self):
@@ -357,6 +372,7 @@ class GroupMemberBase:
                 callback(offsets, error)
 
     def _send_commit_locked(self, offsets, timeout_ms):
+        self._check_can_commit()
         identity_before = self._commit_identity()
         response = self.transport.call("OffsetCommit", self._commit_body(offsets), timeout_ms)
         first_error = None
@@ -409,7 +425,7 @@ class GroupMemberBase:
                 "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]}
         last = None
         while True:
-            with self._lock:
+            with self._io_lock:
                 try:
                     self._ensure_coordinator_locked(deadline)
                     response = self.transport.call("OffsetFetch", body, max(1.0, (deadline - self._clock()) * 1000))
@@ -448,7 +464,7 @@ class GroupMemberBase:
     # --- the coordinator ----------------------------------------------------------------------
     def _ensure_coordinator_locked(self, deadline):
         """Find the coordinator, retrying COORDINATOR_NOT_AVAILABLE and
-        friends with retry_backoff_ms until `deadline` (lock held)."""
+        friends with retry_backoff_ms until `deadline` (_io_lock held)."""
         while self.transport.coordinator_id is None:
             remaining = deadline - self._clock()
             if remaining <= 0:
@@ -459,9 +475,13 @@ class GroupMemberBase:
                 if not (exc.retriable or is_coordinator_error(exc)):
                     raise
                 log.debug("FindCoordinator: %s", exc)
-                self._wake.wait(min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, remaining)))
+                time.sleep(min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, remaining)))
 
     # --- protocol hooks -----------------------------------------------------------------------
+    def _check_can_commit(self):
+        """Raise before sending when a subscribed member has no generation
+        (Java checks this client-side: such a commit would be accepted as a
+        "simple" commit and overwrite the new owner's progress)."""
     def _subscription_changed(self):
         raise NotImplementedError
 

@@ -352,6 +352,8 @@ class ClassicGroupMember(GroupMemberBase):
     def _heartbeat(self, now):
         interval = self.config["heartbeat_interval_ms"] / 1000.0
         try:
+            # a lost coordinator is looked up again; the membership survives the move
+            self._ensure_coordinator_locked(now + self.config["request_timeout_ms"] / 1000.0)
             response = self.transport.call("Heartbeat", {
                 "group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
                 "group_instance_id": self.group_instance_id,

@@ -7,6 +7,14 @@ explicitly with `fastkc.spark.register(spark)`.
 """
 from fastkc.spark.options import SparkKafkaOptionError
 from fastkc.spark.ranges import KafkaDataLossError
-from fastkc.spark.source import FastkcDataSource, register
 
 __all__ = ["FastkcDataSource", "KafkaDataLossError", "SparkKafkaOptionError", "register"]
+
+
+def __getattr__(name):
+    # the source classes need pyspark; options and range planning do not
+    if name in ("FastkcDataSource", "register"):
+        from fastkc.spark import source
+
+        return getattr(source, name)
+    raise AttributeError("module 'fastkc.spark' has no attribute {0!r}".format(name))

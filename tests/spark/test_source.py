@@ -230,3 +230,26 @@ def test_max_offsets_per_trigger_splits_the_backlog(spark, kafka_broker, make_to
     assert sum(sizes) == 100 and len(_sink_rows(tmp_path / "out")) == 100
     assert max(sizes) <= 30 + 2  # a share below one row rounds up (Spark's rule), at most one per partition
     assert len(sizes) >= 4
+
+
+def test_stream_fails_on_a_deleted_topic_unless_told_not_to(spark, kafka_broker, make_topic, tmp_path):
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap = kafka_broker.bootstrap_servers
+    kept = make_topic(partitions=1)
+    doomed = make_topic(partitions=1)
+    produce(bootstrap, kept, [Message(value=b"k%d" % i, partition=0) for i in range(5)])
+    produce(bootstrap, doomed, [Message(value=b"d%d" % i, partition=0) for i in range(5)])
+    both = "{0},{1}".format(kept, doomed)
+    out, checkpoint = tmp_path / "out", tmp_path / "cp"
+    _run_available_now(spark, bootstrap, both, out, checkpoint)
+    assert len(_sink_rows(out)) == 10
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future resolves
+    admin.delete_topics([doomed])[doomed].result(30)
+    with pytest.raises(Exception, match="failOnDataLoss"):
+        _run_available_now(spark, bootstrap, both, out, checkpoint)
+    # failOnDataLoss=false: the query goes on with what is left
+    produce(bootstrap, kept, [Message(value=b"k%d" % i, partition=0) for i in range(5, 8)])
+    _run_available_now(spark, bootstrap, both, out, checkpoint, failOnDataLoss="false")
+    assert sorted(v for _, _, v in _sink_rows(out)) == sorted(
+        [b"k%d" % i for i in range(8)] + [b"d%d" % i for i in range(5)])

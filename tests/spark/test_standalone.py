@@ -26,7 +26,7 @@ def _free_port():
 
 @pytest.fixture
 def standalone_cluster(tmp_path):
-    import pyspark
+    pyspark = pytest.importorskip("pyspark", minversion="4.2")
 
     home = os.path.dirname(pyspark.__file__)
     daemon = os.path.join(home, "sbin", "spark-daemon.sh")

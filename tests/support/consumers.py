@@ -125,7 +125,7 @@ def mixed_messages(count, partitions, *, base_timestamp=None, tag=""):
     """`count` messages spread round-robin over `partitions` that exercise
     every record field: null keys (every 7th), null values (every 11th),
     empty (not null) keys and values, no headers / headers with a null value
-    / duplicated, non-ASCII header keys and binary header values, values of
+    / duplicated, empty and non-ASCII header keys, binary header values, values of
     varying length, and (with base_timestamp) chosen CreateTime timestamps
     base_timestamp + i."""
     from tests.support.kafka_tools import Message
@@ -133,7 +133,8 @@ def mixed_messages(count, partitions, *, base_timestamp=None, tag=""):
     header_sets = (
         (),
         (("trace", b"abc"), ("null-valued", None)),
-        (("dup", b"first"), ("dup", b"second"), ("sch\u00fcssel-\u03bb", b""), ("binary", b"\x00\xff")),
+        (("dup", b"first"), ("dup", b"second"), ("sch\u00fcssel-\u03bb", b""), ("binary", b"\x00\xff"),
+         ("", b"empty-key"), ("", None)),
     )
     messages = []
     for i in range(count):

@@ -96,7 +96,7 @@ def read_range(part):
     try:
         consumer.assign([tp])
         consumer.seek(tp, part.start)
-        last_progress = time.monotonic()
+        last_progress, last_position = time.monotonic(), part.start
         while True:
             try:
                 position = consumer.position(tp)
@@ -104,15 +104,10 @@ def read_range(part):
                     return
                 batch = consumer.poll_arrow(timeout_ms=200)
             except OffsetOutOfRangeError:
-                # the range's start (or a later offset) is gone: aged out or truncated
-                earliest = consumer.beginning_offsets([tp])[tp]
-                _ranges.report_data_loss(
-                    part.fail_on_data_loss,
-                    "Cannot fetch offset {0} of {1}-{2}: the earliest available offset is {3}".format(
-                        part.start, part.topic, part.partition, earliest))
-                if earliest >= part.end:
+                resume_at = _out_of_range(consumer, tp, part)
+                if resume_at is None:
                     return
-                consumer.seek(tp, max(earliest, part.start))
+                consumer.seek(tp, resume_at)
                 continue
             if batch.num_rows:
                 last_progress = time.monotonic()
@@ -126,6 +121,9 @@ def read_range(part):
             position = consumer.position(tp)
             if position >= part.end:
                 return
+            if position != last_position:
+                # control batches or aborted records moved the position: progress without rows
+                last_progress, last_position = time.monotonic(), position
             highwater = consumer.highwater(tp)
             if highwater is not None and position >= highwater:
                 # the partition ends before the range does: records were lost (truncation)
@@ -139,6 +137,26 @@ def read_range(part):
                     position, part.poll_timeout_ms))
     finally:
         consumer.close()
+
+
+def _out_of_range(consumer, tp, part):
+    """The fetch position is outside the log: where to go on (None: stop).
+    Below the log start the records were aged out or deleted; at or past the
+    log end the partition was truncated or recreated. Both are data loss."""
+    position = consumer.position(tp)
+    earliest = consumer.beginning_offsets([tp])[tp]
+    if position < earliest:
+        _ranges.report_data_loss(
+            part.fail_on_data_loss,
+            "Cannot fetch offset {0} of {1}-{2}: the earliest available offset is {3}".format(
+                position, part.topic, part.partition, earliest))
+        return earliest if earliest < part.end else None
+    latest = consumer.end_offsets([tp])[tp]
+    _ranges.report_data_loss(
+        part.fail_on_data_loss,
+        "Cannot fetch offset {0} of {1}-{2}: the partition ends at offset {3}".format(
+            position, part.topic, part.partition, latest))
+    return None
 
 
 # --- the data source -------------------------------------------------------------------

@@ -133,6 +133,11 @@ def test_fail_on_data_loss_when_the_range_start_was_deleted(spark, kafka_broker,
         _read_batch(spark, bootstrap, topic, startingOffsets=start_at_zero).collect()
     df = _read_batch(spark, bootstrap, topic, startingOffsets=start_at_zero, failOnDataLoss="false")
     assert [r.offset for r in df.orderBy("offset").collect()] == [r.offset for r in written[20:]]
+    # a range past the end of the log (a recreated, shorter partition)
+    beyond = {"startingOffsets": '{"%s":{"0":70}}' % topic, "endingOffsets": '{"%s":{"0":90}}' % topic}
+    with pytest.raises(Exception, match="failOnDataLoss"):
+        _read_batch(spark, bootstrap, topic, **beyond).collect()
+    assert _read_batch(spark, bootstrap, topic, failOnDataLoss="false", **beyond).count() == 0
 
 
 @pytest.mark.parametrize("opts,message", BATCH_CASES[:8])

@@ -541,3 +541,26 @@ def test_pause_during_iteration(flavour, fastkc_bug, open_consumer, shared):
     assert [p for p, _ in after_pause if p == 0] == [], after_pause
     assert sorted(o for p, o in seen if p == 1) == list(range(P1_COUNT))
     assert consumer.position(tp0) == 3
+
+
+def test_poll_with_zero_timeout_never_blocks_and_still_makes_progress(flavour, open_consumer, shared):
+    # poll(0) (the default timeout) returns at once with whatever is ready;
+    # called in a loop it still drives connecting, resetting and fetching.
+    topic, _ = shared
+    (tp1,) = _tps(flavour, topic, 1)
+    consumer = open_consumer(auto_offset_reset="earliest")
+    consumer.assign([tp1])
+    offsets = []
+    slowest = 0.0
+    deadline = time.monotonic() + 30
+    while len(offsets) < P1_COUNT:
+        assert time.monotonic() < deadline, "poll(0) made no progress: {0} records".format(len(offsets))
+        began = time.monotonic()
+        batch = consumer.poll()
+        slowest = max(slowest, time.monotonic() - began)
+        offsets.extend(r.offset for records in batch.values() for r in records)
+        time.sleep(0.001)
+    assert offsets == list(range(P1_COUNT))
+    # Generous for a loaded 2-core machine; a blocking poll would take the
+    # fetch wait (500 ms) or a connect.
+    assert slowest < 0.4, "poll(0) blocked for {0:.3f}s".format(slowest)

@@ -258,3 +258,49 @@ def test_stream_fails_on_a_deleted_topic_unless_told_not_to(spark, kafka_broker,
     _run_available_now(spark, bootstrap, both, out, checkpoint, failOnDataLoss="false")
     assert sorted(v for _, _, v in _sink_rows(out)) == sorted(
         [b"k%d" % i for i in range(8)] + [b"d%d" % i for i in range(5)])
+
+
+def test_compacted_gaps_end_ranges_cleanly(spark, kafka_broker, make_topic):
+    """After compaction a range's size overstates its records; a range may
+    hold none at all. The reader stops at the range end all the same."""
+    import time
+
+    from tests.support.kafka_tools import consume_all
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1, configs={
+        "cleanup.policy": "compact", "segment.ms": 500, "min.cleanable.dirty.ratio": 0.001,
+        "min.compaction.lag.ms": 0, "delete.retention.ms": 0})
+    produce(bootstrap, topic, [Message(key=b"k%d" % (i % 10), value=b"%d" % i, partition=0) for i in range(100)],
+            compression="lz4")
+    time.sleep(1.0)
+    produce(bootstrap, topic, [Message(key=b"roll", value=b"closes the first segment", partition=0)])
+    written = 101
+    deadline = time.monotonic() + 90  # the log cleaner wakes every 15 s by default
+    remaining = consume_all(bootstrap, topic)
+    while len(remaining) == written and time.monotonic() < deadline:
+        time.sleep(2)
+        # each write after segment.ms rolls a segment, so the cleaner has one to clean
+        produce(bootstrap, topic, [Message(key=b"roll", value=b"again", partition=0)])
+        written += 1
+        remaining = consume_all(bootstrap, topic)
+    assert len(remaining) < written, "the log cleaner did not compact the topic within 90 s"
+    offsets = [r.offset for r in remaining]
+    assert offsets != list(range(offsets[0], offsets[0] + len(offsets)))  # there are gaps
+
+    fast_fail = {"kafkaConsumer.pollTimeoutMs": "20000"}
+    got = _rows(_read_batch(spark, bootstrap, topic, includeHeaders="true", **fast_fail))
+    after = consume_all(bootstrap, topic)
+    # the cleaner may still drop older b"roll" records meanwhile; the k0..k9
+    # survivors (written once, never again) are settled
+    settled = [r.comparable() for r in remaining if r.key != b"roll"]
+    assert [row for row in got if row[3] != b"roll"] == settled and len(settled) == 10
+    rolls = {row for row in got if row[3] == b"roll"}
+    assert {r.comparable() for r in after if r.key == b"roll"} <= rolls <= {
+        r.comparable() for r in remaining if r.key == b"roll"}
+    # a range that compaction emptied completely: no rows, and no waiting for them
+    first_kept = offsets[0]
+    started = time.monotonic()
+    empty = _read_batch(spark, bootstrap, topic, endingOffsets='{"%s":{"0":%d}}' % (topic, first_kept), **fast_fail)
+    assert first_kept > 0 and empty.count() == 0
+    assert time.monotonic() - started < 15

@@ -6,6 +6,7 @@
     fastkc broker resolve [--kafka-version V ...]
     fastkc demo [--records N] [--record-size B] [--partitions P] [--compression C]
     fastkc bench [--records N] [--record-size B] [--partitions P] [--compression C] [--repeat R] [--clients ...]
+    fastkc bench-rebalance [--bootstrap HOST:PORT] [--repeat N] [--rate R] [--only fastkc,confluent]
 
 Subcommands are argparse subparsers, each with its own handler, so later
 commands (consume, bench) plug in beside `broker`.
@@ -165,7 +166,38 @@ def build_parser():
     if driver is not None:
         driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
     bench_p.set_defaults(handler=_bench)
+
+    rebalance_p = commands.add_parser(
+        "bench-rebalance", help="rebalance time of fastkc vs confluent-kafka (eager, cooperative-sticky, KIP-848)")
+    rebalance = _rebalance_runner()
+    if rebalance is not None:
+        rebalance.add_arguments(rebalance_p)
+    rebalance_p.set_defaults(handler=_bench_rebalance)
     return parser
+
+
+def _rebalance_runner():
+    """benchmarks.rebalance.run, or None outside a source checkout (its
+    member processes are the checkout's tests/support/group_worker.py)."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isfile(os.path.join(root, "benchmarks", "rebalance", "run.py")):
+        return None
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks.rebalance import run
+
+    return run
+
+
+def _bench_rebalance(args):
+    runner = _rebalance_runner()
+    if runner is None:
+        print("fastkc: error: `fastkc bench-rebalance` runs from a source checkout (benchmarks/rebalance/ is missing)",
+              file=sys.stderr)
+        return 2
+    return runner.main(args)
 
 
 def main(argv=None):

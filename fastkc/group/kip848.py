@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 
 LEAVE_EPOCH = -1  # a dynamic member leaving
 LEAVE_STATIC_EPOCH = -2  # a static member leaving temporarily (keeps its assignment for session_timeout)
+# After our epoch changes, the partitions still owned by others reach us only
+# in a heartbeat answer: for two broker intervals we ask every 200 ms instead
+# of waiting a whole interval (a handful of extra heartbeats per rebalance;
+# this is what keeps a join under a second with the broker's 1 s interval).
+FAST_FOLLOW_UP_S = 0.2
 
 
 class Member848State(enum.Enum):
@@ -76,6 +81,7 @@ class ConsumerProtocolMember(GroupMemberBase):
         self._target_ids = None  # the last assignment the broker sent, by topic id (None: unchanged)
         self._pending = None  # resolved target waiting for the application
         self._applying = False  # the application is reconciling `_pending` right now
+        self._fast_until = 0.0  # heartbeat every FAST_FOLLOW_UP_S until then (after an epoch change)
         self._pattern = None
 
     def _set_state(self, new):
@@ -217,10 +223,17 @@ class ConsumerProtocolMember(GroupMemberBase):
             raise cls("ConsumerGroupHeartbeat: {0}".format(response.get("error_message") or ""))
         if response["member_id"]:
             self.member_id = response["member_id"]
+        if response["member_epoch"] != self.member_epoch:
+            # the group is moving: partitions other members are releasing for
+            # us only arrive with a heartbeat, so follow up quickly for a while
+            self._fast_until = now + 2 * self._interval
         self.member_epoch = response["member_epoch"]
         if response["heartbeat_interval_ms"] > 0:
             self._interval = response["heartbeat_interval_ms"] / 1000.0
-        self._next_heartbeat = now + self._interval
+        interval = self._interval
+        if now < self._fast_until:
+            interval = min(interval, FAST_FOLLOW_UP_S)
+        self._next_heartbeat = now + interval
         if self.state is Member848State.JOINING:
             self._set_state(Member848State.STABLE)
         assignment = response["assignment"]

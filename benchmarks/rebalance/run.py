@@ -1,0 +1,209 @@
+"""Rebalance time: from a member joining until every member is consuming again.
+
+    python -m benchmarks.rebalance.run [--bootstrap HOST:PORT] [--repeat N] [--rate R]
+    fastkc bench-rebalance [...]
+
+Two members of one client and protocol share a 12-partition topic under
+steady production (confluent-kafka's producer, `--rate` records/s); a third
+member process joins. Every member logs its listener calls and the records
+poll hands it (tests/support/group_worker.py). The rebalance is over at the
+first moment when the three own disjoint partitions covering the topic, each
+owns at least one, and each has been handed a record from every partition it
+owns since its last assignment change. The time from the third member's
+subscribe() to that moment is reported, median (and min, max) over the
+repeats, for fastkc (classic eager with range, cooperative-sticky, KIP-848)
+and confluent-kafka (the same three) on the same broker and settings:
+session 3 s, heartbeat 300 ms (classic); the broker's KIP-848 heartbeat
+interval (1 s on the local test broker).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PARTITIONS = 12
+SCENARIOS = [
+    ("fastkc", "classic", "range", "fastkc classic eager (range)"),
+    ("confluent", "classic", "range", "confluent-kafka classic eager (range)"),
+    ("fastkc", "classic", "cooperative-sticky", "fastkc cooperative-sticky"),
+    ("confluent", "classic", "cooperative-sticky", "confluent-kafka cooperative-sticky"),
+    ("fastkc", "consumer", "range", "fastkc KIP-848 (consumer protocol)"),
+    ("confluent", "consumer", "range", "confluent-kafka KIP-848 (consumer protocol)"),
+]
+
+
+def add_arguments(parser):
+    parser.add_argument("--bootstrap", default=None, help="use this broker (default: start a local one)")
+    parser.add_argument("--repeat", type=int, default=3, help="joins measured per scenario (median reported)")
+    parser.add_argument("--rate", type=int, default=1200, help="records/s produced while measuring")
+    parser.add_argument("--only", default=None, help="comma-separated client names to run (fastkc,confluent)")
+    parser.add_argument("--json", default=None, help="also write the results to this file")
+
+
+class _Producer(threading.Thread):
+    def __init__(self, bootstrap, topic, rate):
+        super().__init__(daemon=True)
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.topic, self.rate = topic, rate
+        self.stop = threading.Event()
+
+    def run(self):
+        i, start = 0, time.monotonic()
+        while not self.stop.is_set():
+            self.producer.produce(self.topic, value=b"x", partition=i % PARTITIONS)
+            i += 1
+            self.producer.poll(0)
+            ahead = i / self.rate - (time.monotonic() - start)
+            if ahead > 0:
+                time.sleep(ahead)
+        self.producer.flush(10)
+
+
+def _read(path):
+    out = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    out.append(json.loads(line))
+    return out
+
+
+def _spawn(bootstrap, topic, group, out, client, protocol, assignor):
+    return subprocess.Popen([sys.executable, "-m", "tests.support.group_worker", bootstrap, topic, group, out,
+                             "--client", client, "--protocol", protocol, "--assignor", assignor,
+                             "--commit-interval-ms", "1000"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def settled_at(logs, since):
+    """The first time after `since` at which the members own disjoint
+    partitions covering the topic, each owns some, and each was handed a
+    record from every partition it owns since its last assignment change."""
+    events = sorted((ev["t"], i, ev) for i, evs in enumerate(logs) for ev in evs)
+    owned = [set() for _ in logs]
+    fresh = [set() for _ in logs]  # partitions handed a record since the last change
+    for t, i, ev in events:
+        kind = ev["e"]
+        if kind == "assigned":
+            owned[i] |= set(ev["tps"])
+            fresh[i] = set()
+        elif kind in ("revoked", "lost"):
+            owned[i] -= set(ev["tps"])
+            fresh[i] = set()
+        elif kind == "records":
+            fresh[i] |= {p for p, _ in ev["recs"]}
+        else:
+            continue
+        if t < since:
+            continue
+        union = set().union(*owned)
+        if len(union) == PARTITIONS and sum(len(o) for o in owned) == PARTITIONS and all(owned) \
+                and all(o <= f for o, f in zip(owned, fresh)):
+            return t
+    return None
+
+
+def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
+    from tests.support.kafka_tools import create_topic
+
+    topic = "rebalance-" + uuid.uuid4().hex[:8]
+    group = "rb-" + uuid.uuid4().hex[:8]
+    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    producer = _Producer(bootstrap, topic, rate)
+    producer.start()
+    tmp = tempfile.mkdtemp(prefix="fastkc-rebalance-")
+    paths = [os.path.join(tmp, "m{0}.jsonl".format(i)) for i in range(3)]
+    procs = []
+    try:
+        for path in paths[:2]:
+            procs.append(_spawn(bootstrap, topic, group, path, client, protocol, assignor))
+        deadline = time.monotonic() + timeout
+        while settled_at([_read(p) for p in paths[:2]], 0) is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the first two members never settled")
+            time.sleep(0.1)
+        # steady state first: past any post-rebalance heartbeat follow-ups
+        time.sleep(3.0)
+        procs.append(_spawn(bootstrap, topic, group, paths[2], client, protocol, assignor))
+        while True:
+            logs = [_read(p) for p in paths]
+            ready = [ev["t"] for ev in logs[2] if ev["e"] == "ready"]
+            if ready:
+                done = settled_at(logs, ready[0])
+                if done is not None:
+                    return done - ready[0]
+            if time.monotonic() > deadline + timeout:
+                raise RuntimeError("no settled group after the join")
+            time.sleep(0.1)
+    finally:
+        producer.stop.set()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        producer.join(15)
+
+
+def main(args):
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    started = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        from fastkc import broker
+
+        data_dir = tempfile.mkdtemp(prefix="fastkc-rebalance-broker-")
+        started = broker.start(name="bench-rebalance", data_dir=data_dir)
+        bootstrap = started.bootstrap_servers
+    only = set(args.only.split(",")) if args.only else None
+    results = []
+    try:
+        for client, protocol, assignor, label in SCENARIOS:
+            if only and client not in only:
+                continue
+            times = []
+            for _ in range(args.repeat):
+                times.append(measure(bootstrap, client, protocol, assignor, args.rate))
+            results.append({"scenario": label, "client": client, "protocol": protocol, "assignor": assignor,
+                            "seconds": times, "median": statistics.median(times)})
+            print("{0:<48} median {1:6.3f} s   (min {2:.3f}, max {3:.3f}, n={4})".format(
+                label, statistics.median(times), min(times), max(times), len(times)), flush=True)
+    finally:
+        if started is not None:
+            from fastkc import broker
+
+            broker.stop(data_dir=data_dir)
+    print()
+    print("{0:<24} {1:>10} {2:>16} {3:>8}".format("protocol", "fastkc s", "confluent-kafka s", "ratio"))
+    by = {(r["client"], r["protocol"], r["assignor"]): r["median"] for r in results}
+    for protocol, assignor, name in (("classic", "range", "eager (range)"),
+                                     ("classic", "cooperative-sticky", "cooperative-sticky"),
+                                     ("consumer", "range", "KIP-848")):
+        ours, theirs = by.get(("fastkc", protocol, assignor)), by.get(("confluent", protocol, assignor))
+        print("{0:<24} {1:>10} {2:>16} {3:>8}".format(
+            name, "-" if ours is None else "{0:.3f}".format(ours), "-" if theirs is None else "{0:.3f}".format(theirs),
+            "-" if not (ours and theirs) else "{0:.2f}x".format(theirs / ours)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    sys.exit(main(parser.parse_args()))

@@ -271,8 +271,10 @@ def test_compacted_gaps_end_ranges_cleanly(spark, kafka_broker, make_topic):
     topic = make_topic(partitions=1, configs={
         "cleanup.policy": "compact", "segment.ms": 500, "min.cleanable.dirty.ratio": 0.001,
         "min.compaction.lag.ms": 0, "delete.retention.ms": 0})
-    produce(bootstrap, topic, [Message(key=b"k%d" % (i % 10), value=b"%d" % i, partition=0) for i in range(100)],
-            compression="lz4")
+    # every tenth key is unique (kept), the others repeat (only the last kept):
+    # survivors at 0, 10, 20, ..., 90 and 91..99, with gaps between
+    produce(bootstrap, topic, [Message(key=b"u%d" % i if i % 10 == 0 else b"k%d" % (i % 10), value=b"%d" % i,
+                                       partition=0) for i in range(100)], compression="lz4")
     time.sleep(1.0)
     produce(bootstrap, topic, [Message(key=b"roll", value=b"closes the first segment", partition=0)])
     written = 101
@@ -286,21 +288,25 @@ def test_compacted_gaps_end_ranges_cleanly(spark, kafka_broker, make_topic):
         remaining = consume_all(bootstrap, topic)
     assert len(remaining) < written, "the log cleaner did not compact the topic within 90 s"
     offsets = [r.offset for r in remaining]
-    assert offsets != list(range(offsets[0], offsets[0] + len(offsets)))  # there are gaps
+    assert offsets[:11] == list(range(0, 100, 10)) + [91]
 
     fast_fail = {"kafkaConsumer.pollTimeoutMs": "20000"}
     got = _rows(_read_batch(spark, bootstrap, topic, includeHeaders="true", **fast_fail))
     after = consume_all(bootstrap, topic)
-    # the cleaner may still drop older b"roll" records meanwhile; the k0..k9
-    # survivors (written once, never again) are settled
+    # the cleaner may still drop older b"roll" records meanwhile; the first
+    # hundred's survivors (their keys never written again) are settled
     settled = [r.comparable() for r in remaining if r.key != b"roll"]
-    assert [row for row in got if row[3] != b"roll"] == settled and len(settled) == 10
+    assert [row for row in got if row[3] != b"roll"] == settled and len(settled) == 19
     rolls = {row for row in got if row[3] == b"roll"}
     assert {r.comparable() for r in after if r.key == b"roll"} <= rolls <= {
         r.comparable() for r in remaining if r.key == b"roll"}
-    # a range that compaction emptied completely: no rows, and no waiting for them
-    first_kept = offsets[0]
+    # ranges that start or end in a gap, and one that compaction emptied completely:
+    # exactly their records, and no waiting for the missing ones
     started = time.monotonic()
-    empty = _read_batch(spark, bootstrap, topic, endingOffsets='{"%s":{"0":%d}}' % (topic, first_kept), **fast_fail)
-    assert first_kept > 0 and empty.count() == 0
+    inner = _read_batch(spark, bootstrap, topic, startingOffsets='{"%s":{"0":5}}' % topic,
+                        endingOffsets='{"%s":{"0":35}}' % topic, **fast_fail)
+    assert [r.offset for r in inner.orderBy("offset").collect()] == [10, 20, 30]
+    empty = _read_batch(spark, bootstrap, topic, startingOffsets='{"%s":{"0":1}}' % topic,
+                        endingOffsets='{"%s":{"0":10}}' % topic, **fast_fail)
+    assert empty.count() == 0
     assert time.monotonic() - started < 15

@@ -37,6 +37,20 @@ def test_wrong_bootstrap_port_is_a_typed_error_within_bootstrap_timeout(flavour)
     assert time.monotonic() - began < 3.0 + 10.0
 
 
+@pytest.mark.parametrize("as_list", [True, False], ids=["list", "comma-separated"])
+def test_bootstrap_skips_an_unreachable_server(flavour, kafka_broker, make_topic, as_list):
+    # Bootstrap tries each server in turn: a dead first entry only costs a
+    # refused connect.
+    topic = make_topic(partitions=2)
+    servers = ["127.0.0.1:{0}".format(_unused_port()), kafka_broker.bootstrap_servers.split(",")[0]]
+    consumer = flavour.KafkaConsumer(bootstrap_servers=servers if as_list else ",".join(servers),
+                                     bootstrap_timeout_ms=20000, enable_auto_commit=False)
+    try:
+        assert consumer.partitions_for_topic(topic) == {0, 1}
+    finally:
+        consumer.close()
+
+
 @pytest.fixture(scope="module")
 def secure_broker(tmp_path_factory):
     from fastkc import broker

@@ -204,6 +204,25 @@ def test_unknown_config_key_is_a_configuration_error(flavour, kafka_broker):
         flavour.KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers, no_such_setting=1)
 
 
+@pytest.mark.parametrize("setting, value, reference_accepts", [
+    ("isolation_level", "bogus", False),
+    ("auto_offset_reset", "bogus", True),
+    ("max_poll_records", 0, True),
+    ("security_protocol", "BOGUS", True),
+])
+def test_invalid_config_value_is_a_configuration_error(flavour, reference_deviates, kafka_broker,
+                                                       setting, value, reference_accepts):
+    # The Java client validates every value when the consumer is built
+    # (ConfigException); kafka-python checks only some of them.
+    if reference_accepts:
+        reference_deviates("accepts {0}={1!r} at construction; the Java client throws ConfigException".format(
+            setting, value))
+    with pytest.raises(flavour.error("KafkaConfigurationError")):
+        consumer = flavour.KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers,
+                                         enable_auto_commit=False, **{setting: value})
+        consumer.close()
+
+
 def test_context_manager_closes(flavour, kafka_broker, shared):
     topic, _ = shared
     (tp1,) = _tps(flavour, topic, 1)

@@ -54,6 +54,8 @@ class SourceOptions:
     min_partitions: int  # None when unset
     max_records_per_partition: int  # None when unset
     max_offsets_per_trigger: int  # None when unset
+    min_offsets_per_trigger: int  # None when unset
+    max_trigger_delay_ms: int  # how long minOffsetsPerTrigger may hold a trigger back
     poll_timeout_ms: int
     consumer_config: dict  # KafkaConsumer keyword arguments (picklable)
 
@@ -77,6 +79,18 @@ def _scala_int(value, key):
         return int(str(value).strip())
     except ValueError:
         raise SparkKafkaOptionError('For input string: "{0}" (option {1})'.format(value, key)) from None
+
+
+_DURATION = re.compile(r"(-?[0-9]+)\s*([a-z]+)?")
+# Spark's JavaUtils.timeStringAsMs suffixes (no suffix: milliseconds)
+_DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(value, key):
+    match = _DURATION.fullmatch(str(value).strip().lower())
+    if not match or match.group(2) not in _DURATION_MS:
+        raise SparkKafkaOptionError("Invalid time string for option {0}: {1}".format(key, value))
+    return int(match.group(1)) * _DURATION_MS[match.group(2)]
 
 
 def parse_assign(text):
@@ -239,10 +253,12 @@ def _validate_stream(params):
         raise SparkKafkaOptionError("ending timestamp not valid in streaming queries")
     if "endingtimestamp" in params:
         raise SparkKafkaOptionError("ending timestamp not valid in streaming queries")
-    if "minoffsetspertrigger" in params or "maxtriggerdelay" in params:
-        # ReadMinRows needs the engine to delay triggers: not wired yet
-        raise SparkKafkaOptionError(
-            "fastkc's Spark source does not support minOffsetsPerTrigger / maxTriggerDelay yet")
+    if "minoffsetspertrigger" in params and "maxoffsetspertrigger" in params:
+        low = _scala_int(params["minoffsetspertrigger"], "minOffsetsPerTrigger")
+        high = _scala_int(params["maxoffsetspertrigger"], "maxOffsetsPerTrigger")
+        if low > high:
+            raise SparkKafkaOptionError(
+                "The value of minOffsetPerTrigger({0}) is higher than the maxOffsetsPerTrigger({1}).".format(low, high))
     starting = _range_limit(params, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
                             OffsetSpec("latest"))
     return starting
@@ -347,6 +363,11 @@ def parse(options, *, streaming):
         max_offsets = _scala_int(params["maxoffsetspertrigger"], "maxOffsetsPerTrigger")
         if max_offsets <= 0:
             raise SparkKafkaOptionError("maxOffsetsPerTrigger must be positive")
+    min_offsets = None
+    if "minoffsetspertrigger" in params and streaming:
+        min_offsets = _scala_int(params["minoffsetspertrigger"], "minOffsetsPerTrigger")
+        if min_offsets <= 0:
+            raise SparkKafkaOptionError("minOffsetsPerTrigger must be positive")
     return SourceOptions(
         strategy=strategy,
         assign=parse_assign(params["assign"]) if strategy == "assign" else (),
@@ -361,6 +382,8 @@ def parse(options, *, streaming):
         max_records_per_partition=(_scala_int(params["maxrecordsperpartition"], "maxRecordsPerPartition")
                                    if "maxrecordsperpartition" in params else None),
         max_offsets_per_trigger=max_offsets,
+        min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=duration_ms(params.get("maxtriggerdelay", "15m"), "maxTriggerDelay"),
         poll_timeout_ms=_scala_int(params.get("kafkaconsumer.polltimeoutms", "120000"), "kafkaConsumer.pollTimeoutMs"),
         consumer_config=consumer_config(params),
     )

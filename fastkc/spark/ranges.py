@@ -178,6 +178,25 @@ def rate_limit(limit, start, end):
     return out
 
 
+class TriggerDelay:
+    """minOffsetsPerTrigger / maxTriggerDelay (Spark's delayBatch): hold a
+    trigger back while the backlog is below min_rows, but never longer than
+    max_delay_ms after the last trigger that went ahead."""
+
+    def __init__(self, min_rows, max_delay_ms, clock):
+        self.min_rows = min_rows
+        self.max_delay_ms = max_delay_ms
+        self.clock = clock  # seconds, monotonic
+        self.last_trigger = clock()
+
+    def hold(self, backlog):
+        now = self.clock()
+        if (now - self.last_trigger) * 1000 >= self.max_delay_ms or backlog >= self.min_rows:
+            self.last_trigger = now
+            return False
+        return True
+
+
 # --- the offsets Spark checkpoints: {"topic": {"partition": next}} ---------------------
 
 def to_json_offsets(offsets):

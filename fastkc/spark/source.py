@@ -225,6 +225,10 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         self._available_now_end = None  # offsets frozen by prepareForTriggerAvailableNow
         self._latest = None  # for reportLatestOffset
+        self._delay = None
+        if opts.min_offsets_per_trigger is not None:
+            self._delay = _ranges.TriggerDelay(opts.min_offsets_per_trigger, opts.max_trigger_delay_ms,
+                                               time.monotonic)
 
     def _current(self):
         """(pairs, {tp: earliest}, {tp: latest}) right now."""
@@ -265,6 +269,11 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._check_lost(start, latest)
         # partitions new since `start` are read from their earliest offset
         begin = {tp: start.get(tp, earliest.get(tp, 0)) for tp in latest}
+        self._latest = latest
+        if self._delay is not None and self._available_now_end is None:
+            # (availableNow reads what there is: waiting for more could never end)
+            if self._delay.hold(sum(max(0, off - begin[tp]) for tp, off in latest.items())):
+                return _ranges.to_json_offsets(start)
         if isinstance(limit, ReadMaxRows):
             end = _ranges.rate_limit(limit.max_rows, begin, latest)
         else:
@@ -275,7 +284,6 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for tp in end:
             if tp in start and end[tp] < start[tp]:
                 end[tp] = start[tp]
-        self._latest = latest
         return _ranges.to_json_offsets(end)
 
     def _check_lost(self, start, latest):

@@ -54,6 +54,8 @@ STREAM_CASES = [
      "ending timestamp not valid in streaming queries"),
     ({"kafka.bootstrap.servers": BS},
      "One of the following options must be specified for Kafka source: subscribe, subscribepattern, assign."),
+    ({"kafka.bootstrap.servers": BS, "subscribe": "a", "minOffsetsPerTrigger": "20", "maxOffsetsPerTrigger": "10"},
+     "The value of minOffsetPerTrigger(20) is higher than the maxOffsetsPerTrigger(10)."),
     ({"kafka.bootstrap.servers": BS, "subscribe": "a", "kafka.auto.offset.reset": "latest"},
      "Kafka option 'auto.offset.reset' is not supported."),
 ]

@@ -106,3 +106,26 @@ def test_data_loss_fails_only_when_asked():
     with pytest.raises(sr.KafkaDataLossError, match='set the source option "failOnDataLoss" to "false"'):
         sr.report_data_loss(True, "gone")
     sr.report_data_loss(False, "gone")  # logged, not raised
+
+
+def test_min_offsets_per_trigger_holds_back_until_backlog_or_delay():
+    now = [100.0]
+    delay = sr.TriggerDelay(min_rows=50, max_delay_ms=2000, clock=lambda: now[0])
+    assert delay.hold(10) is True  # too little, too soon
+    now[0] += 1.0
+    assert delay.hold(49) is True
+    assert delay.hold(50) is False  # enough rows: go, and the delay restarts
+    now[0] += 1.5
+    assert delay.hold(0) is True
+    now[0] += 0.5
+    assert delay.hold(0) is False  # maxTriggerDelay passed: go with what there is
+
+
+def test_trigger_options_parse_like_sparks():
+    opts = so.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "minOffsetsPerTrigger": "5",
+                     "maxOffsetsPerTrigger": "9", "maxTriggerDelay": "2min"}, streaming=True)
+    assert (opts.min_offsets_per_trigger, opts.max_offsets_per_trigger, opts.max_trigger_delay_ms) == (5, 9, 120000)
+    assert so.parse({"kafka.bootstrap.servers": "h:1", "subscribe": "a"}, streaming=True).max_trigger_delay_ms == 900000
+    assert so.duration_ms("250", "x") == 250 and so.duration_ms("3s", "x") == 3000
+    with pytest.raises(so.SparkKafkaOptionError):
+        so.duration_ms("soon", "maxTriggerDelay")

@@ -150,7 +150,7 @@ def test_batch_option_errors_surface_with_sparks_message(spark, opts, message):
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("opts,message", STREAM_CASES[:2])
+@pytest.mark.parametrize("opts,message", STREAM_CASES)
 def test_stream_option_errors_surface_with_sparks_message(spark, tmp_path, opts, message):
     reader = spark.readStream.format("fastkc")
     for key, value in opts.items():
@@ -310,3 +310,28 @@ def test_compacted_gaps_end_ranges_cleanly(spark, kafka_broker, make_topic):
                         endingOffsets='{"%s":{"0":10}}' % topic, **fast_fail)
     assert empty.count() == 0
     assert time.monotonic() - started < 15
+
+
+def test_min_offsets_per_trigger_waits_for_a_backlog(spark, kafka_broker, make_topic, tmp_path):
+    import time
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=2)
+    produce(bootstrap, topic, [Message(value=b"a%d" % i, partition=i % 2) for i in range(10)])
+    name = "min_offsets_" + topic.replace("-", "_")
+    query = (spark.readStream.format("fastkc").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+             .option("startingOffsets", "earliest").option("minOffsetsPerTrigger", "30")
+             .option("maxTriggerDelay", "10m").load()
+             .writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        time.sleep(3)  # about fifteen triggers: each held back (10 < 30)
+        assert spark.table(name).count() == 0
+        produce(bootstrap, topic, [Message(value=b"b%d" % i, partition=i % 2) for i in range(30)])
+        deadline = time.monotonic() + 30
+        while spark.table(name).count() < 40 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert spark.table(name).count() == 40
+        assert query.exception() is None
+    finally:
+        query.stop()

@@ -335,3 +335,24 @@ def test_min_offsets_per_trigger_waits_for_a_backlog(spark, kafka_broker, make_t
         assert query.exception() is None
     finally:
         query.stop()
+
+
+def test_subscribe_pattern_and_assign_select_the_same_partitions_as_spark(spark, kafka_broker, make_topic):
+    import re
+
+    bootstrap = kafka_broker.bootstrap_servers
+    first = make_topic(partitions=2, prefix="patt-one")
+    second = make_topic(partitions=1, prefix="patt-two")
+    make_topic(partitions=1, prefix="other-patt")  # must not match: the whole name is matched
+    produce(bootstrap, first, [Message(value=b"1-%d" % i, partition=i % 2) for i in range(6)])
+    produce(bootstrap, second, [Message(value=b"2-%d" % i, partition=0) for i in range(3)])
+    tail = "-[0-9a-f]{10}"
+    pattern = "patt-(one{0}|two{0})".format(tail)
+    assert re.fullmatch(pattern, first) and re.fullmatch(pattern, second)
+    df = (spark.read.format("fastkc").option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribePattern", pattern).load())
+    got = sorted((r.topic, r.partition, bytes(r.value)) for r in df.collect())
+    assert [t for t, _, _ in got] == [first] * 6 + [second] * 3
+    assigned = (spark.read.format("fastkc").option("kafka.bootstrap.servers", bootstrap)
+                .option("assign", '{"%s":[1]}' % first).load())
+    assert sorted(bytes(r.value) for r in assigned.collect()) == [b"1-1", b"1-3", b"1-5"]

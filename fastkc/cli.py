@@ -194,8 +194,8 @@ def _rebalance_runner():
 def _bench_rebalance(args):
     runner = _rebalance_runner()
     if runner is None:
-        print("fastkc: error: `fastkc bench-rebalance` runs from a source checkout (benchmarks/rebalance/ is missing)",
-              file=sys.stderr)
+        print("fastkc: error: `fastkc bench-rebalance` runs from a source checkout "
+              "(benchmarks/rebalance/ is missing)", file=sys.stderr)
         return 2
     return runner.main(args)
 

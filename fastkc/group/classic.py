@@ -52,7 +52,6 @@ from fastkc.protocol.consumer_protocol import (
     encode_subscription,
     with_member_state,
 )
-from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +116,7 @@ class ClassicGroupMember(GroupMemberBase):
         self.leader_id = None
         self._pending = None  # (generation, protocol, Assignment) waiting for the application
         self._applying = False  # the application is applying an assignment: no rejoin meanwhile
+        self._rejoin_requested = None  # why to rejoin once the join in flight completes
         self._lost_pending = False  # fenced: the application must hand its partitions to on_partitions_lost
         self._prepared = False  # the application finished PREPARING's work
         self._next_heartbeat = 0.0
@@ -161,6 +161,9 @@ class ClassicGroupMember(GroupMemberBase):
             if self.state is MemberState.STABLE:
                 log.info("group %s: rejoining (%s)", self.group_id, reason)
                 self._set_state(MemberState.UNJOINED)
+            elif self.state in (MemberState.JOINING, MemberState.SYNCING):
+                # the join on the wire carries the old state: join again after it
+                self._rejoin_requested = reason
             self._kick_thread()
 
     def _member_fenced(self, reason):
@@ -221,6 +224,11 @@ class ClassicGroupMember(GroupMemberBase):
                 return 1.0
             return self._join(now)
         if self.state is MemberState.STABLE:
+            with self._lock:
+                if self._rejoin_requested and self._pending is None and not self._applying:
+                    reason, self._rejoin_requested = self._rejoin_requested, None
+                    self._rebalance_needed(reason)
+                    return 0.0
             if now >= self._next_heartbeat:
                 self._heartbeat(now)
             return max(0.0, min(self._next_heartbeat - self._clock(), 1.0))
@@ -228,6 +236,7 @@ class ClassicGroupMember(GroupMemberBase):
 
     def _join(self, now):
         backoff = self.config["retry_backoff_ms"] / 1000.0
+        self._rejoin_requested = None  # this join carries the latest subscription and ownership
         self._ensure_coordinator_locked(now + self.config["request_timeout_ms"] / 1000.0)
         self._set_state(MemberState.JOINING)
         try:
@@ -461,5 +470,3 @@ def _only(cluster, topics):
     view.topics = {t: cluster.topics[t] for t in topics if t in cluster.topics and cluster.topics[t].error_code == 0}
     return view
 
-
-__all__ = ["ClassicGroupMember", "MemberState", "TopicPartition"]

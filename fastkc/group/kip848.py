@@ -170,7 +170,19 @@ class ConsumerProtocolMember(GroupMemberBase):
             "server_assignor": self.config["group_remote_assignor"],
             "topic_partitions": heartbeat_topic_partitions(self._owned, self._topic_ids(self._owned)),
         }
+        if self._pattern is not None and self._heartbeat_version() >= 1:
+            # KIP-848 v1: the broker matches the regex (RE2/J syntax; the
+            # common subset with Python's re) against every topic itself
+            body["subscribed_topic_regex"] = self._pattern
+            body["subscribed_topic_names"] = None
         return body
+
+    def _heartbeat_version(self):
+        conn = self.transport.client.connection(self.transport.coordinator_id) \
+            if self.transport.coordinator_id is not None else None
+        if conn is None or not conn.ready:
+            return 0
+        return conn.version_for("ConsumerGroupHeartbeat")
 
     def _topic_ids(self, partitions):
         topics = sorted({tp.topic for tp in partitions})
@@ -248,8 +260,13 @@ class ConsumerProtocolMember(GroupMemberBase):
         cluster = self.transport.client.cluster
         target, unresolved = resolve_heartbeat_assignment(self._target_ids, cluster.topic_names_by_id)
         if unresolved:
-            cluster = self.transport.metadata(sorted(set(self._subscription or ())),
-                                              self.config["request_timeout_ms"])
+            if self._pattern is not None:
+                # the broker matched the regex: our metadata may not know those topics yet
+                self.transport.client.wait_for_metadata(self.config["request_timeout_ms"], all_topics=True)
+                cluster = self.transport.client.cluster
+            else:
+                cluster = self.transport.metadata(sorted(set(self._subscription or ())),
+                                                  self.config["request_timeout_ms"])
             target, unresolved = resolve_heartbeat_assignment(self._target_ids, cluster.topic_names_by_id)
             if unresolved:
                 log.debug("group %s: assignment names unknown topic ids %s; waiting for metadata", self.group_id,

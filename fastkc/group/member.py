@@ -23,7 +23,6 @@ handed (fetcher positions), the leader epoch of the last record handed out,
 and metadata; the error semantics are the Java client's (see `_commit_error`).
 """
 import collections
-import enum
 import logging
 import threading
 import time
@@ -31,13 +30,10 @@ import time
 from fastkc.errors import (
     CommitFailedError,
     FencedInstanceIdError,
-    GroupAuthorizationFailedError,
     IllegalGenerationError,
-    IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
     RebalanceInProgressError,
-    RetriableError,
     StaleMemberEpochError,
     UnknownMemberIdError,
     for_code,
@@ -157,6 +153,11 @@ class GroupMemberBase:
             self._thread_error = exc
             return 1.0
 
+    def _io(self, deadline):
+        """The group client, waited for until `deadline` (a JoinGroup the
+        broker holds open keeps it busy): KafkaTimeoutError past that."""
+        return _IoSlot(self._io_lock, max(0.0, deadline - self._clock()))
+
     def _kick_thread(self):
         with self._lock:
             self._kick = True
@@ -175,17 +176,27 @@ class GroupMemberBase:
             if self._owned and self._subscription is not None:
                 self._revoke_on_app_thread(list(self._owned), lost=False, commit=False)
         finally:
-            with self._io_lock:
-                try:
-                    self._flush_async_commits_locked()
-                    self._leave("the consumer is being closed")
-                except Exception as exc:  # closing must close
-                    log.debug("leaving the group failed: %s", exc)
+            # a JoinGroup in flight may hold the group client for up to the
+            # rebalance timeout: wait a bounded time, then go without leaving
+            acquired = self._io_lock.acquire(timeout=max(0.1, timeout_ms / 1000.0))
+            try:
+                if acquired:
+                    try:
+                        self._flush_async_commits_locked()
+                        self._leave("the consumer is being closed")
+                    except Exception as exc:  # closing must close
+                        log.debug("leaving the group failed: %s", exc)
+                else:
+                    log.warning("group %s: the group client stayed busy; closing without LeaveGroup", self.group_id)
                 self._closed = True
+            finally:
+                if acquired:
+                    self._io_lock.release()
             self._kick_thread()
             if self._thread is not None and self._thread is not threading.current_thread():
                 self._thread.join(timeout=5.0)
-            self.transport.close()
+            if acquired and (self._thread is None or not self._thread.is_alive()):
+                self.transport.close()
             self._deliver_commit_callbacks()
 
     # --- subscription -----------------------------------------------------------------------
@@ -325,7 +336,7 @@ class GroupMemberBase:
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         deadline = self._clock() + timeout_ms / 1000.0
         while True:
-            with self._io_lock:
+            with self._io(deadline):
                 try:
                     self._ensure_coordinator_locked(deadline)
                     self._send_commit_locked(offsets, max(1.0, (deadline - self._clock()) * 1000.0))
@@ -425,7 +436,7 @@ class GroupMemberBase:
                 "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]}
         last = None
         while True:
-            with self._io_lock:
+            with self._io(deadline):
                 try:
                     self._ensure_coordinator_locked(deadline)
                     response = self.transport.call("OffsetFetch", body, max(1.0, (deadline - self._clock()) * 1000))
@@ -507,5 +518,17 @@ class GroupMemberBase:
         raise NotImplementedError
 
 
-_RETRIABLE_ERRORS = (RetriableError,)
-_FATAL_GROUP_ERRORS = (GroupAuthorizationFailedError, FencedInstanceIdError, IllegalStateError)
+class _IoSlot:
+    """`with` over the group client's lock, waited for a bounded time."""
+
+    def __init__(self, lock, timeout):
+        self.lock, self.timeout = lock, timeout
+
+    def __enter__(self):
+        if not self.lock.acquire(timeout=self.timeout):
+            raise KafkaTimeoutError("the group client stayed busy (a rebalance in progress) for {0:.1f} s".format(
+                self.timeout))
+        return self
+
+    def __exit__(self, *exc_info):
+        self.lock.release()

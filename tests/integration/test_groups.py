@@ -300,3 +300,23 @@ def test_coordinator_failover_is_survived(kafka_cluster, request):
         c.close()
         if stopped is not None:
             start_node(kafka_cluster, stopped)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_pattern_subscription_follows_new_topics(kafka_broker, protocol):
+    bootstrap = kafka_broker.bootstrap_servers
+    prefix = "grp-pat-" + uuid.uuid4().hex[:8]
+    create_topic(bootstrap, prefix + "-a", partitions=2)
+    create_topic(bootstrap, "other-" + uuid.uuid4().hex[:8], partitions=1)
+    c = consumer(bootstrap, group_name(), group_protocol=protocol, metadata_max_age_ms=500)
+    try:
+        c.subscribe(pattern=prefix + "-.*")
+        poll_until([c], lambda got: {tp.topic for tp in c.assignment()} == {prefix + "-a"})
+        assert len(c.assignment()) == 2
+        create_topic(bootstrap, prefix + "-b", partitions=3)
+        fill(bootstrap, prefix + "-b", 3, 2)
+        got = poll_until([c], lambda got: len(c.assignment()) == 5 and len(got[id(c)]) >= 6)[id(c)]
+        assert {r.topic for r in got} == {prefix + "-b"}
+        assert c.subscription() == {prefix + "-a", prefix + "-b"}
+    finally:
+        c.close()

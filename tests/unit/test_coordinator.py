@@ -449,3 +449,31 @@ def test_kip848_static_member_leaves_with_epoch_minus_two():
     transport.answer("ConsumerGroupHeartbeat", heartbeat_848(-2))
     member.close(autocommit=False)
     assert transport.bodies("ConsumerGroupHeartbeat")[-1]["member_epoch"] == -2
+
+
+def test_subscription_change_during_a_join_rejoins_after_it():
+    member, transport, app, clock, listener = make()
+    transport.answer("JoinGroup", join_response("m-1", members=[("m-1", subscription_bytes())]))
+    real_call = transport.call
+
+    def call(api, body, timeout_ms):
+        if api == "JoinGroup":  # the subscription changes while the JoinGroup is on the wire
+            member.update_subscription([TOPIC, "u"])
+        return real_call(api, body, timeout_ms)
+
+    transport.call = call
+    transport.answer("SyncGroup", sync_response(TPS))
+    transport.answer("OffsetFetch", offset_fetch_response({}))
+    member.run_step()
+    assert member.state is MemberState.STABLE
+    member.on_app_poll()  # the assignment is applied first
+    member.run_step()
+    assert member.state is MemberState.UNJOINED
+    transport.call = real_call
+    transport.answer("JoinGroup", join_response("m-1", generation=2, leader="m-0"))
+    transport.answer("SyncGroup", sync_response(TPS))
+    member.run_step()  # eager and owning: the application revokes first
+    member.on_app_poll()
+    member.run_step()
+    join = transport.bodies("JoinGroup")[-1]
+    assert decode_subscription(join["protocols"][0]["metadata"]).topics == [TOPIC, "u"]

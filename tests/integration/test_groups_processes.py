@@ -222,6 +222,12 @@ def test_three_processes_kill_and_join(kafka_broker, tmp_path, protocol, assigno
                     owned_before -= set(ev["tps"])
             gone = set().union(*revoked_after_join) if revoked_after_join else set()
             assert gone < owned_before or not owned_before, "cooperative: a member revoked everything"
+        # partitions that do not move keep flowing during the rebalance: records of kept partitions
+        # were handed over between the late member's subscribe and its first partitions
+        settled = min(ev["t"] for ev in per_member[3] if ev["e"] == "assigned" and ev["tps"])
+        flowing = [ev for evs in per_member[1:3] for ev in evs
+                   if ev["e"] == "records" and join_time <= ev["t"] <= settled]
+        assert flowing, "no records were handed over during the cooperative rebalance"
 
 
 def _first_handed(per_member, partition, offset):

@@ -89,7 +89,7 @@ def settled_at(logs, since):
     """The first time after `since` at which the members own disjoint
     partitions covering the topic, each owns some, and each was handed a
     record from every partition it owns since its last assignment change."""
-    events = sorted((ev["t"], i, ev) for i, evs in enumerate(logs) for ev in evs)
+    events = sorted(((ev["t"], i, ev) for i, evs in enumerate(logs) for ev in evs), key=lambda x: (x[0], x[1]))
     owned = [set() for _ in logs]
     fresh = [set() for _ in logs]  # partitions handed a record since the last change
     for t, i, ev in events:

@@ -35,7 +35,6 @@ from fastkc.assignors import (
 from fastkc.errors import (
     CommitFailedError,
     CoordinatorLoadInProgressError,
-    FencedInstanceIdError,
     IllegalGenerationError,
     IllegalStateError,
     MemberIdRequiredError,
@@ -78,11 +77,6 @@ _LEGAL = {
 # kafka-python's MemberState strings, for group_metadata().state
 KAFKA_PYTHON_STATE = {_M.UNJOINED: "<unjoined>", _M.PREPARING: "<rebalancing>", _M.JOINING: "<rebalancing>",
                       _M.SYNCING: "<rebalancing>", _M.STABLE: "<stable>", _M.CLOSED: "<unjoined>"}
-
-# JoinGroup errors no retry can fix
-_FATAL_JOIN = {"InconsistentGroupProtocolError", "InvalidSessionTimeoutError", "GroupMaxSizeReachedError",
-               "GroupAuthorizationFailedError", "FencedInstanceIdError", "InvalidGroupIdError",
-               "UnsupportedVersionError"}
 
 
 def instantiate_assignors(strategy):
@@ -177,6 +171,10 @@ class ClassicGroupMember(GroupMemberBase):
             if self.state is not MemberState.UNJOINED and self.state is not MemberState.CLOSED:
                 self._set_state(MemberState.UNJOINED)
             self._kick_thread()
+
+    def _mark_closed(self):
+        if self.state is not MemberState.CLOSED:
+            self._set_state(MemberState.CLOSED)
 
     def metadata_changed(self, partition_counts):
         """The leader rejoins when a subscribed topic's partition count
@@ -313,8 +311,8 @@ class ClassicGroupMember(GroupMemberBase):
             return False
         if cls in (RebalanceInProgressError, CoordinatorLoadInProgressError, IllegalGenerationError):
             return False
-        if cls.__name__ in _FATAL_JOIN or cls is FencedInstanceIdError:
-            raise cls("JoinGroup for group {0}".format(self.group_id))
+        # anything else no retry fixes (INCONSISTENT_GROUP_PROTOCOL, FENCED_INSTANCE_ID,
+        # GROUP_AUTHORIZATION_FAILED, GROUP_MAX_SIZE_REACHED, ...): raised from poll
         raise cls("JoinGroup for group {0}".format(self.group_id))
 
     def _perform_assignment(self, response):

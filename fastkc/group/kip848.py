@@ -109,6 +109,10 @@ class ConsumerProtocolMember(GroupMemberBase):
         return ConsumerGroupMetadata(self.group_id, self.member_epoch, self.member_id, self.group_instance_id,
                                      _KAFKA_PYTHON_STATE[self.state])
 
+    def _mark_closed(self):
+        if self.state is not Member848State.CLOSED:
+            self._set_state(Member848State.CLOSED)
+
     def set_pattern(self, pattern):
         with self._lock:
             self._pattern = pattern

@@ -189,6 +189,7 @@ class GroupMemberBase:
                 else:
                     log.warning("group %s: the group client stayed busy; closing without LeaveGroup", self.group_id)
                 self._closed = True
+                self._mark_closed()
             finally:
                 if acquired:
                     self._io_lock.release()
@@ -503,6 +504,9 @@ class GroupMemberBase:
         raise NotImplementedError
 
     def _commit_identity(self):
+        raise NotImplementedError
+
+    def _mark_closed(self):
         raise NotImplementedError
 
     def _apply_pending(self):

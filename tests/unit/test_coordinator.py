@@ -477,3 +477,18 @@ def test_subscription_change_during_a_join_rejoins_after_it():
     member.run_step()
     join = transport.bodies("JoinGroup")[-1]
     assert decode_subscription(join["protocols"][0]["metadata"]).topics == [TOPIC, "u"]
+
+
+def test_close_commits_revokes_leaves_and_ends_closed():
+    member, transport, app, clock, listener = make(enable_auto_commit=True)
+    joined(member, transport, app)
+    app.positions_ = {TPS[3]: (21, 0)}
+    transport.answer("OffsetCommit", commit_response([3]))
+    transport.answer("LeaveGroup", {"throttle_time_ms": 0, "error_code": 0, "members": []})
+    member.close()
+    assert transport.bodies("OffsetCommit")[-1]["topics"][0]["partitions"][0]["committed_offset"] == 21
+    assert listener.calls[-1] == ("revoked", [0, 1, 2, 3])
+    assert transport.bodies("LeaveGroup")[0]["members"][0]["member_id"] == "m-1"
+    assert member.state is MemberState.CLOSED
+    with pytest.raises(IllegalStateError):
+        member._set_state(MemberState.UNJOINED)

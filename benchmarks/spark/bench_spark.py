@@ -100,6 +100,7 @@ def main(argv=None):
         args.records, args.runs = 100_000, 1
 
     jars = baseline_jars()
+    load_before = os.getloadavg()[0]
     external = os.environ.get("FASTKC_BOOTSTRAP", "").strip()
     data_dir = None
     if external:
@@ -140,8 +141,10 @@ def main(argv=None):
         best, median = min(results[fmt]), statistics.median(results[fmt])
         rate = args.records / best
         print("| format(\"{0}\") | {1:.2f} | {2:.2f} | {3:,.0f} | {4:.2f}x |".format(fmt, best, median, rate, rate / base))
-    print("\n{0} records x {1} B, {2} partitions, lz4, local[2], {3} runs each after a warm-up; load average {4}".format(
-        args.records, args.record_size, args.partitions, args.runs, os.getloadavg()[0]))
+    # the machine may be shared: the load says how comparable two tables are
+    print("\n{0} records x {1} B, {2} partitions, lz4, local[2], {3} runs each after a warm-up; "
+          "1-min load average {4:.1f} before, {5:.1f} after".format(
+              args.records, args.record_size, args.partitions, args.runs, load_before, os.getloadavg()[0]))
 
 
 if __name__ == "__main__":

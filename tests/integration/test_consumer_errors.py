@@ -103,7 +103,7 @@ def test_wrong_sasl_password_is_an_authentication_error_not_a_hang(flavour, refe
     reference_deviates("a failed SASL handshake is retried until bootstrap_timeout_ms and surfaces as "
                        "KafkaTimeoutError('Unable to bootstrap'); the Java client raises "
                        "SaslAuthenticationException (SASL_AUTHENTICATION_FAILED) at once")
-    bootstrap_timeout_ms = 5000
+    bootstrap_timeout_ms = 3000
     began = time.monotonic()
     with pytest.raises(flavour.error("SaslAuthenticationFailedError")):
         consumer = flavour.KafkaConsumer(bootstrap_timeout_ms=bootstrap_timeout_ms,
@@ -157,7 +157,7 @@ def test_poll_with_every_partition_paused_sleeps(flavour, open_consumer, make_to
     # Nothing to fetch at all (kafka-python #1315 / #1383: 100% CPU here).
     consumer, tps = _idle_consumer(open_consumer, flavour, make_topic, partitions=2)
     consumer.pause(*tps)
-    _assert_idle_poll(consumer)
+    _assert_idle_poll(consumer, timeout_ms=1500)
 
 
 def test_consumer_between_polls_uses_almost_no_cpu(flavour, open_consumer, make_topic):
@@ -165,7 +165,7 @@ def test_consumer_between_polls_uses_almost_no_cpu(flavour, open_consumer, make_
     # threads), an application that is not polling pays almost nothing.
     consumer, _ = _idle_consumer(open_consumer, flavour, make_topic)
     cpu_before, wall_before = _cpu_seconds(), time.monotonic()
-    time.sleep(2.0)
+    time.sleep(1.5)
     cpu, wall = _cpu_seconds() - cpu_before, time.monotonic() - wall_before
     assert cpu / wall < 0.10, "a consumer not being polled used {0:.0%} of a core".format(cpu / wall)
     # Still working afterwards.

@@ -226,9 +226,18 @@ static int fkc_add_i64(int64_t a, int64_t b, int64_t *out)
     return __builtin_add_overflow(a, b, out) ? 0 : 1;
 }
 
+static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec) __attribute__((noinline, cold));
+
+static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec)
+{
+    return fkc_fail(d, FKC_ERR_INVALID, "record at offset %lld: timestamp %lld ms overflows int64 microseconds",
+                    (long long)rec->offset, (long long)rec->timestamp);
+}
+
 /* Keep or drop a decoded record (already written at records[count]); also
- * the Arrow-only check that the timestamp fits int64 microseconds. */
-static int fkc_commit_record(fkc_decoder *d, const fkc_record *rec)
+ * the Arrow-only check that the timestamp fits int64 microseconds. Inlined:
+ * it runs once per record, and its error path is kept out of line. */
+static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *d, const fkc_record *rec)
 {
     const fkc_decode_opts *o = d->opts;
     if (!fkc_keep_offset(o, rec->offset))
@@ -236,11 +245,113 @@ static int fkc_commit_record(fkc_decoder *d, const fkc_record *rec)
     if (o->arrow_timestamps && rec->timestamp_type >= 0) {
         int64_t us;
         if (__builtin_mul_overflow(rec->timestamp, (int64_t)1000, &us))
-            return fkc_fail(d, FKC_ERR_INVALID, "record at offset %lld: timestamp %lld ms overflows int64 microseconds",
-                            (long long)rec->offset, (long long)rec->timestamp);
+            return fkc_fail_timestamp_us(d, rec);
     }
-    d->res->count++;
+    fkc_decode_result *r = d->res;
+    if (rec->key_len > 0)
+        r->key_bytes += (uint64_t)rec->key_len;
+    if (rec->value_len > 0)
+        r->value_bytes += (uint64_t)rec->value_len;
+    if (rec->header_count > 0) {
+        r->header_count += (uint64_t)rec->header_count;
+        r->header_key_bytes += (uint64_t)rec->header_key_bytes;
+        r->header_value_bytes += (uint64_t)(rec->header_size - rec->header_key_bytes);
+    }
+    r->count++;
     return FKC_OK;
+}
+
+/* Fast path for the common record: every varint 1-3 bytes (unsigned value
+ * below 2^21, where strict and lenient decoding agree), no headers. Reads
+ * through plain pointers with the same overflow-safe bound checks (`need >
+ * end - p`) but without the sticky cursor's bookkeeping. Returns 0 for
+ * anything else -- a longer varint, headers, a bad length, a short record --
+ * and the caller then runs the checked parser from the same byte, which
+ * accepts or reports it exactly as before; on 0 nothing is consumed. */
+static inline int fkc_fast_uvarint21(const uint8_t **pp, const uint8_t *end, uint32_t *out)
+{
+    const uint8_t *p = *pp;
+    size_t avail = (size_t)(end - p);
+    if (avail >= 1 && p[0] < 0x80) {
+        *out = p[0];
+        *pp = p + 1;
+        return 1;
+    }
+    if (avail >= 2 && p[1] < 0x80) {
+        *out = (uint32_t)(p[0] & 0x7F) | ((uint32_t)p[1] << 7);
+        *pp = p + 2;
+        return 1;
+    }
+    if (avail >= 3 && p[2] < 0x80) {
+        *out = (uint32_t)(p[0] & 0x7F) | ((uint32_t)(p[1] & 0x7F) << 7) | ((uint32_t)p[2] << 14);
+        *pp = p + 3;
+        return 1;
+    }
+    return 0;
+}
+
+static inline int fkc_parse_record_v2_fast(fkc_cursor *c, fkc_record *rec, int64_t *timestamp_delta,
+                                           int32_t *offset_delta)
+{
+    if (c->failed)
+        return 0;
+    const uint8_t *p = c->pos;
+    uint32_t u;
+    if (!fkc_fast_uvarint21(&p, c->end, &u))
+        return 0;
+    int32_t length = fkc_zigzag32_decode(u);
+    if (length < 1 || (size_t)length > (size_t)(c->end - p))
+        return 0;
+    const uint8_t *end = p + length;
+    p++; /* record attributes: unused */
+    if (!fkc_fast_uvarint21(&p, end, &u))
+        return 0;
+    int64_t ts_delta = (int64_t)fkc_zigzag32_decode(u); /* |value| < 2^20: same in 32 or 64 bits */
+    if (!fkc_fast_uvarint21(&p, end, &u))
+        return 0;
+    int32_t off_delta = fkc_zigzag32_decode(u);
+    if (!fkc_fast_uvarint21(&p, end, &u))
+        return 0;
+    int32_t key_len = fkc_zigzag32_decode(u);
+    const uint8_t *key = NULL;
+    if (key_len >= 0) {
+        if ((size_t)key_len > (size_t)(end - p))
+            return 0;
+        key = p;
+        p += key_len;
+    } else if (key_len != -1) {
+        return 0;
+    }
+    if (!fkc_fast_uvarint21(&p, end, &u))
+        return 0;
+    int32_t value_len = fkc_zigzag32_decode(u);
+    const uint8_t *value = NULL;
+    if (value_len >= 0) {
+        if ((size_t)value_len > (size_t)(end - p))
+            return 0;
+        value = p;
+        p += value_len;
+    } else if (value_len != -1) {
+        return 0;
+    }
+    /* header count 0, encoded as the single byte 0x00, must end the record */
+    if (end - p != 1 || *p != 0)
+        return 0;
+    c->pos = end;
+    *timestamp_delta = ts_delta;
+    *offset_delta = off_delta;
+    rec->key = key;
+    rec->key_len = key_len;
+    rec->value = value;
+    rec->value_len = value_len;
+    rec->headers = end;
+    rec->headers_len = 0;
+    rec->header_count = 0;
+    rec->header_size = -1;
+    rec->header_key_bytes = 0;
+    rec->checksum = 0;
+    rec->magic = 2;
+    return 1;
 }
 
 /* Parse one v2 record at the cursor into *rec. Offsets and timestamps are
@@ -275,6 +386,7 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
         return fkc_fail(d, FKC_ERR_INVALID, "negative header count %d at byte %zu%s", header_count, at, where);
     const uint8_t *headers = rc.pos;
     int64_t header_size = 0;
+    int64_t header_key_bytes = 0;
     /* header_count is untrusted: the loop ends as soon as the bytes do. */
     for (int32_t i = 0; i < header_count && !rc.failed; i++) {
         size_t hat = fkc_cursor_tell(&rc);
@@ -297,6 +409,7 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
         if (hvalue_len > 0)
             fkc_skip(&rc, (size_t)hvalue_len, "header value");
         header_size += hkey_len + (hvalue_len > 0 ? hvalue_len : 0);
+        header_key_bytes += hkey_len;
     }
     if (rc.failed)
         return fkc_fail_cursor(d, &rc, where);
@@ -312,6 +425,7 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
     rec->headers_len = (size_t)(rc.pos - headers);
     rec->header_count = header_count;
     rec->header_size = header_count > 0 ? (int32_t)header_size : -1;
+    rec->header_key_bytes = (int32_t)header_key_bytes;
     rec->checksum = 0;
     rec->magic = 2;
     return FKC_OK;
@@ -414,9 +528,12 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
         }
         int64_t timestamp_delta = 0;
         int32_t offset_delta = 0;
-        int rrc = fkc_parse_record_v2(d, &pc, where, rec, &timestamp_delta, &offset_delta);
-        if (rrc != FKC_OK)
-            return rrc;
+        int rrc;
+        if (!fkc_parse_record_v2_fast(&pc, rec, &timestamp_delta, &offset_delta)) {
+            rrc = fkc_parse_record_v2(d, &pc, where, rec, &timestamp_delta, &offset_delta);
+            if (rrc != FKC_OK)
+                return rrc;
+        }
         if (control) {
             if (i == 0) {
                 marker_key = rec->key;
@@ -517,6 +634,7 @@ static void fkc_fill_legacy(fkc_record *rec, const fkc_legacy_message *m, int64_
     rec->headers_len = 0;
     rec->header_count = 0;
     rec->header_size = -1;
+    rec->header_key_bytes = 0;
     /* Java: legacy batches have no partition leader epoch. (kafka-python
      * leaks the previous v2 batch's epoch into them, an accident of state.) */
     rec->leader_epoch = -1;
@@ -639,6 +757,27 @@ static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len,
 
 /* ---- the walk -------------------------------------------------------- */
 
+/* The byte totals of the kept records, saved before each batch so a bad
+ * batch's records can be taken out of them again. */
+typedef struct fkc_totals {
+    uint64_t key_bytes, value_bytes, header_count, header_key_bytes, header_value_bytes;
+} fkc_totals;
+
+static fkc_totals fkc_totals_get(const fkc_decode_result *r)
+{
+    fkc_totals t = {r->key_bytes, r->value_bytes, r->header_count, r->header_key_bytes, r->header_value_bytes};
+    return t;
+}
+
+static void fkc_totals_set(fkc_decode_result *r, fkc_totals t)
+{
+    r->key_bytes = t.key_bytes;
+    r->value_bytes = t.value_bytes;
+    r->header_count = t.header_count;
+    r->header_key_bytes = t.header_key_bytes;
+    r->header_value_bytes = t.header_value_bytes;
+}
+
 int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, const uint8_t **value,
                     int32_t *value_len)
 {
@@ -660,28 +799,6 @@ int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, 
     *value_len = vlen >= 0 ? vlen : -1;
     it->pos = c.pos;
     return 1;
-}
-
-static void fkc_compute_totals(fkc_decode_result *r)
-{
-    for (size_t i = 0; i < r->count; i++) {
-        const fkc_record *rec = &r->records[i];
-        if (rec->key_len > 0)
-            r->key_bytes += (uint64_t)rec->key_len;
-        if (rec->value_len > 0)
-            r->value_bytes += (uint64_t)rec->value_len;
-        if (rec->header_count > 0) {
-            fkc_header_iter it = {rec->headers, rec->headers + rec->headers_len};
-            const uint8_t *k, *v;
-            int32_t kl, vl;
-            while (fkc_header_next(&it, &k, &kl, &v, &vl)) {
-                r->header_count++;
-                r->header_key_bytes += (uint64_t)kl;
-                if (vl > 0)
-                    r->header_value_bytes += (uint64_t)vl;
-            }
-        }
-    }
 }
 
 int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *opts, fkc_decode_result *r)
@@ -720,6 +837,7 @@ int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *o
         int32_t length = (int32_t)fkc_load_be32(batch + 8);
         d.batch_offset = base_offset;
         size_t first = r->count;
+        fkc_totals kept_before = fkc_totals_get(r);
         int rc;
         if (length < FKC_MESSAGE_MIN_SIZE_V0) {
             rc = fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: size field %d is below the 14-byte minimum", pos,
@@ -738,6 +856,7 @@ int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *o
         }
         if (rc != FKC_OK) {
             r->count = first; /* the bad batch's records are not returned */
+            fkc_totals_set(r, kept_before);
             r->next_offset = base_offset;
             break;
         }
@@ -745,7 +864,6 @@ int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *o
         pos += batch_len;
     }
     free(d.aborted_set);
-    fkc_compute_totals(r);
     return r->error;
 }
 

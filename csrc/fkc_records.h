@@ -50,6 +50,9 @@ typedef struct fkc_record {
     int32_t value_len;      /* -1: null value */
     int32_t header_count;   /* 0 for legacy messages */
     int32_t header_size;    /* serialized_header_size: sum of key+value lengths, -1 when none */
+    int32_t header_key_bytes; /* header key bytes alone (value bytes = header_size - this), so the
+                               * Arrow totals are summed as records are kept, without re-walking
+                               * the headers; fits the struct's padding */
     int32_t leader_epoch;   /* batch PartitionLeaderEpoch; -1 for legacy messages */
     uint32_t checksum;      /* legacy: the message CRC; unused for magic 2 */
     int8_t timestamp_type;  /* 0 CreateTime, 1 LogAppendTime, -1 none (magic 0) */
@@ -76,7 +79,8 @@ typedef struct fkc_decode_result {
     int64_t next_offset;
 
     /* Totals over the returned records, so phase 2b can size Arrow buffers
-     * exactly without another pass. */
+     * exactly. Summed as each record is kept (and rolled back with a bad
+     * batch's records), so no pass over the descriptors is needed. */
     uint64_t key_bytes;
     uint64_t value_bytes;
     uint64_t header_count;

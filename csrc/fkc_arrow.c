@@ -38,7 +38,8 @@ void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t top
     fkc_bitmap_all_valid(c->key_validity, n);
     fkc_bitmap_all_valid(c->value_validity, n);
     fkc_bitmap_all_valid(c->timestamp_validity, n);
-    fkc_bitmap_all_valid(c->headers_validity, n);
+    /* Most records carry no headers: that bitmap starts all null instead. */
+    memset(c->headers_validity, 0, fkc_bitmap_bytes(n));
     fkc_bitmap_all_valid(c->hvalue_validity, (size_t)r->header_count);
     c->key_nulls = c->value_nulls = c->timestamp_nulls = c->headers_nulls = c->hvalue_nulls = 0;
 
@@ -83,6 +84,7 @@ void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t top
         }
         c->timestamp_type[i] = rec->timestamp_type;
         if (rec->header_count > 0) {
+            c->headers_validity[i >> 3] = (uint8_t)(c->headers_validity[i >> 3] | (1u << (i & 7)));
             fkc_header_iter it = {rec->headers, rec->headers + rec->headers_len};
             const uint8_t *k, *v;
             int32_t kl, vl;
@@ -101,7 +103,6 @@ void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t top
                 header_pos++;
             }
         } else {
-            fkc_bit_clear(c->headers_validity, i);
             c->headers_nulls++;
         }
         c->headers_offsets[i + 1] = (int32_t)header_pos;

@@ -7,9 +7,10 @@
  * the Python-level call. Shared objects (topic, partition, None, small ints)
  * are reference-counted, not recreated.
  *
- * GC: the caller pauses the cyclic GC around the whole build (see
- * _records.pyx for why and the measurements). Records are NOT untracked:
- * each holds a headers list, which user code may mutate into a cycle.
+ * GC: the caller pauses the cyclic GC around the whole build, and without
+ * deserializers asks for each record and its headers list to be created
+ * untracked (b->untrack; see _records.pyx for why, the measurements and the
+ * accepted cost).
  */
 #ifndef FKC_PYBUILD_H
 #define FKC_PYBUILD_H
@@ -28,6 +29,49 @@ typedef struct fkc_build_ctx {
     int value_full;
     int untrack;        /* 1: untrack each record and its headers list (see _records.pyx) */
 } fkc_build_ctx;
+
+/* Integer fields repeat: leader_epoch, timestamp_type, the serialized sizes
+ * and often the timestamp are the same from one record to the next. Each
+ * such field keeps the last object it made and hands it out again for an
+ * equal value (ints are immutable, so sharing is invisible), saving an
+ * allocation and a PyLong call per field and record. Values in [-5, 256]
+ * are CPython's cached small ints anyway; the last-value check covers them
+ * too without calling into PyLong. */
+typedef struct fkc_int_cache {
+    long long value;
+    PyObject *obj; /* strong reference, or NULL before the first value */
+} fkc_int_cache;
+
+static inline PyObject *fkc_py_int_cached(fkc_int_cache *cache, long long value)
+{
+    if (cache->obj != NULL && cache->value == value) {
+        Py_INCREF(cache->obj);
+        return cache->obj;
+    }
+    PyObject *obj = PyLong_FromLongLong(value);
+    if (obj == NULL)
+        return NULL;
+    Py_XDECREF(cache->obj);
+    Py_INCREF(obj);
+    cache->obj = obj;
+    cache->value = value;
+    return obj;
+}
+
+/* One cache per repeating field, alive for one fkc_py_build_list call. */
+typedef struct fkc_int_caches {
+    fkc_int_cache leader_epoch, timestamp, timestamp_type, key_size, value_size, header_size;
+} fkc_int_caches;
+
+static void fkc_int_caches_clear(fkc_int_caches *c)
+{
+    Py_CLEAR(c->leader_epoch.obj);
+    Py_CLEAR(c->timestamp.obj);
+    Py_CLEAR(c->timestamp_type.obj);
+    Py_CLEAR(c->key_size.obj);
+    Py_CLEAR(c->value_size.obj);
+    Py_CLEAR(c->header_size.obj);
+}
 
 static PyObject *fkc_py_bytes_or_none(const uint8_t *p, int32_t len)
 {
@@ -93,7 +137,7 @@ static PyObject *fkc_py_deserialize(PyObject *fn, int full, PyObject *topic, PyO
 }
 
 /* Build one ConsumerRecord. Returns a new reference or NULL with an exception. */
-static PyObject *fkc_py_record(const fkc_build_ctx *b, const fkc_record *rec)
+static PyObject *fkc_py_record(const fkc_build_ctx *b, fkc_int_caches *ints, const fkc_record *rec)
 {
     PyObject *r;
     if (b->untrack) {
@@ -120,7 +164,7 @@ static PyObject *fkc_py_record(const fkc_build_ctx *b, const fkc_record *rec)
     PyTuple_SET_ITEM(r, 0, b->topic);
     Py_INCREF(b->partition);
     PyTuple_SET_ITEM(r, 1, b->partition);
-    if ((v = PyLong_FromLong(rec->leader_epoch)) == NULL)
+    if ((v = fkc_py_int_cached(&ints->leader_epoch, rec->leader_epoch)) == NULL)
         goto fail_headers;
     PyTuple_SET_ITEM(r, 2, v);
     if ((v = PyLong_FromLongLong(rec->offset)) == NULL)
@@ -133,10 +177,12 @@ static PyObject *fkc_py_record(const fkc_build_ctx *b, const fkc_record *rec)
         Py_INCREF(Py_None);
         PyTuple_SET_ITEM(r, 5, Py_None);
     } else {
-        if ((v = PyLong_FromLongLong(rec->timestamp)) == NULL)
+        if ((v = fkc_py_int_cached(&ints->timestamp, rec->timestamp)) == NULL)
             goto fail_headers;
         PyTuple_SET_ITEM(r, 4, v);
-        PyTuple_SET_ITEM(r, 5, PyLong_FromLong(rec->timestamp_type)); /* 0/1: cached small ints, cannot fail */
+        if ((v = fkc_py_int_cached(&ints->timestamp_type, rec->timestamp_type)) == NULL)
+            goto fail_headers;
+        PyTuple_SET_ITEM(r, 5, v);
     }
     if ((v = fkc_py_bytes_or_none(rec->key, rec->key_len)) == NULL)
         goto fail_headers;
@@ -158,13 +204,13 @@ static PyObject *fkc_py_record(const fkc_build_ctx *b, const fkc_record *rec)
             goto fail;
         PyTuple_SET_ITEM(r, 9, v);
     }
-    if ((v = PyLong_FromLong(rec->key_len)) == NULL)
+    if ((v = fkc_py_int_cached(&ints->key_size, rec->key_len)) == NULL)
         goto fail;
     PyTuple_SET_ITEM(r, 10, v);
-    if ((v = PyLong_FromLong(rec->value_len)) == NULL)
+    if ((v = fkc_py_int_cached(&ints->value_size, rec->value_len)) == NULL)
         goto fail;
     PyTuple_SET_ITEM(r, 11, v);
-    if ((v = PyLong_FromLong(rec->header_size)) == NULL)
+    if ((v = fkc_py_int_cached(&ints->header_size, rec->header_size)) == NULL)
         goto fail;
     PyTuple_SET_ITEM(r, 12, v);
     if (b->untrack)
@@ -184,15 +230,19 @@ static PyObject *fkc_py_build_list(const fkc_build_ctx *b, const fkc_decode_resu
     PyObject *list = PyList_New((Py_ssize_t)count);
     if (list == NULL)
         return NULL;
+    fkc_int_caches ints;
+    memset(&ints, 0, sizeof ints);
     for (size_t i = 0; i < count; i++) {
-        PyObject *rec = fkc_py_record(b, &res->records[i]);
+        PyObject *rec = fkc_py_record(b, &ints, &res->records[i]);
         if (rec == NULL) {
+            fkc_int_caches_clear(&ints);
             Py_SET_SIZE(list, (Py_ssize_t)i);
             Py_DECREF(list);
             return NULL;
         }
         PyList_SET_ITEM(list, (Py_ssize_t)i, rec);
     }
+    fkc_int_caches_clear(&ints);
     return list;
 }
 

@@ -129,7 +129,9 @@ class KafkaConsumer:
         """Without group_id, as kafka-python does: every partition of the
         topics (or of the topics matching `pattern`) is assigned to this
         consumer and the assignment follows metadata (new partitions, new
-        matching topics). With group_id: consumer groups are issue 5."""
+        matching topics). With group_id the consumer joins the group
+        (group_protocol "classic" or "consumer"), which assigns partitions;
+        `listener` (a ConsumerRebalanceListener) is called inside poll()."""
         self._check_open()
         if isinstance(topics, str):
             topics = [topics]

@@ -117,6 +117,7 @@ class GroupMemberBase:
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
         self._next_auto_commit = clock() + self._auto_commit_interval
         self._start_thread = start_thread
+        self._listener_error = None  # raised from poll after the hand-over it interrupted
 
     # --- lifecycle ------------------------------------------------------------------------
     def _ensure_thread(self):
@@ -251,6 +252,9 @@ class GroupMemberBase:
                 self._poll_timeout_expired = False
                 self._kick_thread()
         self._apply_pending()
+        if self._listener_error is not None:
+            error, self._listener_error = self._listener_error, None
+            raise error
         if self._auto_commit and self._owned and self._clock() >= self._next_auto_commit:
             self._next_auto_commit = self._clock() + self._auto_commit_interval
             self.commit_async(None, self.config["default_offset_commit_callback"])
@@ -266,7 +270,7 @@ class GroupMemberBase:
                     self.commit_sync(positions, self.config["request_timeout_ms"])
                 except KafkaError as exc:
                     log.warning("commit before revocation failed: %s", exc)
-        call_listener(self._listener, "on_partitions_lost" if lost else "on_partitions_revoked", partitions)
+        self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", partitions)
         gone = set(partitions)
         with self._lock:
             self._owned = [tp for tp in self._owned if tp not in gone]
@@ -284,7 +288,18 @@ class GroupMemberBase:
                 entry = committed.get(tp)
                 if entry is not None and entry.offset >= 0:
                     self.app.seek(tp, entry.offset, entry.leader_epoch)
-        call_listener(self._listener, "on_partitions_assigned", added)
+        self._call_listener("on_partitions_assigned", added)
+
+    def _call_listener(self, method, partitions):
+        """A listener that raises does not stop the hand-over half way (the
+        group would be left inconsistent); the first error is raised from
+        poll once the hand-over is complete, as the Java client does."""
+        try:
+            call_listener(self._listener, method, partitions)
+        except Exception as exc:
+            log.error("group %s: %s raised %r", self.group_id, method, exc)
+            if self._listener_error is None:
+                self._listener_error = exc
 
     def _positions(self, partitions=None):
         positions = self.app.positions()

@@ -492,3 +492,22 @@ def test_close_commits_revokes_leaves_and_ends_closed():
     assert member.state is MemberState.CLOSED
     with pytest.raises(IllegalStateError):
         member._set_state(MemberState.UNJOINED)
+
+
+def test_a_raising_listener_does_not_stop_the_hand_over_and_its_error_reaches_poll():
+    member, transport, app, clock, listener = make()
+
+    class Boom(Recorder):
+        def on_partitions_assigned(self, tps):
+            super().on_partitions_assigned(tps)
+            raise ValueError("listener bug")
+
+    member._listener = Boom()
+    transport.answer("JoinGroup", join_response("m-1", members=[("m-1", subscription_bytes())]))
+    transport.answer("SyncGroup", sync_response(TPS))
+    transport.answer("OffsetFetch", offset_fetch_response({}))
+    member.run_step()
+    with pytest.raises(ValueError, match="listener bug"):
+        member.on_app_poll()
+    assert app.assigned == TPS and member.assignment() == set(TPS)
+    member.on_app_poll()  # raised once, not again

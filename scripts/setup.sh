@@ -25,7 +25,7 @@ fi
 command -v java >/dev/null 2>&1 || { echo "setup: Java 17+ is required (apt-get install openjdk-17-jdk-headless)" >&2; exit 1; }
 command -v mvn >/dev/null 2>&1 || { echo "setup: Maven is required (apt-get install maven)" >&2; exit 1; }
 
-$PY -m pip install -q --disable-pip-version-check -e ".[dev]"
+$PY -m pip install -q --disable-pip-version-check -e ".[dev,spark]"
 # The editable install builds the extension; build in place again so the
 # tree always holds the extension of the current sources.
 $PY setup.py -q build_ext --inplace

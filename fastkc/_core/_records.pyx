@@ -142,6 +142,10 @@ cdef extern from "fkc_arrow.h":
     int fkc_arrow_fits(const fkc_decode_result *r, size_t topic_len)
     void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
                         fkc_arrow_columns *cols) nogil
+    struct ArrowArray:
+        void (*release)(ArrowArray *)
+    int fkc_arrow_export(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
+                         ArrowArray *out) nogil
 
 
 cdef extern from "fkc_pybuild.h":
@@ -499,86 +503,46 @@ def decode_partition(data, topic, partition, fetch_offset, stop_offset, check_cr
 # Phase 2b: Arrow
 
 
-cdef object _pa = None
 cdef object _schema = None
-cdef object _types = None
+cdef object _import_batch = None
 
 
 cdef _arrow_init():
-    global _pa, _schema, _types
-    if _pa is None:
+    global _schema, _import_batch
+    if _schema is None:
         import pyarrow
         from fastkc.records import arrow_schema
 
+        _import_batch = pyarrow.RecordBatch._import_from_c
         _schema = arrow_schema()
-        _types = [field.type for field in _schema]
-        _pa = pyarrow
-
-
-cdef _alloc(size_t nbytes, uint8_t **ptr):
-    # At least 8 bytes: a zero-length pyarrow buffer may have no usable
-    # address, and memcpy/memset of 0 bytes still want a valid pointer.
-    buf = _pa.allocate_buffer(nbytes if nbytes >= 8 else 8)
-    ptr[0] = <uint8_t *><size_t>buf.address
-    return buf
 
 
 cdef _build_arrow(_Phase1 p, topic, int32_t partition):
+    # C fills every column into one arena and describes the batch through the
+    # Arrow C data interface (fkc_arrow_export); pyarrow imports it in one
+    # call against the cached schema. The previous form -- 20 allocate_buffer,
+    # 11 Array.from_buffers and a RecordBatch.from_arrays call -- cost ~20 us
+    # per decode, a tenth of the time of a 1 MiB fetch.
     cdef fkc_decode_result *r = &p.result
-    cdef fkc_arrow_columns c
-    cdef size_t n = r.count
-    cdef size_t h = <size_t>r.header_count
+    cdef ArrowArray exported
     cdef bytes topic_utf8 = topic.encode("utf-8")
     cdef size_t topic_len = len(topic_utf8)
-    cdef uint8_t *ptr
+    cdef const uint8_t *topic_ptr = <const uint8_t *>topic_utf8
+    cdef int ok
     _arrow_init()
     if not fkc_arrow_fits(r, topic_len):
         raise OverflowError("fastkc: this partition's records exceed one Arrow batch's 2 GiB offsets")
-    bm = fkc_bitmap_bytes(n)
-    key_valid = _alloc(bm, &c.key_validity)
-    key_off = _alloc((n + 1) * 4, &ptr); c.key_offsets = <int32_t *>ptr
-    key_data = _alloc(r.key_bytes, &c.key_data)
-    value_valid = _alloc(bm, &c.value_validity)
-    value_off = _alloc((n + 1) * 4, &ptr); c.value_offsets = <int32_t *>ptr
-    value_data = _alloc(r.value_bytes, &c.value_data)
-    topic_off = _alloc((n + 1) * 4, &ptr); c.topic_offsets = <int32_t *>ptr
-    topic_data = _alloc(n * topic_len, &c.topic_data)
-    part = _alloc(n * 4, &ptr); c.partition = <int32_t *>ptr
-    offs = _alloc(n * 8, &ptr); c.offset = <int64_t *>ptr
-    ts_valid = _alloc(bm, &c.timestamp_validity)
-    ts = _alloc(n * 8, &ptr); c.timestamp = <int64_t *>ptr
-    ts_type = _alloc(n * 4, &ptr); c.timestamp_type = <int32_t *>ptr
-    hdr_valid = _alloc(bm, &c.headers_validity)
-    hdr_off = _alloc((n + 1) * 4, &ptr); c.headers_offsets = <int32_t *>ptr
-    hkey_off = _alloc((h + 1) * 4, &ptr); c.hkey_offsets = <int32_t *>ptr
-    hkey_data = _alloc(r.header_key_bytes, &c.hkey_data)
-    hval_valid = _alloc(fkc_bitmap_bytes(h), &c.hvalue_validity)
-    hval_off = _alloc((h + 1) * 4, &ptr); c.hvalue_offsets = <int32_t *>ptr
-    hval_data = _alloc(r.header_value_bytes, &c.hvalue_data)
-    cdef const uint8_t *topic_ptr = <const uint8_t *>topic_utf8
     with nogil:
-        fkc_arrow_fill(r, topic_ptr, topic_len, partition, &c)
-
-    pa = _pa
-    t = _types
-    from_buffers = pa.Array.from_buffers
-    key_arr = from_buffers(t[0], n, [key_valid if c.key_nulls else None, key_off, key_data], c.key_nulls)
-    value_arr = from_buffers(t[1], n, [value_valid if c.value_nulls else None, value_off, value_data], c.value_nulls)
-    topic_arr = from_buffers(t[2], n, [None, topic_off, topic_data], 0)
-    part_arr = from_buffers(t[3], n, [None, part], 0)
-    off_arr = from_buffers(t[4], n, [None, offs], 0)
-    ts_arr = from_buffers(t[5], n, [ts_valid if c.timestamp_nulls else None, ts], c.timestamp_nulls)
-    ts_type_arr = from_buffers(t[6], n, [None, ts_type], 0)
-    struct_type = t[7].value_type
-    hkey_arr = from_buffers(struct_type.field(0).type, h, [None, hkey_off, hkey_data], 0)
-    hval_arr = from_buffers(struct_type.field(1).type, h, [hval_valid if c.hvalue_nulls else None, hval_off,
-                                                           hval_data], c.hvalue_nulls)
-    struct_arr = from_buffers(struct_type, h, [None], 0, 0, [hkey_arr, hval_arr])
-    hdr_arr = from_buffers(t[7], n, [hdr_valid if c.headers_nulls else None, hdr_off], c.headers_nulls, 0,
-                           [struct_arr])
-    return pa.RecordBatch.from_arrays(
-        [key_arr, value_arr, topic_arr, part_arr, off_arr, ts_arr, ts_type_arr, hdr_arr], schema=_schema
-    )
+        ok = fkc_arrow_export(r, topic_ptr, topic_len, partition, &exported)
+    if not ok:
+        raise MemoryError("fastkc: out of memory for Arrow columns")
+    try:
+        return _import_batch(<size_t>&exported, _schema)
+    finally:
+        # Imported: pyarrow moved the struct out and marked it released.
+        # Import failed: it is still ours to release.
+        if exported.release != NULL:
+            exported.release(&exported)
 
 
 def decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,

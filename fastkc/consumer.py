@@ -103,6 +103,11 @@ class KafkaConsumer:
         if self._subscribed_topics is not None or self._pattern is not None:
             raise IllegalStateError(_EXCLUSIVE)
         self._set_assignment(partitions)
+        if self.config["group_id"] is not None:
+            # with a group_id, manually assigned partitions start at the
+            # group's committed offsets (else auto_offset_reset) and are
+            # auto-committed, as in kafka-python and Java
+            self._group().manual_assignment(self._assignment)
 
     def _set_assignment(self, partitions):
         partitions = list(partitions)

@@ -195,6 +195,8 @@ class ClassicGroupMember(GroupMemberBase):
         to sleep before the next."""
         now = self._clock()
         backoff = self.config["retry_backoff_ms"] / 1000.0
+        if self._commit_queue:  # async commits (also of manually assigned partitions)
+            self._flush_async_commits_locked()
         if self._subscription is None or self._closed:
             return 1.0
         if self._poll_timeout_expired:
@@ -207,8 +209,6 @@ class ClassicGroupMember(GroupMemberBase):
             self._leave("consumer poll timeout has expired")
             self._lost_pending = True
             return 1.0
-        if self._commit_queue:
-            self._flush_async_commits_locked()
         if self.state is MemberState.UNJOINED:
             if self._pending is not None or self._applying:
                 return 1.0  # the application applies the last assignment first

@@ -139,6 +139,8 @@ class ConsumerProtocolMember(GroupMemberBase):
     # --- the group thread -------------------------------------------------------------------
     def _step(self):
         now = self._clock()
+        if self._commit_queue:  # async commits (also of manually assigned partitions)
+            self._flush_async_commits_locked()
         if self._subscription is None or self._closed:
             return 1.0
         if self._poll_timeout_expired:
@@ -150,8 +152,6 @@ class ConsumerProtocolMember(GroupMemberBase):
             self._leave("consumer poll timeout has expired")
             self._set_state(Member848State.FENCED)  # the application must drop its partitions as lost
             return 1.0
-        if self._commit_queue:
-            self._flush_async_commits_locked()
         if self.state is Member848State.FENCED:
             return 1.0  # the application hands its partitions to on_partitions_lost first
         if self._target_ids is not None and not self._applying:

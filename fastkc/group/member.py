@@ -118,6 +118,8 @@ class GroupMemberBase:
         self._next_auto_commit = clock() + self._auto_commit_interval
         self._start_thread = start_thread
         self._listener_error = None  # raised from poll after the hand-over it interrupted
+        self._manual = None  # partitions assign()ed by the application (no subscription)
+        self._manual_unresolved = []  # of those, the ones still to start at committed offsets
 
     # --- lifecycle ------------------------------------------------------------------------
     def _ensure_thread(self):
@@ -169,7 +171,7 @@ class GroupMemberBase:
         the listener, leave the group, stop the thread."""
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         try:
-            if autocommit and self._auto_commit and self._owned and self._subscription is not None:
+            if autocommit and self._auto_commit and self._committable():
                 try:
                     self.commit_sync(None, timeout_ms)
                 except KafkaError as exc:
@@ -236,6 +238,12 @@ class GroupMemberBase:
     def subscription(self):
         return None if self._subscription is None else set(self._subscription)
 
+    def manual_assignment(self, partitions):
+        """assign() with a group_id: no membership, but committed offsets
+        are the starting positions and auto commit covers these partitions."""
+        self._manual = list(partitions)
+        self._manual_unresolved = list(partitions)
+
     def assignment(self):
         return set(self._owned)
 
@@ -251,11 +259,13 @@ class GroupMemberBase:
             with self._lock:
                 self._poll_timeout_expired = False
                 self._kick_thread()
+        if self._manual_unresolved and self._subscription is None:
+            self._start_manual_at_committed()
         self._apply_pending()
         if self._listener_error is not None:
             error, self._listener_error = self._listener_error, None
             raise error
-        if self._auto_commit and self._owned and self._clock() >= self._next_auto_commit:
+        if self._auto_commit and self._committable() and self._clock() >= self._next_auto_commit:
             self._next_auto_commit = self._clock() + self._auto_commit_interval
             self.commit_async(None, self.config["default_offset_commit_callback"])
 
@@ -301,9 +311,24 @@ class GroupMemberBase:
             if self._listener_error is None:
                 self._listener_error = exc
 
+    def _committable(self):
+        return bool(self._owned) if self._subscription is not None else bool(self._manual)
+
+    def _start_manual_at_committed(self):
+        positions = self.app.positions()
+        need = [tp for tp in self._manual_unresolved if tp not in positions]
+        committed = self.fetch_committed(need, self.config["request_timeout_ms"])
+        self._manual_unresolved = []
+        for tp in need:
+            entry = committed.get(tp)
+            if entry is not None and entry.offset >= 0:
+                self.app.seek(tp, entry.offset, entry.leader_epoch)
+
     def _positions(self, partitions=None):
         positions = self.app.positions()
-        wanted = set(self._owned if partitions is None else partitions)
+        if partitions is None:
+            partitions = self._owned if self._subscription is not None else (self._manual or ())
+        wanted = set(partitions)
         return {tp: OffsetAndMetadata(offset, "", epoch) for tp, (offset, epoch) in positions.items()
                 if tp in wanted}
 

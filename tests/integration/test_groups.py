@@ -320,3 +320,29 @@ def test_pattern_subscription_follows_new_topics(kafka_broker, protocol):
         assert c.subscription() == {prefix + "-a", prefix + "-b"}
     finally:
         c.close()
+
+
+def test_assign_with_group_id_starts_at_committed_offsets_and_close_commits(kafka_broker):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = "grp-assign-" + uuid.uuid4().hex[:8]
+    create_topic(bootstrap, topic, partitions=2)
+    fill(bootstrap, topic, 2, 10)
+    group = group_name()
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    c = consumer(bootstrap, group, enable_auto_commit=False)
+    c.assign([tp0, tp1])
+    c.commit({tp0: OffsetAndMetadata(3, "", -1)})
+    c.close()
+    c = consumer(bootstrap, group, enable_auto_commit=True, auto_commit_interval_ms=60000)
+    try:
+        c.assign([tp0, tp1])
+        got = poll_until([c], lambda got: len(got[id(c)]) >= 17)[id(c)]
+        assert min(r.offset for r in got if r.partition == 0) == 3  # committed offset
+        assert min(r.offset for r in got if r.partition == 1) == 0  # none committed: earliest
+    finally:
+        c.close()  # auto commit on close, without any group membership
+    c = consumer(bootstrap, group, enable_auto_commit=False)
+    try:
+        assert (c.committed(tp0), c.committed(tp1)) == (10, 10)
+    finally:
+        c.close()

@@ -511,3 +511,23 @@ def test_a_raising_listener_does_not_stop_the_hand_over_and_its_error_reaches_po
         member.on_app_poll()
     assert app.assigned == TPS and member.assignment() == set(TPS)
     member.on_app_poll()  # raised once, not again
+
+
+def test_manual_assignment_starts_at_committed_offsets_and_is_auto_committed():
+    config = consumer_config(dict(group_id="g", enable_auto_commit=True, auto_commit_interval_ms=1000))
+    transport, app, clock = FakeTransport(), FakeApp(), FakeClock()
+    member = make_group_member(config, app, transport=transport, clock=clock, start_thread=False)
+    app.set_assignment(TPS[:2])
+    app.positions_ = {TPS[1]: (50, -1)}  # already positioned (e.g. seek): left alone
+    member.manual_assignment(TPS[:2])
+    transport.answer("OffsetFetch", offset_fetch_response({0: 12}))
+    member.on_app_poll()
+    assert app.seeks == [(TPS[0], 12, 3)]
+    assert transport.bodies("OffsetFetch")[0]["topics"] == [{"name": TOPIC, "partition_indexes": [0]}]
+    clock.now += 2
+    member.on_app_poll()  # auto commit is due: queued for the group thread
+    transport.answer("OffsetCommit", commit_response([1]))
+    member.run_step()
+    body = transport.bodies("OffsetCommit")[0]
+    assert body["generation_id_or_member_epoch"] == -1 and body["member_id"] == ""
+    assert body["topics"][0]["partitions"][0]["committed_offset"] == 50

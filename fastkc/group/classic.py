@@ -1,4 +1,4 @@
-"""The classic group protocol member (JoinGroup / SyncGroup / Heartbeat),
+r"""The classic group protocol member (JoinGroup / SyncGroup / Heartbeat),
 eager and cooperative (KIP-429), with static membership (KIP-345).
 
 States (`MemberState`, changed only through `_set_state`):

@@ -262,10 +262,10 @@ static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *
 }
 
 /* Fast path for the common record: every varint 1-3 bytes (unsigned value
- * below 2^21, where strict and lenient decoding agree), no headers. Reads
+ * below 2^21, where strict and lenient decoding agree). Reads
  * through plain pointers with the same overflow-safe bound checks (`need >
  * end - p`) but without the sticky cursor's bookkeeping. Returns 0 for
- * anything else -- a longer varint, headers, a bad length, a short record --
+ * anything else -- a longer varint, a bad length or UTF-8 key, a short record --
  * and the caller then runs the checked parser from the same byte, which
  * accepts or reports it exactly as before; on 0 nothing is consumed. */
 static inline int fkc_fast_uvarint21(const uint8_t **pp, const uint8_t *end, uint32_t *out)
@@ -290,8 +290,53 @@ static inline int fkc_fast_uvarint21(const uint8_t **pp, const uint8_t *end, uin
     return 0;
 }
 
-static inline int fkc_parse_record_v2_fast(fkc_cursor *c, fkc_record *rec, int64_t *timestamp_delta,
-                                           int32_t *offset_delta)
+/* The fast path's header list (kept out of line: most records have none,
+ * and inlining it costs the header-less path registers). Same rules as the
+ * checked parser; returns 0 for anything it does not accept as is. */
+static __attribute__((noinline)) int fkc_fast_headers(const uint8_t **pp, const uint8_t *end, const uint8_t **headers,
+                                                      int32_t *count, int64_t *size, int64_t *key_bytes)
+{
+    const uint8_t *p = *pp;
+    uint32_t u;
+    if (!fkc_fast_uvarint21(&p, end, &u))
+        return 0;
+    int32_t header_count = fkc_zigzag32_decode(u);
+    if (header_count < 0)
+        return 0;
+    *headers = p;
+    int64_t header_size = 0, header_key_bytes = 0;
+    /* header_count is untrusted: every header takes >= 2 bytes, and the loop
+     * gives up as soon as the record's bytes run out. */
+    for (int32_t i = 0; i < header_count; i++) {
+        if (!fkc_fast_uvarint21(&p, end, &u))
+            return 0;
+        int32_t hkey_len = fkc_zigzag32_decode(u);
+        if (hkey_len < 0 || (size_t)hkey_len > (size_t)(end - p) || !fkc_utf8_valid(p, (size_t)hkey_len))
+            return 0;
+        p += hkey_len;
+        if (!fkc_fast_uvarint21(&p, end, &u))
+            return 0;
+        int32_t hvalue_len = fkc_zigzag32_decode(u);
+        if (hvalue_len >= 0) {
+            if ((size_t)hvalue_len > (size_t)(end - p))
+                return 0;
+            p += hvalue_len;
+        } else if (hvalue_len != -1) {
+            return 0;
+        }
+        header_key_bytes += hkey_len;
+        header_size += hkey_len + (hvalue_len > 0 ? hvalue_len : 0);
+    }
+    *pp = p;
+    *count = header_count;
+    *size = header_size;
+    *key_bytes = header_key_bytes;
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int fkc_parse_record_v2_fast_body(fkc_cursor *c, fkc_record *rec,
+                                                                              int64_t *timestamp_delta,
+                                                                              int32_t *offset_delta, int allow_headers)
 {
     if (c->failed)
         return 0;
@@ -334,8 +379,16 @@ static inline int fkc_parse_record_v2_fast(fkc_cursor *c, fkc_record *rec, int64
     } else if (value_len != -1) {
         return 0;
     }
-    /* header count 0, encoded as the single byte 0x00, must end the record */
-    if (end - p != 1 || *p != 0)
+    const uint8_t *headers;
+    int32_t header_count = 0;
+    int64_t header_size = 0, header_key_bytes = 0;
+    if (end - p == 1 && *p == 0) {
+        /* no headers (count 0 as the single byte 0x00): the common case */
+        headers = ++p;
+    } else if (!allow_headers || !fkc_fast_headers(&p, end, &headers, &header_count, &header_size, &header_key_bytes)) {
+        return 0;
+    }
+    if (p != end)
         return 0;
     c->pos = end;
     *timestamp_delta = ts_delta;
@@ -344,14 +397,30 @@ static inline int fkc_parse_record_v2_fast(fkc_cursor *c, fkc_record *rec, int64
     rec->key_len = key_len;
     rec->value = value;
     rec->value_len = value_len;
-    rec->headers = end;
-    rec->headers_len = 0;
-    rec->header_count = 0;
-    rec->header_size = -1;
-    rec->header_key_bytes = 0;
+    rec->headers = headers;
+    rec->headers_len = (size_t)(end - headers);
+    rec->header_count = header_count;
+    rec->header_size = header_count > 0 ? (int32_t)header_size : -1;
+    rec->header_key_bytes = (int32_t)header_key_bytes;
     rec->checksum = 0;
     rec->magic = 2;
     return 1;
+}
+
+/* Two instances: the header-less one inlined into the batch loop (the
+ * common record; no call inside keeps the loop's registers free), the one
+ * that also takes headers out of line, tried before the checked parser. */
+static inline __attribute__((always_inline)) int fkc_parse_record_v2_fast(fkc_cursor *c, fkc_record *rec,
+                                                                         int64_t *timestamp_delta,
+                                                                         int32_t *offset_delta)
+{
+    return fkc_parse_record_v2_fast_body(c, rec, timestamp_delta, offset_delta, 0);
+}
+
+static __attribute__((noinline)) int fkc_parse_record_v2_fast_headers(fkc_cursor *c, fkc_record *rec,
+                                                                     int64_t *timestamp_delta, int32_t *offset_delta)
+{
+    return fkc_parse_record_v2_fast_body(c, rec, timestamp_delta, offset_delta, 1);
 }
 
 /* Parse one v2 record at the cursor into *rec. Offsets and timestamps are
@@ -529,7 +598,8 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
         int64_t timestamp_delta = 0;
         int32_t offset_delta = 0;
         int rrc;
-        if (!fkc_parse_record_v2_fast(&pc, rec, &timestamp_delta, &offset_delta)) {
+        if (!fkc_parse_record_v2_fast(&pc, rec, &timestamp_delta, &offset_delta) &&
+            !fkc_parse_record_v2_fast_headers(&pc, rec, &timestamp_delta, &offset_delta)) {
             rrc = fkc_parse_record_v2(d, &pc, where, rec, &timestamp_delta, &offset_delta);
             if (rrc != FKC_OK)
                 return rrc;

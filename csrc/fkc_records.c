@@ -76,6 +76,15 @@ static int fkc_fail_cursor(fkc_decoder *d, const fkc_cursor *c, const char *wher
 int fkc_utf8_valid(const uint8_t *p, size_t len)
 {
     size_t i = 0;
+    /* Header keys are almost always ASCII: 8 bytes at a time while no byte
+     * has its high bit set, then byte by byte from the first one that does. */
+    while (len - i >= 8) {
+        uint64_t word;
+        memcpy(&word, p + i, 8);
+        if (word & UINT64_C(0x8080808080808080))
+            break;
+        i += 8;
+    }
     while (i < len) {
         uint8_t b = p[i];
         if (b < 0x80) {
@@ -853,6 +862,27 @@ int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, 
 {
     if (it->pos >= it->end)
         return 0;
+    /* Short key and value (one-byte lengths, the usual header): read
+     * directly, with the same bounds; anything else takes the cursor. */
+    const uint8_t *p = it->pos, *e = it->end;
+    if (p[0] < 0x80) {
+        int32_t fast_klen = fkc_zigzag32_decode(p[0]);
+        p++;
+        if (fast_klen >= 0 && (size_t)fast_klen < (size_t)(e - p) && p[fast_klen] < 0x80) {
+            const uint8_t *fast_k = p;
+            p += fast_klen;
+            int32_t fast_vlen = fkc_zigzag32_decode(p[0]);
+            p++;
+            if (fast_vlen == -1 || (fast_vlen >= 0 && (size_t)fast_vlen <= (size_t)(e - p))) {
+                *key = fast_k;
+                *key_len = fast_klen;
+                *value = fast_vlen >= 0 ? p : NULL;
+                *value_len = fast_vlen;
+                it->pos = fast_vlen >= 0 ? p + fast_vlen : p;
+                return 1;
+            }
+        }
+    }
     fkc_cursor c;
     fkc_cursor_init(&c, it->pos, (size_t)(it->end - it->pos), 0);
     int32_t klen = fkc_read_varint(&c, "header key length");

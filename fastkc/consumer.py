@@ -46,6 +46,9 @@ class KafkaConsumer:
         self._pattern = None
         self._coordinator = None  # issue 5
         self._iterator = None
+        # Bumped by every call that can invalidate records the iterator has
+        # polled but not yet yielded (seek, pause, reassignment); see _iterate.
+        self._iteration_epoch = 0
         self._consumer_timeout = None
         try:
             self._client.bootstrap()
@@ -125,7 +128,7 @@ class KafkaConsumer:
         self._fetcher.assign(seen)
         if self._pattern is None:
             self._client.set_topics(set(self._subscribed_topics or ()) | {tp.topic for tp in seen})
-        self._iterator = None
+        self._iteration_epoch += 1
 
     def assignment(self):
         return set(self._assignment)
@@ -373,10 +376,35 @@ class KafkaConsumer:
             wait = 1000.0 if deadline is None else max(0.0, (deadline - self._clock()) * 1000.0)
             records = self.poll(timeout_ms=min(wait, 1000.0))
             if records:
-                self._iterator = _chain(records)
+                self._iterator = self._iterate(records)
                 continue
             if deadline is not None and self._clock() >= deadline:
                 raise StopIteration
+
+    def _iterate(self, records_by_partition):
+        """Yield polled records one at a time. poll() has already moved the
+        positions past them, so when the application changes a partition's
+        fate mid-iteration (_iteration_epoch moved) each partition is checked
+        again before its next record: unassigned or sought elsewhere — its
+        remaining records are dropped (the new position rules); paused — it is
+        rewound to its first record not yet yielded, so nothing is lost (as
+        kafka-python's iterator, which re-checks before every record)."""
+        states = self._fetcher.states
+        for tp, records in records_by_partition.items():
+            state = states.get(tp)
+            expected = state.position if state is not None else None
+            epoch = self._iteration_epoch
+            for record in records:
+                if self._iteration_epoch != epoch:
+                    epoch = self._iteration_epoch
+                    state = states.get(tp)
+                    if state is None or state.position != expected:
+                        break
+                    if state.paused:
+                        self._fetcher.seek(tp, record.offset, record.leader_epoch)
+                        break
+                yield record
+
 
     # --- positions ---------------------------------------------------------------------------
     def _assigned_state(self, partition):
@@ -394,7 +422,7 @@ class KafkaConsumer:
             raise ValueError("offset must be a non-negative integer")
         self._assigned_state(partition)
         self._fetcher.seek(partition, offset)
-        self._iterator = None
+        self._iteration_epoch += 1
 
     def _seek_to(self, partitions, strategy):
         self._check_open()
@@ -406,7 +434,7 @@ class KafkaConsumer:
             self._assigned_state(tp)
         for tp in partitions:
             self._fetcher.request_reset(tp, strategy)
-        self._iterator = None
+        self._iteration_epoch += 1
 
     def seek_to_beginning(self, *partitions):
         self._seek_to(partitions, "earliest")
@@ -475,6 +503,7 @@ class KafkaConsumer:
             self._assigned_state(tp)
         for tp in partitions:
             self._fetcher.pause(tp)
+        self._iteration_epoch += 1
 
     def resume(self, *partitions):
         self._check_open()
@@ -538,8 +567,3 @@ class _GroupApp:
 
     def seek(self, tp, offset, epoch):
         self._consumer._fetcher.seek(tp, offset, epoch if epoch is not None else -1)
-
-
-def _chain(records_by_partition):
-    for records in records_by_partition.values():
-        yield from records

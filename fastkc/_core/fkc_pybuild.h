@@ -58,10 +58,40 @@ static inline PyObject *fkc_py_int_cached(fkc_int_cache *cache, long long value)
     return obj;
 }
 
+/* Header keys repeat too (the same few names on every record): the str made
+ * for the i-th header of the previous record is handed out again when the
+ * key bytes are equal, instead of decoding UTF-8 into a new str. The bytes
+ * compared point into the blob or a decompressed buffer, both alive for the
+ * whole build. */
+#define FKC_KEY_CACHE_SLOTS 8
+typedef struct fkc_key_cache {
+    const uint8_t *bytes;
+    int32_t len;
+    PyObject *str; /* strong reference, or NULL */
+} fkc_key_cache;
+
 /* One cache per repeating field, alive for one fkc_py_build_list call. */
 typedef struct fkc_int_caches {
     fkc_int_cache leader_epoch, timestamp, timestamp_type, key_size, value_size, header_size;
+    fkc_key_cache header_keys[FKC_KEY_CACHE_SLOTS]; /* by header position */
 } fkc_int_caches;
+
+static inline PyObject *fkc_py_header_key(fkc_key_cache *slot, const uint8_t *k, int32_t kl)
+{
+    if (slot->str != NULL && slot->len == kl && memcmp(slot->bytes, k, (size_t)kl) == 0) {
+        Py_INCREF(slot->str);
+        return slot->str;
+    }
+    PyObject *key = PyUnicode_DecodeUTF8((const char *)k, (Py_ssize_t)kl, "strict");
+    if (key == NULL)
+        return NULL;
+    Py_XDECREF(slot->str);
+    Py_INCREF(key);
+    slot->str = key;
+    slot->bytes = k;
+    slot->len = kl;
+    return key;
+}
 
 static void fkc_int_caches_clear(fkc_int_caches *c)
 {
@@ -71,6 +101,8 @@ static void fkc_int_caches_clear(fkc_int_caches *c)
     Py_CLEAR(c->key_size.obj);
     Py_CLEAR(c->value_size.obj);
     Py_CLEAR(c->header_size.obj);
+    for (int i = 0; i < FKC_KEY_CACHE_SLOTS; i++)
+        Py_CLEAR(c->header_keys[i].str);
 }
 
 static PyObject *fkc_py_bytes_or_none(const uint8_t *p, int32_t len)
@@ -80,7 +112,7 @@ static PyObject *fkc_py_bytes_or_none(const uint8_t *p, int32_t len)
     return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)len);
 }
 
-static PyObject *fkc_py_headers(const fkc_record *rec)
+static PyObject *fkc_py_headers(fkc_int_caches *ints, const fkc_record *rec)
 {
     PyObject *list = PyList_New(rec->header_count > 0 ? rec->header_count : 0);
     if (list == NULL || rec->header_count <= 0)
@@ -90,7 +122,7 @@ static PyObject *fkc_py_headers(const fkc_record *rec)
     int32_t kl, vl;
     Py_ssize_t i = 0;
     while (i < rec->header_count && fkc_header_next(&it, &k, &kl, &v, &vl)) {
-        PyObject *key = PyUnicode_DecodeUTF8((const char *)k, (Py_ssize_t)kl, "strict");
+        PyObject *key = fkc_py_header_key(&ints->header_keys[i % FKC_KEY_CACHE_SLOTS], k, kl);
         if (key == NULL)
             goto fail;
         PyObject *value = fkc_py_bytes_or_none(v, vl);
@@ -156,7 +188,7 @@ static PyObject *fkc_py_record(const fkc_build_ctx *b, fkc_int_caches *ints, con
     }
     /* Slots are NULL until set; tuple dealloc tolerates NULL items, so an
      * early return after Py_DECREF(r) is safe. */
-    PyObject *headers = fkc_py_headers(rec);
+    PyObject *headers = fkc_py_headers(ints, rec);
     if (headers == NULL)
         goto fail;
     PyObject *v;

@@ -113,3 +113,25 @@ def test_fast_and_checked_parsers_agree(ts_delta, value_len):
     with using_backend(twin):
         expected = R.decode_arrow(data, topic="t", partition=0)
     assert R.decode_arrow(data, topic="t", partition=0).equals(expected)
+
+
+def test_header_key_strings_are_shared_only_when_equal():
+    # The records path reuses the previous record's str for an equal header
+    # key at the same position: keys of equal length but other bytes, a
+    # changed header count and more headers than the reuse slots must all
+    # still come out as the twin decodes them.
+    headers = [
+        [("ab", b"1"), ("cd", None)],
+        [("ac", b"2"), ("cd", b"")],
+        [("ab", b"3")],
+        [("k%d" % j, b"%d" % j) for j in range(12)],
+        [("k%d" % (11 - j), None) for j in range(12)],
+        [],
+        [("\u00e9", b"e"), ("ab", b"4")],
+    ]
+    data = batch([(0, b"k", b"v", h) for h in headers])
+    got = R.decode(data, topic="t", partition=0)
+    with using_backend(twin):
+        expected = R.decode(data, topic="t", partition=0)
+    assert [r.headers for r in got] == [r.headers for r in expected] == headers
+    assert got[0].headers[1][0] is got[1].headers[1][0]  # "cd" at the same position: shared

@@ -25,8 +25,10 @@ from fastkc.broker.harness import (
     default_data_dir,
     describe,
     start,
+    start_node,
     status,
     stop,
+    stop_node,
 )
 from fastkc.broker.resolve import (
     DEFAULT_KAFKA_VERSION,
@@ -40,6 +42,8 @@ __all__ = [
     "start",
     "stop",
     "status",
+    "stop_node",
+    "start_node",
     "describe",
     "resolve_kafka",
     "find_java",

@@ -461,8 +461,10 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
     return info
 
 
-def _wait_ready(plans, procs, cluster_id, deadline, explicit_port):
-    expected = (cluster_id, [p.node_id for p in plans])
+def _wait_ready(plans, procs, cluster_id, deadline, explicit_port, expected_nodes=None):
+    # expected_nodes: every node id the cluster has (default: the ones being
+    # started; a restarted single node must still see all its peers).
+    expected = (cluster_id, expected_nodes or [p.node_id for p in plans])
     pending = list(plans)
     last_error = {}
     while True:
@@ -526,6 +528,51 @@ def stop(*, name="default", data_dir=None, timeout=30.0):
                 ", ".join(str(n.pid) for n in remaining)))
         os.remove(os.path.join(data_dir, STATE_FILE))
         return info
+
+
+def stop_node(info, node_id, *, timeout=30.0):
+    """Stop one node of a running broker (SIGTERM: Kafka's controlled
+    shutdown; SIGKILL after `timeout`) and wait for it to exit. Its data dir,
+    ports and state entry stay, so start_node() brings the same node back:
+    how tests take a broker or a cluster member away and return it."""
+    node = _node_of(info, node_id)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(node.pid, signal.SIGTERM)
+    if _wait_exit([node], timeout):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(node.pid, signal.SIGKILL)
+        if _wait_exit([node], 15.0):
+            raise BrokerHarnessError("Kafka node {0} (pid {1}) did not exit even after SIGKILL".format(
+                node_id, node.pid))
+
+
+def start_node(info, node_id, *, timeout=90.0, die_with_parent=False):
+    """Start a node stopped by stop_node() again from its existing data dir,
+    properties and ports (no reformat); record its new pid in `info` and the
+    state file (so stop() ends it), and return once it answers ApiVersions +
+    Metadata listing every node of the cluster."""
+    node = _node_of(info, node_id)
+    if _node_alive(node):
+        raise BrokerAlreadyRunningError("Kafka node {0} is already running (pid {1})".format(node_id, node.pid))
+    install = resolve_kafka(info.kafka_version)
+    java = find_java(min_major=17 if install.major >= 4 else 11)
+    plan = NodePlan(node_id=node.node_id, dir=node.dir, ports=dict(node.ports))
+    heap = _SINGLE_NODE_HEAP if len(info.nodes) == 1 else _CLUSTER_NODE_HEAP
+    proc = _launch(java, install, plan, heap, die_with_parent=die_with_parent)
+    node.pid = proc.pid
+    _write_state(info)
+    # A restarted node never clashes on ports it held before: treat its
+    # ports as explicit so an early exit is reported, not retried elsewhere.
+    _wait_ready([plan], [proc], info.cluster_id, time.monotonic() + timeout, explicit_port=True,
+                expected_nodes=[n.node_id for n in info.nodes])
+
+
+def _node_of(info, node_id):
+    for node in info.nodes:
+        if node.node_id == node_id:
+            return node
+    raise BrokerHarnessError("no node {0} in this broker (nodes {1})".format(
+        node_id, [n.node_id for n in info.nodes]))
 
 
 def _wait_exit(nodes, timeout):

@@ -13,14 +13,13 @@
   (bootstrap_servers given by the test).
 - stop_node(info, node_id) / start_node(info, node_id): stop one node of a
   fixture-started broker and start it again on the same data dir and ports
-  (fastkc.broker has no restart; start_node uses its internals).
+  (fastkc.broker's own stop_node / start_node).
 """
 import contextlib
-import os
-import signal
-import time
 
 import pytest
+
+from fastkc import broker
 
 from tests.support.consumers import FLAVOUR_NAMES, load_flavour
 
@@ -90,70 +89,12 @@ def consumer_factory(flavour):
             consumer.close()
 
 
-# --- broker restart -------------------------------------------------------------
-
-def _wait_exit(pid, timeout):
-    from fastkc.broker import harness
-
-    deadline = time.monotonic() + timeout
-    child = harness._children.get(pid)
-    while time.monotonic() < deadline:
-        if child is not None:
-            if child.poll() is not None:
-                harness._children.pop(pid, None)
-                return True
-        else:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-        time.sleep(0.1)
-    return False
-
+# --- broker restart: fastkc.broker.stop_node / start_node ----------------------
 
 def stop_node(info, node_id, *, timeout=30.0):
-    """SIGTERM one node (Kafka's controlled shutdown) and wait for it to exit."""
-    node = next(n for n in info.nodes if n.node_id == node_id)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(node.pid, signal.SIGTERM)
-    if not _wait_exit(node.pid, timeout):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(node.pid, signal.SIGKILL)
-        assert _wait_exit(node.pid, 15.0), "node {0} (pid {1}) did not exit".format(node_id, node.pid)
+    broker.stop_node(info, node_id, timeout=timeout)
 
 
 def start_node(info, node_id, *, timeout=90.0):
-    """Start a stopped node again from its existing data dir, properties and
-    ports (no reformat), record its new pid in `info` and the state file (so
-    the fixture's broker.stop ends it), and wait until it answers Metadata
-    listing every node.
-
-    fastkc.broker has no restart: this reuses harness._launch (the same
-    command line start() uses) with the node's plan rebuilt from BrokerInfo.
-    """
-    from fastkc.broker import harness, probe
-    from fastkc.broker.config import NodePlan
-    from fastkc.broker.resolve import find_java, resolve_kafka
-
-    node = next(n for n in info.nodes if n.node_id == node_id)
-    install = resolve_kafka(info.kafka_version)
-    java = find_java(min_major=17 if install.major >= 4 else 11)
-    plan = NodePlan(node_id=node.node_id, dir=node.dir, ports=dict(node.ports))
-    heap = harness._SINGLE_NODE_HEAP if len(info.nodes) == 1 else harness._CLUSTER_NODE_HEAP
-    proc = harness._launch(java, install, plan, heap, die_with_parent=True)
-    node.pid = proc.pid
-    harness._write_state(info)
-    expected = (info.cluster_id, [n.node_id for n in info.nodes])
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("node {0} exited on restart (code {1}):\n{2}".format(
-                node_id, proc.returncode, harness._node_log_tail(plan)))
-        try:
-            if probe.cluster_view("127.0.0.1", node.ports["PLAINTEXT"], timeout=3.0) == expected:
-                return
-        except Exception as exc:  # refused / reset while it comes up
-            last = exc
-        time.sleep(0.25)
-    raise TimeoutError("node {0} did not answer after restart (last: {1})".format(node_id, last))
+    # die_with_parent: a node restarted by a test ends with the test session
+    broker.start_node(info, node_id, timeout=timeout, die_with_parent=True)

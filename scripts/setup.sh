@@ -25,6 +25,9 @@ fi
 command -v java >/dev/null 2>&1 || { echo "setup: Java 17+ is required (apt-get install openjdk-17-jdk-headless)" >&2; exit 1; }
 command -v mvn >/dev/null 2>&1 || { echo "setup: Maven is required (apt-get install maven)" >&2; exit 1; }
 
+# The build requirements too, not only in pip's isolated build env: the
+# in-place rebuild below (and make asan) run setup.py directly.
+$PY -m pip install -q --disable-pip-version-check "setuptools>=70" wheel "Cython>=3.1,<3.4"
 $PY -m pip install -q --disable-pip-version-check -e ".[dev,spark]"
 # The editable install builds the extension; build in place again so the
 # tree always holds the extension of the current sources.

@@ -117,3 +117,33 @@ def test_piece_end_leaves_anything_but_whole_v2_batches_in_one_piece():
     assert _piece_end(cut, 0, 1) == len(good)
     assert _piece_end(cut, len(good), 1) == len(cut)  # the cut tail: the rest, as it is
     assert _piece_end(good[:20], 0, 1) == 20
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_blobs_piece_sizes_and_poll_sizes_match_one_decode(monkeypatch, seed):
+    import random
+
+    rng = random.Random(seed)
+    blob, offset, expected = b"", rng.randrange(0, 5), []
+    start = offset
+    for _ in range(rng.randrange(1, 12)):
+        if rng.random() < 0.2:
+            blob += bg.control_batch(bg.CONTROL_COMMIT, base_offset=offset, producer_id=3, leader_epoch=5)
+            offset += 1
+            continue
+        values = [b"v%d" % (offset + i) for i in range(rng.randrange(1, 7))]
+        blob += _batch(offset, values)
+        expected.extend(range(offset, offset + len(values)))
+        offset += len(values)
+    position = rng.choice([start] + expected)
+    expected = [o for o in expected if o >= position]
+    max_records = rng.randrange(1, 9)
+    monkeypatch.setattr(fetcher_module, "_PIECE_OFFSETS", rng.randrange(1, 10))
+    client, fetcher = _positioned({0: position})
+    fetcher.send_requests()
+    _answer_fetch(client, client.take("Fetch"), {0: {"records": blob}})
+    polls = _drain(fetcher, max_records)
+    assert [o for polled, _ in polls for o in polled] == expected
+    assert all(len(polled) <= max_records for polled, _ in polls)
+    assert fetcher.state(TP0).position == offset
+    assert fetcher.buffered_bytes() == 0

@@ -55,9 +55,10 @@ def main(argv=None):
             return len(messages)
 
         def positions():
-            # position() is the offset after the last message handed to the application
-            # (or a negative logical offset before the first one).
-            return {tp.partition: tp.offset for tp in consumer.position(
+            # position() is the offset after the last message handed to the application,
+            # or a negative logical offset (OFFSET_INVALID) while none has been: on
+            # these fresh topics that means offset 0 — what an empty partition's end is.
+            return {tp.partition: max(tp.offset, 0) for tp in consumer.position(
                 [TopicPartition(args.topic, p) for p in range(args.partitions)])}
 
         records = drain(poll_count, positions, args, clock)

@@ -25,6 +25,18 @@ class CountMismatch(SystemExit):
     """The runner read a different number of records than the topic holds."""
 
 
+# The settings every kafka-python-style client runs with (kafka-python,
+# aiokafka, fastkc): no group, from the start, CRCs checked, uncommitted reads —
+# the same work for each; fetch sizes stay at each client's (shared) defaults.
+KAFKA_PYTHON_STYLE_CONFIG = dict(
+    group_id=None,
+    enable_auto_commit=False,
+    auto_offset_reset="earliest",
+    check_crcs=True,
+    isolation_level="read_uncommitted",
+)
+
+
 def parse_args(description, argv=None):
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--bootstrap", required=True)

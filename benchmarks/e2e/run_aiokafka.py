@@ -5,7 +5,7 @@ fetch sizes, no max_records: getmany hands over whatever is buffered).
 import asyncio
 import sys
 
-from benchmarks.e2e.common import Clock, CountMismatch, _at_end, finish, parse_args
+from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, CountMismatch, _at_end, finish, parse_args
 
 
 async def consume(args):
@@ -15,11 +15,7 @@ async def consume(args):
     tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
     consumer = AIOKafkaConsumer(
         bootstrap_servers=args.bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        check_crcs=True,
-        isolation_level="read_uncommitted",
+        **KAFKA_PYTHON_STYLE_CONFIG,
     )
     await consumer.start()
     try:

@@ -5,7 +5,7 @@ the same configs as the kafka-python runner.
 """
 import sys
 
-from benchmarks.e2e.common import Clock, drain, finish, parse_args
+from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
 
 
 def main(argv=None):
@@ -25,11 +25,7 @@ def main(argv=None):
     tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
     consumer = KafkaConsumer(
         bootstrap_servers=args.bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        check_crcs=True,
-        isolation_level="read_uncommitted",
+        **KAFKA_PYTHON_STYLE_CONFIG,
     )
     try:
         consumer.assign(tps)

@@ -5,7 +5,7 @@ runners copy (check_crcs=True, read_uncommitted, 50 MiB / 1 MiB fetch sizes,
 """
 import sys
 
-from benchmarks.e2e.common import Clock, drain, finish, parse_args
+from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
 
 
 def main(argv=None):
@@ -18,11 +18,7 @@ def main(argv=None):
     tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
     consumer = KafkaConsumer(
         bootstrap_servers=args.bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        check_crcs=True,
-        isolation_level="read_uncommitted",
+        **KAFKA_PYTHON_STYLE_CONFIG,
     )
     try:
         consumer.assign(tps)

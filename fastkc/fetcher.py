@@ -173,7 +173,7 @@ class CompletedFetch:
     """One partition's data from one Fetch response, parsed but not decoded."""
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "records",
-                 "index", "data_pos", "piece_next_offset")
+                 "form", "index", "data_pos", "piece_next_offset")
 
     def __init__(self, tp, fetch_offset, data, aborted, next_offset, leader_epoch, nbytes):
         self.tp = tp
@@ -183,12 +183,31 @@ class CompletedFetch:
         self.next_offset = next_offset
         self.leader_epoch = leader_epoch
         self.nbytes = nbytes
-        self.records = None  # decoded list of the current piece, once decoded for poll()
-        self.index = 0  # records of that list already handed out
+        # decoded records of the current piece: a list for poll(), a
+        # RecordBatch for poll_arrow() — `form` says which ("records" /
+        # "arrow"); `data` stays until the fetch is used up, so a call asking
+        # for the other form re-decodes from the position (take_form)
+        self.records = None
+        self.form = None
+        self.index = 0  # records of the decoded piece already handed out
         # poll() decodes `data` a piece at a time (see _piece_end): the byte
         # where the next piece starts, and the offset after the current piece
         self.data_pos = 0
         self.piece_next_offset = None
+
+    def take_form(self, form, position):
+        """Make the next decode produce `form`: records decoded in the other
+        form are dropped and the bytes decoded again from `position` (the
+        decoder skips what is below it)."""
+        if self.records is not None and self.form != form:
+            self.records = None
+            self.index = 0
+            self.data_pos = 0
+            self.fetch_offset = position
+
+    @property
+    def more_pieces(self):
+        return self.data_pos < len(self.data)
 
 
 class PartitionState:
@@ -880,6 +899,22 @@ class Fetcher:
         self._next_partition = start + 1
         return states[start:] + states[:start]
 
+    def _stop_at_bad_batch(self, state, exc, handed_out_to, advance=True):
+        """After a CorruptRecordError: drop what is buffered, move the position
+        past the records already handed out (`handed_out_to`: the offset after
+        the last, or None) to the bad batch, and fetch again from there after
+        retry_backoff_ms — the records before it are delivered, the error
+        surfaces next, nothing is skipped."""
+        self._drop_buffered(state)
+        if advance:
+            if handed_out_to is not None:
+                state.position = handed_out_to
+            bad_offset = getattr(exc, "offset", None)
+            if bad_offset is not None and bad_offset > state.position:
+                state.position = bad_offset
+        state.fetch_offset = state.position
+        state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
+
     def fetched_records(self, max_records, update_offsets=True, key_deserializer=None, value_deserializer=None):
         """{tp: [ConsumerRecord]} of up to max_records buffered records. A
         CorruptRecordError is raised after the records before the bad batch
@@ -896,6 +931,7 @@ class Fetcher:
             taken = []
             while state.buffered and remaining > 0:
                 completed = state.buffered[0]
+                completed.take_form("records", state.position)
                 if completed.fetch_offset != state.position and completed.records is None:
                     # not contiguous with the position: stale, fetch again
                     self._drop_buffered(state)
@@ -915,18 +951,13 @@ class Fetcher:
                             value_deserializer=value_deserializer)
                     except CorruptRecordError as exc:
                         good = list(getattr(exc, "records", None) or ())
-                        bad_offset = getattr(exc, "offset", None)
-                        self._drop_buffered(state)
                         if good:
                             taken.extend(good)
                             remaining -= len(good)
                             if update_offsets:
-                                state.position = good[-1].offset + 1
                                 state.position_epoch = good[-1].leader_epoch
-                        if update_offsets and bad_offset is not None and bad_offset > state.position:
-                            state.position = bad_offset
-                        state.fetch_offset = state.position
-                        state.next_retry = self._clock() + config["retry_backoff_ms"] / 1000.0
+                        self._stop_at_bad_batch(state, exc, good[-1].offset + 1 if good else None,
+                                                advance=update_offsets)
                         if taken:
                             self._pending_error = exc
                             break
@@ -935,17 +966,17 @@ class Fetcher:
                             return out
                         raise
                     completed.records = decoded.records
+                    completed.form = "records"
                     completed.index = 0
+                    completed.data_pos = piece_end
                     if piece_end < len(data):
-                        completed.data_pos = piece_end
                         completed.piece_next_offset = decoded.next_offset
                     else:
                         completed.next_offset = max(completed.next_offset, decoded.next_offset)
-                        completed.data = None  # the records hold their own bytes
                 records = completed.records
                 start = completed.index
                 available = len(records) - start
-                if available <= remaining and completed.data is not None:
+                if available <= remaining and completed.more_pieces:
                     # the end of a piece, more pieces to come: the next one is
                     # decoded from the offset after this one
                     chunk = records[start:] if start else records
@@ -1002,6 +1033,7 @@ class Fetcher:
             tp = state.tp
             while state.buffered and remaining > 0:
                 completed = state.buffered[0]
+                completed.take_form("arrow", state.position)
                 if completed.records is None:
                     if completed.fetch_offset != state.position:
                         self._drop_buffered(state)
@@ -1012,23 +1044,21 @@ class Fetcher:
                             check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
                             aborted_transactions=completed.aborted or ())
                     except CorruptRecordError as exc:
-                        self._drop_buffered(state)
-                        bad_offset = getattr(exc, "offset", None)
                         good = getattr(exc, "records", None)
+                        handed_out_to = None
                         if good is not None and hasattr(good, "num_rows") and good.num_rows:
                             batches.append(good)
-                            state.position = good.column("offset")[-1].as_py() + 1
-                        if bad_offset is not None and bad_offset > state.position:
-                            state.position = bad_offset
-                        state.fetch_offset = state.position
-                        state.next_retry = self._clock() + config["retry_backoff_ms"] / 1000.0
+                            handed_out_to = good.column("offset")[-1].as_py() + 1
+                        self._stop_at_bad_batch(state, exc, handed_out_to)
                         if batches:
                             self._pending_error = exc
                             return batches
                         raise
                     completed.records = decoded.records
+                    completed.form = "arrow"
+                    completed.index = 0
+                    completed.data_pos = len(completed.data)
                     completed.next_offset = max(completed.next_offset, decoded.next_offset)
-                    completed.data = None
                 batch = completed.records
                 start = completed.index
                 available = batch.num_rows - start

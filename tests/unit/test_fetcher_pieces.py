@@ -147,3 +147,31 @@ def test_random_blobs_piece_sizes_and_poll_sizes_match_one_decode(monkeypatch, s
     assert all(len(polled) <= max_records for polled, _ in polls)
     assert fetcher.state(TP0).position == offset
     assert fetcher.buffered_bytes() == 0
+
+
+def _arrow_offsets(batches):
+    return [o for b in batches for o in b.column("offset").to_pylist()]
+
+
+@pytest.mark.parametrize("piece", [2, 10 ** 9])
+def test_records_then_arrow_on_one_fetch_hand_out_each_record_once(monkeypatch, piece):
+    # poll() then poll_arrow() on the same buffered fetch: the Arrow side must
+    # start at the position, not replay or skip what poll() handed out.
+    monkeypatch.setattr(fetcher_module, "_PIECE_OFFSETS", piece)
+    client, fetcher = _positioned({0: 0})
+    fetcher.send_requests()
+    _answer_fetch(client, client.take("Fetch"), {0: {"records": _blob()}})
+    first = [r.offset for r in fetcher.fetched_records(3)[TP0]]
+    rest = _arrow_offsets(fetcher.fetched_arrow(500))
+    assert first + rest == [0, 1, 2, 3, 5, 6, 7, 8, 9, 10]
+    assert fetcher.state(TP0).position == 11
+
+
+def test_arrow_then_records_on_one_fetch_hand_out_each_record_once():
+    client, fetcher = _positioned({0: 0})
+    fetcher.send_requests()
+    _answer_fetch(client, client.take("Fetch"), {0: {"records": _blob()}})
+    first = _arrow_offsets(fetcher.fetched_arrow(3))
+    rest = [r.offset for r in fetcher.fetched_records(500)[TP0]]
+    assert first + rest == [0, 1, 2, 3, 5, 6, 7, 8, 9, 10]
+    assert fetcher.state(TP0).position == 11

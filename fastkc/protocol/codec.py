@@ -318,12 +318,29 @@ def encode_body(api_name, version, body, *, response=False):
 
 def _encode_into(api, version, body, w, response):
     struct = api.response if response else api.request
+    encode_struct(struct, body, w, version, flexible=api.is_flexible(version),
+                  name="{0} v{1} {2}".format(api.name, version, "response" if response else "request"))
+
+
+def encode_struct(struct, value, w, version, *, flexible=False, name="struct"):
+    """Write one declared struct that is not a whole API message (also the
+    consumer protocol's embedded Subscription / Assignment) into Writer `w`.
+    Bad values raise IllegalArgumentError naming `name` and the field."""
     try:
-        _encode_struct(struct, body, w, version, api.is_flexible(version), "")
+        _encode_struct(struct, value, w, version, flexible, "")
     except (_EncodeError, ValueError) as exc:
-        raise IllegalArgumentError(
-            "cannot encode {0} v{1} {2}: {3}".format(api.name, version, "response" if response else "request", exc)
-        ) from None
+        raise IllegalArgumentError("cannot encode {0}: {1}".format(name, exc)) from None
+
+
+def decode_struct(struct, r, version, *, flexible=False, api_name="struct", reported_version=None):
+    """Read one declared struct from Reader `r` (the counterpart of
+    encode_struct). Malformed bytes raise ProtocolParseError naming
+    `api_name`, `reported_version` (default `version`) and the byte position."""
+    try:
+        return _decode_struct(struct, r, version, flexible)
+    except _Malformed as exc:
+        raise ProtocolParseError(exc.reason, api_name, version if reported_version is None else reported_version,
+                                 exc.position) from None
 
 
 def decode_body(api_name, version, data, *, response=True, start=0):

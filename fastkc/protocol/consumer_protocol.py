@@ -40,7 +40,7 @@ rather than null user data; both read the same.)
 from collections import namedtuple
 
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
-from fastkc.protocol.codec import _EncodeError, _decode_struct, _encode_struct
+from fastkc.protocol.codec import decode_struct, encode_struct
 from fastkc.protocol.schema import parse_struct, parse_versions
 from fastkc.protocol.types import Reader, Writer, _Malformed
 from fastkc.structs import TopicPartition
@@ -232,10 +232,7 @@ def _encode(message, version, body):
     layout = _check_write_version(message, version)
     w = Writer()
     w.int16(version, "version")
-    try:
-        _encode_struct(message.struct, body, w, layout, False, "")
-    except (_EncodeError, ValueError) as exc:
-        raise IllegalArgumentError("cannot encode {0} v{1}: {2}".format(message.name, version, exc)) from None
+    encode_struct(message.struct, body, w, layout, name="{0} v{1}".format(message.name, version))
     return w.getvalue()
 
 
@@ -248,10 +245,10 @@ def _decode(message, data):
         version = r.int16("version")
         if version < 0:
             r.fail("unsupported version {0}".format(version), 0)
-        layout = min(version, message.versions[1])
-        body = _decode_struct(message.struct, r, layout, False)
     except _Malformed as exc:
         raise ProtocolParseError(exc.reason, message.name, version, exc.position) from None
+    body = decode_struct(message.struct, r, min(version, message.versions[1]),
+                         api_name=message.name, reported_version=version)
     # Trailing bytes are deliberately not an error (see the module docstring).
     return version, body
 

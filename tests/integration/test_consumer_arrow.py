@@ -118,12 +118,6 @@ def test_poll_arrow_columns_match_what_was_written(fastkc_flavour, fastkc_consum
         assert consumer.position(tp) == max(w.offset for w in written if w.partition == tp.partition) + 1
 
 
-# Found by this test (fastkc at 6aa20c2): when max_records cuts a buffered
-# Arrow chunk, fetcher.py reads chunk[-1].leader_epoch from a pyarrow array.
-# Strict: once fixed the XPASS fails the run, and this mark must go.
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="fastkc bug: poll_arrow(max_records) smaller than a buffered fetch raises "
-                          "AttributeError ('pyarrow.lib.ListArray' has no leader_epoch) in fastkc/fetcher.py")
 def test_poll_arrow_respects_max_records_and_mixes_with_poll(fastkc_flavour, fastkc_consumer, arrow_topic):
     topic, written = arrow_topic
     tp = fastkc_flavour.TopicPartition(topic, 0)

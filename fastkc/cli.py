@@ -1,6 +1,6 @@
 """The `fastkc` command.
 
-    fastkc broker start [--nodes 3] [--security] [--kafka-version 3.9.x] [--name N | --data-dir D] [--port P]
+    fastkc broker start [--nodes 3] [--security] [--proxied] [--kafka-version 3.9.x] [--name N | --data-dir D] [--port P]
     fastkc broker stop  [--name N | --data-dir D] [--timeout S]
     fastkc broker status [--name N | --data-dir D] [--json]
     fastkc broker resolve [--kafka-version V ...]
@@ -35,6 +35,7 @@ def _broker_start(args):
         data_dir=args.data_dir,
         nodes=args.nodes,
         security=args.security,
+        proxied=args.proxied,
         kafka_version=args.kafka_version,
         port=args.port,
         timeout=args.timeout,
@@ -130,6 +131,9 @@ def build_parser():
     start_p.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="1 node, or a 3-node cluster")
     start_p.add_argument("--security", action="store_true",
                          help="add SASL_PLAINTEXT, SSL and SASL_SSL listeners with test users and certificates")
+    start_p.add_argument("--proxied", action="store_true",
+                         help="add a PROXIED listener per node that advertises a proxy port chosen up front "
+                              "(run a TCP proxy such as toxiproxy from each proxy port to the node's port)")
     start_p.add_argument("--kafka-version", default=None,
                          help="4.3.x (default), 3.9.x, or an exact release such as 4.1.1")
     start_p.add_argument("--port", type=int, default=None,

@@ -36,3 +36,23 @@ $PY -c "import fastkc, sys; print('setup: fastkc backend =', fastkc.backend); sy
 
 # Resolve Kafka from Maven Central once (cached for later runs).
 $PY -m fastkc.cli broker resolve
+
+# Toxiproxy (the fault tests' TCP proxy) from the Go module proxy, into
+# ~/.cache/fastkc/bin. Without Go the fault tests skip with a reason
+# (scripts/test.sh sets FASTKC_REQUIRE_FAULTS=1, which makes that a failure).
+TOXI_VERSION=v2.5.0
+TOXI_BIN="${FASTKC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fastkc}/bin"
+if [ -x "$TOXI_BIN/toxiproxy-server" ]; then
+    :
+elif command -v go >/dev/null 2>&1; then
+    echo "setup: installing toxiproxy $TOXI_VERSION into $TOXI_BIN"
+    tmpbin=$(mktemp -d)
+    GOBIN="$tmpbin" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXI_VERSION"
+    GOBIN="$tmpbin" go install "github.com/Shopify/toxiproxy/v2/cmd/cli@$TOXI_VERSION"
+    mkdir -p "$TOXI_BIN"
+    mv "$tmpbin/server" "$TOXI_BIN/toxiproxy-server"
+    mv "$tmpbin/cli" "$TOXI_BIN/toxiproxy-cli"
+    rmdir "$tmpbin"
+else
+    echo "setup: warning: Go is missing, so toxiproxy is not installed (tests/faults will skip)" >&2
+fi

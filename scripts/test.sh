@@ -21,5 +21,6 @@ echo "== benchmarks, quick mode (they must keep running; no speed is asserted)"
 FASTKC_BENCH_QUICK=1 $PY -m pytest -q benchmarks/ --benchmark-disable
 
 echo "== the test suite (unit, corpus, integration against a real broker)"
-# FASTKC_REQUIRE_C turns a missing compiled core into a failure, not a skip.
-FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUMER=1 $PY -m pytest -q
+# FASTKC_REQUIRE_C turns a missing compiled core into a failure, not a skip;
+# FASTKC_REQUIRE_FAULTS a missing toxiproxy (tests/faults/) likewise.
+FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUMER=1 FASTKC_REQUIRE_FAULTS=1 $PY -m pytest -q

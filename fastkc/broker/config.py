@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 CLIENT_LISTENERS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
 SECURE_LISTENERS = ("SASL_PLAINTEXT", "SSL", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# A plaintext client listener that advertises another port than it binds
+# (start(proxied=True)): a TCP proxy such as Toxiproxy listens on the
+# advertised port and forwards to the bound one, so every connection a client
+# makes after bootstrap (metadata hands out advertised addresses) goes
+# through the proxy, where faults are injected.
+PROXIED_LISTENER = "PROXIED"
 
 
 def new_cluster_id():
@@ -33,6 +39,8 @@ class NodePlan:
     node_id: int
     dir: str  # node root: server.properties, logs, the KRaft log dir below
     ports: dict = field(default_factory=dict)
+    # listener name → the port it advertises when not its bound port
+    advertised: dict = field(default_factory=dict)
 
     @property
     def log_dir(self):
@@ -93,13 +101,18 @@ def node_properties(node, all_nodes, *, security=None, credentials=None):
     )
     client_names = [name for name in CLIENT_LISTENERS if name in node.ports]
     listeners = ["{0}://127.0.0.1:{1}".format(n, node.ports[n]) for n in client_names]
+    advertised = ["{0}://127.0.0.1:{1}".format(n, node.advertised.get(n, node.ports[n])) for n in client_names]
     protocol_map = ["{0}:{0}".format(n) for n in client_names] + ["CONTROLLER:PLAINTEXT"]
+    if PROXIED_LISTENER in node.ports:
+        listeners.append("{0}://127.0.0.1:{1}".format(PROXIED_LISTENER, node.ports[PROXIED_LISTENER]))
+        advertised.append("{0}://127.0.0.1:{1}".format(PROXIED_LISTENER, node.advertised[PROXIED_LISTENER]))
+        protocol_map.append(PROXIED_LISTENER + ":PLAINTEXT")
     props = {
         "process.roles": "broker,controller",
         "node.id": node.node_id,
         "controller.quorum.voters": voters,
         "listeners": ",".join(listeners + ["CONTROLLER://127.0.0.1:{0}".format(node.ports["CONTROLLER"])]),
-        "advertised.listeners": ",".join(listeners),
+        "advertised.listeners": ",".join(advertised),
         "listener.security.protocol.map": ",".join(protocol_map),
         # Inter-broker and controller traffic stay plaintext: tests aim TLS/SASL at clients only.
         "inter.broker.listener.name": "PLAINTEXT",

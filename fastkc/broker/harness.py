@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from fastkc.broker import probe
 from fastkc.broker.config import (
+    PROXIED_LISTENER,
     SASL_MECHANISMS,
     SECURE_LISTENERS,
     Credentials,
@@ -63,6 +64,15 @@ class NodeInfo:
     pid: int
     ports: dict  # listener name → port (CONTROLLER included)
     dir: str
+    # listener name → the port advertised instead of the bound one
+    # (proxied=True: "PROXIED" → the port its proxy must listen on)
+    advertised: dict = field(default_factory=dict)
+
+    def proxy_route(self):
+        """(listen port, upstream port) of this node's proxy, or None."""
+        if PROXIED_LISTENER not in self.advertised:
+            return None
+        return self.advertised[PROXIED_LISTENER], self.ports[PROXIED_LISTENER]
 
 
 @dataclass
@@ -75,7 +85,8 @@ class BrokerInfo:
     cluster_id: str
     nodes: list  # list[NodeInfo]
     # listener name → "127.0.0.1:p1,127.0.0.1:p2,..." (PLAINTEXT always; the
-    # secure ones with security=True)
+    # secure ones with security=True; PROXIED, the proxies' addresses, with
+    # proxied=True)
     listeners: dict
     security: bool = False
     credentials: dict = field(default_factory=dict)  # users and mechanisms
@@ -308,9 +319,13 @@ def _launch(java, install, node, heap, die_with_parent=False):
     return proc
 
 
-def _plan_nodes(data_dir, nodes, security, first_port):
+def _plan_nodes(data_dir, nodes, security, first_port, proxied=False):
     names = ["PLAINTEXT", "CONTROLLER"] + (list(SECURE_LISTENERS) if security else [])
-    ports = _reserve_ports(len(names) * nodes)
+    if proxied:
+        names.append(PROXIED_LISTENER)
+    # proxied: one more port per node, the one its proxy listens on (advertised)
+    ports = _reserve_ports((len(names) + (1 if proxied else 0)) * nodes)
+    proxy_ports = [ports.pop() for _ in range(nodes)] if proxied else []
     if first_port is not None:
         if not _port_free(first_port):
             raise PortInUseError(
@@ -325,7 +340,8 @@ def _plan_nodes(data_dir, nodes, security, first_port):
         chunk = ports[i * len(names):(i + 1) * len(names)]
         node_id = i + 1
         plans.append(NodePlan(node_id=node_id, dir=os.path.join(data_dir, "node-{0}".format(node_id)),
-                              ports=dict(zip(names, chunk))))
+                              ports=dict(zip(names, chunk)),
+                              advertised={PROXIED_LISTENER: proxy_ports[i]} if proxied else {}))
     return plans
 
 
@@ -346,7 +362,7 @@ def _kill_all(procs, timeout=10.0):
 
 
 def start(*, name="default", nodes=1, security=False, kafka_version=None, data_dir=None,
-          port=None, timeout=None, log=None, die_with_parent=False):
+          port=None, timeout=None, log=None, die_with_parent=False, proxied=False):
     """Start a local Kafka (1 or 3 nodes) and return its BrokerInfo once every
     node answers an ApiVersions + Metadata round trip listing all nodes.
 
@@ -355,6 +371,12 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
     log:  optional callable(str) for progress messages.
     die_with_parent: the nodes get SIGTERM if this process dies (Linux with
           util-linux's setpriv; for test sessions, not for the CLI).
+    proxied: each node also gets a plaintext listener "PROXIED" that
+          advertises a port chosen up front instead of its own; start a TCP
+          proxy on each node's `proxy_route()` (listen, upstream) and clients
+          bootstrapped from info.listeners["PROXIED"] talk to every broker
+          through the proxies. The harness starts no proxy itself, and the
+          PLAINTEXT listener (and its readiness probe) stays direct.
     Raises BrokerAlreadyRunningError, PortInUseError, BrokerStartupError,
     JavaNotFoundError, MavenNotFoundError, KafkaResolutionError.
     """
@@ -380,7 +402,7 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
         for attempt in range(1, attempts + 1):
             try:
                 info = _start_locked(install, java, name, data_dir, nodes, security, port,
-                                     began + timeout, log, die_with_parent)
+                                     began + timeout, log, die_with_parent, proxied)
             except _PortClash:
                 if attempt == attempts:
                     raise BrokerStartupError("ports kept being taken by other processes during start-up")
@@ -397,7 +419,8 @@ class _PortClash(Exception):
     pass
 
 
-def _start_locked(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent):
+def _start_locked(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent,
+                  proxied=False):
     # Fresh storage every time: remove what a previous run left behind.
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(data_dir, STATE_FILE))
@@ -405,7 +428,7 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
         if entry.startswith("node-") or entry == "certs":
             shutil.rmtree(os.path.join(data_dir, entry), ignore_errors=True)
 
-    plans = _plan_nodes(data_dir, nodes, security, port)
+    plans = _plan_nodes(data_dir, nodes, security, port, proxied)
     credentials = Credentials() if security else None
     tls = None
     tls_props = None
@@ -434,10 +457,12 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
         data_dir=data_dir,
         kafka_version=install.version,
         cluster_id=cluster_id,
-        nodes=[NodeInfo(node_id=p.node_id, pid=proc.pid, ports=dict(p.ports), dir=p.dir)
+        nodes=[NodeInfo(node_id=p.node_id, pid=proc.pid, ports=dict(p.ports), dir=p.dir,
+                        advertised=dict(p.advertised))
                for p, proc in zip(plans, procs)],
         listeners={
-            listener: ",".join("127.0.0.1:{0}".format(p.ports[listener]) for p in plans)
+            listener: ",".join("127.0.0.1:{0}".format(p.advertised.get(listener, p.ports[listener]))
+                               for p in plans)
             for listener in plans[0].ports if listener != "CONTROLLER"
         },
         security=bool(security),
@@ -546,6 +571,16 @@ def stop_node(info, node_id, *, timeout=30.0):
                 node_id, node.pid))
 
 
+def kill_node(info, node_id, *, timeout=15.0):
+    """SIGKILL one node (no controlled shutdown: a crash) and wait for it to
+    exit; start_node() brings it back, recovering its log as after a crash."""
+    node = _node_of(info, node_id)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(node.pid, signal.SIGKILL)
+    if _wait_exit([node], timeout):
+        raise BrokerHarnessError("Kafka node {0} (pid {1}) did not exit after SIGKILL".format(node_id, node.pid))
+
+
 def start_node(info, node_id, *, timeout=90.0, die_with_parent=False):
     """Start a node stopped by stop_node() again from its existing data dir,
     properties and ports (no reformat); record its new pid in `info` and the
@@ -556,7 +591,7 @@ def start_node(info, node_id, *, timeout=90.0, die_with_parent=False):
         raise BrokerAlreadyRunningError("Kafka node {0} is already running (pid {1})".format(node_id, node.pid))
     install = resolve_kafka(info.kafka_version)
     java = find_java(min_major=17 if install.major >= 4 else 11)
-    plan = NodePlan(node_id=node.node_id, dir=node.dir, ports=dict(node.ports))
+    plan = NodePlan(node_id=node.node_id, dir=node.dir, ports=dict(node.ports), advertised=dict(node.advertised))
     heap = _SINGLE_NODE_HEAP if len(info.nodes) == 1 else _CLUSTER_NODE_HEAP
     proc = _launch(java, install, plan, heap, die_with_parent=die_with_parent)
     node.pid = proc.pid
@@ -597,6 +632,11 @@ def describe(info, *, out=sys.stdout):
         print("  {0:<15} {1}".format(listener, addresses), file=out)
     print("kafka {0}, cluster id {1}, {2} node(s), data {3}".format(
         info.kafka_version, info.cluster_id, len(info.nodes), info.data_dir), file=out)
+    for node in info.nodes:
+        route = node.proxy_route()
+        if route:
+            print("  node {0}: proxy 127.0.0.1:{1} -> 127.0.0.1:{2} (start it before using PROXIED)".format(
+                node.node_id, route[0], route[1]), file=out)
     if info.security:
         users = info.credentials.get("users", {})
         print("SASL mechanisms: {0}".format(", ".join(info.credentials.get("mechanisms", SASL_MECHANISMS))),

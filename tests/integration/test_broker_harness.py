@@ -88,6 +88,20 @@ def test_three_node_properties_share_one_quorum(tmp_path):
                for p in props)
 
 
+def test_proxied_listener_binds_one_port_and_advertises_another(tmp_path):
+    """start(proxied=True): a PROXIED listener (plaintext) bound on its own
+    port, advertised on the proxy's; the other listeners are unchanged."""
+    plans = [broker_config.NodePlan(node_id=i, dir=str(tmp_path / str(i)),
+                                    ports={"PLAINTEXT": 9000 + i, "CONTROLLER": 9100 + i, "PROXIED": 9200 + i},
+                                    advertised={"PROXIED": 9300 + i}) for i in (1, 2, 3)]
+    props = broker_config.node_properties(plans[1], plans)
+    assert props["listeners"] == ("PLAINTEXT://127.0.0.1:9002,PROXIED://127.0.0.1:9202,"
+                                  "CONTROLLER://127.0.0.1:9102")
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9002,PROXIED://127.0.0.1:9302"
+    assert props["listener.security.protocol.map"] == "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT"
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
+
+
 @pytest.mark.broker
 def test_concurrent_resolution_runs_mvn_once(tmp_path):
     """Two processes asking for the same Kafka at once (pytest workers, the

@@ -1,0 +1,121 @@
+"""One fault scenario, run the same way every time:
+
+    report = run_scenario(cluster, "latency 300 ms", inject, expected_errors=(...))
+
+1. a fresh topic (RF 3, `partitions`) on the proxied cluster;
+2. the independent SteadyProducer (acks=all, straight to the brokers);
+3. one fastkc consumer through the proxies on its own thread
+   (ConsumerDriver: a classic group member committing every second, or a
+   manual assignment with group=False);
+4. warm-up until records flow, then `inject(ctx)`, which injects faults and
+   heals them (ctx.fault(name) / ctx.healed(fault));
+5. production stops, the consumer must deliver everything produced within
+   `settle` seconds; the ledger's checks run and the report is kept for
+   RESULTS.md (FASTKC_FAULTS_REPORT=path.json appends it there).
+"""
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+
+from tests.faults.accounting import ConsumerDriver, Ledger, SteadyProducer
+from tests.support.kafka_tools import create_topic, unique_name
+
+# Client timeouts for every consumer of the campaign: short enough that a
+# blackholed request is abandoned in seconds (the Java client's defaults are
+# 30 s), not so short that the latency and bandwidth toxics trip them.
+CONSUMER_TIMEOUTS = dict(request_timeout_ms=5000, reconnect_backoff_ms=50, reconnect_backoff_max_ms=1000,
+                         retry_backoff_ms=100, fetch_max_wait_ms=200, metadata_max_age_ms=5000)
+GROUP_TIMEOUTS = dict(session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=60000)
+
+REPORTS = []
+
+
+@dataclass
+class Ctx:
+    cluster: object
+    topic: str
+    ledger: Ledger
+    producer: SteadyProducer
+    driver: ConsumerDriver
+    group_id: str
+
+    def fault(self, name):
+        return self.ledger.fault(name)
+
+    def healed(self, fault):
+        self.ledger.healed(fault)
+
+    def wait_flowing(self, timeout=30.0, more=20):
+        """Wait until the consumer delivered `more` new records."""
+        start = len(self.ledger.deliveries)
+        deadline = time.monotonic() + timeout
+        while len(self.ledger.deliveries) < start + more:
+            assert time.monotonic() < deadline, "no records delivered for {0:.0f}s".format(timeout)
+            assert self.driver.is_alive(), "consumer thread died"
+            time.sleep(0.05)
+
+    def all_proxies(self):
+        return list(self.cluster.proxies.values())
+
+
+def make_fastkc(bootstrap, topic, partitions, group_id=None, **configs):
+    from fastkc import KafkaConsumer, TopicPartition
+
+    conf = dict(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                client_id="faults")
+    conf.update(CONSUMER_TIMEOUTS)
+    if group_id:
+        conf.update(GROUP_TIMEOUTS)
+        conf["group_id"] = group_id
+    conf.update(configs)
+
+    def make():
+        consumer = KafkaConsumer(**conf)
+        if group_id:
+            consumer.subscribe([topic])
+        else:
+            consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        return consumer
+
+    return make
+
+
+def run_scenario(cluster, name, inject, *, partitions=3, rate=150, group=True, expected_errors=(),
+                 settle=60.0, consumer_configs=None, topic_configs=None, allow_duplicates=True):
+    ledger = Ledger(name, expected_errors=expected_errors)
+    topic = create_topic(cluster.direct, unique_name("faults-" + name), partitions=partitions,
+                         replication_factor=3, configs=topic_configs)
+    group_id = unique_name("faults-group") if group else None
+    producer = SteadyProducer(cluster.direct, topic, partitions, ledger, rate=rate)
+    driver = ConsumerDriver(ledger, make_fastkc(cluster.bootstrap, topic, partitions, group_id,
+                                                **(consumer_configs or {})),
+                            commit_every=1.0 if group else None)
+    ctx = Ctx(cluster, topic, ledger, producer, driver, group_id)
+    producer.start()
+    driver.start()
+    began = time.monotonic()
+    try:
+        ctx.wait_flowing(timeout=30.0, more=50)
+        inject(ctx)
+        producer.finish(timeout=90)
+        caught = ledger.wait_caught_up(settle, producer)
+    finally:
+        producer.finish(timeout=90)
+        stopped = driver.finish(timeout=30)
+    report = ledger.report(allow_duplicates=allow_duplicates)
+    report_dict = asdict(report)
+    report_dict.update(seconds=round(time.monotonic() - began, 1), producer_failures=len(producer.failed),
+                       longest_poll_s=round(driver.longest_poll, 2))
+    REPORTS.append(report_dict)
+    path = os.environ.get("FASTKC_FAULTS_REPORT")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(json.dumps(report_dict) + "\n")
+    print("\n" + report.row(), "longest poll {0:.2f}s".format(driver.longest_poll))
+    assert stopped, "the consumer thread did not stop (close() hung)"
+    problems = report.failures()
+    assert caught or problems, "consumer did not catch up within {0}s".format(settle)
+    assert not problems, "{0}: {1}".format(name, "; ".join(problems))
+    assert driver.longest_poll < 15.0, "poll() blocked {0:.1f}s".format(driver.longest_poll)
+    return report

@@ -581,11 +581,12 @@ def kill_node(info, node_id, *, timeout=15.0):
         raise BrokerHarnessError("Kafka node {0} (pid {1}) did not exit after SIGKILL".format(node_id, node.pid))
 
 
-def start_node(info, node_id, *, timeout=90.0, die_with_parent=False):
+def start_node(info, node_id, *, timeout=90.0, die_with_parent=False, expect_nodes=None):
     """Start a node stopped by stop_node() again from its existing data dir,
     properties and ports (no reformat); record its new pid in `info` and the
     state file (so stop() ends it), and return once it answers ApiVersions +
-    Metadata listing every node of the cluster."""
+    Metadata listing every node of the cluster (or `expect_nodes`, the ids
+    it must list, when others are meant to stay down)."""
     node = _node_of(info, node_id)
     if _node_alive(node):
         raise BrokerAlreadyRunningError("Kafka node {0} is already running (pid {1})".format(node_id, node.pid))
@@ -599,7 +600,7 @@ def start_node(info, node_id, *, timeout=90.0, die_with_parent=False):
     # A restarted node never clashes on ports it held before: treat its
     # ports as explicit so an early exit is reported, not retried elsewhere.
     _wait_ready([plan], [proc], info.cluster_id, time.monotonic() + timeout, explicit_port=True,
-                expected_nodes=[n.node_id for n in info.nodes])
+                expected_nodes=sorted(expect_nodes) if expect_nodes else [n.node_id for n in info.nodes])
 
 
 def _node_of(info, node_id):

@@ -60,8 +60,11 @@ class Report:
     recovery_median_s: float
     recovery_worst_s: float
     recoveries: list = field(default_factory=list)
-    # per fault: (name, seconds it lasted, records delivered meanwhile)
+    # per fault: (name, seconds it lasted, records delivered meanwhile,
+    # longest pause between deliveries from its start to the first delivery
+    # after its heal)
     fault_windows: list = field(default_factory=list)
+    worst_stall_s: float = 0.0
 
     def ok(self):
         return not (self.lost or self.gaps or self.commits_ahead or self.early_duplicates
@@ -72,8 +75,9 @@ class Report:
         errs = ", ".join("{0}×{1}".format(k, v) for k, v in sorted(self.errors.items())) or "none"
         rec = ("{0:.2f} / {1:.2f}".format(self.recovery_median_s, self.recovery_worst_s)
                if self.recoveries else "n/a")
-        return "| {0} | {1} | {2} | {3} | {4} | {5} | {6} | {7} |".format(
-            self.scenario, self.faults, self.produced, self.delivered, self.lost, self.duplicates, rec, errs)
+        return "| {0} | {1} | {2} | {3} | {4} | {5} | {6} | {7:.2f} | {8} |".format(
+            self.scenario, self.faults, self.produced, self.delivered, self.lost, self.duplicates, rec,
+            self.worst_stall_s, errs)
 
     def failures(self):
         out = []
@@ -231,17 +235,22 @@ class Ledger:
         unexpected = [(name, msg) for _, name, msg, typed, exp in errors if typed and not exp]
         rec = self.recovery()
         windows = []
+        times = sorted(t for _, _, t, _ in deliveries)
         for f in self.faults:
             end = f.heal if f.heal is not None else time.time()
-            windows.append((f.name, round(end - f.start, 2),
-                            sum(1 for _, _, t, _ in deliveries if f.start <= t < end)))
+            inside = [t for t in times if f.start <= t < end]
+            after = [t for t in times if t >= end][:1]
+            points = [f.start] + inside + after
+            stall = max((b - a for a, b in zip(points, points[1:])), default=0.0)
+            windows.append((f.name, round(end - f.start, 2), len(inside), round(stall, 3)))
         return Report(
             scenario=self.scenario, produced=len(produced), delivered=len(delivered & produced),
             deliveries=len(deliveries), lost=len(lost), duplicates=dups, gaps=gaps, commits_ahead=ahead,
             early_duplicates=early, untyped_errors=untyped, unexpected_errors=unexpected, errors=dict(counts),
             faults=len(self.faults),
             recovery_median_s=statistics.median(rec) if rec else 0.0,
-            recovery_worst_s=max(rec) if rec else 0.0, recoveries=rec, fault_windows=windows)
+            recovery_worst_s=max(rec) if rec else 0.0, recoveries=rec, fault_windows=windows,
+            worst_stall_s=max((w[3] for w in windows), default=0.0))
 
 
 class SteadyProducer(threading.Thread):

@@ -56,5 +56,5 @@ def test_toxic(cluster, case):
     report = run_scenario(cluster, "toxic-" + case, inject, expected_errors=allowed)
     if case == "blackhole":
         # the toxic really held the data: almost nothing came through it
-        for name, seconds, during in report.fault_windows:
+        for name, seconds, during, _ in report.fault_windows:
             assert during < 150 * 3, (name, seconds, during)

@@ -65,19 +65,27 @@ class Report:
     # after its heal)
     fault_windows: list = field(default_factory=list)
     worst_stall_s: float = 0.0
+    # produced (acknowledged) → first delivered, over every record: what the
+    # consumer adds, whatever the producer's own stalls
+    delay_median_s: float = 0.0
+    delay_worst_s: float = 0.0
 
     def ok(self):
         return not (self.lost or self.gaps or self.commits_ahead or self.early_duplicates
                     or self.untyped_errors or self.unexpected_errors)
 
+    HEADER = ("| scenario | faults | produced | delivered | lost | duplicates | recovery median / worst (s) "
+              "| worst stall (s) | delay median / worst (s) | errors raised (typed) |\n"
+              "|---|---|---|---|---|---|---|---|---|---|")
+
     def row(self):
-        """One line for RESULTS.md."""
+        """One line for RESULTS.md (columns: HEADER)."""
         errs = ", ".join("{0}×{1}".format(k, v) for k, v in sorted(self.errors.items())) or "none"
         rec = ("{0:.2f} / {1:.2f}".format(self.recovery_median_s, self.recovery_worst_s)
                if self.recoveries else "n/a")
-        return "| {0} | {1} | {2} | {3} | {4} | {5} | {6} | {7:.2f} | {8} |".format(
+        return "| {0} | {1} | {2} | {3} | {4} | {5} | {6} | {7:.2f} | {8:.2f} / {9:.2f} | {10} |".format(
             self.scenario, self.faults, self.produced, self.delivered, self.lost, self.duplicates, rec,
-            self.worst_stall_s, errs)
+            self.worst_stall_s, self.delay_median_s, self.delay_worst_s, errs)
 
     def failures(self):
         out = []
@@ -96,6 +104,7 @@ class Ledger:
         self.expected_errors = tuple(expected_errors)  # fastkc.errors classes a scenario may see
         self.lock = threading.Lock()
         self.produced = set()
+        self.produced_at = {}  # (partition, offset) → time its delivery report came
         self.deliveries = []  # (partition, offset, t, consumer)
         self.commits = []  # (t, consumer, {partition: offset})
         self.faults = []
@@ -105,6 +114,7 @@ class Ledger:
     def produced_one(self, partition, offset):
         with self.lock:
             self.produced.add((partition, offset))
+            self.produced_at[(partition, offset)] = time.time()
 
     def delivered(self, records_by_tp, consumer="c0", t=None):
         t = time.time() if t is None else t
@@ -181,7 +191,13 @@ class Ledger:
             commits = sorted(self.commits, key=lambda c: c[0])
             produced = set(self.produced)
             errors = list(self.errors)
+            produced_at = dict(self.produced_at)
         delivered = {(p, o) for p, o, _, _ in deliveries}
+        first = {}
+        for p, o, t, _ in deliveries:
+            if (p, o) not in first or t < first[(p, o)]:
+                first[(p, o)] = t
+        delays = sorted(max(0.0, first[k] - t) for k, t in produced_at.items() if k in first)
         lost = produced - delivered
 
         gaps = []
@@ -250,7 +266,9 @@ class Ledger:
             faults=len(self.faults),
             recovery_median_s=statistics.median(rec) if rec else 0.0,
             recovery_worst_s=max(rec) if rec else 0.0, recoveries=rec, fault_windows=windows,
-            worst_stall_s=max((w[3] for w in windows), default=0.0))
+            worst_stall_s=max((w[3] for w in windows), default=0.0),
+            delay_median_s=round(statistics.median(delays), 3) if delays else 0.0,
+            delay_worst_s=round(delays[-1], 3) if delays else 0.0)
 
 
 class SteadyProducer(threading.Thread):
@@ -356,8 +374,6 @@ class ConsumerDriver(threading.Thread):
                 self.ledger.error(exc)
 
     def commit(self):
-        from fastkc import TopicPartition  # noqa: F401
-
         try:
             positions = {tp: self.consumer.position(tp) for tp in self.consumer.assignment()}
             self.consumer.commit()

@@ -25,7 +25,7 @@ import pytest
 
 from fastkc import KafkaConsumer, TopicPartition, broker, errors
 from tests.faults.accounting import Ledger
-from tests.faults.runner import CONSUMER_TIMEOUTS, REPORTS
+from tests.faults.runner import CONSUMER_TIMEOUTS, record
 from tests.support.kafka_tools import unique_name
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster]
@@ -179,5 +179,5 @@ def test_unclean_election_truncation_is_detected(cluster):
     d = {"scenario": report.scenario, "produced": 90, "delivered": report.deliveries,
          "lost_by_broker": 30, "detect_s": round(detect_s, 2), "errors": report.errors,
          "election_stall_s": report.worst_stall_s}
-    REPORTS.append(d)
+    record(d)
     print("\nunclean election:", d)

@@ -1,0 +1,23 @@
+"""The soak's quick mode in CI (tests/faults/soak.py; the long mode is
+`python -m tests.faults.soak --minutes 25`): two fastkc members for two
+minutes on the shared proxied cluster, a rebalance and a fault every 12 s
+(toxics in turn, one broker kill -9 + restart), RSS / fds / threads sampled
+every 2 s; after the 40 s warm-up no slope may pass its bound and the ledger
+must be clean. soak.json and soak.md are written under the test's tmp dir
+(FASTKC_SOAK_OUT=dir keeps them elsewhere)."""
+import os
+
+import pytest
+
+from tests.faults import soak
+
+pytestmark = [pytest.mark.faults, pytest.mark.cluster, pytest.mark.slow]
+
+
+def test_soak_quick(cluster, tmp_path):
+    out = os.environ.get("FASTKC_SOAK_OUT") or str(tmp_path)
+    result = soak.run(cluster, out_dir=out, **soak.QUICK)
+    print("\n" + soak.markdown(result))
+    assert not result["ledger_failures"], result["ledger_failures"]
+    assert not result["over_bounds"], (result["over_bounds"], result["slopes_per_minute"])
+    assert result["ledger"]["lost"] == 0 and result["rebalances"] >= 5

@@ -281,7 +281,9 @@ class SteadyProducer(threading.Thread):
         from confluent_kafka import Producer
 
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                                  "enable.idempotence": True, "message.timeout.ms": 120000})
+                                  "enable.idempotence": True, "message.timeout.ms": 120000,
+                                  # the faults make librdkafka log every lost connection
+                                  "log_level": 2})
         self.topic = topic
         self.partitions = partitions
         self.ledger = ledger

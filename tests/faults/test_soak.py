@@ -1,8 +1,8 @@
 """The soak's quick mode in CI (tests/faults/soak.py; the long mode is
-`python -m tests.faults.soak --minutes 25`): two fastkc members for two
-minutes on the shared proxied cluster, a rebalance and a fault every 12 s
-(toxics in turn, one broker kill -9 + restart), RSS / fds / threads sampled
-every 2 s; after the 40 s warm-up no slope may pass its bound and the ledger
+`python -m tests.faults.soak --minutes 25`): two fastkc members for 96 s
+on the shared proxied cluster, a rebalance and a fault every 10 s (toxics in
+turn, one broker kill -9 + restart), RSS / fds / threads sampled every 2 s;
+after the 30 s warm-up no slope may pass its bound and the ledger
 must be clean. soak.json and soak.md are written under the test's tmp dir
 (FASTKC_SOAK_OUT=dir keeps them elsewhere)."""
 import os

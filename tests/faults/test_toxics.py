@@ -32,25 +32,25 @@ def _toxic_everywhere(ctx, name, kind, seconds, **attrs):
 
 
 CASES = {
-    # name: (toxic, seconds, attributes, errors allowed)
-    "latency": ("latency", 4.0, dict(latency=300, jitter=100), ()),
-    "bandwidth": ("bandwidth", 4.0, dict(rate=16), COMMIT_ERRORS),
-    "slicer": ("slicer", 4.0, dict(average_size=64, size_variation=48, delay=200), ()),
-    "reset_peer": ("reset_peer", 4.0, dict(timeout=300), COMMIT_ERRORS),
+    # name: (toxic, seconds, attributes, errors allowed, rounds)
+    "latency": ("latency", 4.0, dict(latency=300, jitter=100), (), 1),
+    "bandwidth": ("bandwidth", 4.0, dict(rate=16), COMMIT_ERRORS, 1),
+    "slicer": ("slicer", 4.0, dict(average_size=64, size_variation=48, delay=200), (), 1),
+    "reset_peer": ("reset_peer", 4.0, dict(timeout=300), COMMIT_ERRORS, 2),
     # timeout=0 holds every byte until removed; 7 s outlasts the consumer's
     # request_timeout_ms (5 s), so requests time out and connections are
     # replaced (the new ones are held as well) before the heal.
-    "blackhole": ("timeout", 7.0, dict(timeout=0), COMMIT_ERRORS),
-    "limit_data": ("limit_data", 4.0, dict(bytes=3000), COMMIT_ERRORS),
+    "blackhole": ("timeout", 7.0, dict(timeout=0), COMMIT_ERRORS, 2),
+    "limit_data": ("limit_data", 4.0, dict(bytes=3000), COMMIT_ERRORS, 1),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_toxic(cluster, case):
-    kind, seconds, attrs, allowed = CASES[case]
+    kind, seconds, attrs, allowed, rounds = CASES[case]
 
     def inject(ctx):
-        for i in range(2):
+        for i in range(rounds):
             _toxic_everywhere(ctx, "{0}#{1}".format(case, i), kind, seconds, **attrs)
 
     report = run_scenario(cluster, "toxic-" + case, inject, expected_errors=allowed)

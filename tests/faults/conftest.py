@@ -8,6 +8,8 @@
   the PROXIED listener, and a toxiproxy proxy per node forwards to it.
   `.bootstrap` goes through the proxies (the consumer under test), `.direct`
   does not (the independent producer, admin calls).
+- Tests taking 20 s or more are also marked `slow`: `-m "faults and not
+  slow"` runs the quick half (toxics, failover, member kills).
 - After every test the toxics are removed, proxies enabled, and any node a
   test left down is started again, so scenarios do not leak into each other.
 """

@@ -37,7 +37,8 @@ if _ROOT not in sys.path:
 # (a rebalance every `period` seconds); allocator noise stays well within.
 BOUNDS = {"rss_mib": 2.0, "fds": 0.5, "threads": 0.2}
 QUICK = dict(minutes=1.6, warmup_s=30.0, sample_s=2.0, period_s=10.0, rate=100)
-LONG = dict(warmup_s=180.0, sample_s=5.0, period_s=30.0, rate=150)
+# the long mode also restarts a broker (kill -9) every 10th period (5 min)
+LONG = dict(warmup_s=180.0, sample_s=5.0, period_s=30.0, rate=150, restart_every=10)
 
 
 def slope_per_minute(points):
@@ -147,7 +148,7 @@ def produce_main(bootstrap, topic, partitions, rate, out_path):
 
 
 def run(cluster, *, minutes, warmup_s, sample_s, period_s, rate, out_dir, members=2, partitions=6,
-        log=print, bounds=None):
+        log=print, bounds=None, restart_every=None):
     """Run the soak on `cluster` (tests/faults/conftest.ProxiedCluster) and
     return the result dict (also written to out_dir/soak.json and soak.md)."""
     from fastkc import broker, errors
@@ -206,9 +207,11 @@ def run(cluster, *, minutes, warmup_s, sample_s, period_s, rate, out_dir, member
                 old = live.pop(0)
                 old.finish(timeout=30)
                 add_member()
-                # a fault: a toxic in turn on every proxy; once past the
-                # warm-up midway, a broker kill -9 and restart instead
-                if not restarted and now - began > warmup_s + (end - began - warmup_s) / 2:
+                # a fault: a toxic in turn on every proxy; a broker kill -9
+                # and restart instead every `restart_every` periods, or
+                # (quick mode) once, midway after the warm-up
+                if (period % restart_every == 0) if restart_every else (
+                        not restarted and now - began > warmup_s + (end - began - warmup_s) / 2):
                     restarted = True
                     victim = 1 + period % 3
                     f = Fault("kill -9 + restart node {0}".format(victim), time.time())

@@ -27,6 +27,7 @@ def leader_of(bootstrap, topic, partition):
     return md.topics[topic].partitions[partition].leader
 
 
+@pytest.mark.slow
 def test_kill9_restart_loop(cluster):
     """SIGKILL the leader of partition `round`, keep it down 3 s, restart it;
     twice, each time a different node."""

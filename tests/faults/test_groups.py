@@ -52,6 +52,7 @@ def coordinator_of(bootstrap, group_id, timeout=30.0):
             time.sleep(0.2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_coordinator_loss_during_commits_and_rebalance(cluster, protocol):
     def inject(ctx):

@@ -34,6 +34,7 @@ def _poll_for(consumer, seconds, got, raised):
     return longest
 
 
+@pytest.mark.slow
 def test_outage_poll_commit_close(cluster):
     topic = create_topic(cluster.direct, unique_name("faults-outage"), partitions=3, replication_factor=3)
     first = produce(cluster.direct, topic, [Message(value=b"a%d" % i, partition=i % 3) for i in range(300)])

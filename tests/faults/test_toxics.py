@@ -58,3 +58,66 @@ def test_toxic(cluster, case):
         # the toxic really held the data: almost nothing came through it
         for name, seconds, during, _ in report.fault_windows:
             assert during < 150 * 3, (name, seconds, during)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_coordinator_partitioned(cluster, protocol):
+    """Only the group coordinator's node is blackholed for 8 s (longer than
+    the classic session, 6 s): fetching from the other leaders goes on, the
+    commits fail with typed errors, and after the heal the member learns it
+    was fenced (or rejoins) and re-reads only from its last commit."""
+    from tests.faults.test_groups import coordinator_of
+
+    def inject(ctx):
+        victim = coordinator_of(cluster.direct, ctx.group_id)
+        proxy = cluster.proxies[victim]
+        fault = ctx.fault("coordinator node {0} blackholed".format(victim))
+        with proxy.toxic("timeout", timeout=0, stream="downstream"):
+            time.sleep(8.0)
+        ctx.healed(fault)
+        ctx.wait_flowing(timeout=30.0, more=30)
+
+    configs = {"group_protocol": protocol}
+    run_scenario(cluster, "coordinator-partitioned-" + protocol, inject, partitions=6,
+                 expected_errors=COMMIT_ERRORS,
+                 consumer_configs=configs, commit_every=0.5)
+
+
+def test_latency_beyond_request_timeout(cluster):
+    """6 s of latency on every proxy, above request_timeout_ms (5 s): every
+    request times out and its connection is replaced while it lasts; after
+    the heal consumption resumes with nothing lost or repeated out of turn."""
+    def inject(ctx):
+        fault = ctx.fault("latency 6 s > request timeout")
+        toxics = [(p, p.add("latency", latency=6000)) for p in ctx.all_proxies()]
+        time.sleep(8.0)
+        for p, name in toxics:
+            p.remove(name)
+        ctx.healed(fault)
+        ctx.wait_flowing(timeout=30.0, more=30)
+
+    run_scenario(cluster, "latency-beyond-request-timeout", inject, expected_errors=COMMIT_ERRORS)
+
+
+def test_one_broker_blackholed_others_keep_flowing(cluster):
+    """Partition 0's leader is blackholed for 8 s (no group, manual
+    assignment): the partitions led by the two healthy brokers keep being
+    delivered without a pause (one Fetch per broker; a held one blocks only
+    its own broker's partitions)."""
+    from tests.faults.test_brokers import leader_of
+
+    def inject(ctx):
+        victim = leader_of(cluster.direct, ctx.topic, 0)
+        healthy = [p for p in range(3) if leader_of(cluster.direct, ctx.topic, p) != victim]
+        fault = ctx.fault("node {0} blackholed".format(victim))
+        t0 = time.time()
+        with cluster.proxies[victim].toxic("timeout", timeout=0):
+            time.sleep(8.0)
+        ctx.healed(fault)
+        ctx.wait_flowing(timeout=30.0, more=30)
+        if healthy:
+            ts = sorted(t - t0 for p, _, t, _ in list(ctx.ledger.deliveries) if p in healthy and t0 <= t <= t0 + 8)
+            pauses = [b - a for a, b in zip([0.0] + ts, ts + [8.0])]
+            assert max(pauses) < 1.5, "healthy partitions paused {0:.2f}s".format(max(pauses))
+
+    run_scenario(cluster, "one-broker-blackholed", inject, group=False)

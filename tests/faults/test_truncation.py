@@ -66,6 +66,7 @@ def _wait(predicate, timeout, what, step=None):
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_unclean_election_truncation_is_detected(cluster):
     info = cluster.info
     a, b = 2, 3

@@ -36,7 +36,7 @@ if _ROOT not in sys.path:
 # thread or one fetch buffer per rebalance or per fault would exceed them
 # (a rebalance every `period` seconds); allocator noise stays well within.
 BOUNDS = {"rss_mib": 2.0, "fds": 0.5, "threads": 0.2}
-QUICK = dict(minutes=1.6, warmup_s=30.0, sample_s=2.0, period_s=10.0, rate=100)
+QUICK = dict(minutes=1.3, warmup_s=25.0, sample_s=2.0, period_s=8.0, rate=100)
 # the long mode also restarts a broker (kill -9) every 10th period (5 min)
 LONG = dict(warmup_s=180.0, sample_s=5.0, period_s=30.0, rate=150, restart_every=10)
 
@@ -301,7 +301,7 @@ def main(argv=None):
         return 0
     parser = argparse.ArgumentParser(prog="python -m tests.faults.soak")
     parser.add_argument("--minutes", type=float, default=25.0)
-    parser.add_argument("--quick", action="store_true", help="the CI mode (about 100 s)")
+    parser.add_argument("--quick", action="store_true", help="the CI mode (78 s)")
     parser.add_argument("--out", default=None, help="folder for soak.json / soak.md")
     args = parser.parse_args(argv)
     conf = dict(QUICK) if args.quick else dict(LONG, minutes=args.minutes)

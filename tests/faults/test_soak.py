@@ -1,8 +1,8 @@
 """The soak's quick mode in CI (tests/faults/soak.py; the long mode is
-`python -m tests.faults.soak --minutes 25`): two fastkc members for 96 s
-on the shared proxied cluster, a rebalance and a fault every 10 s (toxics in
+`python -m tests.faults.soak --minutes 25`): two fastkc members for 78 s
+on the shared proxied cluster, a rebalance and a fault every 8 s (toxics in
 turn, one broker kill -9 + restart), RSS / fds / threads sampled every 2 s;
-after the 30 s warm-up no slope may pass its bound and the ledger
+after the 25 s warm-up no slope may pass its bound and the ledger
 must be clean. soak.json and soak.md are written under the test's tmp dir
 (FASTKC_SOAK_OUT=dir keeps them elsewhere)."""
 import os
@@ -20,4 +20,4 @@ def test_soak_quick(cluster, tmp_path):
     print("\n" + soak.markdown(result))
     assert not result["ledger_failures"], result["ledger_failures"]
     assert not result["over_bounds"], (result["over_bounds"], result["slopes_per_minute"])
-    assert result["ledger"]["lost"] == 0 and result["rebalances"] >= 5
+    assert result["ledger"]["lost"] == 0 and result["rebalances"] >= 4

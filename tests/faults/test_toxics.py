@@ -13,7 +13,7 @@ import time
 import pytest
 
 from fastkc import errors
-from tests.faults.runner import run_scenario
+from tests.faults.runner import SLOW, run_scenario
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster]
 
@@ -36,11 +36,11 @@ CASES = {
     "latency": ("latency", 4.0, dict(latency=300, jitter=100), (), 1),
     "bandwidth": ("bandwidth", 4.0, dict(rate=16), COMMIT_ERRORS, 1),
     "slicer": ("slicer", 4.0, dict(average_size=64, size_variation=48, delay=200), (), 1),
-    "reset_peer": ("reset_peer", 4.0, dict(timeout=300), COMMIT_ERRORS, 2),
+    "reset_peer": ("reset_peer", 4.0, dict(timeout=300), COMMIT_ERRORS, 1),
     # timeout=0 holds every byte until removed; 7 s outlasts the consumer's
     # request_timeout_ms (5 s), so requests time out and connections are
     # replaced (the new ones are held as well) before the heal.
-    "blackhole": ("timeout", 7.0, dict(timeout=0), COMMIT_ERRORS, 2),
+    "blackhole": ("timeout", 7.0, dict(timeout=0), COMMIT_ERRORS, 1),
     "limit_data": ("limit_data", 4.0, dict(bytes=3000), COMMIT_ERRORS, 1),
 }
 
@@ -50,7 +50,7 @@ def test_toxic(cluster, case):
     kind, seconds, attrs, allowed, rounds = CASES[case]
 
     def inject(ctx):
-        for i in range(rounds):
+        for i in range(rounds + (1 if SLOW else 0)):
             _toxic_everywhere(ctx, "{0}#{1}".format(case, i), kind, seconds, **attrs)
 
     report = run_scenario(cluster, "toxic-" + case, inject, expected_errors=allowed)
@@ -62,7 +62,7 @@ def test_toxic(cluster, case):
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_coordinator_partitioned(cluster, protocol):
-    """Only the group coordinator's node is blackholed for 8 s (longer than
+    """Only the group coordinator's node is blackholed for 7 s (longer than
     the classic session, 6 s): fetching from the other leaders goes on, the
     commits fail with typed errors, and after the heal the member learns it
     was fenced (or rejoins) and re-reads only from its last commit."""
@@ -73,7 +73,7 @@ def test_coordinator_partitioned(cluster, protocol):
         proxy = cluster.proxies[victim]
         fault = ctx.fault("coordinator node {0} blackholed".format(victim))
         with proxy.toxic("timeout", timeout=0, stream="downstream"):
-            time.sleep(8.0)
+            time.sleep(7.0)
         ctx.healed(fault)
         ctx.wait_flowing(timeout=30.0, more=30)
 
@@ -83,6 +83,8 @@ def test_coordinator_partitioned(cluster, protocol):
                  consumer_configs=configs, commit_every=0.5)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not SLOW, reason="FASTKC_SLOW=1 only (the blackhole covers request timeouts in CI)")
 def test_latency_beyond_request_timeout(cluster):
     """6 s of latency on every proxy, above request_timeout_ms (5 s): every
     request times out and its connection is replaced while it lasts; after
@@ -90,7 +92,7 @@ def test_latency_beyond_request_timeout(cluster):
     def inject(ctx):
         fault = ctx.fault("latency 6 s > request timeout")
         toxics = [(p, p.add("latency", latency=6000)) for p in ctx.all_proxies()]
-        time.sleep(8.0)
+        time.sleep(6.5)
         for p, name in toxics:
             p.remove(name)
         ctx.healed(fault)
@@ -100,7 +102,7 @@ def test_latency_beyond_request_timeout(cluster):
 
 
 def test_one_broker_blackholed_others_keep_flowing(cluster):
-    """Partition 0's leader is blackholed for 8 s (no group, manual
+    """Partition 0's leader is blackholed for 6 s (no group, manual
     assignment): the partitions led by the two healthy brokers keep being
     delivered without a pause (one Fetch per broker; a held one blocks only
     its own broker's partitions)."""
@@ -112,12 +114,12 @@ def test_one_broker_blackholed_others_keep_flowing(cluster):
         fault = ctx.fault("node {0} blackholed".format(victim))
         t0 = time.time()
         with cluster.proxies[victim].toxic("timeout", timeout=0):
-            time.sleep(8.0)
+            time.sleep(6.0)
         ctx.healed(fault)
         ctx.wait_flowing(timeout=30.0, more=30)
         if healthy:
-            ts = sorted(t - t0 for p, _, t, _ in list(ctx.ledger.deliveries) if p in healthy and t0 <= t <= t0 + 8)
-            pauses = [b - a for a, b in zip([0.0] + ts, ts + [8.0])]
+            ts = sorted(t - t0 for p, _, t, _ in list(ctx.ledger.deliveries) if p in healthy and t0 <= t <= t0 + 6)
+            pauses = [b - a for a, b in zip([0.0] + ts, ts + [6.0])]
             assert max(pauses) < 1.5, "healthy partitions paused {0:.2f}s".format(max(pauses))
 
     run_scenario(cluster, "one-broker-blackholed", inject, group=False)

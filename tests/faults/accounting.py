@@ -15,7 +15,8 @@ A run records:
 1. lost: every produced offset was delivered at least once;
 2. gaps: per partition and per consumer, consecutive deliveries move on by
    exactly one offset, or go back (a re-delivery after a rebalance or
-   reset) — never jump forward over an offset;
+   reset), or jump forward only over offsets some member had already
+   delivered (a partition handed back after others consumed it);
 3. commits never ahead: a commit for partition p is at most one past the
    highest offset of p any consumer had been handed when it was accepted;
 4. duplicates only after the last successful commit: a re-delivered offset
@@ -206,7 +207,10 @@ class Ledger:
             by_consumer[(c, p)].append((o, t))
         for (c, p), seq in by_consumer.items():
             for (prev, _), (cur, t) in zip(seq, seq[1:]):
-                if cur > prev + 1 and any((p, x) in produced for x in range(prev + 1, cur)):
+                # a jump forward is a hand-over coming back (another member
+                # delivered the offsets in between meanwhile) or a gap
+                if cur > prev + 1 and any((p, x) in produced and first.get((p, x), float("inf")) > t
+                                          for x in range(prev + 1, cur)):
                     gaps.append((c, p, prev, cur))
 
         # 3. a commit of p is at most one past the highest offset of p any

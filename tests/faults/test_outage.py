@@ -70,14 +70,18 @@ def test_outage_poll_commit_close(cluster):
             assert time.monotonic() < deadline, "records written during the outage did not arrive"
             _poll_for(c, 0.2, got, raised)
         figures["refused_recovery_s"] = round(time.monotonic() - healed, 2)
-        # The outage outlasted the session: the member rejoins, and commit()
-        # says so (RebalanceInProgressError, as Java) until it has.
+        # The outage outlasted the session: the broker removed the member.
+        # Until it has rejoined, commit() says so as Java does:
+        # RebalanceInProgressError while it rejoins, or CommitFailedError if
+        # it had not yet learnt it was removed (the commit tells it).
         deadline = time.monotonic() + 30
+        figures["commit_after_heal"] = []
         while True:
             try:
                 c.commit()
                 break
-            except errors.RebalanceInProgressError:
+            except (errors.RebalanceInProgressError, errors.CommitFailedError) as exc:
+                figures["commit_after_heal"].append(type(exc).__name__)
                 assert time.monotonic() < deadline, "never rejoined"
                 _poll_for(c, 0.2, got, raised)
 

@@ -79,6 +79,11 @@ typedef struct fkc_stream {
     size_t aborted_set_capacity;
     int64_t batch_offset; /* base offset of the batch being decoded, for errors */
 
+    /* Arrow totals already handed out into the caller's output that this
+     * step's records will be appended to (poll_arrow joins the steps of
+     * several partitions into one batch): the limits apply to the sum. */
+    uint64_t arrow_base[6];
+
     int error;            /* sticky: once set, the stream is done */
     int64_t error_offset;
     char error_reason[256];
@@ -1162,6 +1167,12 @@ int32_t fkc_stream_leader_epoch(const fkc_stream *d)
     return d->leader_epoch;
 }
 
+void fkc_stream_arrow_base(fkc_stream *d, const uint64_t base[6])
+{
+    for (int i = 0; i < 6; i++)
+        d->arrow_base[i] = base[i] > INT32_MAX ? INT32_MAX : base[i];
+}
+
 size_t fkc_stream_held_bytes(const fkc_stream *d)
 {
     return d->held_bytes + (d->have_blob ? d->blob.len : 0);
@@ -1188,7 +1199,8 @@ static int fkc_out_reserve(fkc_decode_result *out, size_t n)
 /* How many of recs[0..n) fit the Arrow columns after what *out holds:
  * every total (and the topic column, n * topic_len) must stay <= INT32_MAX.
  * Adds their sizes to out's totals. */
-static size_t fkc_arrow_room(fkc_decode_result *out, const fkc_record *recs, size_t n, size_t topic_len)
+static size_t fkc_arrow_room(fkc_decode_result *out, const uint64_t base[6], const fkc_record *recs, size_t n,
+                             size_t topic_len)
 {
     const uint64_t limit = INT32_MAX;
     size_t i = 0;
@@ -1203,8 +1215,10 @@ static size_t fkc_arrow_room(fkc_decode_result *out, const fkc_record *recs, siz
             hk += (uint64_t)rec->header_key_bytes;
             hv += (uint64_t)((int64_t)rec->header_size - rec->header_key_bytes);
         }
-        if (count > limit || kb > limit || vb > limit || hc > limit || hk > limit || hv > limit ||
-            (topic_len && count > limit / topic_len))
+        /* base values are bounded by the caller's own Arrow batches (<= INT32_MAX each) */
+        uint64_t all = count + base[0];
+        if (all > limit || kb + base[1] > limit || vb + base[2] > limit || hc + base[3] > limit ||
+            hk + base[4] > limit || hv + base[5] > limit || (topic_len && all > limit / topic_len))
             break;
         out->key_bytes = kb;
         out->value_bytes = vb;
@@ -1256,7 +1270,7 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
                 n = max_records - out->count;
             const fkc_record *src = &d->batch.records[d->batch_index];
             if (d->opts->arrow_limits) {
-                n = fkc_arrow_room(out, src, n, d->opts->arrow_topic_len);
+                n = fkc_arrow_room(out, d->arrow_base, src, n, d->opts->arrow_topic_len);
                 if (n == 0) {
                     arrow_full = 1;
                     break;

@@ -173,6 +173,11 @@ int fkc_stream_done(const fkc_stream *s);
 /* PartitionLeaderEpoch of the batch last opened (-1 legacy / none yet). */
 int32_t fkc_stream_leader_epoch(const fkc_stream *s);
 
+/* With arrow_limits: totals (rows, key, value, header count, header key and
+ * header value bytes) already in the Arrow batch the next steps' records
+ * will be joined to; the int32 limits then apply to the sum. */
+void fkc_stream_arrow_base(fkc_stream *s, const uint64_t base[6]);
+
 /* Decompressed bytes the stream holds right now (open batch + held buffers). */
 size_t fkc_stream_held_bytes(const fkc_stream *s);
 

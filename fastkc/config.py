@@ -213,6 +213,45 @@ def consumer_config(configs):
     return config
 
 
+# --- the decoding budget ------------------------------------------------------
+# Memory spent decoding must follow the configuration, not what a batch
+# claims: a ~100 KB fetch of compression bombs must not be able to demand
+# GiBs, nor a small batch of millions of empty records millions of objects.
+# The consumer decodes one batch at a time (fastkc.records.record_stream), so
+# three numbers bound it, all derived from max_partition_fetch_bytes (the
+# largest batch the consumer is configured for: Kafka's docs ask for it to be
+# >= the broker's max.message.bytes, which bounds a batch's compressed size):
+#   - decompressed bytes per batch: 32x that (legitimate batch compression
+#     ratios of real payloads -- JSON, logs, Avro -- are 3-20x), at least
+#     16 MiB, at most 256 MiB (DEFAULT_MAX_DECOMPRESSED_BYTES). Beyond it:
+#     DecompressedSizeLimitError. Defaults: 1 MiB → 32 MiB.
+#   - records per batch: one per 64 of those bytes (batch_record_budget:
+#     80-byte descriptors then stay <= 1.25x the byte budget). Beyond it:
+#     RecordCountLimitError. Defaults: 512 Ki records.
+#   - decompressed buffers one decode step holds: a step that has handed out
+#     records decompresses no further batch once the finished batches it
+#     holds reach the per-batch budget, so at most ~2x that is alive.
+# Peak decode memory is thus ~2 x 32 MiB of buffers + 40 MiB of descriptors
+# by default, plus the raw buffered fetches (capped at fetch_max_bytes), per
+# partition being decoded -- and poll() finishes one partition's fetch before
+# it starts decoding another's (the fetcher's in-line partition), as Java's
+# consumer does. Raise max_partition_fetch_bytes for data that legitimately
+# compresses better than 32x.
+MIN_BATCH_DECOMPRESSED_BYTES = 16 * 1024 * 1024
+MAX_BATCH_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+BATCH_DECOMPRESSION_RATIO = 32
+
+
+def decode_budget(config):
+    """(max_decompressed_bytes per batch, max_batch_records, max_held_bytes
+    per step) for a validated consumer config; see the comment above."""
+    from fastkc.records import batch_record_budget
+
+    per_batch = BATCH_DECOMPRESSION_RATIO * config["max_partition_fetch_bytes"]
+    per_batch = max(MIN_BATCH_DECOMPRESSED_BYTES, min(MAX_BATCH_DECOMPRESSED_BYTES, per_batch))
+    return per_batch, batch_record_budget(per_batch), per_batch
+
+
 def parse_host_port(server, default_port=9092):
     """'host:port', '[v6]:port' or 'host' → (host, port)."""
     server = server.strip()

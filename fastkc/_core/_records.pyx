@@ -15,6 +15,7 @@ Decoding is two phases:
 The input is read through the buffer protocol (bytes, bytearray, memoryview
 slices of a larger response buffer): no copy.
 """
+cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strlen
@@ -136,6 +137,7 @@ cdef extern from "fkc_records.h":
     int fkc_stream_done(const fkc_stream *s)
     int32_t fkc_stream_leader_epoch(const fkc_stream *s)
     size_t fkc_stream_held_bytes(const fkc_stream *s)
+    void fkc_stream_arrow_base(fkc_stream *s, const uint64_t base[6])
     void fkc_stream_free(fkc_stream *s)
 
 
@@ -645,6 +647,7 @@ from fastkc.structs import ScanInfo as _ScanInfo
 _TAILS = {FKC_TAIL_NONE: "none", FKC_TAIL_CUT: "cut", FKC_TAIL_MALFORMED: "malformed"}
 
 
+@cython.no_gc_clear
 cdef class RecordStream:
     """Backend contract: see fastkc/_backend.py. The resumable decoder over
     one partition's blob: records(n) / arrow(n) hand out the next at most n
@@ -652,8 +655,13 @@ cdef class RecordStream:
     open batch's buffer (and those of batches finished in the current step)
     are alive. A bad batch raises its CorruptRecordError (carrying the step's
     records before it) and ends the stream; later steps raise it again."""
-    cdef Py_buffer view
-    cdef bint have_view
+    # The input's buffer export lives in malloc'd memory, not in a Py_buffer
+    # member: Cython would make the GC traverse a member's view.obj, so a
+    # reference cycle through this object could tp_clear an exporting
+    # memoryview under us (memory_clear drops its buffer even while exported).
+    # Untraversed, the export is an outside reference: the exporter stays
+    # alive and intact until __dealloc__ releases it.
+    cdef Py_buffer *view
     cdef fkc_stream *stream
     cdef fkc_decode_result out
     cdef int64_t *aborted
@@ -670,7 +678,7 @@ cdef class RecordStream:
                   bint read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
                   bint arrow=False, key_deserializer=None, value_deserializer=None):
         cdef fkc_decode_opts opts
-        self.have_view = False
+        self.view = NULL
         self.stream = NULL
         self.aborted = NULL
         memset(&self.out, 0, sizeof(self.out))
@@ -682,8 +690,15 @@ cdef class RecordStream:
         self.value_deserializer = value_deserializer
         self.arrow_mode = arrow
         self.error = None
-        PyObject_GetBuffer(data, &self.view, PyBUF_SIMPLE)
-        self.have_view = True
+        self.view = <Py_buffer *>malloc(sizeof(Py_buffer))
+        if self.view == NULL:
+            raise MemoryError()
+        try:
+            PyObject_GetBuffer(data, self.view, PyBUF_SIMPLE)
+        except BaseException:
+            free(self.view)
+            self.view = NULL
+            raise
         self.aborted = _fill_opts(&opts, self.state, &self.host, fetch_offset, stop_offset, check_crcs,
                                   read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
                                   arrow, topic)
@@ -695,8 +710,9 @@ cdef class RecordStream:
         if self.stream != NULL:
             fkc_stream_free(self.stream)
         fkc_decode_result_free(&self.out)
-        if self.have_view:
-            PyBuffer_Release(&self.view)
+        if self.view != NULL:
+            PyBuffer_Release(self.view)
+            free(self.view)
         free(self.aborted)
 
     cdef int _step(self, max_records, max_held_bytes) except -1:
@@ -707,8 +723,8 @@ cdef class RecordStream:
         if max_records < 1:
             raise ValueError("max_records must be >= 1")
         if self.error is not None:
-            raise self.error.__class__(self.error.reason, self.topic, self.partition, self.error.offset,
-                                       None, self.error.next_offset)
+            cls, reason, offset, next_offset = self.error
+            raise cls(reason, self.topic, self.partition, offset, None, next_offset)
         with nogil:
             rc = fkc_stream_step(self.stream, n, held, &self.out)
         return rc
@@ -717,7 +733,9 @@ cdef class RecordStream:
         try:
             _raise_result_error(&self.out, self.state, self.topic, self.partition, records)
         except _errors.CorruptRecordError as exc:
-            self.error = exc
+            # kept as plain values: the exception's traceback would make a
+            # reference cycle through this object (and its exported buffer)
+            self.error = (exc.__class__, exc.reason, exc.offset, exc.next_offset)
             raise
 
     def records(self, max_records, max_held_bytes=None):
@@ -733,12 +751,19 @@ cdef class RecordStream:
             self._fail(records)
         return records
 
-    def arrow(self, max_records, max_held_bytes=None):
+    def arrow(self, max_records, max_held_bytes=None, base=None):
         """The next at most max_records records as one pyarrow.RecordBatch
         (maybe empty): a step also ends before Arrow's int32 offsets would
-        overflow, so no batch ever needs more."""
+        overflow, so no batch ever needs more. `base`: the totals (as
+        last_totals gives them) of batches this one will be joined to; the
+        limits then apply to the sum."""
+        cdef uint64_t b[6]
+        cdef int i
         if not self.arrow_mode:
             raise ValueError("this stream decodes to records")
+        for i in range(6):
+            b[i] = base[i] if base is not None else 0
+        fkc_stream_arrow_base(self.stream, b)
         rc = self._step(max_records, max_held_bytes)
         if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
             self._fail(None)
@@ -757,6 +782,13 @@ cdef class RecordStream:
     @property
     def done(self):
         return self.error is not None or bool(fkc_stream_done(self.stream))
+
+    @property
+    def last_totals(self):
+        """(rows, key bytes, value bytes, header count, header key bytes,
+        header value bytes) of the last arrow() step."""
+        return (self.out.count, self.out.key_bytes, self.out.value_bytes, self.out.header_count,
+                self.out.header_key_bytes, self.out.header_value_bytes)
 
     @property
     def leader_epoch(self):

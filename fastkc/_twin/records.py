@@ -800,6 +800,8 @@ class _Stream:
         self.leader_epoch = -1
         self.done = False
         self.failure = None  # _Failed, sticky
+        self.arrow_base = (0, 0, 0, 0, 0, 0)
+        self.last_totals = (0, 0, 0, 0, 0, 0)
 
     def _open_next(self):
         kind, entry_len, reason = _frame_entry(self.buf, self.pos, self.n)
@@ -846,6 +848,7 @@ class _Stream:
         out = []
         held = 0
         totals = [0, 0, 0, 0, 0]
+        base = self.arrow_base
         limit = _INT32_MAX
         while self.failure is None and len(out) < max_records:
             if self.index < len(self.batch):
@@ -856,8 +859,8 @@ class _Stream:
                     for r in window:
                         sizes = _arrow_sizes(r)
                         new = [t + x for t, x in zip(totals, sizes)]
-                        count = len(out) + fit + 1
-                        if count > limit or max(new) > limit or (
+                        count = len(out) + fit + 1 + base[0]
+                        if count > limit or any(t + b > limit for t, b in zip(new, base[1:])) or (
                                 self.arrow_topic_len and count > limit // self.arrow_topic_len):
                             break
                         totals = new
@@ -881,6 +884,7 @@ class _Stream:
         if self.failure is None and not self.done and self.index >= len(self.batch):
             if _frame_entry(self.buf, self.pos, self.n)[0] in ("end", "cut"):
                 self.done = True
+        self.last_totals = (len(out),) + tuple(totals) if self.arrow_topic_len is not None else (len(out), 0, 0, 0, 0, 0)
         if self.failure is not None:
             return out, self.failure.base_offset, self.failure
         return out, self._resume_offset(), None
@@ -1053,16 +1057,16 @@ class RecordStream:
         if max_records < 1:
             raise ValueError("max_records must be >= 1")
         if self._error is not None:
-            e = self._error
-            raise e.__class__(e.reason, self._topic, self._partition, e.offset, None, e.next_offset)
+            cls, reason, offset, next_offset = self._error
+            raise cls(reason, self._topic, self._partition, offset, None, next_offset)
         raws, self._next_offset, failure = self._stream.step(
             max_records, None if max_held_bytes is None or max_held_bytes < 0 else max_held_bytes)
         return raws, failure
 
     def _fail(self, failure, built):
-        self._error = failure.error_class(failure.reason, self._topic, self._partition, failure.base_offset,
-                                          built, failure.base_offset)
-        raise self._error
+        self._error = (failure.error_class, failure.reason, failure.base_offset, failure.base_offset)
+        raise failure.error_class(failure.reason, self._topic, self._partition, failure.base_offset, built,
+                                  failure.base_offset)
 
     def records(self, max_records, max_held_bytes=None):
         if self._arrow:
@@ -1073,9 +1077,10 @@ class RecordStream:
             self._fail(failure, out)
         return out
 
-    def arrow(self, max_records, max_held_bytes=None):
+    def arrow(self, max_records, max_held_bytes=None, base=None):
         if not self._arrow:
             raise ValueError("this stream decodes to records")
+        self._stream.arrow_base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
         raws, failure = self._step(max_records, max_held_bytes)
         batch = _arrow_batch(raws, self._topic, self._partition)
         if failure is not None:
@@ -1093,6 +1098,10 @@ class RecordStream:
     @property
     def leader_epoch(self):
         return self._stream.leader_epoch
+
+    @property
+    def last_totals(self):
+        return self._stream.last_totals
 
     @property
     def held_bytes(self):

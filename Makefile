@@ -45,7 +45,8 @@ test-c: $(TESTC_DIR)/test_kernels
 ASAN_DIR ?= build/asan
 ASAN_TESTS ?= $(wildcard tests/unit/test_records_core.py tests/unit/test_fetch_parser.py \
 	tests/unit/test_differential.py tests/unit/test_vs_kafka_python.py tests/unit/test_twin.py \
-	tests/unit/test_corpus.py tests/unit/test_arrow_export.py)
+	tests/unit/test_corpus.py tests/unit/test_arrow_export.py tests/unit/test_record_stream.py \
+	tests/unit/test_untrusted_lengths.py tests/unit/test_fetcher_pieces.py)
 LIBASAN := $(shell gcc -print-file-name=libasan.so)
 LIBUBSAN := $(shell gcc -print-file-name=libubsan.so)
 

@@ -924,6 +924,17 @@ class Fetcher:
         completed.fetch_offset = state.position
         return completed.stream
 
+    @staticmethod
+    def _resume_at(stream, completed, done):
+        # A used-up fetch moves the position past its last complete entry
+        # even when the decoder's next offset is lower: a legacy wrapper's
+        # offset is its last inner offset by definition (Java's
+        # batch.nextOffset()), whatever offsets a hostile wrapper holds
+        # inside, and this is where the next fetch was pipelined from.
+        if done:
+            return max(stream.next_offset, completed.next_offset)
+        return stream.next_offset
+
     def _used_up(self, state, completed):
         state.buffered.popleft()
         self._buffered_bytes -= completed.nbytes
@@ -975,7 +986,7 @@ class Fetcher:
                     remaining -= len(chunk)
                 done = stream.done
                 if update_offsets:
-                    state.position = stream.next_offset
+                    state.position = self._resume_at(stream, completed, done)
                     if chunk:
                         state.position_epoch = chunk[-1].leader_epoch
                     elif done and completed.leader_epoch >= 0:
@@ -1032,7 +1043,7 @@ class Fetcher:
                     raise
                 base = tuple(a + b for a, b in zip(base, stream.last_totals))
                 done = stream.done
-                state.position = stream.next_offset
+                state.position = self._resume_at(stream, completed, done)
                 completed.fetch_offset = stream.next_offset
                 if batch.num_rows:
                     batches.append(batch)

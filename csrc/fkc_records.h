@@ -29,9 +29,14 @@
  *     naming the byte position, and the base offset of the bad batch. The
  *     records of the batches before it are kept (`count`), records of the bad
  *     batch are not, and next_offset is the bad batch's base offset.
- *   - Filtering: records below fetch_offset, at or past stop_offset (when
- *     >= 0), control batches and (read_committed) aborted transactional
- *     batches are left out. next_offset = one past the last complete batch
+ *   - A header must agree with its contents: RecordCount <= LastOffsetDelta
+ *     + 1, OffsetDeltas strictly increasing and <= LastOffsetDelta (else
+ *     InvalidRecordError); RecordCount above max_batch_records is
+ *     FKC_ERR_BUDGET before anything is decompressed.
+ *   - Filtering: records below the running position (fetch_offset, then one
+ *     past each complete batch, as Java's CompletedFetch), at or past
+ *     stop_offset (when >= 0), control batches and (read_committed) aborted
+ *     transactional batches are left out. next_offset = one past the last complete batch
  *     processed (magic 2: BaseOffset + LastOffsetDelta + 1; legacy: the
  *     last (inner) message offset + 1), never lower than fetch_offset.
  *   - Offsets and timestamps are computed in checked int64 arithmetic: a

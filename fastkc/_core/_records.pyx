@@ -409,6 +409,9 @@ cdef class _Phase1:
         return rc
 
 
+_SIZE_LIMIT = 1 << 62
+
+
 cdef int64_t *_fill_opts(fkc_decode_opts *opts, _DecodeState state, fkc_codec_host *host, int64_t fetch_offset,
                          int64_t stop_offset, bint check_crcs, bint read_committed, aborted_transactions,
                          max_decompressed_bytes, max_batch_records, bint arrow, topic) except? NULL:
@@ -444,8 +447,10 @@ cdef int64_t *_fill_opts(fkc_decode_opts *opts, _DecodeState state, fkc_codec_ho
     opts.aborted_pids = aborted
     opts.aborted_first_offsets = aborted + n_aborted if n_aborted else NULL
     opts.aborted_count = <size_t>n_aborted
-    opts.max_decompressed_bytes = <size_t>max_decompressed_bytes
-    opts.max_batch_records = <size_t>max_batch_records
+    # Clamped well below SIZE_MAX: the codec host asks for cap + 1 bytes,
+    # which must not wrap to 0 (zlib's "unlimited").
+    opts.max_decompressed_bytes = <size_t>min(max_decompressed_bytes, _SIZE_LIMIT)
+    opts.max_batch_records = <size_t>min(max_batch_records, _SIZE_LIMIT)
     opts.arrow_timestamps = 1 if arrow else 0
     opts.arrow_limits = 1 if arrow else 0
     opts.arrow_topic_len = len(topic.encode("utf-8")) if arrow else 0
@@ -716,12 +721,14 @@ cdef class RecordStream:
         free(self.aborted)
 
     cdef int _step(self, max_records, max_held_bytes) except -1:
-        cdef size_t n = <size_t>max_records
-        cdef size_t held = <size_t>max_held_bytes if max_held_bytes is not None and max_held_bytes >= 0 \
-            else <size_t>-1
+        cdef size_t n
+        cdef size_t held
         cdef int rc
         if max_records < 1:
             raise ValueError("max_records must be >= 1")
+        n = <size_t>min(max_records, _SIZE_LIMIT)
+        held = <size_t>min(max_held_bytes, _SIZE_LIMIT) if max_held_bytes is not None and max_held_bytes >= 0 \
+            else <size_t>-1
         if self.error is not None:
             cls, reason, offset, next_offset = self.error
             raise cls(reason, self.topic, self.partition, offset, None, next_offset)

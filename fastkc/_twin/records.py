@@ -6,12 +6,16 @@ and the fallback when the extension cannot be imported.
 Semantics (kafka-python 3.0.12's consumer path is the oracle for valid input;
 where it is loose on malformed input we follow the Java client and are strict):
 
-Framing of the blob (Java's ByteBufferLogInputStream order):
+Framing of the blob (Java's ByteBufferLogInputStream order; _frame_entry,
+shared by the decoder and scan_blob):
   - fewer than 17 bytes left (not enough to see the magic byte) → stop silently;
   - size field (BatchLength / MessageSize) < 14, the smallest legacy message
     → InvalidRecordError (a negative or tiny size is never a cut-off batch);
-  - fewer bytes left than the size says → a partial trailing batch: stop silently;
-  - magic not 0, 1 or 2 → InvalidRecordError.
+  - magic not 0, 1 or 2 → InvalidRecordError (even in a cut tail);
+  - magic 2 with BatchLength < 49, or a LastOffsetDelta (when its bytes are
+    there) that is negative or leaves no next offset in int64, and a legacy
+    offset of INT64_MAX → InvalidRecordError;
+  - fewer bytes left than the size says → a partial trailing batch: stop silently.
 Magic 2 batch:
   - BatchLength < 49 (61-byte header) or RecordCount < 0 → InvalidRecordError;
   - CRC32C over Attributes..end when check_crcs, else RecordCrcError;
@@ -51,12 +55,24 @@ Legacy entries (magic 0/1):
     kafka-python leaks the previous v2 batch's epoch, an accident of state).
     Magic 0 records have timestamp None and timestamp_type None, as
     kafka-python yields; checksum is the message's own CRC.
+  - LastOffsetDelta must be ≥ 0, RecordCount ≤ LastOffsetDelta + 1 (before
+    decompressing), every OffsetDelta strictly above the previous one and
+    ≤ LastOffsetDelta, else InvalidRecordError (control batches too).
+  - RecordCount above max_batch_records (when > 0), or a legacy wrapper with
+    more inner messages, → RecordCountLimitError (checked before
+    decompressing a v2 batch).
 Filtering and result:
-  - records with offset < fetch_offset are skipped, offset ≥ stop_offset
+  - records below the running position are skipped (fetch_offset, then one
+    past each complete batch: Java's CompletedFetch rule, so a batch that
+    repeats earlier offsets never hands them out twice), offset ≥ stop_offset
     (when ≥ 0) dropped; next_offset starts at fetch_offset and, after each
     complete batch, becomes max(next_offset, one past the batch's last
     offset) — never backwards, so a stale batch below the fetch position
     cannot rewind the consumer.
+  - The resumable walk (RecordStream / _Stream) decodes a batch whole when it
+    is reached and hands out at most n records per step; its steps join to
+    exactly the one-shot result. Arrow steps end before an int32 offset
+    would pass 2^31 - 1 (one-shot: ArrowCapacityError).
   - an error carries the records of the batches completed before the bad one
     (none of the bad batch: the caller resumes at its base offset) and
     next_offset = offset = the bad batch's base offset.

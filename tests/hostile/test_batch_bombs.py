@@ -338,3 +338,19 @@ def test_malformed_header_at_the_start_raises_from_poll():
     with pytest.raises(errors.InvalidRecordError) as info:
         _round(client, fetcher, {0: bytes(bad)})
     assert (info.value.topic, info.value.partition, info.value.offset) == (TOPIC, 0, 0)
+
+
+def test_legacy_wrapper_whose_inner_offsets_lag_its_own_moves_past_it():
+    # A magic-0 wrapper at offset 100 holding inner messages 5 and 6: the
+    # wrapper's offset is its last inner offset by definition (Java's
+    # batch.nextOffset()), so the position must end past 100 -- resuming at 7
+    # would refetch the same wrapper, decode nothing new, forever.
+    client, fetcher = _positioned({0: 5})
+    inner_set = bg.legacy_message(0, 5, None, b"a") + bg.legacy_message(0, 6, None, b"b")
+    wrapper = bg.legacy_wrapper(0, 100, [], codec=bg.GZIP, inner_set=inner_set)
+    out = _round(client, fetcher, {0: wrapper})
+    assert [r.offset for r in out[TP0]] == [5, 6]
+    assert fetcher.state(TP0).position == 101
+    fetcher.send_requests()
+    request = client.take("Fetch")
+    assert [p["fetch_offset"] for t in request[2]["topics"] for p in t["partitions"]] == [101]

@@ -1370,8 +1370,8 @@ int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *o
         d.held_bytes = 0;
         d.have_blob = 0;
     }
-    if (opts->arrow_limits || opts->arrow_timestamps)
-        fkc_result_totals(r);
+    if (opts->arrow_timestamps && !opts->arrow_limits)
+        fkc_result_totals(r); /* (with arrow_limits the step summed them as it handed records out) */
     fkc_stream_clear(&d);
     return r->error;
 }

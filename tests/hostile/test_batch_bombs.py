@@ -277,10 +277,6 @@ def _round(client, fetcher, partitions):
     return out
 
 
-def _cut(batch, keep):
-    return batch[:keep]
-
-
 def test_cut_first_batch_of_a_partition_fetched_alone_is_a_typed_error_not_a_silent_loop():
     client, fetcher = _positioned({0: 0})
     liar = bytearray(_batch(0, [b"x" * 1000]))

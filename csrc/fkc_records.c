@@ -48,11 +48,16 @@ typedef struct fkc_stream {
     const fkc_decode_opts *opts;
     size_t pos; /* blob byte where the next entry starts */
 
-    /* The open batch: its kept records, handed out from batch_index on, and
-     * its decompressed buffer (at most one per batch or legacy wrapper). */
+    /* A batch is parsed straight into the step's output array (`dst` points
+     * at a view of it while parsing); the records of it the step cannot take
+     * (past max_records or the Arrow limits) are moved to `batch` and handed
+     * out from batch_index on by later steps. `blob` is the open batch's
+     * decompressed buffer (at most one per batch or legacy wrapper). */
+    fkc_recbuf *dst;
     fkc_recbuf batch;
     size_t batch_index;
-    int64_t batch_floor; /* next_offset before the open batch: where to resume if none of it was handed out */
+    int64_t batch_floor; /* next_offset before the open batch */
+    int64_t open_resume; /* one past the last record handed out of the open batch, else batch_floor */
     fkc_blob blob;
     int have_blob;
 
@@ -169,7 +174,7 @@ int fkc_utf8_valid(const uint8_t *p, size_t len)
 
 static int fkc_reserve_one(fkc_decoder *d)
 {
-    fkc_recbuf *r = &d->batch;
+    fkc_recbuf *r = d->dst;
     if (r->count < r->capacity)
         return FKC_OK;
     size_t cap = r->capacity ? r->capacity * 2 : 256;
@@ -295,7 +300,7 @@ static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *
         if (__builtin_mul_overflow(rec->timestamp, (int64_t)1000, &us))
             return fkc_fail_timestamp_us(d, rec);
     }
-    d->batch.count++;
+    d->dst->count++;
     return FKC_OK;
 }
 
@@ -544,7 +549,7 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
 static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len, size_t blob_pos)
 {
     const fkc_decode_opts *o = d->opts;
-    fkc_recbuf *r = &d->batch;
+    fkc_recbuf *r = d->dst;
     if (batch_len < FKC_V2_HEADER_SIZE)
         return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: BatchLength %zu is below the 49-byte minimum",
                         blob_pos, batch_len - FKC_LOG_OVERHEAD);
@@ -786,7 +791,7 @@ static int fkc_legacy_min_size(int magic)
 
 static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len, size_t blob_pos, int8_t magic)
 {
-    fkc_recbuf *r = &d->batch;
+    fkc_recbuf *r = d->dst;
     d->leader_epoch = -1;
     size_t size = msg_len - FKC_LOG_OVERHEAD;
     if (size < (size_t)fkc_legacy_min_size(magic))
@@ -1083,9 +1088,10 @@ static int fkc_close_batch(fkc_decoder *d, int referenced)
     return FKC_OK;
 }
 
-/* Frame, check and parse the next entry into d->batch. Sets d->done at the
- * end of the complete entries; on failure the error is recorded (sticky). */
-static int fkc_open_next(fkc_decoder *d)
+/* Frame, check and parse the next entry, appending its kept records to
+ * *dst. Sets d->done at the end of the complete entries; on failure the
+ * error is recorded (sticky) and dst->count is left where it was. */
+static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
 {
     size_t pos = d->pos, avail = d->len - d->pos, entry_len = 0;
     char reason[128];
@@ -1100,6 +1106,9 @@ static int fkc_open_next(fkc_decoder *d)
     d->batch.count = 0;
     d->batch_index = 0;
     d->batch_floor = d->next_offset;
+    d->open_resume = d->next_offset;
+    size_t first = dst->count;
+    d->dst = dst;
     int rc;
     if (kind == FKC_FRAME_MALFORMED) {
         rc = fkc_fail(d, FKC_ERR_INVALID, "batch at byte %zu: %s", pos, reason);
@@ -1110,9 +1119,10 @@ static int fkc_open_next(fkc_decoder *d)
         else
             rc = fkc_decode_legacy(d, batch, entry_len, pos, magic);
     }
+    d->dst = NULL;
     if (rc != FKC_OK) {
         fkc_fail(d, rc, "failed"); /* keeps the first reason; makes sure error is set */
-        d->batch.count = 0; /* the bad batch's records are not returned */
+        dst->count = first; /* the bad batch's records are not returned */
         if (d->have_blob) {
             fkc_blob_release(d->opts->host, &d->blob);
             d->have_blob = 0;
@@ -1121,7 +1131,7 @@ static int fkc_open_next(fkc_decoder *d)
         return rc;
     }
     d->pos = pos + entry_len;
-    if (d->batch.count == 0)
+    if (dst->count == first)
         return fkc_close_batch(d, 0);
     return FKC_OK;
 }
@@ -1203,6 +1213,29 @@ static size_t fkc_arrow_room(fkc_decode_result *out, const uint64_t base[6], con
                              size_t topic_len)
 {
     const uint64_t limit = INT32_MAX;
+    /* The common case first: the sums of all n in locals, one check. */
+    uint64_t skb = 0, svb = 0, shc = 0, shk = 0, shv = 0;
+    for (size_t j = 0; j < n; j++) {
+        const fkc_record *rec = &recs[j];
+        skb += rec->key_len > 0 ? (uint64_t)rec->key_len : 0;
+        svb += rec->value_len > 0 ? (uint64_t)rec->value_len : 0;
+        if (rec->header_count > 0) {
+            shc += (uint64_t)rec->header_count;
+            shk += (uint64_t)rec->header_key_bytes;
+            shv += (uint64_t)((int64_t)rec->header_size - rec->header_key_bytes);
+        }
+    }
+    uint64_t rows = (uint64_t)out->count + n + base[0];
+    if (rows <= limit && out->key_bytes + skb + base[1] <= limit && out->value_bytes + svb + base[2] <= limit &&
+        out->header_count + shc + base[3] <= limit && out->header_key_bytes + shk + base[4] <= limit &&
+        out->header_value_bytes + shv + base[5] <= limit && (!topic_len || rows <= limit / topic_len)) {
+        out->key_bytes += skb;
+        out->value_bytes += svb;
+        out->header_count += shc;
+        out->header_key_bytes += shk;
+        out->header_value_bytes += shv;
+        return n;
+    }
     size_t i = 0;
     for (; i < n; i++) {
         const fkc_record *rec = &recs[i];
@@ -1249,7 +1282,7 @@ void fkc_result_totals(fkc_decode_result *r)
 static int64_t fkc_resume_offset(const fkc_decoder *d)
 {
     if (d->error == FKC_OK && d->batch_index < d->batch.count)
-        return d->batch_index > 0 ? d->batch.records[d->batch_index - 1].offset + 1 : d->batch_floor;
+        return d->open_resume;
     return d->next_offset;
 }
 
@@ -1283,6 +1316,7 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
             memcpy(out->records + out->count, src, n * sizeof(fkc_record));
             out->count += n;
             d->batch_index += n;
+            d->open_resume = d->batch.records[d->batch_index - 1].offset + 1;
             if (d->batch_index == d->batch.count && fkc_close_batch(d, 1) != FKC_OK)
                 break;
             if (d->opts->arrow_limits && d->batch_index < d->batch.count && out->count < max_records) {
@@ -1295,8 +1329,46 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
             break;
         if (out->count > 0 && d->held_bytes >= max_held_bytes)
             break; /* bounded: decompress nothing more in this step */
-        if (fkc_open_next(d) != FKC_OK)
+        /* Parse the next batch straight into the output (one pass, no copy
+         * for the records this step takes); move what it cannot take. */
+        size_t before = out->count;
+        fkc_recbuf view = {out->records, out->count, out->capacity};
+        int orc = fkc_open_next(d, &view);
+        out->records = view.records;
+        out->capacity = view.capacity;
+        if (orc != FKC_OK)
             break;
+        size_t added = view.count - before;
+        if (added == 0)
+            continue; /* nothing kept (control, aborted, below the position, the end) */
+        size_t keep = added < max_records - before ? added : max_records - before;
+        if (d->opts->arrow_limits)
+            keep = fkc_arrow_room(out, d->arrow_base, out->records + before, keep, d->opts->arrow_topic_len);
+        size_t excess = added - keep;
+        if (excess) {
+            if (excess > d->batch.capacity) {
+                fkc_record *grown = (fkc_record *)realloc(d->batch.records, excess * sizeof(fkc_record));
+                if (grown == NULL) {
+                    fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
+                    break;
+                }
+                d->batch.records = grown;
+                d->batch.capacity = excess;
+            }
+            memcpy(d->batch.records, out->records + before + keep, excess * sizeof(fkc_record));
+            d->batch.count = excess;
+            d->batch_index = 0;
+        }
+        out->count = before + keep;
+        if (keep)
+            d->open_resume = out->records[out->count - 1].offset + 1;
+        if (!excess) {
+            if (fkc_close_batch(d, 1) != FKC_OK)
+                break;
+        } else if (d->opts->arrow_limits && out->count < max_records) {
+            arrow_full = 1; /* stopped short of the batch by the Arrow limits */
+            break;
+        }
     }
     (void)arrow_full;
     if (d->error == FKC_OK && !d->done && d->batch_index >= d->batch.count) {

@@ -226,7 +226,8 @@ def consumer_config(configs):
 #     16 MiB, at most 256 MiB (DEFAULT_MAX_DECOMPRESSED_BYTES). Beyond it:
 #     DecompressedSizeLimitError. Defaults: 1 MiB → 32 MiB.
 #   - records per batch: one per 64 of those bytes (batch_record_budget:
-#     80-byte descriptors then stay <= 1.25x the byte budget). Beyond it:
+#     80-byte descriptors then stay <= 1.25x the byte budget, twice that for
+#     the moment a batch larger than a step is split). Beyond it:
 #     RecordCountLimitError. Defaults: 512 Ki records.
 #   - decompressed buffers one decode step holds: a step that has handed out
 #     records decompresses no further batch once the finished batches it

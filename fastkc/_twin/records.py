@@ -818,6 +818,7 @@ class _Stream:
         self.failure = None  # _Failed, sticky
         self.arrow_base = (0, 0, 0, 0, 0, 0)
         self.last_totals = (0, 0, 0, 0, 0, 0)
+        self.held = 0  # decompressed bytes of batches finished in the last step
 
     def _open_next(self):
         kind, entry_len, reason = _frame_entry(self.buf, self.pos, self.n)
@@ -901,6 +902,7 @@ class _Stream:
             if _frame_entry(self.buf, self.pos, self.n)[0] in ("end", "cut"):
                 self.done = True
         self.last_totals = (len(out),) + tuple(totals) if self.arrow_topic_len is not None else (len(out), 0, 0, 0, 0, 0)
+        self.held = held
         if self.failure is not None:
             return out, self.failure.base_offset, self.failure
         return out, self._resume_offset(), None
@@ -1121,4 +1123,5 @@ class RecordStream:
 
     @property
     def held_bytes(self):
-        return self._stream.blob_len
+        s = self._stream
+        return s.held + (s.blob_len if s.index < len(s.batch) else 0)

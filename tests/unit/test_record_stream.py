@@ -197,6 +197,17 @@ def test_a_step_never_decompresses_past_the_hold_bound(both):
         assert [next_offset for _, next_offset in steps] == [5, 10, 15]
         steps, end = run_steps(module, blob, 1024)
         assert [len(records) for records, _ in steps] == [15]
+    # the buffers a step holds: the batches it finished (released by the next step)
+    held = []
+    for module in both:
+        with using_backend(module):
+            stream = R.record_stream(blob)
+        sizes = []
+        while not stream.done:
+            stream.records(7)
+            sizes.append(stream.held_bytes)
+        held.append(sizes)
+    assert held[0] == held[1] and all(size > 0 for size in held[0])
 
 
 def test_record_budget_is_per_batch_and_typed(both):

@@ -17,6 +17,24 @@ refreshed every metadata_max_age_ms, and at once when anything calls
 `request_metadata_update()` — the fetcher does on NOT_LEADER_OR_FOLLOWER,
 UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH and when
 a connection is lost.
+
+Failures, in one place (so every API behaves alike, whoever called it):
+- Each connection phase has request_timeout_ms (conn.py); `bootstrap()`
+  drives one bootstrap server at a time through connect, TLS, ApiVersions,
+  SASL and the first Metadata, and when any of these fails or times out moves
+  on to the next server, each server backing off (jittered, doubling) as its
+  own connection does. Errors no retry can fix (SASL authentication, TLS
+  verification, authorization) are raised at once.
+- A response that cannot be parsed (the codec's or the Fetch parser's
+  ProtocolParseError) closes its connection with backoff, and
+  `parse_failed()` counts it per (broker address, API): below
+  MAX_PARSE_FAILURES the caller gets a retriable KafkaConnectionError and its
+  usual retry path (re-fetch, coordinator lookup, request retry, next
+  bootstrap server) runs after the backoff; at the limit it gets the
+  ProtocolParseError itself, which the public call raises. The count is
+  cleared by the next good answer of that API from that broker. So a broker
+  that sends garbage costs a bounded number of reconnects, with growing
+  backoff, and the application sees a typed error: never a silent loop.
 """
 import logging
 import selectors
@@ -35,6 +53,7 @@ from fastkc.errors import (
     NodeNotReadyError,
     ProtocolParseError,
     SaslAuthenticationFailedError,
+    SslAuthenticationError,
     UnsupportedSaslMechanismError,
     for_code,
 )
@@ -49,7 +68,11 @@ TopicMetadata = namedtuple("TopicMetadata", ["name", "topic_id", "is_internal", 
 
 _NULL_TOPIC_ID = bytes(16)
 # Errors that no retry can fix: raised to the application at once.
-_FATAL_CONNECT_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, AuthorizationError)
+_FATAL_CONNECT_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, AuthorizationError,
+                         SslAuthenticationError)
+#: Unparseable responses of one API from one broker tolerated (each closes the
+#: connection and backs off) before the ProtocolParseError reaches the caller.
+MAX_PARSE_FAILURES = 3
 
 
 class ClusterMetadata:
@@ -65,9 +88,16 @@ class ClusterMetadata:
         self.all_topics_known = False
 
     def update(self, response, *, all_topics):
-        self.brokers = {
-            b["node_id"]: BrokerMetadata(b["node_id"], b["host"], b["port"], b["rack"]) for b in response["brokers"]
-        }
+        brokers = {}
+        for b in response["brokers"]:
+            if not b["host"] or not 0 < b["port"] < 65536 or b["node_id"] < 0:
+                # nothing could connect there: leave it out (its partitions
+                # look leaderless and are looked up again), as if not sent
+                log.warning("ignoring broker %s advertised at %r:%s (not a usable address)",
+                            b["node_id"], b["host"], b["port"])
+                continue
+            brokers[b["node_id"]] = BrokerMetadata(b["node_id"], b["host"], b["port"], b["rack"])
+        self.brokers = brokers
         self.cluster_id = response["cluster_id"]
         self.controller_id = response["controller_id"]
         fresh = {}
@@ -121,6 +151,7 @@ class KafkaClient:
         self._metadata_in_flight = False
         self._metadata_failed_at = None
         self._fatal_error = None
+        self._parse_failures = {}  # (host, port, api name) -> unparseable responses in a row
         self.bootstrapped = False
         self._closed = False
         # lost-connection listeners (the fetcher resets fetch sessions)
@@ -130,58 +161,88 @@ class KafkaClient:
 
     # --- bootstrap ---------------------------------------------------------------
     def bootstrap(self, timeout_ms=None):
-        """Connect to the first bootstrap server that answers and load the
-        broker list. Raises NoBrokersAvailable after bootstrap_timeout_ms."""
+        """Connect to a bootstrap server and load the broker list from it.
+
+        One attempt at a time: connect, TLS, ApiVersions, SASL and a Metadata
+        request, each phase within request_timeout_ms. A failed attempt moves
+        on to the next server in turn; each server backs off after its own
+        failures (reconnect_backoff_ms doubling to reconnect_backoff_max_ms,
+        ±20 % jitter, as the Java client's per-node backoff), so a silent,
+        dripping or garbage-sending server costs one request timeout per
+        attempt, never the whole bootstrap. SASL / TLS authentication and
+        authorization failures are raised at once, a response that cannot be
+        parsed once MAX_PARSE_FAILURES were seen from that server; otherwise
+        NoBrokersAvailable after bootstrap_timeout_ms."""
         timeout_ms = self.config["bootstrap_timeout_ms"] if timeout_ms is None else timeout_ms
         deadline = self._clock() + timeout_ms / 1000.0
         servers = self.config["bootstrap_servers"]
-        index = 0
-        last_error = None
+        conns = {}  # server index -> its BrokerConnection (keeps its backoff)
+        turn = 0
         conn = None
-        while True:
-            if conn is not None and conn.state is ConnectionState.DISCONNECTED and conn.last_error is not None:
-                # this attempt failed
-                self._unregister(conn)
-                last_error = conn.last_error
-                if isinstance(last_error, _FATAL_CONNECT_ERRORS):
-                    raise last_error
-                if conn._address_index >= len(conn._addresses):
-                    index += 1  # every address of this server tried: the next server
+        answer = []
+        last_error = None
+        try:
+            while True:
+                now = self._clock()
+                if conn is None:
+                    for k in range(len(servers)):
+                        i = (turn + k) % len(servers)
+                        candidate = conns.get(i)
+                        if candidate is None:
+                            host, port = servers[i]
+                            candidate = conns[i] = BrokerConnection(host, port, self.config,
+                                                                    ssl_context=self._ssl_context, clock=self._clock, on_parse_error=self.parse_failed)
+                        if candidate.backoff_remaining(now) == 0:
+                            conn, turn = candidate, i + 1
+                            answer = []
+                            conn.connect()
+                            self._sync(conn)
+                            break
+                elif conn.ready and not answer:
+                    answer.append(None)  # asked
+                    version = conn.version_for("Metadata")
+                    conn.send("Metadata", {"topics": [], "allow_auto_topic_creation": False},
+                              _Decoding(self, conn, "Metadata", version, lambda r, e: answer.append((r, e)), False),
+                              version=version)
+                    self._sync(conn)
+                if conn is not None and len(answer) == 2 and answer[1][1] is None:
+                    break  # the broker list is in
+                if conn is not None and conn.state is ConnectionState.DISCONNECTED:
+                    # this attempt failed (connect, a handshake phase, or the Metadata request)
+                    self._unregister(conn)
+                    last_error = answer[1][1] if len(answer) == 2 else conn.last_error
+                    if isinstance(last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
+                        raise last_error
+                    if conn._address_index < len(conn._addresses):
+                        conn._next_attempt = 0.0  # the next address of the same server, at once
+                        turn -= 1
                     conn = None
+                    continue
+                remaining = deadline - now
+                if remaining <= 0:
+                    raise NoBrokersAvailable("Unable to bootstrap from {0} within {1} ms{2}".format(
+                        ",".join("{0}:{1}".format(h, p) for h, p in servers), timeout_ms,
+                        " (last error: {0})".format(last_error) if last_error else ""))
+                if conn is None:
+                    wait = min([remaining] + [c.backoff_remaining(now) for c in conns.values()])
                 else:
-                    conn.last_error = None  # the next address of the same server, at once
-                    conn._next_attempt = 0.0
-            if conn is None:
-                host, port = servers[index % len(servers)]
-                conn = BrokerConnection(host, port, self.config, ssl_context=self._ssl_context, clock=self._clock)
-                rounds = index // len(servers)
-                if rounds:
-                    # every server failed again: back off (doubling) before the next round
-                    backoff_ms = min(self.config["reconnect_backoff_max_ms"],
-                                     self.config["reconnect_backoff_ms"] * 2 ** min(rounds - 1, 30))
-                    conn._next_attempt = self._clock() + backoff_ms / 1000.0
-            if conn.state is ConnectionState.DISCONNECTED:
-                conn.connect()
-                self._sync(conn)
-            if conn.ready:
-                break
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                self._unregister(conn)
-                conn.close()
-                raise NoBrokersAvailable("Unable to bootstrap from {0} within {1} ms{2}".format(
-                    ",".join("{0}:{1}".format(h, p) for h, p in servers), timeout_ms,
-                    " (last error: {0})".format(last_error or conn.last_error) if (last_error or conn.last_error)
-                    else ""))
-            wait = min(remaining, 0.05 + conn.backoff_remaining()) if conn.state is ConnectionState.DISCONNECTED \
-                else remaining
-            self._poll_sockets(wait)
-        self._bootstrap_conn = conn
-        response = self._request_on(conn, "Metadata", {"topics": [], "allow_auto_topic_creation": False},
-                                    max(0.0, deadline - self._clock()) * 1000.0 + 1)
-        self.cluster.update(response, all_topics=False)
+                    wait = remaining
+                    due = conn.next_deadline()
+                    if due is not None:
+                        wait = min(wait, max(0.0, due - now))
+                self._poll_sockets(wait)
+                if conn is not None:
+                    conn.check_timeouts()
+                    self._sync(conn)
+        finally:
+            for other in conns.values():
+                if other is not conn or not self.bootstrapped_with(conn, answer):
+                    self._unregister(other, lost=False)
+                    other.close()
+        self.cluster.update(answer[1][0], all_topics=False)
         self.cluster.last_refresh = self._clock()
         self.bootstrapped = True
+        self._bootstrap_conn = conn
         # Reuse the bootstrap connection for the broker it reached.
         for broker in self.cluster.brokers.values():
             if (broker.host, broker.port) == (conn.host, conn.port) and broker.node_id not in self._conns:
@@ -189,6 +250,39 @@ class KafkaClient:
                 self._conns[broker.node_id] = conn
                 self._bootstrap_conn = None
                 break
+
+    @staticmethod
+    def bootstrapped_with(conn, answer):
+        return conn is not None and len(answer) == 2 and answer[1][1] is None and conn.ready
+
+    # --- parse failures (see the module docstring) ------------------------------------------------
+    def parse_failed(self, conn, api_name, exc):
+        """A response of `api_name` from `conn` could not be parsed: close the
+        connection with backoff and return the error the caller must see — a
+        retriable KafkaConnectionError below MAX_PARSE_FAILURES in a row from
+        this broker for this API, the ProtocolParseError itself from then on."""
+        key = (conn.host, conn.port, api_name)
+        count = self._parse_failures.get(key, 0) + 1
+        self._parse_failures[key] = count
+        log.warning("%s response from %s:%s could not be parsed (%d in a row): %s",
+                    api_name, conn.host, conn.port, count, exc)
+        lost = KafkaConnectionError("{0}:{1} closed after an unparseable {2} response ({3} of {4} tolerated): "
+                                    "{5}".format(conn.host, conn.port, api_name, count, MAX_PARSE_FAILURES, exc))
+        lost.__cause__ = exc
+        handshake = not conn.ready
+        # the other requests on the connection lost it: theirs is the retriable error
+        conn.fail(lost, backoff_failures=count)
+        error = exc if count >= MAX_PARSE_FAILURES else lost
+        if handshake:
+            # an ApiVersions / SASL answer has no caller to hand the error to:
+            # the attempt fails with it (bootstrap and _connection_lost read it)
+            conn.last_error = error
+        self._sync(conn)
+        return error
+
+    def parse_ok(self, conn, api_name):
+        if self._parse_failures:
+            self._parse_failures.pop((conn.host, conn.port, api_name), None)
 
     # --- connections ---------------------------------------------------------------
     def _conn(self, node_id):
@@ -198,7 +292,7 @@ class KafkaClient:
             if broker is None:
                 return None
             conn = BrokerConnection(broker.host, broker.port, self.config, node_id=node_id,
-                                    ssl_context=self._ssl_context, clock=self._clock)
+                                    ssl_context=self._ssl_context, clock=self._clock, on_parse_error=self.parse_failed)
             self._conns[node_id] = conn
         elif conn.state is ConnectionState.DISCONNECTED:
             broker = self.cluster.brokers.get(node_id)
@@ -206,7 +300,7 @@ class KafkaClient:
                 # the broker moved: a new connection object for its new address
                 self._unregister(conn)
                 conn = BrokerConnection(broker.host, broker.port, self.config, node_id=node_id,
-                                        ssl_context=self._ssl_context, clock=self._clock)
+                                        ssl_context=self._ssl_context, clock=self._clock, on_parse_error=self.parse_failed)
                 self._conns[node_id] = conn
         return conn
 
@@ -349,6 +443,8 @@ class KafkaClient:
         def answered(response, error):
             self._metadata_in_flight = False
             if error is not None:
+                if isinstance(error, ProtocolParseError):
+                    self._fatal_error = error  # parse failures past the limit reach the application
                 self._metadata_failed_at = self._clock()
                 self._metadata_wanted = True
                 self._metadata_all_wanted = self._metadata_all_wanted or all_topics
@@ -470,7 +566,7 @@ class KafkaClient:
             self._connection_lost(conn)
 
     def _connection_lost(self, conn):
-        if isinstance(conn.last_error, _FATAL_CONNECT_ERRORS):
+        if isinstance(conn.last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
             self._fatal_error = conn.last_error
         self.request_metadata_update()
         for listener in self.on_disconnect:
@@ -521,10 +617,10 @@ class _Decoding:
             _, body = codec.decode_response(self.api_name, self.version, payload)
         except ProtocolParseError as exc:
             # a broker that sends a malformed body cannot be trusted with the
-            # next answer on this connection either
-            self.conn.close(exc)
-            self.callback(None, exc)
+            # next answer on this connection either: the client's policy
+            self.callback(None, self.client.parse_failed(self.conn, self.api_name, exc))
             return
+        self.client.parse_ok(self.conn, self.api_name)
         self.callback(body, None)
 
 

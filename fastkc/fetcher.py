@@ -41,9 +41,11 @@ from collections import deque
 from fastkc import records as fastkc_records
 from fastkc.errors import (
     CorruptRecordError,
+    KafkaProtocolError,
     LogTruncationError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    ProtocolParseError,
     TopicAuthorizationFailedError,
     for_code,
 )
@@ -418,7 +420,7 @@ class Fetcher:
                     if tp in self.states:
                         self.states[tp].reset_in_flight = False
                 if error is not None:
-                    self._retry_later(strategies)
+                    self._retry_later(strategies, error)
                     return
                 for tp, code, offset, epoch, _ in _list_offsets_results(response):
                     state = self.states.get(tp)
@@ -433,7 +435,11 @@ class Fetcher:
 
             self.client.send(node_id, "ListOffsets", body, answered)
 
-    def _retry_later(self, tps):
+    def _retry_later(self, tps, error=None):
+        if isinstance(error, KafkaProtocolError) and not error.retriable:
+            # the client's parse-failure limit was reached (or the broker's
+            # framing is broken): poll() raises it; the retry stays backed off
+            self._pending_error = error
         self._replan()
         until = self._clock() + self.config["retry_backoff_ms"] / 1000.0
         for tp in tps:
@@ -579,7 +585,7 @@ class Fetcher:
                     if tp in self.states:
                         self.states[tp].validation_in_flight = False
                 if error is not None:
-                    self._retry_later(requested)
+                    self._retry_later(requested, error)
                     return
                 for topic in response["topics"]:
                     for p in topic["partitions"]:
@@ -738,7 +744,7 @@ class Fetcher:
             self._in_flight_nodes.discard(node_id)
             if error is not None:
                 session.reset()
-                self._retry_later(sent_offsets)
+                self._retry_later(sent_offsets, error)
                 return
             payload, used_version = result
             self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets)
@@ -749,13 +755,15 @@ class Fetcher:
     def _handle_fetch_response(self, node_id, session, epoch_sent, payload, version, sent_offsets):
         try:
             response = parse_fetch(payload, version)
-        except Exception as exc:  # ProtocolParseError: the connection cannot be trusted
-            conn = self.client.connection(node_id)
-            if conn is not None:
-                conn.close(exc)
+        except ProtocolParseError as exc:  # the connection cannot be trusted: the client's policy
             session.reset()
-            self._pending_error = exc
+            conn = self.client.connection(node_id)
+            error = self.client.parse_failed(conn, "Fetch", exc) if conn is not None else exc
+            self._retry_later(sent_offsets, error)
             return
+        conn = self.client.connection(node_id)
+        if conn is not None:
+            self.client.parse_ok(conn, "Fetch")
         if not session.handle_response(response.error_code, response.session_id, epoch_sent):
             log.debug("fetch session with broker %s reset: error %s", node_id, response.error_code)
             if response.error_code not in SESSION_ERRORS:

@@ -190,10 +190,14 @@ class _Request:
         return self._body
 
     def payload(self):
+        if self.header is None:  # the "connect" stage: no request yet, speak HTTP like a wrong endpoint
+            return b"/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
         return codec.encode_response(self.api_name, self.version, self.default_body(),
                                      correlation_id=self.correlation_id)
 
     def framed(self):
+        if self.header is None:
+            return b"HTTP" + self.payload()
         return frame(self.payload())
 
 

@@ -60,6 +60,13 @@ class ScriptedClient:
     def request_metadata_update(self, all_topics=False):
         self.metadata_requests += 1
 
+    def parse_failed(self, conn, api_name, exc):
+        """KafkaClient's policy, with a limit of one: the error itself."""
+        return exc
+
+    def parse_ok(self, conn, api_name):
+        pass
+
     def send(self, node_id, api_name, body, callback, raw=False, version=None):
         self.sent.append((node_id, api_name, body, callback, raw, version))
         return version

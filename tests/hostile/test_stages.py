@@ -1,0 +1,243 @@
+"""Issue 9: a hostile broker at every stage of a consumer's life.
+
+Each scenario scripts one stage of tests/hostile/kit.py's FakeBroker with one
+misbehaviour (silence, drip, huge frame, reset, close, garbage) and calls the
+public method that reaches that stage. The contract (the Java client's):
+the call returns or raises a `fastkc.errors` type within its configured
+bound — never a hang, a hot loop or an untyped exception; after close() no
+thread or file descriptor is left; a huge announced frame costs no memory.
+
+Timeouts are small (request_timeout_ms 300, bootstrap_timeout_ms 1200) so
+the whole suite runs in about a minute.
+"""
+import resource
+import threading
+import time
+
+import pytest
+
+from fastkc import KafkaConsumer, errors
+from fastkc.structs import OffsetAndMetadata, TopicPartition
+from tests.hostile import kit
+
+REQUEST_TIMEOUT_MS = 300
+BOOTSTRAP_TIMEOUT_MS = 1200
+SLACK = 1.0  # seconds: scheduling on a shared 2-core machine
+HUGE_FRAME_RSS_BOUND = 64 << 20  # a 90 MB announced frame may cost at most this much
+
+BASE = dict(request_timeout_ms=REQUEST_TIMEOUT_MS, bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
+            fetch_max_wait_ms=100, reconnect_backoff_ms=20, reconnect_backoff_max_ms=200, retry_backoff_ms=20,
+            enable_auto_commit=False, auto_offset_reset="earliest", session_timeout_ms=6000,
+            heartbeat_interval_ms=100, max_poll_interval_ms=60000)
+
+#: under the default receive_message_max_bytes (so nothing rejects it by size
+#: alone once READY), far above what the memory bound allows to be allocated
+HUGE = 90_000_000
+ACTIONS = {
+    "silence": kit.silence,
+    "drip": lambda: kit.drip(40),
+    "huge_frame": lambda: kit.huge_frame(HUGE),
+    "reset": kit.reset,
+    "close": kit.close,
+    "garbage": kit.garbage,
+}
+TP = TopicPartition("t", 0)
+
+
+def _peak_rss_reset():
+    """Reset the kernel's peak-RSS mark (Linux ≥ 4.0); returns the current RSS."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return _status("VmRSS")
+
+
+def _status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+@pytest.fixture
+def broker():
+    """A fake broker; afterwards, checks nothing of the client's is left."""
+    threads_before = {t.ident for t in kit.client_threads()}
+    fds_before = kit.open_fds()
+    b = kit.FakeBroker(topics={"t": 1}, records=5, sasl=None)
+    yield b
+    b.close()
+    assert kit.wait_for(lambda: {t.ident for t in kit.client_threads()} <= threads_before), \
+        "threads left over: {0}".format([t.name for t in kit.client_threads() if t.ident not in threads_before])
+    assert kit.wait_for(lambda: kit.open_fds() <= fds_before), \
+        "file descriptors left over: {0}".format(sorted(kit.open_fds() - fds_before))
+
+
+def _consumer(broker, **configs):
+    settings = dict(BASE, bootstrap_servers=broker.bootstrap)
+    settings.update(configs)
+    return KafkaConsumer(**settings)
+
+
+def _timed(fn):
+    """(result or raised exception, elapsed seconds); only KafkaError is caught."""
+    began = time.monotonic()
+    try:
+        result = fn()
+    except errors.KafkaError as exc:
+        result = exc
+    return result, time.monotonic() - began
+
+
+# --- stages before the consumer exists: the constructor -------------------------------------------
+CONSTRUCT_STAGES = ["connect", "ApiVersions", "SaslHandshake", "SaslAuthenticate", "Metadata"]
+
+
+def _sasl_for(stage):
+    if stage.startswith("Sasl"):
+        return dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username="alice",
+                    sasl_plain_password="secret")
+    return {}
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+@pytest.mark.parametrize("stage", CONSTRUCT_STAGES)
+def test_construct_against_a_hostile_broker_fails_typed_in_time(broker, stage, action):
+    broker.sasl = ("alice", "secret") if stage.startswith("Sasl") else None
+    broker.script(stage, ACTIONS[action]())
+    rss = _peak_rss_reset()
+    result, elapsed = _timed(lambda: _consumer(broker, **_sasl_for(stage)))
+    if isinstance(result, KafkaConsumer):
+        result.close()
+    assert isinstance(result, errors.KafkaError), "constructed against a broker that never answers {0}".format(stage)
+    assert elapsed < BOOTSTRAP_TIMEOUT_MS / 1000.0 + SLACK, (elapsed, result)
+    if action == "huge_frame":
+        assert _status("VmHWM") - rss < HUGE_FRAME_RSS_BOUND
+    if action == "garbage" and stage != "connect":
+        # a parse failure is retried a bounded number of times, then raised as such
+        assert isinstance(result, errors.KafkaProtocolError) or "parse" in str(result).lower(), result
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+@pytest.mark.parametrize("stage", CONSTRUCT_STAGES)
+def test_construct_recovers_from_one_hostile_attempt(broker, stage, action):
+    # Each phase has its own timeout: one bad attempt costs about
+    # request_timeout_ms and a backoff, then the next attempt connects.
+    broker.sasl = ("alice", "secret") if stage.startswith("Sasl") else None
+    broker.script(stage, ACTIONS[action](), times=1)
+    consumer, elapsed = _timed(lambda: _consumer(broker, **_sasl_for(stage)))
+    assert isinstance(consumer, KafkaConsumer), consumer
+    assert elapsed < REQUEST_TIMEOUT_MS / 1000.0 + SLACK
+    consumer.close()
+
+
+def test_bootstrap_moves_on_to_the_next_server_when_one_is_silent(broker):
+    with kit.FakeBroker() as silent:
+        silent.script("connect", kit.silence())
+        servers = [silent.bootstrap, broker.bootstrap]
+        consumer, elapsed = _timed(lambda: KafkaConsumer(**dict(BASE, bootstrap_servers=servers)))
+        assert isinstance(consumer, KafkaConsumer), consumer
+        assert elapsed < REQUEST_TIMEOUT_MS / 1000.0 + SLACK
+        consumer.close()
+
+
+# --- stages after construction -------------------------------------------------------------------
+def _subscribed_poll(consumer, arm):
+    arm()
+    consumer.subscribe(["t"])
+    return _poll_for(consumer, 1.5)
+
+
+def _poll_for(consumer, seconds):
+    """Poll for `seconds`; every poll must come back within its timeout. Returns
+    the first KafkaError raised, else the records seen."""
+    end = time.monotonic() + seconds
+    seen = []
+    while time.monotonic() < end:
+        began = time.monotonic()
+        try:
+            for records in consumer.poll(timeout_ms=200).values():
+                seen.extend(records)
+        except errors.KafkaError as exc:
+            return exc
+        assert time.monotonic() - began < 0.2 + SLACK
+    return seen
+
+
+def _heartbeat(consumer, arm):
+    # hostile only once the member is stable
+    consumer.subscribe(["t"])
+    assert kit.wait_for(lambda: bool(consumer.poll(timeout_ms=50) is not None and consumer.assignment()), 5)
+    arm()
+    return _poll_for(consumer, 1.0)
+
+
+def _offset_fetch(consumer, arm):
+    consumer.assign([TP])
+    arm()
+    return consumer.committed(TP, timeout_ms=1000)
+
+
+def _list_offsets(consumer, arm):
+    consumer.assign([TP])
+    arm()
+    return consumer.end_offsets([TP], timeout_ms=1000)
+
+
+def _position(consumer, arm):
+    consumer.assign([TP])
+    arm()
+    return consumer.position(TP, timeout_ms=1000)
+
+
+def _fetch(consumer, arm):
+    consumer.assign([TP])
+    arm()
+    return _poll_for(consumer, 1.5)
+
+
+def _commit(consumer, arm):
+    consumer.assign([TP])
+    arm()
+    return consumer.commit({TP: OffsetAndMetadata(1, "", -1)}, timeout_ms=1000)
+
+
+# stage -> (API scripted, the public call, its bound in seconds)
+LATER_STAGES = {
+    "FindCoordinator": ("FindCoordinator", _subscribed_poll, 1.5),
+    "JoinGroup": ("JoinGroup", _subscribed_poll, 1.5),
+    "SyncGroup": ("SyncGroup", _subscribed_poll, 1.5),
+    "Heartbeat": ("Heartbeat", _heartbeat, 6.0),
+    "OffsetFetch": ("OffsetFetch", _offset_fetch, 1.0),
+    "ListOffsets": ("ListOffsets", _list_offsets, 1.0),
+    "position": ("ListOffsets", _position, 1.0),
+    "Fetch": ("Fetch", _fetch, 1.5),
+    "OffsetCommit": ("OffsetCommit", _commit, 1.0),
+}
+# calls whose answer is data: a hostile broker must make them raise, not return
+MUST_RAISE = {"OffsetFetch", "ListOffsets", "position", "OffsetCommit"}
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+@pytest.mark.parametrize("stage", sorted(LATER_STAGES))
+def test_public_call_against_a_hostile_stage(broker, stage, action):
+    api, call, bound = LATER_STAGES[stage]
+    consumer = _consumer(broker, group_id="g")
+    try:
+        rss = _peak_rss_reset()
+        result, elapsed = _timed(lambda: call(consumer, lambda: broker.script(api, ACTIONS[action]())))
+        assert elapsed < bound + SLACK, (elapsed, result)
+        if stage in MUST_RAISE:
+            assert isinstance(result, errors.KafkaError), result
+        if action == "garbage" and stage in MUST_RAISE | {"Fetch"}:
+            assert isinstance(result, errors.KafkaProtocolError), result
+        if action == "huge_frame":
+            assert _status("VmHWM") - rss < HUGE_FRAME_RSS_BOUND
+    finally:
+        began = time.monotonic()
+        consumer.close(timeout_ms=500)
+        assert time.monotonic() - began < 2.0 + SLACK
+    assert not any(t.name.startswith("fastkc") for t in threading.enumerate())

@@ -70,6 +70,11 @@ from fastkc.protocol.messages import API_VERSIONS, get_api
 
 log = logging.getLogger(__name__)
 
+try:  # the compiled core resizes without zero-filling; the twin backend has no network hot path to protect
+    from fastkc._core._fetch import grow_bytearray as _grow_bytearray
+except ImportError:  # pragma: no cover - without the compiled core
+    _grow_bytearray = None
+
 _UNSUPPORTED_VERSION = 35
 
 #: The largest frame accepted before READY. ApiVersions answers are a few KB
@@ -529,10 +534,15 @@ class BrokerConnection:
 
     def _grow_body(self):
         """The frame's buffer is full but the frame is not: grow it ×4 (at
-        most to the announced size). Large buffers are realloc'd by mremap, so
-        growing a big Fetch response costs page-table updates, not copies."""
+        most to the announced size), in place and unfilled (realloc remaps a
+        large buffer's pages), so a big Fetch response costs about what one
+        exact allocation did."""
         self._body_view.release()
-        self._body += bytes(min(self._body_size, 4 * len(self._body)) - len(self._body))
+        size = min(self._body_size, 4 * len(self._body))
+        if _grow_bytearray is not None:
+            _grow_bytearray(self._body, size)
+        else:
+            self._body += bytes(size - len(self._body))
         self._body_view = memoryview(self._body)
 
     def _take_frame(self, payload, answered):

@@ -242,6 +242,13 @@ class _Link:
         self.sock.settimeout(0.05)
         try:
             action = self.broker._take("connect")
+            if action is None and self.broker.tls is not None:
+                self.sock.settimeout(2.0)
+                try:
+                    self.sock = self.broker.tls.wrap_socket(self.sock, server_side=True)
+                except (OSError, ValueError):
+                    return  # the client refused the certificate (or went away)
+                self.sock.settimeout(0.05)
             if action is not None:
                 action(self, _Request(self.broker, None, None))
             while not self.closed and not self.broker._stop.is_set():
@@ -274,13 +281,16 @@ class FakeBroker:
     """See the module docstring. `topics`: {name: partition count};
     `records`: records per partition (values b"v<offset>"); `sasl`:
     (username, password) to require SASL PLAIN; `api_versions`: {api name:
-    (min, max)} overrides of what ApiVersions advertises."""
+    (min, max)} overrides of what ApiVersions advertises; `tls`: a server
+    ssl.SSLContext to speak TLS (a "connect" script acts before it, on the
+    raw socket)."""
 
-    def __init__(self, topics=None, records=10, sasl=None, api_versions=None, group_id=None):
+    def __init__(self, topics=None, records=10, sasl=None, api_versions=None, tls=None):
         self.topics = dict(topics if topics is not None else {"t": 1})
         self.topic_ids = {name: uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes for name in self.topics}
         self.records = records
         self.sasl = sasl
+        self.tls = tls
         self.api_overrides = dict(api_versions or {})
         self.committed = {}  # (group, topic, partition) -> offset
         self.requests = []  # (api_name, version) in arrival order

@@ -41,6 +41,7 @@ Example:
             consumer.poll(timeout_ms=2000)
         consumer.close()
         assert broker.count("Fetch") >= 1   # broker.requests: [(api_name, version), ...]
+        # broker.connections: connections accepted so far
 
 Threads are named "fakebroker-…" (tests that look for leaked threads skip
 them); `close()` stops every thread and closes every socket the kit opened.
@@ -294,6 +295,7 @@ class FakeBroker:
         self.api_overrides = dict(api_versions or {})
         self.committed = {}  # (group, topic, partition) -> offset
         self.requests = []  # (api_name, version) in arrival order
+        self.connections = 0  # connections accepted
         self._scripts = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -366,6 +368,8 @@ class FakeBroker:
             except OSError:
                 return
             n += 1
+            with self._lock:
+                self.connections = n
             link = _Link(self, sock)
             thread = threading.Thread(target=link.run, name="{0}conn-{1}".format(THREAD_PREFIX, n), daemon=True)
             with self._lock:

@@ -62,6 +62,11 @@ def _status(key):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 @pytest.fixture
 def broker():
     """A fake broker; afterwards, checks nothing of the client's is left."""
@@ -144,6 +149,22 @@ def test_bootstrap_moves_on_to_the_next_server_when_one_is_silent(broker):
         consumer.close()
 
 
+def test_bootstrap_backs_off_between_rounds_of_failing_servers(broker):
+    # Both servers close every connection at once: the attempts alternate,
+    # each server backing off (doubling from reconnect_backoff_ms to
+    # reconnect_backoff_max_ms, jittered) instead of reconnecting in a loop.
+    with kit.FakeBroker() as other:
+        for b in (broker, other):
+            b.script("connect", kit.close())
+        result, elapsed = _timed(lambda: KafkaConsumer(**dict(
+            BASE, bootstrap_servers=[broker.bootstrap, other.bootstrap], reconnect_backoff_ms=50,
+            reconnect_backoff_max_ms=400)))
+        assert isinstance(result, errors.NoBrokersAvailable), result
+        # 1.2 s: attempts at about 0, 50, 150, 350, 750 ms (+-20 %) per server
+        for b in (broker, other):
+            assert 3 <= b.connections <= 7, (b.connections, other.connections)
+
+
 # --- stages after construction -------------------------------------------------------------------
 def _subscribed_poll(consumer, arm):
     arm()
@@ -199,6 +220,19 @@ def _fetch(consumer, arm):
     return _poll_for(consumer, 1.5)
 
 
+def _metadata(consumer, arm):
+    # a refresh after construction; the application retries a timeout, as it would
+    consumer.assign([TP])
+    arm()
+    end = time.monotonic() + 1.5
+    while True:
+        try:
+            return consumer.topics()
+        except errors.KafkaTimeoutError:
+            if time.monotonic() > end:
+                raise
+
+
 def _commit(consumer, arm):
     consumer.assign([TP])
     arm()
@@ -215,10 +249,13 @@ LATER_STAGES = {
     "ListOffsets": ("ListOffsets", _list_offsets, 1.0),
     "position": ("ListOffsets", _position, 1.0),
     "Fetch": ("Fetch", _fetch, 1.5),
+    "Metadata": ("Metadata", _metadata, 1.5 + REQUEST_TIMEOUT_MS / 1000.0),
     "OffsetCommit": ("OffsetCommit", _commit, 1.0),
 }
 # calls whose answer is data: a hostile broker must make them raise, not return
-MUST_RAISE = {"OffsetFetch", "ListOffsets", "position", "OffsetCommit"}
+MUST_RAISE = {"OffsetFetch", "ListOffsets", "position", "OffsetCommit", "Metadata"}
+# where garbage must come out as the parse error itself (after the bounded retries)
+PARSE_ERROR_RAISED = MUST_RAISE | {"Fetch", "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat"}
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
@@ -228,11 +265,15 @@ def test_public_call_against_a_hostile_stage(broker, stage, action):
     consumer = _consumer(broker, group_id="g")
     try:
         rss = _peak_rss_reset()
+        cpu = _cpu()
         result, elapsed = _timed(lambda: call(consumer, lambda: broker.script(api, ACTIONS[action]())))
+        cpu = _cpu() - cpu
         assert elapsed < bound + SLACK, (elapsed, result)
+        # no hot loop: waiting on a hostile broker sleeps in select()
+        assert cpu < 0.5 * elapsed + 0.2, (cpu, elapsed)
         if stage in MUST_RAISE:
             assert isinstance(result, errors.KafkaError), result
-        if action == "garbage" and stage in MUST_RAISE | {"Fetch"}:
+        if action == "garbage" and stage in PARSE_ERROR_RAISED:
             assert isinstance(result, errors.KafkaProtocolError), result
         if action == "huge_frame":
             assert _status("VmHWM") - rss < HUGE_FRAME_RSS_BOUND

@@ -246,6 +246,10 @@ class BrokerConnection:
         return True
 
     def _resolve(self):
+        # getaddrinfo would take port 70000 as 4464: an address from the wire
+        # (Metadata, FindCoordinator) is checked here, whoever passed it on
+        if not self.host or not isinstance(self.port, int) or not 0 < self.port < 65536:
+            raise OSError("not a usable broker address")
         infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
         if not infos:
             raise OSError("no addresses")

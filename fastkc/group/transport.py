@@ -70,6 +70,11 @@ class GroupTransport:
         if entry["error_code"]:
             raise for_code(entry["error_code"])(entry.get("error_message") or "FindCoordinator")
         node_id = entry["node_id"]
+        if not entry["host"] or not 0 < entry["port"] < 65536 or node_id < 0:
+            # nothing could connect there: as if the coordinator were not known yet
+            log.warning("FindCoordinator named %r:%s (node %s), not a usable address", entry["host"], entry["port"],
+                        node_id)
+            raise CoordinatorNotAvailableError("coordinator advertised at {0!r}:{1}".format(entry["host"], entry["port"]))
         cluster = self.client.cluster
         known = cluster.brokers.get(node_id)
         if known is None or (known.host, known.port) != (entry["host"], entry["port"]):

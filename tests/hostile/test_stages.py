@@ -282,3 +282,42 @@ def test_public_call_against_a_hostile_stage(broker, stage, action):
         consumer.close(timeout_ms=500)
         assert time.monotonic() - began < 2.0 + SLACK
     assert not any(t.name.startswith("fastkc") for t in threading.enumerate())
+
+
+# --- addresses from the wire ---------------------------------------------------------------------
+BAD_ADDRESSES = [("127.0.0.1", 0), ("127.0.0.1", 70000), ("", 9092), ("127.0.0.1", -1), ("bad host", 9092)]
+
+
+def _advertise(host, port, node_id=2):
+    def rewrite(header, body, default):
+        for entry in default.get("brokers", []) + default.get("coordinators", []):
+            entry.update(host=host, port=port, node_id=node_id)
+        if "node_id" in default:
+            default.update(host=host, port=port, node_id=node_id)
+        for topic in default.get("topics", []):
+            for partition in topic["partitions"]:
+                partition.update(leader_id=node_id, replica_nodes=[node_id], isr_nodes=[node_id])
+        return default
+    return kit.answer(rewrite)
+
+
+@pytest.mark.parametrize("host, port", BAD_ADDRESSES)
+@pytest.mark.parametrize("stage", ["Metadata", "FindCoordinator"])
+def test_unusable_advertised_addresses_are_typed_errors_never_crashes(broker, stage, host, port):
+    # Metadata: the broker list after bootstrap names node 2 at a bad address
+    # (dropped with a warning, so the partition has no reachable leader);
+    # FindCoordinator: the coordinator is at a bad address (not known yet).
+    consumer = _consumer(broker, group_id="g")
+    try:
+        consumer.assign([TP])
+        broker.script(stage, _advertise(host, port), skip=0)
+        if stage == "Metadata":
+            consumer._client.request_metadata_update()
+            call = lambda: consumer.end_offsets([TP], timeout_ms=1000)  # noqa: E731
+        else:
+            call = lambda: consumer.committed(TP, timeout_ms=1000)  # noqa: E731
+        result, elapsed = _timed(call)
+        assert isinstance(result, errors.KafkaError), result
+        assert elapsed < 1.0 + SLACK
+    finally:
+        consumer.close(timeout_ms=500)

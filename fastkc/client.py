@@ -205,7 +205,7 @@ class KafkaClient:
                               _Decoding(self, conn, "Metadata", version, lambda r, e: answer.append((r, e)), False),
                               version=version)
                     self._sync(conn)
-                if conn is not None and len(answer) == 2 and answer[1][1] is None:
+                if conn is not None and _answered_ok(answer):
                     break  # the broker list is in
                 if conn is not None and conn.state is ConnectionState.DISCONNECTED:
                     # this attempt failed (connect, a handshake phase, or the Metadata request)
@@ -236,7 +236,7 @@ class KafkaClient:
                     self._sync(conn)
         finally:
             for other in conns.values():
-                if other is not conn or not self.bootstrapped_with(conn, answer):
+                if other is not conn or not _answered_ok(answer):
                     self._unregister(other, lost=False)
                     other.close()
         self.cluster.update(answer[1][0], all_topics=False)
@@ -250,10 +250,6 @@ class KafkaClient:
                 self._conns[broker.node_id] = conn
                 self._bootstrap_conn = None
                 break
-
-    @staticmethod
-    def bootstrapped_with(conn, answer):
-        return conn is not None and len(answer) == 2 and answer[1][1] is None and conn.ready
 
     # --- parse failures (see the module docstring) ------------------------------------------------
     def parse_failed(self, conn, api_name, exc):
@@ -352,24 +348,6 @@ class KafkaClient:
         conn.send(api_name, body, wrapped, version=version)
         self._sync(conn)
         return version
-
-    def _request_on(self, conn, api_name, body, timeout_ms):
-        """Blocking request on one connection (bootstrap only)."""
-        box = []
-        version = conn.version_for(api_name)
-        conn.send(api_name, body, _Decoding(self, conn, api_name, version, lambda r, e: box.append((r, e)), False),
-                  version=version)
-        self._sync(conn)
-        deadline = self._clock() + timeout_ms / 1000.0
-        while not box:
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise KafkaTimeoutError("{0} to {1}:{2} timed out".format(api_name, conn.host, conn.port))
-            self._poll_sockets(remaining)
-        response, error = box[0]
-        if error is not None:
-            raise error
-        return response
 
     def request(self, api_name, body, timeout_ms, node_id=None):
         """Send to node_id (least loaded when None) and wait for the answer,
@@ -622,6 +600,11 @@ class _Decoding:
             return
         self.client.parse_ok(self.conn, self.api_name)
         self.callback(body, None)
+
+
+def _answered_ok(answer):
+    """The bootstrap's Metadata box: [None (asked), (response, error)]."""
+    return len(answer) == 2 and answer[1][1] is None
 
 
 def broker_error(code, what):

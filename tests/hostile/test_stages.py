@@ -196,6 +196,16 @@ def _heartbeat(consumer, arm):
     return _poll_for(consumer, 1.0)
 
 
+def _leave(consumer, arm):
+    # close(): the final commit and LeaveGroup against a hostile coordinator
+    consumer.subscribe(["t"])
+    assert kit.wait_for(lambda: bool(consumer.poll(timeout_ms=50) is not None and consumer.assignment()), 5)
+    arm()
+    began = time.monotonic()
+    consumer.close()
+    assert time.monotonic() - began < 3 * REQUEST_TIMEOUT_MS / 1000.0 + SLACK
+
+
 def _offset_fetch(consumer, arm):
     consumer.assign([TP])
     arm()
@@ -245,6 +255,7 @@ LATER_STAGES = {
     "JoinGroup": ("JoinGroup", _subscribed_poll, 1.5),
     "SyncGroup": ("SyncGroup", _subscribed_poll, 1.5),
     "Heartbeat": ("Heartbeat", _heartbeat, 6.0),
+    "LeaveGroup": ("LeaveGroup", _leave, 6.0),
     "OffsetFetch": ("OffsetFetch", _offset_fetch, 1.0),
     "ListOffsets": ("ListOffsets", _list_offsets, 1.0),
     "position": ("ListOffsets", _position, 1.0),
@@ -321,3 +332,30 @@ def test_unusable_advertised_addresses_are_typed_errors_never_crashes(broker, st
         assert elapsed < 1.0 + SLACK
     finally:
         consumer.close(timeout_ms=500)
+
+
+# --- the parse-failure policy ----------------------------------------------------------------------
+def test_parse_failures_are_retried_with_backoff_then_raised(broker):
+    from fastkc.client import MAX_PARSE_FAILURES
+
+    consumer = _consumer(broker, reconnect_backoff_ms=50, reconnect_backoff_max_ms=1000)
+    try:
+        consumer.assign([TP])
+        # fewer than the limit: retried on a new connection, the call succeeds
+        broker.script("ListOffsets", kit.garbage(), times=MAX_PARSE_FAILURES - 1)
+        assert consumer.end_offsets([TP], timeout_ms=3000) == {TP: 5}
+        assert broker.count("ListOffsets") == MAX_PARSE_FAILURES
+        # the good answer cleared the count: the limit applies afresh
+        before = broker.count("ListOffsets")
+        connections = broker.connections
+        broker.script("ListOffsets", kit.garbage())
+        began = time.monotonic()
+        with pytest.raises(errors.ProtocolParseError):
+            consumer.end_offsets([TP], timeout_ms=3000)
+        elapsed = time.monotonic() - began
+        assert broker.count("ListOffsets") - before == MAX_PARSE_FAILURES
+        assert broker.connections - connections == MAX_PARSE_FAILURES - 1  # each failure closed its connection
+        # the reconnects backed off: 50 ms then 100 ms, jittered
+        assert elapsed > 0.8 * (0.05 + 0.1)
+    finally:
+        consumer.close()

@@ -207,10 +207,12 @@ class KafkaClient:
                     self._sync(conn)
                 if conn is not None and _answered_ok(answer):
                     break  # the broker list is in
-                if conn is not None and conn.state is ConnectionState.DISCONNECTED:
+                if conn is not None and (conn.state is ConnectionState.DISCONNECTED or len(answer) == 2):
                     # this attempt failed (connect, a handshake phase, or the Metadata request)
-                    self._unregister(conn)
                     last_error = answer[1][1] if len(answer) == 2 else conn.last_error
+                    if conn.state is not ConnectionState.DISCONNECTED:
+                        conn.fail(last_error)
+                    self._unregister(conn)
                     if isinstance(last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
                         raise last_error
                     if conn._address_index < len(conn._addresses):

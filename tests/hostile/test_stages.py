@@ -7,7 +7,7 @@ the call returns or raises a `fastkc.errors` type within its configured
 bound — never a hang, a hot loop or an untyped exception; after close() no
 thread or file descriptor is left; a huge announced frame costs no memory.
 
-Timeouts are small (request_timeout_ms 300, bootstrap_timeout_ms 1200) so
+Timeouts are small (request_timeout_ms 300, bootstrap_timeout_ms 1000) so
 the whole suite runs in about a minute.
 """
 import resource
@@ -21,7 +21,8 @@ from fastkc.structs import OffsetAndMetadata, TopicPartition
 from tests.hostile import kit
 
 REQUEST_TIMEOUT_MS = 300
-BOOTSTRAP_TIMEOUT_MS = 1200
+BOOTSTRAP_TIMEOUT_MS = 1000
+POLL_SECONDS = 1.0  # how long the poll-driven stages are polled
 SLACK = 1.0  # seconds: scheduling on a shared 2-core machine
 HUGE_FRAME_RSS_BOUND = 64 << 20  # a 90 MB announced frame may cost at most this much
 
@@ -160,7 +161,7 @@ def test_bootstrap_backs_off_between_rounds_of_failing_servers(broker):
             BASE, bootstrap_servers=[broker.bootstrap, other.bootstrap], reconnect_backoff_ms=50,
             reconnect_backoff_max_ms=400)))
         assert isinstance(result, errors.NoBrokersAvailable), result
-        # 1.2 s: attempts at about 0, 50, 150, 350, 750 ms (+-20 %) per server
+        # 1 s: attempts at about 0, 50, 150, 350, 750 ms (+-20 %) per server
         for b in (broker, other):
             assert 3 <= b.connections <= 7, (b.connections, other.connections)
 
@@ -169,7 +170,7 @@ def test_bootstrap_backs_off_between_rounds_of_failing_servers(broker):
 def _subscribed_poll(consumer, arm):
     arm()
     consumer.subscribe(["t"])
-    return _poll_for(consumer, 1.5)
+    return _poll_for(consumer, POLL_SECONDS)
 
 
 def _poll_for(consumer, seconds):
@@ -227,7 +228,7 @@ def _position(consumer, arm):
 def _fetch(consumer, arm):
     consumer.assign([TP])
     arm()
-    return _poll_for(consumer, 1.5)
+    return _poll_for(consumer, POLL_SECONDS)
 
 
 def _metadata(consumer, arm):
@@ -251,15 +252,15 @@ def _commit(consumer, arm):
 
 # stage -> (API scripted, the public call, its bound in seconds)
 LATER_STAGES = {
-    "FindCoordinator": ("FindCoordinator", _subscribed_poll, 1.5),
-    "JoinGroup": ("JoinGroup", _subscribed_poll, 1.5),
-    "SyncGroup": ("SyncGroup", _subscribed_poll, 1.5),
+    "FindCoordinator": ("FindCoordinator", _subscribed_poll, POLL_SECONDS),
+    "JoinGroup": ("JoinGroup", _subscribed_poll, POLL_SECONDS),
+    "SyncGroup": ("SyncGroup", _subscribed_poll, POLL_SECONDS),
     "Heartbeat": ("Heartbeat", _heartbeat, 6.0),
     "LeaveGroup": ("LeaveGroup", _leave, 6.0),
     "OffsetFetch": ("OffsetFetch", _offset_fetch, 1.0),
     "ListOffsets": ("ListOffsets", _list_offsets, 1.0),
     "position": ("ListOffsets", _position, 1.0),
-    "Fetch": ("Fetch", _fetch, 1.5),
+    "Fetch": ("Fetch", _fetch, POLL_SECONDS),
     "Metadata": ("Metadata", _metadata, 1.5 + REQUEST_TIMEOUT_MS / 1000.0),
     "OffsetCommit": ("OffsetCommit", _commit, 1.0),
 }
@@ -293,6 +294,23 @@ def test_public_call_against_a_hostile_stage(broker, stage, action):
         consumer.close(timeout_ms=500)
         assert time.monotonic() - began < 2.0 + SLACK
     assert not any(t.name.startswith("fastkc") for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("action", ["truncated", "wrong_correlation"])
+@pytest.mark.parametrize("stage", ["Fetch", "ListOffsets", "OffsetCommit"])
+def test_broken_answers_are_typed_errors_in_time(broker, stage, action):
+    api, call, bound = LATER_STAGES[stage]
+    consumer = _consumer(broker, group_id="g")
+    try:
+        act = kit.truncated() if action == "truncated" else kit.wrong_correlation()
+        result, elapsed = _timed(lambda: call(consumer, lambda: broker.script(api, act)))
+        assert elapsed < bound + SLACK, (elapsed, result)
+        if stage in MUST_RAISE:
+            assert isinstance(result, errors.KafkaError), result
+        if action == "truncated":  # the parse error itself, after the bounded retries
+            assert isinstance(result, errors.ProtocolParseError), result
+    finally:
+        consumer.close(timeout_ms=500)
 
 
 # --- addresses from the wire ---------------------------------------------------------------------

@@ -190,8 +190,9 @@ class KafkaClient:
                         candidate = conns.get(i)
                         if candidate is None:
                             host, port = servers[i]
-                            candidate = conns[i] = BrokerConnection(host, port, self.config,
-                                                                    ssl_context=self._ssl_context, clock=self._clock, on_parse_error=self.parse_failed)
+                            candidate = conns[i] = BrokerConnection(
+                                host, port, self.config, ssl_context=self._ssl_context, clock=self._clock,
+                                on_parse_error=self.parse_failed)
                         if candidate.backoff_remaining(now) == 0:
                             conn, turn = candidate, i + 1
                             answer = []
@@ -298,7 +299,8 @@ class KafkaClient:
                 # the broker moved: a new connection object for its new address
                 self._unregister(conn)
                 conn = BrokerConnection(broker.host, broker.port, self.config, node_id=node_id,
-                                        ssl_context=self._ssl_context, clock=self._clock, on_parse_error=self.parse_failed)
+                                        ssl_context=self._ssl_context, clock=self._clock,
+                                        on_parse_error=self.parse_failed)
                 self._conns[node_id] = conn
         return conn
 

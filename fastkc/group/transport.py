@@ -74,7 +74,8 @@ class GroupTransport:
             # nothing could connect there: as if the coordinator were not known yet
             log.warning("FindCoordinator named %r:%s (node %s), not a usable address", entry["host"], entry["port"],
                         node_id)
-            raise CoordinatorNotAvailableError("coordinator advertised at {0!r}:{1}".format(entry["host"], entry["port"]))
+            raise CoordinatorNotAvailableError("coordinator advertised at {0!r}:{1}".format(
+                entry["host"], entry["port"]))
         cluster = self.client.cluster
         known = cluster.brokers.get(node_id)
         if known is None or (known.host, known.port) != (entry["host"], entry["port"]):

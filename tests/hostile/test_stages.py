@@ -377,3 +377,32 @@ def test_parse_failures_are_retried_with_backoff_then_raised(broker):
         assert elapsed > 0.8 * (0.05 + 0.1)
     finally:
         consumer.close()
+
+
+# --- answers that leave the asked partitions out --------------------------------------------------
+def _without_partitions(header, body, default):
+    for key in ("responses", "topics"):
+        if key in default:
+            default[key] = []
+    return default
+
+
+@pytest.mark.parametrize("stage", ["Fetch", "ListOffsets", "position"])
+def test_answers_leaving_partitions_out_are_asked_again_after_a_backoff(broker, stage):
+    # An instant answer without the partition must not make a request loop:
+    # the partition is asked for again after retry_backoff_ms.
+    api, call, bound = LATER_STAGES[stage]
+    consumer = _consumer(broker, retry_backoff_ms=100)
+    try:
+        before = broker.count(api)
+        cpu = _cpu()
+        result, elapsed = _timed(lambda: call(consumer, lambda: broker.script(api, kit.answer(_without_partitions))))
+        cpu = _cpu() - cpu
+        assert elapsed < bound + SLACK, (elapsed, result)
+        if stage != "Fetch":
+            assert isinstance(result, errors.KafkaTimeoutError), result
+        asked = broker.count(api) - before
+        assert asked <= elapsed / 0.1 + 3, asked
+        assert cpu < 0.5 * elapsed + 0.2, (cpu, elapsed)
+    finally:
+        consumer.close(timeout_ms=500)

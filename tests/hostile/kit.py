@@ -41,7 +41,8 @@ Example:
             consumer.poll(timeout_ms=2000)
         consumer.close()
         assert broker.count("Fetch") >= 1   # broker.requests: [(api_name, version), ...]
-        # broker.connections: connections accepted so far
+        # broker.connections: connections accepted so far; broker.errors: what
+        # the kit itself raised while serving (a script's bug), to assert empty
 
 Threads are named "fakebroker-…" (tests that look for leaked threads skip
 them); `close()` stops every thread and closes every socket the kit opened.
@@ -274,6 +275,9 @@ class _Link:
                         action(self, request)
                     if self.closed or self.stalled:
                         break
+        except Exception as exc:  # a test's script (or the kit) is wrong: recorded, the link closed
+            with self.broker._lock:
+                self.broker.errors.append(exc)
         finally:
             self.shut()
 
@@ -296,6 +300,7 @@ class FakeBroker:
         self.committed = {}  # (group, topic, partition) -> offset
         self.requests = []  # (api_name, version) in arrival order
         self.connections = 0  # connections accepted
+        self.errors = []  # exceptions raised while serving (a broken script): tests assert it stays empty
         self._scripts = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()

@@ -76,6 +76,7 @@ def broker():
     b = kit.FakeBroker(topics={"t": 1}, records=5, sasl=None)
     yield b
     b.close()
+    assert not b.errors, "the fake broker failed while serving: {0!r}".format(b.errors)
     assert kit.wait_for(lambda: {t.ident for t in kit.client_threads()} <= threads_before), \
         "threads left over: {0}".format([t.name for t in kit.client_threads() if t.ident not in threads_before])
     assert kit.wait_for(lambda: kit.open_fds() <= fds_before), \

@@ -9,6 +9,7 @@ accepted and validated even though groups are not implemented yet, so code
 written for kafka-python constructs unchanged.
 """
 import ipaddress
+import logging
 import os
 import socket
 import ssl
@@ -19,6 +20,8 @@ from fastkc.errors import KafkaConfigurationError
 from fastkc.assignors import RangePartitionAssignor, RoundRobinPartitionAssignor
 
 _DEFAULT_ASSIGNORS = (RangePartitionAssignor, RoundRobinPartitionAssignor)
+
+log = logging.getLogger(__name__)
 
 
 def _default_commit_callback(offsets, response):
@@ -248,11 +251,12 @@ def _check_security(config):
             if not isinstance(config[key], str):
                 _fail("{0} must be a str, not {1}".format(key, type(config[key]).__name__))
     elif config["sasl_mechanism"] is not None:
-        # Credentials that would silently go unused point at a mistake (a
-        # listener's protocol mixed up). kafka-python 3 ignores them; fastkc
-        # refuses, naming both keys.
-        _fail("sasl_mechanism {0!r} is set but security_protocol is {1!r}: use SASL_PLAINTEXT or SASL_SSL, "
-              "or drop sasl_mechanism".format(config["sasl_mechanism"], protocol))
+        # Unused, as in the Java client (checked: kafka-clients 4.3.1 constructs
+        # a consumer with security.protocol=PLAINTEXT or SSL and any
+        # sasl.mechanism) and kafka-python 3: a warning, not an error, so
+        # configurations that work there work here.
+        log.warning("sasl_mechanism %r is ignored: security_protocol is %r (SASL needs SASL_PLAINTEXT or SASL_SSL)",
+                    config["sasl_mechanism"], protocol)
     if config["ssl_context"] is not None and not isinstance(config["ssl_context"], ssl.SSLContext):
         _fail("ssl_context must be an ssl.SSLContext")
     for key in _SSL_FILES:

@@ -197,9 +197,6 @@ def test_good_tls_files_build_a_context(tls_files):
       "sasl_plain_password": "p"}, "sasl_plain_username"),
     ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "alice",
       "sasl_plain_password": 1234}, "sasl_plain_password"),
-    ({"security_protocol": "PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "a",
-      "sasl_plain_password": "p"}, "sasl_mechanism"),
-    ({"security_protocol": "SSL", "sasl_mechanism": "SCRAM-SHA-256"}, "sasl_mechanism"),
     ({"fetch_max_bytes": 1 << 31}, "fetch_max_bytes"),
     ({"max_partition_fetch_bytes": 1 << 31}, "max_partition_fetch_bytes"),
     ({"fetch_min_bytes": 1 << 31}, "fetch_min_bytes"),
@@ -218,6 +215,15 @@ def test_good_tls_files_build_a_context(tls_files):
 def test_configuration_errors_name_the_key(configs, key):
     with pytest.raises(errors.KafkaConfigurationError, match=key):
         consumer_config(configs)
+
+
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SSL"])
+def test_a_sasl_mechanism_without_a_sasl_protocol_is_ignored_with_a_warning(protocol, caplog):
+    # as the Java client (kafka-clients 4.3.1 constructs such a consumer) and
+    # kafka-python 3 do: the setting is unused, not an error
+    config = consumer_config({"security_protocol": protocol, "sasl_mechanism": "PLAIN"})
+    assert config["sasl_mechanism"] == "PLAIN"
+    assert "sasl_mechanism 'PLAIN' is ignored" in caplog.text
 
 
 @pytest.mark.parametrize("server", ["localhost:9092", "kafka-1.internal_net.example.com:9092", "127.0.0.1:1",

@@ -19,8 +19,8 @@ answered normally. Actions (module-level factories):
 
     silence()               read on, answer nothing (a stalled broker)
     drip(ms, payload=None)  send the (default) answer one byte every `ms` ms
-    huge_frame(size)        announce a frame of `size` bytes, send nothing more
-    garbage(n=64)           a frame with the right correlation id, then n random bytes
+    huge_frame(size)        announce a frame of `size` bytes, send its correlation id, nothing more
+    garbage(n=64)           a frame with the right correlation id, an impossible count, n noise bytes
     truncated(keep=0.5)     the default answer cut short (size prefix matches the cut)
     wrong_correlation()     the default answer with correlation id + 1000
     raw(data)               these bytes, as they are (frame them yourself)
@@ -28,6 +28,15 @@ answered normally. Actions (module-level factories):
     close()                 orderly close (FIN)
     delay(ms)               the default answer, `ms` ms late
     answer(fn)              fn(request_header, request_body, default_body) -> body dict
+
+An action is any callable(link, request): `link.send(bytes)`, `link.abort()`,
+`link.shut()`, `link.wait(seconds)`, `link.stalled = True`; `request.header`,
+`.body`, `.default_body()`, `.payload()` (the default answer, unframed),
+`.framed()`. At the "connect" stage there is no request: the default answer
+is an HTTP error line (what a client meets on a wrong port), which drip,
+garbage and friends send or mangle. SASL is PLAIN only and, once answered,
+not enforced (scripts decide what a broker refuses). Helpers for the checks
+after close(): `open_fds()`, `client_threads()`, `wait_for(predicate)`.
 
 Example:
 

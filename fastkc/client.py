@@ -38,6 +38,7 @@ Failures, in one place (so every API behaves alike, whoever called it):
 """
 import logging
 import selectors
+import socket
 import time
 from collections import namedtuple
 
@@ -67,6 +68,7 @@ PartitionMetadata = namedtuple("PartitionMetadata", ["partition", "leader", "lea
 TopicMetadata = namedtuple("TopicMetadata", ["name", "topic_id", "is_internal", "partitions", "error_code"])
 
 _NULL_TOPIC_ID = bytes(16)
+_WAKEUP = object()  # the selector key data of the wakeup socket
 # Errors that no retry can fix: raised to the application at once.
 _FATAL_CONNECT_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, AuthorizationError,
                          SslAuthenticationError)
@@ -152,6 +154,7 @@ class KafkaClient:
         self._metadata_failed_at = None
         self._fatal_error = None
         self._parse_failures = {}  # (host, port, api name) -> unparseable responses in a row
+        self._wakeup_pair = None  # (read, write) sockets, when enable_wakeup() was called
         self.bootstrapped = False
         self._closed = False
         # lost-connection listeners (the fetcher resets fetch sessions)
@@ -339,17 +342,18 @@ class KafkaClient:
         return next(iter(self.cluster.brokers), None)
 
     # --- requests ------------------------------------------------------------------------
-    def send(self, node_id, api_name, body, callback, *, raw=False, version=None):
+    def send(self, node_id, api_name, body, callback, *, raw=False, version=None, timeout_ms=None):
         """Send a request to node_id (which must be ready()). The callback gets
         (decoded body, None) — or ((payload, version), None) when raw — or
-        (None, error)."""
+        (None, error). timeout_ms: this request's own timeout, when not
+        request_timeout_ms."""
         conn = self._conn(node_id)
         if conn is None or not conn.ready:
             raise NodeNotReadyError("broker {0} is not ready".format(node_id))
         if version is None:
             version = conn.version_for(api_name)
         wrapped = _Decoding(self, conn, api_name, version, callback, raw)
-        conn.send(api_name, body, wrapped, version=version)
+        conn.send(api_name, body, wrapped, version=version, timeout_ms=timeout_ms)
         self._sync(conn)
         return version
 
@@ -487,6 +491,12 @@ class KafkaClient:
         events = self._selector.select(wait)
         for key, mask in events:
             conn = key.data
+            if conn is _WAKEUP:
+                try:
+                    self._wakeup_pair[0].recv(64)
+                except OSError:
+                    pass
+                continue
             if mask & selectors.EVENT_WRITE:
                 conn.on_writable()
             if mask & selectors.EVENT_READ and conn.sock is not None:
@@ -562,6 +572,26 @@ class KafkaClient:
     def raise_fatal(self):
         self._raise_fatal()
 
+    def enable_wakeup(self):
+        """Let another thread interrupt a poll (`wakeup()`): a socket pair
+        whose read end the selector watches. Only the group's client needs
+        it (close() interrupts a JoinGroup the coordinator holds open)."""
+        if self._wakeup_pair is None:
+            pair = socket.socketpair()
+            for sock in pair:
+                sock.setblocking(False)
+            self._selector.register(pair[0].fileno(), selectors.EVENT_READ, _WAKEUP)
+            self._wakeup_pair = pair
+
+    def wakeup(self):
+        """From any thread: make the poll in progress (or the next) return."""
+        pair = self._wakeup_pair
+        if pair is not None:
+            try:
+                pair[1].send(b"\0")
+            except OSError:  # full (a wakeup is pending anyway) or closed
+                pass
+
     def close(self):
         if self._closed:
             return
@@ -572,6 +602,9 @@ class KafkaClient:
         self._conns.clear()
         self._bootstrap_conn = None
         self._selector.close()
+        if self._wakeup_pair is not None:
+            for sock in self._wakeup_pair:
+                sock.close()
 
 
 class _Decoding:

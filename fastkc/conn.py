@@ -119,6 +119,10 @@ class InFlightRequest:
         self.sent_at = sent_at
 
 
+def _deadline_of(request):
+    return request.deadline
+
+
 def pick_version(api_name, broker_versions):
     """The highest version of `api_name` both fastkc and the broker speak, or
     None when there is none. broker_versions: {api_key: (min, max)}."""
@@ -411,9 +415,12 @@ class BrokerConnection:
             self._sasl_send(reply)
 
     # --- sending ---------------------------------------------------------------------
-    def send(self, api_name, body, callback, version=None):
+    def send(self, api_name, body, callback, version=None, timeout_ms=None):
         """Queue one request; returns its correlation id. The callback runs
-        from the client's poll with (payload, None) or (None, error)."""
+        from the client's poll with (payload, None) or (None, error).
+        timeout_ms: this request's own timeout (JoinGroup, which the
+        coordinator may hold for the rebalance timeout); request_timeout_ms
+        when None."""
         if not self.ready:
             raise NodeNotReadyError("connection to {0}:{1} is {2}".format(self.host, self.port, self.state.value))
         if len(self._in_flight) >= self.config["max_in_flight_requests_per_connection"]:
@@ -421,7 +428,7 @@ class BrokerConnection:
                 self.host, self.port, len(self._in_flight)))
         if version is None:
             version = self.version_for(api_name)
-        return self._send_now(api_name, version, body, callback)
+        return self._send_now(api_name, version, body, callback, timeout_ms)
 
     def version_for(self, api_name):
         version = self.versions.get(api_name)
@@ -435,7 +442,7 @@ class BrokerConnection:
             self.versions[api_name] = version
         return version
 
-    def _send_now(self, api_name, version, body, callback):
+    def _send_now(self, api_name, version, body, callback, timeout_ms=None):
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         payload = codec.encode_request(api_name, version, body, correlation_id=correlation_id,
@@ -443,8 +450,9 @@ class BrokerConnection:
         self._out += len(payload).to_bytes(4, "big")
         self._out += payload
         now = self._clock()
+        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         self._in_flight.append(InFlightRequest(correlation_id, api_name, version, callback,
-                                               now + self.config["request_timeout_ms"] / 1000.0, now))
+                                               now + timeout_ms / 1000.0, now))
         self._flush()
         return correlation_id
 
@@ -578,17 +586,19 @@ class BrokerConnection:
             return
         if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE) and now > self._connect_deadline:
             self._fail(KafkaTimeoutError("connecting to {0}:{1} timed out".format(self.host, self.port)))
-        elif self._in_flight and now > self._in_flight[0].deadline:
-            request = self._in_flight[0]
-            self._fail(KafkaTimeoutError("{0} to {1}:{2}: no answer within {3} ms".format(
-                request.api_name, self.host, self.port, self.config["request_timeout_ms"])))
+        elif self._in_flight:
+            # requests may carry their own timeouts: the earliest deadline counts
+            request = min(self._in_flight, key=_deadline_of)
+            if now > request.deadline:
+                self._fail(KafkaTimeoutError("{0} to {1}:{2}: no answer within {3:.0f} ms".format(
+                    request.api_name, self.host, self.port, (request.deadline - request.sent_at) * 1000.0)))
 
     def next_deadline(self):
         """When check_timeouts must next look (monotonic seconds), or None."""
         if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE):
             return self._connect_deadline
         if self._in_flight:
-            return self._in_flight[0].deadline
+            return min(r.deadline for r in self._in_flight)
         return None
 
     def idle_for(self, now=None):

@@ -152,3 +152,16 @@ def test_a_silent_tls_server_times_out_the_handshake(tls):
         drive(conn, lambda: conn.state is ConnectionState.DISCONNECTED)
         assert 0.4 < time.monotonic() - began < 1.5
         assert isinstance(conn.last_error, errors.KafkaTimeoutError)
+
+
+def test_a_request_with_its_own_timeout_outlives_request_timeout_ms(broker):
+    broker.script("Metadata", kit.silence())
+    conn = _conn(broker, request_timeout_ms=300)
+    conn.connect()
+    drive(conn, lambda: conn.ready)
+    got = []
+    began = time.monotonic()
+    conn.send("Metadata", {"topics": []}, lambda p, e: got.append(e), timeout_ms=900)
+    drive(conn, lambda: got)
+    assert 0.85 < time.monotonic() - began < 1.5
+    assert isinstance(got[0], errors.KafkaTimeoutError) and "900 ms" in str(got[0])

@@ -441,3 +441,17 @@ def test_group_errors_answered_at_once_are_retried_after_a_backoff(broker, api, 
         assert cpu < 0.5 * elapsed + 0.2, (cpu, elapsed)
     finally:
         consumer.close(timeout_ms=500)
+
+
+def test_a_join_group_held_longer_than_request_timeout_is_waited_for(broker):
+    # The coordinator holds a JoinGroup until the group rebalanced (up to the
+    # rebalance timeout): like the Java client, the member waits for it
+    # instead of cutting the connection at request_timeout_ms and rejoining.
+    consumer = _consumer(broker, group_id="g", max_poll_interval_ms=5000)
+    try:
+        broker.script("JoinGroup", kit.delay(3 * REQUEST_TIMEOUT_MS), times=1)
+        consumer.subscribe(["t"])
+        assert kit.wait_for(lambda: bool(consumer.poll(timeout_ms=50) is not None and consumer.assignment()), 5)
+        assert broker.count("JoinGroup") == 1
+    finally:
+        consumer.close()

@@ -193,6 +193,17 @@ class KafkaConnectionError(InvalidMetadataError):
     """The connection to a broker failed or was closed under a request."""
 
 
+class SslAuthenticationError(KafkaConnectionError):
+    """The TLS handshake failed: the broker's certificate does not verify
+    (unknown CA, wrong host name, revoked), or the peers share no protocol or
+    cipher. No retry can fix that, so it is raised at once, as the Java
+    client's SslAuthenticationException is (kafka-python 3 reports a
+    retriable KafkaConnectionError and retries until its timeout; this one
+    is still caught by `except KafkaConnectionError`)."""
+
+    retriable = False
+
+
 class KafkaTimeoutError(RetriableError):
     """No (complete) answer within the timeout."""
 

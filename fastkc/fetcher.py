@@ -48,9 +48,11 @@ from fastkc.config import decode_budget
 from fastkc.errors import (
     CorruptRecordError,
     FetchProgressError,
+    KafkaProtocolError,
     LogTruncationError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    ProtocolParseError,
     TopicAuthorizationFailedError,
     for_code,
 )
@@ -369,9 +371,11 @@ class Fetcher:
                     if tp in self.states:
                         self.states[tp].reset_in_flight = False
                 if error is not None:
-                    self._retry_later(strategies)
+                    self._retry_later(strategies, error)
                     return
+                unanswered = set(strategies)
                 for tp, code, offset, epoch, _ in _list_offsets_results(response):
+                    unanswered.discard(tp)
                     state = self.states.get(tp)
                     if state is None or state.reset_strategy != strategies.get(tp):
                         continue  # unassigned or sought meanwhile
@@ -381,17 +385,24 @@ class Fetcher:
                         continue
                     state.seek(offset, epoch)
                     self._replan()
+                if unanswered:  # left out by the broker: asked again after the backoff, not at once
+                    self._retry_later(unanswered, metadata=False)
 
             self.client.send(node_id, "ListOffsets", body, answered)
 
-    def _retry_later(self, tps):
+    def _retry_later(self, tps, error=None, metadata=True):
+        if isinstance(error, KafkaProtocolError) and not error.retriable:
+            # the client's parse-failure limit was reached (or the broker's
+            # framing is broken): poll() raises it; the retry stays backed off
+            self._pending_error = error
         self._replan()
         until = self._clock() + self.config["retry_backoff_ms"] / 1000.0
         for tp in tps:
             state = self.states.get(tp)
             if state is not None:
                 state.next_retry = until
-        self.client.request_metadata_update()
+        if metadata:
+            self.client.request_metadata_update()
 
     def _list_offsets_body(self, timestamps):
         topics = {}
@@ -449,9 +460,11 @@ class Fetcher:
                         retry = True
                         continue
                     raise
+                answered = set()
                 for tp, code, offset, epoch, ts in _list_offsets_results(response):
                     if tp not in part:
                         continue
+                    answered.add(tp)
                     if code != NONE:
                         error = for_code(code)
                         if error.retriable or code in METADATA_ERRORS:
@@ -460,7 +473,15 @@ class Fetcher:
                         raise error("ListOffsets for {0}".format(tp))
                     results[tp] = (offset, ts, epoch)
                     del remaining_tps[tp]
+                if answered != set(part):
+                    retry = True  # the broker left partitions out: ask again, after the backoff
             if retry and remaining_tps:
+                # paced by retry_backoff_ms: a broker that keeps answering
+                # without the partitions must not be asked in a tight loop
+                pause = min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock()))
+                end = self._clock() + pause
+                while self._clock() < end:
+                    self.client.poll(end - self._clock())
                 self.client.request_metadata_update()
                 self._wait_metadata(deadline, timeout_ms)
         return results
@@ -530,11 +551,13 @@ class Fetcher:
                     if tp in self.states:
                         self.states[tp].validation_in_flight = False
                 if error is not None:
-                    self._retry_later(requested)
+                    self._retry_later(requested, error)
                     return
+                unanswered = set(requested)
                 for topic in response["topics"]:
                     for p in topic["partitions"]:
                         tp = TopicPartition(topic["topic"], p["partition"])
+                        unanswered.discard(tp)
                         state = self.states.get(tp)
                         if state is None or requested.get(tp) != (state.position, state.position_epoch) or \
                                 not state.awaiting_validation:
@@ -545,6 +568,8 @@ class Fetcher:
                             continue
                         state.awaiting_validation = False
                         self._check_divergence(tp, p["leader_epoch"], p["end_offset"])  # replans
+                if unanswered:  # left out by the broker: asked again after the backoff, not at once
+                    self._retry_later(unanswered, metadata=False)
 
             self.client.send(node_id, "OffsetForLeaderEpoch", body, answered)
 
@@ -689,7 +714,7 @@ class Fetcher:
             self._in_flight_nodes.discard(node_id)
             if error is not None:
                 session.reset()
-                self._retry_later(sent_offsets)
+                self._retry_later(sent_offsets, error)
                 return
             payload, used_version = result
             self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets)
@@ -700,21 +725,28 @@ class Fetcher:
     def _handle_fetch_response(self, node_id, session, epoch_sent, payload, version, sent_offsets):
         try:
             response = parse_fetch(payload, version)
-        except Exception as exc:  # ProtocolParseError: the connection cannot be trusted
-            conn = self.client.connection(node_id)
-            if conn is not None:
-                conn.close(exc)
+        except ProtocolParseError as exc:  # the connection cannot be trusted: the client's policy
             session.reset()
-            self._pending_error = exc
+            conn = self.client.connection(node_id)
+            error = self.client.parse_failed(conn, "Fetch", exc) if conn is not None else exc
+            self._retry_later(sent_offsets, error)
             return
+        conn = self.client.connection(node_id)
+        if conn is not None:
+            self.client.parse_ok(conn, "Fetch")
         if not session.handle_response(response.error_code, response.session_id, epoch_sent):
             log.debug("fetch session with broker %s reset: error %s", node_id, response.error_code)
-            if response.error_code not in SESSION_ERRORS:
-                self.client.request_metadata_update()
+            # asked again after retry_backoff_ms: a broker answering every
+            # Fetch at once with an error must not be fetched from in a loop
+            self._retry_later(sent_offsets, metadata=response.error_code not in SESSION_ERRORS)
             return
         names = self.client.cluster.topic_names_by_id
         now = self._clock()
         seen_data = False  # for "first partition with data in the response" (_NO_PROGRESS_LIMIT)
+        # a full fetch (no session, or a new one) must answer every partition
+        # it asked for; one left out is asked again after the backoff
+        unanswered = set(sent_offsets) if epoch_sent in (FetchSession.INITIAL_EPOCH, FetchSession.FINAL_EPOCH) \
+            else None
         for topic in response.topics:
             name = topic.topic if topic.topic is not None else names.get(topic.topic_id)
             if name is None:
@@ -725,6 +757,8 @@ class Fetcher:
                 first_with_data = has_data and not seen_data
                 seen_data = seen_data or has_data
                 tp = TopicPartition(name, part.partition)
+                if unanswered:
+                    unanswered.discard(tp)
                 state = self.states.get(tp)
                 sent = sent_offsets.get(tp)
                 if state is None:
@@ -779,6 +813,9 @@ class Fetcher:
                     state.fetch_offset = next_offset
                     if info.leader_epoch >= 0:
                         state.fetch_epoch = info.leader_epoch
+        if unanswered:
+            log.debug("broker %s left %s out of a full fetch response", node_id, sorted(unanswered))
+            self._retry_later(unanswered, metadata=False)
 
     def _no_progress(self, state, tp, sent, data, info, first_with_data):
         """Data that cannot advance the position: refetch, a bounded number of

@@ -61,6 +61,13 @@ class ScriptedClient:
     def request_metadata_update(self, all_topics=False):
         self.metadata_requests += 1
 
+    def parse_failed(self, conn, api_name, exc):
+        """KafkaClient's policy, with a limit of one: the error itself."""
+        return exc
+
+    def parse_ok(self, conn, api_name):
+        pass
+
     def send(self, node_id, api_name, body, callback, raw=False, version=None):
         self.sent.append((node_id, api_name, body, callback, raw, version))
         return version
@@ -372,7 +379,8 @@ def test_disabled_sessions_send_every_partition_each_time():
     fetcher.send_requests()
     first = client.take("Fetch")
     assert first[2]["session_epoch"] == -1
-    _answer_fetch(client, first, {0: {"records": _batch(0, [b"a"])}})
+    # a full fetch answers every partition asked (left out: asked after the backoff)
+    _answer_fetch(client, first, {0: {"records": _batch(0, [b"a"])}, 1: {}})
     fetcher.send_requests()
     assert _fetch_offsets(client.take("Fetch")) == {0: 1, 1: 0}
 
@@ -604,6 +612,21 @@ def test_malformed_header_is_raised_from_poll_not_refetched_silently():
     assert _fetch_offsets(client.take("Fetch")) == {0: 0}
 
 
+def test_a_full_fetch_answer_leaving_partitions_out_backs_them_off():
+    # a broker that answers at once without the partitions must not be
+    # fetched from in a loop: they wait retry_backoff_ms
+    client, fetcher = _positioned({0: 0, 1: 0}, enable_incremental_fetch_sessions=False)
+    fetcher.send_requests()
+    _answer_fetch(client, client.take("Fetch"), {0: {}})
+    fetcher.send_requests()
+    second = client.take("Fetch")
+    assert _fetch_offsets(second) == {0: 0}
+    _answer_fetch(client, second, {0: {}})
+    client.now += fetcher.config["retry_backoff_ms"] / 1000.0 + 0.001
+    fetcher.send_requests()
+    assert _fetch_offsets(client.take("Fetch")) == {0: 0, 1: 0}
+
+
 def test_partition_order_rotates_between_fetches():
     client, fetcher = _positioned({0: 0, 1: 0}, enable_incremental_fetch_sessions=False)
     orders = []
@@ -611,5 +634,5 @@ def test_partition_order_rotates_between_fetches():
         fetcher.send_requests()
         request = client.take("Fetch")
         orders.append([p["partition"] for p in request[2]["topics"][0]["partitions"]])
-        _answer_fetch(client, request, {})
+        _answer_fetch(client, request, {0: {}, 1: {}})
     assert sorted(orders) == [[0, 1], [1, 0]]

@@ -452,14 +452,19 @@ class KafkaConsumer:
 
     def position(self, partition, timeout_ms=None):
         """The offset of the next record poll() will return for `partition`,
-        resolving a pending reset (blocking up to timeout_ms)."""
+        resolving a pending reset (blocking up to timeout_ms; request_timeout_ms
+        when None, as committed() and end_offsets() do: the Java client bounds
+        it by default.api.timeout.ms, where kafka-python would block for ever
+        when no broker answers). KafkaTimeoutError past it."""
         self._check_open()
         state = self._assigned_state(partition)
-        deadline = None if timeout_ms is None else self._clock() + timeout_ms / 1000.0
+        if timeout_ms is None:
+            timeout_ms = self.config["request_timeout_ms"]
+        deadline = self._clock() + timeout_ms / 1000.0
         while state.position is None:
             self._fetcher.raise_pending()
             self._client.raise_fatal()
-            remaining = float("inf") if deadline is None else deadline - self._clock()
+            remaining = deadline - self._clock()
             if remaining <= 0:
                 raise KafkaTimeoutError("position of {0} not known within {1} ms".format(partition, timeout_ms))
             self._poll_once(min(remaining, 0.1))

@@ -1,6 +1,5 @@
 """One BrokerConnection against the fake broker: frame sizes per phase, frame
 buffers grown as bytes arrive, TLS failures and handshake timeouts."""
-import selectors
 import ssl
 import struct
 import time
@@ -12,33 +11,7 @@ from fastkc.config import build_ssl_context, consumer_config
 from fastkc.conn import FIRST_FRAME_CHUNK, HANDSHAKE_MAX_FRAME, BrokerConnection, ConnectionState
 from fastkc.protocol.framing import frame
 from tests.hostile import kit
-
-
-def drive(conn, until, timeout=3.0):
-    """Run the connection's I/O (as the client's poll does) until until()."""
-    deadline = time.monotonic() + timeout
-    answers = []
-    with selectors.DefaultSelector() as sel:
-        while not until():
-            if time.monotonic() > deadline:
-                raise AssertionError("timed out; connection is {0}".format(conn.state))
-            if conn.sock is None:
-                time.sleep(0.005)
-                conn.check_timeouts()
-                continue
-            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wants_write() else 0)
-            sel.register(conn.sock, events)
-            ready = sel.select(0.01)
-            sel.unregister(conn.sock)
-            for _, mask in ready:
-                if mask & selectors.EVENT_WRITE:
-                    conn.on_writable()
-                if mask & selectors.EVENT_READ and conn.sock is not None:
-                    for request, payload in conn.on_readable():
-                        request.callback(payload, None)
-                        answers.append(payload)
-            conn.check_timeouts()
-    return answers
+from tests.support.conn_driver import drive
 
 
 def _conn(broker, ssl_context=None, **configs):

@@ -20,7 +20,7 @@ TESTC_CFLAGS ?= -std=c11 -g -O1 -Wall -Wextra -Wsign-compare -Wconversion -Wshad
 $(TESTC_DIR)/test_kernels: tests/c/test_kernels.c $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard csrc/*.inc)
 	mkdir -p $(TESTC_DIR)
 	$(TESTC_CC) $(TESTC_CFLAGS) tests/c/test_kernels.c csrc/fkc_varint.c csrc/fkc_crc32c.c \
-		csrc/fkc_crc32.c csrc/fkc_codec.c -o $@
+		csrc/fkc_crc32.c csrc/fkc_codec.c csrc/fkc_records.c -o $@
 
 test-c: $(TESTC_DIR)/test_kernels
 	ASAN_OPTIONS=detect_leaks=1 $(TESTC_DIR)/test_kernels
@@ -45,7 +45,8 @@ test-c: $(TESTC_DIR)/test_kernels
 ASAN_DIR ?= build/asan
 ASAN_TESTS ?= $(wildcard tests/unit/test_records_core.py tests/unit/test_fetch_parser.py \
 	tests/unit/test_differential.py tests/unit/test_vs_kafka_python.py tests/unit/test_twin.py \
-	tests/unit/test_corpus.py tests/unit/test_arrow_export.py)
+	tests/unit/test_corpus.py tests/unit/test_arrow_export.py tests/unit/test_record_stream.py \
+	tests/unit/test_untrusted_lengths.py tests/unit/test_fetcher_pieces.py)
 LIBASAN := $(shell gcc -print-file-name=libasan.so)
 LIBUBSAN := $(shell gcc -print-file-name=libubsan.so)
 

@@ -14,7 +14,11 @@ typedef enum fkc_error_kind {
     FKC_ERR_UNSUPPORTED_CODEC = 5, /* UnsupportedCompressionError */
     FKC_ERR_HOST = 6,              /* the host callback failed with its own error (a pending
                                       Python exception such as MemoryError): propagate it */
-    FKC_ERR_NOMEM = 7              /* a C allocation failed */
+    FKC_ERR_NOMEM = 7,             /* a C allocation failed */
+    FKC_ERR_BUDGET = 8,            /* RecordCountLimitError: a batch declares more records than the
+                                      per-batch descriptor budget (max_batch_records) */
+    FKC_ERR_ARROW_LIMIT = 9        /* ArrowCapacityError: a whole (one-step) Arrow decode would pass
+                                      Arrow's int32 offsets; the stepper splits instead */
 } fkc_error_kind;
 
 #endif /* FKC_ERRORS_H */

@@ -33,17 +33,65 @@
 #define FKC_V2_CRC_START 21        /* Attributes: where the CRC-32C coverage begins */
 #define FKC_HEADER_UP_TO_MAGIC 17  /* Offset + size + 4 bytes + Magic: enough to dispatch */
 
-typedef struct fkc_decoder {
+/* The kept records of one batch: parsed whole before any is handed out. */
+typedef struct fkc_recbuf {
+    fkc_record *records;
+    size_t count;
+    size_t capacity;
+} fkc_recbuf;
+
+/* The resumable decoder (fkc_stream in the header). */
+typedef struct fkc_stream {
+    const uint8_t *data;
+    size_t len;
+    fkc_decode_opts own_opts; /* a copy: the caller's struct need not outlive the stream */
     const fkc_decode_opts *opts;
-    fkc_decode_result *res;
+    size_t pos; /* blob byte where the next entry starts */
+
+    /* A batch is parsed straight into the step's output array (`dst` points
+     * at a view of it while parsing); the records of it the step cannot take
+     * (past max_records or the Arrow limits) are moved to `batch` and handed
+     * out from batch_index on by later steps. `blob` is the open batch's
+     * decompressed buffer (at most one per batch or legacy wrapper). */
+    fkc_recbuf *dst;
+    fkc_recbuf batch;
+    size_t batch_index;
+    int64_t batch_floor; /* next_offset before the open batch */
+    int64_t open_resume; /* one past the last record handed out of the open batch, else batch_floor */
+    fkc_blob blob;
+    int have_blob;
+
+    /* Decompressed buffers of batches finished during the current step:
+     * the step's descriptors point into them, so they live until the next
+     * step (or free). held_bytes bounds how many a step accumulates. */
+    fkc_blob *held;
+    size_t held_count;
+    size_t held_capacity;
+    size_t held_bytes;
+
+    int64_t next_offset;  /* one past the complete entries processed, never below fetch_offset,
+                           * never backwards; also the floor below which records are skipped */
+    int32_t leader_epoch; /* of the batch last opened */
+    int done;
+
     /* read_committed state, as the Java client's: aborted transactions not
      * yet reached (index into the sorted list) and the set of producer ids
-     * whose abort marker has not been seen yet. */
+     * whose abort marker has not been seen yet. Kept across steps, so abort
+     * markers of earlier batches count for later ones. */
     size_t aborted_next;
     int64_t *aborted_set;
     size_t aborted_set_count;
     size_t aborted_set_capacity;
     int64_t batch_offset; /* base offset of the batch being decoded, for errors */
+
+    /* Arrow totals already handed out into the caller's output that this
+     * step's records will be appended to (poll_arrow joins the steps of
+     * several partitions into one batch): the limits apply to the sum. */
+    uint64_t arrow_base[6];
+
+    int error;            /* sticky: once set, the stream is done */
+    int64_t error_offset;
+    char error_reason[256];
 } fkc_decoder;
 
 static int fkc_fail(fkc_decoder *d, int kind, const char *fmt, ...)
@@ -51,14 +99,13 @@ static int fkc_fail(fkc_decoder *d, int kind, const char *fmt, ...)
 
 static int fkc_fail(fkc_decoder *d, int kind, const char *fmt, ...)
 {
-    fkc_decode_result *r = d->res;
-    if (r->error == FKC_OK) {
+    if (d->error == FKC_OK) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(r->error_reason, sizeof r->error_reason, fmt, ap);
+        vsnprintf(d->error_reason, sizeof d->error_reason, fmt, ap);
         va_end(ap);
-        r->error = kind;
-        r->error_offset = d->batch_offset;
+        d->error = kind;
+        d->error_offset = d->batch_offset;
     }
     return kind;
 }
@@ -127,7 +174,7 @@ int fkc_utf8_valid(const uint8_t *p, size_t len)
 
 static int fkc_reserve_one(fkc_decoder *d)
 {
-    fkc_decode_result *r = d->res;
+    fkc_recbuf *r = d->dst;
     if (r->count < r->capacity)
         return FKC_OK;
     size_t cap = r->capacity ? r->capacity * 2 : 256;
@@ -141,21 +188,15 @@ static int fkc_reserve_one(fkc_decoder *d)
     return FKC_OK;
 }
 
-/* Take ownership of a decompressed buffer (released even on failure). */
+/* Take ownership of the open batch's decompressed buffer (one per batch). */
 static int fkc_keep_blob(fkc_decoder *d, fkc_blob *blob)
 {
-    fkc_decode_result *r = d->res;
-    if (r->blob_count == r->blob_capacity) {
-        size_t cap = r->blob_capacity ? r->blob_capacity * 2 : 16;
-        fkc_blob *grown = (fkc_blob *)realloc(r->blobs, cap * sizeof(fkc_blob));
-        if (grown == NULL) {
-            fkc_blob_release(d->opts->host, blob);
-            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for decompressed buffers");
-        }
-        r->blobs = grown;
-        r->blob_capacity = cap;
+    if (d->have_blob) { /* cannot happen: one payload per batch; never leak */
+        fkc_blob_release(d->opts->host, blob);
+        return fkc_fail(d, FKC_ERR_INVALID, "internal: a second decompressed buffer for one batch");
     }
-    r->blobs[r->blob_count++] = *blob;
+    d->blob = *blob;
+    d->have_blob = 1;
     return FKC_OK;
 }
 
@@ -177,9 +218,12 @@ static int fkc_decompress_payload(fkc_decoder *d, int codec, int legacy_magic0, 
     return fkc_keep_blob(d, out);
 }
 
-static int fkc_keep_offset(const fkc_decode_opts *o, int64_t offset)
+/* Java's CompletedFetch rule: a record below the position reached so far
+ * (fetch_offset, then one past each complete batch) is skipped, so a batch
+ * that repeats offsets of an earlier one never hands them out twice. */
+static int fkc_keep_offset(const fkc_decoder *d, const fkc_decode_opts *o, int64_t offset)
 {
-    if (offset < o->fetch_offset)
+    if (offset < d->next_offset)
         return 0;
     if (o->stop_offset >= 0 && offset >= o->stop_offset)
         return 0;
@@ -188,8 +232,8 @@ static int fkc_keep_offset(const fkc_decode_opts *o, int64_t offset)
 
 static void fkc_advance(fkc_decoder *d, int64_t next)
 {
-    if (next > d->res->next_offset)
-        d->res->next_offset = next;
+    if (next > d->next_offset)
+        d->next_offset = next;
 }
 
 /* ---- read_committed --------------------------------------------------- */
@@ -249,24 +293,14 @@ static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec)
 static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *d, const fkc_record *rec)
 {
     const fkc_decode_opts *o = d->opts;
-    if (!fkc_keep_offset(o, rec->offset))
+    if (!fkc_keep_offset(d, o, rec->offset))
         return FKC_OK;
     if (o->arrow_timestamps && rec->timestamp_type >= 0) {
         int64_t us;
         if (__builtin_mul_overflow(rec->timestamp, (int64_t)1000, &us))
             return fkc_fail_timestamp_us(d, rec);
     }
-    fkc_decode_result *r = d->res;
-    if (rec->key_len > 0)
-        r->key_bytes += (uint64_t)rec->key_len;
-    if (rec->value_len > 0)
-        r->value_bytes += (uint64_t)rec->value_len;
-    if (rec->header_count > 0) {
-        r->header_count += (uint64_t)rec->header_count;
-        r->header_key_bytes += (uint64_t)rec->header_key_bytes;
-        r->header_value_bytes += (uint64_t)(rec->header_size - rec->header_key_bytes);
-    }
-    r->count++;
+    d->dst->count++;
     return FKC_OK;
 }
 
@@ -334,7 +368,7 @@ static __attribute__((noinline)) int fkc_fast_headers(const uint8_t **pp, const 
             return 0;
         }
         header_key_bytes += hkey_len;
-        header_size += hkey_len + (hvalue_len > 0 ? hvalue_len : 0);
+        header_size += (int64_t)hkey_len + (hvalue_len > 0 ? (int64_t)hvalue_len : 0);
     }
     *pp = p;
     *count = header_count;
@@ -486,7 +520,10 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
             return fkc_fail(d, FKC_ERR_INVALID, "header value length %d at byte %zu%s", hvalue_len, hat, where);
         if (hvalue_len > 0)
             fkc_skip(&rc, (size_t)hvalue_len, "header value");
-        header_size += hkey_len + (hvalue_len > 0 ? hvalue_len : 0);
+        if (rc.failed)
+            break;
+        /* int64 sums: two int32 lengths near 2^31 must not be added in int */
+        header_size += (int64_t)hkey_len + (hvalue_len > 0 ? (int64_t)hvalue_len : 0);
         header_key_bytes += hkey_len;
     }
     if (rc.failed)
@@ -512,7 +549,7 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
 static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len, size_t blob_pos)
 {
     const fkc_decode_opts *o = d->opts;
-    fkc_decode_result *r = d->res;
+    fkc_recbuf *r = d->dst;
     if (batch_len < FKC_V2_HEADER_SIZE)
         return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: BatchLength %zu is below the 49-byte minimum",
                         blob_pos, batch_len - FKC_LOG_OVERHEAD);
@@ -542,9 +579,21 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
             return fkc_fail(d, FKC_ERR_CRC, "record batch at byte %zu: CRC-32C mismatch (stored 0x%08x, computed 0x%08x)",
                             blob_pos, stored_crc, computed);
     }
+    /* (fkc_frame_entry already refused a negative LastOffsetDelta and a last
+     * offset past int64: the batch could not advance the position.) */
     int64_t last_offset, batch_next;
-    if (!fkc_add_i64(base_offset, last_offset_delta, &last_offset) || !fkc_add_i64(last_offset, 1, &batch_next))
-        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: last offset does not fit in int64", blob_pos);
+    if (last_offset_delta < 0 || !fkc_add_i64(base_offset, last_offset_delta, &last_offset) ||
+        !fkc_add_i64(last_offset, 1, &batch_next))
+        return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: LastOffsetDelta %d is impossible", blob_pos,
+                        last_offset_delta);
+    d->leader_epoch = leader_epoch;
+    /* A RecordCount that says more records than LastOffsetDelta leaves
+     * offsets for cannot be true (deltas are distinct and in
+     * [0, LastOffsetDelta]); checked before anything is decompressed. */
+    if ((int64_t)record_count > (int64_t)last_offset_delta + 1)
+        return fkc_fail(d, FKC_ERR_INVALID,
+                        "record batch at byte %zu: RecordCount %d exceeds the %lld offsets LastOffsetDelta %d spans",
+                        blob_pos, record_count, (long long)last_offset_delta + 1, last_offset_delta);
     int codec = attributes & 0x7;
     int timestamp_type = (attributes >> 3) & 1;
     int transactional = (attributes >> 4) & 1;
@@ -567,6 +616,10 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
     if (codec > FKC_CODEC_ZSTD)
         return fkc_fail(d, FKC_ERR_UNSUPPORTED_CODEC, "record batch at byte %zu: unknown compression codec id %d",
                         blob_pos, codec);
+    if (o->max_batch_records && (uint64_t)record_count > (uint64_t)o->max_batch_records)
+        return fkc_fail(d, FKC_ERR_BUDGET,
+                        "record batch at byte %zu: RecordCount %d exceeds the budget of %zu records per batch",
+                        blob_pos, record_count, o->max_batch_records);
 
     const uint8_t *payload = c.pos;
     size_t payload_len = fkc_cursor_remaining(&c);
@@ -591,6 +644,7 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
     fkc_record scratch;
     const uint8_t *marker_key = NULL;
     int32_t marker_key_len = -1;
+    int32_t prev_delta = -1;
     for (int32_t i = 0; i < record_count; i++) {
         /* Each record takes at least one byte, so a count larger than the
          * bytes left fails here rather than looping or preallocating. */
@@ -613,6 +667,14 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
             if (rrc != FKC_OK)
                 return rrc;
         }
+        /* Offsets in a batch strictly increase (compaction leaves gaps, never
+         * reorders) and stay within LastOffsetDelta: anything else would hand
+         * out offsets the position has passed or the batch does not cover. */
+        if (offset_delta <= prev_delta || offset_delta > last_offset_delta)
+            return fkc_fail(d, FKC_ERR_INVALID,
+                            "record batch at byte %zu: record %d has OffsetDelta %d (previous %d, LastOffsetDelta %d)",
+                            blob_pos, i, offset_delta, prev_delta, last_offset_delta);
+        prev_delta = offset_delta;
         if (control) {
             if (i == 0) {
                 marker_key = rec->key;
@@ -729,7 +791,8 @@ static int fkc_legacy_min_size(int magic)
 
 static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len, size_t blob_pos, int8_t magic)
 {
-    fkc_decode_result *r = d->res;
+    fkc_recbuf *r = d->dst;
+    d->leader_epoch = -1;
     size_t size = msg_len - FKC_LOG_OVERHEAD;
     if (size < (size_t)fkc_legacy_min_size(magic))
         return fkc_fail(d, FKC_ERR_INVALID, "message at byte %zu: MessageSize %zu is below the magic-%d minimum %d",
@@ -795,6 +858,10 @@ static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len,
             return rc;
         if ((m.attributes & 0x7) != FKC_CODEC_NONE)
             return fkc_fail(d, FKC_ERR_INVALID, "inner message at byte %zu%s is compressed again", at, where);
+        if (d->opts->max_batch_records && r->count - first >= d->opts->max_batch_records)
+            return fkc_fail(d, FKC_ERR_BUDGET,
+                            "message at byte %zu: the compressed wrapper holds more than the budget of %zu records",
+                            blob_pos, d->opts->max_batch_records);
         rc = fkc_reserve_one(d);
         if (rc != FKC_OK)
             return rc;
@@ -832,29 +899,6 @@ static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len,
     }
     fkc_advance(d, next);
     return FKC_OK;
-}
-
-/* ---- the walk -------------------------------------------------------- */
-
-/* The byte totals of the kept records, saved before each batch so a bad
- * batch's records can be taken out of them again. */
-typedef struct fkc_totals {
-    uint64_t key_bytes, value_bytes, header_count, header_key_bytes, header_value_bytes;
-} fkc_totals;
-
-static fkc_totals fkc_totals_get(const fkc_decode_result *r)
-{
-    fkc_totals t = {r->key_bytes, r->value_bytes, r->header_count, r->header_key_bytes, r->header_value_bytes};
-    return t;
-}
-
-static void fkc_totals_set(fkc_decode_result *r, fkc_totals t)
-{
-    r->key_bytes = t.key_bytes;
-    r->value_bytes = t.value_bytes;
-    r->header_count = t.header_count;
-    r->header_key_bytes = t.header_key_bytes;
-    r->header_value_bytes = t.header_value_bytes;
 }
 
 int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, const uint8_t **value,
@@ -901,6 +945,452 @@ int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, 
     return 1;
 }
 
+/* ---- framing -------------------------------------------------------- */
+
+enum { FKC_FRAME_END, FKC_FRAME_COMPLETE, FKC_FRAME_CUT, FKC_FRAME_MALFORMED };
+
+/* The one framing rule, used by the scan and by the decoder alike. Java's
+ * ByteBufferLogInputStream order: fewer bytes than it takes to see the magic
+ * byte is a cut tail; a size below the smallest legacy message, or a magic
+ * that does not exist, is malformed even in a cut tail; a v2 header that is
+ * too small, or whose LastOffsetDelta is negative or passes int64, is
+ * malformed too (such a batch could never advance the position); only then
+ * is a size past the end a cut tail. */
+static int fkc_frame_entry(const uint8_t *p, size_t avail, size_t *entry_len, char *reason, size_t reason_len)
+{
+    if (avail == 0)
+        return FKC_FRAME_END;
+    if (avail < FKC_HEADER_UP_TO_MAGIC)
+        return FKC_FRAME_CUT;
+    int64_t base_offset = (int64_t)fkc_load_be64(p);
+    int32_t length = (int32_t)fkc_load_be32(p + 8);
+    int8_t magic = (int8_t)p[16];
+    if (length < FKC_MESSAGE_MIN_SIZE_V0) {
+        snprintf(reason, reason_len, "size field %d is below the 14-byte minimum", length);
+        return FKC_FRAME_MALFORMED;
+    }
+    if (magic < 0 || magic > 2) {
+        snprintf(reason, reason_len, "unknown magic %d", magic);
+        return FKC_FRAME_MALFORMED;
+    }
+    if (magic == 2) {
+        if ((size_t)length < FKC_V2_HEADER_SIZE - FKC_LOG_OVERHEAD) {
+            snprintf(reason, reason_len, "BatchLength %d is below the 49-byte minimum", length);
+            return FKC_FRAME_MALFORMED;
+        }
+        if (avail >= 27) {
+            int32_t last_delta = (int32_t)fkc_load_be32(p + 23);
+            int64_t last;
+            if (last_delta < 0 || __builtin_add_overflow(base_offset, (int64_t)last_delta, &last) ||
+                last == INT64_MAX) {
+                snprintf(reason, reason_len, "LastOffsetDelta %d is impossible", last_delta);
+                return FKC_FRAME_MALFORMED;
+            }
+        }
+    } else if (base_offset == INT64_MAX) {
+        snprintf(reason, reason_len, "message offset %lld leaves no next offset", (long long)base_offset);
+        return FKC_FRAME_MALFORMED;
+    }
+    if ((size_t)length > avail - FKC_LOG_OVERHEAD)
+        return FKC_FRAME_CUT;
+    *entry_len = FKC_LOG_OVERHEAD + (size_t)length;
+    return FKC_FRAME_COMPLETE;
+}
+
+void fkc_scan_blob(const uint8_t *data, size_t len, fkc_scan_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->next_offset = -1;
+    info->leader_epoch = -1;
+    info->tail_offset = -1;
+    info->tail_size = -1;
+    size_t pos = 0;
+    for (;;) {
+        size_t avail = len - pos, entry_len = 0;
+        int kind = fkc_frame_entry(data + pos, avail, &entry_len, info->reason, sizeof info->reason);
+        if (kind == FKC_FRAME_END)
+            break;
+        if (kind != FKC_FRAME_COMPLETE) {
+            info->tail = kind == FKC_FRAME_CUT ? FKC_TAIL_CUT : FKC_TAIL_MALFORMED;
+            if (avail >= 8)
+                info->tail_offset = (int64_t)fkc_load_be64(data + pos);
+            if (avail >= FKC_LOG_OVERHEAD)
+                info->tail_size = (int64_t)(int32_t)fkc_load_be32(data + pos + 8) + FKC_LOG_OVERHEAD;
+            break;
+        }
+        const uint8_t *p = data + pos;
+        int64_t base_offset = (int64_t)fkc_load_be64(p);
+        int64_t next; /* fkc_frame_entry proved it fits */
+        if (p[16] == 2) {
+            next = base_offset + (int64_t)(int32_t)fkc_load_be32(p + 23) + 1;
+            info->leader_epoch = (int32_t)fkc_load_be32(p + 12);
+        } else {
+            next = base_offset + 1; /* a wrapper's offset is that of its last inner message */
+            info->leader_epoch = -1;
+        }
+        if (next > info->next_offset)
+            info->next_offset = next;
+        info->entries++;
+        pos += entry_len;
+        info->complete_bytes = pos;
+    }
+}
+
+/* ---- the stream ------------------------------------------------------ */
+
+static void fkc_stream_init(fkc_decoder *d, const uint8_t *data, size_t len, const fkc_decode_opts *opts)
+{
+    memset(d, 0, sizeof *d);
+    d->data = data;
+    d->len = len;
+    d->own_opts = *opts;
+    d->opts = &d->own_opts;
+    d->next_offset = opts->fetch_offset;
+    d->batch_floor = opts->fetch_offset;
+    d->leader_epoch = -1;
+    d->batch_offset = -1;
+    d->error_offset = -1;
+}
+
+static void fkc_release_held(fkc_decoder *d)
+{
+    for (size_t i = 0; i < d->held_count; i++)
+        fkc_blob_release(d->opts->host, &d->held[i]);
+    d->held_count = 0;
+    d->held_bytes = 0;
+}
+
+/* The open batch is used up: its buffer is released, or held until the
+ * next step when this step handed out records pointing into it. */
+static int fkc_close_batch(fkc_decoder *d, int referenced)
+{
+    d->batch.count = 0;
+    d->batch_index = 0;
+    d->batch_floor = d->next_offset;
+    if (!d->have_blob)
+        return FKC_OK;
+    if (!referenced) {
+        fkc_blob_release(d->opts->host, &d->blob);
+        d->have_blob = 0;
+        return FKC_OK;
+    }
+    if (d->held_count == d->held_capacity) {
+        size_t cap = d->held_capacity ? d->held_capacity * 2 : 8;
+        fkc_blob *grown = (fkc_blob *)realloc(d->held, cap * sizeof(fkc_blob));
+        if (grown == NULL) /* the buffer stays the open batch's: descriptors remain valid */
+            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for decompressed buffers");
+        d->held = grown;
+        d->held_capacity = cap;
+    }
+    d->held[d->held_count++] = d->blob;
+    d->held_bytes += d->blob.len;
+    d->have_blob = 0;
+    return FKC_OK;
+}
+
+/* Frame, check and parse the next entry, appending its kept records to
+ * *dst. Sets d->done at the end of the complete entries; on failure the
+ * error is recorded (sticky) and dst->count is left where it was. */
+static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
+{
+    size_t pos = d->pos, avail = d->len - d->pos, entry_len = 0;
+    char reason[128];
+    reason[0] = 0;
+    int kind = fkc_frame_entry(d->data + pos, avail, &entry_len, reason, sizeof reason);
+    if (kind == FKC_FRAME_END || kind == FKC_FRAME_CUT) {
+        d->done = 1; /* a partial entry at the end: the broker cut the fetch here */
+        return FKC_OK;
+    }
+    const uint8_t *batch = d->data + pos;
+    d->batch_offset = avail >= 8 ? (int64_t)fkc_load_be64(batch) : -1;
+    d->batch.count = 0;
+    d->batch_index = 0;
+    d->batch_floor = d->next_offset;
+    d->open_resume = d->next_offset;
+    size_t first = dst->count;
+    d->dst = dst;
+    int rc;
+    if (kind == FKC_FRAME_MALFORMED) {
+        rc = fkc_fail(d, FKC_ERR_INVALID, "batch at byte %zu: %s", pos, reason);
+    } else {
+        int8_t magic = (int8_t)batch[16];
+        if (magic == 2)
+            rc = fkc_decode_v2(d, batch, entry_len, pos);
+        else
+            rc = fkc_decode_legacy(d, batch, entry_len, pos, magic);
+    }
+    d->dst = NULL;
+    if (rc != FKC_OK) {
+        fkc_fail(d, rc, "failed"); /* keeps the first reason; makes sure error is set */
+        dst->count = first; /* the bad batch's records are not returned */
+        if (d->have_blob) {
+            fkc_blob_release(d->opts->host, &d->blob);
+            d->have_blob = 0;
+        }
+        d->done = 1;
+        return rc;
+    }
+    d->pos = pos + entry_len;
+    if (dst->count == first)
+        return fkc_close_batch(d, 0);
+    return FKC_OK;
+}
+
+fkc_stream *fkc_stream_new(const uint8_t *data, size_t len, const fkc_decode_opts *opts)
+{
+    fkc_decoder *d = (fkc_decoder *)malloc(sizeof *d);
+    if (d != NULL)
+        fkc_stream_init(d, data, len, opts);
+    return d;
+}
+
+static void fkc_stream_clear(fkc_decoder *d)
+{
+    fkc_release_held(d);
+    if (d->have_blob) {
+        fkc_blob_release(d->opts->host, &d->blob);
+        d->have_blob = 0;
+    }
+    free(d->held);
+    free(d->batch.records);
+    free(d->aborted_set);
+    d->held = NULL;
+    d->batch.records = NULL;
+    d->aborted_set = NULL;
+}
+
+void fkc_stream_free(fkc_stream *d)
+{
+    if (d == NULL)
+        return;
+    fkc_stream_clear(d);
+    free(d);
+}
+
+int fkc_stream_done(const fkc_stream *d)
+{
+    return d->error != FKC_OK || (d->done && d->batch_index >= d->batch.count);
+}
+
+int32_t fkc_stream_leader_epoch(const fkc_stream *d)
+{
+    return d->leader_epoch;
+}
+
+void fkc_stream_arrow_base(fkc_stream *d, const uint64_t base[6])
+{
+    for (int i = 0; i < 6; i++)
+        d->arrow_base[i] = base[i] > INT32_MAX ? INT32_MAX : base[i];
+}
+
+size_t fkc_stream_held_bytes(const fkc_stream *d)
+{
+    return d->held_bytes + (d->have_blob ? d->blob.len : 0);
+}
+
+static int fkc_out_reserve(fkc_decode_result *out, size_t n)
+{
+    if (n <= out->capacity - out->count)
+        return 1;
+    size_t want = out->count + n;
+    if (want < n || want > SIZE_MAX / 2 / sizeof(fkc_record))
+        return 0;
+    size_t cap = out->capacity ? out->capacity : 256;
+    while (cap < want)
+        cap *= 2;
+    fkc_record *grown = (fkc_record *)realloc(out->records, cap * sizeof(fkc_record));
+    if (grown == NULL)
+        return 0;
+    out->records = grown;
+    out->capacity = cap;
+    return 1;
+}
+
+/* How many of recs[0..n) fit the Arrow columns after what *out holds:
+ * every total (and the topic column, n * topic_len) must stay <= INT32_MAX.
+ * Adds their sizes to out's totals. */
+static size_t fkc_arrow_room(fkc_decode_result *out, const uint64_t base[6], const fkc_record *recs, size_t n,
+                             size_t topic_len)
+{
+    const uint64_t limit = INT32_MAX;
+    /* The common case first: the sums of all n in locals, one check. */
+    uint64_t skb = 0, svb = 0, shc = 0, shk = 0, shv = 0;
+    for (size_t j = 0; j < n; j++) {
+        const fkc_record *rec = &recs[j];
+        skb += rec->key_len > 0 ? (uint64_t)rec->key_len : 0;
+        svb += rec->value_len > 0 ? (uint64_t)rec->value_len : 0;
+        if (rec->header_count > 0) {
+            shc += (uint64_t)rec->header_count;
+            shk += (uint64_t)rec->header_key_bytes;
+            shv += (uint64_t)((int64_t)rec->header_size - rec->header_key_bytes);
+        }
+    }
+    uint64_t rows = (uint64_t)out->count + n + base[0];
+    if (rows <= limit && out->key_bytes + skb + base[1] <= limit && out->value_bytes + svb + base[2] <= limit &&
+        out->header_count + shc + base[3] <= limit && out->header_key_bytes + shk + base[4] <= limit &&
+        out->header_value_bytes + shv + base[5] <= limit && (!topic_len || rows <= limit / topic_len)) {
+        out->key_bytes += skb;
+        out->value_bytes += svb;
+        out->header_count += shc;
+        out->header_key_bytes += shk;
+        out->header_value_bytes += shv;
+        return n;
+    }
+    size_t i = 0;
+    for (; i < n; i++) {
+        const fkc_record *rec = &recs[i];
+        uint64_t count = (uint64_t)out->count + i + 1;
+        uint64_t kb = out->key_bytes + (rec->key_len > 0 ? (uint64_t)rec->key_len : 0);
+        uint64_t vb = out->value_bytes + (rec->value_len > 0 ? (uint64_t)rec->value_len : 0);
+        uint64_t hc = out->header_count, hk = out->header_key_bytes, hv = out->header_value_bytes;
+        if (rec->header_count > 0) {
+            hc += (uint64_t)rec->header_count;
+            hk += (uint64_t)rec->header_key_bytes;
+            hv += (uint64_t)((int64_t)rec->header_size - rec->header_key_bytes);
+        }
+        /* base values are bounded by the caller's own Arrow batches (<= INT32_MAX each) */
+        uint64_t all = count + base[0];
+        if (all > limit || kb + base[1] > limit || vb + base[2] > limit || hc + base[3] > limit ||
+            hk + base[4] > limit || hv + base[5] > limit || (topic_len && all > limit / topic_len))
+            break;
+        out->key_bytes = kb;
+        out->value_bytes = vb;
+        out->header_count = hc;
+        out->header_key_bytes = hk;
+        out->header_value_bytes = hv;
+    }
+    return i;
+}
+
+void fkc_result_totals(fkc_decode_result *r)
+{
+    r->key_bytes = r->value_bytes = r->header_count = r->header_key_bytes = r->header_value_bytes = 0;
+    for (size_t i = 0; i < r->count; i++) {
+        const fkc_record *rec = &r->records[i];
+        if (rec->key_len > 0)
+            r->key_bytes += (uint64_t)rec->key_len;
+        if (rec->value_len > 0)
+            r->value_bytes += (uint64_t)rec->value_len;
+        if (rec->header_count > 0) {
+            r->header_count += (uint64_t)rec->header_count;
+            r->header_key_bytes += (uint64_t)rec->header_key_bytes;
+            r->header_value_bytes += (uint64_t)((int64_t)rec->header_size - rec->header_key_bytes);
+        }
+    }
+}
+
+static int64_t fkc_resume_offset(const fkc_decoder *d)
+{
+    if (d->error == FKC_OK && d->batch_index < d->batch.count)
+        return d->open_resume;
+    return d->next_offset;
+}
+
+int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fkc_decode_result *out)
+{
+    out->count = 0;
+    out->key_bytes = out->value_bytes = out->header_count = out->header_key_bytes = out->header_value_bytes = 0;
+    out->error = FKC_OK;
+    out->error_offset = -1;
+    out->error_reason[0] = 0;
+    out->host = d->opts->host;
+    fkc_release_held(d); /* the previous step's records have been built */
+    int arrow_full = 0;
+    while (d->error == FKC_OK && out->count < max_records) {
+        if (d->batch_index < d->batch.count) {
+            size_t n = d->batch.count - d->batch_index;
+            if (n > max_records - out->count)
+                n = max_records - out->count;
+            const fkc_record *src = &d->batch.records[d->batch_index];
+            if (d->opts->arrow_limits) {
+                n = fkc_arrow_room(out, d->arrow_base, src, n, d->opts->arrow_topic_len);
+                if (n == 0) {
+                    arrow_full = 1;
+                    break;
+                }
+            }
+            if (!fkc_out_reserve(out, n)) {
+                fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
+                break;
+            }
+            memcpy(out->records + out->count, src, n * sizeof(fkc_record));
+            out->count += n;
+            d->batch_index += n;
+            d->open_resume = d->batch.records[d->batch_index - 1].offset + 1;
+            if (d->batch_index == d->batch.count && fkc_close_batch(d, 1) != FKC_OK)
+                break;
+            if (d->opts->arrow_limits && d->batch_index < d->batch.count && out->count < max_records) {
+                arrow_full = 1; /* stopped short of the batch by the Arrow limits */
+                break;
+            }
+            continue;
+        }
+        if (d->done)
+            break;
+        if (out->count > 0 && d->held_bytes >= max_held_bytes)
+            break; /* bounded: decompress nothing more in this step */
+        /* Parse the next batch straight into the output (one pass, no copy
+         * for the records this step takes); move what it cannot take. */
+        size_t before = out->count;
+        fkc_recbuf view = {out->records, out->count, out->capacity};
+        int orc = fkc_open_next(d, &view);
+        out->records = view.records;
+        out->capacity = view.capacity;
+        if (orc != FKC_OK)
+            break;
+        size_t added = view.count - before;
+        if (added == 0)
+            continue; /* nothing kept (control, aborted, below the position, the end) */
+        size_t keep = added < max_records - before ? added : max_records - before;
+        if (d->opts->arrow_limits)
+            keep = fkc_arrow_room(out, d->arrow_base, out->records + before, keep, d->opts->arrow_topic_len);
+        size_t excess = added - keep;
+        if (excess) {
+            if (excess > d->batch.capacity) {
+                fkc_record *grown = (fkc_record *)realloc(d->batch.records, excess * sizeof(fkc_record));
+                if (grown == NULL) {
+                    fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
+                    break;
+                }
+                d->batch.records = grown;
+                d->batch.capacity = excess;
+            }
+            memcpy(d->batch.records, out->records + before + keep, excess * sizeof(fkc_record));
+            d->batch.count = excess;
+            d->batch_index = 0;
+        }
+        out->count = before + keep;
+        if (keep)
+            d->open_resume = out->records[out->count - 1].offset + 1;
+        if (!excess) {
+            if (fkc_close_batch(d, 1) != FKC_OK)
+                break;
+        } else if (d->opts->arrow_limits && out->count < max_records) {
+            arrow_full = 1; /* stopped short of the batch by the Arrow limits */
+            break;
+        }
+    }
+    (void)arrow_full;
+    if (d->error == FKC_OK && !d->done && d->batch_index >= d->batch.count) {
+        /* Say "done" as soon as only a cut tail (or nothing) is left, so the
+         * caller needs no empty step to find out. A malformed header is not
+         * done: the next step raises its error. */
+        size_t entry_len = 0;
+        char reason[128];
+        int kind = fkc_frame_entry(d->data + d->pos, d->len - d->pos, &entry_len, reason, sizeof reason);
+        if (kind == FKC_FRAME_END || kind == FKC_FRAME_CUT)
+            d->done = 1;
+    }
+    out->next_offset = fkc_resume_offset(d);
+    if (d->error != FKC_OK) {
+        out->error = d->error;
+        out->error_offset = d->error_offset;
+        memcpy(out->error_reason, d->error_reason, sizeof out->error_reason);
+        out->next_offset = d->error_offset;
+    }
+    return out->error;
+}
+
 int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *opts, fkc_decode_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -908,65 +1398,55 @@ int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *o
     r->error_offset = -1;
     r->host = opts->host;
     fkc_decoder d;
-    memset(&d, 0, sizeof d);
-    d.opts = opts;
-    d.res = r;
-    d.batch_offset = -1;
+    fkc_stream_init(&d, data, len, opts);
 
     /* Size the descriptor array from the blob length (one descriptor per 96
      * input bytes, ~ the input's own size in memory), never from a RecordCount
      * field: typical fetches then fit without a realloc-and-copy, and the
-     * geometric growth in fkc_reserve_one covers small or compressed records. */
+     * geometric growth in fkc_out_reserve covers small or compressed records. */
     if (len / 96 > 256) {
         size_t want = len / 96;
         if (want > ((size_t)1 << 22))
             want = (size_t)1 << 22;
         r->records = (fkc_record *)malloc(want * sizeof(fkc_record));
         if (r->records != NULL)
-            r->capacity = want; /* on failure fkc_reserve_one grows as usual */
+            r->capacity = want; /* on failure fkc_out_reserve grows as usual */
     }
-
-    size_t pos = 0;
-    /* Java's ByteBufferLogInputStream order: fewer bytes than it takes to see
-     * the magic byte is a cut-off tail; a size below the smallest legacy
-     * message is corruption even at the tail; then a size past the end is a
-     * partial trailing batch. */
-    while (len - pos >= FKC_HEADER_UP_TO_MAGIC) {
-        const uint8_t *batch = data + pos;
-        int64_t base_offset = (int64_t)fkc_load_be64(batch);
-        int32_t length = (int32_t)fkc_load_be32(batch + 8);
-        d.batch_offset = base_offset;
-        size_t first = r->count;
-        fkc_totals kept_before = fkc_totals_get(r);
-        int rc;
-        if (length < FKC_MESSAGE_MIN_SIZE_V0) {
-            rc = fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: size field %d is below the 14-byte minimum", pos,
-                          length);
-        } else if ((size_t)length > len - pos - FKC_LOG_OVERHEAD) {
-            break; /* a partial batch at the end: the broker cut the fetch here */
-        } else {
-            int8_t magic = (int8_t)batch[16];
-            size_t batch_len = FKC_LOG_OVERHEAD + (size_t)length;
-            if (magic == 2)
-                rc = fkc_decode_v2(&d, batch, batch_len, pos);
-            else if (magic == 0 || magic == 1)
-                rc = fkc_decode_legacy(&d, batch, batch_len, pos, magic);
-            else
-                rc = fkc_fail(&d, FKC_ERR_INVALID, "batch at byte %zu: unknown magic %d", pos, magic);
-        }
-        if (rc != FKC_OK) {
-            r->count = first; /* the bad batch's records are not returned */
-            fkc_totals_set(r, kept_before);
-            r->next_offset = base_offset;
-            break;
-        }
-        size_t batch_len = FKC_LOG_OVERHEAD + (size_t)length;
-        pos += batch_len;
+    fkc_stream_step(&d, SIZE_MAX, SIZE_MAX, r);
+    if (r->error == FKC_OK && !fkc_stream_done(&d)) {
+        /* only the Arrow limits stop a one-step decode early */
+        r->error = FKC_ERR_ARROW_LIMIT;
+        r->error_offset = r->next_offset;
+        snprintf(r->error_reason, sizeof r->error_reason,
+                 "the records from offset %lld on do not fit one Arrow batch's int32 offsets",
+                 (long long)r->next_offset);
     }
-    free(d.aborted_set);
+    /* The result owns the buffers its descriptors point into. */
+    size_t nblobs = d.held_count + (d.have_blob ? 1u : 0u);
+    if (nblobs) {
+        r->blobs = (fkc_blob *)malloc(nblobs * sizeof(fkc_blob));
+        if (r->blobs == NULL) {
+            fkc_stream_clear(&d);
+            free(r->records);
+            r->records = NULL;
+            r->count = r->capacity = 0;
+            r->error = FKC_ERR_NOMEM;
+            snprintf(r->error_reason, sizeof r->error_reason, "out of memory for decompressed buffers");
+            return r->error;
+        }
+        memcpy(r->blobs, d.held, d.held_count * sizeof(fkc_blob));
+        if (d.have_blob)
+            r->blobs[d.held_count] = d.blob;
+        r->blob_count = r->blob_capacity = nblobs;
+        d.held_count = 0;
+        d.held_bytes = 0;
+        d.have_blob = 0;
+    }
+    if (opts->arrow_timestamps && !opts->arrow_limits)
+        fkc_result_totals(r); /* (with arrow_limits the step summed them as it handed records out) */
+    fkc_stream_clear(&d);
     return r->error;
 }
-
 void fkc_decode_result_free(fkc_decode_result *r)
 {
     for (size_t i = 0; i < r->blob_count; i++)

@@ -4,6 +4,20 @@
  * descriptors. Pure C, no Python objects: it can run with the GIL released
  * (only the codec host's callbacks need it back).
  *
+ * Three entry points, one walk:
+ *   - fkc_scan_blob(): the framing of a blob read from entry headers only
+ *     (where the complete entries end, the next fetch offset, the leader
+ *     epoch of the last complete batch, whether the tail is cut or a header
+ *     no batch can have). The fetcher needs nothing else before decoding;
+ *     the decoder frames entries with the same function, so the two never
+ *     disagree about the layout.
+ *   - fkc_stream_*(): the resumable decoder. It walks the blob a batch at a
+ *     time: a batch is decompressed when it is reached, parsed whole (so a
+ *     bad batch yields none of its records), and handed out at most
+ *     `max_records` descriptors per step; only the open batch's decompressed
+ *     buffer and those of batches finished in the current step are alive.
+ *   - fkc_decode_records(): the whole blob in one step (the public decode()).
+ *
  * Contract
  *   - Input: any bytes, untrusted. Every length is bounds-checked through
  *     fkc_cursor; no allocation is sized by an unchecked field (the record
@@ -15,9 +29,14 @@
  *     naming the byte position, and the base offset of the bad batch. The
  *     records of the batches before it are kept (`count`), records of the bad
  *     batch are not, and next_offset is the bad batch's base offset.
- *   - Filtering: records below fetch_offset, at or past stop_offset (when
- *     >= 0), control batches and (read_committed) aborted transactional
- *     batches are left out. next_offset = one past the last complete batch
+ *   - A header must agree with its contents: RecordCount <= LastOffsetDelta
+ *     + 1, OffsetDeltas strictly increasing and <= LastOffsetDelta (else
+ *     InvalidRecordError); RecordCount above max_batch_records is
+ *     FKC_ERR_BUDGET before anything is decompressed.
+ *   - Filtering: records below the running position (fetch_offset, then one
+ *     past each complete batch, as Java's CompletedFetch), at or past
+ *     stop_offset (when >= 0), control batches and (read_committed) aborted
+ *     transactional batches are left out. next_offset = one past the last complete batch
  *     processed (magic 2: BaseOffset + LastOffsetDelta + 1; legacy: the
  *     last (inner) message offset + 1), never lower than fetch_offset.
  *   - Offsets and timestamps are computed in checked int64 arithmetic: a
@@ -67,8 +86,13 @@ typedef struct fkc_decode_opts {
     const int64_t *aborted_pids;    /* aborted transactions, sorted by first offset */
     const int64_t *aborted_first_offsets;
     size_t aborted_count;
-    size_t max_decompressed_bytes;  /* cap per batch */
+    size_t max_decompressed_bytes;  /* cap per batch (per legacy wrapper) */
+    size_t max_batch_records;       /* RecordCount (inner messages of a legacy wrapper) above this is
+                                     * FKC_ERR_BUDGET; 0: no bound. Bounds the descriptors one batch
+                                     * can make, whatever it compresses to */
     int arrow_timestamps;           /* 1: kept records' ms timestamps must fit int64 µs (Arrow output) */
+    int arrow_limits;               /* 1: a step ends before its Arrow columns would pass int32 offsets */
+    size_t arrow_topic_len;         /* topic bytes per record in the Arrow topic column */
     const fkc_codec_host *host;     /* decompression primitives */
 } fkc_decode_opts;
 
@@ -102,6 +126,67 @@ typedef struct fkc_decode_result {
 int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *opts, fkc_decode_result *result);
 
 void fkc_decode_result_free(fkc_decode_result *result);
+
+/* Recompute the byte totals of result->records[0..count) (Arrow sizing). */
+void fkc_result_totals(fkc_decode_result *result);
+
+/* ---- framing ------------------------------------------------------------ */
+
+enum {
+    FKC_TAIL_NONE = 0,      /* the complete entries end exactly at the end of the blob */
+    FKC_TAIL_CUT = 1,       /* a partial entry follows (the broker cut at its byte limit) */
+    FKC_TAIL_MALFORMED = 2  /* an entry header no batch can have follows */
+};
+
+typedef struct fkc_scan_info {
+    size_t complete_bytes;  /* bytes of the complete entries before the tail */
+    size_t entries;         /* complete entries */
+    int64_t next_offset;    /* max over complete entries of one past their last offset; -1 when none */
+    int32_t leader_epoch;   /* PartitionLeaderEpoch of the last complete entry (-1 legacy / none) */
+    int tail;               /* FKC_TAIL_* */
+    int64_t tail_offset;    /* BaseOffset of the cut / malformed entry, -1 when fewer than 8 bytes */
+    int64_t tail_size;      /* its declared size with the 12-byte log overhead, -1 when unreadable */
+    char reason[128];       /* why the tail is malformed */
+} fkc_scan_info;
+
+void fkc_scan_blob(const uint8_t *data, size_t len, fkc_scan_info *info);
+
+/* ---- the resumable decoder ---------------------------------------------- */
+
+typedef struct fkc_stream fkc_stream;
+
+/* A decoder over data[0..len) (which must outlive it) with a copy of *opts
+ * (the aborted-transaction arrays and the host must outlive it). NULL when
+ * memory runs out. */
+fkc_stream *fkc_stream_new(const uint8_t *data, size_t len, const fkc_decode_opts *opts);
+
+/* Hand out up to max_records of the next kept records into *out (which the
+ * caller zero-initialised once; its array is reused between steps): out's
+ * count, next_offset (where to resume: the offset after the last record
+ * handed out of a partly handed-out batch, else the decoder's next offset),
+ * error fields and, with arrow_limits, the byte totals. Descriptors are valid
+ * until the next step or fkc_stream_free(). Before it would decompress
+ * another batch, a step that already handed out records ends once the
+ * decompressed buffers it holds reach max_held_bytes. A batch that fails
+ * ends the stream: the step returns the records before it with the error;
+ * every later step returns the error again with no records. */
+int fkc_stream_step(fkc_stream *s, size_t max_records, size_t max_held_bytes, fkc_decode_result *out);
+
+/* 1 when nothing is left to hand out (the end, a cut tail, or an error). */
+int fkc_stream_done(const fkc_stream *s);
+
+/* PartitionLeaderEpoch of the batch last opened (-1 legacy / none yet). */
+int32_t fkc_stream_leader_epoch(const fkc_stream *s);
+
+/* With arrow_limits: totals (rows, key, value, header count, header key and
+ * header value bytes) already in the Arrow batch the next steps' records
+ * will be joined to; the int32 limits then apply to the sum. */
+void fkc_stream_arrow_base(fkc_stream *s, const uint64_t base[6]);
+
+/* Decompressed bytes the stream holds right now (open batch + held buffers). */
+size_t fkc_stream_held_bytes(const fkc_stream *s);
+
+void fkc_stream_free(fkc_stream *s);
 
 /* Re-walk one record's already-validated header list: reads header `*pos`
  * onward; returns 1 and sets key/value (value NULL with value_len -1 for a

@@ -6,11 +6,21 @@ for the reference implementation):
   decode_partition(data, topic, partition, fetch_offset, stop_offset,
                    check_crcs, read_committed, aborted_transactions,
                    key_deserializer, value_deserializer,
-                   max_decompressed_bytes) -> DecodedPartition
+                   max_decompressed_bytes, max_batch_records=0) -> DecodedPartition
   decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset,
                    check_crcs, read_committed, aborted_transactions,
-                   max_decompressed_bytes) -> DecodedPartition
+                   max_decompressed_bytes, max_batch_records=0) -> DecodedPartition
                    (records is a pyarrow.RecordBatch)
+  scan_blob(data) -> fastkc.structs.ScanInfo (the framing, headers only)
+  RecordStream(data, topic, partition, fetch_offset, stop_offset, check_crcs,
+               read_committed, aborted_transactions, max_decompressed_bytes,
+               max_batch_records, arrow=False, key_deserializer=None,
+               value_deserializer=None)
+      .records(max_records, max_held_bytes=None) -> list
+      .arrow(max_records, max_held_bytes=None, base=None) -> RecordBatch
+      .next_offset, .done, .leader_epoch, .held_bytes, .last_totals
+  (max_batch_records 0: no bound; the resumable decoder's steps join to
+  exactly the one-shot result.)
 
   Arguments arrive normalised by fastkc/records.py: stop_offset is -1 for
   "no bound"; read_committed is a bool; aborted_transactions is a list of

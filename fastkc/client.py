@@ -17,9 +17,28 @@ refreshed every metadata_max_age_ms, and at once when anything calls
 `request_metadata_update()` — the fetcher does on NOT_LEADER_OR_FOLLOWER,
 UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH and when
 a connection is lost.
+
+Failures, in one place (so every API behaves alike, whoever called it):
+- Each connection phase has request_timeout_ms (conn.py); `bootstrap()`
+  drives one bootstrap server at a time through connect, TLS, ApiVersions,
+  SASL and the first Metadata, and when any of these fails or times out moves
+  on to the next server, each server backing off (jittered, doubling) as its
+  own connection does. Errors no retry can fix (SASL authentication, TLS
+  verification, authorization) are raised at once.
+- A response that cannot be parsed (the codec's or the Fetch parser's
+  ProtocolParseError) closes its connection with backoff, and
+  `parse_failed()` counts it per (broker address, API): below
+  MAX_PARSE_FAILURES the caller gets a retriable KafkaConnectionError and its
+  usual retry path (re-fetch, coordinator lookup, request retry, next
+  bootstrap server) runs after the backoff; at the limit it gets the
+  ProtocolParseError itself, which the public call raises. The count is
+  cleared by the next good answer of that API from that broker. So a broker
+  that sends garbage costs a bounded number of reconnects, with growing
+  backoff, and the application sees a typed error: never a silent loop.
 """
 import logging
 import selectors
+import socket
 import time
 from collections import namedtuple
 
@@ -35,6 +54,7 @@ from fastkc.errors import (
     NodeNotReadyError,
     ProtocolParseError,
     SaslAuthenticationFailedError,
+    SslAuthenticationError,
     UnsupportedSaslMechanismError,
     for_code,
 )
@@ -48,8 +68,13 @@ PartitionMetadata = namedtuple("PartitionMetadata", ["partition", "leader", "lea
 TopicMetadata = namedtuple("TopicMetadata", ["name", "topic_id", "is_internal", "partitions", "error_code"])
 
 _NULL_TOPIC_ID = bytes(16)
+_WAKEUP = object()  # the selector key data of the wakeup socket
 # Errors that no retry can fix: raised to the application at once.
-_FATAL_CONNECT_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, AuthorizationError)
+_FATAL_CONNECT_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, AuthorizationError,
+                         SslAuthenticationError)
+#: Unparseable responses of one API from one broker tolerated (each closes the
+#: connection and backs off) before the ProtocolParseError reaches the caller.
+MAX_PARSE_FAILURES = 3
 
 
 class ClusterMetadata:
@@ -65,9 +90,16 @@ class ClusterMetadata:
         self.all_topics_known = False
 
     def update(self, response, *, all_topics):
-        self.brokers = {
-            b["node_id"]: BrokerMetadata(b["node_id"], b["host"], b["port"], b["rack"]) for b in response["brokers"]
-        }
+        brokers = {}
+        for b in response["brokers"]:
+            if not b["host"] or not 0 < b["port"] < 65536 or b["node_id"] < 0:
+                # nothing could connect there: leave it out (its partitions
+                # look leaderless and are looked up again), as if not sent
+                log.warning("ignoring broker %s advertised at %r:%s (not a usable address)",
+                            b["node_id"], b["host"], b["port"])
+                continue
+            brokers[b["node_id"]] = BrokerMetadata(b["node_id"], b["host"], b["port"], b["rack"])
+        self.brokers = brokers
         self.cluster_id = response["cluster_id"]
         self.controller_id = response["controller_id"]
         fresh = {}
@@ -121,6 +153,8 @@ class KafkaClient:
         self._metadata_in_flight = False
         self._metadata_failed_at = None
         self._fatal_error = None
+        self._parse_failures = {}  # (host, port, api name) -> unparseable responses in a row
+        self._wakeup_pair = None  # (read, write) sockets, when enable_wakeup() was called
         self.bootstrapped = False
         self._closed = False
         # lost-connection listeners (the fetcher resets fetch sessions)
@@ -130,58 +164,91 @@ class KafkaClient:
 
     # --- bootstrap ---------------------------------------------------------------
     def bootstrap(self, timeout_ms=None):
-        """Connect to the first bootstrap server that answers and load the
-        broker list. Raises NoBrokersAvailable after bootstrap_timeout_ms."""
+        """Connect to a bootstrap server and load the broker list from it.
+
+        One attempt at a time: connect, TLS, ApiVersions, SASL and a Metadata
+        request, each phase within request_timeout_ms. A failed attempt moves
+        on to the next server in turn; each server backs off after its own
+        failures (reconnect_backoff_ms doubling to reconnect_backoff_max_ms,
+        ±20 % jitter, as the Java client's per-node backoff), so a silent,
+        dripping or garbage-sending server costs one request timeout per
+        attempt, never the whole bootstrap. SASL / TLS authentication and
+        authorization failures are raised at once, a response that cannot be
+        parsed once MAX_PARSE_FAILURES were seen from that server; otherwise
+        NoBrokersAvailable after bootstrap_timeout_ms."""
         timeout_ms = self.config["bootstrap_timeout_ms"] if timeout_ms is None else timeout_ms
         deadline = self._clock() + timeout_ms / 1000.0
         servers = self.config["bootstrap_servers"]
-        index = 0
-        last_error = None
+        conns = {}  # server index -> its BrokerConnection (keeps its backoff)
+        turn = 0
         conn = None
-        while True:
-            if conn is not None and conn.state is ConnectionState.DISCONNECTED and conn.last_error is not None:
-                # this attempt failed
-                self._unregister(conn)
-                last_error = conn.last_error
-                if isinstance(last_error, _FATAL_CONNECT_ERRORS):
-                    raise last_error
-                if conn._address_index >= len(conn._addresses):
-                    index += 1  # every address of this server tried: the next server
+        answer = []
+        last_error = None
+        try:
+            while True:
+                now = self._clock()
+                if conn is None:
+                    for k in range(len(servers)):
+                        i = (turn + k) % len(servers)
+                        candidate = conns.get(i)
+                        if candidate is None:
+                            host, port = servers[i]
+                            candidate = conns[i] = BrokerConnection(
+                                host, port, self.config, ssl_context=self._ssl_context, clock=self._clock,
+                                on_parse_error=self.parse_failed)
+                        if candidate.backoff_remaining(now) == 0:
+                            conn, turn = candidate, i + 1
+                            answer = []
+                            conn.connect()
+                            self._sync(conn)
+                            break
+                elif conn.ready and not answer:
+                    answer.append(None)  # asked
+                    version = conn.version_for("Metadata")
+                    conn.send("Metadata", {"topics": [], "allow_auto_topic_creation": False},
+                              _Decoding(self, conn, "Metadata", version, lambda r, e: answer.append((r, e)), False),
+                              version=version)
+                    self._sync(conn)
+                if conn is not None and _answered_ok(answer):
+                    break  # the broker list is in
+                if conn is not None and (conn.state is ConnectionState.DISCONNECTED or len(answer) == 2):
+                    # this attempt failed (connect, a handshake phase, or the Metadata request)
+                    last_error = answer[1][1] if len(answer) == 2 else conn.last_error
+                    if conn.state is not ConnectionState.DISCONNECTED:
+                        conn.fail(last_error)
+                    self._unregister(conn)
+                    if isinstance(last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
+                        raise last_error
+                    if conn._address_index < len(conn._addresses):
+                        conn._next_attempt = 0.0  # the next address of the same server, at once
+                        turn -= 1
                     conn = None
+                    continue
+                remaining = deadline - now
+                if remaining <= 0:
+                    raise NoBrokersAvailable("Unable to bootstrap from {0} within {1} ms{2}".format(
+                        ",".join("{0}:{1}".format(h, p) for h, p in servers), timeout_ms,
+                        " (last error: {0})".format(last_error) if last_error else ""))
+                if conn is None:
+                    wait = min([remaining] + [c.backoff_remaining(now) for c in conns.values()])
                 else:
-                    conn.last_error = None  # the next address of the same server, at once
-                    conn._next_attempt = 0.0
-            if conn is None:
-                host, port = servers[index % len(servers)]
-                conn = BrokerConnection(host, port, self.config, ssl_context=self._ssl_context, clock=self._clock)
-                rounds = index // len(servers)
-                if rounds:
-                    # every server failed again: back off (doubling) before the next round
-                    backoff_ms = min(self.config["reconnect_backoff_max_ms"],
-                                     self.config["reconnect_backoff_ms"] * 2 ** min(rounds - 1, 30))
-                    conn._next_attempt = self._clock() + backoff_ms / 1000.0
-            if conn.state is ConnectionState.DISCONNECTED:
-                conn.connect()
-                self._sync(conn)
-            if conn.ready:
-                break
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                self._unregister(conn)
-                conn.close()
-                raise NoBrokersAvailable("Unable to bootstrap from {0} within {1} ms{2}".format(
-                    ",".join("{0}:{1}".format(h, p) for h, p in servers), timeout_ms,
-                    " (last error: {0})".format(last_error or conn.last_error) if (last_error or conn.last_error)
-                    else ""))
-            wait = min(remaining, 0.05 + conn.backoff_remaining()) if conn.state is ConnectionState.DISCONNECTED \
-                else remaining
-            self._poll_sockets(wait)
-        self._bootstrap_conn = conn
-        response = self._request_on(conn, "Metadata", {"topics": [], "allow_auto_topic_creation": False},
-                                    max(0.0, deadline - self._clock()) * 1000.0 + 1)
-        self.cluster.update(response, all_topics=False)
+                    wait = remaining
+                    due = conn.next_deadline()
+                    if due is not None:
+                        wait = min(wait, max(0.0, due - now))
+                self._poll_sockets(wait)
+                if conn is not None:
+                    conn.check_timeouts()
+                    self._sync(conn)
+        finally:
+            for other in conns.values():
+                if other is not conn or not _answered_ok(answer):
+                    self._unregister(other, lost=False)
+                    other.close()
+        self.cluster.update(answer[1][0], all_topics=False)
         self.cluster.last_refresh = self._clock()
         self.bootstrapped = True
+        self._bootstrap_conn = conn
         # Reuse the bootstrap connection for the broker it reached.
         for broker in self.cluster.brokers.values():
             if (broker.host, broker.port) == (conn.host, conn.port) and broker.node_id not in self._conns:
@@ -189,6 +256,35 @@ class KafkaClient:
                 self._conns[broker.node_id] = conn
                 self._bootstrap_conn = None
                 break
+
+    # --- parse failures (see the module docstring) ------------------------------------------------
+    def parse_failed(self, conn, api_name, exc):
+        """A response of `api_name` from `conn` could not be parsed: close the
+        connection with backoff and return the error the caller must see — a
+        retriable KafkaConnectionError below MAX_PARSE_FAILURES in a row from
+        this broker for this API, the ProtocolParseError itself from then on."""
+        key = (conn.host, conn.port, api_name)
+        count = self._parse_failures.get(key, 0) + 1
+        self._parse_failures[key] = count
+        log.warning("%s response from %s:%s could not be parsed (%d in a row): %s",
+                    api_name, conn.host, conn.port, count, exc)
+        lost = KafkaConnectionError("{0}:{1} closed after an unparseable {2} response ({3} of {4} tolerated): "
+                                    "{5}".format(conn.host, conn.port, api_name, count, MAX_PARSE_FAILURES, exc))
+        lost.__cause__ = exc
+        handshake = not conn.ready
+        # the other requests on the connection lost it: theirs is the retriable error
+        conn.fail(lost, backoff_failures=count)
+        error = exc if count >= MAX_PARSE_FAILURES else lost
+        if handshake:
+            # an ApiVersions / SASL answer has no caller to hand the error to:
+            # the attempt fails with it (bootstrap and _connection_lost read it)
+            conn.last_error = error
+        self._sync(conn)
+        return error
+
+    def parse_ok(self, conn, api_name):
+        if self._parse_failures:
+            self._parse_failures.pop((conn.host, conn.port, api_name), None)
 
     # --- connections ---------------------------------------------------------------
     def _conn(self, node_id):
@@ -198,7 +294,7 @@ class KafkaClient:
             if broker is None:
                 return None
             conn = BrokerConnection(broker.host, broker.port, self.config, node_id=node_id,
-                                    ssl_context=self._ssl_context, clock=self._clock)
+                                    ssl_context=self._ssl_context, clock=self._clock, on_parse_error=self.parse_failed)
             self._conns[node_id] = conn
         elif conn.state is ConnectionState.DISCONNECTED:
             broker = self.cluster.brokers.get(node_id)
@@ -206,7 +302,8 @@ class KafkaClient:
                 # the broker moved: a new connection object for its new address
                 self._unregister(conn)
                 conn = BrokerConnection(broker.host, broker.port, self.config, node_id=node_id,
-                                        ssl_context=self._ssl_context, clock=self._clock)
+                                        ssl_context=self._ssl_context, clock=self._clock,
+                                        on_parse_error=self.parse_failed)
                 self._conns[node_id] = conn
         return conn
 
@@ -245,37 +342,20 @@ class KafkaClient:
         return next(iter(self.cluster.brokers), None)
 
     # --- requests ------------------------------------------------------------------------
-    def send(self, node_id, api_name, body, callback, *, raw=False, version=None):
+    def send(self, node_id, api_name, body, callback, *, raw=False, version=None, timeout_ms=None):
         """Send a request to node_id (which must be ready()). The callback gets
         (decoded body, None) — or ((payload, version), None) when raw — or
-        (None, error)."""
+        (None, error). timeout_ms: this request's own timeout, when not
+        request_timeout_ms."""
         conn = self._conn(node_id)
         if conn is None or not conn.ready:
             raise NodeNotReadyError("broker {0} is not ready".format(node_id))
         if version is None:
             version = conn.version_for(api_name)
         wrapped = _Decoding(self, conn, api_name, version, callback, raw)
-        conn.send(api_name, body, wrapped, version=version)
+        conn.send(api_name, body, wrapped, version=version, timeout_ms=timeout_ms)
         self._sync(conn)
         return version
-
-    def _request_on(self, conn, api_name, body, timeout_ms):
-        """Blocking request on one connection (bootstrap only)."""
-        box = []
-        version = conn.version_for(api_name)
-        conn.send(api_name, body, _Decoding(self, conn, api_name, version, lambda r, e: box.append((r, e)), False),
-                  version=version)
-        self._sync(conn)
-        deadline = self._clock() + timeout_ms / 1000.0
-        while not box:
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise KafkaTimeoutError("{0} to {1}:{2} timed out".format(api_name, conn.host, conn.port))
-            self._poll_sockets(remaining)
-        response, error = box[0]
-        if error is not None:
-            raise error
-        return response
 
     def request(self, api_name, body, timeout_ms, node_id=None):
         """Send to node_id (least loaded when None) and wait for the answer,
@@ -349,6 +429,8 @@ class KafkaClient:
         def answered(response, error):
             self._metadata_in_flight = False
             if error is not None:
+                if isinstance(error, ProtocolParseError):
+                    self._fatal_error = error  # parse failures past the limit reach the application
                 self._metadata_failed_at = self._clock()
                 self._metadata_wanted = True
                 self._metadata_all_wanted = self._metadata_all_wanted or all_topics
@@ -409,6 +491,12 @@ class KafkaClient:
         events = self._selector.select(wait)
         for key, mask in events:
             conn = key.data
+            if conn is _WAKEUP:
+                try:
+                    self._wakeup_pair[0].recv(64)
+                except OSError:
+                    pass
+                continue
             if mask & selectors.EVENT_WRITE:
                 conn.on_writable()
             if mask & selectors.EVENT_READ and conn.sock is not None:
@@ -470,7 +558,7 @@ class KafkaClient:
             self._connection_lost(conn)
 
     def _connection_lost(self, conn):
-        if isinstance(conn.last_error, _FATAL_CONNECT_ERRORS):
+        if isinstance(conn.last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
             self._fatal_error = conn.last_error
         self.request_metadata_update()
         for listener in self.on_disconnect:
@@ -484,6 +572,26 @@ class KafkaClient:
     def raise_fatal(self):
         self._raise_fatal()
 
+    def enable_wakeup(self):
+        """Let another thread interrupt a poll (`wakeup()`): a socket pair
+        whose read end the selector watches. Only the group's client needs
+        it (close() interrupts a JoinGroup the coordinator holds open)."""
+        if self._wakeup_pair is None:
+            pair = socket.socketpair()
+            for sock in pair:
+                sock.setblocking(False)
+            self._selector.register(pair[0].fileno(), selectors.EVENT_READ, _WAKEUP)
+            self._wakeup_pair = pair
+
+    def wakeup(self):
+        """From any thread: make the poll in progress (or the next) return."""
+        pair = self._wakeup_pair
+        if pair is not None:
+            try:
+                pair[1].send(b"\0")
+            except OSError:  # full (a wakeup is pending anyway) or closed
+                pass
+
     def close(self):
         if self._closed:
             return
@@ -494,6 +602,9 @@ class KafkaClient:
         self._conns.clear()
         self._bootstrap_conn = None
         self._selector.close()
+        if self._wakeup_pair is not None:
+            for sock in self._wakeup_pair:
+                sock.close()
 
 
 class _Decoding:
@@ -521,11 +632,16 @@ class _Decoding:
             _, body = codec.decode_response(self.api_name, self.version, payload)
         except ProtocolParseError as exc:
             # a broker that sends a malformed body cannot be trusted with the
-            # next answer on this connection either
-            self.conn.close(exc)
-            self.callback(None, exc)
+            # next answer on this connection either: the client's policy
+            self.callback(None, self.client.parse_failed(self.conn, self.api_name, exc))
             return
+        self.client.parse_ok(self.conn, self.api_name)
         self.callback(body, None)
+
+
+def _answered_ok(answer):
+    """The bootstrap's Metadata box: [None (asked), (response, error)]."""
+    return len(answer) == 2 and answer[1][1] is None
 
 
 def broker_error(code, what):

@@ -8,6 +8,9 @@ be ignored silently). Group keys (group_id, session_timeout_ms, …) are
 accepted and validated even though groups are not implemented yet, so code
 written for kafka-python constructs unchanged.
 """
+import ipaddress
+import logging
+import os
 import socket
 import ssl
 
@@ -17,6 +20,8 @@ from fastkc.errors import KafkaConfigurationError
 from fastkc.assignors import RangePartitionAssignor, RoundRobinPartitionAssignor
 
 _DEFAULT_ASSIGNORS = (RangePartitionAssignor, RoundRobinPartitionAssignor)
+
+log = logging.getLogger(__name__)
 
 
 def _default_commit_callback(offsets, response):
@@ -109,6 +114,15 @@ _NON_NEGATIVE_INTS = (
     "fetch_max_wait_ms", "fetch_min_bytes", "retry_backoff_ms", "reconnect_backoff_ms", "reconnect_backoff_max_ms",
     "metadata_max_age_ms",
 )
+# Keys that travel in int32 protocol fields (Fetch max/min bytes and wait,
+# ListOffsets timeout, JoinGroup session and rebalance timeouts, frame sizes):
+# a larger value cannot be sent, so it is a configuration error.
+_INT32_KEYS = (
+    "fetch_max_bytes", "max_partition_fetch_bytes", "fetch_min_bytes", "fetch_max_wait_ms", "request_timeout_ms",
+    "session_timeout_ms", "max_poll_interval_ms", "heartbeat_interval_ms", "receive_message_max_bytes",
+)
+_INT32_MAX = 0x7FFFFFFF
+_SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_crlfile")
 
 
 def _fail(message):
@@ -134,6 +148,9 @@ def consumer_config(configs):
     for key in _NON_NEGATIVE_INTS:
         if not _is_int(config[key]) or config[key] < 0:
             _fail("{0} must be a non-negative int, not {1!r}".format(key, config[key]))
+    for key in _INT32_KEYS:
+        if config[key] > _INT32_MAX:
+            _fail("{0} must be at most {1} (an int32 on the wire), not {2!r}".format(key, _INT32_MAX, config[key]))
     if config["reconnect_backoff_max_ms"] < config["reconnect_backoff_ms"]:
         _fail("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
 
@@ -194,16 +211,8 @@ def consumer_config(configs):
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
         _fail("consumer_timeout_ms must be a non-negative number")
 
-    if config["security_protocol"] not in SECURITY_PROTOCOLS:
-        _fail("security_protocol must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, config["security_protocol"]))
-    if config["security_protocol"].startswith("SASL"):
-        if config["sasl_mechanism"] not in SASL_MECHANISMS:
-            _fail("sasl_mechanism must be one of {0} (fastkc does not implement {1!r})".format(
-                SASL_MECHANISMS, config["sasl_mechanism"]))
-        if config["sasl_plain_username"] is None or config["sasl_plain_password"] is None:
-            _fail("sasl_plain_username and sasl_plain_password are required for {0}".format(config["sasl_mechanism"]))
-    if config["ssl_context"] is not None and not isinstance(config["ssl_context"], ssl.SSLContext):
-        _fail("ssl_context must be an ssl.SSLContext")
+    _check_socket_configs(config)
+    _check_security(config)
     if config["client_dns_lookup"] not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only", "default"):
         _fail("client_dns_lookup must be 'use_all_dns_ips' or 'resolve_canonical_bootstrap_servers_only'")
     if config["proxy_url"] is not None or config["socks5_proxy"] is not None:
@@ -211,6 +220,119 @@ def consumer_config(configs):
     if config["sasl_oauth_token_provider"] is not None:
         _fail("fastkc does not support OAUTHBEARER (sasl_oauth_token_provider)")
     return config
+
+
+# --- the decoding budget ------------------------------------------------------
+# Memory spent decoding must follow the configuration, not what a batch
+# claims: a ~100 KB fetch of compression bombs must not be able to demand
+# GiBs, nor a small batch of millions of empty records millions of objects.
+# The consumer decodes one batch at a time (fastkc.records.record_stream), so
+# three numbers bound it, all derived from max_partition_fetch_bytes (the
+# largest batch the consumer is configured for: Kafka's docs ask for it to be
+# >= the broker's max.message.bytes, which bounds a batch's compressed size):
+#   - decompressed bytes per batch: 32x that (legitimate batch compression
+#     ratios of real payloads -- JSON, logs, Avro -- are 3-20x), at least
+#     16 MiB, at most 256 MiB (DEFAULT_MAX_DECOMPRESSED_BYTES). Beyond it:
+#     DecompressedSizeLimitError. Defaults: 1 MiB → 32 MiB.
+#   - records per batch: one per 64 of those bytes (batch_record_budget:
+#     80-byte descriptors then stay <= 1.25x the byte budget, twice that for
+#     the moment a batch larger than a step is split). Beyond it:
+#     RecordCountLimitError. Defaults: 512 Ki records.
+#   - decompressed buffers one decode step holds: a step that has handed out
+#     records decompresses no further batch once the finished batches it
+#     holds reach the per-batch budget, so at most ~2x that is alive.
+# Peak decode memory is thus ~2 x 32 MiB of buffers + 40 MiB of descriptors
+# by default, plus the raw buffered fetches (capped at fetch_max_bytes), per
+# partition being decoded -- and poll() finishes one partition's fetch before
+# it starts decoding another's (the fetcher's in-line partition), as Java's
+# consumer does. Raise max_partition_fetch_bytes for data that legitimately
+# compresses better than 32x.
+MIN_BATCH_DECOMPRESSED_BYTES = 16 * 1024 * 1024
+MAX_BATCH_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+BATCH_DECOMPRESSION_RATIO = 32
+
+
+def decode_budget(config):
+    """(max_decompressed_bytes per batch, max_batch_records, max_held_bytes
+    per step) for a validated consumer config; see the comment above."""
+    from fastkc.records import batch_record_budget
+
+    per_batch = BATCH_DECOMPRESSION_RATIO * config["max_partition_fetch_bytes"]
+    per_batch = max(MIN_BATCH_DECOMPRESSED_BYTES, min(MAX_BATCH_DECOMPRESSED_BYTES, per_batch))
+    return per_batch, batch_record_budget(per_batch), per_batch
+
+
+def _check_socket_configs(config):
+    for key in ("send_buffer_bytes", "receive_buffer_bytes"):
+        value = config[key]
+        if value is not None and (not _is_int(value) or not 0 < value <= _INT32_MAX):
+            _fail("{0} must be None (the OS default) or a positive int, not {1!r}".format(key, value))
+    options = config["socket_options"]
+    if not isinstance(options, (list, tuple)):
+        _fail("socket_options must be a list of (level, option, value) tuples, not {0!r}".format(options))
+    for option in options:
+        if not (isinstance(option, (list, tuple)) and len(option) == 3 and _is_int(option[0]) and _is_int(option[1])
+                and (_is_int(option[2]) or isinstance(option[2], (bytes, bytearray)))):
+            _fail("socket_options entries must be (level: int, option: int, value: int or bytes), not {0!r}".format(
+                option))
+
+
+def _check_security(config):
+    protocol = config["security_protocol"]
+    if protocol not in SECURITY_PROTOCOLS:
+        _fail("security_protocol must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, protocol))
+    if protocol.startswith("SASL"):
+        if config["sasl_mechanism"] not in SASL_MECHANISMS:
+            _fail("sasl_mechanism must be one of {0} (fastkc does not implement {1!r})".format(
+                SASL_MECHANISMS, config["sasl_mechanism"]))
+        for key in ("sasl_plain_username", "sasl_plain_password"):
+            if config[key] is None:
+                _fail("{0} is required for sasl_mechanism {1}".format(key, config["sasl_mechanism"]))
+            if not isinstance(config[key], str):
+                _fail("{0} must be a str, not {1}".format(key, type(config[key]).__name__))
+    elif config["sasl_mechanism"] is not None:
+        # Unused, as in the Java client (checked: kafka-clients 4.3.1 constructs
+        # a consumer with security.protocol=PLAINTEXT or SSL and any
+        # sasl.mechanism) and kafka-python 3: a warning, not an error, so
+        # configurations that work there work here.
+        log.warning("sasl_mechanism %r is ignored: security_protocol is %r (SASL needs SASL_PLAINTEXT or SASL_SSL)",
+                    config["sasl_mechanism"], protocol)
+    if config["ssl_context"] is not None and not isinstance(config["ssl_context"], ssl.SSLContext):
+        _fail("ssl_context must be an ssl.SSLContext")
+    for key in _SSL_FILES:
+        value = config[key]
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            _fail("{0} must be a file path, not {1!r}".format(key, value))
+    if config["ssl_ciphers"] is not None and not isinstance(config["ssl_ciphers"], str):
+        _fail("ssl_ciphers must be an OpenSSL cipher list string, not {0!r}".format(config["ssl_ciphers"]))
+    password = config["ssl_password"]
+    if password is not None and not isinstance(password, (str, bytes, bytearray)) and not callable(password):
+        _fail("ssl_password must be a str, bytes or a callable returning one")
+    if protocol in ("SSL", "SASL_SSL"):
+        build_ssl_context(config)  # every file read and checked now: errors name their key
+
+
+def _check_host(host, server):
+    """A bootstrap host must be an IP address or a DNS name (RFC 1123: at most
+    253 characters, labels of 1..63)."""
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    name = host[:-1] if host.endswith(".") else host
+    try:
+        ascii_name = name.encode("idna").decode("ascii")
+    except UnicodeError:
+        _fail("bootstrap server {0!r}: {1!r} is not a valid host name".format(server, host))
+    if len(ascii_name) > 253:
+        _fail("bootstrap server {0!r}: host name longer than 253 characters".format(server[:80] + "..."))
+    for label in ascii_name.split("."):
+        if not 0 < len(label) <= 63:
+            _fail("bootstrap server {0!r}: host name has an empty or over-long (> 63) label".format(
+                server if len(server) < 100 else server[:80] + "..."))
+        if not all(c.isalnum() or c in "-_" for c in label):
+            _fail("bootstrap server {0!r}: {1!r} is not a valid host name".format(server, host))
 
 
 def parse_host_port(server, default_port=9092):
@@ -225,6 +347,7 @@ def parse_host_port(server, default_port=9092):
         host, port = server, ""
     if not host:
         _fail("bootstrap server {0!r} has no host".format(server))
+    _check_host(host, server)
     if port == "":
         return host, default_port
     try:
@@ -237,16 +360,46 @@ def parse_host_port(server, default_port=9092):
 
 
 def build_ssl_context(config):
-    """The SSLContext for SSL / SASL_SSL: the user's, or one from the ssl_* keys."""
+    """The SSLContext for SSL / SASL_SSL: the user's, or one from the ssl_* keys.
+    Every file is read here; a missing, unreadable or non-PEM one, or a
+    cipher list OpenSSL rejects, is a KafkaConfigurationError naming its key."""
     if config["ssl_context"] is not None:
         return config["ssl_context"]
-    context = ssl.create_default_context(cafile=config["ssl_cafile"])
+    for key in _SSL_FILES:
+        path = config[key]
+        if path and not os.path.isfile(path):
+            _fail("{0}: {1!r} is not a file".format(key, path))
+        if path and not os.access(path, os.R_OK):
+            _fail("{0}: {1!r} cannot be read".format(key, path))
+    if config["ssl_keyfile"] and not config["ssl_certfile"]:
+        _fail("ssl_keyfile is set without ssl_certfile")
+    with _ssl_errors("ssl_cafile"):
+        context = ssl.create_default_context(cafile=config["ssl_cafile"])
     context.check_hostname = bool(config["ssl_check_hostname"])
     if config["ssl_certfile"]:
-        context.load_cert_chain(config["ssl_certfile"], config["ssl_keyfile"], config["ssl_password"])
+        key = "ssl_certfile" if not config["ssl_keyfile"] else "ssl_certfile / ssl_keyfile / ssl_password"
+        with _ssl_errors(key):
+            context.load_cert_chain(config["ssl_certfile"], config["ssl_keyfile"], config["ssl_password"])
     if config["ssl_crlfile"]:
-        context.load_verify_locations(config["ssl_crlfile"])
+        with _ssl_errors("ssl_crlfile"):
+            context.load_verify_locations(config["ssl_crlfile"])
         context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
     if config["ssl_ciphers"]:
-        context.set_ciphers(config["ssl_ciphers"])
+        with _ssl_errors("ssl_ciphers"):
+            context.set_ciphers(config["ssl_ciphers"])
     return context
+
+
+class _ssl_errors:
+    """Turn what ssl raises while loading `key` into KafkaConfigurationError."""
+
+    def __init__(self, key):
+        self.key = key
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is not None and isinstance(exc, (ssl.SSLError, OSError, ValueError, TypeError)):
+            raise KafkaConfigurationError("{0}: {1}".format(self.key, exc)) from exc
+        return False

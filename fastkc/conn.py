@@ -25,6 +25,17 @@ connection fails every in-flight request gets the error. After a failure the
 next connect waits reconnect_backoff_ms doubled per consecutive failure, up to
 reconnect_backoff_max_ms, with ±20 % jitter so clients do not reconnect in
 lockstep; each attempt uses the next resolved address of the host.
+
+Every phase is bounded by request_timeout_ms: the TCP connect and the TLS
+handshake together by one deadline, ApiVersions and each SASL step by their
+request's own deadline (a broker that drips bytes does not extend it). A
+frame is never allocated on the broker's word alone: its announced size must
+fit the phase (HANDSHAKE_MAX_FRAME before READY — no ApiVersions or SASL
+answer comes near it — and receive_message_max_bytes after), and its buffer
+grows with the bytes that really arrive (FIRST_FRAME_CHUNK, then ×4), so a
+broker that announces 90 MB and stalls costs one chunk, not 90 MB. A TLS
+handshake the peer's certificate (or protocol) makes impossible fails with
+the non-retriable SslAuthenticationError.
 """
 import base64
 import collections
@@ -49,6 +60,7 @@ from fastkc.errors import (
     NodeNotReadyError,
     ProtocolParseError,
     SaslAuthenticationFailedError,  # noqa: F401 (built from the broker error table)
+    SslAuthenticationError,
     TooManyInFlightRequests,
     UnsupportedSaslMechanismError,
     for_code,
@@ -58,7 +70,21 @@ from fastkc.protocol.messages import API_VERSIONS, get_api
 
 log = logging.getLogger(__name__)
 
+try:  # the compiled core resizes without zero-filling; the twin backend has no network hot path to protect
+    from fastkc._core._fetch import grow_bytearray as _grow_bytearray
+except ImportError:  # pragma: no cover - without the compiled core
+    _grow_bytearray = None
+
 _UNSUPPORTED_VERSION = 35
+
+#: The largest frame accepted before READY. ApiVersions answers are a few KB
+#: and SASL tokens smaller still; Kafka's own broker caps what it reads before
+#: authentication at 512 KB (sasl.server.max.receive.size). A larger size
+#: means the peer is not a Kafka broker (an HTTP server's "HTTP" reads as
+#: 1.2 GB) or is hostile: fail at once instead of buffering.
+HANDSHAKE_MAX_FRAME = 1 << 20
+#: The first allocation for a frame's payload; it grows ×4 as bytes arrive.
+FIRST_FRAME_CHUNK = 1 << 20
 
 
 class ConnectionState(enum.Enum):
@@ -93,6 +119,10 @@ class InFlightRequest:
         self.sent_at = sent_at
 
 
+def _deadline_of(request):
+    return request.deadline
+
+
 def pick_version(api_name, broker_versions):
     """The highest version of `api_name` both fastkc and the broker speak, or
     None when there is none. broker_versions: {api_key: (min, max)}."""
@@ -106,7 +136,7 @@ def pick_version(api_name, broker_versions):
 
 class BrokerConnection:
     def __init__(self, host, port, config, *, node_id=None, ssl_context=None, clock=time.monotonic,
-                 on_ready=None):
+                 on_ready=None, on_parse_error=None):
         self.host = host
         self.port = port
         self.node_id = node_id
@@ -114,6 +144,9 @@ class BrokerConnection:
         self._ssl_context = ssl_context
         self._clock = clock
         self._on_ready = on_ready
+        #: on_parse_error(conn, api_name, exc) -> error: the client's parse
+        #: failure policy (it fails the connection); None: fail with exc
+        self._on_parse_error = on_parse_error
         self.state = ConnectionState.DISCONNECTED
         self.sock = None
         #: api_key -> (min, max) the broker speaks, from ApiVersions
@@ -217,6 +250,10 @@ class BrokerConnection:
         return True
 
     def _resolve(self):
+        # getaddrinfo would take port 70000 as 4464: an address from the wire
+        # (Metadata, FindCoordinator) is checked here, whoever passed it on
+        if not self.host or not isinstance(self.port, int) or not 0 < self.port < 65536:
+            raise OSError("not a usable broker address")
         infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
         if not infos:
             raise OSError("no addresses")
@@ -252,7 +289,17 @@ class BrokerConnection:
         except ssl.SSLWantWriteError:
             self._handshake_wants_write = True
             return
-        except (ssl.SSLError, OSError) as exc:
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError, ssl.SSLSyscallError) as exc:
+            # the peer went away mid-handshake: a connection failure, retried
+            self._fail(KafkaConnectionError("TLS handshake with {0}:{1}: connection closed: {2}".format(
+                self.host, self.port, exc)))
+            return
+        except ssl.SSLError as exc:
+            # certificate verification, no common protocol or cipher: fatal
+            self._fail(SslAuthenticationError("TLS handshake with {0}:{1} failed: {2}".format(
+                self.host, self.port, exc)))
+            return
+        except OSError as exc:
             self._fail(KafkaConnectionError("TLS handshake with {0}:{1} failed: {2}".format(self.host, self.port, exc)))
             return
         self._handshake_wants_write = False
@@ -282,7 +329,7 @@ class BrokerConnection:
                 return
             _, answer = codec.decode_response("ApiVersions", version, payload)
         except ProtocolParseError as exc:
-            self._fail(exc)
+            self._handshake_parse_failed(exc)
             return
         if answer["error_code"]:
             self._fail(for_code(answer["error_code"])("ApiVersions v{0} refused by {1}:{2}".format(
@@ -296,6 +343,14 @@ class BrokerConnection:
             self._start_sasl()
         else:
             self._become_ready()
+
+    def _handshake_parse_failed(self, exc):
+        """An ApiVersions or SASL answer could not be parsed: the client's
+        policy decides what the attempt failed with (last_error)."""
+        if self._on_parse_error is None:
+            self._fail(exc)
+            return
+        self._on_parse_error(self, exc.api or "handshake", exc)
 
     def _become_ready(self):
         self._set_state(ConnectionState.READY)
@@ -320,7 +375,7 @@ class BrokerConnection:
         try:
             _, answer = codec.decode_response("SaslHandshake", self._in_flight_version_of_last, payload)
         except ProtocolParseError as exc:
-            self._fail(exc)
+            self._handshake_parse_failed(exc)
             return
         if answer["error_code"]:
             self._fail(for_code(answer["error_code"])("SASL mechanism {0} refused by {1}:{2} (it offers {3})".format(
@@ -342,7 +397,7 @@ class BrokerConnection:
         try:
             _, answer = codec.decode_response("SaslAuthenticate", self._in_flight_version_of_last, payload)
         except ProtocolParseError as exc:
-            self._fail(exc)
+            self._handshake_parse_failed(exc)
             return
         if answer["error_code"]:
             self._fail(for_code(answer["error_code"])("SASL {0} authentication with {1}:{2} failed: {3}".format(
@@ -360,9 +415,12 @@ class BrokerConnection:
             self._sasl_send(reply)
 
     # --- sending ---------------------------------------------------------------------
-    def send(self, api_name, body, callback, version=None):
+    def send(self, api_name, body, callback, version=None, timeout_ms=None):
         """Queue one request; returns its correlation id. The callback runs
-        from the client's poll with (payload, None) or (None, error)."""
+        from the client's poll with (payload, None) or (None, error).
+        timeout_ms: this request's own timeout (JoinGroup, which the
+        coordinator may hold for the rebalance timeout); request_timeout_ms
+        when None."""
         if not self.ready:
             raise NodeNotReadyError("connection to {0}:{1} is {2}".format(self.host, self.port, self.state.value))
         if len(self._in_flight) >= self.config["max_in_flight_requests_per_connection"]:
@@ -370,7 +428,7 @@ class BrokerConnection:
                 self.host, self.port, len(self._in_flight)))
         if version is None:
             version = self.version_for(api_name)
-        return self._send_now(api_name, version, body, callback)
+        return self._send_now(api_name, version, body, callback, timeout_ms)
 
     def version_for(self, api_name):
         version = self.versions.get(api_name)
@@ -384,7 +442,7 @@ class BrokerConnection:
             self.versions[api_name] = version
         return version
 
-    def _send_now(self, api_name, version, body, callback):
+    def _send_now(self, api_name, version, body, callback, timeout_ms=None):
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         payload = codec.encode_request(api_name, version, body, correlation_id=correlation_id,
@@ -392,8 +450,9 @@ class BrokerConnection:
         self._out += len(payload).to_bytes(4, "big")
         self._out += payload
         now = self._clock()
+        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         self._in_flight.append(InFlightRequest(correlation_id, api_name, version, callback,
-                                               now + self.config["request_timeout_ms"] / 1000.0, now))
+                                               now + timeout_ms / 1000.0, now))
         self._flush()
         return correlation_id
 
@@ -441,6 +500,8 @@ class BrokerConnection:
                 if self._body is None:
                     n = sock.recv_into(self._head_view[self._head_got:])
                 else:
+                    if self._body_got == len(self._body):
+                        self._grow_body()
                     n = sock.recv_into(self._body_view[self._body_got:])
             except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
@@ -456,18 +517,22 @@ class BrokerConnection:
                     continue
                 self._head_got = 0
                 size = int.from_bytes(self._head, "big", signed=True)
-                if size < 0 or size > self.config["receive_message_max_bytes"]:
-                    self._fail(KafkaProtocolError("frame size {0} from {1}:{2} is outside 0..{3}".format(
-                        size, self.host, self.port, self.config["receive_message_max_bytes"])))
+                limit = self.config["receive_message_max_bytes"] if self.state is ConnectionState.READY \
+                    else HANDSHAKE_MAX_FRAME
+                if size < 0 or size > limit:
+                    self._fail(KafkaProtocolError("frame size {0} from {1}:{2} is outside 0..{3}{4}".format(
+                        size, self.host, self.port, limit,
+                        "" if self.state is ConnectionState.READY else " (before the connection is ready)")))
                     return answered
-                self._body = bytearray(size)
+                self._body_size = size
+                self._body = bytearray(min(size, FIRST_FRAME_CHUNK))
                 self._body_view = memoryview(self._body)
                 self._body_got = 0
                 if size:
                     continue
             else:
                 self._body_got += n
-                if self._body_got < len(self._body):
+                if self._body_got < self._body_size:
                     continue
             payload = self._body
             self._body_view.release()
@@ -476,6 +541,21 @@ class BrokerConnection:
             if not self._take_frame(payload, answered):
                 return answered
         return answered
+
+    _body_size = 0
+
+    def _grow_body(self):
+        """The frame's buffer is full but the frame is not: grow it ×4 (at
+        most to the announced size), in place and unfilled (realloc remaps a
+        large buffer's pages), so a big Fetch response costs about what one
+        exact allocation did."""
+        self._body_view.release()
+        size = min(self._body_size, 4 * len(self._body))
+        if _grow_bytearray is not None:
+            _grow_bytearray(self._body, size)
+        else:
+            self._body += bytes(size - len(self._body))
+        self._body_view = memoryview(self._body)
 
     def _take_frame(self, payload, answered):
         if not self._in_flight:
@@ -506,17 +586,19 @@ class BrokerConnection:
             return
         if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE) and now > self._connect_deadline:
             self._fail(KafkaTimeoutError("connecting to {0}:{1} timed out".format(self.host, self.port)))
-        elif self._in_flight and now > self._in_flight[0].deadline:
-            request = self._in_flight[0]
-            self._fail(KafkaTimeoutError("{0} to {1}:{2}: no answer within {3} ms".format(
-                request.api_name, self.host, self.port, self.config["request_timeout_ms"])))
+        elif self._in_flight:
+            # requests may carry their own timeouts: the earliest deadline counts
+            request = min(self._in_flight, key=_deadline_of)
+            if now > request.deadline:
+                self._fail(KafkaTimeoutError("{0} to {1}:{2}: no answer within {3:.0f} ms".format(
+                    request.api_name, self.host, self.port, (request.deadline - request.sent_at) * 1000.0)))
 
     def next_deadline(self):
         """When check_timeouts must next look (monotonic seconds), or None."""
         if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE):
             return self._connect_deadline
         if self._in_flight:
-            return self._in_flight[0].deadline
+            return min(r.deadline for r in self._in_flight)
         return None
 
     def idle_for(self, now=None):
@@ -536,6 +618,16 @@ class BrokerConnection:
         self._next_attempt = self._clock() + min(backoff_ms, ceiling) / 1000.0
         log.debug("%r failed: %s (next attempt in %.0f ms)", self, error, backoff_ms)
         self._teardown(error, extra)
+
+    def fail(self, error, backoff_failures=0):
+        """Fail the connection with `error` (every in-flight request gets it)
+        and back off before the next attempt, as for a lost connection; the
+        backoff exponent is at least `backoff_failures` (the client's count of
+        parse failures, which a successful reconnect does not reset)."""
+        if self.state is ConnectionState.DISCONNECTED and self.sock is None:
+            return
+        self.failures = max(self.failures, backoff_failures - 1)
+        self._fail(error)
 
     def close(self, error=None):
         """Close now (no backoff penalty); in-flight requests fail with `error`.

@@ -17,6 +17,7 @@ Not thread-safe, like kafka-python's: one thread drives a consumer.
 import logging
 import re
 import time
+from collections import deque
 
 from fastkc.client import KafkaClient
 from fastkc.config import consumer_config
@@ -45,10 +46,8 @@ class KafkaConsumer:
         self._subscribed_topics = None  # set while subscribed (no group: all partitions assigned)
         self._pattern = None
         self._coordinator = None  # issue 5
-        self._iterator = None
-        # Bumped by every call that can invalidate records the iterator has
-        # polled but not yet yielded (seek, pause, reassignment); see _iterate.
-        self._iteration_epoch = 0
+        # records the iterator has polled but not all yielded (_HandOut)
+        self._handout = None
         self._consumer_timeout = None
         try:
             self._client.bootstrap()
@@ -125,10 +124,14 @@ class KafkaConsumer:
             if tp not in seen:
                 seen.append(tp)
         self._assignment = seen
+        if self._handout is not None:
+            # records of partitions no longer assigned are not ours to hand out
+            for tp in self._handout.partitions():
+                if tp not in seen:
+                    self._handout.take(tp)
         self._fetcher.assign(seen)
         if self._pattern is None:
             self._client.set_topics(set(self._subscribed_topics or ()) | {tp.topic for tp in seen})
-        self._iteration_epoch += 1
 
     def assignment(self):
         return set(self._assignment)
@@ -276,6 +279,7 @@ class KafkaConsumer:
             raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
         if timeout_ms is None:
             timeout_ms = float("inf")
+        self._rewind_iteration()
         deadline = self._clock() + max(0, timeout_ms) / 1000.0
         fetcher = self._fetcher
         key_d = self.config["key_deserializer"]
@@ -338,6 +342,7 @@ class KafkaConsumer:
         if not self._assignment and self._subscribed_topics is None:
             raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
         limit = max_records if max_records is not None else float("inf")
+        self._rewind_iteration()
         deadline = self._clock() + max(0, timeout_ms if timeout_ms is not None else float("inf")) / 1000.0
         fetcher = self._fetcher
         while True:
@@ -368,43 +373,44 @@ class KafkaConsumer:
         timeout_ms = self.config["consumer_timeout_ms"]
         deadline = self._clock() + timeout_ms / 1000.0 if timeout_ms != float("inf") else None
         while True:
-            if self._iterator is not None:
-                try:
-                    return next(self._iterator)
-                except StopIteration:
-                    self._iterator = None
+            if self._handout is not None:
+                record = self._handout.next_record()
+                if record is not None:
+                    return record
+                self._handout = None
             wait = 1000.0 if deadline is None else max(0.0, (deadline - self._clock()) * 1000.0)
+            before = {tp: (state.position, state.position_epoch) for tp, state in self._fetcher.states.items()}
             records = self.poll(timeout_ms=min(wait, 1000.0))
             if records:
-                self._iterator = self._iterate(records)
+                self._handout = _HandOut(records, before)
                 continue
             if deadline is not None and self._clock() >= deadline:
                 raise StopIteration
 
-    def _iterate(self, records_by_partition):
-        """Yield polled records one at a time. poll() has already moved the
-        positions past them, so when the application changes a partition's
-        fate mid-iteration (_iteration_epoch moved) each partition is checked
-        again before its next record: unassigned or sought elsewhere — its
-        remaining records are dropped (the new position rules); paused — it is
-        rewound to its first record not yet yielded, so nothing is lost (as
-        kafka-python's iterator, which re-checks before every record)."""
-        states = self._fetcher.states
-        for tp, records in records_by_partition.items():
-            state = states.get(tp)
-            expected = state.position if state is not None else None
-            epoch = self._iteration_epoch
-            for record in records:
-                if self._iteration_epoch != epoch:
-                    epoch = self._iteration_epoch
-                    state = states.get(tp)
-                    if state is None or state.position != expected:
-                        break
-                    if state.paused:
-                        self._fetcher.seek(tp, record.offset, record.leader_epoch)
-                        break
-                yield record
+    def _rewind_iteration(self, partitions=None):
+        """Give back what the iterator polled but did not yield (all
+        partitions, or `partitions`): the fetcher's position goes back to the
+        first record not handed out, so the next poll or iteration fetches it
+        again — nothing is skipped when the application leaves a for loop and
+        calls poll(), pauses or re-assigns."""
+        if self._handout is None:
+            return
+        for tp in list(self._handout.partitions()) if partitions is None else partitions:
+            handed = self._handout.take(tp)
+            if handed is not None and tp in self._fetcher.states:
+                self._fetcher.seek(tp, handed[0], handed[1])
+        if partitions is None:
+            self._handout = None
 
+    def _handed_position(self, tp, state):
+        """(offset, leader_epoch) after the last record handed to the
+        application: the fetcher's position, unless the iterator still holds
+        polled records of `tp` it has not yielded."""
+        if self._handout is not None:
+            handed = self._handout.handed(tp)
+            if handed is not None:
+                return handed
+        return state.position, state.position_epoch
 
     # --- positions ---------------------------------------------------------------------------
     def _assigned_state(self, partition):
@@ -421,8 +427,9 @@ class KafkaConsumer:
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError("offset must be a non-negative integer")
         self._assigned_state(partition)
+        if self._handout is not None:
+            self._handout.take(partition)  # the new position rules
         self._fetcher.seek(partition, offset)
-        self._iteration_epoch += 1
 
     def _seek_to(self, partitions, strategy):
         self._check_open()
@@ -433,8 +440,9 @@ class KafkaConsumer:
         for tp in partitions:
             self._assigned_state(tp)
         for tp in partitions:
+            if self._handout is not None:
+                self._handout.take(tp)
             self._fetcher.request_reset(tp, strategy)
-        self._iteration_epoch += 1
 
     def seek_to_beginning(self, *partitions):
         self._seek_to(partitions, "earliest")
@@ -444,19 +452,24 @@ class KafkaConsumer:
 
     def position(self, partition, timeout_ms=None):
         """The offset of the next record poll() will return for `partition`,
-        resolving a pending reset (blocking up to timeout_ms)."""
+        resolving a pending reset (blocking up to timeout_ms; request_timeout_ms
+        when None, as committed() and end_offsets() do: the Java client bounds
+        it by default.api.timeout.ms, where kafka-python would block for ever
+        when no broker answers). KafkaTimeoutError past it."""
         self._check_open()
         state = self._assigned_state(partition)
-        deadline = None if timeout_ms is None else self._clock() + timeout_ms / 1000.0
+        if timeout_ms is None:
+            timeout_ms = self.config["request_timeout_ms"]
+        deadline = self._clock() + timeout_ms / 1000.0
         while state.position is None:
             self._fetcher.raise_pending()
             self._client.raise_fatal()
-            remaining = float("inf") if deadline is None else deadline - self._clock()
+            remaining = deadline - self._clock()
             if remaining <= 0:
                 raise KafkaTimeoutError("position of {0} not known within {1} ms".format(partition, timeout_ms))
             self._poll_once(min(remaining, 0.1))
             state = self._assigned_state(partition)
-        return state.position
+        return self._handed_position(partition, state)[0]
 
     def highwater(self, partition):
         """The last high watermark a fetch returned for `partition`, or None."""
@@ -501,9 +514,11 @@ class KafkaConsumer:
         self._check_open()
         for tp in partitions:
             self._assigned_state(tp)
+        # a paused partition's records the iterator holds are fetched again
+        # after resume() (kafka-python's iterator skips them likewise)
+        self._rewind_iteration(partitions)
         for tp in partitions:
             self._fetcher.pause(tp)
-        self._iteration_epoch += 1
 
     def resume(self, *partitions):
         self._check_open()
@@ -559,11 +574,82 @@ class _GroupApp:
         self._consumer = consumer
 
     def positions(self):
-        return {tp: (state.position, state.position_epoch)
-                for tp, state in self._consumer._fetcher.states.items() if state.position is not None}
+        """What the application has been handed, per partition: commits
+        (manual, auto, before revocation, on close) never go past it."""
+        consumer = self._consumer
+        return {tp: consumer._handed_position(tp, state)
+                for tp, state in consumer._fetcher.states.items() if state.position is not None}
 
     def set_assignment(self, partitions):
         self._consumer._set_assignment(partitions)
 
     def seek(self, tp, offset, epoch):
         self._consumer._fetcher.seek(tp, offset, epoch if epoch is not None else -1)
+
+
+class _HandOut:
+    """Records one poll() returned to the iterator, yielded one at a time.
+
+    poll() moves the fetcher's positions past every record it returns, but
+    the iterator hands them to the application one by one: until a
+    partition's last record is yielded, the application has been handed less
+    than the fetcher's position, and that — not the fetcher's position — is
+    what position() and every commit (manual, auto, before revocation, on
+    close) must report, or a group's next member would never see the records
+    in between. kafka-python's iterator likewise moves the position record
+    by record."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, records_by_partition, positions_before):
+        # per partition, in poll order: [tp, records, yielded so far,
+        # (offset, epoch) the partition was at before the poll]
+        self._parts = deque([tp, records, 0, positions_before.get(tp)]
+                            for tp, records in records_by_partition.items() if records)
+
+    def next_record(self):
+        parts = self._parts
+        while parts:
+            part = parts[0]
+            records = part[1]
+            i = part[2]
+            if i < len(records):
+                part[2] = i + 1
+                return records[i]
+            parts.popleft()
+        return None
+
+    def partitions(self):
+        return [part[0] for part in self._parts]
+
+    def _find(self, tp):
+        for part in self._parts:
+            if part[0] == tp:
+                return part
+        return None
+
+    def handed(self, tp):
+        """(offset, epoch) after the last record of `tp` yielded, or None
+        when every polled record of `tp` has been yielded (the fetcher's
+        position rules then: it may be past control records)."""
+        part = self._find(tp)
+        if part is None:
+            return None
+        records, i = part[1], part[2]
+        if i >= len(records):
+            return None
+        if i == 0:
+            before = part[3]
+            if before is not None and before[0] is not None and before[0] <= records[0].offset:
+                return before
+            return records[0].offset, records[0].leader_epoch
+        last = records[i - 1]
+        return last.offset + 1, last.leader_epoch
+
+    def take(self, tp):
+        """Forget `tp`'s records; what handed() said before."""
+        handed = self.handed(tp)
+        part = self._find(tp)
+        if part is not None:
+            self._parts.remove(part)
+        return handed

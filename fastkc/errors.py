@@ -145,9 +145,35 @@ class RecordDecompressionError(CorruptRecordError):
     """The codec rejected the compressed payload of a batch."""
 
 
-class DecompressedSizeLimitError(CorruptRecordError):
+class RecordBudgetExceededError(CorruptRecordError):
+    """A batch needs more memory than the decoding budget allows (see
+    fastkc/config.py, decode_budget()): the budget follows the configuration,
+    not what a batch claims. Raised by poll() with the position left at the
+    batch; seek() past it (offset + 1, or next_offset) to continue."""
+
+
+class DecompressedSizeLimitError(RecordBudgetExceededError):
     """A batch decompresses to more than the configured cap
     (max_decompressed_bytes): a likely decompression bomb."""
+
+
+class RecordCountLimitError(RecordBudgetExceededError):
+    """A batch declares more records than the per-batch descriptor budget
+    (max_batch_records): record-count amplification."""
+
+
+class ArrowCapacityError(RecordBudgetExceededError):
+    """A one-call Arrow decode (decode_arrow) would pass Arrow's int32
+    offsets (2 GiB of keys, values or headers, or 2^31 - 1 rows): `records`
+    holds the batch up to `next_offset`; decode again from there (poll_arrow
+    splits into several batches by itself)."""
+
+
+class FetchProgressError(InvalidRecordError):
+    """The broker keeps sending data for a partition that cannot advance its
+    position: an entry cut short where the broker must send it whole (the
+    first partition with data in a response), or only batches below the
+    fetch offset. Raised by poll() instead of refetching silently forever."""
 
 
 class UnsupportedCompressionError(CorruptRecordError, UnsupportedCodecError):
@@ -165,6 +191,17 @@ class InvalidMetadataError(RetriableError):
 
 class KafkaConnectionError(InvalidMetadataError):
     """The connection to a broker failed or was closed under a request."""
+
+
+class SslAuthenticationError(KafkaConnectionError):
+    """The TLS handshake failed: the broker's certificate does not verify
+    (unknown CA, wrong host name, revoked), or the peers share no protocol or
+    cipher. No retry can fix that, so it is raised at once, as the Java
+    client's SslAuthenticationException is (kafka-python 3 reports a
+    retriable KafkaConnectionError and retries until its timeout; this one
+    is still caught by `except KafkaConnectionError`)."""
+
+    retriable = False
 
 
 class KafkaTimeoutError(RetriableError):

@@ -7,15 +7,21 @@ Two offsets per partition:
 - `position`: the next offset the application will be given (what
   KafkaConsumer.position() returns), advanced by poll().
 - `fetch_offset`: the next offset to ask the broker for. As soon as a Fetch
-  response is parsed, a cheap walk over its batch headers (one struct unpack
-  per batch, no record is touched) finds where the returned data ends, so the
-  next Fetch can go on the wire before the application has even seen the
-  records (pipelining). Buffered, undecoded responses are capped at
-  fetch_max_bytes in total; past the cap no new Fetch is sent until poll()
-  drains the buffer, so memory stays bounded under lag.
+  response is parsed, the decoder's own framing reads its entry headers
+  (fastkc.records.scan_blob: C, no record touched) to find where the complete
+  data ends, so the next Fetch can go on the wire before the application has
+  even seen the records (pipelining). The fetcher has no batch-layout rules
+  of its own. Buffered, undecoded responses are capped at fetch_max_bytes in
+  total; past the cap no new Fetch is sent until poll() drains the buffer, so
+  memory stays bounded under lag.
 
-Decoding is lazy, per partition, at poll time, into records or Arrow columns
-as the caller asks (the decoder releases the GIL for its C phase).
+Decoding is lazy and resumable, per partition, at poll time, into records or
+Arrow columns as the caller asks: each buffered fetch gets a decoder stream
+(fastkc.records.record_stream, Java's CompletedFetch walk) that decompresses
+a batch only when it is reached and hands out at most the records asked for,
+within the memory budget of fastkc.config.decode_budget(). poll() keeps
+draining the partition whose fetch it left mid-way before it starts another
+(`_in_line`), so one partition's decoded batch is alive at a time.
 
 Invariant: a partition's buffered fetches are contiguous and start at its
 position; every seek, reset or truncation clears them and sets
@@ -35,15 +41,18 @@ offset — or, with auto_offset_reset='none', LogTruncationError is raised from
 poll.
 """
 import logging
-import struct
 from collections import deque
 
 from fastkc import records as fastkc_records
+from fastkc.config import decode_budget
 from fastkc.errors import (
     CorruptRecordError,
+    FetchProgressError,
+    KafkaProtocolError,
     LogTruncationError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    ProtocolParseError,
     TopicAuthorizationFailedError,
     for_code,
 )
@@ -88,133 +97,68 @@ EARLIEST = -2
 LATEST = -1
 _RESET_TIMESTAMPS = {"earliest": EARLIEST, "latest": LATEST}
 
-_BATCH_HEAD = struct.Struct(">qi")  # BaseOffset, BatchLength (also a legacy message's offset, size)
-_INT32 = struct.Struct(">i")
 _NO_EPOCH = -1
-# Smallest sizes after the length field: a legacy message (CRC, magic,
-# attributes, key and value lengths) and a v2 batch header.
-_LEGACY_MIN_SIZE = 14
-_V2_MIN_SIZE = 49
 
 
-# poll() decodes a fetched blob in pieces of about this many offsets (whole
-# v2 batches) instead of all at once. Why: ~8,000 ConsumerRecords of one 1 MB
-# blob fill several of CPython's 1 MiB object arenas, which are all emptied
-# when the blob is used up, handed back to the OS (only one empty arena is
-# kept) and mapped again, page by page, by the next decode: on the 2 M x 100 B
-# benchmark that was ~100,000 of the run's ~195,000 page faults. A piece's
-# records (~1,000, under one arena) are mostly freed before the next piece is
-# built, so the same arena memory is reused while it is mapped and in cache.
-# Measured there (perf stat, 3 runs each): 1024 → ~80 k page faults, 0.40-0.48
-# CPU-s; 2048 → ~106 k, 0.45-0.54; 4096 → ~151 k, 0.51-0.59; whole blobs →
-# ~193 k, 0.58-0.66.
-_PIECE_OFFSETS = 1024
+# poll() decodes a fetched blob in steps of at most this many records instead
+# of all at once. Why: ~8,000 ConsumerRecords of one 1 MB blob fill several
+# of CPython's 1 MiB object arenas, which are all emptied when the blob is
+# used up, handed back to the OS (only one empty arena is kept) and mapped
+# again, page by page, by the next decode: on the 2 M x 100 B benchmark that
+# was ~100,000 of the run's ~195,000 page faults. A step's records (~1,000,
+# under one arena) are mostly freed before the next step is built, so the
+# same arena memory is reused while it is mapped and in cache. Measured there
+# with pieces of whole batches (perf stat, 3 runs each): 1024 → ~80 k page
+# faults, 0.40-0.48 CPU-s; 2048 → ~106 k, 0.45-0.54; 4096 → ~151 k,
+# 0.51-0.59; whole blobs → ~193 k, 0.58-0.66.
+_STEP_RECORDS = 1024
+_ARROW_STEP_MAX = 1 << 62  # poll_arrow without max_records: no count limit
 
-
-def _piece_end(data, pos, span):
-    """The byte end of the piece of `data` that starts at byte `pos` (a batch
-    boundary): whole v2 batches until their offsets cover `span`. Anything
-    else — a legacy message set, a header that cannot be a batch's, a cut
-    tail — ends the piece at len(data), so that such bytes reach the decoder
-    in one piece exactly as they would without pieces."""
-    size = len(data)
-    first = None
-    unpack = _BATCH_HEAD.unpack_from
-    while size - pos >= 27:  # offset, length, epoch, magic, crc, attributes, LastOffsetDelta
-        base_offset, length = unpack(data, pos)
-        if data[pos + 16] != 2 or length < _V2_MIN_SIZE or length > size - pos - 12:
-            return size
-        (last_delta,) = _INT32.unpack_from(data, pos + 23)
-        if first is None:
-            first = base_offset
-        pos += 12 + length
-        if base_offset + last_delta + 1 - first >= span:
-            return pos if size - pos >= 27 else size
-    return size
-
-
-def scan_batches(data):
-    """(next_offset, leader_epoch, complete_bytes, malformed) of a records
-    blob, read from batch headers only: next_offset is one past the last
-    offset of the last COMPLETE batch (None when there is none), leader_epoch
-    that batch's PartitionLeaderEpoch (-1 for legacy message sets). A trailing
-    partial batch — the broker cuts at the byte limit — is excluded.
-
-    Headers are trusted only for their lengths. A header that cannot be a
-    batch's (a negative or too-small length, an unknown magic) sets
-    `malformed` and makes the whole blob count as complete, so that the
-    decoder sees the bad batch and raises its typed error at poll time —
-    the bytes are never silently refetched forever."""
-    size = len(data)
-    pos = 0
-    next_offset = None
-    epoch = _NO_EPOCH
-    unpack = _BATCH_HEAD.unpack_from
-    while size - pos >= 17:  # offset, length, magic (at +16) must be present
-        base_offset, length = unpack(data, pos)
-        magic = data[pos + 16]
-        if length < _LEGACY_MIN_SIZE or magic > 2 or (magic == 2 and length < _V2_MIN_SIZE):
-            return next_offset, epoch, size, True
-        if length > size - pos - 12:
-            break  # cut at the byte limit
-        if magic == 2:
-            (last_delta,) = _INT32.unpack_from(data, pos + 23)
-            (epoch,) = _INT32.unpack_from(data, pos + 12)
-            next_offset = base_offset + last_delta + 1
-        else:
-            # legacy: the (wrapper) message's offset is its last inner offset
-            next_offset = base_offset + 1
-            epoch = _NO_EPOCH
-        pos += 12 + length
-    return next_offset, epoch, pos, False
+# A response whose data for a partition cannot advance its position (no
+# complete entry, or only batches below the fetch offset) is refetched, but
+# not forever. Kafka sends the first batch of the first partition with data
+# in a response whole, even past every byte limit (KIP-74: the broker reads
+# with minOneMessage until one partition returned data), so only a later
+# partition's first batch can be legitimately cut — and those partitions take
+# turns at the front (we rotate the request order; the broker moves
+# partitions that returned data to the end of the session). So a cut first
+# entry counts only when this partition was the first with data in its
+# response, and batches wholly below the fetch offset (never sent by a
+# broker, which starts at the batch holding the offset) always count. After
+# this many consecutive counted responses poll() raises FetchProgressError
+# (typed, naming the partition and offset) instead of refetching in a silent
+# loop; the refetch before it absorbs a one-off race. Java's CompletedFetch
+# raises RecordTooLargeException / CorruptRecordException in the same spots.
+_NO_PROGRESS_LIMIT = 2
 
 
 class CompletedFetch:
-    """One partition's data from one Fetch response, parsed but not decoded."""
+    """One partition's data from one Fetch response, parsed; decoded lazily
+    through a decoder stream (see module docstring)."""
 
-    __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "records",
-                 "form", "index", "data_pos", "piece_next_offset")
+    __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "stream",
+                 "form")
 
     def __init__(self, tp, fetch_offset, data, aborted, next_offset, leader_epoch, nbytes):
         self.tp = tp
-        self.fetch_offset = fetch_offset
+        self.fetch_offset = fetch_offset  # where the stream starts / has got to
         self.data = data
         self.aborted = aborted
-        self.next_offset = next_offset
+        self.next_offset = next_offset  # from the scan: one past the complete entries
         self.leader_epoch = leader_epoch
         self.nbytes = nbytes
-        # decoded records of the current piece: a list for poll(), a
-        # RecordBatch for poll_arrow() — `form` says which ("records" /
-        # "arrow"); `data` stays until the fetch is used up, so a call asking
-        # for the other form re-decodes from the position (take_form)
-        self.records = None
+        # The decoder over `data`, for poll() ("records") or poll_arrow()
+        # ("arrow"); a call asking for the other form starts a new stream
+        # from the position (the decoder skips what is below it).
+        self.stream = None
         self.form = None
-        self.index = 0  # records of the decoded piece already handed out
-        # poll() decodes `data` a piece at a time (see _piece_end): the byte
-        # where the next piece starts, and the offset after the current piece
-        self.data_pos = 0
-        self.piece_next_offset = None
-
-    def take_form(self, form, position):
-        """Make the next decode produce `form`: records decoded in the other
-        form are dropped and the bytes decoded again from `position` (the
-        decoder skips what is below it)."""
-        if self.records is not None and self.form != form:
-            self.records = None
-            self.index = 0
-            self.data_pos = 0
-            self.fetch_offset = position
-
-    @property
-    def more_pieces(self):
-        return self.data_pos < len(self.data)
 
 
 class PartitionState:
     __slots__ = ("tp", "position", "position_epoch", "fetch_offset", "fetch_epoch", "paused", "reset_strategy",
                  "awaiting_validation", "validation_in_flight", "highwater", "last_stable_offset",
                  "log_start_offset", "buffered", "preferred_replica", "preferred_replica_until", "reset_in_flight",
-                 "next_retry", "stalled")
+                 "next_retry", "stalled", "no_progress")
 
     def __init__(self, tp):
         self.tp = tp
@@ -236,6 +180,8 @@ class PartitionState:
         self.next_retry = 0.0
         # a malformed batch is buffered: no fetch until poll() raised its error
         self.stalled = False
+        # consecutive responses that could not advance the position (_NO_PROGRESS_LIMIT)
+        self.no_progress = 0
 
     def fetchable(self):
         return (not self.paused and self.position is not None and self.reset_strategy is None
@@ -249,6 +195,7 @@ class PartitionState:
         self.reset_strategy = None
         self.awaiting_validation = False
         self.stalled = False
+        self.no_progress = 0
         self.buffered.clear()
 
 
@@ -326,6 +273,10 @@ class Fetcher:
         self._leader_epochs_seen = {}  # tp -> the newest leader epoch metadata showed
         self._fetch_nodes = None  # brokers the last full fetch pass fetched from (None: look again)
         self._fetch_rotation = 0
+        # the decoding budget (fastkc.config.decode_budget): per-batch
+        # decompressed bytes and records, decompressed bytes held per step
+        self._max_decompressed, self._max_batch_records, self._max_held = decode_budget(config)
+        self._in_line = None  # the partition whose buffered fetch poll() left mid-way: drained first
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
 
@@ -364,6 +315,8 @@ class Fetcher:
         for completed in state.buffered:
             self._buffered_bytes -= completed.nbytes
         state.buffered.clear()
+        if self._in_line == state.tp:
+            self._in_line = None
         state.stalled = False
         self._replan()
         if state.position is not None:
@@ -418,9 +371,11 @@ class Fetcher:
                     if tp in self.states:
                         self.states[tp].reset_in_flight = False
                 if error is not None:
-                    self._retry_later(strategies)
+                    self._retry_later(strategies, error)
                     return
+                unanswered = set(strategies)
                 for tp, code, offset, epoch, _ in _list_offsets_results(response):
+                    unanswered.discard(tp)
                     state = self.states.get(tp)
                     if state is None or state.reset_strategy != strategies.get(tp):
                         continue  # unassigned or sought meanwhile
@@ -430,17 +385,24 @@ class Fetcher:
                         continue
                     state.seek(offset, epoch)
                     self._replan()
+                if unanswered:  # left out by the broker: asked again after the backoff, not at once
+                    self._retry_later(unanswered, metadata=False)
 
             self.client.send(node_id, "ListOffsets", body, answered)
 
-    def _retry_later(self, tps):
+    def _retry_later(self, tps, error=None, metadata=True):
+        if isinstance(error, KafkaProtocolError) and not error.retriable:
+            # the client's parse-failure limit was reached (or the broker's
+            # framing is broken): poll() raises it; the retry stays backed off
+            self._pending_error = error
         self._replan()
         until = self._clock() + self.config["retry_backoff_ms"] / 1000.0
         for tp in tps:
             state = self.states.get(tp)
             if state is not None:
                 state.next_retry = until
-        self.client.request_metadata_update()
+        if metadata:
+            self.client.request_metadata_update()
 
     def _list_offsets_body(self, timestamps):
         topics = {}
@@ -498,9 +460,11 @@ class Fetcher:
                         retry = True
                         continue
                     raise
+                answered = set()
                 for tp, code, offset, epoch, ts in _list_offsets_results(response):
                     if tp not in part:
                         continue
+                    answered.add(tp)
                     if code != NONE:
                         error = for_code(code)
                         if error.retriable or code in METADATA_ERRORS:
@@ -509,7 +473,15 @@ class Fetcher:
                         raise error("ListOffsets for {0}".format(tp))
                     results[tp] = (offset, ts, epoch)
                     del remaining_tps[tp]
+                if answered != set(part):
+                    retry = True  # the broker left partitions out: ask again, after the backoff
             if retry and remaining_tps:
+                # paced by retry_backoff_ms: a broker that keeps answering
+                # without the partitions must not be asked in a tight loop
+                pause = min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock()))
+                end = self._clock() + pause
+                while self._clock() < end:
+                    self.client.poll(end - self._clock())
                 self.client.request_metadata_update()
                 self._wait_metadata(deadline, timeout_ms)
         return results
@@ -579,11 +551,13 @@ class Fetcher:
                     if tp in self.states:
                         self.states[tp].validation_in_flight = False
                 if error is not None:
-                    self._retry_later(requested)
+                    self._retry_later(requested, error)
                     return
+                unanswered = set(requested)
                 for topic in response["topics"]:
                     for p in topic["partitions"]:
                         tp = TopicPartition(topic["topic"], p["partition"])
+                        unanswered.discard(tp)
                         state = self.states.get(tp)
                         if state is None or requested.get(tp) != (state.position, state.position_epoch) or \
                                 not state.awaiting_validation:
@@ -594,6 +568,8 @@ class Fetcher:
                             continue
                         state.awaiting_validation = False
                         self._check_divergence(tp, p["leader_epoch"], p["end_offset"])  # replans
+                if unanswered:  # left out by the broker: asked again after the backoff, not at once
+                    self._retry_later(unanswered, metadata=False)
 
             self.client.send(node_id, "OffsetForLeaderEpoch", body, answered)
 
@@ -738,7 +714,7 @@ class Fetcher:
             self._in_flight_nodes.discard(node_id)
             if error is not None:
                 session.reset()
-                self._retry_later(sent_offsets)
+                self._retry_later(sent_offsets, error)
                 return
             payload, used_version = result
             self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets)
@@ -749,27 +725,40 @@ class Fetcher:
     def _handle_fetch_response(self, node_id, session, epoch_sent, payload, version, sent_offsets):
         try:
             response = parse_fetch(payload, version)
-        except Exception as exc:  # ProtocolParseError: the connection cannot be trusted
-            conn = self.client.connection(node_id)
-            if conn is not None:
-                conn.close(exc)
+        except ProtocolParseError as exc:  # the connection cannot be trusted: the client's policy
             session.reset()
-            self._pending_error = exc
+            conn = self.client.connection(node_id)
+            error = self.client.parse_failed(conn, "Fetch", exc) if conn is not None else exc
+            self._retry_later(sent_offsets, error)
             return
+        conn = self.client.connection(node_id)
+        if conn is not None:
+            self.client.parse_ok(conn, "Fetch")
         if not session.handle_response(response.error_code, response.session_id, epoch_sent):
             log.debug("fetch session with broker %s reset: error %s", node_id, response.error_code)
-            if response.error_code not in SESSION_ERRORS:
-                self.client.request_metadata_update()
+            # asked again after retry_backoff_ms: a broker answering every
+            # Fetch at once with an error must not be fetched from in a loop
+            self._retry_later(sent_offsets, metadata=response.error_code not in SESSION_ERRORS)
             return
         names = self.client.cluster.topic_names_by_id
         now = self._clock()
+        seen_data = False  # for "first partition with data in the response" (_NO_PROGRESS_LIMIT)
+        # a full fetch (no session, or a new one) must answer every partition
+        # it asked for; one left out is asked again after the backoff
+        unanswered = set(sent_offsets) if epoch_sent in (FetchSession.INITIAL_EPOCH, FetchSession.FINAL_EPOCH) \
+            else None
         for topic in response.topics:
             name = topic.topic if topic.topic is not None else names.get(topic.topic_id)
             if name is None:
                 self.client.request_metadata_update()
                 continue
             for part in topic.partitions:
+                has_data = part.records is not None and len(part.records) > 0
+                first_with_data = has_data and not seen_data
+                seen_data = seen_data or has_data
                 tp = TopicPartition(name, part.partition)
+                if unanswered:
+                    unanswered.discard(tp)
                 state = self.states.get(tp)
                 sent = sent_offsets.get(tp)
                 if state is None:
@@ -798,32 +787,61 @@ class Fetcher:
                 data = part.records
                 if data is None or len(data) == 0:
                     continue
-                next_offset, epoch, complete, malformed = scan_batches(data)
-                if malformed:
+                info = fastkc_records.scan_blob(data)
+                if info.tail == "malformed":
                     # hand the bad bytes to the decoder (which raises the typed
-                    # error from poll); fetch nothing more for this partition
-                    # until that happened
-                    state.buffered.append(CompletedFetch(
-                        tp, sent, data, part.aborted_transactions,
-                        sent if next_offset is None else max(sent, next_offset), epoch, len(data)))
+                    # error from poll, after the records before them); fetch
+                    # nothing more for this partition until that happened
+                    next_offset = sent if info.next_offset is None else max(sent, info.next_offset)
+                    state.buffered.append(CompletedFetch(tp, sent, data, part.aborted_transactions, next_offset,
+                                                         info.leader_epoch, len(data)))
                     self._buffered_bytes += len(data)
                     state.stalled = True
                     continue
+                next_offset = info.next_offset
                 if next_offset is None or next_offset <= sent:
-                    # no complete batch (cut at the byte limit) or nothing past
-                    # the fetch offset: nothing to hand out, fetch again
-                    if next_offset is None and len(data) >= self.config["max_partition_fetch_bytes"]:
-                        log.warning("%s: the batch at offset %s is larger than max_partition_fetch_bytes", tp, sent)
+                    self._no_progress(state, tp, sent, data, info, first_with_data)
                     continue
-                completed = CompletedFetch(tp, sent, data[:complete], part.aborted_transactions, next_offset, epoch,
-                                           complete)
+                state.no_progress = 0
+                complete = info.complete_bytes
+                completed = CompletedFetch(tp, sent, data if complete == len(data) else data[:complete],
+                                           part.aborted_transactions, next_offset, info.leader_epoch, complete)
                 state.buffered.append(completed)
                 self._buffered_bytes += complete
                 self.metrics["fetch-bytes-total"] += complete
                 if next_offset > state.fetch_offset:
                     state.fetch_offset = next_offset
-                    if epoch >= 0:
-                        state.fetch_epoch = epoch
+                    if info.leader_epoch >= 0:
+                        state.fetch_epoch = info.leader_epoch
+        if unanswered:
+            log.debug("broker %s left %s out of a full fetch response", node_id, sorted(unanswered))
+            self._retry_later(unanswered, metadata=False)
+
+    def _no_progress(self, state, tp, sent, data, info, first_with_data):
+        """Data that cannot advance the position: refetch, a bounded number of
+        times (see _NO_PROGRESS_LIMIT for the rule and why)."""
+        if info.next_offset is None:
+            if not first_with_data:
+                # a later partition's first batch, cut at the response's byte
+                # limit: legitimate, fetched again when its turn comes
+                if len(data) >= self.config["max_partition_fetch_bytes"]:
+                    log.warning("%s: the batch at offset %s is larger than max_partition_fetch_bytes", tp, sent)
+                return
+            offset = info.tail_offset if info.tail_offset >= 0 else sent
+            reason = ("the entry at offset {0} declares {1} bytes but the broker sent {2}, and it was the first "
+                      "partition with data in its response, which Kafka always sends whole".format(
+                          offset, info.tail_size, len(data)))
+        else:
+            offset = sent
+            reason = ("the broker sent only batches below the fetch offset {0} (they end at offset {1})".format(
+                sent, info.next_offset - 1))
+        state.no_progress += 1
+        log.warning("%s: %s (%d time(s) in a row)", tp, reason, state.no_progress)
+        if state.no_progress >= _NO_PROGRESS_LIMIT:
+            self._pending_error = FetchProgressError(
+                reason + "; refetched {0} time(s) without progress".format(state.no_progress - 1),
+                tp.topic, tp.partition, offset, [], offset + 1)
+            state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
 
     def _partition_error(self, tp, code, what, state=None):
         self._replan()
@@ -897,7 +915,14 @@ class Fetcher:
             return states
         start = self._next_partition % len(states)
         self._next_partition = start + 1
-        return states[start:] + states[:start]
+        states = states[start:] + states[:start]
+        # The fetch poll() left mid-way is drained first (Java's
+        # nextInLineFetch): one partition's decoded batch is alive at a time.
+        in_line = self.states.get(self._in_line) if self._in_line is not None else None
+        if in_line is not None and in_line.buffered and states[0] is not in_line:
+            states.remove(in_line)
+            states.insert(0, in_line)
+        return states
 
     def _stop_at_bad_batch(self, state, exc, handed_out_to, advance=True):
         """After a CorruptRecordError: drop what is buffered, move the position
@@ -915,13 +940,51 @@ class Fetcher:
         state.fetch_offset = state.position
         state.next_retry = self._clock() + self.config["retry_backoff_ms"] / 1000.0
 
+    def _stream(self, state, completed, form, key_deserializer=None, value_deserializer=None):
+        """The decoder stream of `completed` for `form`, started from the
+        position when there is none for that form yet; None (and the buffer
+        dropped) when the fetch is not contiguous with the position."""
+        if completed.stream is not None and completed.form == form:
+            return completed.stream
+        if completed.stream is None and completed.fetch_offset != state.position:
+            self._drop_buffered(state)  # stale: fetch again
+            return None
+        config = self.config
+        tp = completed.tp
+        completed.stream = fastkc_records.record_stream(
+            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=state.position,
+            check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
+            aborted_transactions=completed.aborted or (), key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer, max_decompressed_bytes=self._max_decompressed,
+            max_batch_records=self._max_batch_records, arrow=form == "arrow")
+        completed.form = form
+        completed.fetch_offset = state.position
+        return completed.stream
+
+    @staticmethod
+    def _resume_at(stream, completed, done):
+        # A used-up fetch moves the position past its last complete entry
+        # even when the decoder's next offset is lower: a legacy wrapper's
+        # offset is its last inner offset by definition (Java's
+        # batch.nextOffset()), whatever offsets a hostile wrapper holds
+        # inside, and this is where the next fetch was pipelined from.
+        if done:
+            return max(stream.next_offset, completed.next_offset)
+        return stream.next_offset
+
+    def _used_up(self, state, completed):
+        state.buffered.popleft()
+        self._buffered_bytes -= completed.nbytes
+        self.metrics["bytes-consumed-total"] += completed.nbytes
+        if self._in_line == state.tp:
+            self._in_line = None
+
     def fetched_records(self, max_records, update_offsets=True, key_deserializer=None, value_deserializer=None):
         """{tp: [ConsumerRecord]} of up to max_records buffered records. A
         CorruptRecordError is raised after the records before the bad batch
         were returned (here, or by the next call when some were returned)."""
         out = {}
         remaining = max_records
-        config = self.config
         for state in self._ordered_states():
             if remaining <= 0:
                 break
@@ -931,84 +994,47 @@ class Fetcher:
             taken = []
             while state.buffered and remaining > 0:
                 completed = state.buffered[0]
-                completed.take_form("records", state.position)
-                if completed.fetch_offset != state.position and completed.records is None:
-                    # not contiguous with the position: stale, fetch again
-                    self._drop_buffered(state)
+                stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
+                if stream is None:
                     break
-                if completed.records is None:
-                    data = completed.data
-                    piece_start = completed.data_pos
-                    # With aborted transactions the decoder must see the
-                    # abort markers of earlier batches: no pieces then.
-                    piece_end = len(data) if completed.aborted else _piece_end(data, piece_start, _PIECE_OFFSETS)
-                    piece = data if piece_start == 0 and piece_end == len(data) else data[piece_start:piece_end]
-                    try:
-                        decoded = fastkc_records.decode_partition(
-                            piece, topic=tp.topic, partition=tp.partition, fetch_offset=state.position,
-                            check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
-                            aborted_transactions=completed.aborted or (), key_deserializer=key_deserializer,
-                            value_deserializer=value_deserializer)
-                    except CorruptRecordError as exc:
-                        good = list(getattr(exc, "records", None) or ())
-                        if good:
-                            taken.extend(good)
-                            remaining -= len(good)
-                            if update_offsets:
-                                state.position_epoch = good[-1].leader_epoch
-                        self._stop_at_bad_batch(state, exc, good[-1].offset + 1 if good else None,
-                                                advance=update_offsets)
-                        if taken:
-                            self._pending_error = exc
-                            break
-                        if out:
-                            self._pending_error = exc
-                            return out
-                        raise
-                    completed.records = decoded.records
-                    completed.form = "records"
-                    completed.index = 0
-                    completed.data_pos = piece_end
-                    if piece_end < len(data):
-                        completed.piece_next_offset = decoded.next_offset
-                    else:
-                        completed.next_offset = max(completed.next_offset, decoded.next_offset)
-                records = completed.records
-                start = completed.index
-                available = len(records) - start
-                if available <= remaining and completed.more_pieces:
-                    # the end of a piece, more pieces to come: the next one is
-                    # decoded from the offset after this one
-                    chunk = records[start:] if start else records
-                    completed.records = None
-                    if update_offsets:
-                        state.position = max(state.position, completed.piece_next_offset)
-                        if chunk:
-                            state.position_epoch = chunk[-1].leader_epoch
-                        completed.fetch_offset = state.position
-                elif available <= remaining:
-                    chunk = records[start:] if start else records
-                    state.buffered.popleft()
-                    self._buffered_bytes -= completed.nbytes
-                    self.metrics["bytes-consumed-total"] += completed.nbytes
-                    if update_offsets:
-                        state.position = completed.next_offset
-                        if chunk:
-                            state.position_epoch = chunk[-1].leader_epoch
-                        elif completed.leader_epoch >= 0:
-                            state.position_epoch = completed.leader_epoch
-                else:
-                    chunk = records[start:start + remaining]
-                    completed.index = start + remaining
-                    if update_offsets:
-                        state.position = chunk[-1].offset + 1
-                        state.position_epoch = chunk[-1].leader_epoch
+                try:
+                    chunk = stream.records(min(remaining, _STEP_RECORDS), self._max_held)
+                except CorruptRecordError as exc:
+                    good = list(getattr(exc, "records", None) or ())
+                    if good:
+                        taken.extend(good)
+                        remaining -= len(good)
+                        if update_offsets:
+                            state.position_epoch = good[-1].leader_epoch
+                    self._stop_at_bad_batch(state, exc, good[-1].offset + 1 if good else None,
+                                            advance=update_offsets)
+                    if taken:
+                        self._pending_error = exc
+                        break
+                    if out:
+                        self._pending_error = exc
+                        return out
+                    raise
                 if chunk:
                     if taken:
                         taken.extend(chunk)
                     else:
                         taken = chunk
                     remaining -= len(chunk)
+                done = stream.done
+                if update_offsets:
+                    state.position = self._resume_at(stream, completed, done)
+                    if chunk:
+                        state.position_epoch = chunk[-1].leader_epoch
+                    elif done and completed.leader_epoch >= 0:
+                        state.position_epoch = completed.leader_epoch
+                completed.fetch_offset = stream.next_offset
+                if done:
+                    self._used_up(state, completed)
+                else:
+                    self._in_line = tp
+                    if not chunk:
+                        break  # cannot happen (a step that hands out nothing is the end); never spin
                 if not update_offsets:
                     break
             if not update_offsets:
@@ -1021,10 +1047,13 @@ class Fetcher:
 
     def fetched_arrow(self, max_records):
         """A list of pyarrow.RecordBatch (arrow_schema()) of up to max_records
-        buffered records, positions advanced."""
+        buffered records, positions advanced. Together they fit one Arrow
+        batch (int32 offsets), so the caller may join them: the decoder ends a
+        step before the sum would pass the limits, and the rest is handed out
+        by the next call."""
         batches = []
         remaining = max_records
-        config = self.config
+        base = (0, 0, 0, 0, 0, 0)  # Arrow totals of `batches`
         for state in self._ordered_states():
             if remaining <= 0:
                 break
@@ -1033,51 +1062,40 @@ class Fetcher:
             tp = state.tp
             while state.buffered and remaining > 0:
                 completed = state.buffered[0]
-                completed.take_form("arrow", state.position)
-                if completed.records is None:
-                    if completed.fetch_offset != state.position:
-                        self._drop_buffered(state)
-                        break
-                    try:
-                        decoded = fastkc_records.decode_partition_arrow(
-                            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=state.position,
-                            check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
-                            aborted_transactions=completed.aborted or ())
-                    except CorruptRecordError as exc:
-                        good = getattr(exc, "records", None)
-                        handed_out_to = None
-                        if good is not None and hasattr(good, "num_rows") and good.num_rows:
-                            batches.append(good)
-                            handed_out_to = good.column("offset")[-1].as_py() + 1
-                        self._stop_at_bad_batch(state, exc, handed_out_to)
-                        if batches:
-                            self._pending_error = exc
-                            return batches
-                        raise
-                    completed.records = decoded.records
-                    completed.form = "arrow"
-                    completed.index = 0
-                    completed.data_pos = len(completed.data)
-                    completed.next_offset = max(completed.next_offset, decoded.next_offset)
-                batch = completed.records
-                start = completed.index
-                available = batch.num_rows - start
-                if available <= remaining:
-                    piece = batch.slice(start) if start else batch
-                    state.buffered.popleft()
-                    self._buffered_bytes -= completed.nbytes
-                    self.metrics["bytes-consumed-total"] += completed.nbytes
-                    state.position = completed.next_offset
+                stream = self._stream(state, completed, "arrow")
+                if stream is None:
+                    break
+                try:
+                    batch = stream.arrow(int(min(remaining, _ARROW_STEP_MAX)), self._max_held, base)
+                except CorruptRecordError as exc:
+                    good = getattr(exc, "records", None)
+                    handed_out_to = None
+                    if good is not None and hasattr(good, "num_rows") and good.num_rows:
+                        batches.append(good)
+                        handed_out_to = good.column("offset")[-1].as_py() + 1
+                    self._stop_at_bad_batch(state, exc, handed_out_to)
+                    if batches:
+                        self._pending_error = exc
+                        return batches
+                    raise
+                base = tuple(a + b for a, b in zip(base, stream.last_totals))
+                done = stream.done
+                state.position = self._resume_at(stream, completed, done)
+                completed.fetch_offset = stream.next_offset
+                if batch.num_rows:
+                    batches.append(batch)
+                    remaining -= batch.num_rows
+                    self.metrics["records-consumed-total"] += batch.num_rows
+                    if stream.leader_epoch >= 0:
+                        state.position_epoch = stream.leader_epoch
+                if done:
                     if completed.leader_epoch >= 0:
                         state.position_epoch = completed.leader_epoch
+                    self._used_up(state, completed)
                 else:
-                    piece = batch.slice(start, remaining)
-                    completed.index = start + remaining
-                    state.position = piece.column("offset")[remaining - 1].as_py() + 1
-                if piece.num_rows:
-                    batches.append(piece)
-                    remaining -= piece.num_rows
-                    self.metrics["records-consumed-total"] += piece.num_rows
+                    self._in_line = tp
+                    if not batch.num_rows:
+                        return batches  # this call's Arrow batch is full (int32 offsets)
         return batches
 
     def pause(self, tp):

@@ -16,6 +16,9 @@ __all__ = [
     "DecodedPartition",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "arrow_schema",
+    "batch_record_budget",
+    "record_stream",
+    "scan_blob",
 ]
 
 # Per batch. Kafka's own limit on a batch is message.max.bytes (1 MiB by
@@ -23,6 +26,19 @@ __all__ = [
 # past this. Above it, decompression stops and DecompressedSizeLimitError is
 # raised, so a hostile or corrupt batch cannot exhaust memory.
 DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+
+# A record descriptor is 80 bytes and the smallest v2 record 7: without a
+# bound, a batch of empty records makes ~11x its decompressed size in
+# descriptors (and far more in Python objects). One record per 64
+# decompressed bytes the budget allows keeps descriptors <= 1.25x that budget
+# while leaving room for batches of tiny records (a full 1 MiB batch of
+# 7-byte records is ~150 k records; the default budget allows 4 M).
+_BYTES_PER_BUDGETED_RECORD = 64
+
+
+def batch_record_budget(max_decompressed_bytes):
+    """The most records one batch may declare under a decompression budget."""
+    return max(1, max_decompressed_bytes // _BYTES_PER_BUDGETED_RECORD)
 
 _ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
@@ -73,11 +89,14 @@ def decode_partition(
     key_deserializer=None,
     value_deserializer=None,
     max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_batch_records=None,
 ):
     """Like decode(), but also returns the offset to fetch next.
 
     stop_offset: exclusive upper bound; records at or past it are dropped
     (used by range readers such as the Spark source). None means no bound.
+    max_batch_records: a batch declaring more records raises
+    RecordCountLimitError (None: batch_record_budget(max_decompressed_bytes)).
     """
     return _backend.impl.decode_partition(
         data,
@@ -91,7 +110,14 @@ def decode_partition(
         _deserializer_spec(key_deserializer),
         _deserializer_spec(value_deserializer),
         max_decompressed_bytes,
+        _record_budget(max_batch_records, max_decompressed_bytes),
     )
+
+
+def _record_budget(max_batch_records, max_decompressed_bytes):
+    if max_batch_records is None:
+        return batch_record_budget(max_decompressed_bytes)
+    return max_batch_records
 
 
 def decode_partition_arrow(
@@ -105,8 +131,11 @@ def decode_partition_arrow(
     isolation_level="read_uncommitted",
     aborted_transactions=(),
     max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_batch_records=None,
 ):
-    """Like decode_arrow(), but also returns the offset to fetch next."""
+    """Like decode_arrow(), but also returns the offset to fetch next. Records
+    that would pass one Arrow batch's int32 offsets raise ArrowCapacityError
+    carrying the batch up to its next_offset (decode again from there)."""
     return _backend.impl.decode_partition_arrow(
         data,
         topic,
@@ -117,6 +146,55 @@ def decode_partition_arrow(
         _read_committed(isolation_level),
         _aborted_list(aborted_transactions),
         max_decompressed_bytes,
+        _record_budget(max_batch_records, max_decompressed_bytes),
+    )
+
+
+def scan_blob(data):
+    """The framing of a records blob, read from entry headers only, by the
+    decoder's own framing rule: fastkc.structs.ScanInfo(complete_bytes,
+    entries, next_offset, leader_epoch, tail, tail_offset, tail_size, reason).
+    The fetcher uses it to pipeline the next fetch before decoding."""
+    return _backend.impl.scan_blob(data)
+
+
+def record_stream(
+    data,
+    *,
+    topic="",
+    partition=-1,
+    fetch_offset=0,
+    stop_offset=None,
+    check_crcs=True,
+    isolation_level="read_uncommitted",
+    aborted_transactions=(),
+    key_deserializer=None,
+    value_deserializer=None,
+    max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_batch_records=None,
+    arrow=False,
+):
+    """The resumable decoder over one partition's blob (Java's CompletedFetch
+    walk): .records(n) (or .arrow(n) with arrow=True) hands out the next at
+    most n records, decompressing a batch only when it is reached;
+    .next_offset is where to resume, .done whether anything is left,
+    .leader_epoch the epoch of the batch last opened. Stepping through a blob
+    gives exactly the records of one decode_partition() call; a bad batch
+    raises its CorruptRecordError carrying the step's records before it."""
+    return _backend.impl.RecordStream(
+        data,
+        topic,
+        partition,
+        fetch_offset,
+        -1 if stop_offset is None else stop_offset,
+        bool(check_crcs),
+        _read_committed(isolation_level),
+        _aborted_list(aborted_transactions),
+        max_decompressed_bytes,
+        _record_budget(max_batch_records, max_decompressed_bytes),
+        bool(arrow),
+        _deserializer_spec(key_deserializer),
+        _deserializer_spec(value_deserializer),
     )
 
 

@@ -41,6 +41,15 @@ OffsetAndTimestamp.__new__.__defaults__ = (-1,)
 # when every record in the blob was filtered out.
 DecodedPartition = namedtuple("DecodedPartition", ["records", "next_offset"])
 
+# The framing of a records blob, read from entry headers only (scan_blob):
+# bytes and count of the complete entries, one past their last offset (None
+# when there is none), the leader epoch of the last complete entry (-1 for
+# legacy), and what follows them: "none", "cut" (a partial entry: the broker
+# cut at its byte limit) or "malformed" (a header no batch can have), with
+# that entry's base offset and declared size (-1 when unreadable) and why.
+ScanInfo = namedtuple("ScanInfo", ["complete_bytes", "entries", "next_offset", "leader_epoch", "tail",
+                                   "tail_offset", "tail_size", "reason"])
+
 # --- Fetch response, as parsed by the compiled core (fastkc/_core/fetch.py)
 # and by the generic protocol codec (its oracle). Fields absent from the
 # response version in hand take the defaults below, so consumer logic never

@@ -7,6 +7,7 @@ memoryview slice of the caller's buffer (so the buffer stays exported, and a
 bytearray cannot be resized, while any slice is alive).
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.bytearray cimport PyByteArray_Resize
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint8_t, int16_t, int32_t, int64_t
@@ -217,3 +218,12 @@ def parse_fetch_response(buf, int version):
     finally:
         fkc_fetch_response_free(&res)
         PyBuffer_Release(&view)
+
+
+def grow_bytearray(bytearray buf, Py_ssize_t size):
+    """Resize `buf` in place to `size` bytes, leaving the new tail unfilled
+    (the connection's frame reader overwrites it with received bytes).
+    realloc moves a large buffer by remapping its pages, not by copying, so a
+    frame buffer grown as bytes arrive costs what one exact allocation costs.
+    Raises BufferError while `buf` is exported."""
+    PyByteArray_Resize(buf, size)

@@ -1,6 +1,6 @@
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
-from fastkc.structs import DecodedPartition
+from fastkc.structs import DecodedPartition, ScanInfo
 
 _Buffer = Union[bytes, bytearray, memoryview]
 _Deserializer = Optional[Tuple[Callable[..., Any], bool]]
@@ -21,6 +21,7 @@ def decode_partition(
     key_deserializer: _Deserializer,
     value_deserializer: _Deserializer,
     max_decompressed_bytes: int,
+    max_batch_records: int = ...,
 ) -> DecodedPartition: ...
 def decode_partition_arrow(
     data: _Buffer,
@@ -32,4 +33,38 @@ def decode_partition_arrow(
     read_committed: bool,
     aborted_transactions: Sequence[Tuple[int, int]],
     max_decompressed_bytes: int,
+    max_batch_records: int = ...,
 ) -> DecodedPartition: ...
+def scan_blob(data: _Buffer) -> ScanInfo: ...
+
+class RecordStream:
+    def __init__(
+        self,
+        data: _Buffer,
+        topic: str,
+        partition: int,
+        fetch_offset: int,
+        stop_offset: int,
+        check_crcs: bool,
+        read_committed: bool,
+        aborted_transactions: Sequence[Tuple[int, int]],
+        max_decompressed_bytes: int,
+        max_batch_records: int,
+        arrow: bool = ...,
+        key_deserializer: _Deserializer = ...,
+        value_deserializer: _Deserializer = ...,
+    ) -> None: ...
+    def records(self, max_records: int, max_held_bytes: Optional[int] = ...) -> List[Any]: ...
+    def arrow(
+        self, max_records: int, max_held_bytes: Optional[int] = ..., base: Optional[Sequence[int]] = ...
+    ) -> Any: ...
+    @property
+    def next_offset(self) -> int: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    @property
+    def held_bytes(self) -> int: ...
+    @property
+    def last_totals(self) -> Tuple[int, int, int, int, int, int]: ...

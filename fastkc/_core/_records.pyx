@@ -15,6 +15,7 @@ Decoding is two phases:
 The input is read through the buffer protocol (bytes, bytearray, memoryview
 slices of a larger response buffer): no copy.
 """
+cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strlen
@@ -50,6 +51,8 @@ cdef extern from "fkc_errors.h":
         FKC_ERR_UNSUPPORTED_CODEC
         FKC_ERR_HOST
         FKC_ERR_NOMEM
+        FKC_ERR_BUDGET
+        FKC_ERR_ARROW_LIMIT
 
 
 cdef extern from "fkc_crc32c.h":
@@ -92,11 +95,15 @@ cdef extern from "fkc_records.h":
         const int64_t *aborted_first_offsets
         size_t aborted_count
         size_t max_decompressed_bytes
+        size_t max_batch_records
         int arrow_timestamps
+        int arrow_limits
+        size_t arrow_topic_len
         const fkc_codec_host *host
     ctypedef struct fkc_decode_result:
         fkc_record *records
         size_t count
+        size_t capacity
         int64_t next_offset
         uint64_t key_bytes
         uint64_t value_bytes
@@ -109,6 +116,29 @@ cdef extern from "fkc_records.h":
     int fkc_decode_records(const uint8_t *data, size_t length, const fkc_decode_opts *opts,
                            fkc_decode_result *result) nogil
     void fkc_decode_result_free(fkc_decode_result *result)
+    enum:
+        FKC_TAIL_NONE
+        FKC_TAIL_CUT
+        FKC_TAIL_MALFORMED
+    ctypedef struct fkc_scan_info:
+        size_t complete_bytes
+        size_t entries
+        int64_t next_offset
+        int32_t leader_epoch
+        int tail
+        int64_t tail_offset
+        int64_t tail_size
+        char reason[128]
+    void fkc_scan_blob(const uint8_t *data, size_t length, fkc_scan_info *info) nogil
+    ctypedef struct fkc_stream:
+        pass
+    fkc_stream *fkc_stream_new(const uint8_t *data, size_t length, const fkc_decode_opts *opts)
+    int fkc_stream_step(fkc_stream *s, size_t max_records, size_t max_held_bytes, fkc_decode_result *out) nogil
+    int fkc_stream_done(const fkc_stream *s)
+    int32_t fkc_stream_leader_epoch(const fkc_stream *s)
+    size_t fkc_stream_held_bytes(const fkc_stream *s)
+    void fkc_stream_arrow_base(fkc_stream *s, const uint64_t base[6])
+    void fkc_stream_free(fkc_stream *s)
 
 
 cdef extern from "fkc_arrow.h":
@@ -365,41 +395,67 @@ cdef class _Phase1:
         free(self.aborted)
 
     cdef run(self, data, int64_t fetch_offset, int64_t stop_offset, bint check_crcs, bint read_committed,
-             aborted_transactions, max_decompressed_bytes, bint arrow):
+             aborted_transactions, max_decompressed_bytes, max_batch_records, bint arrow, topic):
         cdef fkc_decode_opts opts
-        cdef Py_ssize_t n_aborted = len(aborted_transactions) if read_committed else 0
-        cdef Py_ssize_t i
         cdef int rc
-        if max_decompressed_bytes is None or max_decompressed_bytes < 0:
-            raise ValueError("max_decompressed_bytes must be a non-negative int")
         PyObject_GetBuffer(data, &self.view, PyBUF_SIMPLE)
         self.have_view = True
-        if n_aborted:
-            self.aborted = <int64_t *>malloc(2 * n_aborted * sizeof(int64_t))
-            if self.aborted == NULL:
-                raise MemoryError()
-            for i in range(n_aborted):
-                pid, first = aborted_transactions[i]
-                self.aborted[i] = pid
-                self.aborted[n_aborted + i] = first
-        self.host.decompress = _host_decompress
-        self.host.release = _host_release
-        self.host.ctx = <void *>self.state
-        memset(&opts, 0, sizeof(opts))
-        opts.fetch_offset = fetch_offset
-        opts.stop_offset = stop_offset
-        opts.check_crcs = 1 if check_crcs else 0
-        opts.read_committed = 1 if read_committed else 0
-        opts.aborted_pids = self.aborted
-        opts.aborted_first_offsets = self.aborted + n_aborted if n_aborted else NULL
-        opts.aborted_count = <size_t>n_aborted
-        opts.max_decompressed_bytes = <size_t>max_decompressed_bytes
-        opts.arrow_timestamps = 1 if arrow else 0
-        opts.host = &self.host
+        self.aborted = _fill_opts(&opts, self.state, &self.host, fetch_offset, stop_offset, check_crcs,
+                                  read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
+                                  arrow, topic)
         with nogil:
             rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts, &self.result)
         self.have_result = True
         return rc
+
+
+_SIZE_LIMIT = 1 << 62
+
+
+cdef int64_t *_fill_opts(fkc_decode_opts *opts, _DecodeState state, fkc_codec_host *host, int64_t fetch_offset,
+                         int64_t stop_offset, bint check_crcs, bint read_committed, aborted_transactions,
+                         max_decompressed_bytes, max_batch_records, bint arrow, topic) except? NULL:
+    # Fills *opts; returns the malloc'd aborted-transaction arrays (NULL when
+    # none) the caller owns and must keep alive as long as opts is used.
+    cdef Py_ssize_t n_aborted = len(aborted_transactions) if read_committed else 0
+    cdef Py_ssize_t i
+    cdef int64_t *aborted = NULL
+    if max_decompressed_bytes is None or max_decompressed_bytes < 0:
+        raise ValueError("max_decompressed_bytes must be a non-negative int")
+    if max_batch_records is None or max_batch_records < 0:
+        raise ValueError("max_batch_records must be a non-negative int (0: no bound)")
+    if n_aborted:
+        aborted = <int64_t *>malloc(2 * n_aborted * sizeof(int64_t))
+        if aborted == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n_aborted):
+                pid, first = aborted_transactions[i]
+                aborted[i] = pid
+                aborted[n_aborted + i] = first
+        except BaseException:
+            free(aborted)
+            raise
+    host.decompress = _host_decompress
+    host.release = _host_release
+    host.ctx = <void *>state
+    memset(opts, 0, sizeof(fkc_decode_opts))
+    opts.fetch_offset = fetch_offset
+    opts.stop_offset = stop_offset
+    opts.check_crcs = 1 if check_crcs else 0
+    opts.read_committed = 1 if read_committed else 0
+    opts.aborted_pids = aborted
+    opts.aborted_first_offsets = aborted + n_aborted if n_aborted else NULL
+    opts.aborted_count = <size_t>n_aborted
+    # Clamped well below SIZE_MAX: the codec host asks for cap + 1 bytes,
+    # which must not wrap to 0 (zlib's "unlimited").
+    opts.max_decompressed_bytes = <size_t>min(max_decompressed_bytes, _SIZE_LIMIT)
+    opts.max_batch_records = <size_t>min(max_batch_records, _SIZE_LIMIT)
+    opts.arrow_timestamps = 1 if arrow else 0
+    opts.arrow_limits = 1 if arrow else 0
+    opts.arrow_topic_len = len(topic.encode("utf-8")) if arrow else 0
+    opts.host = host
+    return aborted
 
 
 _ERROR_CLASSES = {
@@ -408,26 +464,32 @@ _ERROR_CLASSES = {
     FKC_ERR_DECOMPRESS: _errors.RecordDecompressionError,
     FKC_ERR_SIZE_LIMIT: _errors.DecompressedSizeLimitError,
     FKC_ERR_UNSUPPORTED_CODEC: _errors.UnsupportedCompressionError,
+    FKC_ERR_BUDGET: _errors.RecordCountLimitError,
+    FKC_ERR_ARROW_LIMIT: _errors.ArrowCapacityError,
 }
 
 
-cdef _raise_error(_Phase1 p, topic, partition, records):
-    cdef int kind = p.result.error
-    if kind == FKC_ERR_HOST and p.state.pending is not None:
-        exc = p.state.pending
-        p.state.pending = None
+cdef _raise_result_error(const fkc_decode_result *result, _DecodeState state, topic, partition, records):
+    cdef int kind = result.error
+    if kind == FKC_ERR_HOST and state.pending is not None:
+        exc = state.pending
+        state.pending = None
         raise exc
     if kind == FKC_ERR_NOMEM or kind == FKC_ERR_HOST:
-        raise MemoryError("fastkc: " + p.result.error_reason.decode("utf-8", "replace"))
+        raise MemoryError("fastkc: " + result.error_reason.decode("utf-8", "replace"))
     cls = _ERROR_CLASSES[kind]
     raise cls(
-        p.result.error_reason.decode("utf-8", "replace"),
+        result.error_reason.decode("utf-8", "replace"),
         topic,
         partition,
-        p.result.error_offset,
+        result.error_offset,
         records,
-        p.result.next_offset,
+        result.next_offset,
     )
+
+
+cdef _raise_error(_Phase1 p, topic, partition, records):
+    _raise_result_error(&p.result, p.state, topic, partition, records)
 
 
 def _deserializer_parts(spec):
@@ -452,13 +514,21 @@ def _set_untrack_records(bint flag):
 
 
 def decode_partition(data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
-                     aborted_transactions, key_deserializer, value_deserializer, max_decompressed_bytes):
+                     aborted_transactions, key_deserializer, value_deserializer, max_decompressed_bytes,
+                     max_batch_records=0):
     """Backend contract: see fastkc/_backend.py. Returns DecodedPartition(list, next_offset)."""
     cdef _Phase1 p = _Phase1()
+    rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
+               max_decompressed_bytes, max_batch_records, False, topic)
+    records = _build_records(&p.result, topic, partition, key_deserializer, value_deserializer)
+    if rc != FKC_OK:
+        _raise_error(p, topic, partition, records)
+    return _DecodedPartition(records, p.result.next_offset)
+
+
+cdef _build_records(const fkc_decode_result *result, topic, partition, key_deserializer, value_deserializer):
     cdef fkc_build_ctx b
     cdef int gc_was_enabled
-    rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
-               max_decompressed_bytes, False)
     key_fn, key_full = _deserializer_parts(key_deserializer)
     value_fn, value_full = _deserializer_parts(value_deserializer)
     b.record_type = <PyTypeObject *>_record_type
@@ -490,13 +560,10 @@ def decode_partition(data, topic, partition, fetch_offset, stop_offset, check_cr
     # so records stay tracked. _set_untrack_records(False) turns it off.
     gc_was_enabled = PyGC_Disable()
     try:
-        records = fkc_py_build_list(&b, &p.result, p.result.count)
+        return fkc_py_build_list(&b, result, result.count)
     finally:
         if gc_was_enabled:
             PyGC_Enable()
-    if rc != FKC_OK:
-        _raise_error(p, topic, partition, records)
-    return _DecodedPartition(records, p.result.next_offset)
 
 
 # ---------------------------------------------------------------------------
@@ -517,21 +584,20 @@ cdef _arrow_init():
         _schema = arrow_schema()
 
 
-cdef _build_arrow(_Phase1 p, topic, int32_t partition):
+cdef _build_arrow(const fkc_decode_result *r, topic, int32_t partition):
     # C fills every column into one arena and describes the batch through the
     # Arrow C data interface (fkc_arrow_export); pyarrow imports it in one
     # call against the cached schema. The previous form -- 20 allocate_buffer,
     # 11 Array.from_buffers and a RecordBatch.from_arrays call -- cost ~20 us
     # per decode, a tenth of the time of a 1 MiB fetch.
-    cdef fkc_decode_result *r = &p.result
     cdef ArrowArray exported
     cdef bytes topic_utf8 = topic.encode("utf-8")
     cdef size_t topic_len = len(topic_utf8)
     cdef const uint8_t *topic_ptr = <const uint8_t *>topic_utf8
     cdef int ok
     _arrow_init()
-    if not fkc_arrow_fits(r, topic_len):
-        raise OverflowError("fastkc: this partition's records exceed one Arrow batch's 2 GiB offsets")
+    if not fkc_arrow_fits(r, topic_len):  # cannot happen: the decoder stops a step at the limits
+        raise SystemError("fastkc: records past one Arrow batch's int32 offsets reached the builder")
     with nogil:
         ok = fkc_arrow_export(r, topic_ptr, topic_len, partition, &exported)
     if not ok:
@@ -546,14 +612,195 @@ cdef _build_arrow(_Phase1 p, topic, int32_t partition):
 
 
 def decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
-                           aborted_transactions, max_decompressed_bytes):
+                           aborted_transactions, max_decompressed_bytes, max_batch_records=0):
     """Backend contract: see fastkc/_backend.py. Returns DecodedPartition(pyarrow.RecordBatch, next_offset)."""
     cdef _Phase1 p = _Phase1()
     rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
-               max_decompressed_bytes, True)
+               max_decompressed_bytes, max_batch_records, True, topic)
     if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
         _raise_error(p, topic, partition, None)
-    batch = _build_arrow(p, topic, partition)
+    batch = _build_arrow(&p.result, topic, partition)
     if rc != FKC_OK:
         _raise_error(p, topic, partition, batch)
     return _DecodedPartition(batch, p.result.next_offset)
+
+
+# ---------------------------------------------------------------------------
+# The blob's framing, and the resumable decoder
+
+
+def scan_blob(data):
+    """Backend contract: see fastkc/_backend.py. The framing of a records
+    blob from entry headers only: ScanInfo(complete_bytes, entries,
+    next_offset (None without a complete entry), leader_epoch, tail
+    ('none' | 'cut' | 'malformed'), tail_offset, tail_size, reason)."""
+    cdef Py_buffer view
+    cdef fkc_scan_info info
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            fkc_scan_blob(<const uint8_t *>view.buf, <size_t>view.len, &info)
+    finally:
+        PyBuffer_Release(&view)
+    return _ScanInfo(info.complete_bytes, info.entries, info.next_offset if info.entries else None,
+                     info.leader_epoch, _TAILS[info.tail], info.tail_offset, info.tail_size,
+                     info.reason.decode("utf-8", "replace") if info.tail == FKC_TAIL_MALFORMED else "")
+
+
+from fastkc.structs import ScanInfo as _ScanInfo
+
+_TAILS = {FKC_TAIL_NONE: "none", FKC_TAIL_CUT: "cut", FKC_TAIL_MALFORMED: "malformed"}
+
+
+@cython.no_gc_clear
+cdef class RecordStream:
+    """Backend contract: see fastkc/_backend.py. The resumable decoder over
+    one partition's blob: records(n) / arrow(n) hand out the next at most n
+    kept records, decompressing a batch only when it is reached; only the
+    open batch's buffer (and those of batches finished in the current step)
+    are alive. A bad batch raises its CorruptRecordError (carrying the step's
+    records before it) and ends the stream; later steps raise it again."""
+    # The input's buffer export lives in malloc'd memory, not in a Py_buffer
+    # member: Cython would make the GC traverse a member's view.obj, so a
+    # reference cycle through this object could tp_clear an exporting
+    # memoryview under us (memory_clear drops its buffer even while exported).
+    # Untraversed, the export is an outside reference: the exporter stays
+    # alive and intact until __dealloc__ releases it.
+    cdef Py_buffer *view
+    cdef fkc_stream *stream
+    cdef fkc_decode_result out
+    cdef int64_t *aborted
+    cdef _DecodeState state
+    cdef fkc_codec_host host
+    cdef object topic
+    cdef object partition
+    cdef object key_deserializer
+    cdef object value_deserializer
+    cdef bint arrow_mode
+    cdef object error
+
+    def __cinit__(self, data, topic, partition, int64_t fetch_offset, int64_t stop_offset, bint check_crcs,
+                  bint read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
+                  bint arrow=False, key_deserializer=None, value_deserializer=None):
+        cdef fkc_decode_opts opts
+        self.view = NULL
+        self.stream = NULL
+        self.aborted = NULL
+        memset(&self.out, 0, sizeof(self.out))
+        self.out.next_offset = fetch_offset
+        self.state = _DecodeState()
+        self.topic = topic
+        self.partition = partition
+        self.key_deserializer = key_deserializer
+        self.value_deserializer = value_deserializer
+        self.arrow_mode = arrow
+        self.error = None
+        self.view = <Py_buffer *>malloc(sizeof(Py_buffer))
+        if self.view == NULL:
+            raise MemoryError()
+        try:
+            PyObject_GetBuffer(data, self.view, PyBUF_SIMPLE)
+        except BaseException:
+            free(self.view)
+            self.view = NULL
+            raise
+        self.aborted = _fill_opts(&opts, self.state, &self.host, fetch_offset, stop_offset, check_crcs,
+                                  read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
+                                  arrow, topic)
+        self.stream = fkc_stream_new(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts)
+        if self.stream == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self.stream != NULL:
+            fkc_stream_free(self.stream)
+        fkc_decode_result_free(&self.out)
+        if self.view != NULL:
+            PyBuffer_Release(self.view)
+            free(self.view)
+        free(self.aborted)
+
+    cdef int _step(self, max_records, max_held_bytes) except -1:
+        cdef size_t n
+        cdef size_t held
+        cdef int rc
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        n = <size_t>min(max_records, _SIZE_LIMIT)
+        held = <size_t>min(max_held_bytes, _SIZE_LIMIT) if max_held_bytes is not None and max_held_bytes >= 0 \
+            else <size_t>-1
+        if self.error is not None:
+            cls, reason, offset, next_offset = self.error
+            raise cls(reason, self.topic, self.partition, offset, None, next_offset)
+        with nogil:
+            rc = fkc_stream_step(self.stream, n, held, &self.out)
+        return rc
+
+    cdef _fail(self, records):
+        try:
+            _raise_result_error(&self.out, self.state, self.topic, self.partition, records)
+        except _errors.CorruptRecordError as exc:
+            # kept as plain values: the exception's traceback would make a
+            # reference cycle through this object (and its exported buffer)
+            self.error = (exc.__class__, exc.reason, exc.offset, exc.next_offset)
+            raise
+
+    def records(self, max_records, max_held_bytes=None):
+        """The next at most max_records ConsumerRecords (a list, maybe empty)."""
+        if self.arrow_mode:
+            raise ValueError("this stream decodes to Arrow")
+        rc = self._step(max_records, max_held_bytes)
+        if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
+            self._fail(None)
+        records = _build_records(&self.out, self.topic, self.partition, self.key_deserializer,
+                                 self.value_deserializer)
+        if rc != FKC_OK:
+            self._fail(records)
+        return records
+
+    def arrow(self, max_records, max_held_bytes=None, base=None):
+        """The next at most max_records records as one pyarrow.RecordBatch
+        (maybe empty): a step also ends before Arrow's int32 offsets would
+        overflow, so no batch ever needs more. `base`: the totals (as
+        last_totals gives them) of batches this one will be joined to; the
+        limits then apply to the sum."""
+        cdef uint64_t b[6]
+        cdef int i
+        if not self.arrow_mode:
+            raise ValueError("this stream decodes to records")
+        for i in range(6):
+            b[i] = base[i] if base is not None else 0
+        fkc_stream_arrow_base(self.stream, b)
+        rc = self._step(max_records, max_held_bytes)
+        if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
+            self._fail(None)
+        batch = _build_arrow(&self.out, self.topic, self.partition)
+        if rc != FKC_OK:
+            self._fail(batch)
+        return batch
+
+    @property
+    def next_offset(self):
+        """Where to resume: after the last record handed out of a partly
+        handed-out batch, else one past the complete batches walked (never
+        below fetch_offset); the bad batch's base offset after an error."""
+        return self.out.next_offset
+
+    @property
+    def done(self):
+        return self.error is not None or bool(fkc_stream_done(self.stream))
+
+    @property
+    def last_totals(self):
+        """(rows, key bytes, value bytes, header count, header key bytes,
+        header value bytes) of the last arrow() step."""
+        return (self.out.count, self.out.key_bytes, self.out.value_bytes, self.out.header_count,
+                self.out.header_key_bytes, self.out.header_value_bytes)
+
+    @property
+    def leader_epoch(self):
+        return fkc_stream_leader_epoch(self.stream)
+
+    @property
+    def held_bytes(self):
+        return fkc_stream_held_bytes(self.stream)

@@ -9,6 +9,8 @@ from fastkc._core._records import (
     decode_partition,
     decode_partition_arrow,
     force_crc32c_software,
+    RecordStream,
+    scan_blob,
 )
 
 __all__ = [
@@ -17,4 +19,6 @@ __all__ = [
     "decode_partition",
     "decode_partition_arrow",
     "force_crc32c_software",
+    "RecordStream",
+    "scan_blob",
 ]

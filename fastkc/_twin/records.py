@@ -6,12 +6,16 @@ and the fallback when the extension cannot be imported.
 Semantics (kafka-python 3.0.12's consumer path is the oracle for valid input;
 where it is loose on malformed input we follow the Java client and are strict):
 
-Framing of the blob (Java's ByteBufferLogInputStream order):
+Framing of the blob (Java's ByteBufferLogInputStream order; _frame_entry,
+shared by the decoder and scan_blob):
   - fewer than 17 bytes left (not enough to see the magic byte) → stop silently;
   - size field (BatchLength / MessageSize) < 14, the smallest legacy message
     → InvalidRecordError (a negative or tiny size is never a cut-off batch);
-  - fewer bytes left than the size says → a partial trailing batch: stop silently;
-  - magic not 0, 1 or 2 → InvalidRecordError.
+  - magic not 0, 1 or 2 → InvalidRecordError (even in a cut tail);
+  - magic 2 with BatchLength < 49, or a LastOffsetDelta (when its bytes are
+    there) that is negative or leaves no next offset in int64, and a legacy
+    offset of INT64_MAX → InvalidRecordError;
+  - fewer bytes left than the size says → a partial trailing batch: stop silently.
 Magic 2 batch:
   - BatchLength < 49 (61-byte header) or RecordCount < 0 → InvalidRecordError;
   - CRC32C over Attributes..end when check_crcs, else RecordCrcError;
@@ -51,12 +55,24 @@ Legacy entries (magic 0/1):
     kafka-python leaks the previous v2 batch's epoch, an accident of state).
     Magic 0 records have timestamp None and timestamp_type None, as
     kafka-python yields; checksum is the message's own CRC.
+  - LastOffsetDelta must be ≥ 0, RecordCount ≤ LastOffsetDelta + 1 (before
+    decompressing), every OffsetDelta strictly above the previous one and
+    ≤ LastOffsetDelta, else InvalidRecordError (control batches too).
+  - RecordCount above max_batch_records (when > 0), or a legacy wrapper with
+    more inner messages, → RecordCountLimitError (checked before
+    decompressing a v2 batch).
 Filtering and result:
-  - records with offset < fetch_offset are skipped, offset ≥ stop_offset
+  - records below the running position are skipped (fetch_offset, then one
+    past each complete batch: Java's CompletedFetch rule, so a batch that
+    repeats earlier offsets never hands them out twice), offset ≥ stop_offset
     (when ≥ 0) dropped; next_offset starts at fetch_offset and, after each
     complete batch, becomes max(next_offset, one past the batch's last
     offset) — never backwards, so a stale batch below the fetch position
     cannot rewind the consumer.
+  - The resumable walk (RecordStream / _Stream) decodes a batch whole when it
+    is reached and hands out at most n records per step; its steps join to
+    exactly the one-shot result. Arrow steps end before an int32 offset
+    would pass 2^31 - 1 (one-shot: ArrowCapacityError).
   - an error carries the records of the batches completed before the bad one
     (none of the bad batch: the caller resumes at its base offset) and
     next_offset = offset = the bad batch's base offset.
@@ -72,15 +88,17 @@ import struct
 import zlib
 
 from fastkc.errors import (
+    ArrowCapacityError,
     DecompressedSizeLimitError,
+    RecordCountLimitError,
     InvalidRecordError,
     RecordCrcError,
     RecordDecompressionError,
     UnsupportedCompressionError,
 )
-from fastkc.structs import ConsumerRecord, DecodedPartition
+from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
 
-__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32"]
+__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "RecordStream"]
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -457,11 +475,13 @@ def _nullable_bytes_varint(r, what):
     return r.take(n, what)
 
 
-def _parse_v2_records(payload, count, where):
+def _parse_v2_records(payload, count, where, last_offset_delta):
     """Parse exactly `count` records filling `payload` exactly. Returns a list
-    of (timestamp_delta, offset_delta, key, value, headers)."""
+    of (timestamp_delta, offset_delta, key, value, headers). Offset deltas
+    must strictly increase and stay within [0, LastOffsetDelta]."""
     r = _Reader(payload, 0, len(payload), where)
     out = []
+    prev_delta = -1
     for index in range(count):
         if r.remaining() == 0:
             raise _invalid(
@@ -501,6 +521,13 @@ def _parse_v2_records(payload, count, where):
                 )
             )
         r.pos = rec.end
+        if off_delta <= prev_delta or off_delta > last_offset_delta:
+            raise _invalid(
+                "{0}: record {1} has OffsetDelta {2} (previous {3}, LastOffsetDelta {4})".format(
+                    where, index, off_delta, prev_delta, last_offset_delta
+                )
+            )
+        prev_delta = off_delta
         out.append((ts_delta, off_delta, key, value, headers))
     if r.remaining():
         raise _invalid(
@@ -516,7 +543,8 @@ class _State:
         self.aborted_pids = set()
 
 
-def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap):
+def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap, max_records):
+    """Returns (records, batch_next, leader_epoch, decompressed_len or 0)."""
     where = "batch at byte {0}".format(pos)
     length = end - pos - _LOG_OVERHEAD
     if length < _V2_HEADER - _LOG_OVERHEAD:
@@ -536,8 +564,13 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap):
                     where, stored_crc, computed
                 ),
             )
+    if last_offset_delta < 0:
+        raise _invalid("{0}: LastOffsetDelta {1} is impossible".format(where, last_offset_delta))
     last_offset = _checked_i64(base_offset + last_offset_delta, "last offset", where)
     batch_next = _checked_i64(last_offset + 1, "next offset", where)
+    if count > last_offset_delta + 1:
+        raise _invalid("{0}: RecordCount {1} exceeds the offsets LastOffsetDelta {2} spans".format(
+            where, count, last_offset_delta))
     codec = attributes & 0x07
     timestamp_type = (attributes >> 3) & 1
     transactional = bool(attributes & 0x10)
@@ -548,16 +581,21 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap):
         while state.aborted_queue and state.aborted_queue[0][1] <= last_offset:
             state.aborted_pids.add(state.aborted_queue.pop(0)[0])
         if not control and transactional and producer_id in state.aborted_pids:
-            return [], batch_next  # aborted: skipped undecoded, as Java does
+            return [], batch_next, leader_epoch, 0  # aborted: skipped undecoded, as Java does
 
+    if codec > 4:
+        raise _Bad(UnsupportedCompressionError, "{0}: unknown compression codec id {1}".format(where, codec))
+    if max_records and count > max_records:
+        raise _Bad(RecordCountLimitError, "{0}: RecordCount {1} exceeds the budget of {2} records per batch".format(
+            where, count, max_records))
     payload = buf[pos + _V2_HEADER : end]
+    blob_len = 0
     if codec != 0:
-        if codec > 4:
-            raise _Bad(UnsupportedCompressionError, "{0}: unknown compression codec id {1}".format(where, codec))
         payload = _decompress(codec, payload, cap, where)
-        parsed = _parse_v2_records(payload, count, where + ", decompressed payload")
+        blob_len = len(payload)
+        parsed = _parse_v2_records(payload, count, where + ", decompressed payload", last_offset_delta)
     else:
-        parsed = _parse_v2_records(payload, count, where)
+        parsed = _parse_v2_records(payload, count, where, last_offset_delta)
 
     if control:
         if consult_txn and parsed:
@@ -567,7 +605,7 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap):
             (_version, marker_type) = struct.unpack_from(">hh", marker_key, 0)
             if marker_type == 0:  # ABORT ends the producer's aborted transaction
                 state.aborted_pids.discard(producer_id)
-        return [], batch_next
+        return [], batch_next, leader_epoch, blob_len
 
     records = []
     for ts_delta, off_delta, key, value, headers in parsed:
@@ -577,7 +615,7 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap):
         else:
             timestamp = _checked_i64(base_timestamp + ts_delta, "record timestamp", where)
         records.append(_Raw(leader_epoch, offset, timestamp, timestamp_type, key, value, headers, None))
-    return records, batch_next
+    return records, batch_next, leader_epoch, blob_len
 
 
 # --- legacy magic 0 / 1 ------------------------------------------------------------------------
@@ -615,7 +653,8 @@ def _parse_legacy_message(buf, pos, end, magic, check_crcs, where):
     return offset, stored_crc, attributes, timestamp, fields[0], fields[1]
 
 
-def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap):
+def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap, max_records):
+    """Returns (records, next_offset, -1, decompressed_len or 0)."""
     where = "message at byte {0}".format(pos)
     size = end - pos - _LOG_OVERHEAD
     if size < _LEGACY_MIN_SIZE[magic]:
@@ -631,7 +670,7 @@ def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap):
     timestamp_type = ((attributes >> 3) & 1) if magic == 1 else None
     if codec == 0:
         rec = _Raw(-1, offset, timestamp, timestamp_type, key, value, [], crc)
-        return [rec], _checked_i64(offset + 1, "next offset", where)
+        return [rec], _checked_i64(offset + 1, "next offset", where), -1, 0
     if codec > 3:
         raise _Bad(UnsupportedCompressionError, "{0}: unknown compression codec id {1}".format(where, codec))
     if value is None:
@@ -655,6 +694,9 @@ def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap):
         parsed = _parse_legacy_message(inner, p, inner_end, magic, check_crcs, at)
         if parsed[2] & 0x07:
             raise _invalid("{0}: inner message is compressed again".format(at))
+        if max_records and len(entries) >= max_records:
+            raise _Bad(RecordCountLimitError, "{0}: the compressed wrapper holds more than the budget of {1} "
+                       "records".format(where, max_records))
         entries.append(parsed)
         p = inner_end
     if not entries:
@@ -670,47 +712,203 @@ def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap):
         abs_offset = _checked_i64(abs_offset, "inner offset", where)
         ts = timestamp if timestamp_type == 1 else inner_ts
         records.append(_Raw(-1, abs_offset, ts, timestamp_type, inner_key, inner_value, [], inner_crc))
-    return records, _checked_i64(records[-1].offset + 1, "next offset", where)
+    return records, _checked_i64(records[-1].offset + 1, "next offset", where), -1, len(inner)
 
 
-# --- the walk ------------------------------------------------------------------------------------
-def _walk(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted, cap, on_batch):
-    """Decode every complete batch of `data`, calling on_batch(kept_records)
-    per batch. Returns next_offset; a bad batch raises _Failed carrying the
-    error class, reason and the batch's base offset."""
-    buf = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+# --- framing ------------------------------------------------------------------------------------
+_INT32_MAX = (1 << 31) - 1
+
+
+def _frame_entry(buf, pos, n):
+    """The one framing rule (scan and decoder alike), Java's order: fewer
+    than 17 bytes → cut; size < 14 or an unknown magic → malformed even in a
+    cut tail; a v2 BatchLength < 49, or a LastOffsetDelta that is negative or
+    leaves no next offset → malformed; a size past the end → cut. Returns
+    (kind, entry_len, reason), kind one of end/complete/cut/malformed."""
+    avail = n - pos
+    if avail == 0:
+        return "end", 0, ""
+    if avail < _HEADER_UP_TO_MAGIC:
+        return "cut", 0, ""
+    base_offset, size = struct.unpack_from(">qi", buf, pos)
+    magic = struct.unpack_from(">b", buf, pos + 16)[0]
+    if size < _MIN_ENTRY_SIZE:
+        return "malformed", 0, "size field {0} is below the 14-byte minimum".format(size)
+    if magic < 0 or magic > 2:
+        return "malformed", 0, "unknown magic {0}".format(magic)
+    if magic == 2:
+        if size < _V2_HEADER - _LOG_OVERHEAD:
+            return "malformed", 0, "BatchLength {0} is below the 49-byte minimum".format(size)
+        if avail >= 27:
+            (last_delta,) = struct.unpack_from(">i", buf, pos + 23)
+            if last_delta < 0 or base_offset + last_delta >= INT64_MAX:
+                return "malformed", 0, "LastOffsetDelta {0} is impossible".format(last_delta)
+    elif base_offset == INT64_MAX:
+        return "malformed", 0, "message offset {0} leaves no next offset".format(base_offset)
+    if size > avail - _LOG_OVERHEAD:
+        return "cut", 0, ""
+    return "complete", _LOG_OVERHEAD + size, ""
+
+
+def _as_buffer(data):
+    return memoryview(data).cast("B") if not isinstance(data, bytes) else data
+
+
+def scan_blob(data):
+    """The framing of a blob from entry headers only (see ScanInfo)."""
+    buf = _as_buffer(data)
     n = len(buf)
     pos = 0
-    next_offset = fetch_offset
-    state = _State(read_committed, aborted)
-    while n - pos >= _HEADER_UP_TO_MAGIC:
-        (base_offset, size) = struct.unpack_from(">qi", buf, pos)
+    entries = 0
+    next_offset = None
+    epoch = -1
+    while True:
+        kind, entry_len, reason = _frame_entry(buf, pos, n)
+        if kind == "end":
+            return ScanInfo(pos, entries, next_offset, epoch, "none", -1, -1, "")
+        if kind != "complete":
+            avail = n - pos
+            tail_offset = struct.unpack_from(">q", buf, pos)[0] if avail >= 8 else -1
+            tail_size = struct.unpack_from(">i", buf, pos + 8)[0] + _LOG_OVERHEAD if avail >= 12 else -1
+            return ScanInfo(pos, entries, next_offset, epoch, kind, tail_offset, tail_size, reason)
+        base_offset = struct.unpack_from(">q", buf, pos)[0]
+        if buf[pos + 16] == 2:
+            (epoch,) = struct.unpack_from(">i", buf, pos + 12)
+            nxt = base_offset + struct.unpack_from(">i", buf, pos + 23)[0] + 1
+        else:
+            epoch = -1
+            nxt = base_offset + 1
+        next_offset = nxt if next_offset is None else max(next_offset, nxt)
+        entries += 1
+        pos += entry_len
+
+
+# --- the resumable walk -------------------------------------------------------------------------
+def _arrow_sizes(r):
+    hk = sum(len(k.encode("utf-8")) for k, _ in r.headers)
+    hv = sum(len(v) for _, v in r.headers if v)
+    return (len(r.key) if r.key else 0, len(r.value) if r.value else 0, len(r.headers), hk, hv)
+
+
+class _Stream:
+    """The twin of fkc_stream: walks the blob a batch at a time; a batch is
+    decoded whole when reached (a bad one yields none of its records) and its
+    records are handed out at most max_records per step. `held` mirrors the
+    C decoder's decompressed buffers of batches finished in a step, so steps
+    end at the same records (see fkc_stream_step)."""
+
+    def __init__(self, data, fetch_offset, stop_offset, check_crcs, read_committed, aborted, cap, max_records,
+                 arrow_topic_len=None):
+        self.buf = _as_buffer(data)
+        self.n = len(self.buf)
+        self.pos = 0
+        self.stop_offset = stop_offset
+        self.check_crcs = check_crcs
+        self.state = _State(read_committed, aborted)
+        self.cap = cap
+        self.max_records = max_records
+        self.arrow_topic_len = arrow_topic_len  # None: no Arrow limits
+        self.next_offset = fetch_offset
+        self.batch = []
+        self.index = 0
+        self.floor = fetch_offset
+        self.blob_len = 0
+        self.leader_epoch = -1
+        self.done = False
+        self.failure = None  # _Failed, sticky
+        self.arrow_base = (0, 0, 0, 0, 0, 0)
+        self.last_totals = (0, 0, 0, 0, 0, 0)
+        self.held = 0  # decompressed bytes of batches finished in the last step
+
+    def _open_next(self):
+        kind, entry_len, reason = _frame_entry(self.buf, self.pos, self.n)
+        if kind in ("end", "cut"):
+            self.done = True
+            return
+        pos = self.pos
+        base_offset = struct.unpack_from(">q", self.buf, pos)[0]
+        self.batch, self.index, self.floor, self.blob_len = [], 0, self.next_offset, 0
         try:
-            if size < _MIN_ENTRY_SIZE:
-                raise _invalid(
-                    "batch at byte {0}: size field {1} is below the 14-byte minimum".format(pos, size)
-                )
-            if size > n - pos - _LOG_OVERHEAD:
-                break  # a partial trailing batch: the broker cut the fetch here
-            end = pos + _LOG_OVERHEAD + size
-            magic = buf[pos + 16]
+            if kind == "malformed":
+                raise _invalid("batch at byte {0}: {1}".format(pos, reason))
+            end = pos + entry_len
+            magic = self.buf[pos + 16]
             if magic == 2:
-                records, batch_next = _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap)
-            elif magic in (0, 1):
-                records, batch_next = _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap)
+                records, batch_next, epoch, blob_len = _decode_v2_batch(
+                    self.buf, pos, end, base_offset, self.check_crcs, self.state, self.cap, self.max_records)
             else:
-                raise _invalid("batch at byte {0}: unknown magic {1}".format(pos, magic))
-            kept = [
-                r
-                for r in records
-                if r.offset >= fetch_offset and (stop_offset < 0 or r.offset < stop_offset)
-            ]
-            on_batch(kept)
+                records, batch_next, epoch, blob_len = _decode_legacy_entry(
+                    self.buf, pos, end, magic, self.check_crcs, self.cap, self.max_records)
+            self.leader_epoch = epoch
+            floor = self.next_offset
+            kept = [r for r in records
+                    if r.offset >= floor and (self.stop_offset < 0 or r.offset < self.stop_offset)]
+            if self.arrow_topic_len is not None:
+                _arrow_micros(kept)
         except _Bad as bad:
-            raise _Failed(bad.error_class, bad.reason, base_offset) from None
-        next_offset = max(next_offset, batch_next)
-        pos = end
-    return next_offset
+            self.batch = []
+            self.done = True
+            self.failure = _Failed(bad.error_class, bad.reason, base_offset)
+            return
+        self.next_offset = max(self.next_offset, batch_next)
+        self.pos = end
+        self.batch = kept
+        self.blob_len = blob_len
+
+    def _resume_offset(self):
+        if self.failure is None and self.index < len(self.batch):
+            return self.batch[self.index - 1].offset + 1 if self.index else self.floor
+        return self.next_offset
+
+    def step(self, max_records, max_held_bytes=None):
+        """(raws, next_offset, failure or None)."""
+        out = []
+        held = 0
+        totals = [0, 0, 0, 0, 0]
+        base = self.arrow_base
+        limit = _INT32_MAX
+        while self.failure is None and len(out) < max_records:
+            if self.index < len(self.batch):
+                n = min(len(self.batch) - self.index, max_records - len(out))
+                window = self.batch[self.index:self.index + n]
+                if self.arrow_topic_len is not None:
+                    fit = 0
+                    for r in window:
+                        sizes = _arrow_sizes(r)
+                        new = [t + x for t, x in zip(totals, sizes)]
+                        count = len(out) + fit + 1 + base[0]
+                        if count > limit or any(t + b > limit for t, b in zip(new, base[1:])) or (
+                                self.arrow_topic_len and count > limit // self.arrow_topic_len):
+                            break
+                        totals = new
+                        fit += 1
+                    window = window[:fit]
+                    if not window:
+                        break
+                out.extend(window)
+                self.index += len(window)
+                if self.index == len(self.batch):
+                    held += self.blob_len
+                    self.batch, self.index, self.floor, self.blob_len = [], 0, self.next_offset, 0
+                elif self.arrow_topic_len is not None and len(out) < max_records:
+                    break
+                continue
+            if self.done:
+                break
+            if out and max_held_bytes is not None and held >= max_held_bytes:
+                break
+            self._open_next()
+        if self.failure is None and not self.done and self.index >= len(self.batch):
+            if _frame_entry(self.buf, self.pos, self.n)[0] in ("end", "cut"):
+                self.done = True
+        self.last_totals = (len(out),) + tuple(totals) if self.arrow_topic_len is not None else (len(out), 0, 0, 0, 0, 0)
+        self.held = held
+        if self.failure is not None:
+            return out, self.failure.base_offset, self.failure
+        return out, self._resume_offset(), None
+
+    def finished(self):
+        return self.failure is not None or (self.done and self.index >= len(self.batch))
 
 
 class _Failed(Exception):
@@ -736,6 +934,32 @@ def _header_size(headers):
     return sum(len(k.encode("utf-8")) + (len(v) if v is not None else 0) for k, v in headers)
 
 
+def _build_records(raws, topic, partition, key_deserializer, value_deserializer):
+    out = []
+    # Deserialize in record order, key before value (kafka-python's order).
+    for r in raws:
+        key = _deserialize(key_deserializer, topic, r.headers, r.key)
+        value = _deserialize(value_deserializer, topic, r.headers, r.value)
+        out.append(
+            ConsumerRecord(
+                topic,
+                partition,
+                r.leader_epoch,
+                r.offset,
+                r.timestamp,
+                r.timestamp_type,
+                key,
+                value,
+                r.headers,
+                r.checksum,
+                len(r.key) if r.key is not None else -1,
+                len(r.value) if r.value is not None else -1,
+                _header_size(r.headers),
+            )
+        )
+    return out
+
+
 def decode_partition(
     data,
     topic,
@@ -748,41 +972,15 @@ def decode_partition(
     key_deserializer,
     value_deserializer,
     max_decompressed_bytes,
+    max_batch_records=0,
 ):
-    out = []
-
-    def on_batch(raws):
-        # Deserialize as each batch completes, in record order, key before
-        # value (kafka-python's order), so a deserializer sees what it would.
-        for r in raws:
-            key = _deserialize(key_deserializer, topic, r.headers, r.key)
-            value = _deserialize(value_deserializer, topic, r.headers, r.value)
-            out.append(
-                ConsumerRecord(
-                    topic,
-                    partition,
-                    r.leader_epoch,
-                    r.offset,
-                    r.timestamp,
-                    r.timestamp_type,
-                    key,
-                    value,
-                    r.headers,
-                    r.checksum,
-                    len(r.key) if r.key is not None else -1,
-                    len(r.value) if r.value is not None else -1,
-                    _header_size(r.headers),
-                )
-            )
-
-    try:
-        next_offset = _walk(
-            data, fetch_offset, stop_offset, check_crcs, read_committed,
-            aborted_transactions, max_decompressed_bytes, on_batch,
-        )
-    except _Failed as failed:
-        raise failed.error_class(
-            failed.reason, topic, partition, failed.base_offset, out, failed.base_offset
+    stream = _Stream(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
+                     max_decompressed_bytes, max_batch_records)
+    raws, next_offset, failure = stream.step(float("inf"))
+    out = _build_records(raws, topic, partition, key_deserializer, value_deserializer)
+    if failure is not None:
+        raise failure.error_class(
+            failure.reason, topic, partition, failure.base_offset, out, failure.base_offset
         ) from None
     return DecodedPartition(out, next_offset)
 
@@ -835,23 +1033,95 @@ def decode_partition_arrow(
     read_committed,
     aborted_transactions,
     max_decompressed_bytes,
+    max_batch_records=0,
 ):
-    raws = []
-
-    def on_batch(batch_raws):
-        # Check the Arrow-only timestamp rule per batch, so a failure points
-        # at its batch like every other error.
-        _arrow_micros(batch_raws)
-        raws.extend(batch_raws)
-
-    try:
-        next_offset = _walk(
-            data, fetch_offset, stop_offset, check_crcs, read_committed,
-            aborted_transactions, max_decompressed_bytes, on_batch,
-        )
-    except _Failed as failed:
-        raise failed.error_class(
-            failed.reason, topic, partition, failed.base_offset,
-            _arrow_batch(raws, topic, partition), failed.base_offset,
+    stream = _Stream(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
+                     max_decompressed_bytes, max_batch_records, arrow_topic_len=len(topic.encode("utf-8")))
+    raws, next_offset, failure = stream.step(float("inf"))
+    batch = _arrow_batch(raws, topic, partition)
+    if failure is not None:
+        raise failure.error_class(
+            failure.reason, topic, partition, failure.base_offset, batch, failure.base_offset,
         ) from None
-    return DecodedPartition(_arrow_batch(raws, topic, partition), next_offset)
+    if not stream.finished():  # only Arrow's int32 offsets stop a one-step decode early
+        raise ArrowCapacityError(
+            "the records from offset {0} on do not fit one Arrow batch's int32 offsets".format(next_offset),
+            topic, partition, next_offset, batch, next_offset)
+    return DecodedPartition(batch, next_offset)
+
+
+class RecordStream:
+    """The twin of fastkc._core.records.RecordStream (see fastkc/_backend.py)."""
+
+    def __init__(self, data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
+                 aborted_transactions, max_decompressed_bytes, max_batch_records, arrow=False,
+                 key_deserializer=None, value_deserializer=None):
+        if max_decompressed_bytes is None or max_decompressed_bytes < 0:
+            raise ValueError("max_decompressed_bytes must be a non-negative int")
+        if max_batch_records is None or max_batch_records < 0:
+            raise ValueError("max_batch_records must be a non-negative int (0: no bound)")
+        self._stream = _Stream(data, fetch_offset, stop_offset, check_crcs, read_committed,
+                               list(aborted_transactions) if read_committed else [], max_decompressed_bytes,
+                               max_batch_records, arrow_topic_len=len(topic.encode("utf-8")) if arrow else None)
+        self._topic = topic
+        self._partition = partition
+        self._arrow = arrow
+        self._key = key_deserializer
+        self._value = value_deserializer
+        self._next_offset = fetch_offset
+        self._error = None
+
+    def _step(self, max_records, max_held_bytes):
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        if self._error is not None:
+            cls, reason, offset, next_offset = self._error
+            raise cls(reason, self._topic, self._partition, offset, None, next_offset)
+        raws, self._next_offset, failure = self._stream.step(
+            max_records, None if max_held_bytes is None or max_held_bytes < 0 else max_held_bytes)
+        return raws, failure
+
+    def _fail(self, failure, built):
+        self._error = (failure.error_class, failure.reason, failure.base_offset, failure.base_offset)
+        raise failure.error_class(failure.reason, self._topic, self._partition, failure.base_offset, built,
+                                  failure.base_offset)
+
+    def records(self, max_records, max_held_bytes=None):
+        if self._arrow:
+            raise ValueError("this stream decodes to Arrow")
+        raws, failure = self._step(max_records, max_held_bytes)
+        out = _build_records(raws, self._topic, self._partition, self._key, self._value)
+        if failure is not None:
+            self._fail(failure, out)
+        return out
+
+    def arrow(self, max_records, max_held_bytes=None, base=None):
+        if not self._arrow:
+            raise ValueError("this stream decodes to records")
+        self._stream.arrow_base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
+        raws, failure = self._step(max_records, max_held_bytes)
+        batch = _arrow_batch(raws, self._topic, self._partition)
+        if failure is not None:
+            self._fail(failure, batch)
+        return batch
+
+    @property
+    def next_offset(self):
+        return self._next_offset
+
+    @property
+    def done(self):
+        return self._error is not None or self._stream.finished()
+
+    @property
+    def leader_epoch(self):
+        return self._stream.leader_epoch
+
+    @property
+    def last_totals(self):
+        return self._stream.last_totals
+
+    @property
+    def held_bytes(self):
+        s = self._stream
+        return s.held + (s.blob_len if s.index < len(s.batch) else 0)

@@ -92,6 +92,9 @@ def instantiate_assignors(strategy):
 class ClassicGroupMember(GroupMemberBase):
     protocol_name = "classic"
 
+    #: the last JoinGroup failure was followed by an immediate rejoin
+    _rejoined_at_once = False
+
     def __init__(self, config, transport, app, **kwargs):
         super().__init__(config, transport, app, **kwargs)
         self.assignors = instantiate_assignors(config["partition_assignment_strategy"])
@@ -244,7 +247,13 @@ class ClassicGroupMember(GroupMemberBase):
             self._set_state(MemberState.UNJOINED)
             raise
         if not self._on_join_response(response):
-            return 0.0 if self.state is MemberState.UNJOINED and self.member_id else backoff
+            # KIP-394 and friends: rejoin at once with the member id just
+            # given, but once only: a coordinator that keeps answering so is
+            # asked again after retry_backoff_ms, not in a tight loop
+            quick = self.state is MemberState.UNJOINED and self.member_id and not self._rejoined_at_once
+            self._rejoined_at_once = bool(quick)
+            return 0.0 if quick else backoff
+        self._rejoined_at_once = False
         assignments = []
         if self.member_id == self.leader_id:
             try:

@@ -182,6 +182,11 @@ class GroupMemberBase:
             # a JoinGroup in flight may hold the group client for up to the
             # rebalance timeout: wait a bounded time, then go without leaving
             acquired = self._io_lock.acquire(timeout=max(0.1, timeout_ms / 1000.0))
+            abort = getattr(self.transport, "abort", None)
+            if not acquired and abort is not None:
+                # end the JoinGroup (or other call) holding it, then leave
+                abort()
+                acquired = self._io_lock.acquire(timeout=1.0)
             try:
                 if acquired:
                     try:

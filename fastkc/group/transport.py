@@ -47,8 +47,11 @@ class GroupTransport:
     def __init__(self, config, client=None):
         self.config = config
         self.client = client if client is not None else KafkaClient(config)
+        if hasattr(self.client, "enable_wakeup"):
+            self.client.enable_wakeup()
         self.coordinator_id = None
         self._bootstrapped = client is not None and client.bootstrapped
+        self._aborted = False
 
     def _ensure_bootstrapped(self, timeout_ms):
         if not self._bootstrapped:
@@ -70,6 +73,12 @@ class GroupTransport:
         if entry["error_code"]:
             raise for_code(entry["error_code"])(entry.get("error_message") or "FindCoordinator")
         node_id = entry["node_id"]
+        if not entry["host"] or not 0 < entry["port"] < 65536 or node_id < 0:
+            # nothing could connect there: as if the coordinator were not known yet
+            log.warning("FindCoordinator named %r:%s (node %s), not a usable address", entry["host"], entry["port"],
+                        node_id)
+            raise CoordinatorNotAvailableError("coordinator advertised at {0!r}:{1}".format(
+                entry["host"], entry["port"]))
         cluster = self.client.cluster
         known = cluster.brokers.get(node_id)
         if known is None or (known.host, known.port) != (entry["host"], entry["port"]):
@@ -83,11 +92,32 @@ class GroupTransport:
             log.info("group coordinator %s marked unknown", self.coordinator_id)
         self.coordinator_id = None
 
+    def abort(self):
+        """From another thread (close()): end the call in progress — a
+        JoinGroup the coordinator may hold for the whole rebalance timeout —
+        with KafkaConnectionError, or the next call if none is."""
+        self._aborted = True
+        self.client.wakeup()
+
+    def _check_aborted(self, node_id):
+        if self._aborted:
+            self._aborted = False
+            conn = self.client.connection(node_id)
+            if conn is not None:  # an answer may still come: the connection is not to be trusted
+                conn.close()
+                self.client._sync(conn)
+            raise KafkaConnectionError("the call to coordinator {0} was ended: the consumer is closing".format(
+                node_id))
+
     # --- requests -------------------------------------------------------------------------
     def call(self, api_name, body, timeout_ms):
         """Send to the coordinator and wait. A connection failure or timeout
         marks the coordinator unknown and raises CoordinatorUnknownError;
-        broker error codes are the caller's to read."""
+        broker error codes are the caller's to read. A JoinGroup carries
+        timeout_ms as its own request timeout (the coordinator holds it until
+        the group rebalanced, up to the rebalance timeout; the Java client
+        gives it rebalance timeout + 5 s too); every other request has
+        request_timeout_ms."""
         node_id = self.coordinator_id
         if node_id is None:
             raise CoordinatorUnknownError("no coordinator known")
@@ -96,6 +126,8 @@ class GroupTransport:
         while not client.ready(node_id):
             conn = client.connection(node_id)
             if conn is not None and conn.last_error is not None and conn.state.name == "DISCONNECTED":
+                if not getattr(conn.last_error, "retriable", True) and not is_coordinator_error(conn.last_error):
+                    raise conn.last_error  # the client's parse-failure limit, TLS or SASL: no retry helps
                 self.coordinator_lost()
                 raise CoordinatorUnknownError("coordinator {0} unreachable: {1}".format(node_id, conn.last_error))
             remaining = deadline - client._clock()
@@ -108,8 +140,11 @@ class GroupTransport:
         if cap is not None:
             version = min(cap, client.connection(node_id).version_for(api_name))
         box = []
-        client.send(node_id, api_name, body, lambda r, e: box.append((r, e)), version=version)
+        request_timeout = timeout_ms if api_name == "JoinGroup" else None
+        client.send(node_id, api_name, body, lambda r, e: box.append((r, e)), version=version,
+                    timeout_ms=request_timeout)
         while not box:
+            self._check_aborted(node_id)
             remaining = deadline - client._clock()
             if remaining <= 0:
                 # the answer may still come; the connection cannot be trusted

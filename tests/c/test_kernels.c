@@ -13,6 +13,7 @@
 #include "fkc_crc32.h"
 #include "fkc_crc32c.h"
 #include "fkc_cursor.h"
+#include "fkc_records.h"
 #include "fkc_varint.h"
 
 static int failures = 0;
@@ -219,11 +220,115 @@ static void test_crc(void)
     CHECK(fkc_xxh32(B("abc"), 3, 0) == 0x32D153FFu);
 }
 
+/* ---- the resumable decoder and the scan ---- */
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        p[i] = (uint8_t)(v & 0xFF);
+        v >>= 8;
+    }
+}
+
+/* A v2 batch at base_offset of `n` (<= 32) records with null keys and the
+ * value "v", no compression; returns its length. */
+static size_t v2_batch(uint8_t *out, int64_t base_offset, int n)
+{
+    size_t pos = 61;
+    for (int i = 0; i < n; i++) {
+        const uint8_t body[7] = {0, 0, (uint8_t)(2 * i), 0x01, 0x02, 'v', 0};
+        out[pos++] = 14; /* zigzag(7) */
+        memcpy(out + pos, body, 7);
+        pos += 7;
+    }
+    memset(out, 0, 61);
+    put_be(out, (uint64_t)base_offset, 8);
+    put_be(out + 8, pos - 12, 4);
+    put_be(out + 12, 3, 4); /* PartitionLeaderEpoch */
+    out[16] = 2;
+    put_be(out + 23, (uint64_t)(n - 1), 4); /* LastOffsetDelta */
+    put_be(out + 43, UINT64_MAX, 8);        /* ProducerId -1 */
+    put_be(out + 51, 0xFFFF, 2);
+    put_be(out + 53, UINT32_MAX, 4);
+    put_be(out + 57, (uint64_t)n, 4);
+    put_be(out + 17, fkc_crc32c(0, out + 21, pos - 21), 4);
+    return pos;
+}
+
+static void test_stream(void)
+{
+    uint8_t blob[1024];
+    size_t len = v2_batch(blob, 0, 4);
+    len += v2_batch(blob + len, 4, 3);
+    fkc_decode_opts o;
+    memset(&o, 0, sizeof o);
+    o.stop_offset = -1;
+    o.check_crcs = 1;
+    o.max_decompressed_bytes = 1 << 20;
+
+    /* steps of 1..8 join to the one-shot decode */
+    for (size_t k = 1; k <= 8; k++) {
+        fkc_stream *s = fkc_stream_new(blob, len, &o);
+        fkc_decode_result out;
+        memset(&out, 0, sizeof out);
+        int64_t expect = 0;
+        int steps = 0;
+        while (!fkc_stream_done(s) && steps < 20) {
+            CHECK(fkc_stream_step(s, k, SIZE_MAX, &out) == FKC_OK);
+            CHECK(out.count >= 1 && out.count <= k);
+            for (size_t i = 0; i < out.count; i++)
+                CHECK(out.records[i].offset == expect++ && out.records[i].value_len == 1);
+            CHECK(out.next_offset == expect);
+            CHECK(fkc_stream_leader_epoch(s) == 3);
+            steps++;
+        }
+        CHECK(expect == 7 && fkc_stream_done(s));
+        CHECK(steps == (int)((7 + k - 1) / k) || k >= 4); /* (k >= 4: batch boundaries allow fewer) */
+        fkc_decode_result_free(&out);
+        fkc_stream_free(s);
+    }
+
+    /* the one-shot Arrow decode stops at the int32 limits with a typed
+     * error: rows x topic bytes passes 2^31 - 1 at the third row (no 2 GiB
+     * of data needed, the decoder only counts) */
+    o.arrow_timestamps = 1;
+    o.arrow_limits = 1;
+    o.arrow_topic_len = INT32_MAX / 3 + 1;
+    fkc_decode_result r;
+    CHECK(fkc_decode_records(blob, len, &o, &r) == FKC_ERR_ARROW_LIMIT);
+    CHECK(r.count == 2 && r.error_offset == 2 && r.next_offset == 2);
+    fkc_decode_result_free(&r);
+    o.arrow_limits = 0;
+    o.arrow_timestamps = 0;
+
+    /* the record budget, before anything is decoded */
+    o.max_batch_records = 3;
+    CHECK(fkc_decode_records(blob, len, &o, &r) == FKC_ERR_BUDGET);
+    CHECK(r.count == 0 && r.error_offset == 0);
+    fkc_decode_result_free(&r);
+    o.max_batch_records = 0;
+
+    /* the scan agrees with the framing: complete, cut, malformed */
+    fkc_scan_info info;
+    fkc_scan_blob(blob, len, &info);
+    CHECK(info.tail == FKC_TAIL_NONE && info.entries == 2 && info.next_offset == 7 && info.complete_bytes == len);
+    fkc_scan_blob(blob, len - 1, &info);
+    CHECK(info.tail == FKC_TAIL_CUT && info.entries == 1 && info.next_offset == 4 && info.tail_offset == 4);
+    blob[16] = 7;
+    fkc_scan_blob(blob, len, &info);
+    CHECK(info.tail == FKC_TAIL_MALFORMED && info.entries == 0 && info.tail_offset == 0);
+    blob[16] = 2;
+    put_be(blob + 23, UINT32_MAX, 4); /* LastOffsetDelta -1 */
+    fkc_scan_blob(blob, len, &info);
+    CHECK(info.tail == FKC_TAIL_MALFORMED && info.entries == 0);
+}
+
 int main(void)
 {
     test_cursor();
     test_varint();
     test_crc();
+    test_stream();
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -12,6 +12,18 @@
  *         bit 2     arrow_timestamps, and then phase 2b (fkc_arrow_fill) too
  *         bit 3     the codec host fails every call (RecordDecompressionError path)
  *         bits 4-5  the decompression cap: 1 MiB, 64, 600 or 4096 bytes
+ *         bit 6     a per-batch record budget of 3 (FKC_ERR_BUDGET)
+ *         bit 7     the resumable decoder's hold bound is 1 byte (a step ends after
+ *                   every compressed batch it finished)
+ * With bit 0 set and a CRC mismatch, the input is decoded again with CRC
+ * checks off, so every mutation also reaches the structural checks.
+ *
+ * Every input is also decoded by the resumable decoder (fkc_stream_*), in
+ * steps of 1, 2, 7 or 1024 records (input size % 4): the steps must hand out
+ * exactly the records of the one-shot decode (same offsets, bytes, headers),
+ * end with the same error kind and offset, never more than asked per step,
+ * and hold only decompressed buffers within the cap. fkc_scan_blob must
+ * agree with the decoder about where the complete entries end.
  *
  * The codec host is a pass-through: a "compressed" payload decompresses to
  * itself (truncated to cap+1 bytes, as the host contract asks; a raw snappy
@@ -39,6 +51,8 @@
 #include "fkc_codec.h"
 #include "fkc_errors.h"
 #include "fkc_records.h"
+
+static const size_t k_steps[4] = {1, 2, 7, 1024};
 
 #define CHECK(cond)                                                                                    \
     do {                                                                                               \
@@ -212,6 +226,147 @@ static void fill_arrow(const fkc_decode_result *r)
     moved.release(&moved);
 }
 
+static int same_bytes(const uint8_t *a, int32_t alen, const uint8_t *b, int32_t blen)
+{
+    if (alen != blen)
+        return 0;
+    return alen <= 0 || memcmp(a, b, (size_t)alen) == 0;
+}
+
+/* The resumable decoder over the same input: steps must join to the
+ * one-shot result `whole`. */
+static void check_stream(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, const fkc_decode_result *whole,
+                         size_t k, size_t max_held)
+{
+    fkc_stream *s = fkc_stream_new(blob, len, opts);
+    if (s == NULL)
+        return;
+    fkc_decode_result out;
+    memset(&out, 0, sizeof out);
+    size_t seen = 0;
+    int rc = FKC_OK;
+    for (size_t guard = 0; guard < len + 8 && !fkc_stream_done(s); guard++) {
+        rc = fkc_stream_step(s, k, max_held, &out);
+        CHECK(out.count <= k);
+        CHECK(rc == out.error);
+        /* decompressed buffers alive: each within the cap; at most the held
+         * ones (< max_held before the last was opened) plus two batches */
+        CHECK(fkc_stream_held_bytes(s) <= (max_held == SIZE_MAX ? SIZE_MAX : max_held + 2 * opts->max_decompressed_bytes));
+        for (size_t i = 0; i < out.count; i++) {
+            CHECK(seen + i < whole->count);
+            const fkc_record *a = &out.records[i], *b = &whole->records[seen + i];
+            CHECK(a->offset == b->offset && a->timestamp == b->timestamp && a->header_count == b->header_count);
+            CHECK(a->leader_epoch == b->leader_epoch && a->timestamp_type == b->timestamp_type);
+            CHECK(same_bytes(a->key, a->key_len, b->key, b->key_len));
+            CHECK(same_bytes(a->value, a->value_len, b->value, b->value_len));
+            CHECK(a->headers_len == b->headers_len);
+            if (a->headers_len)
+                CHECK(memcmp(a->headers, b->headers, a->headers_len) == 0);
+        }
+        seen += out.count;
+        if (rc != FKC_OK)
+            break;
+        CHECK(out.count > 0 || fkc_stream_done(s)); /* a step handing out nothing is the end */
+    }
+    CHECK(fkc_stream_done(s));
+    CHECK(seen == whole->count || whole->error == FKC_ERR_ARROW_LIMIT);
+    if (whole->error == FKC_OK) {
+        CHECK(rc == FKC_OK && out.next_offset == whole->next_offset);
+    } else if (whole->error != FKC_ERR_ARROW_LIMIT) {
+        CHECK(rc == whole->error && out.error_offset == whole->error_offset);
+        /* sticky */
+        CHECK(fkc_stream_step(s, k, max_held, &out) == rc && out.count == 0);
+    }
+    fkc_decode_result_free(&out);
+    fkc_stream_free(s);
+}
+
+static void check_scan(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, const fkc_decode_result *r)
+{
+    fkc_scan_info info;
+    fkc_scan_blob(blob, len, &info);
+    CHECK(info.complete_bytes <= len);
+    CHECK(info.tail == FKC_TAIL_NONE || info.tail == FKC_TAIL_CUT || info.tail == FKC_TAIL_MALFORMED);
+    CHECK((info.tail == FKC_TAIL_NONE) == (info.complete_bytes == len));
+    if (info.entries == 0)
+        CHECK(info.next_offset == -1);
+    if (info.tail == FKC_TAIL_MALFORMED) {
+        CHECK(r->error != FKC_OK); /* the decoder reaches it (or an earlier error) */
+        CHECK(memchr(info.reason, '\0', sizeof info.reason) != NULL);
+    }
+    if (r->error == FKC_OK && info.entries == 0)
+        CHECK(r->count == 0 && r->next_offset == opts->fetch_offset); /* nothing complete: nothing decoded */
+}
+
+static void decode_and_check(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, const host_state *st,
+                             size_t k, size_t max_held)
+{
+    fkc_decode_result r;
+    int rc = fkc_decode_records(blob, len, opts, &r);
+    CHECK(rc == r.error);
+    CHECK(rc == FKC_OK || rc == FKC_ERR_INVALID || rc == FKC_ERR_CRC || rc == FKC_ERR_DECOMPRESS ||
+          rc == FKC_ERR_SIZE_LIMIT || rc == FKC_ERR_UNSUPPORTED_CODEC || rc == FKC_ERR_BUDGET ||
+          rc == FKC_ERR_ARROW_LIMIT);
+    if (!opts->check_crcs)
+        CHECK(rc != FKC_ERR_CRC);
+    if (!opts->max_batch_records)
+        CHECK(rc != FKC_ERR_BUDGET);
+    if (!st->fail && rc == FKC_ERR_DECOMPRESS) {
+        /* without host failures, only C-side framing can reject a payload */
+        CHECK(r.error_reason[0] != '\0');
+    }
+    CHECK(memchr(r.error_reason, '\0', sizeof(r.error_reason)) != NULL);
+    CHECK(r.count <= r.capacity || r.count == 0);
+    /* on an error next_offset is the bad batch's base offset (where to skip
+     * from), which may lie below fetch_offset; on success never */
+    if (rc == FKC_OK)
+        CHECK(r.next_offset >= opts->fetch_offset);
+    for (size_t i = 0; i < r.blob_count; i++)
+        CHECK(r.blobs[i].len <= opts->max_decompressed_bytes);
+
+    uint64_t key_bytes = 0, value_bytes = 0, header_count = 0;
+    for (size_t i = 0; i < r.count; i++) {
+        const fkc_record *rec = &r.records[i];
+        CHECK(rec->offset >= opts->fetch_offset);
+        if (opts->stop_offset >= 0)
+            CHECK(rec->offset < opts->stop_offset);
+        CHECK(rec->key_len >= -1 && rec->value_len >= -1);
+        CHECK(owned(&r, blob, len, rec->key, rec->key_len));
+        CHECK(owned(&r, blob, len, rec->value, rec->value_len));
+        CHECK(rec->magic >= 0 && rec->magic <= 2);
+        CHECK(rec->timestamp_type >= -1 && rec->timestamp_type <= 1);
+        key_bytes += rec->key_len > 0 ? (uint64_t)rec->key_len : 0;
+        value_bytes += rec->value_len > 0 ? (uint64_t)rec->value_len : 0;
+        CHECK(rec->header_count >= 0);
+        if (rec->header_count > 0) {
+            CHECK(owned(&r, blob, len, rec->headers, (int64_t)rec->headers_len));
+            fkc_header_iter it = {rec->headers, rec->headers + rec->headers_len};
+            const uint8_t *hk, *hv;
+            int32_t kl, vl, seen = 0;
+            while (fkc_header_next(&it, &hk, &kl, &hv, &vl)) {
+                CHECK(kl >= 0 && vl >= -1);
+                CHECK(inside(hk, kl, rec->headers, rec->headers_len));
+                CHECK(inside(hv, vl, rec->headers, rec->headers_len));
+                seen++;
+                CHECK(seen <= rec->header_count);
+            }
+            CHECK(seen == rec->header_count);
+        }
+        header_count += (uint64_t)rec->header_count;
+    }
+    if (opts->arrow_timestamps) { /* the totals are computed for Arrow sizing */
+        CHECK(key_bytes == r.key_bytes);
+        CHECK(value_bytes == r.value_bytes);
+        CHECK(header_count == r.header_count);
+        /* the records decoded before an error are returned too, so build them */
+        fill_arrow(&r);
+    }
+    if (rc != FKC_ERR_CRC || st->fail)
+        check_scan(blob, len, opts, &r);
+    check_stream(blob, len, opts, &r, k, max_held);
+    fkc_decode_result_free(&r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 3)
@@ -230,13 +385,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     opts.check_crcs = flags & 1;
     opts.read_committed = (flags >> 1) & 1;
     opts.arrow_timestamps = (flags >> 2) & 1;
+    opts.arrow_limits = (flags >> 2) & 1;
+    opts.arrow_topic_len = 10; /* "fuzz-topic" */
     if (opts.read_committed) {
         opts.aborted_pids = aborted_pids;
         opts.aborted_first_offsets = aborted_first;
         opts.aborted_count = 3;
     }
     opts.max_decompressed_bytes = caps[(flags >> 4) & 3];
+    opts.max_batch_records = (flags >> 6) & 1 ? 3 : 0;
     opts.host = &host;
+    size_t k = k_steps[size % 4];
+    size_t max_held = (flags >> 7) & 1 ? 1 : SIZE_MAX;
 
     /* exactly sized copy: ASan sees a one-byte over-read */
     size_t len = size - 3;
@@ -245,65 +405,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(blob, data + 3, len);
 
-    fkc_decode_result r;
-    int rc = fkc_decode_records(blob, len, &opts, &r);
-    CHECK(rc == r.error);
-    CHECK(rc == FKC_OK || rc == FKC_ERR_INVALID || rc == FKC_ERR_CRC || rc == FKC_ERR_DECOMPRESS ||
-          rc == FKC_ERR_SIZE_LIMIT || rc == FKC_ERR_UNSUPPORTED_CODEC);
-    if (!opts.check_crcs)
-        CHECK(rc != FKC_ERR_CRC);
-    if (!st.fail && rc == FKC_ERR_DECOMPRESS) {
-        /* without host failures, only C-side framing can reject a payload */
-        CHECK(r.error_reason[0] != '\0');
+    decode_and_check(blob, len, &opts, &st, k, max_held);
+    if (opts.check_crcs) {
+        /* structural mutations must reach past the CRC too */
+        opts.check_crcs = 0;
+        decode_and_check(blob, len, &opts, &st, k, max_held);
     }
-    CHECK(memchr(r.error_reason, '\0', sizeof(r.error_reason)) != NULL);
-    CHECK(r.count <= r.capacity || r.count == 0);
-    /* on an error next_offset is the bad batch's base offset (where to skip
-     * from), which may lie below fetch_offset; on success never */
-    if (rc == FKC_OK)
-        CHECK(r.next_offset >= opts.fetch_offset);
-    for (size_t i = 0; i < r.blob_count; i++)
-        CHECK(r.blobs[i].len <= opts.max_decompressed_bytes);
-
-    uint64_t key_bytes = 0, value_bytes = 0, header_count = 0;
-    for (size_t i = 0; i < r.count; i++) {
-        const fkc_record *rec = &r.records[i];
-        CHECK(rec->offset >= opts.fetch_offset);
-        if (opts.stop_offset >= 0)
-            CHECK(rec->offset < opts.stop_offset);
-        CHECK(rec->key_len >= -1 && rec->value_len >= -1);
-        CHECK(owned(&r, blob, len, rec->key, rec->key_len));
-        CHECK(owned(&r, blob, len, rec->value, rec->value_len));
-        CHECK(rec->magic >= 0 && rec->magic <= 2);
-        CHECK(rec->timestamp_type >= -1 && rec->timestamp_type <= 1);
-        key_bytes += rec->key_len > 0 ? (uint64_t)rec->key_len : 0;
-        value_bytes += rec->value_len > 0 ? (uint64_t)rec->value_len : 0;
-        CHECK(rec->header_count >= 0);
-        if (rec->header_count > 0) {
-            CHECK(owned(&r, blob, len, rec->headers, (int64_t)rec->headers_len));
-            fkc_header_iter it = {rec->headers, rec->headers + rec->headers_len};
-            const uint8_t *k, *v;
-            int32_t kl, vl, seen = 0;
-            while (fkc_header_next(&it, &k, &kl, &v, &vl)) {
-                CHECK(kl >= 0 && vl >= -1);
-                CHECK(inside(k, kl, rec->headers, rec->headers_len));
-                CHECK(inside(v, vl, rec->headers, rec->headers_len));
-                seen++;
-                CHECK(seen <= rec->header_count);
-            }
-            CHECK(seen == rec->header_count);
-        }
-        header_count += (uint64_t)rec->header_count;
-    }
-    CHECK(key_bytes == r.key_bytes);
-    CHECK(value_bytes == r.value_bytes);
-    CHECK(header_count == r.header_count);
-
-    /* the records decoded before an error are returned too, so build them */
-    if (opts.arrow_timestamps)
-        fill_arrow(&r);
-
-    fkc_decode_result_free(&r);
     free(blob);
     return 0;
 }

@@ -260,6 +260,13 @@ def main():
     _write("records", b"\x01\x00\x00" + blobs[0])
     _write("records", b"\x02\x00\x00" + blobs[5])
     _write("records", b"\x10\x01\x03" + blobs[3])
+    # the resumable decoder's options: 0x40 a record budget of 3 per batch,
+    # 0x80 a 1-byte hold bound (a step ends after each compressed batch),
+    # with Arrow limits (0x04); the step size follows the input size (% 4),
+    # so each blob is written with 0-3 bytes of padding after a cut tail
+    for i, blob in enumerate(blobs):
+        flags = (0x40, 0x80, 0xC4, 0x86)[i % 4]
+        _write("records", bytes([flags, 0, 0]) + blob + b"\x00" * (i % 4))
     real_fetch, real_blobs = real_fetch_seeds()
     for payload in real_fetch:
         _write("fetch", payload)

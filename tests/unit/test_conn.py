@@ -3,7 +3,6 @@ limits, timeouts, backoff, and SASL, against a scripted peer on a local socket
 that answers with bytes from the generic codec (no Kafka here: these are the
 connection's own rules)."""
 import base64
-import selectors
 import socket
 import time
 
@@ -14,6 +13,7 @@ from fastkc.config import consumer_config
 from fastkc.conn import BrokerConnection, ConnectionState, SaslExchange, pick_version
 from fastkc.protocol import codec
 from fastkc.protocol.framing import Framer, frame
+from tests.support.conn_driver import drive
 
 API_KEYS = [{"api_key": k, "min_version": lo, "max_version": hi}
             for k, lo, hi in ((18, 0, 4), (3, 0, 12), (2, 1, 9), (1, 4, 17), (17, 0, 1), (36, 0, 2))]
@@ -76,31 +76,7 @@ def default_handler(header, body):
 
 def pump(conn, peer, until, timeout=3.0):
     """Drive both ends until until() or the timeout; returns the answers."""
-    answers = []
-    deadline = time.monotonic() + timeout
-    sel = selectors.DefaultSelector()
-    try:
-        while not until():
-            if time.monotonic() > deadline:
-                raise AssertionError("timed out; connection is {0}".format(conn.state))
-            peer.service()
-            if conn.sock is None:
-                time.sleep(0.005)
-                continue
-            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wants_write() else 0)
-            sel.register(conn.sock, events)
-            ready = sel.select(0.01)
-            sel.unregister(conn.sock)
-            for _, mask in ready:
-                if mask & selectors.EVENT_WRITE:
-                    conn.on_writable()
-                if mask & selectors.EVENT_READ and conn.sock is not None:
-                    for request, payload in conn.on_readable():
-                        request.callback(payload, None)
-            conn.check_timeouts()
-    finally:
-        sel.close()
-    return answers
+    return drive(conn, until, timeout, service=peer.service)
 
 
 def make_conn(peer, **configs):

@@ -144,3 +144,98 @@ def test_importing_fastkc_does_not_import_kafka_python():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=__file__.rsplit("/tests/", 1)[0])
     assert out.stdout.strip() == "False"
+
+
+# --- issue 9: every configuration error is KafkaConfigurationError naming its key ------------------
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory):
+    from fastkc.broker import certs
+
+    directory = tmp_path_factory.mktemp("tls")
+    files = certs.generate(str(directory))
+    not_pem = directory / "not.pem"
+    not_pem.write_bytes(b"\x30\x82\x01\x0a garbage, not PEM")
+    return files, str(not_pem), str(directory / "missing.pem")
+
+
+@pytest.mark.parametrize("key, which", [
+    ("ssl_cafile", "missing"), ("ssl_cafile", "not_pem"), ("ssl_cafile", "directory"),
+    ("ssl_certfile", "missing"), ("ssl_certfile", "not_pem"),
+    ("ssl_keyfile", "missing"), ("ssl_keyfile", "not_pem"),
+    ("ssl_crlfile", "missing"), ("ssl_crlfile", "not_pem"),
+])
+def test_bad_tls_files_name_their_key(tls_files, tmp_path, key, which):
+    files, not_pem, missing = tls_files
+    configs = {"security_protocol": "SSL", "ssl_cafile": files.ca}
+    if key == "ssl_keyfile":
+        configs["ssl_certfile"] = files.client_cert
+    configs[key] = {"missing": missing, "not_pem": not_pem, "directory": str(tmp_path)}[which]
+    with pytest.raises(errors.KafkaConfigurationError, match=key):
+        consumer_config(configs)
+
+
+def test_good_tls_files_build_a_context(tls_files):
+    files, _, _ = tls_files
+    config = consumer_config({"security_protocol": "SSL", "ssl_cafile": files.ca, "ssl_certfile": files.client_cert,
+                              "ssl_keyfile": files.client_key, "ssl_ciphers": "ECDHE+AESGCM"})
+    assert config["ssl_cafile"] == files.ca
+
+
+@pytest.mark.parametrize("configs, key", [
+    ({"security_protocol": "SSL", "ssl_ciphers": "NO-SUCH-CIPHER"}, "ssl_ciphers"),
+    ({"security_protocol": "SSL", "ssl_ciphers": 5}, "ssl_ciphers"),
+    ({"ssl_cafile": 5}, "ssl_cafile"),
+    ({"ssl_password": 5}, "ssl_password"),
+    ({"socket_options": "TCP_NODELAY"}, "socket_options"),
+    ({"socket_options": [(6, 1)]}, "socket_options"),
+    ({"socket_options": [("6", 1, 1)]}, "socket_options"),
+    ({"send_buffer_bytes": -1}, "send_buffer_bytes"),
+    ({"send_buffer_bytes": "64k"}, "send_buffer_bytes"),
+    ({"receive_buffer_bytes": 0}, "receive_buffer_bytes"),
+    ({"receive_buffer_bytes": 1 << 40}, "receive_buffer_bytes"),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": b"alice",
+      "sasl_plain_password": "p"}, "sasl_plain_username"),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "alice",
+      "sasl_plain_password": 1234}, "sasl_plain_password"),
+    ({"fetch_max_bytes": 1 << 31}, "fetch_max_bytes"),
+    ({"max_partition_fetch_bytes": 1 << 31}, "max_partition_fetch_bytes"),
+    ({"fetch_min_bytes": 1 << 31}, "fetch_min_bytes"),
+    ({"session_timeout_ms": 1 << 31}, "session_timeout_ms"),
+    ({"max_poll_interval_ms": 1 << 32}, "max_poll_interval_ms"),
+    ({"bootstrap_servers": "a..b:9092"}, "bootstrap"),
+    ({"bootstrap_servers": ".a:9092"}, "bootstrap"),
+    ({"bootstrap_servers": "x" * 64 + ".example:9092"}, "bootstrap"),
+    ({"bootstrap_servers": ".".join(["abcdefgh"] * 30) + ":9092"}, "bootstrap"),
+    ({"bootstrap_servers": "bad host:9092"}, "bootstrap"),
+    ({"bootstrap_servers": "host:0"}, "bootstrap"),
+    ({"bootstrap_servers": "host:70000"}, "bootstrap"),
+    ({"bootstrap_servers": "host:-1"}, "bootstrap"),
+    ({"bootstrap_servers": ":9092"}, "bootstrap"),
+])
+def test_configuration_errors_name_the_key(configs, key):
+    with pytest.raises(errors.KafkaConfigurationError, match=key):
+        consumer_config(configs)
+
+
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SSL"])
+def test_a_sasl_mechanism_without_a_sasl_protocol_is_ignored_with_a_warning(protocol, caplog):
+    # as the Java client (kafka-clients 4.3.1 constructs such a consumer) and
+    # kafka-python 3 do: the setting is unused, not an error
+    config = consumer_config({"security_protocol": protocol, "sasl_mechanism": "PLAIN"})
+    assert config["sasl_mechanism"] == "PLAIN"
+    assert "sasl_mechanism 'PLAIN' is ignored" in caplog.text
+
+
+@pytest.mark.parametrize("server", ["localhost:9092", "kafka-1.internal_net.example.com:9092", "127.0.0.1:1",
+                                    "[::1]:9092", "::1", "b\u00fccher.example:9092", "host.:65535"])
+def test_valid_bootstrap_hosts_are_accepted(server):
+    consumer_config({"bootstrap_servers": server})
+
+
+@pytest.mark.parametrize("host, port", [("", 9092), ("h", 0), ("h", 70000), ("h", -5)])
+def test_metadata_advertising_an_unusable_broker_drops_it(host, port):
+    cluster = ClusterMetadata()
+    cluster.update({"brokers": [{"node_id": 1, "host": host, "port": port, "rack": None},
+                                {"node_id": 2, "host": "ok", "port": 9092, "rack": None}],
+                    "cluster_id": "c", "controller_id": 1, "topics": []}, all_topics=True)
+    assert set(cluster.brokers) == {2}

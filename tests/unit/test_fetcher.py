@@ -9,7 +9,8 @@ import pytest
 from fastkc import errors
 from fastkc.client import ClusterMetadata
 from fastkc.config import consumer_config
-from fastkc.fetcher import FetchSession, Fetcher, scan_batches
+from fastkc import records as fastkc_records
+from fastkc.fetcher import FetchSession, Fetcher
 from fastkc.protocol import codec
 from fastkc.structs import TopicPartition
 from tests.support import batchgen as bg
@@ -59,6 +60,13 @@ class ScriptedClient:
 
     def request_metadata_update(self, all_topics=False):
         self.metadata_requests += 1
+
+    def parse_failed(self, conn, api_name, exc):
+        """KafkaClient's policy, with a limit of one: the error itself."""
+        return exc
+
+    def parse_ok(self, conn, api_name):
+        pass
 
     def send(self, node_id, api_name, body, callback, raw=False, version=None):
         self.sent.append((node_id, api_name, body, callback, raw, version))
@@ -139,43 +147,65 @@ def _positioned(offsets, **configs):
     return client, fetcher
 
 
-# --- scan_batches -----------------------------------------------------------------
+# --- the framing scan the fetcher pipelines with (scan_blob, C and twin) -------------
 
-def test_scan_batches_finds_the_end_of_the_last_complete_batch():
+def _scans(blob):
+    """scan_blob of both backends (the twin is the oracle): must agree."""
+    from fastkc._twin import records as twin
+
+    ours = fastkc_records.scan_blob(blob)
+    assert twin.scan_blob(blob) == ours
+    return ours
+
+
+def test_scan_finds_the_end_of_the_last_complete_batch():
     blob = _batch(10, [b"a", b"b", b"c"], leader_epoch=3) + _batch(13, [b"d"], leader_epoch=4)
-    assert scan_batches(blob) == (14, 4, len(blob), False)
+    info = _scans(blob)
+    assert (info.next_offset, info.leader_epoch, info.complete_bytes, info.entries, info.tail) == \
+        (14, 4, len(blob), 2, "none")
 
 
-def test_scan_batches_ignores_a_cut_tail():
+def test_scan_ignores_a_cut_tail():
     first = _batch(0, [b"a", b"b"])
     second = _batch(2, [b"c", b"d"])
     for cut in (1, 16, 30, len(second) - 1):
-        assert scan_batches(first + second[:cut]) == (2, 5, len(first), False)
-    assert scan_batches(second[:20]) == (None, -1, 0, False)
-    assert scan_batches(b"") == (None, -1, 0, False)
+        info = _scans(first + second[:cut])
+        assert (info.next_offset, info.leader_epoch, info.complete_bytes, info.tail) == (2, 5, len(first), "cut")
+        assert info.tail_offset == (2 if cut >= 8 else -1)
+        assert info.tail_size == (len(second) if cut >= 12 else -1)
+    info = _scans(second[:20])
+    assert (info.next_offset, info.leader_epoch, info.complete_bytes, info.tail) == (None, -1, 0, "cut")
+    info = _scans(b"")
+    assert (info.next_offset, info.complete_bytes, info.tail) == (None, 0, "none")
 
 
-def test_scan_batches_uses_last_offset_delta_not_record_count():
+def test_scan_uses_last_offset_delta_not_record_count():
     # a compacted batch: three records left, offsets 0..9 covered
     batch = _batch(100, [b"x", b"y", b"z"], last_offset_delta=9)
-    assert scan_batches(batch)[0] == 110
+    assert _scans(batch).next_offset == 110
 
 
-def test_scan_batches_legacy_message_sets():
+def test_scan_legacy_message_sets():
     blob = bg.legacy_message(1, 4, b"k", b"v") + bg.legacy_message(1, 5, None, b"w")
-    assert scan_batches(blob) == (6, -1, len(blob), False)
+    info = _scans(blob)
+    assert (info.next_offset, info.leader_epoch, info.complete_bytes) == (6, -1, len(blob))
 
 
-@pytest.mark.parametrize("length,magic", [(-5, 2), (10, 1), (40, 2), (100, 7)])
-def test_scan_batches_flags_headers_that_cannot_be_a_batch(length, magic):
+@pytest.mark.parametrize("length,magic,lod", [(-5, 2, 0), (10, 1, 0), (40, 2, 0), (100, 7, 0), (200, 2, -1)])
+def test_scan_flags_headers_that_cannot_be_a_batch(length, magic, lod):
     good = _batch(0, [b"a"], leader_epoch=3)
     bad = bytearray(_batch(1, [b"b"]))
     bad[8:12] = length.to_bytes(4, "big", signed=True)
     bad[16] = magic
+    bad[23:27] = lod.to_bytes(4, "big", signed=True)
     blob = good + bytes(bad)
-    # the good batch counts; the whole blob goes to the decoder, which will raise
-    assert scan_batches(blob) == (1, 3, len(blob), True)
-    assert scan_batches(bytes(bad)) == (None, -1, len(bad), True)
+    # the good batch counts; the fetcher hands the whole blob to the decoder, which raises
+    info = _scans(blob)
+    assert (info.next_offset, info.leader_epoch, info.complete_bytes, info.tail, info.tail_offset) == \
+        (1, 3, len(good), "malformed", 1)
+    assert info.reason
+    info = _scans(bytes(bad))
+    assert (info.next_offset, info.leader_epoch, info.complete_bytes, info.tail) == (None, -1, 0, "malformed")
 
 
 # --- fetch sessions (KIP-227) ---------------------------------------------------------
@@ -349,7 +379,8 @@ def test_disabled_sessions_send_every_partition_each_time():
     fetcher.send_requests()
     first = client.take("Fetch")
     assert first[2]["session_epoch"] == -1
-    _answer_fetch(client, first, {0: {"records": _batch(0, [b"a"])}})
+    # a full fetch answers every partition asked (left out: asked after the backoff)
+    _answer_fetch(client, first, {0: {"records": _batch(0, [b"a"])}, 1: {}})
     fetcher.send_requests()
     assert _fetch_offsets(client.take("Fetch")) == {0: 1, 1: 0}
 
@@ -581,6 +612,21 @@ def test_malformed_header_is_raised_from_poll_not_refetched_silently():
     assert _fetch_offsets(client.take("Fetch")) == {0: 0}
 
 
+def test_a_full_fetch_answer_leaving_partitions_out_backs_them_off():
+    # a broker that answers at once without the partitions must not be
+    # fetched from in a loop: they wait retry_backoff_ms
+    client, fetcher = _positioned({0: 0, 1: 0}, enable_incremental_fetch_sessions=False)
+    fetcher.send_requests()
+    _answer_fetch(client, client.take("Fetch"), {0: {}})
+    fetcher.send_requests()
+    second = client.take("Fetch")
+    assert _fetch_offsets(second) == {0: 0}
+    _answer_fetch(client, second, {0: {}})
+    client.now += fetcher.config["retry_backoff_ms"] / 1000.0 + 0.001
+    fetcher.send_requests()
+    assert _fetch_offsets(client.take("Fetch")) == {0: 0, 1: 0}
+
+
 def test_partition_order_rotates_between_fetches():
     client, fetcher = _positioned({0: 0, 1: 0}, enable_incremental_fetch_sessions=False)
     orders = []
@@ -588,5 +634,5 @@ def test_partition_order_rotates_between_fetches():
         fetcher.send_requests()
         request = client.take("Fetch")
         orders.append([p["partition"] for p in request[2]["topics"][0]["partitions"]])
-        _answer_fetch(client, request, {})
+        _answer_fetch(client, request, {0: {}, 1: {}})
     assert sorted(orders) == [[0, 1], [1, 0]]

@@ -25,6 +25,7 @@ from fastkc.errors import (
     CorruptRecordError,
     DecompressedSizeLimitError,
     InvalidRecordError,
+    RecordCountLimitError,
     RecordCrcError,
     RecordDecompressionError,
     UnsupportedCompressionError,
@@ -250,7 +251,10 @@ def test_invalid_record_errors():
     assert "over-long" in err.reason
     # record count larger than what the bytes hold (never preallocated)
     huge = g.record_batch(g.records_from_values([b"x"]), count=2_000_000_000)
-    assert "1 of 2000000000" in expect(InvalidRecordError, huge).reason
+    assert "RecordCount 2000000000 exceeds" in expect(InvalidRecordError, huge).reason
+    huge = g.record_batch(g.records_from_values([b"x"]), count=2_000_000_000, last_offset_delta=2_000_000_000)
+    assert "exceeds the budget of" in expect(RecordCountLimitError, huge).reason
+    assert "1 of 2000000000" in expect(InvalidRecordError, huge, max_batch_records=0).reason
     # bytes left over after the records
     trailing = g.record_batch([], raw_records=g.encode_record(g.Record(value=b"a")) + b"\x00", count=1)
     expect(InvalidRecordError, trailing)

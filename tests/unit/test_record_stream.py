@@ -1,0 +1,238 @@
+"""The resumable decoder (fastkc.records.record_stream) against one whole
+decode, and the compiled stream against the twin's, step by step.
+
+For every blob the differential tests draw (every codec, legacy magic 0/1
+with compressed wrappers, control batches, read_committed with aborted
+transactions, cut tails, flipped bytes) and step sizes k = 1, 7, 1024:
+the records of all steps, in order, are exactly those of decode_partition
+(and, for a bad batch, the records before it plus the same typed error);
+the final next_offset is the same; the C and twin streams give the same
+records and next_offset at every step, also with the decompressed-bytes hold
+bound that ends steps early. Arrow steps join to the whole Arrow decode, and
+a step ends before Arrow's int32 offsets would pass (exercised through the
+`base` totals a caller's earlier batches add)."""
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fastkc import records as R
+from fastkc.errors import CorruptRecordError, RecordCountLimitError
+from tests.support import batchgen as g
+from tests.support import property_settings, using_backend
+from tests.unit.test_differential import PIDS, _comparable, blobs, outcome
+
+INT32_MAX = (1 << 31) - 1
+
+
+@pytest.fixture(scope="module")
+def both(compiled_backend, twin_backend):
+    return compiled_backend, twin_backend
+
+
+def _stream_kw(kw):
+    return {k: v for k, v in kw.items() if k not in ("arrow",)}
+
+
+def run_steps(module, blob, k, held=None, arrow=False, **kw):
+    """[(step records, next_offset)], then ("error", class, offset, records) or ("done", next_offset)."""
+    with using_backend(module):
+        stream = R.record_stream(blob, arrow=arrow, **kw)
+    steps = []
+    for _ in range(len(blob) + 5):
+        if stream.done:
+            return steps, ("done", stream.next_offset)
+        try:
+            got = stream.arrow(k, held) if arrow else stream.records(k, held)
+        except CorruptRecordError as exc:
+            steps.append((_comparable(exc.records), exc.next_offset))
+            # sticky: asking again raises the same error, with no records
+            with pytest.raises(type(exc)):
+                stream.arrow(k, held) if arrow else stream.records(k, held)
+            assert stream.done
+            return steps, ("error", type(exc), exc.offset, exc.next_offset, exc.topic, exc.partition)
+        n = got.num_rows if arrow else len(got)
+        assert n <= k
+        steps.append((_comparable(got), stream.next_offset))
+        assert n or stream.done, "a step that hands out nothing must be the end"
+    raise AssertionError("the stream never finished")
+
+
+def joined(steps, arrow):
+    if not arrow:
+        return [r for records, _ in steps for r in records]
+    rows = []
+    for (_schema, cols), _ in steps:
+        names = [name for name, _ in cols]
+        values = [v for _, v in cols]
+        rows.extend(zip(*values))
+    return names, rows if steps else []
+
+
+def whole_as_rows(whole_records, arrow):
+    if not arrow:
+        return whole_records
+    _schema, cols = whole_records
+    return [name for name, _ in cols], list(zip(*[v for _, v in cols]))
+
+
+def check_against_whole(module, blob, k, arrow=False, held=None, **kw):
+    steps, end = run_steps(module, blob, k, held=held, arrow=arrow, **kw)
+    whole = outcome(module, blob, arrow=arrow, **kw)
+    if whole[0] == "ok":
+        assert end == ("done", whole[2])
+        got = joined(steps, arrow)
+        expected = whole_as_rows(whole[1], arrow)
+        if arrow:
+            assert got[1] == expected[1]
+        else:
+            assert got == expected
+    else:
+        _, cls, offset, next_offset, topic, partition, records = whole
+        assert end == ("error", cls, offset, next_offset, topic, partition)
+        got = joined(steps, arrow)
+        expected = whole_as_rows(records, arrow)
+        if arrow:
+            assert got[1] == expected[1]
+        else:
+            assert got == expected
+    return steps, end
+
+
+@property_settings(fast_examples=60, slow_examples=2000)
+@given(data=st.data())
+def test_steps_join_to_one_decode_and_c_agrees_with_twin(both, data):
+    compiled, twin = both
+    blob, start, end = data.draw(blobs())
+    if data.draw(st.booleans()):
+        blob = blob[:data.draw(st.integers(0, len(blob)))]  # a cut tail, anywhere
+    if blob and data.draw(st.integers(0, 3)) == 0:
+        corrupt = bytearray(blob)
+        corrupt[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
+        blob = bytes(corrupt)
+    kw = dict(
+        topic="t",
+        partition=3,
+        fetch_offset=data.draw(st.integers(max(start - 1, 0), end + 1)),
+        check_crcs=data.draw(st.booleans()),
+        isolation_level=data.draw(st.sampled_from(["read_uncommitted", "read_committed"])),
+        aborted_transactions=data.draw(st.lists(st.tuples(st.sampled_from(PIDS), st.integers(start, end + 1)),
+                                                max_size=3)),
+        max_decompressed_bytes=data.draw(st.sampled_from([R.DEFAULT_MAX_DECOMPRESSED_BYTES, 300])),
+        max_batch_records=data.draw(st.sampled_from([None, 2])),
+    )
+    held = data.draw(st.sampled_from([None, 0, 1, 200]))
+    arrow = data.draw(st.booleans())
+    for k in (1, 7, 1024):
+        ours = check_against_whole(compiled, blob, k, arrow=arrow, held=held, **kw)
+        assert run_steps(twin, blob, k, held=held, arrow=arrow, **kw) == ours
+
+
+CODECS = [g.NONE, g.GZIP, g.SNAPPY, g.LZ4, g.ZSTD]
+
+
+def _values(base, n):
+    return [b"v%d" % (base + i) for i in range(n)]
+
+
+def _txn_blob(codec):
+    """Committed and aborted transactions interleaved with plain batches:
+    the abort marker of producer 2 sits between its aborted batches and
+    later ones that must be kept."""
+    parts = [g.record_batch(g.records_from_values(_values(0, 3)), base_offset=0, codec=codec)]
+    parts.append(g.record_batch(g.records_from_values(_values(3, 4)), base_offset=3, codec=codec,
+                                transactional=True, producer_id=2, producer_epoch=0))
+    parts.append(g.record_batch(g.records_from_values(_values(7, 2)), base_offset=7, codec=codec,
+                                transactional=True, producer_id=1, producer_epoch=0))
+    parts.append(g.control_batch(g.CONTROL_ABORT, base_offset=9, producer_id=2))
+    parts.append(g.control_batch(g.CONTROL_COMMIT, base_offset=10, producer_id=1))
+    parts.append(g.record_batch(g.records_from_values(_values(11, 5)), base_offset=11, codec=codec,
+                                transactional=True, producer_id=2, producer_epoch=0))
+    parts.append(g.control_batch(g.CONTROL_COMMIT, base_offset=16, producer_id=2))
+    parts.append(g.record_batch(g.records_from_values(_values(17, 9)), base_offset=17, codec=codec))
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("k", [1, 7, 1024])
+def test_every_codec_read_committed_and_cut_tails(both, codec, k):
+    compiled, twin = both
+    blob = _txn_blob(codec)
+    kw = dict(topic="t", partition=0, isolation_level="read_committed", aborted_transactions=[(2, 3)])
+    for module in both:
+        steps, end = check_against_whole(module, blob, k, **kw)
+        offsets = [r[3] for r in joined(steps, False)]
+        assert offsets == list(range(0, 3)) + list(range(7, 9)) + list(range(11, 16)) + list(range(17, 26))
+        assert end == ("done", 26)
+        assert run_steps(twin, blob, k, **kw) == run_steps(compiled, blob, k, **kw)
+        # a cut tail anywhere in the last batch: same records as the whole decode of the cut blob
+        last = len(g.record_batch(g.records_from_values(_values(17, 9)), base_offset=17, codec=codec))
+        for cut in (1, 16, 40, last - 1):
+            check_against_whole(module, blob[:len(blob) - cut], k, **kw)
+            check_against_whole(module, blob[:len(blob) - cut], k, arrow=True, **kw)
+
+
+@pytest.mark.parametrize("k", [1, 7, 1024])
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_message_sets(both, magic, k):
+    compiled, twin = both
+    blob = g.legacy_message(magic, 0, b"k", b"a")
+    inner = [(None, b"in%d" % i, 1_700_000_000_000) for i in range(1, 6)]
+    blob += g.legacy_wrapper(magic, 5, inner, codec=g.GZIP)
+    blob += g.legacy_message(magic, 6, None, b"b")
+    for module in both:
+        steps, end = check_against_whole(module, blob, k)
+        assert [r[3] for r in joined(steps, False)] == list(range(7))
+        check_against_whole(module, blob, k, arrow=True)
+    assert run_steps(twin, blob, k) == run_steps(compiled, blob, k)
+
+
+def test_a_step_never_decompresses_past_the_hold_bound(both):
+    # three compressed batches of 5 records: with a hold bound of 1 byte a
+    # step ends after the first batch it finished, whatever k asks
+    blob = b"".join(g.record_batch(g.records_from_values(_values(5 * i, 5)), base_offset=5 * i, codec=g.ZSTD)
+                    for i in range(3))
+    for module in both:
+        steps, end = run_steps(module, blob, 1024, held=1)
+        assert [len(records) for records, _ in steps] == [5, 5, 5]
+        assert [next_offset for _, next_offset in steps] == [5, 10, 15]
+        steps, end = run_steps(module, blob, 1024)
+        assert [len(records) for records, _ in steps] == [15]
+    # the buffers a step holds: the batches it finished (released by the next step)
+    held = []
+    for module in both:
+        with using_backend(module):
+            stream = R.record_stream(blob)
+        sizes = []
+        while not stream.done:
+            stream.records(7)
+            sizes.append(stream.held_bytes)
+        held.append(sizes)
+    assert held[0] == held[1] and all(size > 0 for size in held[0])
+
+
+def test_record_budget_is_per_batch_and_typed(both):
+    blob = g.record_batch(g.records_from_values(_values(0, 3))) + \
+        g.record_batch(g.records_from_values(_values(3, 5)), base_offset=3, codec=g.LZ4)
+    for module in both:
+        steps, end = run_steps(module, blob, 2, max_batch_records=4, topic="t", partition=1)
+        assert end == ("error", RecordCountLimitError, 3, 3, "t", 1)
+        assert [r[3] for r in joined(steps, False)] == [0, 1, 2]
+
+
+def test_arrow_steps_stop_before_int32_offsets_overflow(both):
+    # 10 records with 5-byte keys; the caller's earlier batches already hold
+    # INT32_MAX - 12 key bytes: two more keys fit, the third would overflow
+    records = [g.Record(key=b"kkkkk", value=b"v", offset_delta=i) for i in range(10)]
+    blob = g.record_batch(records)
+    results = []
+    for module in both:
+        with using_backend(module):
+            stream = R.record_stream(blob, topic="t", partition=0, arrow=True)
+        first = stream.arrow(1024, None, (0, INT32_MAX - 12, 0, 0, 0, 0))
+        assert first.num_rows == 2 and not stream.done and stream.next_offset == 2
+        assert stream.arrow(1024, None, (0, INT32_MAX - 12 + 10, 0, 0, 0, 0)).num_rows == 0  # full
+        rest = stream.arrow(1024)  # a new Arrow batch: no base
+        assert rest.num_rows == 8 and stream.done and stream.next_offset == 10
+        assert stream.last_totals == (8, 40, 8, 0, 0, 0)
+        results.append((first.column("offset").to_pylist(), rest.column("offset").to_pylist()))
+    assert results[0] == results[1] == ([0, 1], list(range(2, 10)))

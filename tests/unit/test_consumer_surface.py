@@ -214,6 +214,11 @@ def test_an_idle_poll_blocks_for_its_timeout(consumer):
 
 @pytest.mark.parametrize("paused", [True, False], ids=["idle", "fetch-unanswered"])
 def test_wakeup_interrupts_a_blocked_poll(consumer, paused):
+    """"idle" blocks in select for the whole timeout, so only the wakeup
+    socket pair can end it promptly; "fetch-unanswered" (the scripted peer
+    never answers the Fetch, and the fetcher's retry backoff wakes the loop
+    every retry_backoff_ms) checks wakeup amid fetch state. The real-broker
+    case is tests/integration/test_consumer_surface.py."""
     if paused:
         _idle(consumer)
     else:

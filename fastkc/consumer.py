@@ -126,7 +126,8 @@ class KafkaConsumer:
     def wakeup(self):
         """From any thread: make the poll() in progress (or, when none is, the
         next one) raise WakeupException, once - Java's KafkaConsumer.wakeup().
-        kafka-python 3.0.12 has no wakeup()."""
+        position() raises it too while it waits for a reset. kafka-python
+        3.0.12 has no wakeup()."""
         self._wakeup_pending = True
         self._client.wakeup()
 
@@ -509,6 +510,7 @@ class KafkaConsumer:
             timeout_ms = self.config["request_timeout_ms"]
         deadline = self._clock() + timeout_ms / 1000.0
         while state.position is None:
+            self._maybe_raise_wakeup()  # as Java's position(): only while it blocks
             self._fetcher.raise_pending()
             self._client.raise_fatal()
             remaining = deadline - self._clock()

@@ -264,3 +264,18 @@ def test_wakeup_ends_iteration_with_wakeup_exception(served):
 def test_wakeup_after_close_is_harmless(consumer):
     consumer.close()
     consumer.wakeup()
+
+
+def test_wakeup_interrupts_a_position_lookup(consumer):
+    # the scripted peer never answers ListOffsets: position() would wait its timeout
+    consumer.assign([TP])
+    consumer.seek(TP, 7)
+    consumer.wakeup()
+    assert consumer.position(TP) == 7  # known: no blocking, the wakeup stays pending
+    consumer.seek_to_end(TP)
+    start = time.monotonic()
+    with pytest.raises(errors.WakeupException):
+        consumer.position(TP, timeout_ms=30000)
+    assert time.monotonic() - start < 0.5
+    with pytest.raises(errors.KafkaTimeoutError):  # once
+        consumer.position(TP, timeout_ms=300)

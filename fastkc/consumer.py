@@ -19,12 +19,13 @@ import re
 import time
 from collections import deque
 
-from fastkc.client import KafkaClient
-from fastkc.config import consumer_config
+from fastkc.client import KafkaClient, infer_broker_version
+from fastkc.config import CONSUMER_DEFAULTS, consumer_config
 from fastkc.errors import (
     IllegalStateError,
     KafkaTimeoutError,
     UnknownTopicOrPartitionError,
+    WakeupException,
 )
 from fastkc.fetcher import EARLIEST, LATEST, Fetcher
 from fastkc.structs import OffsetAndTimestamp, TopicPartition
@@ -36,8 +37,16 @@ _GROUP_WAKEUP_S = 0.05
 
 
 class KafkaConsumer:
+    #: kafka-python's class attribute: every config key and its default
+    #: (fastkc's extra keys included; the differences are listed in
+    #: tests/unit/parity_exceptions.py)
+    DEFAULT_CONFIG = CONSUMER_DEFAULTS
+    #: kafka-python's session_timeout_ms default for brokers before 3.0 (KIP-735)
+    DEFAULT_SESSION_TIMEOUT_MS_PRE_KIP_735 = 30000
+
     def __init__(self, *topics, **configs):
         self.config = consumer_config(configs)
+        self._api_version_configured = configs.get("api_version") is not None
         self._closed = False
         self._clock = time.monotonic
         self._client = KafkaClient(self.config, clock=self._clock)
@@ -49,12 +58,17 @@ class KafkaConsumer:
         # records the iterator has polled but not all yielded (_HandOut)
         self._handout = None
         self._consumer_timeout = None
+        # wakeup(): a flag for the next poll and the client's wakeup socket
+        # pair for the poll in progress (the group transport's mechanism)
+        self._wakeup_pending = False
+        self._client.enable_wakeup()
         try:
             self._client.bootstrap()
         except BaseException:
             self._client.close()
             self._closed = True
             raise
+        self._set_broker_version()
         self._client.metadata_listeners.append(self._update_subscribed_assignment)
         if topics:
             self.subscribe(topics)
@@ -89,6 +103,38 @@ class KafkaConsumer:
             log.debug("closing fetch sessions failed", exc_info=True)
         finally:
             self._client.close()
+
+    def _set_broker_version(self):
+        """config["api_version"]: as kafka-python, the broker release inferred
+        from the bootstrap broker's ApiVersions answer unless configured."""
+        if self._api_version_configured is False and self._client.bootstrap_api_versions is not None:
+            self.config["api_version"] = infer_broker_version(self._client.bootstrap_api_versions)
+
+    def bootstrap(self, timeout_ms=None, refresh=False):
+        """Block until cluster metadata is bootstrapped (kafka-python 3):
+        fastkc bootstraps at construction, so this returns at once unless
+        refresh=True, which bootstraps anew from bootstrap_servers (within
+        timeout_ms; None waits indefinitely). Raises KafkaTimeoutError
+        (NoBrokersAvailable) when that does not complete in time."""
+        self._check_open()
+        if self._client.bootstrapped and not refresh:
+            return
+        self._client.bootstrap(float("inf") if timeout_ms is None else timeout_ms)
+        self._set_broker_version()
+        self._update_subscribed_assignment()
+
+    def wakeup(self):
+        """From any thread: make the poll() in progress (or, when none is, the
+        next one) raise WakeupException, once - Java's KafkaConsumer.wakeup().
+        position() raises it too while it waits for a reset. kafka-python
+        3.0.12 has no wakeup()."""
+        self._wakeup_pending = True
+        self._client.wakeup()
+
+    def _maybe_raise_wakeup(self):
+        if self._wakeup_pending:
+            self._wakeup_pending = False
+            raise WakeupException("poll() interrupted by wakeup()")
 
     def _check_open(self):
         if self._closed:
@@ -285,6 +331,7 @@ class KafkaConsumer:
         key_d = self.config["key_deserializer"]
         value_d = self.config["value_deserializer"]
         while True:
+            self._maybe_raise_wakeup()
             if self._coordinator is not None:
                 self._coordinator.on_app_poll()
             fetcher.raise_pending()
@@ -346,6 +393,7 @@ class KafkaConsumer:
         deadline = self._clock() + max(0, timeout_ms if timeout_ms is not None else float("inf")) / 1000.0
         fetcher = self._fetcher
         while True:
+            self._maybe_raise_wakeup()
             if self._coordinator is not None:
                 self._coordinator.on_app_poll()
             fetcher.raise_pending()
@@ -462,6 +510,7 @@ class KafkaConsumer:
             timeout_ms = self.config["request_timeout_ms"]
         deadline = self._clock() + timeout_ms / 1000.0
         while state.position is None:
+            self._maybe_raise_wakeup()  # as Java's position(): only while it blocks
             self._fetcher.raise_pending()
             self._client.raise_fatal()
             remaining = deadline - self._clock()

@@ -105,10 +105,9 @@ class CorruptRecordError(BrokerResponseError):
 
     errno = 2
     message = "CORRUPT_MESSAGE"
-    description = (
-        "This message has failed its CRC checksum, exceeds the valid size, "
-        "has a null key for a compacted topic, or is otherwise corrupt."
-    )
+    description = "This message has failed its CRC checksum, exceeds the valid size, or is otherwise corrupt."
+    # Java's CorruptRecordException is a RetriableException (kafka-python 3.0.12
+    # says False; listed in tests/unit/parity_exceptions.py)
     retriable = True
 
     def __init__(self, reason="", topic="", partition=-1, offset=-1, records=None, next_offset=-1):
@@ -239,6 +238,46 @@ class LogTruncationError(KafkaError):
     auto_offset_reset='none' forbids resetting past it."""
 
 
+# kafka-python's client-side errors, raised by its own client; fastkc keeps
+# the names so `except` clauses and imports carry over.
+class Cancelled(RetriableError):
+    pass
+
+
+class InvalidReceiveError(KafkaProtocolError):
+    pass
+
+
+class MetadataEmptyBrokerList(RetriableError):
+    pass
+
+
+class QuotaViolationError(KafkaError):
+    pass
+
+
+class StaleMetadata(InvalidMetadataError):
+    pass
+
+
+class TransactionAbortedError(KafkaError):
+    """A transaction was aborted by its producer (KIP-654); kafka-python's producer name."""
+    message = "Failing batch since transaction was aborted"
+
+
+class UnknownBrokerIdError(KafkaError):
+    pass
+
+
+class UnrecognizedBrokerVersion(KafkaError):
+    pass
+
+
+class WakeupException(KafkaError):
+    """KafkaConsumer.wakeup() interrupted a blocking call (Java's name;
+    kafka-python 3.0.12 has no wakeup())."""
+
+
 # --- the broker error-code table ---------------------------------------------
 # errno, kafka-python's class name, Kafka's error name (as kafka-python spells
 # it), and flags: "retriable", "metadata" (retriable and metadata must be
@@ -280,7 +319,7 @@ _BROKER_ERROR_TABLE = """
   32 InvalidTimestampError                         INVALID_TIMESTAMP
   33 UnsupportedSaslMechanismError                 UNSUPPORTED_SASL_MECHANISM
   34 IllegalSaslStateError                         ILLEGAL_SASL_STATE
-  35 IncompatibleBrokerVersion                     UNSUPPORTED_VERSION
+  35 UnsupportedVersionError                       UNSUPPORTED_VERSION
   36 TopicAlreadyExistsError                       TOPIC_ALREADY_EXISTS
   37 InvalidPartitionsError                        INVALID_PARTITIONS
   38 InvalidReplicationFactorError                 INVALID_REPLICATION_FACTOR
@@ -381,6 +420,139 @@ _BROKER_ERROR_TABLE = """
  133 ShareSessionLimitReachedError                 SHARE_SESSION_LIMIT_REACHED
 """
 
+# kafka-python 3.0.12's (and Kafka's Errors) description of each broker error code,
+# set on the classes by _build_broker_errors().
+_DESCRIPTIONS = {
+    -1: 'An unexpected server error.',
+    0: 'No error--it worked!',
+    1: 'The requested offset is outside the range of offsets maintained by the server for the given topic/partition.',
+    3: 'This request is for a topic or partition that does not exist on this broker.',
+    4: 'The message has a negative size.',
+    5: 'This error is thrown if we are in the middle of a leadership election and there is currently no leader for this partition and hence it is unavailable for writes.',
+    6: 'This error is thrown if the client attempts to send messages to a replica that is not the leader for some partition. It indicates that the clients metadata is out of date.',
+    7: 'This error is thrown if the request exceeds the user-specified time limit in the request.',
+    8: 'This is not a client facing error and is used mostly by tools when a broker is not alive.',
+    9: 'If replica is expected on a broker, but is not (this can be safely ignored).',
+    10: 'The server has a configurable maximum message size to avoid unbounded memory allocation. This error is thrown if the client attempt to produce a message larger than this maximum.',
+    11: 'Internal error code for broker-to-broker communication.',
+    12: 'If you specify a string larger than configured maximum for offset metadata.',
+    14: 'The broker returns this error code for txn or group requests, when the coordinator is loading and hence cant process requests',
+    15: 'The broker returns this error code for consumer and transaction requests if the offsets topic has not yet been created, or if the group/txn coordinator is not active.',
+    16: 'The broker returns this error code if it is not the correct coordinator for the specified consumer or transaction group',
+    17: 'For a request which attempts to access an invalid topic (e.g. one which has an illegal name), or if an attempt is made to write to an internal topic (such as the consumer offsets topic).',
+    18: 'If a message batch in a produce request exceeds the maximum configured segment size.',
+    19: 'Returned from a produce request when the number of in-sync replicas is lower than the configured minimum and requiredAcks is -1.',
+    20: 'Returned from a produce request when the message was written to the log, but with fewer in-sync replicas than required.',
+    21: 'Returned from a produce request if the requested requiredAcks is invalid (anything other than -1, 1, or 0).',
+    22: 'Returned from group membership requests (such as heartbeats) when the generation id provided in the request is not the current generation.',
+    23: 'Returned in join group when the member provides a protocol type or set of protocols which is not compatible with the current group.',
+    24: 'Returned in join group when the groupId is empty or null.',
+    25: 'Returned from group requests (offset commits/fetches, heartbeats, etc) when the memberId is not in the current generation.',
+    26: 'Return in join group when the requested session timeout is outside of the allowed range on the broker',
+    27: 'Returned in heartbeat requests when the coordinator has begun rebalancing the group. This indicates to the client that it should rejoin the group.',
+    28: 'This error indicates that an offset commit was rejected because of oversize metadata.',
+    29: 'Returned by the broker when the client is not authorized to access the requested topic.',
+    30: 'Returned by the broker when the client is not authorized to access a particular groupId.',
+    31: 'Returned by the broker when the client is not authorized to use an inter-broker or administrative API.',
+    32: 'The timestamp of the message is out of acceptable range.',
+    33: 'The broker does not support the requested SASL mechanism.',
+    34: 'Request is not valid given the current SASL state.',
+    35: 'The version of API is not supported.',
+    36: 'Topic with this name already exists.',
+    37: 'Number of partitions is invalid.',
+    38: 'Replication-factor is invalid.',
+    39: 'Replication assignment is invalid.',
+    40: 'Configuration is invalid.',
+    41: 'This is not the correct controller for this cluster.',
+    42: 'This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.',
+    43: 'The message format version on the broker does not support this request.',
+    44: 'Request parameters do not satisfy the configured policy.',
+    45: 'The broker received an out of order sequence number.',
+    46: 'The broker received a duplicate sequence number.',
+    47: 'Producer attempted to produce with an old epoch.',
+    48: 'The producer attempted a transactional operation in an invalid state.',
+    49: 'The producer attempted to use a producer id which is not currently assigned to its transactional id.',
+    50: 'The transaction timeout is larger than the maximum value allowed by the broker (as configured by transaction.max.timeout.ms).',
+    51: 'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing.',
+    52: 'Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the current coordinator for a given producer.',
+    53: 'Transactional Id authorization failed.',
+    54: 'Security features are disabled.',
+    55: 'The broker did not attempt to execute this operation. This may happen for batched RPCs where some operations in the batch failed, causing the broker to respond without trying the rest.',
+    56: 'Disk error when trying to access log file on the disk.',
+    57: 'The user-specified log directory is not found in the broker config.',
+    58: 'SASL Authentication failed.',
+    59: "This exception is raised by the broker if it could not locate the producer metadata associated with the producerId in question. This could happen if, for instance, the producer's records were deleted because their retention time had elapsed. Once the last records of the producerId are removed, the producer's metadata is removed from the broker, and future appends by the producer will return this exception.",
+    60: 'A partition reassignment is in progress.',
+    61: 'Delegation Token feature is not enabled.',
+    62: 'Delegation Token is not found on server.',
+    63: 'Specified Principal is not valid Owner/Renewer.',
+    64: 'Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on delegation token authenticated channels.',
+    65: 'Delegation Token authorization failed.',
+    66: 'Delegation Token is expired.',
+    67: 'Supplied principalType is not supported.',
+    68: 'The group is not empty.',
+    69: 'The group id does not exist.',
+    70: 'The fetch session ID was not found.',
+    71: 'The fetch session epoch is invalid.',
+    72: 'There is no listener on the leader broker that matches the listener on which metadata request was processed.',
+    73: 'Topic deletion is disabled.',
+    74: 'The leader epoch in the request is older than the epoch on the broker.',
+    75: 'The leader epoch in the request is newer than the epoch on the broker.',
+    76: 'The requesting client does not support the compression type of given partition.',
+    77: 'Broker epoch has changed.',
+    78: 'The leader high watermark has not caught up from a recent leader election so the offsets cannot be guaranteed to be monotonically increasing.',
+    79: 'The group member needs to have a valid member id before actually entering a consumer group.',
+    80: 'The preferred leader was not available.',
+    81: 'The consumer group has reached its max size.',
+    82: 'The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id.',
+    83: 'Eligible topic partition leaders are not available.',
+    84: 'Leader election not needed for topic partition.',
+    85: 'No partition reassignment is in progress.',
+    86: 'Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it.',
+    87: 'This record has failed the validation on broker and hence will be rejected.',
+    88: 'There are unstable offsets that need to be cleared.',
+    89: 'The throttling quota has been exceeded.',
+    90: 'There is a newer producer with the same transactionalId which fences the current one.',
+    91: 'A request illegally referred to a resource that does not exist.',
+    92: 'A request illegally referred to the same resource twice.',
+    93: 'Requested credential would not meet criteria for acceptability.',
+    94: 'Indicates that the either the sender or recipient of a voter-only request is not one of the expected voters.',
+    95: 'The given update version was invalid.',
+    96: 'Unable to update finalized features due to an unexpected server error.',
+    97: 'Request principal deserialization failed during forwarding. This indicates an internal error on the broker cluster security setup.',
+    98: 'Requested snapshot was not found.',
+    99: 'Requested position is not greater than or equal to zero, and less than the size of the snapshot.',
+    100: 'This server does not host this topic ID.',
+    101: 'This broker ID is already in use.',
+    102: 'The given broker ID was not registered.',
+    103: "The log's topic ID did not match the topic ID in the request.",
+    104: 'The clusterId in the request does not match that found on the server.',
+    105: 'The transactionalId could not be found.',
+    106: 'The fetch session encountered inconsistent topic ID usage.',
+    107: 'The new ISR contains at least one ineligible replica.',
+    108: 'The AlterPartition request successfully updated the partition state but the leader has changed.',
+    109: 'The requested offset is moved to tiered storage.',
+    110: 'The member epoch is fenced by the group coordinator. The member must abandon all its partitions and rejoin.',
+    111: 'The instance ID is still used by another member in the consumer group. That member must leave first.',
+    112: 'The assignor or its version range is not supported by the consumer group.',
+    113: 'The member epoch is stale. The member must retry after receiving its updated member epoch via the ConsumerGroupHeartbeat API.',
+    114: 'The request was sent to an endpoint of the wrong type.',
+    115: 'This endpoint type is not supported yet.',
+    116: 'This controller ID is not known.',
+    117: 'Client sent a push telemetry request with an invalid or outdated subscription ID.',
+    118: 'Client sent a push telemetry request larger than the maximum size the broker will accept.',
+    119: 'The controller has considered the broker registration to be invalid.',
+    120: 'The server encountered an error with the transaction. The client can abort the transaction to continue using this transactional ID.',
+    121: 'The record state is invalid. The acknowledgement of delivery could not be completed.',
+    122: 'The share session was not found.',
+    123: 'The share session epoch is invalid.',
+    124: 'The share coordinator rejected the request because the share-group state epoch did not match.',
+    125: "The voter key doesn't match the receiving replica's key.",
+    126: 'The voter is already part of the set of voters.',
+    127: 'The voter is not part of the set of voters.',
+}
+
+
 _BY_ERRNO = {2: CorruptRecordError}
 
 
@@ -399,16 +571,28 @@ def _build_broker_errors():
             # decoders, must stay a CorruptRecordError): map the code to it
             # instead of shadowing it with an unrelated class.
             existing.errno, existing.message = int(errno), message
+            existing.description = _DESCRIPTIONS.get(int(errno))
             _BY_ERRNO[int(errno)] = existing
             continue
         cls = type(name, bases_for[flags[0] if flags else ""], {
-            "errno": int(errno), "message": message, "__module__": __name__,
+            "errno": int(errno), "message": message, "description": _DESCRIPTIONS.get(int(errno)),
+            "__module__": __name__,
         })
         globals()[name] = cls
         _BY_ERRNO[int(errno)] = cls
 
 
 _build_broker_errors()
+
+#: errno -> BrokerResponseError subclass (kafka-python's public name for the table)
+kafka_errors = _BY_ERRNO
+
+
+class IncompatibleBrokerVersion(UnsupportedVersionError):  # noqa: F821 (built above)
+    """No API version both fastkc and the broker speak (raised by the client,
+    as in kafka-python, a subclass of the broker's UNSUPPORTED_VERSION)."""
+
+
 _UNRECOGNIZED = {}
 
 

@@ -29,8 +29,22 @@ ConsumerRecord = namedtuple(
 
 TopicPartition = namedtuple("TopicPartition", ["topic", "partition"])
 
-OffsetAndMetadata = namedtuple("OffsetAndMetadata", ["offset", "metadata", "leader_epoch"])
-OffsetAndMetadata.__new__.__defaults__ = ("", -1)
+OffsetAndMetadata = namedtuple("OffsetAndMetadata", ["offset", "metadata", "leader_epoch"],
+                               defaults=[None, "", -1])
+
+TopicPartitionReplica = namedtuple("TopicPartitionReplica", ["topic", "partition", "broker_id"])
+
+#: kafka-python 3's group snapshot (KafkaConsumer.group_metadata()); state holds MemberState's strings
+ConsumerGroupMetadata = namedtuple("ConsumerGroupMetadata",
+                                   ["group_id", "generation_id", "member_id", "group_instance_id", "state"],
+                                   defaults=[None, -1, "", None, "<unjoined>"])
+
+
+class MemberState:
+    """kafka-python's group member states (ConsumerGroupMetadata.state)."""
+    UNJOINED = "<unjoined>"  # not part of a group
+    REBALANCING = "<rebalancing>"  # joining
+    STABLE = "<stable>"  # joined, heartbeating
 
 OffsetAndTimestamp = namedtuple("OffsetAndTimestamp", ["offset", "timestamp", "leader_epoch"])
 OffsetAndTimestamp.__new__.__defaults__ = (-1,)

@@ -6,14 +6,8 @@ Layout:
 - classic.py    the classic protocol (JoinGroup/SyncGroup/Heartbeat), eager and cooperative
 - kip848.py     the KIP-848 protocol (ConsumerGroupHeartbeat, server-side assignors)
 """
-from collections import namedtuple
-
 from fastkc.group.member import ConsumerRebalanceListener
-
-#: kafka-python 3's ConsumerGroupMetadata fields (state holds kafka-python's strings)
-ConsumerGroupMetadata = namedtuple("ConsumerGroupMetadata",
-                                   ["group_id", "generation_id", "member_id", "group_instance_id", "state"],
-                                   defaults=[None, -1, "", None, "<unjoined>"])
+from fastkc.structs import ConsumerGroupMetadata
 
 GROUP_PROTOCOLS = ("classic", "consumer")
 

@@ -22,6 +22,7 @@ Commits carry the offset of the next record the application has not been
 handed (fetcher positions), the leader epoch of the last record handed out,
 and metadata; the error semantics are the Java client's (see `_commit_error`).
 """
+import abc
 import collections
 import logging
 import threading
@@ -47,13 +48,16 @@ NO_GENERATION = -1
 NO_EPOCH = -1
 
 
-class ConsumerRebalanceListener:
-    """kafka-python's listener interface. on_partitions_lost defaults to
-    on_partitions_revoked, as in kafka-python and Java."""
+class ConsumerRebalanceListener(abc.ABC):
+    """kafka-python's listener interface: an abstract class (revoked and
+    assigned must be implemented, as in kafka-python). on_partitions_lost
+    defaults to on_partitions_revoked, as in kafka-python and Java."""
 
+    @abc.abstractmethod
     def on_partitions_revoked(self, revoked):
         pass
 
+    @abc.abstractmethod
     def on_partitions_assigned(self, assigned):
         pass
 

@@ -5,11 +5,11 @@ import kafka.errors as kp
 
 from fastkc import errors
 
-KAFKA_PYTHON = {
-    cls.errno: cls
-    for cls in vars(kp).values()
-    if inspect.isclass(cls) and issubclass(cls, kp.BrokerResponseError) and cls.errno is not None
-}
+# kafka-python's own code table (kafka.errors.kafka_errors): a subclass that
+# inherits an errno (IncompatibleBrokerVersion < UnsupportedVersionError, 35)
+# is not the class of that code
+KAFKA_PYTHON = {errno: cls for errno, cls in kp.kafka_errors.items() if errno is not None}
+assert all(inspect.isclass(cls) and issubclass(cls, kp.BrokerResponseError) for cls in KAFKA_PYTHON.values())
 
 # classes fastkc defines by hand for the record decoders; their flags follow
 # the decoders' needs, the code mapping still holds

@@ -67,6 +67,10 @@ import uuid
 from fastkc.protocol import codec
 from fastkc.protocol.framing import Framer, frame
 from fastkc.protocol.messages import ALL_APIS
+# Imported here, not when the first Fetch is answered: batchgen pulls in the
+# codec libraries (~0.6 s of CPU on a first import), which would otherwise be
+# charged to the client's CPU budget in whichever scenario answers a Fetch first.
+from tests.support.batchgen import Record, record_batch
 
 NODE_ID = 1
 THREAD_PREFIX = "fakebroker-"
@@ -537,8 +541,6 @@ class FakeBroker:
         key = (name, partition)
         blob = self._batches.get(key)
         if blob is None:
-            from tests.support.batchgen import Record, record_batch
-
             recs = [Record(value=b"v%d" % i, offset_delta=i, timestamp_delta=i) for i in range(self.records)]
             blob = record_batch(recs, base_offset=0) if recs else b""
             self._batches[key] = blob

@@ -306,6 +306,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     conf = dict(QUICK) if args.quick else dict(LONG, minutes=args.minutes)
     out = args.out or tempfile.mkdtemp(prefix="fastkc-soak-")
+    os.makedirs(out, exist_ok=True)
     from fastkc import broker
     from tests.faults.conftest import ProxiedCluster
     from tests.faults.toxiproxy import ToxiproxyServer

@@ -27,6 +27,7 @@ import pytest
 from fastkc import broker, errors
 from tests.faults.accounting import Ledger, SteadyProducer
 from tests.faults.runner import SLOW, record, run_scenario
+from tests.support.group_worker import read_events
 from tests.support.kafka_tools import create_topic, unique_name
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster]
@@ -85,18 +86,6 @@ def _worker(bootstrap, topic, group, out, protocol, err):
                              *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(err, "w"))
 
 
-def _events(path):
-    import json
-
-    out = []
-    if os.path.exists(path):
-        with open(path) as fh:
-            for line in fh:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    return out
-
-
 def _feed(ledger, name, events):
     for ev in events:
         if ev["e"] == "records":
@@ -122,7 +111,7 @@ def test_members_sigkilled_mid_rebalance(cluster, tmp_path, protocol):
                                    str(tmp_path / ("m%d.err" % i)))
 
     def delivered_by(m):
-        return sum(len(ev["recs"]) for ev in _events(str(tmp_path / (m + ".log"))) if ev["e"] == "records")
+        return sum(len(ev["recs"]) for ev in read_events(str(tmp_path / (m + ".log"))) if ev["e"] == "records")
 
     def wait(pred, timeout, what):
         deadline = time.monotonic() + timeout
@@ -138,7 +127,7 @@ def test_members_sigkilled_mid_rebalance(cluster, tmp_path, protocol):
         # A fourth member joins; while the group rebalances, m0 is SIGKILLed.
         fault = ledger.fault("m3 joins, m0 SIGKILLed mid-rebalance")
         start(3)
-        wait(lambda: any(ev["e"] == "ready" for ev in _events(str(tmp_path / "m3.log"))), 30, "m3 subscribed")
+        wait(lambda: any(ev["e"] == "ready" for ev in read_events(str(tmp_path / "m3.log"))), 30, "m3 subscribed")
         time.sleep(0.3)
         procs["m0"].send_signal(signal.SIGKILL)
         wait(lambda: delivered_by("m3") > 0, 60, "m3 consuming")
@@ -159,7 +148,7 @@ def test_members_sigkilled_mid_rebalance(cluster, tmp_path, protocol):
             fresh = Ledger(name)
             fresh.produced = set(ledger.produced)
             for m in procs:
-                _feed(fresh, m, _events(str(tmp_path / (m + ".log"))))
+                _feed(fresh, m, read_events(str(tmp_path / (m + ".log"))))
             return fresh.caught_up()
 
         wait(caught_up, 60, "the live members deliver everything produced")
@@ -174,7 +163,7 @@ def test_members_sigkilled_mid_rebalance(cluster, tmp_path, protocol):
             except subprocess.TimeoutExpired:
                 p.kill()
     for m in procs:
-        _feed(ledger, m, _events(str(tmp_path / (m + ".log"))))
+        _feed(ledger, m, read_events(str(tmp_path / (m + ".log"))))
     for m in ("m1",) + live:
         err = open(str(tmp_path / (m + ".err"))).read()
         assert procs[m].returncode == 0 and "Traceback" not in err, (m, procs[m].returncode, err[-2000:])

@@ -12,7 +12,6 @@ Checked from what each process logged (tests/support/group_worker.py):
   to revoke them (only moved partitions are revoked).
 Run with range (eager), cooperative-sticky and KIP-848.
 """
-import json
 import os
 import signal
 import subprocess
@@ -23,6 +22,7 @@ import uuid
 
 import pytest
 
+from tests.support.group_worker import read_events
 from tests.support.kafka_tools import create_topic, producer_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -65,17 +65,6 @@ class SteadyProducer(threading.Thread):
 def start_worker(bootstrap, topic, group, out, *extra):
     return subprocess.Popen([sys.executable, "-m", "tests.support.group_worker", bootstrap, topic, group, out,
                              *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def read_log(path):
-    events = []
-    if not os.path.exists(path):
-        return events
-    with open(path) as f:
-        for line in f:
-            if line.endswith("\n"):
-                events.append(json.loads(line))
-    return events
 
 
 def wait_for(predicate, timeout, what):
@@ -128,19 +117,19 @@ def test_three_processes_kill_and_join(kafka_broker, tmp_path, protocol, assigno
     try:
         for i in range(3):
             workers.append(start_worker(bootstrap, topic, group, logs[i], *extra))
-        wait_for(lambda: sum(bool(owned_at_end(read_log(path))) for path in logs[:3]) == 3, 60,
+        wait_for(lambda: sum(bool(owned_at_end(read_events(path))) for path in logs[:3]) == 3, 60,
                  "three members with partitions")
         producer.start()
         time.sleep(3)
-        owned_by_victim = owned_at_end(read_log(logs[0]))
+        owned_by_victim = owned_at_end(read_events(logs[0]))
         workers[0].send_signal(signal.SIGKILL)
         workers[0].wait()
         killed_at = time.time()
         time.sleep(2)
         workers.append(start_worker(bootstrap, topic, group, logs[3], *extra))
-        wait_for(lambda: owned_at_end(read_log(logs[3])), 60, "the late member's partitions")
+        wait_for(lambda: owned_at_end(read_events(logs[3])), 60, "the late member's partitions")
         # the victim's partitions must have moved to live members (after its session timed out)
-        wait_for(lambda: set().union(*(owned_at_end(read_log(p)) for p in logs[1:])) == set(range(PARTITIONS)),
+        wait_for(lambda: set().union(*(owned_at_end(read_events(p)) for p in logs[1:])) == set(range(PARTITIONS)),
                  60, "every partition owned by a live member")
         time.sleep(2)
         producer.stop.set()
@@ -150,7 +139,7 @@ def test_three_processes_kill_and_join(kafka_broker, tmp_path, protocol, assigno
         assert len(written) > 1000
 
         def handed():
-            return {tuple(r) for path in logs for ev in read_log(path) if ev["e"] == "records" for r in ev["recs"]}
+            return {tuple(r) for path in logs for ev in read_events(path) if ev["e"] == "records" for r in ev["recs"]}
 
         wait_for(lambda: written <= handed(), 60, "every produced record to be consumed")
         stopping_at = time.time()
@@ -165,7 +154,7 @@ def test_three_processes_kill_and_join(kafka_broker, tmp_path, protocol, assigno
                 w.kill()
                 w.wait()
 
-    per_member = [read_log(p) for p in logs]
+    per_member = [read_events(p) for p in logs]
     # at least once
     received = [tuple(r) for evs in per_member for ev in evs if ev["e"] == "records" for r in ev["recs"]]
     assert written <= set(received)

@@ -24,6 +24,19 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 
+def read_events(path):
+    """The events a worker has written to `path` so far (complete lines
+    only: the worker may be in the middle of one); [] before it starts."""
+    events = []
+    if not os.path.exists(path):
+        return events
+    with open(path) as f:
+        for line in f:
+            if line.endswith("\n"):
+                events.append(json.loads(line))
+    return events
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("bootstrap")

@@ -107,7 +107,7 @@ class KafkaConsumer:
     def _set_broker_version(self):
         """config["api_version"]: as kafka-python, the broker release inferred
         from the bootstrap broker's ApiVersions answer unless configured."""
-        if self._api_version_configured is False and self._client.bootstrap_api_versions is not None:
+        if not self._api_version_configured and self._client.bootstrap_api_versions is not None:
             self.config["api_version"] = infer_broker_version(self._client.bootstrap_api_versions)
 
     def bootstrap(self, timeout_ms=None, refresh=False):

@@ -14,6 +14,7 @@ import os
 import socket
 import ssl
 
+from fastkc import auth
 from fastkc.errors import KafkaConfigurationError
 
 # kafka-python's default, with fastkc's own classes of the same names and interface
@@ -101,7 +102,6 @@ CONSUMER_DEFAULTS = {
 }
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _DEPRECATED_RESETS = {"smallest": "earliest", "largest": "latest"}
 
 _POSITIVE_INTS = (
@@ -282,14 +282,7 @@ def _check_security(config):
     if protocol not in SECURITY_PROTOCOLS:
         _fail("security_protocol must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, protocol))
     if protocol.startswith("SASL"):
-        if config["sasl_mechanism"] not in SASL_MECHANISMS:
-            _fail("sasl_mechanism must be one of {0} (fastkc does not implement {1!r})".format(
-                SASL_MECHANISMS, config["sasl_mechanism"]))
-        for key in ("sasl_plain_username", "sasl_plain_password"):
-            if config[key] is None:
-                _fail("{0} is required for sasl_mechanism {1}".format(key, config["sasl_mechanism"]))
-            if not isinstance(config[key], str):
-                _fail("{0} must be a str, not {1}".format(key, type(config[key]).__name__))
+        auth.check_config(config)
     elif config["sasl_mechanism"] is not None:
         # Unused, as in the Java client (checked: kafka-clients 4.3.1 constructs
         # a consumer with security.protocol=PLAINTEXT or SSL and any

@@ -37,12 +37,9 @@ broker that announces 90 MB and stalls costs one chunk, not 90 MB. A TLS
 handshake the peer's certificate (or protocol) makes impossible fails with
 the non-retriable SslAuthenticationError.
 """
-import base64
 import collections
 import enum
 import errno
-import hashlib
-import hmac
 import logging
 import os
 import random
@@ -59,12 +56,12 @@ from fastkc.errors import (
     KafkaTimeoutError,
     NodeNotReadyError,
     ProtocolParseError,
-    SaslAuthenticationFailedError,  # noqa: F401 (built from the broker error table)
     SslAuthenticationError,
     TooManyInFlightRequests,
     UnsupportedSaslMechanismError,
     for_code,
 )
+from fastkc import auth
 from fastkc.protocol import codec
 from fastkc.protocol.messages import API_VERSIONS, get_api
 
@@ -366,7 +363,11 @@ class BrokerConnection:
         if version is None:
             self._fail(UnsupportedSaslMechanismError("{0}:{1} does not speak SaslHandshake".format(self.host, self.port)))
             return
-        self._sasl = SaslExchange(mechanism, self.config["sasl_plain_username"], self.config["sasl_plain_password"])
+        try:
+            self._sasl = auth.new_exchange(self.config, self.host)
+        except KafkaError as exc:
+            self._fail(exc)
+            return
         self._send_now("SaslHandshake", version, {"mechanism": mechanism}, self._sasl_handshake_answered)
 
     def _sasl_handshake_answered(self, payload, error):
@@ -381,7 +382,12 @@ class BrokerConnection:
             self._fail(for_code(answer["error_code"])("SASL mechanism {0} refused by {1}:{2} (it offers {3})".format(
                 self.config["sasl_mechanism"], self.host, self.port, answer["mechanisms"])))
             return
-        self._sasl_send(self._sasl.first_message())
+        try:
+            first = self._sasl.first_message()
+        except KafkaError as exc:
+            self._fail(exc)
+            return
+        self._sasl_send(first)
 
     def _sasl_send(self, auth_bytes):
         version = pick_version("SaslAuthenticate", self.api_versions)
@@ -661,87 +667,6 @@ class BrokerConnection:
                     request.callback(None, error)
                 except Exception:  # one failing callback must not leave the others unfailed
                     log.exception("callback of %s failed", request.api_name)
-
-
-class SaslExchange:
-    """The client side of SASL PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802,
-    RFC 7677): first_message() then receive(server bytes) → next message, or
-    None when authentication is complete and the server proved itself."""
-
-    _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-
-    def __init__(self, mechanism, username, password, nonce=None):
-        self.mechanism = mechanism
-        self.username = username
-        self.password = password
-        self._nonce = nonce or base64.b64encode(os.urandom(24)).decode("ascii")
-        self._step = 0
-        self._server_signature = None
-
-    def first_message(self):
-        self._step = 1
-        if self.mechanism == "PLAIN":
-            return b"\0" + self.username.encode("utf-8") + b"\0" + self.password.encode("utf-8")
-        if self.mechanism not in self._HASHES:
-            raise UnsupportedSaslMechanismError("fastkc does not implement SASL {0}".format(self.mechanism))
-        name = self.username.replace("=", "=3D").replace(",", "=2C")
-        self._client_first_bare = "n={0},r={1}".format(name, self._nonce)
-        return ("n,," + self._client_first_bare).encode("utf-8")
-
-    def receive(self, data):
-        if self.mechanism == "PLAIN":
-            return None
-        if self._step == 1:
-            self._step = 2
-            return self._client_final(data)
-        if self._step == 2:
-            self._step = 3
-            attrs = _scram_attributes(data)
-            if "e" in attrs:
-                raise SaslAuthenticationFailedError("SCRAM server error: {0}".format(attrs["e"]))
-            if attrs.get("v") is None or not hmac.compare_digest(
-                    base64.b64decode(attrs["v"]), self._server_signature):
-                raise SaslAuthenticationFailedError("SCRAM: the server's signature does not verify")
-            return None
-        raise SaslAuthenticationFailedError("SCRAM: unexpected message after the exchange ended")
-
-    def _client_final(self, data):
-        server_first = data.decode("utf-8")
-        attrs = _scram_attributes(data)
-        nonce, salt, iterations = attrs.get("r"), attrs.get("s"), attrs.get("i")
-        if nonce is None or salt is None or iterations is None or not nonce.startswith(self._nonce):
-            raise SaslAuthenticationFailedError("SCRAM: malformed server-first message")
-        try:
-            iterations = int(iterations)
-            salt = base64.b64decode(salt, validate=True)
-        except ValueError:
-            raise SaslAuthenticationFailedError("SCRAM: malformed salt or iteration count") from None
-        if iterations < 4096:  # Kafka's own minimum; fewer means a downgrade attempt
-            raise SaslAuthenticationFailedError("SCRAM: iteration count {0} below 4096".format(iterations))
-        digest = self._HASHES[self.mechanism]
-        salted = hashlib.pbkdf2_hmac(digest, self.password.encode("utf-8"), salt, iterations)
-        client_key = hmac.new(salted, b"Client Key", digest).digest()
-        stored_key = hashlib.new(digest, client_key).digest()
-        without_proof = "c=biws,r=" + nonce
-        auth_message = ",".join((self._client_first_bare, server_first, without_proof)).encode("utf-8")
-        signature = hmac.new(stored_key, auth_message, digest).digest()
-        proof = bytes(a ^ b for a, b in zip(client_key, signature))
-        server_key = hmac.new(salted, b"Server Key", digest).digest()
-        self._server_signature = hmac.new(server_key, auth_message, digest).digest()
-        return (without_proof + ",p=" + base64.b64encode(proof).decode("ascii")).encode("utf-8")
-
-
-def _scram_attributes(data):
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SaslAuthenticationFailedError("SCRAM: server message is not UTF-8") from None
-    attrs = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if sep and len(key) == 1:
-            attrs[key] = value
-    return attrs
 
 
 def _fastkc_version():

@@ -10,7 +10,8 @@ import pytest
 
 from fastkc import errors
 from fastkc.config import consumer_config
-from fastkc.conn import BrokerConnection, ConnectionState, SaslExchange, pick_version
+from fastkc.auth.scram import SaslExchange
+from fastkc.conn import BrokerConnection, ConnectionState, pick_version
 from fastkc.protocol import codec
 from fastkc.protocol.framing import Framer, frame
 from tests.support.conn_driver import drive

@@ -41,6 +41,9 @@ class NodePlan:
     ports: dict = field(default_factory=dict)
     # listener name → the port it advertises when not its bound port
     advertised: dict = field(default_factory=dict)
+    # extra JVM flags of this node (-D system properties: a JAAS or krb5
+    # file, the URLs an OAUTHBEARER listener may fetch keys from)
+    jvm_options: list = field(default_factory=list)
 
     @property
     def log_dir(self):
@@ -90,7 +93,7 @@ def _props_text(props):
     return "\n".join(lines) + "\n"
 
 
-def node_properties(node, all_nodes, *, security=None, credentials=None):
+def node_properties(node, all_nodes, *, security=None, credentials=None, extra=None):
     """The server.properties mapping for `node` in a cluster of `all_nodes`.
 
     security: None, or a dict with 'keystore' and 'truststore' PEM paths.
@@ -173,6 +176,9 @@ def node_properties(node, all_nodes, *, security=None, credentials=None):
         # SASL_SSL authenticates them by SASL, so it asks for no client certificate.
         props["listener.name.ssl.ssl.client.auth"] = "required"
         props["listener.name.sasl_ssl.ssl.client.auth"] = "none"
+    # Last, so a caller's setting (connections.max.reauth.ms, another
+    # mechanism's JAAS line) wins over the defaults above.
+    props.update(extra or {})
     return props
 
 

@@ -67,6 +67,7 @@ class NodeInfo:
     # listener name → the port advertised instead of the bound one
     # (proxied=True: "PROXIED" → the port its proxy must listen on)
     advertised: dict = field(default_factory=dict)
+    jvm_options: list = field(default_factory=list)  # extra JVM flags, kept for restarts
 
     def proxy_route(self):
         """(listen port, upstream port) of this node's proxy, or None."""
@@ -301,6 +302,7 @@ def _launch(java, install, node, heap, die_with_parent=False):
         + heap
         + _BROKER_GC
         + ["-Djava.awt.headless=true", "-Djava.io.tmpdir=" + tmpdir]
+        + list(node.jvm_options)
         + install.logging_jvm_flags(node.server_log)
         + ["-cp", install.classpath, "kafka.Kafka", node.properties_path]
     )
@@ -362,7 +364,8 @@ def _kill_all(procs, timeout=10.0):
 
 
 def start(*, name="default", nodes=1, security=False, kafka_version=None, data_dir=None,
-          port=None, timeout=None, log=None, die_with_parent=False, proxied=False):
+          port=None, timeout=None, log=None, die_with_parent=False, proxied=False,
+          broker_properties=None, jvm_options=None):
     """Start a local Kafka (1 or 3 nodes) and return its BrokerInfo once every
     node answers an ApiVersions + Metadata round trip listing all nodes.
 
@@ -377,6 +380,9 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
           bootstrapped from info.listeners["PROXIED"] talk to every broker
           through the proxies. The harness starts no proxy itself, and the
           PLAINTEXT listener (and its readiness probe) stays direct.
+    broker_properties: server.properties entries set on every node after
+          the harness's own (they win), e.g. connections.max.reauth.ms.
+    jvm_options: extra JVM flags for every node (kept for start_node).
     Raises BrokerAlreadyRunningError, PortInUseError, BrokerStartupError,
     JavaNotFoundError, MavenNotFoundError, KafkaResolutionError.
     """
@@ -402,7 +408,8 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
         for attempt in range(1, attempts + 1):
             try:
                 info = _start_locked(install, java, name, data_dir, nodes, security, port,
-                                     began + timeout, log, die_with_parent, proxied)
+                                     began + timeout, log, die_with_parent, proxied,
+                                     broker_properties, jvm_options)
             except _PortClash:
                 if attempt == attempts:
                     raise BrokerStartupError("ports kept being taken by other processes during start-up")
@@ -420,7 +427,7 @@ class _PortClash(Exception):
 
 
 def _start_locked(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent,
-                  proxied=False):
+                  proxied=False, broker_properties=None, jvm_options=None):
     # Fresh storage every time: remove what a previous run left behind.
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(data_dir, STATE_FILE))
@@ -429,6 +436,8 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
             shutil.rmtree(os.path.join(data_dir, entry), ignore_errors=True)
 
     plans = _plan_nodes(data_dir, nodes, security, port, proxied)
+    for plan in plans:
+        plan.jvm_options = list(jvm_options or ())
     credentials = Credentials() if security else None
     tls = None
     tls_props = None
@@ -439,7 +448,7 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
         tls = certs.generate(os.path.join(data_dir, "certs"))
         tls_props = {"keystore": tls.broker_keystore, "truststore": tls.ca}
     for plan in plans:
-        write_node_properties(plan, plans, security=tls_props, credentials=credentials)
+        write_node_properties(plan, plans, security=tls_props, credentials=credentials, extra=broker_properties)
 
     cluster_id = new_cluster_id()
     scram_args = credentials.scram_format_args() if credentials else []
@@ -458,7 +467,7 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
         kafka_version=install.version,
         cluster_id=cluster_id,
         nodes=[NodeInfo(node_id=p.node_id, pid=proc.pid, ports=dict(p.ports), dir=p.dir,
-                        advertised=dict(p.advertised))
+                        advertised=dict(p.advertised), jvm_options=list(p.jvm_options))
                for p, proc in zip(plans, procs)],
         listeners={
             listener: ",".join("127.0.0.1:{0}".format(p.advertised.get(listener, p.ports[listener]))
@@ -592,7 +601,8 @@ def start_node(info, node_id, *, timeout=90.0, die_with_parent=False, expect_nod
         raise BrokerAlreadyRunningError("Kafka node {0} is already running (pid {1})".format(node_id, node.pid))
     install = resolve_kafka(info.kafka_version)
     java = find_java(min_major=17 if install.major >= 4 else 11)
-    plan = NodePlan(node_id=node.node_id, dir=node.dir, ports=dict(node.ports), advertised=dict(node.advertised))
+    plan = NodePlan(node_id=node.node_id, dir=node.dir, ports=dict(node.ports), advertised=dict(node.advertised),
+                    jvm_options=list(node.jvm_options))
     heap = _SINGLE_NODE_HEAP if len(info.nodes) == 1 else _CLUSTER_NODE_HEAP
     proc = _launch(java, install, plan, heap, die_with_parent=die_with_parent)
     node.pid = proc.pid

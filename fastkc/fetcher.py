@@ -49,6 +49,7 @@ from fastkc.errors import (
     CorruptRecordError,
     FetchProgressError,
     KafkaProtocolError,
+    KafkaTimeoutError,
     LogTruncationError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
@@ -419,37 +420,31 @@ class Fetcher:
     def list_offsets(self, timestamps, timeout_ms):
         """Blocking ListOffsets: {tp: timestamp} → {tp: (offset, timestamp,
         leader_epoch)}, retried on retriable errors until timeout_ms."""
-        from fastkc.errors import KafkaTimeoutError
-
         deadline = self._clock() + timeout_ms / 1000.0
         results = {}
         remaining_tps = dict(timestamps)
         cluster = self.client.cluster
+        looked_up_metadata = False
         while remaining_tps:
             missing = [tp for tp in remaining_tps if cluster.leader_for(tp) is None]
             if missing:
-                # a topic the cluster knows, without the asked partition: no
-                # amount of waiting will make that partition appear
-                unknown = []
-                for tp in missing:
-                    topic = cluster.topics.get(tp.topic)
-                    if topic is not None and topic.error_code == 0 and tp.partition not in topic.partitions:
-                        unknown.append(tp)
-                if unknown:
-                    from fastkc.errors import UnknownTopicOrPartitionError
-
-                    raise UnknownTopicOrPartitionError("no such partitions: {0}".format(unknown))
+                # A partition with no known leader, even one past its topic's
+                # count, may yet appear (partitions added, topic created,
+                # leader elected): as kafka-python and the Java client do,
+                # refresh metadata every retry_backoff_ms until timeout_ms,
+                # then KafkaTimeoutError naming them.
                 self.client.add_topics({tp.topic for tp in missing})
-                self._wait_metadata(deadline, timeout_ms)
+                if looked_up_metadata:
+                    self._back_off(deadline, timeout_ms, missing)
+                self._wait_metadata(deadline, timeout_ms, missing)
+                looked_up_metadata = True
                 continue
             by_node = {}
             for tp, ts in remaining_tps.items():
                 by_node.setdefault(cluster.leader_for(tp), {})[tp] = ts
             retry = False
             for node_id, part in by_node.items():
-                left = deadline - self._clock()
-                if left <= 0:
-                    raise KafkaTimeoutError("ListOffsets did not complete within {0} ms".format(timeout_ms))
+                left = self._time_left(deadline, timeout_ms)
                 try:
                     response = self.client.request("ListOffsets", self._list_offsets_body(part), left * 1000.0,
                                                    node_id=node_id)
@@ -486,13 +481,26 @@ class Fetcher:
                 self._wait_metadata(deadline, timeout_ms)
         return results
 
-    def _wait_metadata(self, deadline, timeout_ms):
-        from fastkc.errors import KafkaTimeoutError
+    def _wait_metadata(self, deadline, timeout_ms, missing=()):
+        left = self._time_left(deadline, timeout_ms, missing)
+        try:
+            self.client.wait_for_metadata(left * 1000.0)
+        except KafkaTimeoutError:
+            self._time_left(self._clock(), timeout_ms, missing)  # the same message as any other expiry
+            raise
 
+    def _back_off(self, deadline, timeout_ms, missing):
+        left = self._time_left(deadline, timeout_ms, missing)
+        until = self._clock() + min(left, self.config["retry_backoff_ms"] / 1000.0)
+        while self._clock() < until:
+            self.client.poll(until - self._clock())
+
+    def _time_left(self, deadline, timeout_ms, missing=()):
         left = deadline - self._clock()
         if left <= 0:
-            raise KafkaTimeoutError("ListOffsets did not complete within {0} ms".format(timeout_ms))
-        self.client.wait_for_metadata(left * 1000.0)
+            detail = "; no leader known for {0}".format(sorted(missing)) if missing else ""
+            raise KafkaTimeoutError("ListOffsets did not complete within {0} ms{1}".format(timeout_ms, detail))
+        return left
 
     # --- validation after leader changes (KIP-320) --------------------------------------------
     def _metadata_updated(self):

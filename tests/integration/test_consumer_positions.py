@@ -602,3 +602,24 @@ def test_poll_with_zero_timeout_never_blocks_and_still_makes_progress(flavour, o
     # Generous for a loaded 2-core machine; a blocking poll would take the
     # fetch wait (500 ms) or a connect.
     assert slowest < 0.4, "poll(0) blocked for {0:.3f}s".format(slowest)
+
+
+@pytest.mark.parametrize("lookup", ["beginning_offsets", "end_offsets", "offsets_for_times"])
+@pytest.mark.parametrize("missing", ["partition", "topic"])
+def test_offset_lookups_on_missing_partitions_time_out(flavour, open_consumer, shared, lookup, missing):
+    """A partition that does not exist (past the topic's count, or of a topic
+    that does not exist) may yet appear (partitions added, topic created):
+    kafka-python and the Java client keep refreshing metadata and raise
+    KafkaTimeoutError when timeout_ms runs out — not an immediate error, and
+    not a wait past the timeout."""
+    topic, _ = shared
+    tp = flavour.TopicPartition(topic, 7) if missing == "partition" else \
+        flavour.TopicPartition(topic + "-absent", 0)
+    consumer = open_consumer()
+    call = getattr(consumer, lookup)
+    argument = {tp: 0} if lookup == "offsets_for_times" else [tp]
+    started = time.monotonic()
+    with pytest.raises(flavour.errors.KafkaTimeoutError):
+        call(argument, timeout_ms=1500)
+    elapsed = time.monotonic() - started
+    assert 1.2 <= elapsed < 6.0, elapsed

@@ -36,9 +36,11 @@ Failures, in one place (so every API behaves alike, whoever called it):
   that sends garbage costs a bounded number of reconnects, with growing
   backoff, and the application sees a typed error: never a silent loop.
 """
+import contextlib
 import logging
 import selectors
 import socket
+import threading
 import time
 from collections import namedtuple
 
@@ -155,6 +157,9 @@ class KafkaClient:
         self._fatal_error = None
         self._parse_failures = {}  # (host, port, api name) -> unparseable responses in a row
         self._wakeup_pair = None  # (read, write) sockets, when enable_wakeup() was called
+        # thread ident -> check(): raises to end that thread's blocking call
+        # (the consumer's wakeup() in a commit() on the group's client)
+        self._interrupt_checks = {}
         self.bootstrapped = False
         #: api_key -> (min, max) of the broker the last bootstrap reached (its ApiVersions answer)
         self.bootstrap_api_versions = None
@@ -242,6 +247,7 @@ class KafkaClient:
                 if conn is not None:
                     conn.check_timeouts()
                     self._sync(conn)
+                self._check_interrupt()
         finally:
             for other in conns.values():
                 if other is not conn or not _answered_ok(answer):
@@ -489,6 +495,13 @@ class KafkaClient:
             conn.check_timeouts(now)
             self._sync(conn)
         self._close_idle(now)
+        self._check_interrupt()
+
+    def _check_interrupt(self):
+        if self._interrupt_checks:
+            check = self._interrupt_checks.get(threading.get_ident())
+            if check is not None:
+                check()
 
     def _poll_sockets(self, wait):
         if not self._registered:
@@ -589,6 +602,20 @@ class KafkaClient:
                 sock.setblocking(False)
             self._selector.register(pair[0].fileno(), selectors.EVENT_READ, _WAKEUP)
             self._wakeup_pair = pair
+
+    @contextlib.contextmanager
+    def interruptible(self, check):
+        """Within the block, every poll() on the calling thread ends with
+        check(), which raises to end the blocking call it serves (wakeup():
+        WakeupException). Per thread, because the group's client is shared,
+        under a lock, by the application's commits and the group thread,
+        whose heartbeats a wakeup() must not interrupt."""
+        ident = threading.get_ident()
+        self._interrupt_checks[ident] = check
+        try:
+            yield
+        finally:
+            self._interrupt_checks.pop(ident, None)
 
     def wakeup(self):
         """From any thread: make the poll in progress (or the next) return."""

@@ -124,17 +124,21 @@ class KafkaConsumer:
         self._update_subscribed_assignment()
 
     def wakeup(self):
-        """From any thread: make the poll() in progress (or, when none is, the
-        next one) raise WakeupException, once - Java's KafkaConsumer.wakeup().
-        position() raises it too while it waits for a reset. kafka-python
-        3.0.12 has no wakeup()."""
+        """From any thread: make the blocking call in progress (or, when none
+        is, the next one) raise WakeupException, once - Java's
+        KafkaConsumer.wakeup(). The calls: poll(), poll_arrow(), iteration,
+        position() while it waits for a reset, offset lookups, commit() and
+        committed(). kafka-python 3.0.12 has no wakeup()."""
         self._wakeup_pending = True
         self._client.wakeup()
+        coordinator = self._coordinator
+        if coordinator is not None:
+            coordinator.wake_caller()
 
     def _maybe_raise_wakeup(self):
         if self._wakeup_pending:
             self._wakeup_pending = False
-            raise WakeupException("poll() interrupted by wakeup()")
+            raise WakeupException("interrupted by wakeup()")
 
     def _check_open(self):
         if self._closed:
@@ -283,7 +287,7 @@ class KafkaConsumer:
         positions of every assigned partition when None) and wait. Raises
         CommitFailedError / RebalanceInProgressError as the Java client does."""
         group = self._group()
-        group.commit_sync(offsets, timeout_ms)
+        group.commit_sync(offsets, timeout_ms, interrupt=self._maybe_raise_wakeup)
         group._deliver_commit_callbacks()
 
     def commit_async(self, offsets=None, callback=None):
@@ -297,7 +301,7 @@ class KafkaConsumer:
         if not isinstance(partition, TopicPartition):
             raise TypeError("partition must be a TopicPartition")
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
-        entry = self._group().fetch_committed([partition], timeout_ms).get(partition)
+        entry = self._group().fetch_committed([partition], timeout_ms, interrupt=self._maybe_raise_wakeup).get(partition)
         if entry is None:
             return None
         return entry if metadata else entry.offset
@@ -546,7 +550,8 @@ class KafkaConsumer:
         if not timestamps:
             return {}
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
-        results = self._fetcher.list_offsets(timestamps, timeout_ms)
+        with self._client.interruptible(self._maybe_raise_wakeup):
+            results = self._fetcher.list_offsets(timestamps, timeout_ms)
         out = {}
         for tp in timestamps:
             offset, ts, epoch = results[tp]

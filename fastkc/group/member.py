@@ -23,6 +23,7 @@ handed (fetcher positions), the leader epoch of the last record handed out,
 and metadata; the error semantics are the Java client's (see `_commit_error`).
 """
 import abc
+import contextlib
 import collections
 import logging
 import threading
@@ -160,10 +161,36 @@ class GroupMemberBase:
             self._thread_error = exc
             return 1.0
 
-    def _io(self, deadline):
+    def _io(self, deadline, interrupt=None):
         """The group client, waited for until `deadline` (a JoinGroup the
-        broker holds open keeps it busy): KafkaTimeoutError past that."""
-        return _IoSlot(self._io_lock, max(0.0, deadline - self._clock()))
+        broker holds open keeps it busy): KafkaTimeoutError past that, or
+        interrupt()'s error when it raises meanwhile."""
+        return _IoSlot(self._io_lock, max(0.0, deadline - self._clock()), interrupt)
+
+    def _interruptible(self, interrupt):
+        hook = getattr(self.transport, "interruptible", None)  # test fakes have none
+        if interrupt is None or hook is None:
+            return contextlib.nullcontext()
+        return hook(interrupt)
+
+    def wake_caller(self):
+        """From another thread: end the application's current wait on the
+        group's client early, so its interrupt check runs."""
+        wake = getattr(self.transport, "wake", None)
+        if wake is not None:
+            wake()
+
+    def _back_off(self, deadline, interrupt):
+        """retry_backoff_ms (not past `deadline`) before a retry; with an
+        interrupt, in short slices so a wakeup() ends it promptly."""
+        until = self._clock() + min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock()))
+        while True:
+            if interrupt is not None:
+                interrupt()
+            left = until - self._clock()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.02) if interrupt is not None else left)
 
     def _kick_thread(self):
         with self._lock:
@@ -376,17 +403,19 @@ class GroupMemberBase:
             "topics": [{"name": t, "partitions": parts} for t, parts in sorted(by_topic.items())],
         }
 
-    def commit_sync(self, offsets, timeout_ms):
+    def commit_sync(self, offsets, timeout_ms, interrupt=None):
         """Commit and wait; retriable failures (coordinator moves, timeouts)
         are retried until timeout_ms. Raises CommitFailedError /
-        RebalanceInProgressError as the Java client does."""
+        RebalanceInProgressError as the Java client does. interrupt: a check
+        that raises to end the wait (the consumer's wakeup()); the commit
+        may or may not have reached the coordinator then, as in Java."""
         offsets = self._normalise_offsets(offsets)
         if not offsets:
             return
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         deadline = self._clock() + timeout_ms / 1000.0
         while True:
-            with self._io(deadline):
+            with self._io(deadline, interrupt), self._interruptible(interrupt):
                 try:
                     self._ensure_coordinator_locked(deadline)
                     self._send_commit_locked(offsets, max(1.0, (deadline - self._clock()) * 1000.0))
@@ -397,7 +426,7 @@ class GroupMemberBase:
                     last = exc
             if self._clock() >= deadline:
                 raise KafkaTimeoutError("commit not done within {0} ms: {1}".format(timeout_ms, last))
-            time.sleep(min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock())))
+            self._back_off(deadline, interrupt)
 
     def commit_async(self, offsets, callback):
         """Queue a commit for the group thread; callback(offsets, response)
@@ -471,7 +500,7 @@ class GroupMemberBase:
         return cls("offset commit")
 
     # --- committed offsets -------------------------------------------------------------------
-    def fetch_committed(self, partitions, timeout_ms):
+    def fetch_committed(self, partitions, timeout_ms, interrupt=None):
         """{tp: OffsetAndMetadata or None} by OffsetFetch (require_stable, so
         offsets with pending transactional commits are waited for)."""
         partitions = list(partitions)
@@ -486,7 +515,7 @@ class GroupMemberBase:
                 "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]}
         last = None
         while True:
-            with self._io(deadline):
+            with self._io(deadline, interrupt), self._interruptible(interrupt):
                 try:
                     self._ensure_coordinator_locked(deadline)
                     response = self.transport.call("OffsetFetch", body, max(1.0, (deadline - self._clock()) * 1000))
@@ -497,7 +526,7 @@ class GroupMemberBase:
                     last = exc
             if self._clock() >= deadline:
                 raise KafkaTimeoutError("committed offsets not fetched within {0} ms: {1}".format(timeout_ms, last))
-            time.sleep(min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock())))
+            self._back_off(deadline, interrupt)
 
     def _read_offset_fetch(self, response, partitions):
         if response.get("groups"):
@@ -572,13 +601,26 @@ class GroupMemberBase:
 
 
 class _IoSlot:
-    """`with` over the group client's lock, waited for a bounded time."""
+    """`with` over the group client's lock, waited for a bounded time (in
+    short slices when an interrupt check must run meanwhile)."""
 
-    def __init__(self, lock, timeout):
-        self.lock, self.timeout = lock, timeout
+    _SLICE = 0.05
+
+    def __init__(self, lock, timeout, interrupt=None):
+        self.lock, self.timeout, self.interrupt = lock, timeout, interrupt
 
     def __enter__(self):
-        if not self.lock.acquire(timeout=self.timeout):
+        if self.interrupt is None:
+            acquired = self.lock.acquire(timeout=self.timeout)
+        else:
+            deadline = time.monotonic() + self.timeout
+            while True:
+                self.interrupt()
+                left = deadline - time.monotonic()
+                acquired = self.lock.acquire(timeout=max(0.0, min(left, self._SLICE)))
+                if acquired or left <= self._SLICE:
+                    break
+        if not acquired:
             raise KafkaTimeoutError("the group client stayed busy (a rebalance in progress) for {0:.1f} s".format(
                 self.timeout))
         return self

@@ -99,6 +99,16 @@ class GroupTransport:
         self._aborted = True
         self.client.wakeup()
 
+    def interruptible(self, check):
+        """The calls of this thread within the block end with check()'s
+        error after each wait (KafkaClient.interruptible)."""
+        return self.client.interruptible(check)
+
+    def wake(self):
+        """From another thread: end the current wait early, so an
+        interruptible call sees its check."""
+        self.client.wakeup()
+
     def _check_aborted(self, node_id):
         if self._aborted:
             self._aborted = False

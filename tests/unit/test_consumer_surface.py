@@ -279,3 +279,70 @@ def test_wakeup_interrupts_a_position_lookup(consumer):
     assert time.monotonic() - start < 0.5
     with pytest.raises(errors.KafkaTimeoutError):  # once
         consumer.position(TP, timeout_ms=300)
+
+
+# --- wakeup() in the calls that wait on the group's own client or on offset lookups --------
+# The scripted peer never answers FindCoordinator or ListOffsets, so each of
+# these calls would wait its whole 30 s timeout.
+_BLOCKING_CALLS = {
+    "commit": lambda c: c.commit({TP: OffsetAndMetadata(5, "", -1)}, timeout_ms=30000),
+    "committed": lambda c: c.committed(TP, timeout_ms=30000),
+    "end_offsets": lambda c: c.end_offsets([TP], timeout_ms=30000),
+    "offsets_for_times": lambda c: c.offsets_for_times({TP: 0}, timeout_ms=30000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BLOCKING_CALLS))
+def test_wakeup_interrupts_a_blocked_commit_or_lookup(served, name):
+    call = _BLOCKING_CALLS[name]
+    c = served.consumer(group_id="g-wakeup", request_timeout_ms=30000)
+    try:
+        outcome = {}
+
+        def run():
+            start = time.monotonic()
+            try:
+                outcome["result"] = call(c)
+            except BaseException as exc:  # noqa: B902 - handed to the test
+                outcome["error"] = exc
+            outcome["took"] = time.monotonic() - start
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        time.sleep(0.5)
+        assert thread.is_alive(), outcome  # blocked on the unanswered request
+        woken_at = time.monotonic()
+        c.wakeup()
+        thread.join(5)
+        assert not thread.is_alive()
+        assert isinstance(outcome.get("error"), errors.WakeupException), outcome
+        assert time.monotonic() - woken_at < 1.0
+        # once: the same call now waits its (short) timeout as usual
+        with pytest.raises(errors.KafkaTimeoutError):
+            _short(name, c)
+    finally:
+        c.close()
+
+
+def _short(name, c):
+    if name == "commit":
+        return c.commit({TP: OffsetAndMetadata(5, "", -1)}, timeout_ms=400)
+    if name == "committed":
+        return c.committed(TP, timeout_ms=400)
+    if name == "end_offsets":
+        return c.end_offsets([TP], timeout_ms=400)
+    return c.offsets_for_times({TP: 0}, timeout_ms=400)
+
+
+@pytest.mark.parametrize("name", sorted(_BLOCKING_CALLS))
+def test_a_pending_wakeup_makes_the_next_commit_or_lookup_raise_at_once(served, name):
+    c = served.consumer(group_id="g-wakeup", request_timeout_ms=30000)
+    try:
+        c.bootstrap(timeout_ms=3000)
+        c.wakeup()
+        start = time.monotonic()
+        with pytest.raises(errors.WakeupException):
+            _BLOCKING_CALLS[name](c)
+        assert time.monotonic() - start < 1.0
+    finally:
+        c.close()

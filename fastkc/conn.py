@@ -264,8 +264,10 @@ class BrokerConnection:
             return
         if self._ssl_context is not None:
             try:
+                # The name checked against the certificate, without a
+                # trailing dot (an FQDN's "host." names the same host), as kafka-python does.
                 self.sock = self._ssl_context.wrap_socket(
-                    self.sock, server_hostname=self.host, do_handshake_on_connect=False)
+                    self.sock, server_hostname=self.host.rstrip("."), do_handshake_on_connect=False)
             except (ssl.SSLError, OSError) as exc:
                 self._fail(KafkaConnectionError("TLS setup with {0}:{1} failed: {2}".format(self.host, self.port, exc)))
                 return
@@ -301,6 +303,23 @@ class BrokerConnection:
             return
         self._handshake_wants_write = False
         self._start_api_versions()
+
+    def _tls_refusal(self, exc):
+        """SslAuthenticationError if `exc` is the broker refusing the TLS
+        session, else None. With TLS 1.3 the client's side of the handshake
+        ends before the server has checked the client's certificate, so a
+        broker with ssl.client.auth=required answers a missing or untrusted
+        one with an alert on the first read or write after the handshake
+        (Kafka 4.3 sends "bad certificate"). Before READY that alert is the
+        handshake's verdict and no retry changes it: fatal, as the Java
+        client's SslAuthenticationException, instead of reconnecting until
+        bootstrap_timeout_ms. A closed socket or EOF stays a retriable
+        connection error; so does anything once READY."""
+        if (isinstance(exc, ssl.SSLError) and "ALERT" in str(getattr(exc, "reason", None) or "")
+                and self.state in (ConnectionState.API_VERSIONS, ConnectionState.AUTHENTICATING)):
+            return SslAuthenticationError("TLS session with {0}:{1} refused by the broker: {2}".format(
+                self.host, self.port, exc))
+        return None
 
     def _start_api_versions(self, version=None):
         if self.state is not ConnectionState.API_VERSIONS:
@@ -470,7 +489,8 @@ class BrokerConnection:
         except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             return
         except OSError as exc:
-            self._fail(KafkaConnectionError("send to {0}:{1} failed: {2}".format(self.host, self.port, exc)))
+            self._fail(self._tls_refusal(exc) or
+                       KafkaConnectionError("send to {0}:{1} failed: {2}".format(self.host, self.port, exc)))
             return
         del self._out[:sent]
         self._last_activity = self._clock()
@@ -512,7 +532,8 @@ class BrokerConnection:
             except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as exc:
-                self._fail(KafkaConnectionError("receive from {0}:{1} failed: {2}".format(self.host, self.port, exc)))
+                self._fail(self._tls_refusal(exc) or KafkaConnectionError(
+                    "receive from {0}:{1} failed: {2}".format(self.host, self.port, exc)))
                 return answered
             if not n:
                 self._fail(KafkaConnectionError("{0}:{1} closed the connection".format(self.host, self.port)))

@@ -84,6 +84,12 @@ HANDSHAKE_MAX_FRAME = 1 << 20
 FIRST_FRAME_CHUNK = 1 << 20
 
 
+def _is_tls_alert(exc):
+    """An alert the peer sent (OpenSSL reasons SSLV3_ALERT_*, TLSV1_ALERT_*,
+    TLSV13_ALERT_*), as opposed to a local error or a plain EOF."""
+    return isinstance(exc, ssl.SSLError) and "ALERT" in str(getattr(exc, "reason", None) or "")
+
+
 class ConnectionState(enum.Enum):
     DISCONNECTED = "disconnected"
     CONNECTING = "connecting"
@@ -315,8 +321,20 @@ class BrokerConnection:
         client's SslAuthenticationException, instead of reconnecting until
         bootstrap_timeout_ms. A closed socket or EOF stays a retriable
         connection error; so does anything once READY."""
-        if (isinstance(exc, ssl.SSLError) and "ALERT" in str(getattr(exc, "reason", None) or "")
-                and self.state in (ConnectionState.API_VERSIONS, ConnectionState.AUTHENTICATING)):
+        if self.state not in (ConnectionState.API_VERSIONS, ConnectionState.AUTHENTICATING):
+            return None
+        if not _is_tls_alert(exc) and isinstance(self.sock, ssl.SSLSocket):
+            # A send can fail first (EOF: the broker closed right after its
+            # alert); the alert is then still waiting in the socket, ahead of
+            # the close. One read surfaces it; the connection is failing anyway.
+            try:
+                self.sock.recv(1)
+            except ssl.SSLError as pending:
+                if _is_tls_alert(pending):
+                    exc = pending
+            except OSError:
+                pass
+        if _is_tls_alert(exc):
             return SslAuthenticationError("TLS session with {0}:{1} refused by the broker: {2}".format(
                 self.host, self.port, exc))
         return None

@@ -170,3 +170,15 @@ def test_encrypted_key_without_password_never_prompts_on_a_terminal(tls):
     assert b"pass phrase" not in output, output
     assert b"RAISED" in output and b"ssl_password" in output, output
     assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, output)
+
+
+def test_certfile_without_keyfile_takes_the_key_from_the_certfile(tls, tmp_path):
+    # load_cert_chain(certfile, None), in kafka-python as here: the key must be in the certfile
+    combined = tmp_path / "client-with-key.pem"
+    combined.write_bytes(open(tls.client_key, "rb").read() + open(tls.client_cert, "rb").read())
+    ours = _fastkc_context(ssl_cafile=tls.ca, ssl_certfile=str(combined))
+    assert _shape(ours) == _shape(_kafka_python_context(ssl_cafile=tls.ca, ssl_certfile=str(combined)))
+    with pytest.raises(errors.KafkaConfigurationError, match="ssl_certfile"):
+        _fastkc_context(ssl_cafile=tls.ca, ssl_certfile=tls.client_cert)  # no key anywhere
+    with pytest.raises(ssl.SSLError):
+        _kafka_python_context(ssl_cafile=tls.ca, ssl_certfile=tls.client_cert)

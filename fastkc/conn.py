@@ -35,7 +35,9 @@ answer comes near it — and receive_message_max_bytes after), and its buffer
 grows with the bytes that really arrive (FIRST_FRAME_CHUNK, then ×4), so a
 broker that announces 90 MB and stalls costs one chunk, not 90 MB. A TLS
 handshake the peer's certificate (or protocol) makes impossible fails with
-the non-retriable SslAuthenticationError.
+the non-retriable SslAuthenticationError; so does a TLS alert from the broker
+before READY (TLS 1.3 refuses a client certificate after the client's side of
+the handshake is done: `_tls_refusal`).
 """
 import collections
 import enum

@@ -354,8 +354,25 @@ def parse_host_port(server, default_port=9092):
 
 def build_ssl_context(config):
     """The SSLContext for SSL / SASL_SSL: the user's, or one from the ssl_* keys.
-    Every file is read here; a missing, unreadable or non-PEM one, or a
-    cipher list OpenSSL rejects, is a KafkaConfigurationError naming its key."""
+    Every file is read here; a missing, unreadable or non-PEM one, a key
+    ssl_password does not decrypt, or a cipher list OpenSSL rejects, is a
+    KafkaConfigurationError naming its key.
+
+    Built as kafka-python 3.0.12's KafkaSSLTransport builds it (checked in its
+    source), so a configuration verifies the same peers there and here:
+    PROTOCOL_TLS_CLIENT (certificate always verified; ssl_check_hostname only
+    switches the name check), TLS 1.2 at least, ssl_cafile or else the
+    system's default CA store, the client chain with ssl_password, and
+    ssl_crlfile checked for the broker's (leaf) certificate only
+    (VERIFY_CRL_CHECK_LEAF). Not create_default_context(): from Python 3.13
+    it adds VERIFY_X509_STRICT, which would refuse certificates kafka-python
+    accepts. Where kafka-python 3.0.12 is broken, fastkc does what its
+    documentation says instead: ssl_crlfile (kafka-python passes `crl=` to
+    load_verify_locations, a TypeError at every connect) and ssl_ciphers
+    (accepted, never applied there; applied here with set_ciphers, which
+    governs TLS 1.2 and below: OpenSSL's TLS 1.3 suites are not a cipher
+    list setting). A user's ssl_context is used as it is, every other ssl_*
+    key ignored, as there."""
     if config["ssl_context"] is not None:
         return config["ssl_context"]
     for key in _SSL_FILES:
@@ -366,21 +383,72 @@ def build_ssl_context(config):
             _fail("{0}: {1!r} cannot be read".format(key, path))
     if config["ssl_keyfile"] and not config["ssl_certfile"]:
         _fail("ssl_keyfile is set without ssl_certfile")
-    with _ssl_errors("ssl_cafile"):
-        context = ssl.create_default_context(cafile=config["ssl_cafile"])
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.check_hostname = bool(config["ssl_check_hostname"])
+    with _ssl_errors("ssl_cafile"):
+        if config["ssl_cafile"]:
+            context.load_verify_locations(config["ssl_cafile"])
+        else:
+            context.load_default_certs()
     if config["ssl_certfile"]:
-        key = "ssl_certfile" if not config["ssl_keyfile"] else "ssl_certfile / ssl_keyfile / ssl_password"
-        with _ssl_errors(key):
-            context.load_cert_chain(config["ssl_certfile"], config["ssl_keyfile"], config["ssl_password"])
+        _load_client_chain(context, config)
     if config["ssl_crlfile"]:
         with _ssl_errors("ssl_crlfile"):
+            # A PEM file of CRLs goes into the same X509 store as the CAs.
             context.load_verify_locations(config["ssl_crlfile"])
         context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
     if config["ssl_ciphers"]:
         with _ssl_errors("ssl_ciphers"):
             context.set_ciphers(config["ssl_ciphers"])
     return context
+
+
+def _load_client_chain(context, config):
+    """load_cert_chain with ssl_password, always through a callback: given no
+    password and an encrypted key, OpenSSL would otherwise prompt on the
+    terminal ("Enter PEM pass phrase:") and block the constructor. The
+    callback also tells a wrong password apart from a bad file, since
+    OpenSSL reports both as "PEM lib". No message carries the password."""
+    password = config["ssl_password"]
+    asked = []
+
+    def give_password():
+        asked.append(True)
+        if password is None:
+            return b""  # decryption fails at once; reported below
+        if callable(password):
+            try:
+                value = password()
+            except Exception as exc:
+                # the user's callable failed: name the key, not its message
+                # (it could hold the secret)
+                raise KafkaConfigurationError(
+                    "ssl_password: the callable raised {0}".format(type(exc).__name__)) from None
+            if not isinstance(value, (str, bytes, bytearray)):
+                raise KafkaConfigurationError("ssl_password: the callable returned {0}, not str or bytes".format(
+                    type(value).__name__))
+            return value
+        return password
+
+    key = "ssl_certfile" if not config["ssl_keyfile"] else "ssl_certfile / ssl_keyfile"
+    try:
+        context.load_cert_chain(config["ssl_certfile"], config["ssl_keyfile"], give_password)
+    except KafkaConfigurationError:
+        raise
+    except (ssl.SSLError, OSError, ValueError, TypeError) as exc:
+        if asked and password is None:
+            raise KafkaConfigurationError(
+                "ssl_password: the private key in {0} is encrypted and no ssl_password is set".format(
+                    "ssl_keyfile" if config["ssl_keyfile"] else "ssl_certfile")) from None
+        if asked and getattr(exc, "reason", None) is None:
+            # OpenSSL's "PEM lib" after the password was asked for: the key
+            # did not decrypt. (A key that decrypts but does not match the
+            # certificate says KEY_VALUES_MISMATCH, reported as it is below.)
+            raise KafkaConfigurationError(
+                "ssl_password does not decrypt the private key in {0} ({1})".format(
+                    "ssl_keyfile" if config["ssl_keyfile"] else "ssl_certfile", type(exc).__name__)) from None
+        raise KafkaConfigurationError("{0}: {1}".format(key, exc)) from exc
 
 
 class _ssl_errors:

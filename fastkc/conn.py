@@ -35,7 +35,9 @@ answer comes near it — and receive_message_max_bytes after), and its buffer
 grows with the bytes that really arrive (FIRST_FRAME_CHUNK, then ×4), so a
 broker that announces 90 MB and stalls costs one chunk, not 90 MB. A TLS
 handshake the peer's certificate (or protocol) makes impossible fails with
-the non-retriable SslAuthenticationError.
+the non-retriable SslAuthenticationError; so does a TLS alert from the broker
+before READY (TLS 1.3 refuses a client certificate after the client's side of
+the handshake is done: `_tls_refusal`).
 """
 import collections
 import enum
@@ -82,6 +84,12 @@ _UNSUPPORTED_VERSION = 35
 HANDSHAKE_MAX_FRAME = 1 << 20
 #: The first allocation for a frame's payload; it grows ×4 as bytes arrive.
 FIRST_FRAME_CHUNK = 1 << 20
+
+
+def _is_tls_alert(exc):
+    """An alert the peer sent (OpenSSL reasons SSLV3_ALERT_*, TLSV1_ALERT_*,
+    TLSV13_ALERT_*), as opposed to a local error or a plain EOF."""
+    return isinstance(exc, ssl.SSLError) and "ALERT" in str(getattr(exc, "reason", None) or "")
 
 
 class ConnectionState(enum.Enum):
@@ -264,8 +272,10 @@ class BrokerConnection:
             return
         if self._ssl_context is not None:
             try:
+                # The name checked against the certificate, without a
+                # trailing dot (an FQDN's "host." names the same host), as kafka-python does.
                 self.sock = self._ssl_context.wrap_socket(
-                    self.sock, server_hostname=self.host, do_handshake_on_connect=False)
+                    self.sock, server_hostname=self.host.rstrip("."), do_handshake_on_connect=False)
             except (ssl.SSLError, OSError) as exc:
                 self._fail(KafkaConnectionError("TLS setup with {0}:{1} failed: {2}".format(self.host, self.port, exc)))
                 return
@@ -301,6 +311,35 @@ class BrokerConnection:
             return
         self._handshake_wants_write = False
         self._start_api_versions()
+
+    def _tls_refusal(self, exc):
+        """SslAuthenticationError if `exc` is the broker refusing the TLS
+        session, else None. With TLS 1.3 the client's side of the handshake
+        ends before the server has checked the client's certificate, so a
+        broker with ssl.client.auth=required answers a missing or untrusted
+        one with an alert on the first read or write after the handshake
+        (Kafka 4.3 sends "bad certificate"). Before READY that alert is the
+        handshake's verdict and no retry changes it: fatal, as the Java
+        client's SslAuthenticationException, instead of reconnecting until
+        bootstrap_timeout_ms. A closed socket or EOF stays a retriable
+        connection error; so does anything once READY."""
+        if self.state not in (ConnectionState.API_VERSIONS, ConnectionState.AUTHENTICATING):
+            return None
+        if not _is_tls_alert(exc) and isinstance(self.sock, ssl.SSLSocket):
+            # A send can fail first (EOF: the broker closed right after its
+            # alert); the alert is then still waiting in the socket, ahead of
+            # the close. One read surfaces it; the connection is failing anyway.
+            try:
+                self.sock.recv(1)
+            except ssl.SSLError as pending:
+                if _is_tls_alert(pending):
+                    exc = pending
+            except OSError:
+                pass
+        if _is_tls_alert(exc):
+            return SslAuthenticationError("TLS session with {0}:{1} refused by the broker: {2}".format(
+                self.host, self.port, exc))
+        return None
 
     def _start_api_versions(self, version=None):
         if self.state is not ConnectionState.API_VERSIONS:
@@ -470,7 +509,8 @@ class BrokerConnection:
         except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             return
         except OSError as exc:
-            self._fail(KafkaConnectionError("send to {0}:{1} failed: {2}".format(self.host, self.port, exc)))
+            self._fail(self._tls_refusal(exc) or
+                       KafkaConnectionError("send to {0}:{1} failed: {2}".format(self.host, self.port, exc)))
             return
         del self._out[:sent]
         self._last_activity = self._clock()
@@ -512,7 +552,8 @@ class BrokerConnection:
             except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as exc:
-                self._fail(KafkaConnectionError("receive from {0}:{1} failed: {2}".format(self.host, self.port, exc)))
+                self._fail(self._tls_refusal(exc) or KafkaConnectionError(
+                    "receive from {0}:{1} failed: {2}".format(self.host, self.port, exc)))
                 return answered
             if not n:
                 self._fail(KafkaConnectionError("{0}:{1} closed the connection".format(self.host, self.port)))

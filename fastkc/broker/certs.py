@@ -5,10 +5,16 @@ verify the host name, so both must be in the SAN), and a client certificate
 for the mTLS listener. Everything is PEM, which Kafka reads directly
 (ssl.keystore.type=PEM): no keytool, no store passwords. Keys are unencrypted
 PKCS#8 because Kafka's PEM keystore expects PKCS#8 and these are test keys.
+
+For the client's TLS options (ssl_password, ssl_crlfile) the same run also
+writes the client key again, PKCS#8-encrypted under a random password, and
+two CRLs signed by the CA: one empty, one revoking the broker's certificate.
+The CA's key is never written, so they must be made here.
 """
 import datetime
 import ipaddress
 import os
+import secrets
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -23,6 +29,11 @@ class TlsFiles:
     broker_keystore: str  # broker key + certificate chain (Kafka's PEM keystore)
     client_cert: str  # client certificate (for the SSL listener, which requires one)
     client_key: str  # its PKCS#8 private key
+    # the same key, PKCS#8 encrypted (AES-256-CBC, PBKDF2) under client_key_password
+    client_key_encrypted: str = ""
+    client_key_password: str = ""  # random per start: the test's ssl_password
+    crl_empty: str = ""  # a CRL from the CA revoking nothing
+    crl_broker_revoked: str = ""  # a CRL from the CA listing the broker's certificate
 
     def as_dict(self):
         return {
@@ -30,6 +41,10 @@ class TlsFiles:
             "broker_keystore": self.broker_keystore,
             "client_cert": self.client_cert,
             "client_key": self.client_key,
+            "client_key_encrypted": self.client_key_encrypted,
+            "client_key_password": self.client_key_password,
+            "crl_empty": self.crl_empty,
+            "crl_broker_revoked": self.crl_broker_revoked,
         }
 
 
@@ -55,6 +70,33 @@ def _pem_key(key):
     )
 
 
+def _pem_key_encrypted(key, password):
+    # BestAvailableEncryption writes PKCS#8 "ENCRYPTED PRIVATE KEY" (PBES2),
+    # which OpenSSL, Java and librdkafka all read.
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(password.encode("ascii")),
+    )
+
+
+def _crl(ca_cert, ca_key, revoked, now, days):
+    builder = (
+        x509.CertificateRevocationListBuilder()
+        .issuer_name(ca_cert.subject)
+        .last_update(now - datetime.timedelta(hours=1))
+        .next_update(now + datetime.timedelta(days=days))
+    )
+    for cert in revoked:
+        builder = builder.add_revoked_certificate(
+            x509.RevokedCertificateBuilder()
+            .serial_number(cert.serial_number)
+            .revocation_date(now - datetime.timedelta(minutes=5))
+            .build()
+        )
+    return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
 def _pem_cert(cert):
     return cert.public_bytes(serialization.Encoding.PEM)
 
@@ -67,8 +109,9 @@ def _write(path, data):
 
 
 def generate(directory, *, days=30):
-    """Write ca.pem, broker.pem (key + chain), client.pem, client.key into
-    `directory` and return their paths."""
+    """Write ca.pem, broker.pem (key + chain), client.pem, client.key,
+    client-encrypted.key, crl-empty.pem and crl-broker-revoked.pem into
+    `directory` and return their paths (and the encrypted key's password)."""
     os.makedirs(directory, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc)
     # Back-dated by an hour so a small clock skew does not make them "not yet valid".
@@ -130,9 +173,16 @@ def generate(directory, *, days=30):
         broker_keystore=os.path.join(directory, "broker.pem"),
         client_cert=os.path.join(directory, "client.pem"),
         client_key=os.path.join(directory, "client.key"),
+        client_key_encrypted=os.path.join(directory, "client-encrypted.key"),
+        client_key_password=secrets.token_urlsafe(12),
+        crl_empty=os.path.join(directory, "crl-empty.pem"),
+        crl_broker_revoked=os.path.join(directory, "crl-broker-revoked.pem"),
     )
     _write(files.ca, _pem_cert(ca_cert))
     _write(files.broker_keystore, _pem_key(broker_key) + _pem_cert(broker_cert) + _pem_cert(ca_cert))
     _write(files.client_cert, _pem_cert(client_cert))
     _write(files.client_key, _pem_key(client_key))
+    _write(files.client_key_encrypted, _pem_key_encrypted(client_key, files.client_key_password))
+    _write(files.crl_empty, _crl(ca_cert, ca_key, [], now, days))
+    _write(files.crl_broker_revoked, _crl(ca_cert, ca_key, [broker_cert], now, days))
     return files

@@ -115,6 +115,51 @@ def test_a_certificate_that_does_not_verify_fails_at_once_and_for_good(tls):
         assert isinstance(conn.last_error, errors.KafkaConnectionError) and not conn.last_error.retriable
 
 
+def _mtls_server(tls):
+    mine, _, _ = tls
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(mine.broker_keystore)
+    server.load_verify_locations(mine.ca)
+    server.verify_mode = ssl.CERT_REQUIRED  # as ssl.client.auth=required
+    return server
+
+
+@pytest.mark.parametrize("with_certificate", [False, True], ids=["no-cert", "cert"])
+def test_a_tls13_refusal_after_the_handshake_is_fatal_at_once(tls, with_certificate):
+    # TLS 1.3: the client's handshake ends before the server has judged the
+    # client certificate; its refusal is an alert on the first exchange
+    # (ApiVersions). That is SslAuthenticationError, not a retriable drop.
+    mine, _, _ = tls
+    with kit.FakeBroker(tls=_mtls_server(tls)) as broker:
+        extra = {"ssl_certfile": mine.client_cert, "ssl_keyfile": mine.client_key} if with_certificate else {}
+        config = consumer_config(dict({"bootstrap_servers": broker.bootstrap, "security_protocol": "SSL",
+                                       "ssl_cafile": mine.ca, "request_timeout_ms": 2000}, **extra))
+        conn = BrokerConnection("127.0.0.1", broker.port, config, ssl_context=build_ssl_context(config))
+        began = time.monotonic()
+        conn.connect()
+        drive(conn, lambda: conn.ready or conn.state is ConnectionState.DISCONNECTED)
+        if with_certificate:
+            assert conn.ready, conn.last_error
+            conn.close()
+            return
+        assert time.monotonic() - began < 1.0
+        assert isinstance(conn.last_error, errors.SslAuthenticationError), repr(conn.last_error)
+        assert "ALERT_CERTIFICATE_REQUIRED" in str(conn.last_error)
+
+
+def test_a_tls_broker_closing_after_the_handshake_stays_retriable(tls):
+    # A plain close (EOF) after a good handshake is a connection failure like
+    # any other: retried, never mistaken for a TLS refusal.
+    mine, _, server = tls
+    with kit.FakeBroker(tls=server) as broker:
+        broker.script("ApiVersions", kit.close())
+        conn = _tls_client(broker, mine.ca)
+        conn.connect()
+        drive(conn, lambda: conn.state is ConnectionState.DISCONNECTED)
+        assert type(conn.last_error) is errors.KafkaConnectionError, repr(conn.last_error)
+        assert conn.last_error.retriable
+
+
 def test_a_silent_tls_server_times_out_the_handshake(tls):
     mine, _, _ = tls
     with kit.FakeBroker() as broker:  # plain TCP that never speaks TLS

@@ -60,6 +60,8 @@ def _no_secret(text):
 
 def test_consumer_authenticates_and_consumes_over_sasl_ssl(tls, aws):
     cafile, server = tls
+    threads_before = {t.ident for t in kit.client_threads()}
+    fds_before = kit.open_fds()
     with kit.FakeBroker(topics={"t": 2}, records=10, tls=server,
                         msk_iam=(ACCESS_KEY, SECRET_KEY, TOKEN, REGION)) as broker:
         consumer = _consumer(broker, cafile)
@@ -82,11 +84,14 @@ def test_consumer_authenticates_and_consumes_over_sasl_ssl(tls, aws):
         assert broker.count("SaslAuthenticate") == len(verdicts) == broker.connections
         payload = broker.msk_iam[0][0]
         assert payload["host"] == "127.0.0.1" and payload["x-amz-security-token"] == TOKEN
+    # nothing of the client's is left after close()
+    assert kit.wait_for(lambda: {t.ident for t in kit.client_threads()} <= threads_before)
+    assert kit.wait_for(lambda: kit.open_fds() <= fds_before)
 
 
-@pytest.mark.parametrize("kit_secret", [SECRET_KEY[:-1] + "X"])
-def test_a_refused_signature_fails_at_once_naming_the_mechanism(tls, aws, kit_secret):
+def test_a_refused_signature_fails_at_once_naming_the_mechanism(tls, aws):
     # the kit holds another secret: the client's signature does not verify
+    kit_secret = SECRET_KEY[:-1] + "X"
     cafile, server = tls
     with kit.FakeBroker(tls=server, msk_iam=(ACCESS_KEY, kit_secret, TOKEN, REGION)) as broker:
         began = time.monotonic()
@@ -102,7 +107,8 @@ def test_a_refused_signature_fails_at_once_naming_the_mechanism(tls, aws, kit_se
     _no_secret(message)
 
 
-@pytest.mark.parametrize("auth_bytes", [b"<html>503</html>", b"", b'{"version": "1999", "request-id": "x"}'])
+@pytest.mark.parametrize("auth_bytes", [b"<html>503</html>", b"", b'{"version": "1999", "request-id": "x"}'],
+                         ids=["html", "empty", "wrong-version"])
 def test_a_garbage_answer_is_an_authentication_error(tls, aws, auth_bytes):
     cafile, server = tls
     with kit.FakeBroker(tls=server, msk_iam=(ACCESS_KEY, SECRET_KEY, TOKEN, REGION)) as broker:

@@ -66,7 +66,10 @@ def _same(ours, theirs):
     assert ours["x-amz-signature"].encode("ascii") == theirs["x-amz-signature"].encode("ascii")
 
 
-@pytest.mark.parametrize("host,region,token,epoch", CASES)
+IDS = ["msk-eu-west-1-token", "msk-us-east-1-date-edge", "serverless-ap-southeast-2-token", "ip-eu-central-1"]
+
+
+@pytest.mark.parametrize("host,region,token,epoch", CASES, ids=IDS)
 def test_payload_matches_aws_reference_signer(reference, monkeypatch, host, region, token, epoch):
     agent = msk_iam.user_agent()
     java_bytes, java_live = msk_reference.payload(reference, host, ACCESS_KEY, SECRET_KEY, token, epoch, agent,
@@ -112,7 +115,7 @@ def test_exchange_from_the_environment_matches_the_reference(reference, monkeypa
     _same(ours, java)
 
 
-@pytest.mark.parametrize("host,region,token,epoch", CASES)
+@pytest.mark.parametrize("host,region,token,epoch", CASES, ids=IDS)
 def test_payload_matches_kafka_python(monkeypatch, host, region, token, epoch):
     kafka_msk = pytest.importorskip("kafka.net.sasl.msk")
     moment = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)

@@ -81,6 +81,41 @@ def ensure():
     return os.path.join(lib, "*") + os.pathsep + classes
 
 
+AGENT_SOURCE = os.path.join(HERE, "MskIamBrokerAgent.java")
+
+
+def broker_agent(kafka_lib):
+    """(the -javaagent jar of MskIamBrokerAgent.java, the SDK jar folder it
+    loads): an AWS_MSK_IAM server side for a real Kafka broker, built once
+    against Kafka's jars (`kafka_lib`) and the AWS SDK resolved by ensure()."""
+    ensure()
+    home = os.path.join(cache_root(), "msk-iam-auth-" + library_version())
+    lib = os.path.join(home, "lib")
+    agent = os.path.join(home, "broker-agent-{0}.jar".format(_digest(AGENT_SOURCE)))
+    with open(os.path.join(home, ".lock"), "w") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        if not os.path.exists(agent):
+            build = "{0}.build-{1}".format(agent, os.getpid())
+            shutil.rmtree(build, ignore_errors=True)
+            os.makedirs(build)
+            classpath = os.pathsep.join((os.path.join(kafka_lib, "*"), os.path.join(lib, "*")))
+            proc = subprocess.run(["javac", "-nowarn", "-d", os.path.join(build, "classes"), "-cp", classpath,
+                                   AGENT_SOURCE], capture_output=True, text=True, timeout=300)
+            if proc.returncode != 0:
+                shutil.rmtree(build, ignore_errors=True)
+                raise ReferenceUnavailable("javac MskIamBrokerAgent.java failed:\n" + proc.stderr[-2000:])
+            with open(os.path.join(build, "manifest.txt"), "w") as fh:
+                fh.write("Premain-Class: MskIamBrokerAgent\n")
+            proc = subprocess.run(["jar", "cfm", agent + ".tmp", os.path.join(build, "manifest.txt"),
+                                   "-C", os.path.join(build, "classes"), "."], capture_output=True, text=True,
+                                  timeout=120)
+            shutil.rmtree(build, ignore_errors=True)
+            if proc.returncode != 0:
+                raise ReferenceUnavailable("jar failed: " + proc.stderr[-2000:])
+            os.rename(agent + ".tmp", agent)
+    return agent, lib
+
+
 def payload(classpath, host, access_key, secret_key, token, epoch_seconds, user_agent, region=None):
     """(the payload's bytes signed at epoch_seconds, the payload of the
     library's untouched public path signed now, parsed). The library takes

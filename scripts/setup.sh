@@ -37,6 +37,12 @@ $PY -c "import fastkc, sys; print('setup: fastkc backend =', fastkc.backend); sy
 # Resolve Kafka from Maven Central once (cached for later runs).
 $PY -m fastkc.cli broker resolve
 
+# AWS's reference AWS_MSK_IAM signer (software.amazon.msk:aws-msk-iam-auth), the
+# oracle of tests/unit/test_msk_iam_reference.py: resolved from Maven Central into
+# the same cache and compiled once; quiet when already there. A failure is a
+# warning here (the test then skips, or fails under FASTKC_REQUIRE_MSK_REFERENCE=1).
+$PY -m tests.support.msk_reference || true
+
 # Toxiproxy (the fault tests' TCP proxy) from the Go module proxy, into
 # ~/.cache/fastkc/bin. Without Go the fault tests skip with a reason
 # (scripts/test.sh sets FASTKC_REQUIRE_FAULTS=1, which makes that a failure).

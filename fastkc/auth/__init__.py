@@ -26,6 +26,7 @@ _MODULES = {
     "PLAIN": "scram",
     "SCRAM-SHA-256": "scram",
     "SCRAM-SHA-512": "scram",
+    "AWS_MSK_IAM": "msk_iam",
 }
 
 MECHANISMS = tuple(_MODULES)

@@ -7,7 +7,10 @@ JoinGroup/SyncGroup/Heartbeat/LeaveGroup (a one-member group; the consumer is
 the leader), OffsetFetch/OffsetCommit (kept in memory), ListOffsets, Fetch
 (one v2 batch per partition, from `tests/support/batchgen.py`),
 OffsetForLeaderEpoch, and SaslHandshake/SaslAuthenticate (PLAIN, when
-`sasl=(username, password)` is given). Requests are read with
+`sasl=(username, password)` is given; AWS_MSK_IAM, when `msk_iam=(access_key,
+secret_key, session_token or None, region)` is given: `verify_msk_iam`
+checks the payload's fields and signature, `broker.msk_iam` keeps each
+payload with its verdict). Requests are read with
 `fastkc.protocol.framing`, answers encoded with `fastkc.protocol.codec`.
 
 A test scripts any stage with `script(stage, action, times=None, skip=0)`:
@@ -56,7 +59,10 @@ Example:
 Threads are named "fakebroker-…" (tests that look for leaked threads skip
 them); `close()` stops every thread and closes every socket the kit opened.
 """
+import datetime
+import hmac
 import itertools
+import json
 import os
 import socket
 import struct
@@ -75,6 +81,63 @@ from tests.support.batchgen import Record, record_batch
 NODE_ID = 1
 THREAD_PREFIX = "fakebroker-"
 _SIZE = struct.Struct(">i")
+
+
+def verify_msk_iam(auth_bytes, host, access_key, secret_key, token, region, now=None):
+    """Check an AWS_MSK_IAM client payload as MSK would: (payload dict or
+    None, None if it verifies else the reason). The signature is recomputed
+    with botocore's SigV4Auth from the given credentials over the payload's
+    own query parameters (not with the client's code path: add_auth)."""
+    import botocore.auth
+    import botocore.awsrequest
+    import botocore.credentials
+    from botocore.utils import percent_encode_sequence
+
+    try:
+        payload = json.loads(bytes(auth_bytes).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, "not JSON"
+    if not isinstance(payload, dict):
+        return None, "not a JSON object"
+    fixed = {"version": "2020_10_22", "host": host, "action": "kafka-cluster:Connect",
+             "x-amz-algorithm": "AWS4-HMAC-SHA256", "x-amz-signedheaders": "host", "x-amz-expires": "900"}
+    for key, value in fixed.items():
+        if payload.get(key) != value:
+            return payload, "{0} is {1!r}, not {2!r}".format(key, payload.get(key), value)
+    expected_keys = set(fixed) | {"user-agent", "x-amz-credential", "x-amz-date", "x-amz-signature"}
+    if token:
+        expected_keys.add("x-amz-security-token")
+    if set(payload) != expected_keys:
+        return payload, "keys {0}, expected {1}".format(sorted(payload), sorted(expected_keys))
+    if not all(isinstance(v, str) for v in payload.values()) or not payload["user-agent"]:
+        return payload, "a value is not a non-empty string"
+    if token and payload["x-amz-security-token"] != token:
+        return payload, "wrong session token"
+    stamp = payload["x-amz-date"]
+    try:
+        signed_at = datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return payload, "x-amz-date is malformed"
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    if abs((now - signed_at).total_seconds()) > 900:
+        return payload, "x-amz-date is more than 15 minutes off"
+    if payload["x-amz-credential"] != "{0}/{1}/{2}/kafka-cluster/aws4_request".format(access_key, stamp[:8], region):
+        return payload, "x-amz-credential does not match the key, date and region"
+    params = [("Action", payload["action"]), ("X-Amz-Algorithm", payload["x-amz-algorithm"]),
+              ("X-Amz-Credential", payload["x-amz-credential"]), ("X-Amz-Date", stamp),
+              ("X-Amz-Expires", payload["x-amz-expires"])]
+    if token:
+        params.append(("X-Amz-Security-Token", token))
+    params.append(("X-Amz-SignedHeaders", payload["x-amz-signedheaders"]))
+    request = botocore.awsrequest.AWSRequest(method="GET", url="https://{0}/?{1}".format(
+        host, percent_encode_sequence(params)))
+    request.context["timestamp"] = stamp
+    signer = botocore.auth.SigV4Auth(botocore.credentials.Credentials(access_key, secret_key, token),
+                                     "kafka-cluster", region)
+    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    if not hmac.compare_digest(expected, payload["x-amz-signature"]):
+        return payload, "signature does not verify"
+    return payload, None
 
 
 # --- actions ------------------------------------------------------------------------------
@@ -303,8 +366,10 @@ class FakeBroker:
     ssl.SSLContext to speak TLS (a "connect" script acts before it, on the
     raw socket)."""
 
-    def __init__(self, topics=None, records=10, sasl=None, api_versions=None, tls=None):
+    def __init__(self, topics=None, records=10, sasl=None, api_versions=None, tls=None, msk_iam=None):
         self.topics = dict(topics if topics is not None else {"t": 1})
+        self.msk_iam_credentials = msk_iam
+        self.msk_iam = []  # (payload dict or None, refusal reason or None) per AWS_MSK_IAM authentication
         self.topic_ids = {name: uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes for name in self.topics}
         self.records = records
         self.sasl = sasl
@@ -425,10 +490,21 @@ class FakeBroker:
         return {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}
 
     def _on_SaslHandshake(self, header, body):
-        ok = body["mechanism"] == "PLAIN"
-        return {"error_code": 0 if ok else 33, "mechanisms": ["PLAIN"]}
+        offered = ["AWS_MSK_IAM"] if self.msk_iam_credentials else ["PLAIN"]
+        ok = body["mechanism"] in offered
+        return {"error_code": 0 if ok else 33, "mechanisms": offered}
 
     def _on_SaslAuthenticate(self, header, body):
+        if self.msk_iam_credentials:
+            access_key, secret_key, token, region = self.msk_iam_credentials
+            payload, reason = verify_msk_iam(body["auth_bytes"], "127.0.0.1", access_key, secret_key, token, region)
+            with self._lock:
+                self.msk_iam.append((payload, reason))
+            if reason is not None:
+                # what MSK says, without the reason (a broker does not tell a client why)
+                return {"error_code": 58, "error_message": "[fake-request-id]: Access denied", "auth_bytes": b""}
+            answer = {"version": "2020_10_22", "request-id": str(uuid.uuid4())}
+            return {"error_code": 0, "error_message": None, "auth_bytes": json.dumps(answer).encode()}
         user, password = self.sasl or ("", "")
         expected = b"\0" + user.encode() + b"\0" + password.encode()
         if body["auth_bytes"] == expected:

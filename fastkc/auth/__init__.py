@@ -26,9 +26,13 @@ _MODULES = {
     "PLAIN": "scram",
     "SCRAM-SHA-256": "scram",
     "SCRAM-SHA-512": "scram",
+    "OAUTHBEARER": "oauthbearer",
 }
 
 MECHANISMS = tuple(_MODULES)
+
+# kafka-python users look for the provider base class next to the mechanism.
+from fastkc.auth.oauthbearer import AbstractTokenProvider  # noqa: E402
 
 
 def module_for(mechanism):

@@ -191,3 +191,33 @@ def _error_status(data):
     except (ValueError, AttributeError):
         return "unreadable error message"
     return str(status)[:100] if status is not None else "no status"
+
+
+class UnsecuredTokenProvider(AbstractTokenProvider):
+    """Unsigned JWTs (``alg: none``) for a broker in Kafka's unsecured
+    OAUTHBEARER mode (tests and quick starts only), what Java's
+    OAuthBearerUnsecuredLoginCallbackHandler makes from the JAAS options
+    ``unsecuredLoginStringClaim_sub`` and ``unsecuredLoginLifetimeSeconds``:
+    claims sub, iat, exp; a new token for every authentication."""
+
+    def __init__(self, sub, lifetime_s=3600, extensions=None):
+        super().__init__()
+        if not isinstance(sub, str) or not sub.strip():
+            raise KafkaConfigurationError("the unsecured OAUTHBEARER token needs a non-empty sub claim")
+        self.sub = sub
+        self.lifetime_s = int(lifetime_s)
+        self._extensions = check_extensions(extensions, where="unsecured token provider extensions")
+
+    def token(self):
+        import base64
+        import time
+
+        now = int(time.time())
+
+        def part(obj):
+            return base64.urlsafe_b64encode(json.dumps(obj).encode("utf-8")).rstrip(b"=").decode("ascii")
+
+        return part({"alg": "none"}) + "." + part({"sub": self.sub, "iat": now, "exp": now + self.lifetime_s}) + "."
+
+    def extensions(self):
+        return dict(self._extensions)

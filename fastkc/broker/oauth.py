@@ -194,14 +194,11 @@ def sign_token(private_pem, kid, sub, *, lifetime=3600, audience=AUDIENCE, issue
     return jwt.encode(claims, private_pem, algorithm="RS256", headers={"kid": kid})
 
 
-def unsecured_token(sub, *, lifetime=3600, now=None):
+def unsecured_token(sub, *, lifetime=3600):
     """An unsigned JWT (alg none) for Kafka's unsecured OAUTHBEARER mode."""
-    now = int(time.time() if now is None else now)
+    from fastkc.auth.oauthbearer import UnsecuredTokenProvider
 
-    def part(obj):
-        return base64.urlsafe_b64encode(json.dumps(obj).encode("utf-8")).rstrip(b"=").decode("ascii")
-
-    return part({"alg": "none"}) + "." + part({"sub": sub, "iat": now, "exp": now + int(lifetime)}) + "."
+    return UnsecuredTokenProvider(sub, lifetime).token()
 
 
 # --- the harness's hooks ---------------------------------------------------------------

@@ -126,6 +126,11 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
         self.refresh_min_period_s = refresh_min_period_s
         self.refresh_buffer_s = refresh_buffer_s
         self.ssl_context = ssl_context
+        try:
+            import jwt  # noqa: F401  (checked here so a missing extra fails construction, not a connection)
+        except ImportError:
+            raise KafkaConfigurationError(
+                "the OIDC token provider needs pyjwt: pip install 'fastkc[oauth]'") from None
         self._init_runtime()
 
     def _init_runtime(self):

@@ -207,3 +207,30 @@ def test_harness_describes_oauthbearer(oauth_broker, oidc):
     assert oidc["token_endpoint_url"] in text and oidc["clients"]["fastkc"]["secret"] in text
     assert "unsecured" in text
     assert os.path.exists(oidc["signing_key"])
+
+
+def test_an_independent_oidc_client_authenticates_against_the_harness(oauth_broker, oidc):
+    # librdkafka's own OIDC implementation (sasl.oauthbearer.method=oidc)
+    # checks the harness's token endpoint and JWKS listener independently of
+    # fastkc's provider: it writes through the validated listener, fastkc
+    # reads back over PLAINTEXT.
+    from confluent_kafka import Producer
+
+    topic = create_topic(oauth_broker.bootstrap_servers, unique_name("oauth-rdkafka"))
+    producer = Producer({
+        "bootstrap.servers": oauth_broker.listeners["SASL_PLAINTEXT"], "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.token.endpoint.url": oidc["token_endpoint_url"],
+        "sasl.oauthbearer.client.id": "fastkc",
+        "sasl.oauthbearer.client.secret": oidc["clients"]["fastkc"]["secret"],
+        "acks": "all"})
+    for i in range(10):
+        producer.produce(topic, key=b"k%d" % i, value=b"rd-%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    consumer = KafkaConsumer(bootstrap_servers=oauth_broker.bootstrap_servers, auto_offset_reset="earliest")
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        got = _read_all(consumer, 10)
+    finally:
+        consumer.close()
+    assert [(r[2], r[3]) for r in got] == [(b"k%d" % i, b"rd-%d" % i) for i in range(10)]

@@ -414,7 +414,10 @@ def consumer_config(params):
             except ValueError:
                 raise SparkKafkaOptionError('For input string: "{0}" (option kafka.{1})'.format(value, key)) from None
         elif key == "sasl.login.callback.handler.class" or key == "sasl.oauthbearer.jwt.retriever.class":
-            if value.strip() not in (_OIDC_HANDLERS if key.startswith("sasl.login") else _OIDC_RETRIEVERS):
+            # Databricks' runtime relocates the client under "kafkashaded."
+            name = value.strip()
+            name = name[len("kafkashaded."):] if name.startswith("kafkashaded.") else name
+            if name not in (_OIDC_HANDLERS if key.startswith("sasl.login") else _OIDC_RETRIEVERS):
                 raise SparkKafkaOptionError(
                     "kafka.{0}={1} is a Java class fastkc cannot run (it supports {2})".format(
                         key, value, ", ".join(sorted(_OIDC_HANDLERS | _OIDC_RETRIEVERS))))

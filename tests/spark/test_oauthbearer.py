@@ -43,6 +43,15 @@ def test_oidc_options_build_the_provider():
     assert pickle.loads(pickle.dumps(config))["sasl_oauth_token_provider"].client_id == "my-app"
 
 
+def test_relocated_class_names_are_accepted():
+    # Databricks relocates the Kafka client under "kafkashaded."
+    config = so.consumer_config(_oauth_options(**{
+        "kafka.sasl.login.callback.handler.class": "kafkashaded." + _HANDLER.replace(
+            "oauthbearer.", "oauthbearer.secured.", 1),
+        "kafka.sasl.jaas.config": 'kafkashaded.{0} required clientId="a" clientSecret="b";'.format(_MODULE)}))
+    assert config["sasl_oauth_token_provider"].client_id == "a"
+
+
 def test_kip1139_config_keys_win_over_jaas_options():
     config = so.consumer_config(_oauth_options(**{
         "kafka.sasl.oauthbearer.client.credentials.client.id": "from-config",

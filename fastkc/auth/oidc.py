@@ -81,6 +81,7 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
         per HTTP request, also capped by what remains of retry_backoff_max_ms
     refresh_window_factor, refresh_window_jitter, refresh_min_period_s,
     refresh_buffer_s     [sasl.login.refresh.*]
+    sub_claim_name       [sasl.oauthbearer.sub.claim.name] the claim that must name the principal
     ssl_context          an ssl.SSLContext for an https endpoint (default:
                          the system's trust store)
     """
@@ -88,7 +89,7 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
     def __init__(self, token_endpoint_url, client_id, client_secret, scope=None, extensions=None, *,
                  retry_backoff_ms=100, retry_backoff_max_ms=10000, connect_timeout_ms=10000,
                  read_timeout_ms=10000, refresh_window_factor=0.8, refresh_window_jitter=0.05,
-                 refresh_min_period_s=60, refresh_buffer_s=300, ssl_context=None):
+                 refresh_min_period_s=60, refresh_buffer_s=300, sub_claim_name="sub", ssl_context=None):
         super().__init__()
         url = urllib.parse.urlsplit(token_endpoint_url if isinstance(token_endpoint_url, str) else "")
         if url.scheme not in ("http", "https") or not url.netloc:
@@ -125,6 +126,9 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
         self.refresh_window_jitter = refresh_window_jitter
         self.refresh_min_period_s = refresh_min_period_s
         self.refresh_buffer_s = refresh_buffer_s
+        if not isinstance(sub_claim_name, str) or not sub_claim_name.strip():
+            raise KafkaConfigurationError("sub_claim_name must be a non-empty str")
+        self.sub_claim_name = sub_claim_name.strip()
         self.ssl_context = ssl_context
         try:
             import jwt  # noqa: F401  (checked here so a missing extra fails construction, not a connection)
@@ -297,13 +301,13 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
             raise SaslAuthenticationFailedError(
                 "OAUTHBEARER: token endpoint {0} answered an access_token that is not a JWT ({1})".format(
                     url, type(exc).__name__)) from None
-        exp, iat, sub = claims.get("exp"), claims.get("iat"), claims.get("sub")
+        exp, iat, sub = claims.get("exp"), claims.get("iat"), claims.get(self.sub_claim_name)
         if isinstance(exp, bool) or not isinstance(exp, (int, float)):
             raise SaslAuthenticationFailedError(
                 "OAUTHBEARER: the access token from {0} has no numeric exp claim".format(url))
         if not isinstance(sub, str) or not sub.strip():
             raise SaslAuthenticationFailedError(
-                "OAUTHBEARER: the access token from {0} has no sub claim".format(url))
+                "OAUTHBEARER: the access token from {0} has no {1} claim".format(url, self.sub_claim_name))
         now = time.time()
         if exp <= now:
             raise SaslAuthenticationFailedError(

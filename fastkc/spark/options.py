@@ -308,6 +308,7 @@ _OIDC_TUNING = {
     "sasl.login.refresh.window.jitter": ("refresh_window_jitter", float),
     "sasl.login.refresh.min.period.seconds": ("refresh_min_period_s", int),
     "sasl.login.refresh.buffer.seconds": ("refresh_buffer_s", int),
+    "sasl.oauthbearer.sub.claim.name": ("sub_claim_name", str),
 }
 # KIP-1139 (Kafka 4.1+): client credentials as configs instead of JAAS options
 _OIDC_CONFIG_KEYS = {

@@ -272,6 +272,14 @@ def test_request_is_javas_client_credentials_grant(endpoint_factory):
     assert request["headers"]["Accept"] == "application/json"
 
 
+def test_sub_claim_name_is_configurable(endpoint_factory):
+    ep = endpoint_factory([lambda r: (200, {"access_token": jwt.encode(
+        {"client_id": "app", "exp": time.time() + 600}, "k" * 32, algorithm="HS256")})])
+    assert _provider(ep.url, sub_claim_name="client_id").token()
+    with pytest.raises(SaslAuthenticationFailedError, match="no sub claim"):
+        _provider(ep.url).token()
+
+
 def test_token_is_cached(endpoint_factory):
     ep = endpoint_factory([_ok()])
     provider = _provider(ep.url)

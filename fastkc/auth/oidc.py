@@ -46,6 +46,7 @@ authenticate from different threads; one lock makes them share one token and
 one refresh.
 """
 import base64
+import http.client
 import json
 import logging
 import random
@@ -264,6 +265,9 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
         except (urllib.error.URLError, OSError, socket.timeout) as exc:
             reason = getattr(exc, "reason", exc)
             raise _Retriable("{0}: {1}".format(type(reason).__name__, reason)) from None
+        except http.client.HTTPException as exc:
+            # not HTTP at all (another service on the port), or cut short
+            raise _Retriable("malformed HTTP answer ({0})".format(type(exc).__name__)) from None
         if status not in (200, 201):
             raise _Retriable("unexpected HTTP {0}".format(status))
         if len(payload) > _MAX_RESPONSE_BYTES:

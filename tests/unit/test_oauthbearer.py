@@ -322,6 +322,38 @@ def test_endpoint_down_fails_within_the_bound():
     assert "Connection" in str(info.value) and SECRET not in str(info.value)
 
 
+def test_endpoint_that_is_not_http():
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def serve():
+        server.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        provider = _provider("http://127.0.0.1:{0}/token".format(server.getsockname()[1]),
+                             retry_backoff_max_ms=400)
+        with pytest.raises(SaslAuthenticationFailedError, match="malformed HTTP answer"):
+            provider.token()
+    finally:
+        stop.set()
+        thread.join(2)
+        server.close()
+
+
 def test_silent_endpoint_bounded_by_retry_budget(endpoint_factory):
     ep = endpoint_factory([_ok()], delay=5.0)
     provider = _provider(ep.url, retry_backoff_max_ms=700, read_timeout_ms=10000)

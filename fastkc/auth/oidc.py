@@ -39,7 +39,9 @@ naming OAUTHBEARER, the endpoint and the cause, never the secret or a token.
 
 HTTP is the standard library's urllib.request: one POST per refresh needs no
 connection pooling or session, timeouts and an ssl.SSLContext are supported,
-and it keeps the mechanism free of another dependency.
+and it keeps the mechanism free of another dependency. It honours the
+http(s)_proxy / no_proxy environment variables, as librdkafka's libcurl does
+(Java's client uses the JVM's proxy properties instead).
 
 Thread-safe: the fetch connections and the group coordinator's connection
 authenticate from different threads; one lock makes them share one token and

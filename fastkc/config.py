@@ -217,8 +217,6 @@ def consumer_config(configs):
         _fail("client_dns_lookup must be 'use_all_dns_ips' or 'resolve_canonical_bootstrap_servers_only'")
     if config["proxy_url"] is not None or config["socks5_proxy"] is not None:
         _fail("fastkc does not support proxies (proxy_url / socks5_proxy)")
-    if config["sasl_oauth_token_provider"] is not None:
-        _fail("fastkc does not support OAUTHBEARER (sasl_oauth_token_provider)")
     return config
 
 

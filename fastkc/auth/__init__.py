@@ -27,9 +27,13 @@ _MODULES = {
     "SCRAM-SHA-256": "scram",
     "SCRAM-SHA-512": "scram",
     "AWS_MSK_IAM": "msk_iam",
+    "OAUTHBEARER": "oauthbearer",
 }
 
 MECHANISMS = tuple(_MODULES)
+
+# kafka-python users look for the provider base class next to the mechanism.
+from fastkc.auth.oauthbearer import AbstractTokenProvider  # noqa: E402
 
 
 def module_for(mechanism):

@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from fastkc.broker import probe
+from fastkc.broker import oauth, probe
 from fastkc.broker.config import (
     PROXIED_LISTENER,
     SASL_MECHANISMS,
@@ -92,6 +92,9 @@ class BrokerInfo:
     security: bool = False
     credentials: dict = field(default_factory=dict)  # users and mechanisms
     tls: dict = field(default_factory=dict)  # ca, client_cert, client_key, broker_keystore
+    # helper processes living as long as the nodes (stop() ends them):
+    # "oidc" → the OAUTHBEARER token endpoint + JWKS (fastkc/broker/oauth.py)
+    services: dict = field(default_factory=dict)
     startup_seconds: float = 0.0
     started_at: float = 0.0
 
@@ -410,7 +413,10 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
                 info = _start_locked(install, java, name, data_dir, nodes, security, port,
                                      began + timeout, log, die_with_parent, proxied,
                                      broker_properties, jvm_options)
-            except _PortClash:
+            except BaseException as exc:
+                _stop_services(data_dir)
+                if not isinstance(exc, _PortClash):
+                    raise
                 if attempt == attempts:
                     raise BrokerStartupError("ports kept being taken by other processes during start-up")
                 if log:
@@ -447,6 +453,8 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
 
         tls = certs.generate(os.path.join(data_dir, "certs"))
         tls_props = {"keystore": tls.broker_keystore, "truststore": tls.ca}
+        oidc = _start_oidc(data_dir, plans, die_with_parent)
+        broker_properties = {**oauth.broker_properties(oidc, SASL_MECHANISMS), **(broker_properties or {})}
     for plan in plans:
         write_node_properties(plan, plans, security=tls_props, credentials=credentials, extra=broker_properties)
 
@@ -475,8 +483,9 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
             for listener in plans[0].ports if listener != "CONTROLLER"
         },
         security=bool(security),
-        credentials=credentials.as_dict() if credentials else {},
+        credentials=_credentials(credentials, oidc if security else None),
         tls=tls.as_dict() if tls else {},
+        services={"oidc": {"pid": oidc["pid"], "dir": os.path.dirname(oidc["signing_key"])}} if security else {},
         started_at=time.time(),
     )
     # Written before readiness: if this process dies while waiting (killed,
@@ -561,7 +570,30 @@ def stop(*, name="default", data_dir=None, timeout=30.0):
             raise BrokerHarnessError("Kafka node(s) with pid(s) {0} did not exit even after SIGKILL".format(
                 ", ".join(str(n.pid) for n in remaining)))
         os.remove(os.path.join(data_dir, STATE_FILE))
+        _stop_services(data_dir)
         return info
+
+
+# --- OAUTHBEARER (fastkc/broker/oauth.py): the OIDC server started with security=True
+def _start_oidc(data_dir, plans, die_with_parent):
+    described = oauth.start_server(os.path.join(data_dir, "oauth"), die_with_parent=die_with_parent)
+    for plan in plans:
+        plan.jvm_options = plan.jvm_options + oauth.jvm_options(described)
+    return described
+
+
+def _stop_services(data_dir):
+    oauth.stop_server(os.path.join(data_dir, "oauth"))
+
+
+def _credentials(credentials, oidc):
+    if credentials is None:
+        return {}
+    out = credentials.as_dict()
+    if oidc is not None:
+        out["mechanisms"] = list(out["mechanisms"]) + ["OAUTHBEARER"]
+        out["oauthbearer"] = {k: v for k, v in oidc.items() if k != "pid"}
+    return out
 
 
 def stop_node(info, node_id, *, timeout=30.0):
@@ -658,3 +690,6 @@ def describe(info, *, out=sys.stdout):
             if key in info.tls:
                 print("  {0:<12} {1}".format(key, info.tls[key]), file=out)
         print("  (the SSL listener requires the client certificate; SASL_SSL does not)", file=out)
+        if "oauthbearer" in info.credentials:
+            for line in oauth.describe_lines(info.credentials["oauthbearer"]):
+                print(line, file=out)

@@ -287,6 +287,75 @@ _NONE_DEFAULT_TYPES = {
 _IGNORED = {"group.id", "client.id.prefix", "key.deserializer", "value.deserializer"}
 _JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
+# OAUTHBEARER: Java's login callback handlers for OIDC (4.x name, and the
+# 3.1-3.9 one), accepted as what they mean: fastkc's OIDC provider does their
+# job. The JWT retrievers of KIP-1139 (4.1+) that fetch by client credentials.
+_OIDC_HANDLERS = {
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+}
+_OIDC_RETRIEVERS = {
+    "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+    "org.apache.kafka.common.security.oauthbearer.ClientCredentialsJwtRetriever",
+}
+# Java's sasl.login.* settings → OidcClientCredentialsProvider arguments
+_OIDC_TUNING = {
+    "sasl.login.retry.backoff.ms": ("retry_backoff_ms", int),
+    "sasl.login.retry.backoff.max.ms": ("retry_backoff_max_ms", int),
+    "sasl.login.connect.timeout.ms": ("connect_timeout_ms", int),
+    "sasl.login.read.timeout.ms": ("read_timeout_ms", int),
+    "sasl.login.refresh.window.factor": ("refresh_window_factor", float),
+    "sasl.login.refresh.window.jitter": ("refresh_window_jitter", float),
+    "sasl.login.refresh.min.period.seconds": ("refresh_min_period_s", int),
+    "sasl.login.refresh.buffer.seconds": ("refresh_buffer_s", int),
+    "sasl.oauthbearer.sub.claim.name": ("sub_claim_name", str),
+}
+# KIP-1139 (Kafka 4.1+): client credentials as configs instead of JAAS options
+_OIDC_CONFIG_KEYS = {
+    "sasl.oauthbearer.token.endpoint.url": "url",
+    "sasl.oauthbearer.client.credentials.client.id": "clientId",
+    "sasl.oauthbearer.client.credentials.client.secret": "clientSecret",
+    "sasl.oauthbearer.scope": "scope",
+}
+
+
+def parse_jaas(value):
+    """(login module class, {option: value}) of a one-module sasl.jaas.config,
+    as Spark users write it: ``<class> required key="value" ...;``."""
+    text = str(value).strip()
+    module = text.split(None, 1)[0] if text else ""
+    return module, dict(_JAAS.findall(text))
+
+
+def _oauthbearer_provider(jaas, oidc, tuning):
+    """The token provider Java would build from the JAAS options and the
+    sasl.oauthbearer.* / sasl.login.* settings. Config keys win over JAAS
+    options (Java 4.x reads the config first). Messages never carry values."""
+    from fastkc.auth.oauthbearer import UnsecuredTokenProvider
+    from fastkc.auth.oidc import OidcClientCredentialsProvider
+    from fastkc.errors import KafkaConfigurationError
+
+    extensions = {k[len("extension_"):]: v for k, v in jaas.items() if k.startswith("extension_")}
+    settings = dict(jaas, **oidc)
+    try:
+        if "url" not in settings:
+            if "unsecuredLoginStringClaim_sub" in jaas:
+                lifetime = int(jaas.get("unsecuredLoginLifetimeSeconds", "3600"))
+                return UnsecuredTokenProvider(jaas["unsecuredLoginStringClaim_sub"], lifetime, extensions)
+            raise SparkKafkaOptionError(
+                "OAUTHBEARER needs kafka.sasl.oauthbearer.token.endpoint.url (OIDC client credentials) or "
+                "unsecuredLoginStringClaim_sub in kafka.sasl.jaas.config (unsecured mode)")
+        for option in ("clientId", "clientSecret"):
+            if not settings.get(option):
+                raise SparkKafkaOptionError(
+                    'OAUTHBEARER with a token endpoint needs {0}="..." in kafka.sasl.jaas.config'.format(option))
+        return OidcClientCredentialsProvider(settings["url"], settings["clientId"], settings["clientSecret"],
+                                             scope=settings.get("scope"), extensions=extensions or None, **tuning)
+    except (KafkaConfigurationError, ValueError) as exc:
+        if isinstance(exc, SparkKafkaOptionError):
+            raise
+        raise SparkKafkaOptionError("OAUTHBEARER settings: {0}".format(exc)) from None
+
 
 def _convert(name, text):
     default = CONSUMER_DEFAULTS[name]
@@ -308,6 +377,7 @@ def consumer_config(params):
     since ignoring a security setting would connect differently than asked."""
     java = {k[len("kafka."):]: v for k, v in params.items() if k.startswith("kafka.")}
     config = {}
+    oauth_jaas, oidc, tuning = None, {}, {}
     for key, value in java.items():
         if key in _IGNORED:
             continue
@@ -325,14 +395,33 @@ def consumer_config(params):
         elif key == "ssl.endpoint.identification.algorithm":
             config["ssl_check_hostname"] = value.strip().lower() == "https"
         elif key == "sasl.jaas.config":
-            fields = dict(_JAAS.findall(value))
-            if "PlainLoginModule" not in value and "ScramLoginModule" not in value:
+            module, fields = parse_jaas(value)
+            if module.endswith(".OAuthBearerLoginModule"):
+                oauth_jaas = fields  # turned into a provider below, with the endpoint settings
+                continue
+            if not module.endswith((".PlainLoginModule", ".ScramLoginModule")):
                 raise SparkKafkaOptionError(
-                    "fastkc supports the PLAIN and SCRAM login modules in kafka.sasl.jaas.config only")
+                    "fastkc supports the PLAIN, SCRAM and OAUTHBEARER login modules in kafka.sasl.jaas.config only")
             if "username" not in fields or "password" not in fields:
                 raise SparkKafkaOptionError("kafka.sasl.jaas.config needs username=\"...\" and password=\"...\"")
             config["sasl_plain_username"] = fields["username"]
             config["sasl_plain_password"] = fields["password"]
+        elif key in _OIDC_CONFIG_KEYS:
+            oidc[_OIDC_CONFIG_KEYS[key]] = value.strip()
+        elif key in _OIDC_TUNING:
+            name, kind = _OIDC_TUNING[key]
+            try:
+                tuning[name] = kind(value.strip())
+            except ValueError:
+                raise SparkKafkaOptionError('For input string: "{0}" (option kafka.{1})'.format(value, key)) from None
+        elif key == "sasl.login.callback.handler.class" or key == "sasl.oauthbearer.jwt.retriever.class":
+            # Databricks' runtime relocates the client under "kafkashaded."
+            name = value.strip()
+            name = name[len("kafkashaded."):] if name.startswith("kafkashaded.") else name
+            if name not in (_OIDC_HANDLERS if key.startswith("sasl.login") else _OIDC_RETRIEVERS):
+                raise SparkKafkaOptionError(
+                    "kafka.{0}={1} is a Java class fastkc cannot run (it supports {2})".format(
+                        key, value, ", ".join(sorted(_OIDC_HANDLERS | _OIDC_RETRIEVERS))))
         else:
             name = _RENAMED.get(key, key.replace(".", "_"))
             if name in CONSUMER_DEFAULTS and not callable(CONSUMER_DEFAULTS[name]):
@@ -340,6 +429,8 @@ def consumer_config(params):
             else:
                 # the Java client logs unknown keys and goes on; so do we
                 log.warning("kafka.%s has no fastkc equivalent: ignored", key)
+    if config.get("sasl_mechanism") == "OAUTHBEARER":
+        config["sasl_oauth_token_provider"] = _oauthbearer_provider(oauth_jaas or {}, oidc, tuning)
     config.setdefault("client_id", "fastkc-spark")
     return config
 

@@ -26,6 +26,7 @@ _MODULES = {
     "PLAIN": "scram",
     "SCRAM-SHA-256": "scram",
     "SCRAM-SHA-512": "scram",
+    "GSSAPI": "gssapi",
 }
 
 MECHANISMS = tuple(_MODULES)

@@ -190,10 +190,16 @@ class GssapiExchange:
             self._ctx, target, token = self._bounded(self._establish_first)
         except gssapi.exceptions.GSSError as exc:
             raise SaslAuthenticationFailedError("SASL GSSAPI with {0}: could not start a Kerberos context "
-                                                "for {1}: {2}".format(self._host, self._target_text(),
-                                                                      _describe(exc))) from None
+                                                "for {1} ({2}): {3}".format(self._host, self._target_text(),
+                                                                            self._creds_text(), _describe(exc))) from None
         self._step = "context"
         return token or b""
+
+    def _creds_text(self):
+        keytab, principal = self._config["sasl_kerberos_keytab"], self._config["sasl_kerberos_principal"]
+        if keytab is None:
+            return "client {0} from the Kerberos environment".format(principal or "default principal")
+        return "client {0} from keytab {1}".format(principal or "first principal", os.fspath(keytab))
 
     def _target_text(self):
         name = self._config["sasl_kerberos_name"]

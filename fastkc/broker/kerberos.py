@@ -285,3 +285,29 @@ def stop_kdc(pid, timeout=5.0):
     if _is_kdc(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def realm_of(kerberos_info):
+    """The Realm behind a BrokerInfo.kerberos dict (to add principals)."""
+    r = Realm(kerberos_info["folder"], int(kerberos_info["kdc"].rsplit(":", 1)[1]), kerberos_info["realm"])
+    r.pid = kerberos_info.get("kdc_pid")
+    return r
+
+
+def add_principal(kerberos_info, name, keytab):
+    """Add principal `name` (in the realm unless it names one) with a random
+    key, written to `keytab`; returns the full principal name."""
+    r = realm_of(kerberos_info)
+    principal = name if "@" in name else "{0}@{1}".format(name, r.realm)
+    _run([_which("kadmin.local"), "-r", r.realm, "-q", "addprinc -randkey " + principal], r,
+         "kadmin.local: addprinc " + principal)
+    _run([_which("kadmin.local"), "-r", r.realm, "-q", "ktadd -k {0} {1}".format(keytab, principal)], r,
+         "kadmin.local: ktadd " + principal)
+    return principal
+
+
+def delete_principal(kerberos_info, principal):
+    """Remove `principal` from the KDC (its keytabs stay, now useless)."""
+    r = realm_of(kerberos_info)
+    _run([_which("kadmin.local"), "-r", r.realm, "-q", "delprinc -force " + principal], r,
+         "kadmin.local: delprinc " + principal)

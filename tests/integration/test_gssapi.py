@@ -254,3 +254,30 @@ def test_kdc_down_fails_at_once(kdc_broker, monkeypatch, tmp_path):
         exc, _ = _fails_fast(_gssapi_config(kdc_broker, sasl_kerberos_keytab=keytab, sasl_kerberos_principal=principal),
                              within=5.0)
     _assert_gssapi_failure(exc, "Cannot contact any KDC")
+
+
+def test_spark_reads_through_gssapi_with_a_jaas_keytab_login(kdc_broker):
+    """A real local Spark session (its own process: its Python workers must
+    start with the realm's KRB5_CONFIG), configured with Spark's option names
+    and Java's Krb5LoginModule JAAS line, reads what confluent-kafka wrote."""
+    pytest.importorskip("pyspark", minversion="4.2")
+    import base64
+    import json
+    import subprocess
+    import sys
+
+    topic = create_topic(kdc_broker.bootstrap_servers, unique_name("gssapi-spark"), partitions=2)
+    written = sorted(produce(kdc_broker.bootstrap_servers, topic, mixed_messages(60, 2)),
+                     key=lambda w: (w.partition, w.offset))
+    job = os.path.join(os.path.dirname(os.path.dirname(__file__)), "spark", "gssapi_job.py")
+    env = dict(os.environ, KRB5CCNAME="MEMORY:fastkc-spark")  # KRB5_CONFIG: set by the fixture
+    proc = subprocess.run([sys.executable, job, kdc_broker.listeners["SASL_PLAINTEXT"], topic,
+                           kdc_broker.kerberos["client_keytab"], kdc_broker.kerberos["client_principal"]],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])["rows"]
+
+    def b64(value):
+        return None if value is None else base64.b64encode(value).decode("ascii")
+
+    assert rows == [[w.partition, w.offset, b64(w.key), b64(w.value)] for w in written]

@@ -215,6 +215,25 @@ def test_wrong_service_principal(kdc_broker, overrides):
     _assert_gssapi_failure(exc, "Server not found in Kerberos database")
 
 
+@pytest.mark.parametrize("as_name", [False, True], ids=["str", "gssapi.Name"])
+def test_kerberos_name_overrides_service_and_domain(kdc_broker, as_name):
+    """kafka-python's sasl_kerberos_name names the broker's service: with it
+    the (here wrong) service and domain names are ignored."""
+    from fastkc import KafkaConsumer
+
+    name = "kafka@127.0.0.1"
+    if as_name:
+        name = gssapi.Name(name, name_type=gssapi.NameType.hostbased_service)
+    topic = create_topic(kdc_broker.bootstrap_servers, unique_name("gssapi-name"))
+    consumer = KafkaConsumer(**_gssapi_config(kdc_broker, sasl_kerberos_name=name,
+                                              sasl_kerberos_service_name="not-kafka",
+                                              sasl_kerberos_domain_name="not.this.host"))
+    try:
+        assert topic in consumer.topics()
+    finally:
+        consumer.close()
+
+
 def _krb5_conf_with_kdc(info, path, port):
     text = open(info.kerberos["krb5_config"], encoding="utf-8").read()
     with open(path, "w", encoding="utf-8") as fh:

@@ -41,7 +41,7 @@ import os
 import struct
 import threading
 
-from fastkc.errors import KafkaConfigurationError, SaslAuthenticationFailedError
+from fastkc.errors import KafkaConfigurationError, KafkaError, SaslAuthenticationFailedError
 
 MECHANISMS = ("GSSAPI",)
 
@@ -161,7 +161,7 @@ class GssapiExchange:
         ctx = gssapi.SecurityContext(name=target, creds=creds, usage="initiate", flags=flags,
                                      mech=gssapi.MechType.kerberos)
         token = ctx.step(None)
-        return ctx, target, token
+        return ctx, token
 
     def _bounded(self, work):
         """Run `work` in a daemon thread; wait at most request_timeout_ms."""
@@ -178,20 +178,21 @@ class GssapiExchange:
         worker.join(self._timeout)
         if worker.is_alive():
             raise SaslAuthenticationFailedError(
-                "SASL GSSAPI with {0}: no Kerberos ticket within request_timeout_ms ({1} ms): the KDC "
-                "did not answer in time".format(self._host, self._config["request_timeout_ms"]))
+                "SASL GSSAPI with {0}: no Kerberos ticket within request_timeout_ms ({1} ms): the KDC (or a "
+                "host name lookup) did not answer in time".format(self._host, self._config["request_timeout_ms"]))
         if "error" in box:
             raise box["error"]
         return box["result"]
 
     def first_message(self):
-        gssapi = self._gssapi
         try:
-            self._ctx, target, token = self._bounded(self._establish_first)
-        except gssapi.exceptions.GSSError as exc:
-            raise SaslAuthenticationFailedError("SASL GSSAPI with {0}: could not start a Kerberos context "
-                                                "for {1} ({2}): {3}".format(self._host, self._target_text(),
-                                                                            self._creds_text(), _describe(exc))) from None
+            self._ctx, token = self._bounded(self._establish_first)
+        except KafkaError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- GSSError, or the binding's ValueError/TypeError
+            raise SaslAuthenticationFailedError(
+                "SASL GSSAPI with {0}: could not start a Kerberos context for {1} ({2}): {3}".format(
+                    self._host, self._target_text(), self._creds_text(), _describe(exc))) from None
         self._step = "context"
         return token or b""
 
@@ -210,7 +211,6 @@ class GssapiExchange:
 
     # --- the rest: local computations -----------------------------------------------
     def receive(self, data):
-        gssapi = self._gssapi
         data = bytes(data or b"")
         try:
             if self._step == "context":
@@ -232,7 +232,9 @@ class GssapiExchange:
                             self._host, len(data)))
                 self._step = "done"
                 return None
-        except gssapi.exceptions.GSSError as exc:
+        except KafkaError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- a refused token is a GSSError; anything else is as fatal
             raise SaslAuthenticationFailedError("SASL GSSAPI with {0}: {1}".format(
                 self._host, _describe(exc))) from None
         raise SaslAuthenticationFailedError("SASL GSSAPI: unexpected server message in step {0}".format(self._step))

@@ -311,3 +311,13 @@ def delete_principal(kerberos_info, principal):
     r = realm_of(kerberos_info)
     _run([_which("kadmin.local"), "-r", r.realm, "-q", "delprinc -force " + principal], r,
          "kadmin.local: delprinc " + principal)
+
+
+def export_key(kerberos_info, principal, keytab, *, new_key=False):
+    """Append `principal`'s key to `keytab`. new_key=True first gives the
+    principal a new random key (a new key version: keytabs holding only the
+    old one can no longer decrypt its tickets); otherwise the current key is
+    exported unchanged."""
+    r = realm_of(kerberos_info)
+    query = "ktadd -k {0} {1}{2}".format(keytab, "" if new_key else "-norandkey ", principal)
+    _run([_which("kadmin.local"), "-r", r.realm, "-q", query], r, "kadmin.local: ktadd " + principal)

@@ -300,3 +300,34 @@ def test_spark_reads_through_gssapi_with_a_jaas_keytab_login(kdc_broker):
         return None if value is None else base64.b64encode(value).decode("ascii")
 
     assert rows == [[w.partition, w.offset, b64(w.key), b64(w.value)] for w in written]
+
+
+def test_broker_that_cannot_read_the_ticket_refuses_with_a_typed_error(kdc_broker, tmp_path):
+    """The KDC's key for the broker's principal changes (a new key version
+    the broker's keytab lacks): the broker cannot decrypt the client's
+    ticket and answers SaslAuthenticate with an error, which must surface as
+    SaslAuthenticationFailedError at once. Runs last: it rotates the
+    broker's key, then appends the new key to the broker's keytab."""
+    k = kdc_broker.kerberos
+    kerberos.export_key(k, k["service_principal"], str(tmp_path / "rotated.keytab"), new_key=True)
+    try:
+        keytab, principal = _fresh_client(kdc_broker, tmp_path, "refused")  # fresh cache: a new-key ticket
+        exc, _ = _fails_fast(_gssapi_config(kdc_broker, sasl_kerberos_keytab=keytab,
+                                            sasl_kerberos_principal=principal), within=5.0)
+        from fastkc.errors import SaslAuthenticationFailedError
+
+        assert isinstance(exc, SaslAuthenticationFailedError), repr(exc)
+        assert "SASL GSSAPI authentication with 127.0.0.1" in str(exc)
+    finally:
+        kerberos.export_key(k, k["service_principal"], k["broker_keytab"])  # the broker gets the new key
+    # With the new key in its keytab (the JVM re-reads the file) the broker
+    # accepts new-key tickets again: the refusal was the key, nothing else.
+    from fastkc import KafkaConsumer
+
+    keytab, principal = _fresh_client(kdc_broker, tmp_path, "accepted")
+    consumer = KafkaConsumer(**_gssapi_config(kdc_broker, sasl_kerberos_keytab=keytab,
+                                              sasl_kerberos_principal=principal))
+    try:
+        assert consumer.topics() is not None
+    finally:
+        consumer.close()

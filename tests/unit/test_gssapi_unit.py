@@ -146,3 +146,11 @@ def test_spark_krb5_login_module_with_ticket_cache():
 def test_spark_krb5_login_modules_fastkc_cannot_honour(jaas, cause):
     with pytest.raises(so.SparkKafkaOptionError, match=cause):
         so.consumer_config({"kafka.sasl.jaas.config": jaas})
+
+
+def test_missing_gssapi_package_fails_at_construction(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # `import gssapi` now raises ImportError
+    with pytest.raises(KafkaConfigurationError, match=r"GSSAPI needs the gssapi package.*fastkc\[kerberos\]"):
+        KafkaConsumer(**_config())

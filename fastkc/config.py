@@ -95,6 +95,10 @@ CONSUMER_DEFAULTS = {
     "sasl_kerberos_name": None,
     "sasl_kerberos_service_name": "kafka",
     "sasl_kerberos_domain_name": None,
+    # fastkc additions (Java's JAAS Krb5LoginModule useKeyTab=true keyTab=... principal=...):
+    # GSSAPI credentials from this client keytab, into a private in-memory cache
+    "sasl_kerberos_keytab": None,
+    "sasl_kerberos_principal": None,
     "sasl_oauth_token_provider": None,
     "proxy_url": None,
     "socks5_proxy": None,

@@ -12,13 +12,19 @@ need_apt=()
 command -v clang >/dev/null 2>&1 || need_apt+=(clang)
 # clang's libFuzzer/ASan runtimes for the fuzz targets
 [ -n "$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || need_apt+=(libclang-rt-14-dev)
+# MIT Kerberos: the broker harness's KDC (krb5kdc, kdb5_util, kadmin.local),
+# kinit for its readiness probe, and the headers the gssapi package builds against
+[ -x /usr/sbin/krb5kdc ] || need_apt+=(krb5-kdc)
+[ -x /usr/sbin/kadmin.local ] || need_apt+=(krb5-admin-server)
+command -v kinit >/dev/null 2>&1 || need_apt+=(krb5-user)
+command -v krb5-config >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing system packages: ${need_apt[*]}"
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
     else
-        echo "setup: warning: missing ${need_apt[*]} (fuzz targets need them); continuing" >&2
+        echo "setup: warning: missing ${need_apt[*]} (fuzz targets and the Kerberos tests need them); continuing" >&2
     fi
 fi
 

@@ -28,6 +28,7 @@ _MODULES = {
     "SCRAM-SHA-512": "scram",
     "AWS_MSK_IAM": "msk_iam",
     "OAUTHBEARER": "oauthbearer",
+    "GSSAPI": "gssapi",
 }
 
 MECHANISMS = tuple(_MODULES)

@@ -95,6 +95,8 @@ class BrokerInfo:
     # helper processes living as long as the nodes (stop() ends them):
     # "oidc" → the OAUTHBEARER token endpoint + JWKS (fastkc/broker/oauth.py)
     services: dict = field(default_factory=dict)
+    # the harness's Kerberos realm when GSSAPI is on (fastkc.broker.kerberos.Realm.as_dict)
+    kerberos: dict = field(default_factory=dict)
     startup_seconds: float = 0.0
     started_at: float = 0.0
 
@@ -368,7 +370,7 @@ def _kill_all(procs, timeout=10.0):
 
 def start(*, name="default", nodes=1, security=False, kafka_version=None, data_dir=None,
           port=None, timeout=None, log=None, die_with_parent=False, proxied=False,
-          broker_properties=None, jvm_options=None):
+          broker_properties=None, jvm_options=None, kerberos=None):
     """Start a local Kafka (1 or 3 nodes) and return its BrokerInfo once every
     node answers an ApiVersions + Metadata round trip listing all nodes.
 
@@ -386,6 +388,10 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
     broker_properties: server.properties entries set on every node after
           the harness's own (they win), e.g. connections.max.reauth.ms.
     jvm_options: extra JVM flags for every node (kept for start_node).
+    kerberos: with security, also a GSSAPI mechanism on the SASL listeners,
+          backed by a KDC of its own (fastkc.broker.kerberos; info.kerberos
+          says how to connect). None: when MIT Kerberos is installed; True:
+          required; False: off.
     Raises BrokerAlreadyRunningError, PortInUseError, BrokerStartupError,
     JavaNotFoundError, MavenNotFoundError, KafkaResolutionError.
     """
@@ -407,12 +413,14 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
                     data_dir, current.info.bootstrap_servers,
                     ", ".join(str(n.pid) for n in current.info.nodes),
                     _location_flags(name, data_dir)))
+        if current.info is not None and current.info.kerberos:
+            _stop_kdc(current.info.kerberos.get("kdc_pid"))  # left by a start that died half-way
         attempts = 1 if port is not None else 3
         for attempt in range(1, attempts + 1):
             try:
                 info = _start_locked(install, java, name, data_dir, nodes, security, port,
                                      began + timeout, log, die_with_parent, proxied,
-                                     broker_properties, jvm_options)
+                                     broker_properties, jvm_options, kerberos)
             except BaseException as exc:
                 _stop_services(data_dir)
                 if not isinstance(exc, _PortClash):
@@ -433,7 +441,7 @@ class _PortClash(Exception):
 
 
 def _start_locked(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent,
-                  proxied=False, broker_properties=None, jvm_options=None):
+                  proxied=False, broker_properties=None, jvm_options=None, kerberos=None):
     # Fresh storage every time: remove what a previous run left behind.
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(data_dir, STATE_FILE))
@@ -453,8 +461,53 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
 
         tls = certs.generate(os.path.join(data_dir, "certs"))
         tls_props = {"keystore": tls.broker_keystore, "truststore": tls.ca}
+    # Each mechanism beyond PLAIN/SCRAM brings its settings and lists itself
+    # after the ones before it in sasl.enabled.mechanisms (the last word wins).
+    mechanism_props, mechanisms, oidc = {}, list(SASL_MECHANISMS), None
+    if security:
         oidc = _start_oidc(data_dir, plans, die_with_parent)
-        broker_properties = {**oauth.broker_properties(oidc, SASL_MECHANISMS), **(broker_properties or {})}
+        mechanism_props.update(oauth.broker_properties(oidc, mechanisms))
+        mechanisms.append("OAUTHBEARER")
+    realm = _kerberos_hook(data_dir, security, kerberos, die_with_parent, log)
+    if realm is not None:
+        mechanism_props.update(realm.broker_properties(("sasl_plaintext", "sasl_ssl"), mechanisms))
+        for plan in plans:
+            plan.jvm_options += realm.jvm_options()
+    # The caller's entries still win over the mechanisms'.
+    broker_properties = {**mechanism_props, **(broker_properties or {})}
+    try:
+        return _start_nodes(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent,
+                            plans, credentials, tls, tls_props, broker_properties, realm, oidc)
+    except BaseException:
+        if realm is not None:
+            _stop_kdc(realm.pid)
+        raise
+
+
+def _kerberos_hook(data_dir, security, kerberos, die_with_parent, log):
+    """The realm behind the GSSAPI listeners, its KDC started, or None."""
+    from fastkc.broker import kerberos as krb
+
+    if not security or kerberos is False or (kerberos is None and not krb.available()):
+        return None
+    if not krb.available():
+        raise BrokerStartupError("kerberos=True needs MIT Kerberos (krb5kdc, kdb5_util, kadmin.local, kinit: "
+                                 "Debian's krb5-kdc, krb5-admin-server, krb5-user)")
+    realm = krb.create(os.path.join(data_dir, "kerberos"))
+    krb.start_kdc(realm, die_with_parent_prefix=_die_with_parent_prefix() if die_with_parent else ())
+    if log:
+        log("Kerberos realm {0}: KDC on 127.0.0.1:{1} (pid {2})".format(realm.realm, realm.port, realm.pid))
+    return realm
+
+
+def _stop_kdc(pid):
+    from fastkc.broker import kerberos as krb
+
+    krb.stop_kdc(pid)
+
+
+def _start_nodes(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent,
+                 plans, credentials, tls, tls_props, broker_properties, realm, oidc):
     for plan in plans:
         write_node_properties(plan, plans, security=tls_props, credentials=credentials, extra=broker_properties)
 
@@ -483,9 +536,10 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
             for listener in plans[0].ports if listener != "CONTROLLER"
         },
         security=bool(security),
-        credentials=_credentials(credentials, oidc if security else None),
+        credentials=_credentials(credentials, oidc),
         tls=tls.as_dict() if tls else {},
-        services={"oidc": {"pid": oidc["pid"], "dir": os.path.dirname(oidc["signing_key"])}} if security else {},
+        services={"oidc": {"pid": oidc["pid"], "dir": os.path.dirname(oidc["signing_key"])}} if oidc else {},
+        kerberos=realm.as_dict() if realm is not None else {},
         started_at=time.time(),
     )
     # Written before readiness: if this process dies while waiting (killed,
@@ -569,6 +623,7 @@ def stop(*, name="default", data_dir=None, timeout=30.0):
         if remaining:
             raise BrokerHarnessError("Kafka node(s) with pid(s) {0} did not exit even after SIGKILL".format(
                 ", ".join(str(n.pid) for n in remaining)))
+        _stop_kdc(info.kerberos.get("kdc_pid"))
         os.remove(os.path.join(data_dir, STATE_FILE))
         _stop_services(data_dir)
         return info
@@ -693,3 +748,12 @@ def describe(info, *, out=sys.stdout):
         if "oauthbearer" in info.credentials:
             for line in oauth.describe_lines(info.credentials["oauthbearer"]):
                 print(line, file=out)
+    if info.kerberos:
+        k = info.kerberos
+        print("GSSAPI (Kerberos realm {0}, KDC {1}) on SASL_PLAINTEXT and SASL_SSL:".format(k["realm"], k["kdc"]),
+              file=out)
+        print("  export KRB5_CONFIG={0}".format(k["krb5_config"]), file=out)
+        print("  client principal {0}, keytab {1}".format(k["client_principal"], k["client_keytab"]), file=out)
+        print("  KafkaConsumer(..., security_protocol='SASL_PLAINTEXT', sasl_mechanism='GSSAPI', "
+              "sasl_kerberos_service_name='{0}', sasl_kerberos_keytab='{1}', sasl_kerberos_principal='{2}')".format(
+                  k["service_name"], k["client_keytab"], k["client_principal"]), file=out)

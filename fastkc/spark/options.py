@@ -357,6 +357,36 @@ def _oauthbearer_provider(jaas, oidc, tuning):
         raise SparkKafkaOptionError("OAUTHBEARER settings: {0}".format(exc)) from None
 
 
+# JAAS options, quoted or not (Krb5LoginModule's flags are usually bare: useKeyTab=true)
+_JAAS_ANY = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s";]+))')
+
+
+def _krb5_login(text):
+    """Java's com.sun.security.auth.module.Krb5LoginModule line → fastkc's
+    GSSAPI keys. useKeyTab=true keyTab="..." principal="...": credentials
+    acquired from that keytab (sasl_kerberos_keytab / _principal, a private
+    in-memory ticket cache); useTicketCache=true: the Kerberos environment's
+    ticket cache (KRB5CCNAME), optionally for `principal`. Anything else would
+    make Java prompt for a password, which a Kafka client cannot answer."""
+    fields = {m[0]: m[1] if m[1] or not m[2] else m[2] for m in _JAAS_ANY.findall(text)}
+    principal = fields.get("principal")
+    if fields.get("useKeyTab", "").lower() == "true":
+        if not fields.get("keyTab"):
+            raise SparkKafkaOptionError('kafka.sasl.jaas.config: Krb5LoginModule useKeyTab=true needs keyTab="..."')
+        config = {"sasl_kerberos_keytab": fields["keyTab"]}
+    elif fields.get("useTicketCache", "").lower() == "true":
+        if fields.get("ticketCache"):
+            raise SparkKafkaOptionError("kafka.sasl.jaas.config: Krb5LoginModule ticketCache is not supported "
+                                        "(set KRB5CCNAME on the executors)")
+        config = {}
+    else:
+        raise SparkKafkaOptionError("kafka.sasl.jaas.config: Krb5LoginModule needs useKeyTab=true keyTab=\"...\" "
+                                    "or useTicketCache=true")
+    if principal:
+        config["sasl_kerberos_principal"] = principal
+    return config
+
+
 def _convert(name, text):
     default = CONSUMER_DEFAULTS[name]
     if isinstance(default, bool):
@@ -394,6 +424,8 @@ def consumer_config(params):
             continue  # PEM stores carry no store password; the key's is ssl.key.password
         elif key == "ssl.endpoint.identification.algorithm":
             config["ssl_check_hostname"] = value.strip().lower() == "https"
+        elif key == "sasl.jaas.config" and "Krb5LoginModule" in value:
+            config.update(_krb5_login(value))
         elif key == "sasl.jaas.config":
             module, fields = parse_jaas(value)
             if module.endswith(".OAuthBearerLoginModule"):

@@ -22,6 +22,11 @@ EXCEPTIONS = {
                                    "(ConsumerGroupHeartbeat), Java's group.protocol",
     "config.extra:group_remote_assignor": "KIP-848: the server-side assignor for group_protocol='consumer', "
                                           "Java's group.remote.assignor",
+    "config.extra:sasl_kerberos_keytab": "GSSAPI: credentials from this client keytab into a private in-memory "
+                                         "cache (Java's JAAS Krb5LoginModule keyTab=...; kafka-python only "
+                                         "reads the Kerberos environment)",
+    "config.extra:sasl_kerberos_principal": "GSSAPI: the client principal to authenticate as (Java's JAAS "
+                                            "Krb5LoginModule principal=...)",
     # --- consumer ------------------------------------------------------------------
     "consumer.extra:poll_arrow": "fastkc's columnar poll: one pyarrow.RecordBatch",
     "consumer.extra:wakeup": "Java's KafkaConsumer.wakeup(): interrupts poll() from another thread "

@@ -659,7 +659,8 @@ class BrokerConnection:
                 if size < 0 or size > limit:
                     self._fail(KafkaProtocolError("frame size {0} from {1}:{2} is outside 0..{3}{4}".format(
                         size, self.host, self.port, limit,
-                        " (a handshake or authentication answer)" if handshake else "")))
+                        "" if not handshake else " (a re-authentication answer)" if self._reauthenticating()
+                        else " (before the connection is ready)")))
                     return answered
                 self._body_size = size
                 self._body = bytearray(min(size, FIRST_FRAME_CHUNK))

@@ -7,7 +7,9 @@ JoinGroup/SyncGroup/Heartbeat/LeaveGroup (a one-member group; the consumer is
 the leader), OffsetFetch/OffsetCommit (kept in memory), ListOffsets, Fetch
 (one v2 batch per partition, from `tests/support/batchgen.py`),
 OffsetForLeaderEpoch, and SaslHandshake/SaslAuthenticate (PLAIN, when
-`sasl=(username, password)` is given). Requests are read with
+`sasl=(username, password)` is given; `session_lifetime_ms` is what a
+successful SaslAuthenticate v1+ answers, KIP-368's re-authentication deadline,
+not enforced: count("SaslHandshake") tells how often a client authenticated). Requests are read with
 `fastkc.protocol.framing`, answers encoded with `fastkc.protocol.codec`.
 
 A test scripts any stage with `script(stage, action, times=None, skip=0)`:
@@ -301,13 +303,14 @@ class FakeBroker:
     (username, password) to require SASL PLAIN; `api_versions`: {api name:
     (min, max)} overrides of what ApiVersions advertises; `tls`: a server
     ssl.SSLContext to speak TLS (a "connect" script acts before it, on the
-    raw socket)."""
+    raw socket); `session_lifetime_ms`: see the module docstring."""
 
-    def __init__(self, topics=None, records=10, sasl=None, api_versions=None, tls=None):
+    def __init__(self, topics=None, records=10, sasl=None, api_versions=None, tls=None, session_lifetime_ms=0):
         self.topics = dict(topics if topics is not None else {"t": 1})
         self.topic_ids = {name: uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes for name in self.topics}
         self.records = records
         self.sasl = sasl
+        self.session_lifetime_ms = session_lifetime_ms
         self.tls = tls
         self.api_overrides = dict(api_versions or {})
         self.committed = {}  # (group, topic, partition) -> offset
@@ -432,7 +435,8 @@ class FakeBroker:
         user, password = self.sasl or ("", "")
         expected = b"\0" + user.encode() + b"\0" + password.encode()
         if body["auth_bytes"] == expected:
-            return {"error_code": 0, "error_message": None, "auth_bytes": b""}
+            return {"error_code": 0, "error_message": None, "auth_bytes": b"",
+                    "session_lifetime_ms": self.session_lifetime_ms}
         return {"error_code": 58, "error_message": "Authentication failed: Invalid username or password",
                 "auth_bytes": b""}
 

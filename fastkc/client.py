@@ -328,6 +328,9 @@ class KafkaClient:
         if conn is None:
             return False
         if conn.ready:
+            if conn.maybe_reauthenticate():  # due: the exchange goes first, the caller waits for it
+                self._sync(conn)
+                return False
             return conn.can_send()
         if conn.state is ConnectionState.DISCONNECTED:
             conn.connect()

@@ -735,9 +735,22 @@ class BrokerConnection:
                     request.api_name, self.host, self.port, (request.deadline - request.sent_at) * 1000.0,
                     " (re-authenticating)" if self._reauthenticating() else "")))
                 return
-        if self.state is ConnectionState.READY and self._reauth_at is not None and now >= self._reauth_at \
-                and self._reauth_enabled:
-            self._begin_reauthentication()
+        self.maybe_reauthenticate(now)
+
+    def maybe_reauthenticate(self, now=None):
+        """Start the re-authentication if it is due; True when one is under
+        way. The client's poll calls it (through check_timeouts) when the
+        deadline passes, and `KafkaClient.ready()` before every send: a
+        thread that does not poll between its requests (the group member
+        sleeps between heartbeats) re-authenticates before its next request,
+        as the Java client does, instead of sending on an expired session
+        (the broker accepts a re-authentication past expiry, never another
+        request)."""
+        if self.state is ConnectionState.READY and self._reauth_at is not None and self._reauth_enabled:
+            now = self._clock() if now is None else now
+            if now >= self._reauth_at:
+                self._begin_reauthentication()
+        return self.state is ConnectionState.REAUTHENTICATING
 
     def next_deadline(self):
         """When check_timeouts must next look (monotonic seconds), or None:

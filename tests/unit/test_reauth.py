@@ -318,3 +318,20 @@ def test_a_consumer_fetch_in_flight_across_reauthentication_loses_and_repeats_no
         assert metrics["successful-reauthentication-total"] >= 2
         assert metrics["failed-reauthentication-total"] == 0 and metrics["connection-lost-total"] == 0
         assert broker.connections == 1 and not broker.errors
+
+
+def test_a_due_reauthentication_goes_before_the_next_request_of_a_thread_that_did_not_poll():
+    # the group member's thread sleeps between heartbeats without polling its
+    # client: ready() starts the due exchange, the request follows it
+    with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=300) as broker:
+        client = KafkaClient(_config(broker, request_timeout_ms=2000))
+        client.bootstrap()
+        node = next(iter(client.cluster.brokers))
+        time.sleep(0.4)  # past the whole session, nobody polling
+        assert not client.ready(node)
+        assert client.connection(node).state is ConnectionState.REAUTHENTICATING
+        client.request("Metadata", {"topics": [], "allow_auto_topic_creation": False}, 2000, node_id=node)
+        order = _sasl_order(broker)
+        assert order[-3:] == ["SaslHandshake", "SaslAuthenticate", "Metadata"], order
+        assert client.counters["reauthenticated"] >= 1 and broker.connections == 1
+        client.close()

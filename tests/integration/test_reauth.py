@@ -15,8 +15,9 @@ re-authentication costs a connection within one lifetime.
 Adding a mechanism: one more Case in CASES (plus what its listener needs in
 BROKER_PROPERTIES / JVM_OPTIONS); every check below runs for it.
 
-FASTKC_REAUTH_SECONDS sets the producing time (default 45 s; the session
-lifetime is REAUTH_MS, 4 s, so each connection re-authenticates ~11 times).
+FASTKC_REAUTH_SECONDS sets the producing time (default 60 s; the session
+lifetime is REAUTH_MS, 4 s, so each connection re-authenticates ~16 times).
+The figures of the run are printed (pytest -s shows them).
 """
 import os
 
@@ -28,7 +29,7 @@ from tests.support import reauth_driver as driver
 from tests.support.kafka_tools import create_topic, unique_name
 
 REAUTH_MS = 4000
-SECONDS = float(os.environ.get("FASTKC_REAUTH_SECONDS", "45"))
+SECONDS = float(os.environ.get("FASTKC_REAUTH_SECONDS", "60"))
 PARTITIONS = 3
 
 #: server.properties for the one broker (the harness's SASL listeners, every mechanism)
@@ -60,7 +61,14 @@ def reauth_broker(tmp_path_factory):
 def reauth_run(reauth_broker):
     """One run for every case: (producer, {case id: ReaderResult})."""
     topic = create_topic(reauth_broker.bootstrap_servers, unique_name("reauth"), partitions=PARTITIONS)
-    return driver.run(reauth_broker, topic, PARTITIONS, CASES, seconds=SECONDS)
+    producer, results = driver.run(reauth_broker, topic, PARTITIONS, CASES, seconds=SECONDS)
+    print("\nreauth run: {0:.0f} s, session lifetime {1} ms, {2} records acknowledged".format(
+        SECONDS, REAUTH_MS, sum(len(v) for v in producer.acked.values())))
+    for case_id, result in results.items():
+        print("  {0}: delivered {1}, commits {2} ok / {3} failed, metrics {4}, connections {5}".format(
+            case_id, sum(len(v) for v in result.delivered.values()), result.commits_ok, len(result.commit_errors),
+            result.metrics, result.connections))
+    return producer, results
 
 
 def _expected_reauths(seconds):
@@ -115,6 +123,7 @@ def test_negative_control_without_reauthentication_the_broker_disconnects(reauth
     seconds = REAUTH_MS / 1000.0 * 2 + 1.0
     producer, results = driver.run(reauth_broker, topic, 1, [case], seconds=seconds, group_prefix="noreauth")
     result = results[case.id]
+    print("\nno-reauth control: metrics {0}, connections {1}".format(result.metrics, result.connections))
     assert result.metrics["successful-reauthentication-total"] == 0
     # the broker closed expired connections at their next request: the
     # check the positive test makes (connection-lost-total == 0) fails here

@@ -494,9 +494,10 @@ class BrokerConnection:
             self._handshake_parse_failed(exc)
             return
         if answer["error_code"]:
-            self._auth_failed(for_code(answer["error_code"])("SASL mechanism {0} refused by {1}:{2}{3} (it offers {4})".format(
-                self.config["sasl_mechanism"], self.host, self.port,
-                " for re-authentication" if self._reauthenticating() else "", answer["mechanisms"])))
+            what = " for re-authentication" if self._reauthenticating() else ""
+            message = "SASL mechanism {0} refused by {1}:{2}{3} (it offers {4})".format(
+                self.config["sasl_mechanism"], self.host, self.port, what, answer["mechanisms"])
+            self._auth_failed(for_code(answer["error_code"])(message))
             return
         try:
             first = self._sasl.first_message()

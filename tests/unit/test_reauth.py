@@ -335,3 +335,36 @@ def test_a_due_reauthentication_goes_before_the_next_request_of_a_thread_that_di
         assert order[-3:] == ["SaslHandshake", "SaslAuthenticate", "Metadata"], order
         assert client.counters["reauthenticated"] >= 1 and broker.connections == 1
         client.close()
+
+
+def test_reauthentication_logs_at_debug_without_the_secret(caplog):
+    def refuse(header, body, default):
+        return {"error_code": 58, "error_message": "Authentication failed", "auth_bytes": b""}
+
+    with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=300) as broker:
+        broker.script("SaslAuthenticate", kit.answer(refuse), skip=2, times=1)  # the second re-authentication
+        with caplog.at_level("DEBUG", logger="fastkc"):
+            conn = _ready_conn(broker)
+            drive(conn, lambda: conn.state is ConnectionState.DISCONNECTED, timeout=3.0)
+        messages = [r.getMessage() for r in caplog.records]
+        assert any("re-authenticated" in m for m in messages), messages
+        assert any("re-authenticating" in m for m in messages), messages
+        assert conn.reauthentications == 1 and conn.reauth_failed
+        assert not [m for m in messages if PASSWORD in m]
+
+
+def test_an_unparseable_reauthentication_answer_is_a_lost_connection_for_the_client():
+    with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=400) as broker:
+        broker.script("SaslHandshake", kit.garbage(), skip=1, times=1)
+        client = KafkaClient(_config(broker, reconnect_backoff_ms=20))
+        client.bootstrap()
+        node = next(iter(client.cluster.brokers))
+        began = time.monotonic()
+        while broker.connections < 2 or not client.ready(node):
+            assert time.monotonic() - began < 3.0, client.counters
+            client.poll(0.05)
+            client.raise_fatal()  # below the parse-failure limit: retriable, not raised
+        assert client.counters["reauth_failed"] == 1 and client.counters["lost"] == 1
+        # counted by the client's parse-failure policy, like any handshake answer
+        assert client._parse_failures[("127.0.0.1", broker.port, "SaslHandshake")] == 1
+        client.close()

@@ -54,7 +54,9 @@ exchange until it completes (it fails any other request), so callers wait,
 they are not failed. Requests sent before it may still be in flight (a
 Fetch long-poll): Kafka answers in order on one connection, so their answers
 arrive before the exchange's and go to their callbacks as usual; each
-request, exchange steps included, keeps its own deadline. Success returns to
+request keeps its own deadline, and an exchange step queued behind them gets
+request_timeout_ms from when it reaches the head of the queue (the broker
+reads it only then: a held JoinGroup must not time it out). Success returns to
 READY (reauthentications += 1); a refusal fails the connection with the typed
 error (reauth_failed tells the client that this connection had been
 authenticated before, so it reconnects instead of raising at once; a refusal
@@ -586,8 +588,14 @@ class BrokerConnection:
         self._out += payload
         now = self._clock()
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
-        self._in_flight.append(InFlightRequest(correlation_id, api_name, version, callback,
-                                               now + timeout_ms / 1000.0, now, internal))
+        deadline = now + timeout_ms / 1000.0
+        if internal and self._in_flight:
+            # a re-authentication step queued behind callers' requests (a
+            # JoinGroup the coordinator holds for the rebalance): the broker
+            # reads it only after answering them, so its own timeout cannot
+            # run out before theirs; it restarts when it reaches the head
+            deadline = max(r.deadline for r in self._in_flight) + timeout_ms / 1000.0
+        self._in_flight.append(InFlightRequest(correlation_id, api_name, version, callback, deadline, now, internal))
         self._flush()
         return correlation_id
 
@@ -706,6 +714,13 @@ class BrokerConnection:
             self._fail(CorrelationIdError("{0}:{1}: {2} expected correlation id {3}, got {4}".format(
                 self.host, self.port, request.api_name, request.correlation_id, got)), extra=[request])
             return False
+        if self._in_flight and self._in_flight[0].internal:
+            # a re-authentication step that waited behind this answer: the
+            # broker starts on it now, its request timeout too
+            head = self._in_flight[0]
+            now = self._clock()
+            head.deadline = min(head.deadline, now + self.config["request_timeout_ms"] / 1000.0)
+            head.sent_at = now
         if not request.internal:
             # a caller's request (also one sent before a re-authentication
             # began): answered in order, its callback runs from the client

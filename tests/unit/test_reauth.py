@@ -368,3 +368,35 @@ def test_an_unparseable_reauthentication_answer_is_a_lost_connection_for_the_cli
         # counted by the client's parse-failure policy, like any handshake answer
         assert client._parse_failures[("127.0.0.1", broker.port, "SaslHandshake")] == 1
         client.close()
+
+
+def test_a_step_queued_behind_a_long_held_request_gets_its_timeout_after_it():
+    # a JoinGroup the coordinator holds longer than request_timeout_ms: the
+    # exchange waits behind it (the broker reads it after answering)
+    with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=60_000) as broker:
+        broker.script("Metadata", kit.delay(1000), times=1)
+        conn = _ready_conn(broker, request_timeout_ms=400)
+        got = []
+        conn.send("Metadata", {"topics": []}, lambda p, e: got.append(e), timeout_ms=3000)
+        conn._reauth_at = time.monotonic()
+        conn.check_timeouts()
+        drive(conn, lambda: conn.reauthentications == 1 and conn.ready, timeout=3.0)
+        assert got == [None]
+        conn.close()
+
+
+def test_a_queued_step_that_gets_no_answer_fails_a_request_timeout_after_the_head():
+    with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=60_000) as broker:
+        broker.script("Metadata", kit.delay(500), times=1)
+        broker.script("SaslHandshake", kit.silence(), skip=1)
+        conn = _ready_conn(broker, request_timeout_ms=400)
+        got = []
+        conn.send("Metadata", {"topics": []}, lambda p, e: got.append(e), timeout_ms=3000)
+        began = time.monotonic()
+        conn._reauth_at = began
+        conn.check_timeouts()
+        drive(conn, lambda: conn.state is ConnectionState.DISCONNECTED, timeout=3.0)
+        elapsed = time.monotonic() - began
+        assert got == [None]  # the request ahead was answered
+        assert isinstance(conn.last_error, errors.KafkaTimeoutError) and "SaslHandshake" in str(conn.last_error)
+        assert 0.85 <= elapsed < 1.3, elapsed  # 0.5 s ahead of it, then its own 0.4 s

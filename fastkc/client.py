@@ -45,6 +45,7 @@ import time
 from collections import namedtuple
 
 from fastkc.config import build_ssl_context
+from fastkc.conn import EVENTS as CONN_EVENTS
 from fastkc.conn import BrokerConnection, ConnectionState
 from fastkc.errors import (
     AuthorizationError,
@@ -163,6 +164,9 @@ class KafkaClient:
         self.bootstrapped = False
         #: api_key -> (min, max) of the broker the last bootstrap reached (its ApiVersions answer)
         self.bootstrap_api_versions = None
+        #: connection events over every connection this client made (conn.EVENTS):
+        #: KIP-368 re-authentications, failed ones, authenticated connections lost
+        self.counters = dict.fromkeys(CONN_EVENTS, 0)
         self._closed = False
         # lost-connection listeners (the fetcher resets fetch sessions)
         self.on_disconnect = []
@@ -200,9 +204,7 @@ class KafkaClient:
                         candidate = conns.get(i)
                         if candidate is None:
                             host, port = servers[i]
-                            candidate = conns[i] = BrokerConnection(
-                                host, port, self.config, ssl_context=self._ssl_context, clock=self._clock,
-                                on_parse_error=self.parse_failed)
+                            candidate = conns[i] = self._new_connection(host, port)
                         if candidate.backoff_remaining(now) == 0:
                             conn, turn = candidate, i + 1
                             answer = []
@@ -284,7 +286,8 @@ class KafkaClient:
         lost = KafkaConnectionError("{0}:{1} closed after an unparseable {2} response ({3} of {4} tolerated): "
                                     "{5}".format(conn.host, conn.port, api_name, count, MAX_PARSE_FAILURES, exc))
         lost.__cause__ = exc
-        handshake = not conn.ready
+        # an ApiVersions / SASL answer (also a re-authentication's), not a caller's request
+        handshake = not conn.established or api_name in ("SaslHandshake", "SaslAuthenticate")
         # the other requests on the connection lost it: theirs is the retriable error
         conn.fail(lost, backoff_failures=count)
         error = exc if count >= MAX_PARSE_FAILURES else lost
@@ -306,19 +309,23 @@ class KafkaClient:
             broker = self.cluster.brokers.get(node_id)
             if broker is None:
                 return None
-            conn = BrokerConnection(broker.host, broker.port, self.config, node_id=node_id,
-                                    ssl_context=self._ssl_context, clock=self._clock, on_parse_error=self.parse_failed)
+            conn = self._new_connection(broker.host, broker.port, node_id)
             self._conns[node_id] = conn
         elif conn.state is ConnectionState.DISCONNECTED:
             broker = self.cluster.brokers.get(node_id)
             if broker is not None and (broker.host, broker.port) != (conn.host, conn.port):
                 # the broker moved: a new connection object for its new address
                 self._unregister(conn)
-                conn = BrokerConnection(broker.host, broker.port, self.config, node_id=node_id,
-                                        ssl_context=self._ssl_context, clock=self._clock,
-                                        on_parse_error=self.parse_failed)
+                conn = self._new_connection(broker.host, broker.port, node_id)
                 self._conns[node_id] = conn
         return conn
+
+    def _new_connection(self, host, port, node_id=None):
+        return BrokerConnection(host, port, self.config, node_id=node_id, ssl_context=self._ssl_context,
+                                clock=self._clock, on_parse_error=self.parse_failed, on_event=self._count)
+
+    def _count(self, conn, kind):
+        self.counters[kind] += 1
 
     def ready(self, node_id):
         """True when a request can be sent to node_id now; otherwise starts
@@ -327,6 +334,9 @@ class KafkaClient:
         if conn is None:
             return False
         if conn.ready:
+            if conn.maybe_reauthenticate():  # due: the exchange goes first, the caller waits for it
+                self._sync(conn)
+                return False
             return conn.can_send()
         if conn.state is ConnectionState.DISCONNECTED:
             conn.connect()
@@ -335,7 +345,7 @@ class KafkaClient:
 
     def is_connected(self, node_id):
         conn = self._conns.get(node_id)
-        return conn is not None and conn.ready
+        return conn is not None and conn.established
 
     def connection(self, node_id):
         return self._conns.get(node_id)
@@ -578,7 +588,10 @@ class KafkaClient:
             self._connection_lost(conn)
 
     def _connection_lost(self, conn):
-        if isinstance(conn.last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
+        # a refused re-authentication (KIP-368) is not raised at once: the
+        # connection had been authenticated, so reconnect; a refusal of the
+        # new connection's authentication reaches the application from there
+        if isinstance(conn.last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)) and not conn.reauth_failed:
             self._fatal_error = conn.last_error
         self.request_metadata_update()
         for listener in self.on_disconnect:

@@ -4,6 +4,7 @@ States (ConnectionState), changed only through `_set_state`, which allows the
 legal transitions and raises IllegalStateError on any other:
 
     DISCONNECTED → CONNECTING → [HANDSHAKE (TLS)] → API_VERSIONS → [AUTHENTICATING (SASL)] → READY
+    READY ⇄ REAUTHENTICATING (KIP-368, SASL only)
     any state → DISCONNECTED (failure or close)
 
 ApiVersions comes before SASL, as in the Java client: a broker answers it
@@ -38,6 +39,32 @@ handshake the peer's certificate (or protocol) makes impossible fails with
 the non-retriable SslAuthenticationError; so does a TLS alert from the broker
 before READY (TLS 1.3 refuses a client certificate after the client's side of
 the handshake is done: `_tls_refusal`).
+
+Re-authentication (KIP-368). A broker with connections.max.reauth.ms (or a
+credential that expires, OAUTHBEARER) answers the last SaslAuthenticate (v1+)
+with session_lifetime_ms; past that lifetime it closes the connection at the
+next request that is not a re-authentication (Kafka's SocketServer checks the
+session on every request it reads). So the connection re-authenticates at a
+random 85-95 % of the lifetime, as the Java client does (the spread keeps a
+client's connections from re-authenticating in lockstep): `next_deadline()`
+includes that moment, so the client's select wakes up even for an idle
+connection, and `check_timeouts()` starts it. READY → REAUTHENTICATING sends a
+new SaslHandshake and SaslAuthenticate exchange, from a fresh exchange object
+(an OAUTHBEARER token provider is asked again), on the same socket. While
+REAUTHENTICATING `can_send()` is false: the broker reads nothing but the
+exchange until it completes (it fails any other request), so callers wait,
+they are not failed. Requests sent before it may still be in flight (a
+Fetch long-poll): Kafka answers in order on one connection, so their answers
+arrive before the exchange's and go to their callbacks as usual; each
+request keeps its own deadline, and an exchange step queued behind them gets
+request_timeout_ms from when it reaches the head of the queue (the broker
+reads it only then: a held JoinGroup must not time it out). Success returns to
+READY (reauthentications += 1); a refusal fails the connection with the typed
+error (reauth_failed tells the client that this connection had been
+authenticated before, so it reconnects instead of raising at once; a refusal
+on the new connection's authentication then reaches the application).
+Session lifetime 0 or absent (a broker without re-authentication, or
+SaslAuthenticate v0): nothing is scheduled.
 """
 import collections
 import enum
@@ -99,6 +126,7 @@ class ConnectionState(enum.Enum):
     API_VERSIONS = "api_versions"
     AUTHENTICATING = "authenticating"
     READY = "ready"
+    REAUTHENTICATING = "reauthenticating"
 
 
 _S = ConnectionState
@@ -108,20 +136,34 @@ _LEGAL_TRANSITIONS = {
     _S.HANDSHAKE: {_S.API_VERSIONS, _S.DISCONNECTED},
     _S.API_VERSIONS: {_S.AUTHENTICATING, _S.READY, _S.DISCONNECTED},
     _S.AUTHENTICATING: {_S.READY, _S.DISCONNECTED},
-    _S.READY: {_S.DISCONNECTED},
+    _S.READY: {_S.REAUTHENTICATING, _S.DISCONNECTED},
+    _S.REAUTHENTICATING: {_S.READY, _S.DISCONNECTED},
 }
+
+#: Where in the session lifetime re-authentication starts: uniformly in this
+#: window, as the Java client (SaslClientAuthenticator) does.
+REAUTH_WINDOW = (0.85, 0.95)
+
+#: What a connection reports to its owner's counters (on_event):
+#: "reauthenticated", "reauth_failed" (any failure while re-authenticating),
+#: "lost" (an authenticated connection failed: the broker closed it, a
+#: timeout, ...; a close() asked for is not counted).
+EVENTS = ("reauthenticated", "reauth_failed", "lost")
 
 
 class InFlightRequest:
-    __slots__ = ("correlation_id", "api_name", "version", "callback", "deadline", "sent_at")
+    __slots__ = ("correlation_id", "api_name", "version", "callback", "deadline", "sent_at", "internal")
 
-    def __init__(self, correlation_id, api_name, version, callback, deadline, sent_at):
+    def __init__(self, correlation_id, api_name, version, callback, deadline, sent_at, internal=False):
         self.correlation_id = correlation_id
         self.api_name = api_name
         self.version = version
         self.callback = callback
         self.deadline = deadline
         self.sent_at = sent_at
+        #: the connection's own step (ApiVersions, SASL): its answer drives
+        #: the state machine at once instead of going back to a caller
+        self.internal = internal
 
 
 def _deadline_of(request):
@@ -140,8 +182,12 @@ def pick_version(api_name, broker_versions):
 
 
 class BrokerConnection:
+    #: KIP-368 re-authentication on/off. Only tests switch it off (the
+    #: negative control: the broker must then close the connection at expiry).
+    _reauth_enabled = True
+
     def __init__(self, host, port, config, *, node_id=None, ssl_context=None, clock=time.monotonic,
-                 on_ready=None, on_parse_error=None):
+                 on_ready=None, on_parse_error=None, on_event=None):
         self.host = host
         self.port = port
         self.node_id = node_id
@@ -152,6 +198,8 @@ class BrokerConnection:
         #: on_parse_error(conn, api_name, exc) -> error: the client's parse
         #: failure policy (it fails the connection); None: fail with exc
         self._on_parse_error = on_parse_error
+        #: on_event(conn, kind), kind in EVENTS: the client's counters
+        self._on_event = on_event
         self.state = ConnectionState.DISCONNECTED
         self.sock = None
         #: api_key -> (min, max) the broker speaks, from ApiVersions
@@ -172,6 +220,19 @@ class BrokerConnection:
         self._body = self._body_view = None
         self._sasl = None
         self._last_activity = clock()
+        #: monotonic time at which to re-authenticate (KIP-368), None: never
+        self._reauth_at = None
+        #: the broker's last session_lifetime_ms (0: no re-authentication)
+        self.session_lifetime_ms = 0
+        #: successful re-authentications of this connection, over its reconnects
+        self.reauthentications = 0
+        self.failed_reauthentications = 0
+        #: the last failure happened while re-authenticating (the connection
+        #: was authenticated once): the client reconnects rather than raise
+        self.reauth_failed = False
+        self._reauth_started = 0.0
+        #: authenticated connections lost to a failure (not a requested close)
+        self.lost = 0
 
     def __repr__(self):
         return "<BrokerConnection node={0} {1}:{2} {3}>".format(self.node_id, self.host, self.port, self.state.value)
@@ -188,8 +249,15 @@ class BrokerConnection:
         return self.state is ConnectionState.READY
 
     @property
+    def established(self):
+        """Connected and authenticated, possibly re-authenticating right now
+        (requests wait a moment; the connection is not lost)."""
+        return self.state in (ConnectionState.READY, ConnectionState.REAUTHENTICATING)
+
+    @property
     def connecting(self):
-        return self.state not in (ConnectionState.READY, ConnectionState.DISCONNECTED)
+        return self.state not in (ConnectionState.READY, ConnectionState.REAUTHENTICATING,
+                                  ConnectionState.DISCONNECTED)
 
     def in_flight_count(self):
         return len(self._in_flight)
@@ -245,6 +313,8 @@ class BrokerConnection:
         self._head_got = 0
         self._body = self._body_view = None
         self._out = bytearray()
+        self._reauth_at = None
+        self.reauth_failed = False
         self._set_state(ConnectionState.CONNECTING)
         self._connect_deadline = now + self.config["request_timeout_ms"] / 1000.0
         self._last_activity = now
@@ -346,7 +416,7 @@ class BrokerConnection:
             self._set_state(ConnectionState.API_VERSIONS)
         version = API_VERSIONS.max_version if version is None else version
         body = {"client_software_name": "fastkc", "client_software_version": _fastkc_version()}
-        self._send_now("ApiVersions", version, body, self._api_versions_answered)
+        self._send_now("ApiVersions", version, body, self._api_versions_answered, internal=True)
 
     def _api_versions_answered(self, payload, error):
         if error is not None:
@@ -396,6 +466,52 @@ class BrokerConnection:
             self._on_ready(self)
 
     # --- SASL -----------------------------------------------------------------------
+    def _event(self, kind):
+        if self._on_event is not None:
+            self._on_event(self, kind)
+
+    def _reauthenticating(self):
+        return self.state is ConnectionState.REAUTHENTICATING
+
+    def _auth_failed(self, error):
+        """The broker (or the mechanism) refused the exchange. During a
+        re-authentication the connection had been authenticated: say so, so
+        the client reconnects instead of raising at once."""
+        if self._reauthenticating():
+            self.reauth_failed = True
+        self._fail(error)
+
+    def _begin_reauthentication(self):
+        """READY → REAUTHENTICATING: a new SaslHandshake + SaslAuthenticate
+        exchange on this socket, behind whatever is in flight (the broker
+        reads it after answering those)."""
+        self._reauth_at = None
+        self._set_state(ConnectionState.REAUTHENTICATING)
+        self._reauth_started = self._clock()
+        log.debug("%r re-authenticating with %s (session lifetime %d ms, %d requests in flight)", self,
+                  self.config["sasl_mechanism"], self.session_lifetime_ms, len(self._in_flight))
+        self._start_sasl()
+
+    def _schedule_reauthentication(self, lifetime_ms):
+        """Plan the next re-authentication from the broker's session lifetime,
+        counted from when the last SaslAuthenticate left (before the broker
+        started the session's clock, so the margin only grows)."""
+        self.session_lifetime_ms = lifetime_ms or 0
+        if self.session_lifetime_ms <= 0:
+            self._reauth_at = None
+            return
+        fraction = random.uniform(*REAUTH_WINDOW)
+        self._reauth_at = self._last_sasl_sent + self.session_lifetime_ms * fraction / 1000.0
+
+    def reauthentication_due_in(self, now=None):
+        """Seconds until this connection re-authenticates, or None."""
+        if self._reauth_at is None:
+            return None
+        now = self._clock() if now is None else now
+        return self._reauth_at - now
+
+    _last_sasl_sent = 0.0
+
     def _start_sasl(self):
         mechanism = self.config["sasl_mechanism"]
         version = pick_version("SaslHandshake", self.api_versions)
@@ -405,9 +521,10 @@ class BrokerConnection:
         try:
             self._sasl = auth.new_exchange(self.config, self.host)
         except KafkaError as exc:
-            self._fail(exc)
+            self._auth_failed(exc)
             return
-        self._send_now("SaslHandshake", version, {"mechanism": mechanism}, self._sasl_handshake_answered)
+        self._send_now("SaslHandshake", version, {"mechanism": mechanism}, self._sasl_handshake_answered,
+                       internal=True)
 
     def _sasl_handshake_answered(self, payload, error):
         if error is not None:
@@ -418,13 +535,15 @@ class BrokerConnection:
             self._handshake_parse_failed(exc)
             return
         if answer["error_code"]:
-            self._fail(for_code(answer["error_code"])("SASL mechanism {0} refused by {1}:{2} (it offers {3})".format(
-                self.config["sasl_mechanism"], self.host, self.port, answer["mechanisms"])))
+            what = " for re-authentication" if self._reauthenticating() else ""
+            message = "SASL mechanism {0} refused by {1}:{2}{3} (it offers {4})".format(
+                self.config["sasl_mechanism"], self.host, self.port, what, answer["mechanisms"])
+            self._auth_failed(for_code(answer["error_code"])(message))
             return
         try:
             first = self._sasl.first_message()
         except KafkaError as exc:
-            self._fail(exc)
+            self._auth_failed(exc)
             return
         self._sasl_send(first)
 
@@ -434,7 +553,8 @@ class BrokerConnection:
             self._fail(UnsupportedSaslMechanismError(
                 "{0}:{1} does not speak SaslAuthenticate (pre-1.0 brokers are not supported)".format(self.host, self.port)))
             return
-        self._send_now("SaslAuthenticate", version, {"auth_bytes": auth_bytes}, self._sasl_answered)
+        self._last_sasl_sent = self._clock()
+        self._send_now("SaslAuthenticate", version, {"auth_bytes": auth_bytes}, self._sasl_answered, internal=True)
 
     def _sasl_answered(self, payload, error):
         if error is not None:
@@ -445,19 +565,30 @@ class BrokerConnection:
             self._handshake_parse_failed(exc)
             return
         if answer["error_code"]:
-            self._fail(for_code(answer["error_code"])("SASL {0} authentication with {1}:{2} failed: {3}".format(
-                self.config["sasl_mechanism"], self.host, self.port, answer["error_message"])))
+            self._auth_failed(for_code(answer["error_code"])("SASL {0} {1} with {2}:{3} failed: {4}".format(
+                self.config["sasl_mechanism"], "re-authentication" if self._reauthenticating() else "authentication",
+                self.host, self.port, answer["error_message"])))
             return
         try:
             reply = self._sasl.receive(answer["auth_bytes"])
         except KafkaError as exc:
-            self._fail(exc)
+            self._auth_failed(exc)
             return
-        if reply is None:
-            self._sasl = None
-            self._become_ready()
-        else:
+        if reply is not None:
             self._sasl_send(reply)
+            return
+        self._sasl = None
+        # the answer that completes the exchange carries the session lifetime (v1+; 0 in v0's default)
+        self._schedule_reauthentication(answer["session_lifetime_ms"])
+        if self._reauthenticating():
+            self._set_state(ConnectionState.READY)
+            self.reauthentications += 1
+            log.debug("%r re-authenticated in %.0f ms (#%d; next in %s ms)", self,
+                      (self._clock() - self._reauth_started) * 1000.0, self.reauthentications,
+                      "{0:.0f}".format(self.reauthentication_due_in() * 1000.0) if self._reauth_at else "never")
+            self._event("reauthenticated")
+        else:
+            self._become_ready()
 
     # --- sending ---------------------------------------------------------------------
     def send(self, api_name, body, callback, version=None, timeout_ms=None):
@@ -487,7 +618,7 @@ class BrokerConnection:
             self.versions[api_name] = version
         return version
 
-    def _send_now(self, api_name, version, body, callback, timeout_ms=None):
+    def _send_now(self, api_name, version, body, callback, timeout_ms=None, internal=False):
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         payload = codec.encode_request(api_name, version, body, correlation_id=correlation_id,
@@ -496,8 +627,14 @@ class BrokerConnection:
         self._out += payload
         now = self._clock()
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
-        self._in_flight.append(InFlightRequest(correlation_id, api_name, version, callback,
-                                               now + timeout_ms / 1000.0, now))
+        deadline = now + timeout_ms / 1000.0
+        if internal and self._in_flight:
+            # a re-authentication step queued behind callers' requests (a
+            # JoinGroup the coordinator holds for the rebalance): the broker
+            # reads it only after answering them, so its own timeout cannot
+            # run out before theirs; it restarts when it reaches the head
+            deadline = max(r.deadline for r in self._in_flight) + timeout_ms / 1000.0
+        self._in_flight.append(InFlightRequest(correlation_id, api_name, version, callback, deadline, now, internal))
         self._flush()
         return correlation_id
 
@@ -564,12 +701,16 @@ class BrokerConnection:
                     continue
                 self._head_got = 0
                 size = int.from_bytes(self._head, "big", signed=True)
-                limit = self.config["receive_message_max_bytes"] if self.state is ConnectionState.READY \
-                    else HANDSHAKE_MAX_FRAME
+                # the limit of what this frame answers: a Fetch that was in
+                # flight when a re-authentication began may still be big
+                expected = self._in_flight[0] if self._in_flight else None
+                handshake = expected.internal if expected is not None else self.state is not ConnectionState.READY
+                limit = HANDSHAKE_MAX_FRAME if handshake else self.config["receive_message_max_bytes"]
                 if size < 0 or size > limit:
                     self._fail(KafkaProtocolError("frame size {0} from {1}:{2} is outside 0..{3}{4}".format(
                         size, self.host, self.port, limit,
-                        "" if self.state is ConnectionState.READY else " (before the connection is ready)")))
+                        "" if not handshake else " (a re-authentication answer)" if self._reauthenticating()
+                        else " (before the connection is ready)")))
                     return answered
                 self._body_size = size
                 self._body = bytearray(min(size, FIRST_FRAME_CHUNK))
@@ -614,10 +755,19 @@ class BrokerConnection:
             self._fail(CorrelationIdError("{0}:{1}: {2} expected correlation id {3}, got {4}".format(
                 self.host, self.port, request.api_name, request.correlation_id, got)), extra=[request])
             return False
-        if self.state is ConnectionState.READY:
+        if self._in_flight and self._in_flight[0].internal:
+            # a re-authentication step that waited behind this answer: the
+            # broker starts on it now, its request timeout too
+            head = self._in_flight[0]
+            now = self._clock()
+            head.deadline = min(head.deadline, now + self.config["request_timeout_ms"] / 1000.0)
+            head.sent_at = now
+        if not request.internal:
+            # a caller's request (also one sent before a re-authentication
+            # began): answered in order, its callback runs from the client
             answered.append((request, payload))
         else:
-            # a handshake step: its callback drives the state machine now
+            # a handshake or authentication step: its callback drives the state machine now
             self._in_flight_version_of_last = request.version
             request.callback(payload, None)
             if self.state is ConnectionState.DISCONNECTED:
@@ -627,7 +777,8 @@ class BrokerConnection:
     _in_flight_version_of_last = 0
 
     def check_timeouts(self, now=None):
-        """Fail the connection when its oldest request (or the connect) is overdue."""
+        """Fail the connection when its oldest request (or the connect) is
+        overdue; start a re-authentication that is due."""
         now = self._clock() if now is None else now
         if self.state is ConnectionState.DISCONNECTED:
             return
@@ -637,16 +788,38 @@ class BrokerConnection:
             # requests may carry their own timeouts: the earliest deadline counts
             request = min(self._in_flight, key=_deadline_of)
             if now > request.deadline:
-                self._fail(KafkaTimeoutError("{0} to {1}:{2}: no answer within {3:.0f} ms".format(
-                    request.api_name, self.host, self.port, (request.deadline - request.sent_at) * 1000.0)))
+                self._fail(KafkaTimeoutError("{0} to {1}:{2}: no answer within {3:.0f} ms{4}".format(
+                    request.api_name, self.host, self.port, (request.deadline - request.sent_at) * 1000.0,
+                    " (re-authenticating)" if self._reauthenticating() else "")))
+                return
+        self.maybe_reauthenticate(now)
+
+    def maybe_reauthenticate(self, now=None):
+        """Start the re-authentication if it is due; True when one is under
+        way. The client's poll calls it (through check_timeouts) when the
+        deadline passes, and `KafkaClient.ready()` before every send: a
+        thread that does not poll between its requests (the group member
+        sleeps between heartbeats) re-authenticates before its next request,
+        as the Java client does, instead of sending on an expired session
+        (the broker accepts a re-authentication past expiry, never another
+        request)."""
+        if self.state is ConnectionState.READY and self._reauth_at is not None and self._reauth_enabled:
+            now = self._clock() if now is None else now
+            if now >= self._reauth_at:
+                self._begin_reauthentication()
+        return self.state is ConnectionState.REAUTHENTICATING
 
     def next_deadline(self):
-        """When check_timeouts must next look (monotonic seconds), or None."""
+        """When check_timeouts must next look (monotonic seconds), or None:
+        a connect or request deadline, or a re-authentication that is due."""
         if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE):
             return self._connect_deadline
+        due = None
         if self._in_flight:
-            return min(r.deadline for r in self._in_flight)
-        return None
+            due = min(r.deadline for r in self._in_flight)
+        if self.state is ConnectionState.READY and self._reauth_at is not None and self._reauth_enabled:
+            due = self._reauth_at if due is None else min(due, self._reauth_at)
+        return due
 
     def idle_for(self, now=None):
         now = self._clock() if now is None else now
@@ -658,6 +831,12 @@ class BrokerConnection:
         schedule the next attempt with backoff."""
         self.last_error = error
         self.failures += 1
+        if self._reauthenticating():
+            self.failed_reauthentications += 1
+            self._event("reauth_failed")
+        if self.established:
+            self.lost += 1
+            self._event("lost")
         base = self.config["reconnect_backoff_ms"]
         ceiling = self.config["reconnect_backoff_max_ms"]
         backoff_ms = min(ceiling, base * (2 ** min(self.failures - 1, 30)))
@@ -696,6 +875,7 @@ class BrokerConnection:
             self._set_state(ConnectionState.DISCONNECTED)
         self._out = bytearray()
         self._sasl = None
+        self._reauth_at = None
         self._head_got = 0
         if self._body_view is not None:
             self._body_view.release()

@@ -613,11 +613,26 @@ class KafkaConsumer:
         return set(meta.partitions)
 
     def metrics(self, raw=False):
-        """Counters of the fetch path, kafka-python's grouping."""
+        """Counters of the fetch path, kafka-python's grouping, and of the
+        connections (the fetch client's and the group member's together)
+        under "<prefix>-metrics" with the Java client's names where it has
+        them: successful-/failed-reauthentication-total (KIP-368), and
+        connection-lost-total (authenticated connections lost to a failure)."""
         fetch = dict(self._fetcher.metrics)
         fetch["buffered-bytes"] = self._fetcher.buffered_bytes()
-        group = "{0}-fetch-manager-metrics".format(self.config["metric_group_prefix"])
-        return {group: fetch}
+        prefix = self.config["metric_group_prefix"]
+        counters = dict(self._client.counters)
+        transport = getattr(self._coordinator, "transport", None)
+        group_client = getattr(transport, "client", None)
+        if group_client is not None and group_client is not self._client:
+            for kind, n in getattr(group_client, "counters", {}).items():
+                counters[kind] = counters.get(kind, 0) + n
+        connections = {
+            "successful-reauthentication-total": counters.get("reauthenticated", 0),
+            "failed-reauthentication-total": counters.get("reauth_failed", 0),
+            "connection-lost-total": counters.get("lost", 0),
+        }
+        return {"{0}-fetch-manager-metrics".format(prefix): fetch, "{0}-metrics".format(prefix): connections}
 
 
 class _GroupApp:

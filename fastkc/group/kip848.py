@@ -184,7 +184,7 @@ class ConsumerProtocolMember(GroupMemberBase):
     def _heartbeat_version(self):
         conn = self.transport.client.connection(self.transport.coordinator_id) \
             if self.transport.coordinator_id is not None else None
-        if conn is None or not conn.ready:
+        if conn is None or not conn.established:  # its versions hold while re-authenticating
             return 0
         return conn.version_for("ConsumerGroupHeartbeat")
 

@@ -136,7 +136,8 @@ class GroupTransport:
         while not client.ready(node_id):
             conn = client.connection(node_id)
             if conn is not None and conn.last_error is not None and conn.state.name == "DISCONNECTED":
-                if not getattr(conn.last_error, "retriable", True) and not is_coordinator_error(conn.last_error):
+                if not getattr(conn.last_error, "retriable", True) and not is_coordinator_error(conn.last_error) \
+                        and not conn.reauth_failed:  # a refused re-authentication: reconnect first
                     raise conn.last_error  # the client's parse-failure limit, TLS or SASL: no retry helps
                 self.coordinator_lost()
                 raise CoordinatorUnknownError("coordinator {0} unreachable: {1}".format(node_id, conn.last_error))

@@ -10,7 +10,9 @@ OffsetForLeaderEpoch, and SaslHandshake/SaslAuthenticate (PLAIN, when
 `sasl=(username, password)` is given; AWS_MSK_IAM, when `msk_iam=(access_key,
 secret_key, session_token or None, region)` is given: `verify_msk_iam`
 checks the payload's fields and signature, `broker.msk_iam` keeps each
-payload with its verdict). Requests are read with
+payload with its verdict); `session_lifetime_ms` is what a
+successful SaslAuthenticate v1+ answers, KIP-368's re-authentication deadline,
+not enforced: count("SaslHandshake") tells how often a client authenticated). Requests are read with
 `fastkc.protocol.framing`, answers encoded with `fastkc.protocol.codec`.
 
 A test scripts any stage with `script(stage, action, times=None, skip=0)`:
@@ -364,15 +366,17 @@ class FakeBroker:
     (username, password) to require SASL PLAIN; `api_versions`: {api name:
     (min, max)} overrides of what ApiVersions advertises; `tls`: a server
     ssl.SSLContext to speak TLS (a "connect" script acts before it, on the
-    raw socket)."""
+    raw socket); `session_lifetime_ms`: see the module docstring."""
 
-    def __init__(self, topics=None, records=10, sasl=None, api_versions=None, tls=None, msk_iam=None):
+    def __init__(self, topics=None, records=10, sasl=None, api_versions=None, tls=None, msk_iam=None,
+                 session_lifetime_ms=0):
         self.topics = dict(topics if topics is not None else {"t": 1})
         self.msk_iam_credentials = msk_iam
         self.msk_iam = []  # (payload dict or None, refusal reason or None) per AWS_MSK_IAM authentication
         self.topic_ids = {name: uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes for name in self.topics}
         self.records = records
         self.sasl = sasl
+        self.session_lifetime_ms = session_lifetime_ms
         self.tls = tls
         self.api_overrides = dict(api_versions or {})
         self.committed = {}  # (group, topic, partition) -> offset
@@ -508,7 +512,8 @@ class FakeBroker:
         user, password = self.sasl or ("", "")
         expected = b"\0" + user.encode() + b"\0" + password.encode()
         if body["auth_bytes"] == expected:
-            return {"error_code": 0, "error_message": None, "auth_bytes": b""}
+            return {"error_code": 0, "error_message": None, "auth_bytes": b"",
+                    "session_lifetime_ms": self.session_lifetime_ms}
         return {"error_code": 58, "error_message": "Authentication failed: Invalid username or password",
                 "auth_bytes": b""}
 

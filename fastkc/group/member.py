@@ -183,14 +183,18 @@ class GroupMemberBase:
     def _back_off(self, deadline, interrupt):
         """retry_backoff_ms (not past `deadline`) before a retry; with an
         interrupt, in short slices so a wakeup() ends it promptly."""
-        until = self._clock() + min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock()))
+        wait = min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock()))
+        if interrupt is None:
+            time.sleep(wait)
+            return
+        # sliced on the real clock: the injected one (tests) need not move while we sleep
+        until = time.monotonic() + wait
         while True:
-            if interrupt is not None:
-                interrupt()
-            left = until - self._clock()
+            interrupt()
+            left = until - time.monotonic()
             if left <= 0:
                 return
-            time.sleep(min(left, 0.02) if interrupt is not None else left)
+            time.sleep(min(left, 0.02))
 
     def _kick_thread(self):
         with self._lock:

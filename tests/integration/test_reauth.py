@@ -15,9 +15,20 @@ re-authentication costs a connection within one lifetime.
 Adding a mechanism: one more Case in CASES (plus what its listener needs in
 BROKER_PROPERTIES / JVM_OPTIONS); every check below runs for it.
 
-FASTKC_REAUTH_SECONDS sets the producing time (default 60 s; the session
-lifetime is REAUTH_MS, 4 s, so each connection re-authenticates ~16 times).
-The figures of the run are printed (pytest -s shows them).
+OAUTHBEARER is the case where re-authentication matters most: its session
+ends with its token. On the validating listener the broker's own limit for
+OAUTHBEARER is set far beyond the run (a per-listener, per-mechanism
+connections.max.reauth.ms), so the session lifetime the broker grants is the
+token's remaining life: the harness's "fastkc-short" client gets 60 s tokens
+from the OIDC server, so during the run every token expires, the provider
+fetches a new one, and each connection must re-authenticate with it before
+the old one's end or lose the connection (and a stale token would be refused:
+failed-reauthentication-total counts that).
+
+FASTKC_REAUTH_SECONDS sets the producing time (default 130 s: more than two
+token lifetimes; the PLAIN/SCRAM sessions last REAUTH_MS, 4 s, so those
+connections re-authenticate ~35 times). The figures of the run are printed
+(pytest -s shows them).
 """
 import os
 
@@ -29,11 +40,14 @@ from tests.support import reauth_driver as driver
 from tests.support.kafka_tools import create_topic, unique_name
 
 REAUTH_MS = 4000
-SECONDS = float(os.environ.get("FASTKC_REAUTH_SECONDS", "60"))
+SECONDS = float(os.environ.get("FASTKC_REAUTH_SECONDS", "130"))
+TOKEN_S = 60  # the harness OIDC server's "fastkc-short" token lifetime (fastkc.broker.oauth)
 PARTITIONS = 3
 
 #: server.properties for the one broker (the harness's SASL listeners, every mechanism)
-BROKER_PROPERTIES = {"connections.max.reauth.ms": str(REAUTH_MS)}
+BROKER_PROPERTIES = {"connections.max.reauth.ms": str(REAUTH_MS),
+                     # OAUTHBEARER on the validating listener: the token's life decides
+                     "listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": "3600000"}
 JVM_OPTIONS = []
 
 CASES = [
@@ -41,6 +55,8 @@ CASES = [
     driver.Case("PLAIN-SASL_SSL", driver.sasl_configs("SASL_SSL", "PLAIN")),
     driver.Case("SCRAM-SHA-512-SASL_PLAINTEXT", driver.sasl_configs("SASL_PLAINTEXT", "SCRAM-SHA-512")),
     driver.Case("SCRAM-SHA-512-SASL_SSL", driver.sasl_configs("SASL_SSL", "SCRAM-SHA-512")),
+    driver.Case("OAUTHBEARER-OIDC-SASL_PLAINTEXT", driver.oidc_configs("SASL_PLAINTEXT", "fastkc-short"),
+                session_s=TOKEN_S),
 ]
 
 pytestmark = pytest.mark.broker
@@ -71,7 +87,11 @@ def reauth_run(reauth_broker):
     return producer, results
 
 
-def _expected_reauths(seconds):
+def _expected_reauths(case, seconds):
+    if case.session_s is not None:
+        # a token-bound session: one re-authentication at 85-95 % of each
+        # token's life, so at least one for every full lifetime but the last
+        return max(1, int(seconds // case.session_s) - 1)
     # one re-authentication every 85-95 % of the lifetime; at least half of
     # what that allows, so a slow machine does not fail the count
     return max(3, int(seconds * 1000 / REAUTH_MS / 0.95 * 0.5))
@@ -110,7 +130,7 @@ def test_every_connection_reauthenticated_and_none_was_lost(reauth_run, case):
     long_lived = [c for c in result.connections if c[1] is not None]
     assert {c[0] for c in long_lived} == {"fetch", "group"}, result.connections
     for label, node_id, reauths, lost, state in long_lived:
-        assert reauths >= _expected_reauths(SECONDS), result.connections
+        assert reauths >= _expected_reauths(case, SECONDS), result.connections
         assert lost == 0 and state == "READY", result.connections
     assert metrics["successful-reauthentication-total"] == sum(c[2] for c in result.connections)
 
@@ -129,3 +149,16 @@ def test_negative_control_without_reauthentication_the_broker_disconnects(reauth
     # check the positive test makes (connection-lost-total == 0) fails here
     assert result.metrics["connection-lost-total"] >= 1, result.connections
     assert any(lost for _, _, _, lost, _ in result.connections), result.connections
+
+
+def test_oauthbearer_tokens_expired_and_were_replaced_during_the_run(reauth_run):
+    # the run outlived its tokens: the provider fetched new ones, and the
+    # connections (checked above: none lost, none refused) carried them
+    _, results = reauth_run
+    oauth_cases = [c for c in CASES if c.session_s is not None]
+    assert oauth_cases
+    for case in oauth_cases:
+        result = results[case.id]
+        assert SECONDS > 2 * case.session_s
+        assert result.token_fetches is not None and result.token_fetches >= int(SECONDS // case.session_s), \
+            result.token_fetches

@@ -27,6 +27,9 @@ class Case:
     id: str
     #: BrokerInfo -> the consumer's security configs (bootstrap_servers included)
     configs: object
+    #: the session lifetime the broker grants this case (seconds), when not
+    #: connections.max.reauth.ms: an OAUTHBEARER session ends with its token
+    session_s: float = None
 
 
 def sasl_configs(protocol, mechanism, user=USER, password=PASSWORD):
@@ -37,6 +40,21 @@ def sasl_configs(protocol, mechanism, user=USER, password=PASSWORD):
         if protocol == "SASL_SSL":
             out["ssl_cafile"] = info.tls["ca"]
         return out
+    return configs
+
+
+def oidc_configs(protocol, client_id):
+    """A Case's configs function for OAUTHBEARER through fastkc's OIDC
+    provider against the harness's token endpoint (fastkc.broker.oauth);
+    the provider is in the configs, so a test can read its fetch count."""
+    def configs(info):
+        from fastkc.auth.oidc import OidcClientCredentialsProvider
+
+        oidc = info.credentials["oauthbearer"]
+        provider = OidcClientCredentialsProvider(oidc["token_endpoint_url"], client_id,
+                                                 oidc["clients"][client_id]["secret"])
+        return {"bootstrap_servers": info.listeners[protocol], "security_protocol": protocol,
+                "sasl_mechanism": "OAUTHBEARER", "sasl_oauth_token_provider": provider}
     return configs
 
 
@@ -94,6 +112,7 @@ class ReaderResult:
     connections: list = field(default_factory=list)  # (which client, node id, reauthentications, lost, state)
     committed: dict = field(default_factory=dict)  # partition -> committed offset at the end
     caught_up: bool = False
+    token_fetches: int = None  # an OIDC provider's token endpoint calls (OAUTHBEARER cases)
 
 
 class GroupReader(threading.Thread):
@@ -145,6 +164,7 @@ class GroupReader(threading.Thread):
                 result.committed[p] = meta if meta is None or isinstance(meta, int) else meta.offset
             result.metrics = dict(consumer.metrics()["consumer-metrics"])
             result.connections = _connections(consumer)
+            result.token_fetches = getattr(self.configs.get("sasl_oauth_token_provider"), "fetches", None)
         finally:
             consumer.close()
 

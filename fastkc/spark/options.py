@@ -285,7 +285,10 @@ _NONE_DEFAULT_TYPES = {
 }
 # Spark options meaningless or unsafe for a manually assigned, group-less reader
 _IGNORED = {"group.id", "client.id.prefix", "key.deserializer", "value.deserializer"}
-_JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+# A JAAS option: key="quoted value" (backslash escapes, as Java's JAAS
+# parser reads them) or a bare word (Krb5LoginModule's useKeyTab=true).
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s";]+))')
+_JAAS_ESCAPE = re.compile(r"\\(.)")
 
 # OAUTHBEARER: Java's login callback handlers for OIDC (4.x name, and the
 # 3.1-3.9 one), accepted as what they mean: fastkc's OIDC provider does their
@@ -324,7 +327,10 @@ def parse_jaas(value):
     as Spark users write it: ``<class> required key="value" ...;``."""
     text = str(value).strip()
     module = text.split(None, 1)[0] if text else ""
-    return module, dict(_JAAS.findall(text))
+    options = {}
+    for key, quoted, bare in _JAAS_OPTION.findall(text[len(module):]):
+        options[key] = _JAAS_ESCAPE.sub(r"\1", quoted) if quoted or not bare else bare
+    return module, options
 
 
 def _oauthbearer_provider(jaas, oidc, tuning):
@@ -357,18 +363,13 @@ def _oauthbearer_provider(jaas, oidc, tuning):
         raise SparkKafkaOptionError("OAUTHBEARER settings: {0}".format(exc)) from None
 
 
-# JAAS options, quoted or not (Krb5LoginModule's flags are usually bare: useKeyTab=true)
-_JAAS_ANY = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s";]+))')
-
-
-def _krb5_login(text):
+def _krb5_login(fields):
     """Java's com.sun.security.auth.module.Krb5LoginModule line → fastkc's
     GSSAPI keys. useKeyTab=true keyTab="..." principal="...": credentials
     acquired from that keytab (sasl_kerberos_keytab / _principal, a private
     in-memory ticket cache); useTicketCache=true: the Kerberos environment's
     ticket cache (KRB5CCNAME), optionally for `principal`. Anything else would
     make Java prompt for a password, which a Kafka client cannot answer."""
-    fields = {m[0]: m[1] if m[1] or not m[2] else m[2] for m in _JAAS_ANY.findall(text)}
     principal = fields.get("principal")
     if fields.get("useKeyTab", "").lower() == "true":
         if not fields.get("keyTab"):
@@ -385,6 +386,29 @@ def _krb5_login(text):
     if principal:
         config["sasl_kerberos_principal"] = principal
     return config
+
+
+# AWS_MSK_IAM as MSK's docs configure Java clients: IAMLoginModule in the JAAS
+# line and IAMClientCallbackHandler; fastkc signs through botocore's default
+# chain (fastkc/auth/msk_iam.py), as kafka-python does.
+_MSK_IAM_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
+
+
+def _msk_iam_login(fields):
+    """IAMLoginModule's options pick a profile or a role in AWS's library;
+    fastkc takes credentials from botocore's default chain only, so an option
+    is an error rather than a silently different identity. Set AWS_PROFILE
+    (or the role's credentials) in the executors' environment instead."""
+    if fields:
+        raise SparkKafkaOptionError(
+            "kafka.sasl.jaas.config: IAMLoginModule options ({0}) are not supported; fastkc uses botocore's "
+            "default credential chain (set AWS_PROFILE or AWS_* on the executors)".format(", ".join(sorted(fields))))
+
+
+def _unshaded(class_name):
+    # Databricks' runtime relocates the client under "kafkashaded."
+    name = class_name.strip()
+    return name[len("kafkashaded."):] if name.startswith("kafkashaded.") else name
 
 
 def _convert(name, text):
@@ -424,16 +448,22 @@ def consumer_config(params):
             continue  # PEM stores carry no store password; the key's is ssl.key.password
         elif key == "ssl.endpoint.identification.algorithm":
             config["ssl_check_hostname"] = value.strip().lower() == "https"
-        elif key == "sasl.jaas.config" and "Krb5LoginModule" in value:
-            config.update(_krb5_login(value))
         elif key == "sasl.jaas.config":
             module, fields = parse_jaas(value)
-            if module.endswith(".OAuthBearerLoginModule"):
+            login = module.rsplit(".", 1)[-1]
+            if login == "Krb5LoginModule":
+                config.update(_krb5_login(fields))
+                continue
+            if login == "OAuthBearerLoginModule":
                 oauth_jaas = fields  # turned into a provider below, with the endpoint settings
                 continue
-            if not module.endswith((".PlainLoginModule", ".ScramLoginModule")):
+            if login == "IAMLoginModule":
+                _msk_iam_login(fields)
+                continue
+            if login not in ("PlainLoginModule", "ScramLoginModule"):
                 raise SparkKafkaOptionError(
-                    "fastkc supports the PLAIN, SCRAM and OAUTHBEARER login modules in kafka.sasl.jaas.config only")
+                    "fastkc supports the PLAIN, SCRAM, OAUTHBEARER, Krb5 (GSSAPI) and AWS IAM login modules in "
+                    "kafka.sasl.jaas.config only")
             if "username" not in fields or "password" not in fields:
                 raise SparkKafkaOptionError("kafka.sasl.jaas.config needs username=\"...\" and password=\"...\"")
             config["sasl_plain_username"] = fields["username"]
@@ -446,10 +476,12 @@ def consumer_config(params):
                 tuning[name] = kind(value.strip())
             except ValueError:
                 raise SparkKafkaOptionError('For input string: "{0}" (option kafka.{1})'.format(value, key)) from None
+        elif key == "sasl.client.callback.handler.class":
+            if _unshaded(value) != _MSK_IAM_HANDLER:
+                raise SparkKafkaOptionError("kafka.{0}={1} is a Java class fastkc cannot run (it supports {2})".format(
+                    key, value, _MSK_IAM_HANDLER))
         elif key == "sasl.login.callback.handler.class" or key == "sasl.oauthbearer.jwt.retriever.class":
-            # Databricks' runtime relocates the client under "kafkashaded."
-            name = value.strip()
-            name = name[len("kafkashaded."):] if name.startswith("kafkashaded.") else name
+            name = _unshaded(value)
             if name not in (_OIDC_HANDLERS if key.startswith("sasl.login") else _OIDC_RETRIEVERS):
                 raise SparkKafkaOptionError(
                     "kafka.{0}={1} is a Java class fastkc cannot run (it supports {2})".format(

@@ -63,13 +63,19 @@ def test_kafka_options_map_to_consumer_keywords():
     assert config == {
         "bootstrap_servers": "h:1,h:2", "isolation_level": "read_committed", "fetch_max_wait_ms": 250,
         "check_crcs": False, "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": "alice", "sasl_plain_password": 's3\\"cret', "ssl_cafile": "/ca.pem",
+        "sasl_plain_username": "alice", "sasl_plain_password": 's3"cret', "ssl_cafile": "/ca.pem",  # \" unescaped as Java's JAAS parser does
         "ssl_check_hostname": False, "client_id": "fastkc-spark",
     }
 
 
-@pytest.mark.parametrize("key,value", [("kafka.ssl.truststore.type", "JKS"),
-                                       ("kafka.sasl.jaas.config", "com.sun.security.auth.module.Krb5LoginModule required;")])
+@pytest.mark.parametrize("key,value", [
+    ("kafka.ssl.truststore.type", "JKS"),
+    ("kafka.sasl.jaas.config", "com.sun.security.auth.module.Krb5LoginModule required;"),
+    ("kafka.sasl.jaas.config", "org.example.CustomLoginModule required user=\"x\";"),
+    # an IAM profile or role would sign as another identity than botocore's chain
+    ("kafka.sasl.jaas.config", 'software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName="prod";'),
+    ("kafka.sasl.client.callback.handler.class", "org.example.CustomHandler"),
+])
 def test_security_settings_fastkc_cannot_honour_are_errors(key, value):
     with pytest.raises(so.SparkKafkaOptionError):
         so.consumer_config({key: value})
@@ -129,3 +135,21 @@ def test_trigger_options_parse_like_sparks():
     assert so.duration_ms("250", "x") == 250 and so.duration_ms("3s", "x") == 3000
     with pytest.raises(so.SparkKafkaOptionError):
         so.duration_ms("soon", "maxTriggerDelay")
+
+
+def test_msk_iam_as_amazon_documents_it_for_java_clients():
+    config = so.consumer_config({
+        "kafka.bootstrap.servers": "b-1.msk:9098", "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "AWS_MSK_IAM",
+        "kafka.sasl.jaas.config": "software.amazon.msk.auth.iam.IAMLoginModule required;",
+        "kafka.sasl.client.callback.handler.class": "software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+    })
+    assert config == {"bootstrap_servers": "b-1.msk:9098", "security_protocol": "SASL_SSL",
+                      "sasl_mechanism": "AWS_MSK_IAM", "client_id": "fastkc-spark"}
+
+
+def test_jaas_values_quoted_or_bare_with_java_escapes():
+    module, options = so.parse_jaas('com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true '
+                                    'keyTab="/etc/k \\"x\\".keytab" principal="c@R" storeKey=false;')
+    assert module == "com.sun.security.auth.module.Krb5LoginModule"
+    assert options == {"useKeyTab": "true", "keyTab": '/etc/k "x".keytab', "principal": "c@R", "storeKey": "false"}

@@ -131,7 +131,7 @@ def build_parser():
     start_p.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="1 node, or a 3-node cluster")
     start_p.add_argument("--security", action="store_true",
                          help="add SASL_PLAINTEXT, SSL and SASL_SSL listeners with test users and certificates "
-                              "(and GSSAPI with a local Kerberos KDC when MIT Kerberos is installed)")
+                              "(and GSSAPI with a local Kerberos KDC, when MIT Kerberos is installed)")
     start_p.add_argument("--proxied", action="store_true",
                          help="add a PROXIED listener per node that advertises a proxy port chosen up front "
                               "(run a TCP proxy such as toxiproxy from each proxy port to the node's port)")

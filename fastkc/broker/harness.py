@@ -536,7 +536,7 @@ def _start_nodes(install, java, name, data_dir, nodes, security, port, deadline,
             for listener in plans[0].ports if listener != "CONTROLLER"
         },
         security=bool(security),
-        credentials=_credentials(credentials, oidc),
+        credentials=_credentials(credentials, oidc, realm),
         tls=tls.as_dict() if tls else {},
         services={"oidc": {"pid": oidc["pid"], "dir": os.path.dirname(oidc["signing_key"])}} if oidc else {},
         kerberos=realm.as_dict() if realm is not None else {},
@@ -641,13 +641,17 @@ def _stop_services(data_dir):
     oauth.stop_server(os.path.join(data_dir, "oauth"))
 
 
-def _credentials(credentials, oidc):
+def _credentials(credentials, oidc, realm):
+    """What BrokerInfo.credentials says: users, every mechanism the SASL
+    listeners offer, and how OAUTHBEARER clients get tokens."""
     if credentials is None:
         return {}
     out = credentials.as_dict()
     if oidc is not None:
         out["mechanisms"] = list(out["mechanisms"]) + ["OAUTHBEARER"]
         out["oauthbearer"] = {k: v for k, v in oidc.items() if k != "pid"}
+    if realm is not None:
+        out["mechanisms"] = list(out["mechanisms"]) + ["GSSAPI"]
     return out
 
 

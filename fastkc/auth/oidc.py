@@ -25,10 +25,17 @@ is renewed once ``refresh_window_factor`` (0.8) of its lifetime, plus up to
 ``refresh_window_jitter`` (0.05) at random, has passed, but not sooner than
 ``refresh_min_period_s`` (60 s) after it was issued and not later than
 ``refresh_buffer_s`` (300 s) before it expires (when the lifetime is too short
-for both, the factor alone decides). Renewal happens in token(), i.e. when a
-connection authenticates: no background thread. If renewal fails while the
+for both, the factor alone decides). Renewal starts in token(), i.e. when a
+connection authenticates, but while the cached token still has at least
+``_MIN_HANDED_OUT_S`` (or 5 % of its life) to live it runs on a short-lived
+background thread and token() returns the cached token at once, so an
+authentication -- a re-authentication in the middle of consuming, on the
+poll thread -- never waits on a slow identity provider while a good token
+exists (Java renews on its own refresh thread for the same reason). Only with
+no usable token does token() fetch and wait. If renewal fails while the
 cached token is still valid, that token is used (Java keeps its credential
-too) and the failure is logged.
+too), the failure is logged, and renewal is tried again after
+``retry_backoff_max_ms``.
 
 Retries (Java's Retry + HttpJwtRetriever): connection errors, timeouts and
 HTTP answers other than the 4xx client errors (400-407, 409-415) and 501/505
@@ -69,6 +76,9 @@ log = logging.getLogger(__name__)
 UNRETRYABLE_HTTP_CODES = frozenset(list(range(400, 408)) + list(range(409, 416)) + [501, 505])
 # A token endpoint answer larger than this is not a token response.
 _MAX_RESPONSE_BYTES = 1024 * 1024
+# A cached token due for renewal is still handed out (the renewal running in
+# the background) while it has at least this long, or 5 % of its life, left.
+_MIN_HANDED_OUT_S = 5.0
 
 
 class OidcClientCredentialsProvider(AbstractTokenProvider):
@@ -143,8 +153,10 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
     def _init_runtime(self):
         self._lock = threading.Lock()
         self._token = None
+        self._issued_at = 0.0  # wall clock (the JWT's iat, or when it was fetched)
         self._expires_at = 0.0  # wall clock (the JWT's exp)
         self._refresh_at = 0.0  # wall clock
+        self._renewal = None  # the background renewal thread while one runs
         self.fetches = 0  # successful token fetches (for tests and metrics)
 
     # Picklable (the Spark source ships its consumer configuration to the
@@ -152,7 +164,7 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
     # fetches its own.
     def __getstate__(self):
         state = dict(self.__dict__)
-        for key in ("_lock", "_token", "_expires_at", "_refresh_at", "fetches"):
+        for key in ("_lock", "_token", "_issued_at", "_expires_at", "_refresh_at", "_renewal", "fetches"):
             state.pop(key, None)
         return state
 
@@ -171,19 +183,65 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
             now = time.time()
             if self._token is not None and now < self._refresh_at:
                 return self._token
+            if self._token is not None and now < self._expires_at - self._handout_margin():
+                # due for renewal but still good for a while: renew off this thread
+                if self._renewal is None:
+                    self._renewal = threading.Thread(target=self._renew_in_background, daemon=True,
+                                                     name="fastkc-oidc-renewal")
+                    self._renewal.start()
+                return self._token
+            # No usable token: fetch and wait (under the lock: callers on
+            # other threads wait for this same fetch).
             try:
-                token, issued_at, expires_at = self._fetch()
+                self._store(*self._fetch())
             except SaslAuthenticationFailedError as exc:
                 if self._token is not None and time.time() < self._expires_at:
                     log.warning("OAUTHBEARER: refreshing the token failed, the cached one is valid for %.0f s "
                                 "more: %s", self._expires_at - time.time(), exc)
                     return self._token
                 raise
-            self._token = token
-            self._expires_at = expires_at
-            self._refresh_at = self._refresh_time(issued_at, expires_at)
-            self.fetches += 1
-            return token
+            return self._token
+
+    def wait_for_renewal(self, timeout=None):
+        """Wait until a background renewal in progress has ended (tests, and
+        a caller about to shut down); True when none is running any more."""
+        renewal = self._renewal
+        if renewal is not None:
+            renewal.join(timeout)
+            return not renewal.is_alive()
+        return True
+
+    def _handout_margin(self):
+        """A cached token closer than this to its expiry is not handed out
+        while a renewal runs: the broker would grant a session about to end."""
+        return max(_MIN_HANDED_OUT_S, 0.05 * (self._expires_at - self._issued_at))
+
+    def _store(self, token, issued_at, expires_at):
+        self._token = token
+        self._issued_at = issued_at
+        self._expires_at = expires_at
+        self._refresh_at = self._refresh_time(issued_at, expires_at)
+        self.fetches += 1
+
+    def _renew_in_background(self):
+        try:
+            fetched = self._fetch()
+        except SaslAuthenticationFailedError as exc:
+            with self._lock:
+                log.warning("OAUTHBEARER: renewing the token failed, the cached one is valid for %.0f s more: %s",
+                            self._expires_at - time.time(), exc)
+                # try again later, not at every authentication meanwhile
+                self._refresh_at = time.time() + self.retry_backoff_max_ms / 1000.0
+                self._renewal = None
+            return
+        except Exception:  # noqa: BLE001 - a thread must not die silently; the next token() fetches itself
+            log.exception("OAUTHBEARER: renewing the token failed")
+            with self._lock:
+                self._renewal = None
+            return
+        with self._lock:
+            self._store(*fetched)
+            self._renewal = None
 
     def extensions(self):
         return dict(self._extensions)

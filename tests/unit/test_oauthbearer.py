@@ -398,7 +398,37 @@ def test_refreshed_before_expiry_javas_window(endpoint_factory, monkeypatch):
     assert issued + 0.8 * 3600 <= provider.refresh_at <= issued + 0.85 * 3600 + 1
     clock.now = issued + 2870
     assert provider.token() == first and len(ep.requests) == 1
-    clock.now = issued + 3100  # past the window, still before exp: refreshed early
+    clock.now = issued + 3100  # past the window, still before exp: renewed early, in the background
+    assert provider.token() == first  # the cached token meanwhile: nobody waits on the endpoint
+    assert provider.wait_for_renewal(10)
+    second = provider.token()
+    assert second != first and len(ep.requests) == 2
+    assert provider.token() == second and len(ep.requests) == 2  # cached again
+
+
+def test_a_slow_endpoint_does_not_delay_authentication_while_the_token_is_good(endpoint_factory, monkeypatch):
+    clock = _Clock(monkeypatch)
+    issued = int(clock.now)
+    ep = endpoint_factory([lambda r: (200, {"access_token": _unsigned_jwt(now=clock.now, lifetime=3600)})])
+    provider = _provider(ep.url, retry_backoff_max_ms=5000)
+    first = provider.token()
+    ep.delay = 1.0  # the identity provider turns slow
+    clock.now = issued + 3100
+    began = time.monotonic()
+    assert provider.token() == first
+    assert provider.token() == first  # one renewal, not one per call
+    assert time.monotonic() - began < 0.5
+    assert provider.wait_for_renewal(10)
+    assert provider.token() != first and len(ep.requests) == 2
+
+
+def test_a_token_about_to_expire_is_not_handed_out_while_renewing(endpoint_factory, monkeypatch):
+    clock = _Clock(monkeypatch)
+    issued = int(clock.now)
+    ep = endpoint_factory([lambda r: (200, {"access_token": _unsigned_jwt(now=clock.now, lifetime=3600)})])
+    provider = _provider(ep.url)
+    first = provider.token()
+    clock.now = issued + 3599  # 1 s left (the renewal never got a chance): fetch and wait
     second = provider.token()
     assert second != first and len(ep.requests) == 2
 
@@ -422,6 +452,10 @@ def test_failed_refresh_keeps_a_valid_token_then_fails(endpoint_factory, monkeyp
     first = provider.token()
     clock.now = issued + 3300  # refresh due, endpoint failing, token still valid
     assert provider.token() == first
+    assert provider.wait_for_renewal(10)  # the background renewal failed (after its retries)...
+    asked = len(ep.requests)
+    assert asked >= 2
+    assert provider.token() == first and len(ep.requests) == asked  # ...and is not tried again at once
     clock.now = issued + 3700  # expired: no token to fall back on
     with pytest.raises(SaslAuthenticationFailedError, match="503"):
         provider.token()

@@ -49,7 +49,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.cluster)
 
 
-def _started(tmp_path_factory, name, nodes):
+def _started(tmp_path_factory, name, nodes, **options):
     from fastkc import broker
 
     data_dir = str(tmp_path_factory.mktemp(name))
@@ -57,7 +57,7 @@ def _started(tmp_path_factory, name, nodes):
     version = os.environ.get("FASTKC_KAFKA_VERSION") or None
     # die_with_parent: a pytest killed by a CI timeout takes its brokers along.
     info = broker.start(name=name, data_dir=data_dir, nodes=nodes, kafka_version=version,
-                        die_with_parent=True)
+                        die_with_parent=True, **options)
     return info, data_dir
 
 
@@ -74,6 +74,29 @@ def kafka_broker(tmp_path_factory):
         yield info
     finally:
         broker.stop(data_dir=data_dir)
+
+
+@pytest.fixture(scope="session")
+def secure_broker(tmp_path_factory):
+    """One broker with the harness's security=True listeners (SASL_PLAINTEXT,
+    SSL with client certificates, SASL_SSL; PLAIN, SCRAM, OAUTHBEARER with its
+    OIDC server, GSSAPI with its KDC when MIT Kerberos is installed), shared
+    by every module that needs no settings of its own: starting one per
+    module cost ~10 s each."""
+    from fastkc import broker
+
+    info, data_dir = _started(tmp_path_factory, "kafka-secure", nodes=1, security=True)
+    try:
+        yield info
+    finally:
+        broker.stop(data_dir=data_dir)
+    # stop() ends the harness's helper processes along with the node
+    from fastkc.broker import kerberos, oauth
+
+    service = info.services["oidc"]
+    assert not oauth._is_our_server(service["pid"], service["dir"]), "the OIDC server outlived stop()"
+    if info.kerberos:
+        assert not kerberos._is_kdc(info.kerberos["kdc_pid"]), "the KDC outlived stop()"
 
 
 @pytest.fixture(scope="session")

@@ -313,14 +313,6 @@ def test_three_node_cluster_answers_and_replicates(kafka_cluster, make_cluster_t
 
 # --- security listeners ----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory):
-    data_dir = str(tmp_path_factory.mktemp("kafka-secure"))
-    info = broker.start(name="secure", data_dir=data_dir, security=True)
-    try:
-        yield info
-    finally:
-        broker.stop(data_dir=data_dir)
 
 
 def _sasl(info, listener, mechanism, user="alice", password="alice-secret"):

@@ -3,7 +3,6 @@ kafka-python's API (poll_arrow), and what its fetch path promises
 (pipelining, incremental fetch sessions, leader epochs on positions, TLS with
 a client certificate). The kafka-python-compatible behaviour is H6's suite
 (tests/integration/test_consumer_*.py), parametrized over both clients."""
-import os
 
 import pytest
 
@@ -133,17 +132,6 @@ def test_deserializers_apply(kafka_broker, filled_topic):
 
 # --- TLS with a client certificate (the --security broker) ---------------------------------------
 
-@pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory):
-    from fastkc import broker
-
-    data_dir = str(tmp_path_factory.mktemp("consumer-basic-secure"))
-    info = broker.start(name="consumer-basic-secure", data_dir=data_dir, security=True,
-                        kafka_version=os.environ.get("FASTKC_KAFKA_VERSION") or None, die_with_parent=True)
-    try:
-        yield info
-    finally:
-        broker.stop(data_dir=data_dir)
 
 
 @pytest.mark.broker

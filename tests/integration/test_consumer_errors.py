@@ -2,7 +2,6 @@
 a wrong SASL password against the --security broker (typed errors, no hang),
 and an idle consumer that sleeps in poll instead of spinning."""
 import gc
-import os
 import resource
 import socket
 import time
@@ -51,17 +50,6 @@ def test_bootstrap_skips_an_unreachable_server(flavour, kafka_broker, make_topic
         consumer.close()
 
 
-@pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory):
-    from fastkc import broker
-
-    data_dir = str(tmp_path_factory.mktemp("consumer-secure"))
-    info = broker.start(name="consumer-secure", data_dir=data_dir, security=True,
-                        kafka_version=os.environ.get("FASTKC_KAFKA_VERSION") or None, die_with_parent=True)
-    try:
-        yield info
-    finally:
-        broker.stop(data_dir=data_dir)
 
 
 def _sasl_configs(info, mechanism, password):

@@ -1,9 +1,9 @@
 """GSSAPI (Kerberos) against a real MIT KDC and a real Kafka GSSAPI listener.
 
-One module-scoped broker started with security=True, kerberos=True: the
-harness creates a throw-away realm (fastkc/broker/kerberos.py), starts
-krb5kdc on 127.0.0.1 and gives the SASL listeners a GSSAPI mechanism backed
-by the broker's keytab. Data is written by confluent-kafka's producer over
+The session's secure broker (tests/conftest.py, security=True): with MIT
+Kerberos installed the harness creates a throw-away realm
+(fastkc/broker/kerberos.py), starts krb5kdc on 127.0.0.1 and gives the SASL
+listeners a GSSAPI mechanism backed by the broker's keytab. Data is written by confluent-kafka's producer over
 PLAINTEXT and read through GSSAPI.
 
 Credentials never come from the machine: KRB5_CONFIG points at the realm's
@@ -42,18 +42,17 @@ pytestmark = pytest.mark.broker
 
 
 @pytest.fixture(scope="module")
-def kdc_broker(tmp_path_factory):
-    data_dir = str(tmp_path_factory.mktemp("kafka-gssapi"))
+def kdc_broker(secure_broker):
+    """The session's secure broker (tests/conftest.py): with MIT Kerberos
+    installed its security=True start includes the realm and GSSAPI."""
+    info = secure_broker
+    assert info.kerberos, "the secure broker started without its Kerberos realm"
     with pytest.MonkeyPatch.context() as env:
-        info = broker.start(name="gssapi", data_dir=data_dir, security=True, kerberos=True, die_with_parent=True)
-        try:
-            env.setenv("KRB5_CONFIG", info.kerberos["krb5_config"])
-            # Never the machine's default ticket cache or keytab.
-            env.setenv("KRB5CCNAME", "MEMORY:fastkc-tests-" + uuid.uuid4().hex)
-            env.delenv("KRB5_CLIENT_KTNAME", raising=False)
-            yield info
-        finally:
-            broker.stop(data_dir=data_dir)
+        env.setenv("KRB5_CONFIG", info.kerberos["krb5_config"])
+        # Never the machine's default ticket cache or keytab.
+        env.setenv("KRB5CCNAME", "MEMORY:fastkc-tests-" + uuid.uuid4().hex)
+        env.delenv("KRB5_CLIENT_KTNAME", raising=False)
+        yield info
 
 
 def _gssapi_config(info, listener="SASL_PLAINTEXT", **overrides):

@@ -19,16 +19,8 @@ kp_oauth = pytest.importorskip("kafka.net.sasl.oauth")
 
 
 @pytest.fixture(scope="module")
-def oauth_broker(tmp_path_factory):
-    data_dir = str(tmp_path_factory.mktemp("kafka-oauth"))
-    info = broker.start(name="oauth", data_dir=data_dir, security=True, die_with_parent=True)
-    try:
-        yield info
-    finally:
-        broker.stop(data_dir=data_dir)
-        service = info.services["oidc"]
-        # stop() ends the OIDC server along with the node
-        assert not oauth._is_our_server(service["pid"], service["dir"])
+def oauth_broker(secure_broker):
+    return secure_broker  # the session's (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -260,16 +260,6 @@ def test_describe_configs(kafka_broker, written, version):
 
 
 # --- TLS and SASL through BlockingConnection (a broker with --security) ------------
-@pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory):
-    from fastkc import broker
-
-    data_dir = str(tmp_path_factory.mktemp("protocol-secure"))
-    info = broker.start(name="protocol-secure", data_dir=data_dir, security=True)
-    try:
-        yield info
-    finally:
-        broker.stop(data_dir=data_dir)
 
 
 def _address(info, listener):

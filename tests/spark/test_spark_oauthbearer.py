@@ -90,15 +90,8 @@ def test_other_login_modules_still_refused():
 # --- a real local Spark session through the secure listeners --------------------------
 
 @pytest.fixture(scope="module")
-def secure_kafka(tmp_path_factory):
-    from fastkc import broker
-
-    data_dir = str(tmp_path_factory.mktemp("spark-secure"))
-    info = broker.start(name="spark-secure", data_dir=data_dir, security=True, die_with_parent=True)
-    try:
-        yield info
-    finally:
-        broker.stop(data_dir=data_dir)
+def secure_kafka(secure_broker):
+    return secure_broker  # the session's (tests/conftest.py)
 
 
 @pytest.mark.broker

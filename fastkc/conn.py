@@ -109,6 +109,10 @@ _UNSUPPORTED_VERSION = 35
 #: means the peer is not a Kafka broker (an HTTP server's "HTTP" reads as
 #: 1.2 GB) or is hostile: fail at once instead of buffering.
 HANDSHAKE_MAX_FRAME = 1 << 20
+#: How often the poll loop looks at a SASL step computed on another thread
+#: (auth.PendingStep); such steps are rare (GSSAPI's first), and 10 ms is
+#: well below a KDC round trip.
+PENDING_STEP_POLL_S = 0.01
 #: The first allocation for a frame's payload; it grows ×4 as bytes arrive.
 FIRST_FRAME_CHUNK = 1 << 20
 
@@ -545,7 +549,37 @@ class BrokerConnection:
         except KafkaError as exc:
             self._auth_failed(exc)
             return
-        self._sasl_send(first)
+        self._sasl_step(first)
+
+    def _sasl_step(self, message):
+        """Send a step's message, or, for a step still being computed off
+        this thread (auth.PendingStep: GSSAPI asking the KDC), keep it until
+        check_timeouts() finds it done or past request_timeout_ms."""
+        if isinstance(message, auth.PendingStep):
+            self._sasl_pending = message
+            self._sasl_pending_deadline = self._clock() + self.config["request_timeout_ms"] / 1000.0
+            self._check_pending_step(self._clock())
+            return
+        self._sasl_send(message)
+
+    def _check_pending_step(self, now):
+        pending = self._sasl_pending
+        if pending is None:
+            return
+        if pending.done():
+            self._sasl_pending = None
+            try:
+                message = pending.result()
+            except KafkaError as exc:
+                self._auth_failed(exc)
+                return
+            self._sasl_send(message)
+        elif now > self._sasl_pending_deadline:
+            self._sasl_pending = None
+            self._auth_failed(pending.timeout_error())
+
+    _sasl_pending = None
+    _sasl_pending_deadline = 0.0
 
     def _sasl_send(self, auth_bytes):
         version = pick_version("SaslAuthenticate", self.api_versions)
@@ -575,7 +609,7 @@ class BrokerConnection:
             self._auth_failed(exc)
             return
         if reply is not None:
-            self._sasl_send(reply)
+            self._sasl_step(reply)
             return
         self._sasl = None
         # the answer that completes the exchange carries the session lifetime (v1+; 0 in v0's default)
@@ -782,6 +816,10 @@ class BrokerConnection:
         now = self._clock() if now is None else now
         if self.state is ConnectionState.DISCONNECTED:
             return
+        if self._sasl_pending is not None:
+            self._check_pending_step(now)
+            if self.state is ConnectionState.DISCONNECTED:
+                return
         if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE) and now > self._connect_deadline:
             self._fail(KafkaTimeoutError("connecting to {0}:{1} timed out".format(self.host, self.port)))
         elif self._in_flight:
@@ -819,6 +857,11 @@ class BrokerConnection:
             due = min(r.deadline for r in self._in_flight)
         if self.state is ConnectionState.READY and self._reauth_at is not None and self._reauth_enabled:
             due = self._reauth_at if due is None else min(due, self._reauth_at)
+        if self._sasl_pending is not None:
+            # a step computed off this thread: look again soon (its thread
+            # cannot wake the selector), and at its deadline at the latest
+            soon = min(self._clock() + PENDING_STEP_POLL_S, self._sasl_pending_deadline)
+            due = soon if due is None else min(due, soon)
         return due
 
     def idle_for(self, now=None):
@@ -875,6 +918,7 @@ class BrokerConnection:
             self._set_state(ConnectionState.DISCONNECTED)
         self._out = bytearray()
         self._sasl = None
+        self._sasl_pending = None
         self._reauth_at = None
         self._head_got = 0
         if self._body_view is not None:

@@ -13,11 +13,18 @@ has:
 
 An exchange has ``first_message() -> bytes`` and
 ``receive(server_bytes) -> bytes | None`` (None: authentication complete and,
-where the mechanism can, the server proved itself). Errors are typed
+where the mechanism can, the server proved itself). A step that must wait on
+a third party it cannot interrupt (GSSAPI's first step asks the KDC for
+tickets inside libkrb5) returns a ``PendingStep`` instead of bytes: the work
+runs on a daemon thread and the connection, still driven by the client's
+poll loop, sends its result once it is done or fails the connection with the
+step's own timeout error after request_timeout_ms -- so one slow KDC never
+stalls poll() for the consumer's other connections, nor past its timeout. Errors are typed
 KafkaErrors (SaslAuthenticationFailedError for a refused or malformed
 exchange) whose messages name the mechanism and never carry a secret.
 """
 import importlib
+import threading
 
 from fastkc.errors import KafkaConfigurationError
 
@@ -51,3 +58,40 @@ def check_config(config):
 
 def new_exchange(config, host):
     return module_for(config["sasl_mechanism"]).new_exchange(config, host)
+
+
+class PendingStep:
+    """A SASL step's message being computed on a daemon thread (see the
+    module docstring). `work()` returns the bytes to send or raises a typed
+    KafkaError; `timeout_error()` makes the error for a step still running
+    at its deadline (the thread cannot be stopped and ends on its own)."""
+
+    def __init__(self, work, timeout_error, name):
+        self._work = work
+        self.timeout_error = timeout_error
+        self._outcome = None
+        self._finished = threading.Event()
+        thread = threading.Thread(target=self._run, name=name, daemon=True)
+        thread.start()
+
+    def _run(self):
+        try:
+            self._outcome = (True, self._work())
+        except BaseException as exc:  # noqa: BLE001 - handed to the connection's thread by result()
+            self._outcome = (False, exc)
+        finally:
+            self._finished.set()
+
+    def done(self):
+        return self._finished.is_set()
+
+    def wait(self, timeout=None):
+        """Block until done (tests and callers without a poll loop); True when done."""
+        return self._finished.wait(timeout)
+
+    def result(self):
+        """The message (once done()), or the step's error raised."""
+        ok, value = self._outcome
+        if not ok:
+            raise value
+        return value

@@ -31,16 +31,17 @@ The exchange (RFC 4752 section 3.1):
 
 Blocking: the first step talks to the KDC (AS-REQ from a keytab, TGS-REQ
 for the service ticket) inside libkrb5, which cannot be interrupted. It runs
-in a worker thread that the connection waits for at most request_timeout_ms;
-past that the attempt fails with SaslAuthenticationFailedError (the worker
-ends on its own when libkrb5's kdc_timeout x max_retries expires). Later
-steps are local computations.
+as an `auth.PendingStep` on a worker thread while the connection goes on
+being polled (poll() keeps its timeout, other connections keep working); past
+request_timeout_ms the attempt fails with SaslAuthenticationFailedError (the
+worker ends on its own when libkrb5's kdc_timeout x max_retries expires).
+Later steps are local computations.
 """
 import hashlib
 import os
 import struct
-import threading
 
+from fastkc.auth import PendingStep
 from fastkc.errors import KafkaConfigurationError, KafkaError, SaslAuthenticationFailedError
 
 MECHANISMS = ("GSSAPI",)
@@ -148,11 +149,10 @@ class GssapiExchange:
         self._gssapi = _import_gssapi()
         self._config = config
         self._host = host
-        self._timeout = config["request_timeout_ms"] / 1000.0
         self._ctx = None
         self._step = "start"
 
-    # --- the blocking first step, bounded -------------------------------------------
+    # --- the first step: the KDC, off the polling thread --------------------------------
     def _establish_first(self):
         gssapi = self._gssapi
         target = _target_name(gssapi, self._config, self._host)
@@ -163,30 +163,12 @@ class GssapiExchange:
         token = ctx.step(None)
         return ctx, token
 
-    def _bounded(self, work):
-        """Run `work` in a daemon thread; wait at most request_timeout_ms."""
-        box = {}
-
-        def run():
-            try:
-                box["result"] = work()
-            except BaseException as exc:  # noqa: BLE001 -- handed to the waiting thread
-                box["error"] = exc
-
-        worker = threading.Thread(target=run, name="fastkc-gssapi-{0}".format(self._host), daemon=True)
-        worker.start()
-        worker.join(self._timeout)
-        if worker.is_alive():
-            raise SaslAuthenticationFailedError(
-                "SASL GSSAPI with {0}: no Kerberos ticket within request_timeout_ms ({1} ms): the KDC (or a "
-                "host name lookup) did not answer in time".format(self._host, self._config["request_timeout_ms"]))
-        if "error" in box:
-            raise box["error"]
-        return box["result"]
-
     def first_message(self):
+        return PendingStep(self._first_step, self._no_ticket_in_time, "fastkc-gssapi-{0}".format(self._host))
+
+    def _first_step(self):
         try:
-            self._ctx, token = self._bounded(self._establish_first)
+            self._ctx, token = self._establish_first()
         except KafkaError:
             raise
         except Exception as exc:  # noqa: BLE001 -- GSSError, or the binding's ValueError/TypeError
@@ -195,6 +177,11 @@ class GssapiExchange:
                     self._host, self._target_text(), self._creds_text(), _describe(exc))) from None
         self._step = "context"
         return token or b""
+
+    def _no_ticket_in_time(self):
+        return SaslAuthenticationFailedError(
+            "SASL GSSAPI with {0}: no Kerberos ticket within request_timeout_ms ({1} ms): the KDC (or a "
+            "host name lookup) did not answer in time".format(self._host, self._config["request_timeout_ms"]))
 
     def _creds_text(self):
         keytab, principal = self._config["sasl_kerberos_keytab"], self._config["sasl_kerberos_principal"]

@@ -11,6 +11,7 @@ krb5.conf and KRB5CCNAME at an in-memory cache for the whole module, and each
 test names its keytab (config key or MIT's KRB5_CLIENT_KTNAME).
 """
 import os
+import re
 import socket
 import time
 import uuid
@@ -190,7 +191,9 @@ def _assert_gssapi_failure(exc, *causes):
     assert isinstance(exc, SaslAuthenticationFailedError), repr(exc)
     text = str(exc)
     assert "GSSAPI" in text
-    assert any(c in text for c in causes), text
+    # causes are regular expressions: libkrb5 names the principal in some
+    # builds ("Client 'x@R' not found ...") and not in others
+    assert any(re.search(c, text) for c in causes), text
 
 
 def test_principal_unknown_to_the_kdc(kdc_broker, tmp_path):
@@ -199,7 +202,7 @@ def test_principal_unknown_to_the_kdc(kdc_broker, tmp_path):
     kerberos.delete_principal(kdc_broker.kerberos, ghost)
     exc, _ = _fails_fast(_gssapi_config(kdc_broker, sasl_kerberos_keytab=keytab, sasl_kerberos_principal=ghost),
                          within=5.0)
-    _assert_gssapi_failure(exc, "Client not found in Kerberos database")
+    _assert_gssapi_failure(exc, "Client ('[^']+' )?not found in Kerberos database")
     assert ghost in str(exc)
 
 
@@ -224,7 +227,7 @@ def test_missing_keytab_through_the_environment_is_typed_at_authentication(kdc_b
                          ids=["service-name", "domain-name", "kerberos-name"])
 def test_wrong_service_principal(kdc_broker, overrides):
     exc, _ = _fails_fast(_gssapi_config(kdc_broker, **overrides), within=5.0)
-    _assert_gssapi_failure(exc, "Server not found in Kerberos database")
+    _assert_gssapi_failure(exc, "Server (\\S+ )?not found in Kerberos database")
 
 
 @pytest.mark.parametrize("as_name", [False, True], ids=["str", "gssapi.Name"])

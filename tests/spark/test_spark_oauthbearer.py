@@ -83,7 +83,7 @@ def test_bad_oauth_options_are_errors_without_the_secret(change, match, caplog):
 
 
 def test_other_login_modules_still_refused():
-    with pytest.raises(so.SparkKafkaOptionError, match="PLAIN, SCRAM and OAUTHBEARER"):
+    with pytest.raises(so.SparkKafkaOptionError, match=r"PLAIN, SCRAM, OAUTHBEARER, Krb5 \(GSSAPI\) and AWS IAM"):
         so.consumer_config({"kafka.sasl.jaas.config": "com.example.CustomLoginModule required;"})
 
 

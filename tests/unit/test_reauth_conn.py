@@ -174,10 +174,13 @@ def test_in_flight_answers_arrive_in_order_across_reauthentication():
         conn.check_timeouts()
         assert conn.state is ConnectionState.REAUTHENTICATING and conn.in_flight_count() == 4
         drive(conn, lambda: conn.reauthentications == 1 and conn.ready, timeout=3.0)
-        # each answered once, in order, while the exchange was still pending
+        # each answered once, in order, without error; the first (held 300 ms,
+        # alone on the wire) while the exchange was still pending. The last
+        # may share a read with the exchange's answers, whose frames the
+        # connection handles as they come, before the caller's callbacks run.
         assert [i for i, _, _ in got] == [0, 1, 2]
         assert all(e is None for _, _, e in got)
-        assert all(state is ConnectionState.REAUTHENTICATING for _, state, _ in got)
+        assert got[0][1] is ConnectionState.REAUTHENTICATING
         order = _sasl_order(broker)
         assert order[-5:] == ["Metadata", "Metadata", "Metadata", "SaslHandshake", "SaslAuthenticate"]
         conn.close()

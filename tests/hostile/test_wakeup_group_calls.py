@@ -6,14 +6,14 @@ under test for 3 s, so without wakeup() each call would wait that long.
 The interrupted request stays in flight (as in Java, the call's outcome is
 unknown to the caller): its late answer must not confuse the next call on
 the same connection."""
-import threading
 import time
 
 import pytest
 
-from fastkc import KafkaConsumer, TopicPartition, errors
+from fastkc import KafkaConsumer, TopicPartition
 from fastkc.structs import OffsetAndMetadata
 from tests.hostile.kit import FakeBroker, delay
+from tests.support.wakeup import assert_wakeup_ends, call_in_thread
 
 TP = TopicPartition("t", 0)
 CALLS = {
@@ -30,28 +30,13 @@ def test_wakeup_ends_a_call_waiting_on_the_coordinator(api):
         consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="g-wakeup",
                                  request_timeout_ms=30000)
         try:
-            outcome = {}
-
-            def run():
-                try:
-                    outcome["result"] = call(consumer, 30000)
-                except BaseException as exc:  # noqa: B902 - handed to the test
-                    outcome["error"] = exc
-
-            thread = threading.Thread(target=run, daemon=True)
-            thread.start()
+            thread, outcome = call_in_thread(lambda: call(consumer, 30000))
             deadline = time.monotonic() + 10
             while broker.count(api) == 0 and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert broker.count(api) == 1, outcome  # sent, its answer held back
             time.sleep(0.2)
-            assert thread.is_alive()
-            woken_at = time.monotonic()
-            consumer.wakeup()
-            thread.join(5)
-            assert not thread.is_alive()
-            assert isinstance(outcome.get("error"), errors.WakeupException), outcome
-            assert time.monotonic() - woken_at < 1.0
+            assert_wakeup_ends(consumer, thread, outcome)
             # the wakeup is spent and the group's client still works: the held
             # answer arrives first, then the next call's own
             if api == "OffsetCommit":

@@ -2,13 +2,13 @@
 construction and bootstrap(timeout_ms, refresh), both clients side by side;
 fastkc's wakeup() (Java's; kafka-python 3.0.12 has none) interrupting a poll
 blocked on a real fetch."""
-import threading
 import time
 
 import pytest
 
-from fastkc import KafkaConsumer, TopicPartition, errors
+from fastkc import KafkaConsumer, TopicPartition
 from tests.support.kafka_tools import Message, produce
+from tests.support.wakeup import assert_wakeup_ends, call_in_thread
 
 
 def test_api_version_is_the_brokers_release_as_kafka_python_reports_it(kafka_broker):
@@ -39,24 +39,9 @@ def test_wakeup_interrupts_a_poll_waiting_on_the_broker(kafka_broker, make_topic
         consumer.assign([tp])
         consumer.seek_to_end(tp)
         assert consumer.poll(timeout_ms=1000) == {}  # position resolved; fetches long-poll the broker
-        outcome = {}
-
-        def run():
-            try:
-                outcome["result"] = consumer.poll(timeout_ms=30000)
-            except BaseException as exc:  # noqa: B902 - handed to the test
-                outcome["error"] = exc
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
+        thread, outcome = call_in_thread(lambda: consumer.poll(timeout_ms=30000))
         time.sleep(0.5)
-        assert thread.is_alive()
-        woken_at = time.monotonic()
-        consumer.wakeup()
-        thread.join(5)
-        assert not thread.is_alive()
-        assert time.monotonic() - woken_at < 1.0
-        assert isinstance(outcome.get("error"), errors.WakeupException), outcome
+        assert_wakeup_ends(consumer, thread, outcome)
         # the consumer goes on: records written now arrive at the next polls
         produce(kafka_broker.bootstrap_servers, topic, [Message(key=b"k", value=b"v%d" % i) for i in range(5)])
         got = []

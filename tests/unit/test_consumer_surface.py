@@ -16,6 +16,7 @@ from fastkc.config import consumer_config
 from fastkc.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata, TopicPartition
 from tests.unit.test_client import _cluster_handler
 from tests.unit.test_conn import API_KEYS, ScriptedPeer
+from tests.support.wakeup import assert_wakeup_ends, call_in_thread
 
 TP = TopicPartition("t", 0)
 
@@ -189,19 +190,7 @@ def _idle(consumer):
 
 
 def _poll_in_thread(consumer, timeout_ms):
-    outcome = {}
-
-    def run():
-        start = time.monotonic()
-        try:
-            outcome["result"] = consumer.poll(timeout_ms=timeout_ms)
-        except BaseException as exc:  # noqa: B902 - handed to the test
-            outcome["error"] = exc
-        outcome["took"] = time.monotonic() - start
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, outcome
+    return call_in_thread(lambda: consumer.poll(timeout_ms=timeout_ms))
 
 
 def test_an_idle_poll_blocks_for_its_timeout(consumer):
@@ -226,13 +215,7 @@ def test_wakeup_interrupts_a_blocked_poll(consumer, paused):
         consumer.seek(TP, 0)  # the Fetch goes out and is never answered
     thread, outcome = _poll_in_thread(consumer, 30000)
     time.sleep(0.3)  # the poll is blocked in select by now
-    assert thread.is_alive()
-    woken_at = time.monotonic()
-    consumer.wakeup()
-    thread.join(5)
-    assert not thread.is_alive()
-    assert isinstance(outcome.get("error"), errors.WakeupException), outcome
-    assert time.monotonic() - woken_at < 1.0
+    assert_wakeup_ends(consumer, thread, outcome)
     assert outcome["took"] < 2.0
     # once: the next poll runs normally
     assert consumer.poll(timeout_ms=0) == {}
@@ -297,26 +280,9 @@ def test_wakeup_interrupts_a_blocked_commit_or_lookup(served, name):
     call = _BLOCKING_CALLS[name]
     c = served.consumer(group_id="g-wakeup", request_timeout_ms=30000)
     try:
-        outcome = {}
-
-        def run():
-            start = time.monotonic()
-            try:
-                outcome["result"] = call(c)
-            except BaseException as exc:  # noqa: B902 - handed to the test
-                outcome["error"] = exc
-            outcome["took"] = time.monotonic() - start
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        time.sleep(0.5)
-        assert thread.is_alive(), outcome  # blocked on the unanswered request
-        woken_at = time.monotonic()
-        c.wakeup()
-        thread.join(5)
-        assert not thread.is_alive()
-        assert isinstance(outcome.get("error"), errors.WakeupException), outcome
-        assert time.monotonic() - woken_at < 1.0
+        thread, outcome = call_in_thread(lambda: call(c))
+        time.sleep(0.5)  # blocked on the unanswered request by now
+        assert_wakeup_ends(c, thread, outcome)
         # once: the same call now waits its (short) timeout as usual
         with pytest.raises(errors.KafkaTimeoutError):
             _short(name, c)

@@ -41,6 +41,7 @@ import re
 import threading
 from urllib.parse import parse_qsl
 
+from fastkc.auth import PendingStep
 from fastkc.errors import KafkaConfigurationError, SaslAuthenticationFailedError
 
 MECHANISMS = ("AWS_MSK_IAM",)
@@ -162,6 +163,20 @@ class MskIamExchange:
     def first_message(self):
         self._step = 1
         credentials, region = credential_source()
+        refresh_needed = getattr(credentials, "refresh_needed", None)
+        if refresh_needed is not None and refresh_needed():
+            # botocore refreshes on the next read (STS, the instance metadata
+            # service, SSO): a network round trip bounded only by botocore's
+            # own timeouts, so it runs off the polling thread (auth.PendingStep)
+            return PendingStep(lambda: self._sign(credentials, region), self._refresh_too_slow,
+                               "fastkc-msk-iam-{0}".format(self.host))
+        return self._sign(credentials, region)
+
+    def _refresh_too_slow(self):
+        return SaslAuthenticationFailedError(
+            "AWS_MSK_IAM: refreshing the AWS credentials took longer than request_timeout_ms")
+
+    def _sign(self, credentials, region):
         try:
             # a RefreshableCredentials refreshes here when its expiry is near
             frozen = credentials.get_frozen_credentials()

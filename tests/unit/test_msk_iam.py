@@ -16,7 +16,7 @@ pytest.importorskip("botocore")
 import botocore.credentials  # noqa: E402
 
 from fastkc import KafkaConsumer, errors  # noqa: E402
-from fastkc.auth import msk_iam  # noqa: E402
+from fastkc.auth import PendingStep, msk_iam  # noqa: E402
 from tests.support import aws_env  # noqa: E402
 
 ACCESS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -170,10 +170,44 @@ def test_each_authentication_signs_with_refreshed_credentials(env):
 
     refreshable = botocore.credentials.RefreshableCredentials.create_from_metadata(refresh(), refresh, "test")
     env.setattr(msk_iam, "_sources", {msk_iam._chain_key(): (refreshable, "eu-west-1")})
-    first = json.loads(msk_iam.new_exchange(CONFIG, HOST).first_message())
-    second = json.loads(msk_iam.new_exchange(CONFIG, HOST).first_message())
+    first = json.loads(_first_message(msk_iam.new_exchange(CONFIG, HOST)))
+    second = json.loads(_first_message(msk_iam.new_exchange(CONFIG, HOST)))
     assert first["x-amz-credential"].split("/")[0] != second["x-amz-credential"].split("/")[0]
     assert second["x-amz-credential"].startswith("AKIDROTATED")
+
+
+def _first_message(exchange):
+    """The first message, waited for when it is a PendingStep (a refresh)."""
+    message = exchange.first_message()
+    if isinstance(message, PendingStep):
+        assert message.wait(10)
+        message = message.result()
+    return message
+
+
+def test_a_slow_refresh_runs_off_the_polling_thread(env):
+    # STS or the instance metadata service answering slowly must not hold
+    # the connection's thread (the consumer's poll loop): the exchange hands
+    # the connection a PendingStep at once, which later yields the payload
+    def refresh():
+        time.sleep(0.5)
+        expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+        return {"access_key": "AKIDSLOWREFRESH", "secret_key": SECRET_KEY, "token": TOKEN,
+                "expiry_time": expiry.isoformat()}
+
+    expired = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).isoformat()
+    refreshable = botocore.credentials.RefreshableCredentials.create_from_metadata(
+        {"access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "token": TOKEN, "expiry_time": expired}, refresh, "test")
+    env.setattr(msk_iam, "_sources", {msk_iam._chain_key(): (refreshable, "eu-west-1")})
+    began = time.monotonic()
+    message = msk_iam.new_exchange(CONFIG, HOST).first_message()
+    assert time.monotonic() - began < 0.2
+    assert isinstance(message, PendingStep) and not message.done()
+    assert message.wait(10)
+    assert json.loads(message.result())["x-amz-credential"].startswith("AKIDSLOWREFRESH/")
+    # fresh now: the next authentication signs on the spot
+    assert json.loads(msk_iam.new_exchange(CONFIG, HOST).first_message())["x-amz-credential"].startswith(
+        "AKIDSLOWREFRESH/")
 
 
 def test_a_failed_refresh_is_an_authentication_error_without_secrets(env):
@@ -185,7 +219,7 @@ def test_a_failed_refresh_is_an_authentication_error_without_secrets(env):
         {"access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "token": TOKEN, "expiry_time": expired}, refresh, "test")
     env.setattr(msk_iam, "_sources", {msk_iam._chain_key(): (refreshable, "eu-west-1")})
     with pytest.raises(errors.SaslAuthenticationFailedError) as info:
-        msk_iam.new_exchange(CONFIG, HOST).first_message()
+        _first_message(msk_iam.new_exchange(CONFIG, HOST))
     assert "AWS_MSK_IAM" in str(info.value)
     _no_secret(str(info.value))
 

@@ -58,6 +58,20 @@ def oidc_configs(protocol, client_id):
     return configs
 
 
+def gssapi_configs(protocol):
+    """A Case's configs function for GSSAPI with the harness realm's client
+    keytab (the process needs KRB5_CONFIG pointing at the realm's krb5.conf)."""
+    def configs(info):
+        k = info.kerberos
+        out = {"bootstrap_servers": info.listeners[protocol], "security_protocol": protocol,
+               "sasl_mechanism": "GSSAPI", "sasl_kerberos_keytab": k["client_keytab"],
+               "sasl_kerberos_principal": k["client_principal"]}
+        if protocol == "SASL_SSL":
+            out["ssl_cafile"] = info.tls["ca"]
+        return out
+    return configs
+
+
 class SteadyProducer(threading.Thread):
     """Writes `rate` records a second round-robin over the partitions until
     stop(); `acked[partition]` holds (offset, value) in the broker's order."""

@@ -15,6 +15,7 @@ import struct
 import threading
 import zlib
 
+import lz4.frame
 import pytest
 import zstandard
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -295,6 +296,24 @@ def test_size_cap_rejects_declared_sizes_before_allocating_and_streams_stop_at_c
     gzip_bomb = gz.compress(b"\x00" * (64 << 20)) + gz.flush()
     blob = g.record_batch([], raw_records=gzip_bomb, count=1, extra_attributes=g.GZIP)
     expect(DecompressedSizeLimitError, blob, max_decompressed_bytes=1 << 20)
+
+
+def test_lz4_frames_without_a_declared_size_decode_past_the_first_output_guess():
+    # Java's producer stores no content size; the host asks the lz4 package for
+    # output in growing pieces (not cap + 1 bytes at once), so a frame that
+    # expands far more than 4x must still come out whole, and the cap still holds.
+    values = [bytes([65 + i % 26]) * 4000 for i in range(200)]
+    raw = b"".join(g.encode_record(r) for r in g.records_from_values(values))
+    frame = lz4.frame.compress(raw, store_size=False)
+    assert len(raw) > 40 * len(frame)
+    blob = g.record_batch([], raw_records=frame, count=len(values), last_offset_delta=len(values) - 1,
+                         extra_attributes=g.LZ4)
+    assert [r.value for r in R.decode(blob)] == values
+    assert len(R.decode(blob, max_decompressed_bytes=len(raw))) == len(values)
+    expect(DecompressedSizeLimitError, blob, max_decompressed_bytes=len(raw) - 1)
+    expect(RecordDecompressionError, g.record_batch([], raw_records=frame[:-9], count=len(values),
+                                                    last_offset_delta=len(values) - 1,
+                                                    extra_attributes=g.LZ4))
 
 
 # --- C-path specifics ----------------------------------------------------------------------------

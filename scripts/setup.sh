@@ -18,6 +18,9 @@ command -v clang >/dev/null 2>&1 || need_apt+=(clang)
 [ -x /usr/sbin/kadmin.local ] || need_apt+=(krb5-admin-server)
 command -v kinit >/dev/null 2>&1 || need_apt+=(krb5-user)
 command -v krb5-config >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
+# instructions per record (benchmarks/cost): cachegrind counts them where the
+# virtual machine hides the CPU's counters from perf
+command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing system packages: ${need_apt[*]}"

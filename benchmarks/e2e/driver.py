@@ -69,6 +69,7 @@ LABELS = {
 }
 # Clients whose runner reports only its own start → end window (no first-record clock).
 OWN_CLOCK = {"java"}
+CLOCK_MARK = {"steady": "", "own": " †", "one-delivery": " ‡"}
 
 # (numerator, denominators, at least): the numerator against the BEST of the
 # denominators — reported as a ratio measured in this run, never asserted.
@@ -99,6 +100,9 @@ def add_arguments(parser):
                         + " (default: all; with --curve: the curve's own set)")
     parser.add_argument("--bootstrap", default=None,
                         help="use this broker instead of the local one (started if it is not running)")
+    parser.add_argument("--kafka-version", default=None,
+                        help="with --bootstrap: the broker's Kafka release (labels the tables; the Java rows "
+                        "use its jars); default: the harness's default release")
     parser.add_argument("--topic", default=None, help="topic name (default derived from the dataset's shape)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per client run")
     parser.add_argument("--json", default=None,
@@ -236,14 +240,20 @@ def summarise(name, runs, record_size):
     rates = [run_rate(r) for r in ok]
     rate = statistics.median(rates)
     records = ok[0]["records"]
-    steady = all(has_steady(r) for r in ok)
+    if all(has_steady(r) for r in ok):
+        clock = "steady"
+    elif name in OWN_CLOCK:
+        clock = "own"
+    else:
+        clock = "one-delivery"
     ttfr = [r["time_to_first_record_seconds"] for r in ok if r.get("time_to_first_record_seconds") is not None]
     summary.update({
         "status": "ok",
         "records": records,
-        # which clock the headline rate comes from: "steady" (first → last record)
-        # or "own" (a tool's own window, or a run whose records all came in one delivery)
-        "clock": "steady" if steady else "own",
+        # which clock the headline rate comes from: "steady" (first → last
+        # record), "own" (a tool's own window) or "one-delivery" (some run got
+        # every record in one delivery, leaving no interval: first poll → last)
+        "clock": clock,
         "records_per_second": rate,
         "records_per_second_min": min(rates),
         "records_per_second_max": max(rates),
@@ -304,7 +314,7 @@ def markdown_table(summaries, meta):
             continue
         lines.append("| {0} | {1:,.0f}{2} | {3:,.0f}–{4:,.0f} | {5:.1f} | {6} | {7:,.0f} | {8} | {9:.0f} | {10} "
                      "| {11} |".format(
-                         label, s["records_per_second"], "" if s["clock"] == "steady" else " †",
+                         label, s["records_per_second"], CLOCK_MARK[s["clock"]],
                          s["records_per_second_min"], s["records_per_second_max"],
                          s["value_megabytes_per_second"], fmt_ms(s["time_to_first_record_seconds"]),
                          s["first_poll_to_last_records_per_second"],
@@ -315,7 +325,8 @@ def markdown_table(summaries, meta):
     lines.append("")
     lines.append("records/s (steady): (records − those of the first delivery) ÷ (last record's time − first "
                  "record's time), per run. First record after: first poll → first record. † its own clock: "
-                 "ConsumerPerformance's fetch.time.ms (start → end of its fetch loop), which it alone reports. "
+                 "ConsumerPerformance's fetch.time.ms (start → end of its fetch loop), which it alone reports; "
+                 "‡ every record came in one delivery, so first poll → last record. "
                  "CPU s: the client process's CPU (all its threads), first poll → last record. "
                  "Machine: {machine}.".format(**meta))
     for numerator, denominators, at_least in TARGETS:
@@ -384,7 +395,7 @@ def client_names(text, default):
 def broker_for(args, log):
     """(bootstrap, kafka version or None)."""
     if args.bootstrap:
-        return args.bootstrap, None
+        return args.bootstrap, args.kafka_version
     return local_bootstrap(log)
 
 

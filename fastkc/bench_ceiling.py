@@ -58,14 +58,17 @@ def check_blob(data, topic, partition, position):
     records = 0
     next_offset = position
     while pos < end:
-        if end - pos < _HEADER_BYTES:
-            raise CorruptRecordError("{0} bytes left at byte {1}, less than a batch header".format(end - pos, pos),
+        if end - pos <= _MAGIC:
+            raise CorruptRecordError("{0} bytes left at byte {1}, less than an entry header".format(end - pos, pos),
                                      topic, partition, -1)
         base_offset, batch_length = _HEADER.unpack_from(view, pos)
         magic = view[pos + _MAGIC]
         if magic != 2:
             raise ValueError("the ceiling reads record batch v2 only; magic {0} at offset {1}".format(
                 magic, base_offset))
+        if end - pos < _HEADER_BYTES:
+            raise CorruptRecordError("{0} bytes left at byte {1}, less than a batch header".format(end - pos, pos),
+                                     topic, partition, base_offset)
         batch_end = pos + _LOG_OVERHEAD + batch_length
         if batch_length < _HEADER_BYTES - _LOG_OVERHEAD or batch_end > end:
             raise CorruptRecordError("batch length {0} at byte {1} does not fit the blob".format(batch_length, pos),

@@ -5,6 +5,7 @@ the same configs as the kafka-python runner. Mode "ceiling" reads the same
 way through fastkc.bench_ceiling.CeilingReader: the consumer's network path,
 every batch CRC-checked, nothing decoded.
 """
+import importlib
 import sys
 
 from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
@@ -31,7 +32,7 @@ def main(argv=None):
     if mode == "arrow":
         # poll_arrow() imports pyarrow on its first call; an Arrow application
         # has it imported already, so that is set-up, not time to first record.
-        import pyarrow  # noqa: F401
+        importlib.import_module("pyarrow")
 
     tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
     reader = None

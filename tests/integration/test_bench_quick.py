@@ -328,3 +328,14 @@ def test_ends_must_name_every_partition():
     with pytest.raises(SystemExit):
         common.parse_args("test", ["--bootstrap", "h:1", "--topic", "t", "--partitions", "3", "--expected", "1",
                                    "--ends", "0=1,2=0"])
+
+
+def test_the_java_steady_runner_says_when_javac_is_missing(monkeypatch, tmp_path):
+    from benchmarks.e2e import run_java_steady
+
+    monkeypatch.setenv("FASTKC_CACHE", str(tmp_path))  # nothing compiled there yet
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setattr(run_java_steady.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="javac not found"):
+        run_java_steady.compiled_classes(_Install("4.3.1"))
+    assert not any(tmp_path.rglob("*.class"))

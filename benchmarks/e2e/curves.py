@@ -27,8 +27,6 @@ per client, log x where the parameter is a number).
 import datetime
 import json
 import os
-import random
-import string
 import sys
 from dataclasses import asdict, dataclass
 
@@ -124,10 +122,16 @@ def prepare_point(bootstrap, point, records, log):
     return topic, ends
 
 
+# byte → an A–Z letter (a slight bias towards A–V; the payloads stay as hard to compress as ProducerPerformance's)
+_LETTERS = bytes(65 + b % 26 for b in range(256))
+
+
 def produce_with_headers(bootstrap, topic, records, point, log):
-    """Write the headers dataset with confluent-kafka's Producer: one random
-    A–Z payload for every record (as ProducerPerformance does), null keys,
-    round-robin partitions, large lingering batches."""
+    """Write the headers dataset with confluent-kafka's Producer: a fresh
+    random A–Z payload per record, as ProducerPerformance writes them (one
+    payload repeated would compress some twentyfold and turn the points into
+    a different dataset from the other curves'), null keys, round-robin
+    partitions, large lingering batches."""
     from confluent_kafka import Producer
 
     from fastkc import sample_run
@@ -155,8 +159,7 @@ def produce_with_headers(bootstrap, topic, records, point, log):
         "queue.buffering.max.messages": 500000,
         "delivery.report.only.error": True,
     })
-    rng = random.Random(records * 31 + point.value_size)
-    payload = "".join(rng.choice(string.ascii_uppercase) for _ in range(point.value_size)).encode()
+    size = point.value_size
     headers = header_list(point.headers) or None
 
     def on_error(err, msg):
@@ -166,7 +169,7 @@ def produce_with_headers(bootstrap, topic, records, point, log):
     for i in range(records):
         while True:
             try:
-                produce(topic, value=payload, headers=headers, partition=i % point.partitions, on_delivery=on_error)
+                produce(topic, value=os.urandom(size).translate(_LETTERS), headers=headers, partition=i % point.partitions, on_delivery=on_error)
                 break
             except BufferError:
                 producer.poll(0.05)

@@ -6,6 +6,7 @@
     fastkc broker resolve [--kafka-version V ...]
     fastkc demo [--records N] [--record-size B] [--partitions P] [--compression C]
     fastkc bench [--records N] [--record-size B] [--partitions P] [--compression C] [--repeat R] [--clients ...]
+    fastkc bench --curve value-size|partitions|codecs|headers|all [--max-records N] [--max-value-bytes B] [--points ...]
     fastkc bench-rebalance [--bootstrap HOST:PORT] [--repeat N] [--rate R] [--only fastkc,confluent]
 
 Subcommands are argparse subparsers, each with its own handler, so later
@@ -166,7 +167,8 @@ def build_parser():
     demo_p.set_defaults(handler=_demo)
 
     bench_p = commands.add_parser(
-        "bench", help="consume one topic with fastkc and every other client side by side; ratio table, JSON, PNG")
+        "bench", help="steady-state throughput of fastkc and every other client on one topic (or, with --curve, "
+        "across value sizes, partitions, codecs, headers); tables, JSON, PNG")
     driver = _bench_driver()
     if driver is not None:
         driver.add_arguments(bench_p)  # one definition of the options, shared with the driver

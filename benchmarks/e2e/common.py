@@ -6,11 +6,22 @@ one client's heap, threads and garbage-collector state cannot slow down the
 next one. It reads the whole topic from the beginning to the end offsets the
 driver measured, then prints exactly one JSON object as its last stdout line:
 
-    {"client": ..., "records": N, "seconds": S, "peak_rss_bytes": B, ...}
+    {"client": ..., "records": N, "seconds": S, "steady_seconds": T,
+     "steady_records": M, "time_to_first_record_seconds": F,
+     "peak_rss_bytes": B, ...}
 
-The clock starts just before the first poll and stops when the batch holding
-the last record has been handed to Python (connection set-up, metadata and
-group joins before the first poll are outside it, for every client alike).
+Three figures come from one clock (`Clock`):
+- steady state, the headline: from the first record delivered to the last.
+  The records of the first delivery arrived at that clock's zero, so they are
+  not counted: rate = (records - records_in_first_delivery) /
+  (t_last_record - t_first_record). A client that starts fetching at
+  assign() (librdkafka's background thread) and one that starts at the first
+  poll() are measured alike, neither gets a head start.
+- time to first record: first poll -> first record, its own column (it is
+  where the start-up difference shows).
+- first poll -> last record ("seconds"), the figure earlier tables showed.
+Connection set-up, metadata and group joins before the first poll are
+outside every window, for every client alike.
 A runner whose count differs from the topic's exits non-zero: a fast wrong
 answer is not a result.
 """
@@ -81,7 +92,7 @@ def drain(poll_count, positions, args, clock):
         n = poll_count()
         if n:
             records += n
-            clock.saw_records()
+            clock.saw_records(n)
             if records >= expected:
                 break
         elif _at_end(positions(), args.ends):
@@ -98,11 +109,14 @@ def _at_end(positions, ends):
 
 
 class Clock:
-    """first poll → last record, and a deadline so a stuck client fails instead of hanging."""
+    """first poll, first record, last record; and a deadline so a stuck client
+    fails instead of hanging."""
 
     def __init__(self, timeout):
         self.timeout = timeout
         self.started = None
+        self.first_record = None
+        self.first_delivery_records = 0  # delivered at the steady clock's zero: not in its rate
         self.last_record = None
         # CPU time of the whole process (every thread, so librdkafka's and the
         # asyncio loop's work counts too): on a shared machine, CPU seconds per
@@ -114,8 +128,13 @@ class Clock:
         self.cpu_started = time.process_time()
         self.started = time.perf_counter()
 
-    def saw_records(self):
-        self.last_record = time.perf_counter()
+    def saw_records(self, n):
+        """`n` (> 0) records were just handed to the application."""
+        now = time.perf_counter()
+        if self.first_record is None:
+            self.first_record = now
+            self.first_delivery_records = n
+        self.last_record = now
         self.cpu_last_record = time.process_time()
 
     def check_deadline(self, records_so_far, expected):
@@ -130,6 +149,19 @@ class Clock:
         return self.last_record - self.started
 
     @property
+    def steady_seconds(self):
+        """first record -> last record; 0.0 when every record came in one delivery."""
+        if self.last_record is None:
+            return 0.0
+        return self.last_record - self.first_record
+
+    @property
+    def time_to_first_record(self):
+        if self.first_record is None:
+            return None
+        return self.first_record - self.started
+
+    @property
     def cpu_seconds(self):
         if self.cpu_last_record is None:
             return 0.0
@@ -142,8 +174,11 @@ def peak_rss_bytes(children=False):
     return resource.getrusage(who).ru_maxrss * 1024
 
 
-def finish(client, args, records, seconds, *, peak_rss=None, cpu_seconds=None, **extra):
-    """Check the count, then print the result line. Never returns normally on a mismatch."""
+def finish(client, args, records, seconds, *, clock=None, peak_rss=None, cpu_seconds=None, **extra):
+    """Check the count, then print the result line. Never returns normally on a mismatch.
+
+    With `clock` (a Clock that saw every delivery) the steady-state figures go
+    in too; without one (a tool with its own clock) they are None."""
     if records != args.expected:
         raise CountMismatch("{0}: read {1:,} records, the topic holds {2:,}".format(
             client, records, args.expected))
@@ -155,8 +190,21 @@ def finish(client, args, records, seconds, *, peak_rss=None, cpu_seconds=None, *
         "seconds": seconds,
         "peak_rss_bytes": peak_rss if peak_rss is not None else peak_rss_bytes(),
         "cpu_seconds": cpu_seconds,  # None when the runner cannot measure the timed window alone
+        "steady_seconds": None,
+        "steady_records": None,
+        "first_delivery_records": None,
+        "time_to_first_record_seconds": None,
         "python": sys.version.split()[0],
     }
+    if clock is not None:
+        steady = records - clock.first_delivery_records
+        result.update({
+            # None when one delivery held everything: no interval to divide by.
+            "steady_seconds": clock.steady_seconds if steady > 0 and clock.steady_seconds > 0 else None,
+            "steady_records": steady if steady > 0 and clock.steady_seconds > 0 else None,
+            "first_delivery_records": clock.first_delivery_records,
+            "time_to_first_record_seconds": clock.time_to_first_record,
+        })
     result.update(extra)
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()

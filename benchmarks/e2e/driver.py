@@ -1,22 +1,35 @@
-"""End-to-end consumer throughput: one topic, every client, one run.
+"""End-to-end consumer throughput at steady state: one topic, every client, interleaved rounds.
 
     python -m benchmarks.e2e.driver [--records 2000000] [--record-size 100] [--partitions 8]
-        [--compression lz4] [--repeat 1] [--clients fastkc-records,fastkc-arrow,...]
+        [--compression lz4] [--repeat 3] [--clients fastkc-records,fastkc-arrow,...]
         [--bootstrap HOST:PORT] [--json PATH] [--png PATH]
+    python -m benchmarks.e2e.driver --curve value-size|partitions|codecs|headers|all [...]
     fastkc bench [same options]
 
 The topic is prepared once (created and written by Kafka's own Java
 ProducerPerformance through fastkc.sample_run.ensure_sample, so the demo and
 the benchmark share it) and then read from its beginning to its end offsets by
 each client in its own process (benchmarks/e2e/run_*.py). With --repeat N the
-clients take turns N times and each figure is the median of its N runs.
+clients take turns N times (round 1: every client once, then round 2, ...), so
+a drift in the machine's load spreads over all of them.
 
-Prints a Markdown table (records/s, MB/s of values, wall time, peak RSS and
-the ratio of fastkc to each anchor), then writes the JSON and a PNG chart
+The headline is the steady-state rate (benchmarks/e2e/common.py): from the
+first record delivered to the last, counting the records after the first
+delivery, rate = (records - records_in_first_delivery) / (t_last - t_first);
+the median over the rounds with the slowest and fastest run beside it.
+Time to first record (first poll -> first record) is its own column, and the
+older first poll -> last record rate is kept as a column too. Java's
+ConsumerPerformance only reports its own start -> end window; its row keeps
+that clock and says so (the `java-steady` row is Kafka's Java consumer timed
+like the others).
+
+Prints a Markdown table (with the load average, and each target as a ratio
+measured in this run, never asserted), then writes the JSON and a PNG chart
 (default: benchmarks/results/e2e.json and e2e.png; the table alone goes to
 e2e.md beside the JSON). Any client that reads a different number of records
 than the topic holds, or fails, is reported as FAILED and the driver exits
-with status 1 after writing what it has.
+with status 1 after writing what it has. --curve runs benchmarks/e2e/curves.py
+instead (tables and charts per curve).
 """
 import argparse
 import datetime
@@ -35,29 +48,36 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results")
 CLIENTS = {
     "fastkc-records": ("benchmarks.e2e.run_fastkc", "records"),
     "fastkc-arrow": ("benchmarks.e2e.run_fastkc", "arrow"),
+    "ceiling": ("benchmarks.e2e.run_fastkc", "ceiling"),
     "kafka-python": ("benchmarks.e2e.run_kafka_python", None),
     "aiokafka": ("benchmarks.e2e.run_aiokafka", None),
     "confluent-kafka": ("benchmarks.e2e.run_confluent", "default"),
     "confluent-kafka-tuned": ("benchmarks.e2e.run_confluent", "tuned"),
+    "java-steady": ("benchmarks.e2e.run_java_steady", None),
     "java": ("benchmarks.e2e.run_java", None),
 }
 LABELS = {
     "fastkc-records": "fastkc poll() → records",
     "fastkc-arrow": "fastkc poll_arrow() → Arrow",
+    "ceiling": "ceiling: fastkc fetch + CRC, no decode",
     "kafka-python": "kafka-python 3.x",
     "aiokafka": "aiokafka",
     "confluent-kafka": "confluent-kafka consume(500)",
     "confluent-kafka-tuned": "confluent-kafka consume(500), fetch.queue.backoff.ms=10",
-    "java": "Java ConsumerPerformance",
+    "java-steady": "Java KafkaConsumer poll() (steady-state runner)",
+    "java": "Java ConsumerPerformance (its own clock †)",
 }
+# Clients whose runner reports only its own start → end window (no first-record clock).
+OWN_CLOCK = {"java"}
+CLOCK_MARK = {"steady": "", "own": " †", "one-delivery": " ‡"}
 
-# (numerator, denominator, at least) — reported, never asserted.
+# (numerator, denominators, at least): the numerator against the BEST of the
+# denominators — reported as a ratio measured in this run, never asserted.
 TARGETS = [
-    ("fastkc-records", "confluent-kafka", 2.0),
-    # The same target against librdkafka without its 1 s fetch back-off (run_confluent.py says why).
-    ("fastkc-records", "confluent-kafka-tuned", 2.0),
-    ("fastkc-records", "kafka-python", 10.0),
-    ("fastkc-arrow", "java", 1.0),
+    ("fastkc-records", ("confluent-kafka", "confluent-kafka-tuned"), 2.5),
+    ("fastkc-records", ("kafka-python",), 10.0),
+    ("fastkc-arrow", ("java",), 4.0),
+    ("fastkc-arrow", ("ceiling",), 0.8),
 ]
 
 
@@ -73,22 +93,46 @@ def add_arguments(parser):
     parser.add_argument("--record-size", type=int, default=100, help="value bytes per record (default 100)")
     parser.add_argument("--partitions", type=int, default=8, help="partitions (default 8)")
     parser.add_argument("--compression", default="lz4", choices=("none", "gzip", "snappy", "lz4", "zstd"))
-    parser.add_argument("--repeat", type=int, default=1, help="runs per client; figures are medians (default 1)")
-    parser.add_argument("--clients", default=",".join(CLIENTS),
-                        help="comma-separated subset of: " + ", ".join(CLIENTS))
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds; each client runs once per round, figures are medians (default 3)")
+    parser.add_argument("--clients", default=None,
+                        help="comma-separated subset of: " + ", ".join(CLIENTS)
+                        + " (default: all; with --curve: the curve's own set)")
     parser.add_argument("--bootstrap", default=None,
                         help="use this broker instead of the local one (started if it is not running)")
+    parser.add_argument("--kafka-version", default=None,
+                        help="with --bootstrap: the broker's Kafka release (labels the tables; the Java rows "
+                        "use its jars); default: the harness's default release")
     parser.add_argument("--topic", default=None, help="topic name (default derived from the dataset's shape)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per client run")
-    parser.add_argument("--json", default=os.path.join(RESULTS, "e2e.json"), help="where to write the results")
-    parser.add_argument("--png", default=os.path.join(RESULTS, "e2e.png"), help="where to draw the chart")
+    parser.add_argument("--json", default=None,
+                        help="where to write the results (default benchmarks/results/e2e.json; with --curve, "
+                        "the curve's files go to the folder of this path)")
+    parser.add_argument("--png", default=None, help="where to draw the chart (default beside the JSON)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="skip the untimed read of the topic before the first client")
+    parser.add_argument("--curve", default=None, choices=("value-size", "partitions", "codecs", "headers", "all"),
+                        help="run a curve (several datasets) instead of one point")
+    parser.add_argument("--max-records", type=int, default=2_000_000,
+                        help="with --curve: at most this many records per point (default 2000000)")
+    parser.add_argument("--max-value-bytes", type=int, default=400_000_000,
+                        help="with --curve: at most this many value bytes per point (default 400000000)")
+    parser.add_argument("--points", default=None,
+                        help="with --curve (one curve): a comma-separated subset of its x values, e.g. 10,1024")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
 def log_to_stderr(message):
     print(message, file=sys.stderr, flush=True)
+
+
+def load_average():
+    return " ".join("{0:.2f}".format(x) for x in os.getloadavg())
+
+
+def machine_line():
+    return "{0} {1}, {2} CPUs, load average {3}".format(
+        platform.system(), platform.machine(), os.cpu_count(), load_average())
 
 
 def local_bootstrap(log):
@@ -103,18 +147,24 @@ def local_bootstrap(log):
 def prepare_topic(bootstrap, topic, args, log):
     """Create and fill the topic unless it holds the dataset; return its end offsets."""
     from fastkc import sample_run
-    from fastkc.protocol.blocking import BlockingConnection
 
     sample_run.ensure_sample(bootstrap, topic, records=args.records, record_size=args.record_size,
                              partitions=args.partitions, compression=args.compression, log=log)
+    return topic_ends(bootstrap, topic, args.partitions)
+
+
+def topic_ends(bootstrap, topic, partitions):
+    from fastkc import sample_run
+    from fastkc.protocol.blocking import BlockingConnection
+
     host, port = sample_run._split(bootstrap)
     with BlockingConnection(host, port, timeout=30.0) as conn:
         topic_id, ends = sample_run.topic_layout(conn, topic)
     if topic_id is None:
         raise RuntimeError("topic {0} vanished after loading".format(topic))
-    if sorted(ends) != list(range(args.partitions)):
+    if sorted(ends) != list(range(partitions)):
         raise RuntimeError("topic {0} has partitions {1}, not {2}: pick another --topic".format(
-            topic, sorted(ends), args.partitions))
+            topic, sorted(ends), partitions))
     return ends
 
 
@@ -127,7 +177,7 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
            "--timeout", str(timeout)]
     if mode:
         cmd += ["--mode", mode]
-    if name == "java" and kafka_version:
+    if name in ("java", "java-steady") and kafka_version:
         cmd += ["--kafka-version", kafka_version]
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -151,25 +201,74 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
     return result
 
 
+def run_rounds(names, bootstrap, topic, ends, repeat, timeout, kafka_version, log):
+    """{client: [run result]}: `repeat` rounds, every client once per round, in turn."""
+    runs = {name: [] for name in names}
+    for round_no in range(repeat):
+        for name in names:
+            result = run_client(name, bootstrap, topic, ends, timeout, kafka_version)
+            runs[name].append(result)
+            if "error" in result:
+                log("  [{0}/{1}] {2}: FAILED {3}".format(round_no + 1, repeat, name, result["error"]))
+            else:
+                log("  [{0}/{1}] {2}: {3:,.0f} records/s steady, first record after {4}, peak RSS {5:.0f} MiB"
+                    " (load {6:.2f})".format(
+                        round_no + 1, repeat, name, run_rate(result),
+                        fmt_ms(result.get("time_to_first_record_seconds")),
+                        result["peak_rss_bytes"] / 2**20, result["load_average_1m_before"]))
+    return runs
+
+
+def has_steady(result):
+    return result.get("steady_seconds") is not None and result.get("steady_records")
+
+
+def run_rate(result):
+    """A run's headline rate: steady state when the runner measured it, else its own window."""
+    if has_steady(result):
+        return result["steady_records"] / result["steady_seconds"]
+    return result["records"] / result["seconds"]
+
+
 def summarise(name, runs, record_size):
     ok = [r for r in runs if "error" not in r]
     summary = {"client": name, "label": LABELS[name], "runs": runs}
-    if len(ok) != len(runs):
+    if len(ok) != len(runs) or not ok:
         summary["status"] = "failed"
-        summary["reason"] = next(r["error"] for r in runs if "error" in r)
+        summary["reason"] = next((r["error"] for r in runs if "error" in r), "no runs")
         return summary
-    seconds = statistics.median(r["seconds"] for r in ok)
+    rates = [run_rate(r) for r in ok]
+    rate = statistics.median(rates)
     records = ok[0]["records"]
+    if all(has_steady(r) for r in ok):
+        clock = "steady"
+    elif name in OWN_CLOCK:
+        clock = "own"
+    else:
+        clock = "one-delivery"
+    ttfr = [r["time_to_first_record_seconds"] for r in ok if r.get("time_to_first_record_seconds") is not None]
     summary.update({
         "status": "ok",
         "records": records,
-        "seconds": seconds,
-        "records_per_second": records / seconds,
-        # Values only: ProducerPerformance writes null keys and no headers.
-        "value_megabytes_per_second": records * record_size / seconds / 1e6,
+        # which clock the headline rate comes from: "steady" (first → last
+        # record), "own" (a tool's own window) or "one-delivery" (some run got
+        # every record in one delivery, leaving no interval: first poll → last)
+        "clock": clock,
+        "records_per_second": rate,
+        "records_per_second_min": min(rates),
+        "records_per_second_max": max(rates),
+        # Values only (ProducerPerformance writes null keys; headers are not counted).
+        "value_megabytes_per_second": rate * record_size / 1e6,
+        "time_to_first_record_seconds": statistics.median(ttfr) if len(ttfr) == len(ok) else None,
+        # the previous headline: first poll → last record, all records
+        "first_poll_to_last_records_per_second": statistics.median(r["records"] / r["seconds"] for r in ok),
+        "seconds": statistics.median(r["seconds"] for r in ok),
         "peak_rss_bytes": max(r["peak_rss_bytes"] for r in ok),
         "cpu_seconds": (statistics.median(r["cpu_seconds"] for r in ok)
                         if all(r.get("cpu_seconds") is not None for r in ok) else None),
+        "load_average_1m": statistics.median(r["load_average_1m_before"] for r in ok
+                                             if r.get("load_average_1m_before") is not None)
+        if any(r.get("load_average_1m_before") is not None for r in ok) else None,
         "api": ok[0].get("api"),
         "version": ok[0].get("version"),
     })
@@ -183,39 +282,69 @@ def ratio(summaries, numerator, denominator):
     return a["records_per_second"] / b["records_per_second"]
 
 
+def target_ratio(summaries, numerator, denominators):
+    """numerator ÷ the best of the denominators measured, and which one that was."""
+    measured = [(summaries[d]["records_per_second"], d) for d in denominators
+                if d in summaries and summaries[d]["status"] == "ok"]
+    a = summaries.get(numerator)
+    if not measured or not a or a["status"] != "ok":
+        return None, None
+    best_rate, best = max(measured)
+    return a["records_per_second"] / best_rate, best
+
+
+def target_key(numerator, denominators):
+    return "{0}/{1}".format(numerator, "best-of(" + ",".join(denominators) + ")" if len(denominators) > 1
+                            else denominators[0])
+
+
 def markdown_table(summaries, meta):
     lines = [
         "End-to-end consumption of {records:,} records × {record_size} B ({compression}, {partitions} partitions, "
-        "Kafka {kafka_version}), median of {repeat} run(s); first poll → last record.".format(**meta),
+        "Kafka {kafka_version}); {repeat} interleaved round(s), median and slowest–fastest run.".format(**meta),
         "",
-        "| client | records/s | MB/s (values) | seconds | CPU seconds | peak RSS MiB "
-        "| fastkc records ÷ it | fastkc Arrow ÷ it |",
-        "|---|---|---|---|---|---|---|---|",
+        "| client | records/s (steady) | slowest–fastest | MB/s (values) | first record after "
+        "| records/s (first poll → last) | CPU s | peak RSS MiB | poll() ÷ it | poll_arrow() ÷ it |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in summaries.items():
         label = s["label"]
         if s["status"] != "ok":
-            lines.append("| {0} | {1} | | | | | | |".format(label, s["status"].upper()))
+            lines.append("| {0} | {1} | | | | | | | | |".format(label, s["status"].upper()))
             continue
-        lines.append("| {0} | {1:,.0f} | {2:.1f} | {3:.2f} | {4} | {5:.0f} | {6} | {7} |".format(
-            label, s["records_per_second"], s["value_megabytes_per_second"], s["seconds"],
-            "—" if s["cpu_seconds"] is None else "{0:.2f}".format(s["cpu_seconds"]),
-            s["peak_rss_bytes"] / 2**20,
-            fmt_ratio(ratio(summaries, "fastkc-records", name)),
-            fmt_ratio(ratio(summaries, "fastkc-arrow", name))))
+        lines.append("| {0} | {1:,.0f}{2} | {3:,.0f}–{4:,.0f} | {5:.1f} | {6} | {7:,.0f} | {8} | {9:.0f} | {10} "
+                     "| {11} |".format(
+                         label, s["records_per_second"], CLOCK_MARK[s["clock"]],
+                         s["records_per_second_min"], s["records_per_second_max"],
+                         s["value_megabytes_per_second"], fmt_ms(s["time_to_first_record_seconds"]),
+                         s["first_poll_to_last_records_per_second"],
+                         "—" if s["cpu_seconds"] is None else "{0:.2f}".format(s["cpu_seconds"]),
+                         s["peak_rss_bytes"] / 2**20,
+                         fmt_ratio(ratio(summaries, "fastkc-records", name)),
+                         fmt_ratio(ratio(summaries, "fastkc-arrow", name))))
     lines.append("")
-    lines.append("CPU seconds: the client process's CPU (all its threads) over the same window; not reported "
-                 "by ConsumerPerformance. Machine: {machine}.".format(**meta))
-    for numerator, denominator, at_least in TARGETS:
-        r = ratio(summaries, numerator, denominator)
+    lines.append("records/s (steady): (records − those of the first delivery) ÷ (last record's time − first "
+                 "record's time), per run. First record after: first poll → first record. † its own clock: "
+                 "ConsumerPerformance's fetch.time.ms (start → end of its fetch loop), which it alone reports; "
+                 "‡ every record came in one delivery, so first poll → last record. "
+                 "CPU s: the client process's CPU (all its threads), first poll → last record. "
+                 "Machine: {machine}.".format(**meta))
+    for numerator, denominators, at_least in TARGETS:
+        r, best = target_ratio(summaries, numerator, denominators)
         verdict = "not measured" if r is None else ("met" if r >= at_least else "NOT met")
+        against = LABELS[denominators[0]] if len(denominators) == 1 else "the better of {0} (here: {1})".format(
+            " and ".join(LABELS[d] for d in denominators), LABELS[best] if best else "—")
         lines.append("- target {0} ≥ {1:g}× {2}: {3} ({4})".format(
-            LABELS[numerator], at_least, LABELS[denominator], fmt_ratio(r), verdict))
+            LABELS[numerator], at_least, against, fmt_ratio(r), verdict))
     return "\n".join(lines)
 
 
 def fmt_ratio(r):
     return "—" if r is None else "{0:.2f}×".format(r)
+
+
+def fmt_ms(seconds):
+    return "—" if seconds is None else "{0:,.0f} ms".format(seconds * 1000)
 
 
 def draw_chart(summaries, meta, path):
@@ -225,21 +354,23 @@ def draw_chart(summaries, meta, path):
     import matplotlib.pyplot as plt
 
     measured = [s for s in summaries.values() if s["status"] == "ok"][::-1]  # barh draws bottom-up
-    fig, ax = plt.subplots(figsize=(10, 0.6 * max(len(measured), 1) + 1.6))
+    fig, ax = plt.subplots(figsize=(10, 0.6 * max(len(measured), 1) + 1.8))
     labels = [s["label"] for s in measured]
     rates = [s["records_per_second"] / 1e6 for s in measured]
     # Whiskers span the slowest to the fastest run around the median bar.
-    run_rates = [[r["records"] / r["seconds"] / 1e6 for r in s["runs"]] for s in measured]
-    spread = [[rate - min(runs) for rate, runs in zip(rates, run_rates)],
-              [max(runs) - rate for rate, runs in zip(rates, run_rates)]]
-    bars = ax.barh(labels, rates, xerr=spread, capsize=3, ecolor="#333333",
-                   color=["#d62728" if label.startswith("fastkc") else "#7f7f7f" for label in labels])
-    for bar, rate, runs in zip(bars, rates, run_rates):
-        ax.text(max(runs), bar.get_y() + bar.get_height() / 2, "  {0:.2f}".format(rate), va="center")
-    ax.set_xlabel("million records/s delivered (first poll → last record); median, whiskers: slowest–fastest run")
-    ax.set_title("{records:,} × {record_size} B, {compression}, {partitions} partitions, Kafka {kafka_version}"
-                 .format(**meta), fontsize=10)
-    ax.set_xlim(0, max([max(runs) for runs in run_rates] + [0.001]) * 1.15)
+    lows = [s["records_per_second_min"] / 1e6 for s in measured]
+    highs = [s["records_per_second_max"] / 1e6 for s in measured]
+    spread = [[rate - low for rate, low in zip(rates, lows)], [high - rate for rate, high in zip(rates, highs)]]
+    colours = ["#1f77b4" if s["client"] == "ceiling" else "#d62728" if s["client"].startswith("fastkc")
+               else "#7f7f7f" for s in measured]
+    bars = ax.barh(labels, rates, xerr=spread, capsize=3, ecolor="#333333", color=colours)
+    for bar, rate, high in zip(bars, rates, highs):
+        ax.text(high, bar.get_y() + bar.get_height() / 2, "  {0:.2f}".format(rate), va="center")
+    ax.set_xlabel("million records/s at steady state (first record → last); median, whiskers: slowest–fastest "
+                  "run; † own clock")
+    ax.set_title("{records:,} × {record_size} B, {compression}, {partitions} partitions, Kafka {kafka_version}; "
+                 "load {load}".format(load=load_average(), **meta), fontsize=10)
+    ax.set_xlim(0, max(highs + [0.001]) * 1.18)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -253,21 +384,44 @@ def git_commit():
         return None
 
 
+def client_names(text, default):
+    names = [n.strip() for n in text.split(",") if n.strip()] if text else list(default)
+    unknown = [n for n in names if n not in CLIENTS]
+    if unknown or not names:
+        raise SystemExit("unknown client(s) {0}; choose from {1}".format(unknown, ", ".join(CLIENTS)))
+    return names
+
+
+def broker_for(args, log):
+    """(bootstrap, kafka version or None)."""
+    if args.bootstrap:
+        return args.bootstrap, args.kafka_version
+    return local_bootstrap(log)
+
+
+def warm_up(bootstrap, topic, log):
+    # One untimed pass through the broker, so whichever client goes first does not
+    # pay for reading a topic written long ago from disk while the others hit the page cache.
+    from fastkc import sample_run
+
+    warm = sample_run.consume_all(bootstrap, topic)
+    log("warm-up read: {0:,} records in {1:.2f}s (untimed)".format(warm.records, warm.seconds))
+
+
 def run(args, log=log_to_stderr):
     if args.quiet:
         def log(message):
             pass
-    names = [n.strip() for n in args.clients.split(",") if n.strip()]
-    unknown = [n for n in names if n not in CLIENTS]
-    if unknown or not names:
-        raise SystemExit("unknown client(s) {0}; choose from {1}".format(unknown, ", ".join(CLIENTS)))
+    if args.curve:
+        from benchmarks.e2e import curves
+
+        return curves.run(args, log)
+    names = client_names(args.clients, CLIENTS)
     if args.repeat < 1 or args.records < 1 or args.partitions < 1 or args.record_size < 1:
         raise SystemExit("--repeat, --records, --partitions and --record-size must be positive")
-    kafka_version = None
-    if args.bootstrap:
-        bootstrap = args.bootstrap
-    else:
-        bootstrap, kafka_version = local_bootstrap(log)
+    json_path = args.json or os.path.join(RESULTS, "e2e.json")
+    png_path = args.png or os.path.splitext(json_path)[0] + ".png"
+    bootstrap, kafka_version = broker_for(args, log)
     topic = args.topic or "fastkc-sample-{0}x{1}-{2}-{3}p".format(
         args.records, args.record_size, args.compression, args.partitions)
     log("broker {0}, topic {1}".format(bootstrap, topic))
@@ -276,28 +430,10 @@ def run(args, log=log_to_stderr):
     if total != args.records:
         log("note: {0} holds {1:,} records (asked for {2:,}); every client must read {1:,}".format(
             topic, total, args.records))
-
     if args.warmup:
-        # One untimed pass through the broker, so whichever client goes first does not
-        # pay for reading a topic written long ago from disk while the others hit the page cache.
-        from fastkc import sample_run
+        warm_up(bootstrap, topic, log)
 
-        warm = sample_run.consume_all(bootstrap, topic)
-        log("warm-up read: {0:,} records in {1:.2f}s (untimed)".format(warm.records, warm.seconds))
-
-    runs = {name: [] for name in names}
-    for round_no in range(args.repeat):
-        # Clients take turns, so a slow drift in the machine's load spreads over all of them.
-        for name in names:
-            result = run_client(name, bootstrap, topic, ends, args.timeout, kafka_version)
-            runs[name].append(result)
-            if "error" in result:
-                log("  [{0}/{1}] {2}: FAILED {3}".format(round_no + 1, args.repeat, name, result["error"]))
-            else:
-                log("  [{0}/{1}] {2}: {3:,} records in {4:.2f}s = {5:,.0f} records/s, peak RSS {6:.0f} MiB".format(
-                    round_no + 1, args.repeat, name, result["records"], result["seconds"],
-                    result["records"] / result["seconds"], result["peak_rss_bytes"] / 2**20))
-
+    runs = run_rounds(names, bootstrap, topic, ends, args.repeat, args.timeout, kafka_version, log)
     summaries = {name: summarise(name, runs[name], args.record_size) for name in names}
     meta = {
         "records": total,
@@ -310,29 +446,31 @@ def run(args, log=log_to_stderr):
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": git_commit(),
         "python": sys.version.split()[0],
-        "machine": "{0} {1}, {2} CPUs, load average {3}".format(
-            platform.system(), platform.machine(), os.cpu_count(),
-            " ".join("{0:.2f}".format(x) for x in os.getloadavg())),
+        "machine": machine_line(),
     }
     table = markdown_table(summaries, meta)
     print(table)
     document = {
         "meta": meta,
         "clients": summaries,
-        "ratios": {"{0}/{1}".format(n, d): ratio(summaries, n, d) for n, d, _ in TARGETS},
+        "ratios": {"{0}/{1}".format(n, d): ratio(summaries, n, d)
+                   for n, ds, _ in TARGETS for d in ds},
+        "targets": [{"key": target_key(n, ds), "numerator": n, "against": target_ratio(summaries, n, ds)[1],
+                     "ratio": target_ratio(summaries, n, ds)[0], "at_least": at_least}
+                    for n, ds, at_least in TARGETS],
         "table_markdown": table,
     }
-    for path in (args.json, args.png):
+    for path in (json_path, png_path):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(args.json, "w") as f:
+    with open(json_path, "w") as f:
         json.dump(document, f, indent=2, sort_keys=False)
         f.write("\n")
     # The table alone too, for the README to quote.
-    markdown_path = os.path.splitext(args.json)[0] + ".md"
+    markdown_path = os.path.splitext(json_path)[0] + ".md"
     with open(markdown_path, "w") as f:
         f.write(table + "\n")
-    draw_chart(summaries, meta, args.png)
-    log("wrote {0}, {1} and {2}".format(args.json, markdown_path, args.png))
+    draw_chart(summaries, meta, png_path)
+    log("wrote {0}, {1} and {2}".format(json_path, markdown_path, png_path))
     failed = [name for name, s in summaries.items() if s["status"] == "failed"]
     if failed:
         log("FAILED: " + ", ".join(failed))

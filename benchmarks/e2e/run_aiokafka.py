@@ -34,7 +34,7 @@ async def consume(args):
             n = sum(len(batch) for batch in batches.values())
             if n:
                 records += n
-                clock.saw_records()
+                clock.saw_records(n)
                 if records >= args.expected:
                     break
             elif _at_end(await positions(), args.ends):
@@ -53,7 +53,7 @@ def main(argv=None):
     import aiokafka
 
     records, clock = asyncio.run(consume(args))
-    finish("aiokafka", args, records, clock.seconds, cpu_seconds=clock.cpu_seconds,
+    finish("aiokafka", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
            version=aiokafka.__version__)
 
 

@@ -1,18 +1,25 @@
 """fastkc: assign every partition, seek to the beginning, then poll()
 (mode "records": kafka-python-style ConsumerRecords) or poll_arrow()
 (mode "arrow": one pyarrow.RecordBatch per call) until the end offsets, with
-the same configs as the kafka-python runner.
+the same configs as the kafka-python runner. Mode "ceiling" reads the same
+way through fastkc.bench_ceiling.CeilingReader: the consumer's network path,
+every batch CRC-checked, nothing decoded.
 """
+import importlib
 import sys
 
 from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
+
+MODES = ("records", "arrow", "ceiling")
+API = {"records": "KafkaConsumer.poll", "arrow": "KafkaConsumer.poll_arrow",
+       "ceiling": "fastkc.bench_ceiling.CeilingReader.poll_raw"}
 
 
 def main(argv=None):
     args = parse_args(__doc__.split("\n\n")[0], argv)
     mode = args.mode or "records"
-    if mode not in ("records", "arrow"):
-        raise SystemExit("unknown fastkc mode {0!r} (records or arrow)".format(mode))
+    if mode not in MODES:
+        raise SystemExit("unknown fastkc mode {0!r} ({1})".format(mode, ", ".join(MODES)))
     import fastkc
 
     if fastkc.backend != "c":
@@ -22,11 +29,23 @@ def main(argv=None):
     from fastkc import KafkaConsumer
     from fastkc.structs import TopicPartition
 
+    if mode == "arrow":
+        # poll_arrow() imports pyarrow on its first call; an Arrow application
+        # has it imported already, so that is set-up, not time to first record.
+        importlib.import_module("pyarrow")
+
     tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
-    consumer = KafkaConsumer(
-        bootstrap_servers=args.bootstrap,
-        **KAFKA_PYTHON_STYLE_CONFIG,
-    )
+    reader = None
+    if mode == "ceiling":
+        from fastkc.bench_ceiling import CeilingReader
+
+        reader = CeilingReader(bootstrap_servers=args.bootstrap, **KAFKA_PYTHON_STYLE_CONFIG)
+        consumer = reader.consumer
+    else:
+        consumer = KafkaConsumer(
+            bootstrap_servers=args.bootstrap,
+            **KAFKA_PYTHON_STYLE_CONFIG,
+        )
     try:
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
@@ -34,9 +53,12 @@ def main(argv=None):
         if mode == "records":
             def poll_count():
                 return sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
-        else:
+        elif mode == "arrow":
             def poll_count():
                 return consumer.poll_arrow(timeout_ms=1000).num_rows
+        else:
+            def poll_count():
+                return reader.poll_raw(timeout_ms=1000)
 
         def positions():
             return {tp.partition: consumer.position(tp) for tp in tps}
@@ -44,8 +66,8 @@ def main(argv=None):
         records = drain(poll_count, positions, args, clock)
     finally:
         consumer.close()
-    finish("fastkc " + mode, args, records, clock.seconds, cpu_seconds=clock.cpu_seconds,
-           api="KafkaConsumer." + ("poll" if mode == "records" else "poll_arrow"), backend=fastkc.backend)
+    finish("fastkc " + mode, args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
+           api=API[mode], backend=fastkc.backend)
     return 0
 
 

@@ -36,7 +36,7 @@ def main(argv=None):
         consumer.close()
     import kafka
 
-    finish("kafka-python", args, records, clock.seconds, cpu_seconds=clock.cpu_seconds,
+    finish("kafka-python", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
            version=kafka.__version__, crc32c=crc)
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from benchmarks.e2e import common, driver, run_java
+from benchmarks.e2e import common, curves, driver, run_java
 from tests.support.kafka_tools import unique_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,6 +33,12 @@ def quick_run(kafka_broker, tmp_path_factory):
     return proc, out, topic
 
 
+# Clients that deliver at most 500 records per call: 20,000 records always take
+# several deliveries, so their steady-state window exists. The others may get a
+# whole tiny topic in one delivery (then the row says so, marked ‡).
+SEVERAL_DELIVERIES = {"fastkc-records", "kafka-python", "confluent-kafka", "confluent-kafka-tuned"}
+
+
 def test_every_client_reads_exactly_the_topic(quick_run):
     proc, out, _ = quick_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -44,35 +50,98 @@ def test_every_client_reads_exactly_the_topic(quick_run):
         assert summary["status"] == "ok", (name, summary.get("reason"))
         assert summary["records"] == RECORDS, name
         assert summary["seconds"] > 0
-        assert summary["records_per_second"] == pytest.approx(RECORDS / summary["seconds"])
         assert summary["peak_rss_bytes"] > 10 * 2**20, name  # a live interpreter or JVM, not a zero
-        if name == "confluent-kafka-tuned":
-            assert summary["runs"][0]["config"]["fetch.queue.backoff.ms"] == 10
-            assert summary["runs"][0]["config"]["check.crcs"] is True
+        (run,) = summary["runs"]
+        assert summary["records_per_second"] == pytest.approx(driver.run_rate(run))
+        assert summary["records_per_second_min"] == summary["records_per_second_max"] == summary["records_per_second"]
         if name == "java":
+            # ConsumerPerformance has its own clock only
+            assert summary["clock"] == "own" and run["steady_seconds"] is None
+            assert summary["time_to_first_record_seconds"] is None
+            assert summary["records_per_second"] == pytest.approx(RECORDS / run["seconds"])
             assert summary["cpu_seconds"] is None  # the tool does not report its timed window's CPU
-            assert summary["runs"][0]["jvm_process_cpu_seconds"] > 0
+            assert run["jvm_process_cpu_seconds"] > 0
+            continue
+        assert summary["cpu_seconds"] > 0, name
+        assert 0 < run["first_delivery_records"] <= RECORDS, name
+        assert 0 <= run["time_to_first_record_seconds"] <= run["seconds"], name
+        if name in SEVERAL_DELIVERIES:
+            assert summary["clock"] == "steady", name
+        if run["steady_seconds"] is not None:
+            assert run["steady_records"] == RECORDS - run["first_delivery_records"], name
+            assert 0 < run["steady_seconds"] <= run["seconds"], name
+            assert summary["records_per_second"] == pytest.approx(run["steady_records"] / run["steady_seconds"])
         else:
-            assert summary["cpu_seconds"] > 0, name
+            assert summary["clock"] == "one-delivery" and run["first_delivery_records"] == RECORDS, name
+        if name == "confluent-kafka-tuned":
+            assert run["config"]["fetch.queue.backoff.ms"] == 10
+            assert run["config"]["check.crcs"] is True
+        if name == "ceiling":
+            assert run["api"] == "fastkc.bench_ceiling.CeilingReader.poll_raw"
 
 
 def test_table_and_chart(quick_run):
     proc, out, _ = quick_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = proc.stdout
-    assert "| client | records/s |" in table
-    for label in ("kafka-python 3.x", "aiokafka", "confluent-kafka consume(500)",
-                  "confluent-kafka consume(500), fetch.queue.backoff.ms=10", "Java ConsumerPerformance"):
-        assert "| " + label + " | " in table
-    assert "target fastkc poll() → records ≥ 2× confluent-kafka" in table
+    assert "| client | records/s (steady) | slowest–fastest |" in table
+    for name in driver.CLIENTS:
+        assert "| " + driver.LABELS[name] + " | " in table
+    assert "target fastkc poll() → records ≥ 2.5× the better of confluent-kafka" in table
+    assert "target fastkc poll_arrow() → Arrow ≥ 0.8× ceiling" in table
+    assert "load average" in table
     document = json.loads((out / "e2e.json").read_text())
     assert document["table_markdown"].strip() == table.strip()
+    clients = document["clients"]
     assert document["ratios"]["fastkc-records/kafka-python"] == pytest.approx(
-        document["clients"]["fastkc-records"]["records_per_second"]
-        / document["clients"]["kafka-python"]["records_per_second"])
+        clients["fastkc-records"]["records_per_second"] / clients["kafka-python"]["records_per_second"])
+    best = max(clients["confluent-kafka"]["records_per_second"],
+               clients["confluent-kafka-tuned"]["records_per_second"])
+    (vs_librdkafka,) = [t for t in document["targets"] if t["at_least"] == 2.5]
+    assert vs_librdkafka["ratio"] == pytest.approx(clients["fastkc-records"]["records_per_second"] / best)
     assert (out / "e2e.md").read_text().strip() == table.strip()
     with open(out / "e2e.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_one_tiny_curve_point(kafka_broker, tmp_path):
+    """A curve through the command line: one point of the headers curve (the
+    confluent-kafka-written dataset), the curve's own clients."""
+    records = 6_000
+    argv = ["bench", "--bootstrap", kafka_broker.bootstrap_servers, "--curve", "headers", "--points", "3",
+            "--max-records", str(records), "--repeat", "1", "--timeout", "120", "--json", str(tmp_path / "x.json")]
+    proc = subprocess.run([sys.executable, "-m", "fastkc.cli"] + argv, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    document = json.loads((tmp_path / "curve-headers.json").read_text())
+    (point,) = document["points"]
+    assert point["x"] == 3 and point["dataset"]["headers"] == 3 and point["dataset"]["records"] == records
+    assert point["dataset"]["producer"] == "confluent-kafka"
+    assert list(point["clients"]) == list(curves.CURVE_CLIENTS)
+    for name, summary in point["clients"].items():
+        assert summary["status"] == "ok", (name, summary.get("reason"))
+        assert summary["records"] == records, name
+        assert len(summary["runs"]) == 1
+    table = (tmp_path / "curve-headers.md").read_text()
+    assert table.strip() in proc.stdout
+    assert "| 3 | 6,000 |" in table and "load average" in table.lower()
+    with open(tmp_path / "curve-headers.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    # The records really carry the headers the curve says (read back with fastkc).
+    from fastkc import KafkaConsumer
+    from fastkc.structs import TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers, group_id=None,
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        tp = TopicPartition(point["dataset"]["topic"], 0)
+        consumer.assign([tp])
+        polled = consumer.poll(timeout_ms=10000, max_records=5)
+        (first,) = [r for rs in polled.values() for r in rs][:1]
+        assert first.headers == curves.header_list(3)
+        assert len(first.value) == 100
+    finally:
+        consumer.close()
 
 
 def test_a_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
@@ -97,22 +166,75 @@ def test_a_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
     assert "the topic holds 19,999" in result.stderr or "stopped at positions" in result.stderr, result.stderr
 
 
-def test_summary_takes_the_median_and_marks_failures():
+def _run(records, seconds, rss=1, cpu=0.5, first=2, steady_seconds=None):
+    return {"client": "aiokafka", "records": records, "seconds": seconds, "peak_rss_bytes": rss, "cpu_seconds": cpu,
+            "first_delivery_records": first, "steady_records": records - first if steady_seconds else None,
+            "steady_seconds": steady_seconds, "time_to_first_record_seconds": 0.1, "load_average_1m_before": 1.0}
+
+
+def test_summary_takes_the_median_steady_rate_with_its_spread_and_marks_failures():
     summary = driver.summarise("kafka-python", [{"client": "kafka-python", "error": "exit 1: read 5 records"}], 100)
     assert summary["status"] == "failed" and "read 5 records" in summary["reason"]
     ok = driver.summarise("aiokafka", [
-        {"client": "aiokafka", "records": 10, "seconds": 2.0, "peak_rss_bytes": 1, "cpu_seconds": 0.5},
-        {"client": "aiokafka", "records": 10, "seconds": 1.0, "peak_rss_bytes": 3, "cpu_seconds": 0.25},
-        {"client": "aiokafka", "records": 10, "seconds": 4.0, "peak_rss_bytes": 2, "cpu_seconds": 0.75},
+        _run(10, 2.0, rss=1, cpu=0.5, steady_seconds=1.0),   # (10 - 2) / 1.0 = 8
+        _run(10, 1.0, rss=3, cpu=0.25, steady_seconds=0.5),  # 16
+        _run(10, 4.0, rss=2, cpu=0.75, steady_seconds=2.0),  # 4
     ], 100)
-    assert ok["seconds"] == 2.0 and ok["records_per_second"] == 5.0  # the median run
+    assert ok["clock"] == "steady"
+    assert ok["records_per_second"] == 8.0  # the median run's steady rate, not records / seconds
+    assert (ok["records_per_second_min"], ok["records_per_second_max"]) == (4.0, 16.0)
+    assert ok["first_poll_to_last_records_per_second"] == 5.0
     assert ok["cpu_seconds"] == 0.5
     assert ok["peak_rss_bytes"] == 3
-    table = driver.markdown_table({"kafka-python": summary, "aiokafka": ok}, {
+    one = driver.summarise("fastkc-arrow", [_run(10, 2.0, first=10)], 100)
+    assert one["clock"] == "one-delivery" and one["records_per_second"] == 5.0
+    table = driver.markdown_table({"kafka-python": summary, "aiokafka": ok, "fastkc-arrow": one}, {
         "records": 10, "record_size": 100, "compression": "lz4", "partitions": 1, "kafka_version": "4.3.1",
         "repeat": 3, "machine": "test"})
     assert "| kafka-python 3.x | FAILED |" in table
-    assert "| aiokafka | 5 | 0.0 | 2.00 | 0.50 | 0 |" in table
+    assert "| aiokafka | 8 | 4–16 | 0.0 | 100 ms | 5 | 0.50 | 0 |" in table
+    assert "| fastkc poll_arrow() → Arrow | 5 ‡ |" in table
+
+
+def test_rounds_interleave_the_clients(monkeypatch):
+    calls = []
+
+    def fake_run_client(name, *a, **k):
+        calls.append(name)
+        return dict(_run(10, 1.0, steady_seconds=1.0), client=name)
+
+    monkeypatch.setattr(driver, "run_client", fake_run_client)
+    runs = driver.run_rounds(["fastkc-records", "java", "ceiling"], "h:1", "t", {0: 10}, 2, 5, None,
+                             lambda m: None)
+    assert calls == ["fastkc-records", "java", "ceiling"] * 2
+    assert {n: len(r) for n, r in runs.items()} == {"fastkc-records": 2, "java": 2, "ceiling": 2}
+
+
+def test_the_steady_clock_leaves_out_the_first_delivery(capsys):
+    args = _args(10, {0: 10})
+    clock = common.Clock(5)
+    clock.start()
+    clock.saw_records(4)
+    clock.saw_records(6)
+    common.finish("x", args, 10, clock.seconds, clock=clock)
+    line = json.loads(capsys.readouterr().out)
+    assert line["first_delivery_records"] == 4 and line["steady_records"] == 6
+    assert 0 < line["steady_seconds"] <= line["seconds"]
+    assert 0 <= line["time_to_first_record_seconds"] <= line["seconds"]
+    only = common.Clock(5)
+    only.start()
+    only.saw_records(10)
+    common.finish("x", args, 10, 1.0, clock=only)
+    line = json.loads(capsys.readouterr().out)
+    assert line["steady_seconds"] is None and line["steady_records"] is None
+
+
+def test_curve_points_are_bounded():
+    point = curves.CURVES["value-size"].point(102400)
+    assert curves.point_records(point, 2_000_000, 400_000_000) == 3906
+    assert curves.point_records(curves.CURVES["value-size"].point(10), 2_000_000, 400_000_000) == 2_000_000
+    assert curves.CURVES["headers"].point(3).producer == "confluent-kafka"
+    assert curves.CURVES["codecs"].point("zstd").compression == "zstd"
 
 
 class _Install:
@@ -206,3 +328,14 @@ def test_ends_must_name_every_partition():
     with pytest.raises(SystemExit):
         common.parse_args("test", ["--bootstrap", "h:1", "--topic", "t", "--partitions", "3", "--expected", "1",
                                    "--ends", "0=1,2=0"])
+
+
+def test_the_java_steady_runner_says_when_javac_is_missing(monkeypatch, tmp_path):
+    from benchmarks.e2e import run_java_steady
+
+    monkeypatch.setenv("FASTKC_CACHE", str(tmp_path))  # nothing compiled there yet
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setattr(run_java_steady.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="javac not found"):
+        run_java_steady.compiled_classes(_Install("4.3.1"))
+    assert not any(tmp_path.rglob("*.class"))

@@ -178,6 +178,21 @@ cdef extern from "fkc_arrow.h":
                          ArrowArray *out) nogil
 
 
+cdef extern from "fkc_arrow_builder.h":
+    ctypedef struct fkc_arrow_builder:
+        size_t rows
+        uint64_t base[6]
+    fkc_arrow_builder *fkc_builder_new()
+    void fkc_builder_free(fkc_arrow_builder *b)
+    int fkc_builder_segment(fkc_arrow_builder *b, const uint8_t *topic, size_t topic_len, int32_t partition)
+    void fkc_builder_totals(const fkc_arrow_builder *b, uint64_t out[6])
+    int fkc_builder_export(fkc_arrow_builder *b, ArrowArray *out) nogil
+    int fkc_stream_step_arrow(fkc_stream *s, size_t max_records, size_t max_held_bytes, fkc_arrow_builder *b,
+                              fkc_decode_result *out) nogil
+    int fkc_decode_arrow(const uint8_t *data, size_t length, const fkc_decode_opts *opts, fkc_arrow_builder *b,
+                         fkc_decode_result *result) nogil
+
+
 cdef extern from "fkc_pybuild.h":
     ctypedef struct fkc_build_ctx:
         PyTypeObject *record_type
@@ -380,8 +395,12 @@ cdef class _Phase1:
     cdef int64_t *aborted
     cdef _DecodeState state
     cdef fkc_codec_host host
+    cdef ArrowBuilder builder  # the Arrow form's columns
+    cdef object partition
 
     def __cinit__(self):
+        self.builder = None
+        self.partition = 0
         self.have_view = False
         self.have_result = False
         self.aborted = NULL
@@ -403,8 +422,16 @@ cdef class _Phase1:
         self.aborted = _fill_opts(&opts, self.state, &self.host, fetch_offset, stop_offset, check_crcs,
                                   read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
                                   arrow, topic)
-        with nogil:
-            rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts, &self.result)
+        if arrow:
+            self.builder = ArrowBuilder()
+            self.builder._segment(topic, self.partition)
+            with nogil:
+                rc = fkc_decode_arrow(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts,
+                                      self.builder.b, &self.result)
+        else:
+            with nogil:
+                rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts,
+                                        &self.result)
         self.have_result = True
         return rc
 
@@ -611,15 +638,68 @@ cdef _build_arrow(const fkc_decode_result *r, topic, int32_t partition):
             exported.release(&exported)
 
 
+cdef class ArrowBuilder:
+    """Arrow columns that RecordStream.arrow(..., builder=b) steps append to
+    (the decoder writes them while it parses), across partitions: finish()
+    returns one pyarrow.RecordBatch (arrow_schema()) holding every step's
+    records, with one copy of the data, and empties the builder for reuse.
+    The int32 offsets bound what it holds: a step ends before it would pass
+    them, and the rest follows after finish()."""
+    cdef fkc_arrow_builder *b
+
+    def __cinit__(self):
+        self.b = fkc_builder_new()
+        if self.b == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        fkc_builder_free(self.b)
+
+    cdef _segment(self, topic, partition):
+        cdef bytes topic_utf8 = topic.encode("utf-8")
+        if not fkc_builder_segment(self.b, <const uint8_t *>topic_utf8, <size_t>len(topic_utf8),
+                                   <int32_t>partition):
+            raise MemoryError()
+
+    @property
+    def num_rows(self):
+        return self.b.rows
+
+    @property
+    def totals(self):
+        """(rows, key bytes, value bytes, header count, header key bytes,
+        header value bytes) held now."""
+        cdef uint64_t t[6]
+        fkc_builder_totals(self.b, t)
+        return (t[0], t[1], t[2], t[3], t[4], t[5])
+
+    def finish(self):
+        """The records appended so far as one pyarrow.RecordBatch; the
+        builder is empty afterwards."""
+        cdef ArrowArray exported
+        cdef int ok
+        _arrow_init()
+        with nogil:
+            ok = fkc_builder_export(self.b, &exported)
+        if not ok:
+            raise MemoryError("fastkc: out of memory for Arrow columns")
+        try:
+            return _import_batch(<size_t>&exported, _schema)
+        finally:
+            if exported.release != NULL:
+                exported.release(&exported)
+
+
 def decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
                            aborted_transactions, max_decompressed_bytes, max_batch_records=0):
     """Backend contract: see fastkc/_backend.py. Returns DecodedPartition(pyarrow.RecordBatch, next_offset)."""
     cdef _Phase1 p = _Phase1()
+    p.partition = partition
     rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
                max_decompressed_bytes, max_batch_records, True, topic)
     if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
         _raise_error(p, topic, partition, None)
-    batch = _build_arrow(&p.result, topic, partition)
+    batch = p.builder.finish()
     if rc != FKC_OK:
         _raise_error(p, topic, partition, batch)
     return _DecodedPartition(batch, p.result.next_offset)
@@ -758,26 +838,55 @@ cdef class RecordStream:
             self._fail(records)
         return records
 
-    def arrow(self, max_records, max_held_bytes=None, base=None):
+    def arrow(self, max_records, max_held_bytes=None, base=None, builder=None):
         """The next at most max_records records as one pyarrow.RecordBatch
         (maybe empty): a step also ends before Arrow's int32 offsets would
         overflow, so no batch ever needs more. `base`: the totals (as
         last_totals gives them) of batches this one will be joined to; the
-        limits then apply to the sum."""
+        limits then apply to the sum.
+
+        With `builder` (an ArrowBuilder), the records are appended to it
+        instead (its own contents count against the limits) and the number
+        appended is returned; a bad batch adds none of its records, and the
+        CorruptRecordError carries no batch (the step's good records stay in
+        the builder)."""
         cdef uint64_t b[6]
         cdef int i
+        cdef ArrowBuilder target
+        cdef bint own = builder is None
         if not self.arrow_mode:
             raise ValueError("this stream decodes to records")
+        target = ArrowBuilder() if own else <ArrowBuilder?>builder
         for i in range(6):
-            b[i] = base[i] if base is not None else 0
-        fkc_stream_arrow_base(self.stream, b)
-        rc = self._step(max_records, max_held_bytes)
+            target.b.base[i] = (base[i] if base is not None else 0) if own else 0
+        target._segment(self.topic, self.partition)
+        rc = self._step_arrow(max_records, max_held_bytes, target)
         if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
             self._fail(None)
-        batch = _build_arrow(&self.out, self.topic, self.partition)
+        if not own:
+            if rc != FKC_OK:
+                self._fail(None)
+            return self.out.count
+        batch = target.finish()
         if rc != FKC_OK:
             self._fail(batch)
         return batch
+
+    cdef int _step_arrow(self, max_records, max_held_bytes, ArrowBuilder target) except -1:
+        cdef size_t n
+        cdef size_t held
+        cdef int rc
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        n = <size_t>min(max_records, _SIZE_LIMIT)
+        held = <size_t>min(max_held_bytes, _SIZE_LIMIT) if max_held_bytes is not None and max_held_bytes >= 0 \
+            else <size_t>-1
+        if self.error is not None:
+            cls, reason, offset, next_offset = self.error
+            raise cls(reason, self.topic, self.partition, offset, None, next_offset)
+        with nogil:
+            rc = fkc_stream_step_arrow(self.stream, n, held, target.b, &self.out)
+        return rc
 
     @property
     def next_offset(self):

@@ -210,9 +210,9 @@ int fkc_builder_reserve(fkc_arrow_builder *b, size_t rows, size_t payload)
     return fkc_builder_reserve_caps(b, rows, payload / 2, payload, payload, payload, payload);
 }
 
-int fkc_builder_hint(fkc_arrow_builder *b, size_t rows, size_t value_bytes)
+int fkc_builder_hint(fkc_arrow_builder *b, size_t rows, size_t bytes)
 {
-    return fkc_builder_reserve_caps(b, rows, 0, 0, value_bytes, 0, 0);
+    return fkc_builder_reserve_caps(b, rows, 0, bytes, bytes, 0, 0);
 }
 
 int fkc_builder_batch_fits(const fkc_arrow_builder *b, uint64_t rows, uint64_t payload)

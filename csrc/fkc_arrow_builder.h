@@ -115,9 +115,12 @@ int fkc_builder_segment(fkc_arrow_builder *b, const uint8_t *topic, size_t topic
  * memory runs out (nothing changed). */
 int fkc_builder_reserve(fkc_arrow_builder *b, size_t rows, size_t payload);
 
-/* Capacity for a decode whose size is known up front (no doubling copies on
- * the way): rows, and value bytes. 0 when memory runs out. */
-int fkc_builder_hint(fkc_arrow_builder *b, size_t rows, size_t value_bytes);
+/* Capacity for a decode whose input size is known up front, so the arena
+ * is not reallocated on the way (each batch reserves its payload length in
+ * the key and value columns): `rows`, and `bytes` in the key and value
+ * columns. Capacity never touched costs address space, not memory. 0 when
+ * memory runs out. */
+int fkc_builder_hint(fkc_arrow_builder *b, size_t rows, size_t bytes);
 
 /* 1 when `rows` more rows of at most `payload` bytes in all cannot pass an
  * int32 offset (nor the topic column), whatever they hold. */

@@ -324,7 +324,8 @@ static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *
  * anything else -- a longer varint, a bad length or UTF-8 key, a short record --
  * and the caller then runs the checked parser from the same byte, which
  * accepts or reports it exactly as before; on 0 nothing is consumed. */
-static inline int fkc_fast_uvarint21(const uint8_t **pp, const uint8_t *end, uint32_t *out)
+static inline __attribute__((always_inline)) int fkc_fast_uvarint21(const uint8_t **pp, const uint8_t *end,
+                                                                   uint32_t *out)
 {
     const uint8_t *p = *pp;
     size_t avail = (size_t)(end - p);

@@ -33,6 +33,7 @@
 #define FKC_V2_HEADER_SIZE 61      /* whole v2 batch header, BaseOffset..RecordCount */
 #define FKC_V2_CRC_START 21        /* Attributes: where the CRC-32C coverage begins */
 #define FKC_HEADER_UP_TO_MAGIC 17  /* Offset + size + 4 bytes + Magic: enough to dispatch */
+#define FKC_RECORD_MIN_SIZE 7      /* v2 record: Length + Attributes + the 5 varints, 1 byte each */
 
 /* The kept records of one batch: parsed whole before any is handed out. */
 typedef struct fkc_recbuf {
@@ -655,9 +656,14 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
     fkc_cursor_init(&pc, payload, payload_len, payload_pos);
     /* The sink: the step's Arrow columns when the whole batch fits them (its
      * kept records are at most RecordCount, their bytes at most the
-     * payload's), else descriptors. One parser either way. */
+     * payload's), else descriptors. One parser either way. RecordCount sizes
+     * the reservation only when the payload could hold that many records
+     * (each takes >= FKC_RECORD_MIN_SIZE bytes); a larger count cannot
+     * parse, and fails in the descriptor sink exactly as it would here,
+     * without an allocation sized by an untrusted field. */
     int to_columns = 0;
     if (d->cols != NULL && !control && (uint64_t)record_count <= d->cols_cap &&
+        (size_t)record_count <= payload_len / FKC_RECORD_MIN_SIZE &&
         fkc_builder_batch_fits(d->cols, (uint64_t)record_count, payload_len)) {
         if (!fkc_builder_reserve(d->cols, (size_t)record_count, payload_len))
             return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");

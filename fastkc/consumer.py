@@ -405,11 +405,7 @@ class KafkaConsumer:
             batches = fetcher.fetched_arrow(limit)
             if batches:
                 fetcher.send_requests()
-                if len(batches) == 1:
-                    return batches[0]
-                # one copy into contiguous columns (works on every pyarrow >= 18;
-                # pa.concat_batches only arrived later)
-                return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+                return batches[0]  # one batch across partitions, built in place
             remaining = deadline - self._clock()
             self._poll_once(max(0.0, remaining))
             if self._clock() >= deadline and not fetcher.has_buffered():

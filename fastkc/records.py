@@ -15,6 +15,7 @@ __all__ = [
     "ConsumerRecord",
     "DecodedPartition",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    "arrow_builder",
     "arrow_schema",
     "batch_record_budget",
     "record_stream",
@@ -257,6 +258,16 @@ def decode_arrow(
         aborted_transactions=aborted_transactions,
         max_decompressed_bytes=max_decompressed_bytes,
     ).records
+
+
+def arrow_builder(base=None):
+    """An ArrowBuilder of the backend in use: successive
+    RecordStream.arrow(..., builder=b) steps (of any partitions) append to
+    it, and b.finish() returns them as one pyarrow.RecordBatch. `base`: the
+    totals (rows, key, value, header count, header key, header value bytes)
+    of batches the result will be joined to; the int32 limits apply to the
+    sum."""
+    return _backend.impl.ArrowBuilder(base)
 
 
 def arrow_schema():

@@ -181,6 +181,7 @@ cdef extern from "fkc_arrow.h":
 cdef extern from "fkc_arrow_builder.h":
     ctypedef struct fkc_arrow_builder:
         size_t rows
+        int64_t *offset
         uint64_t base[6]
     fkc_arrow_builder *fkc_builder_new()
     void fkc_builder_free(fkc_arrow_builder *b)
@@ -437,6 +438,7 @@ cdef class _Phase1:
 
 
 _SIZE_LIMIT = 1 << 62
+INT32_MAX_ = (1 << 31) - 1
 
 
 cdef int64_t *_fill_opts(fkc_decode_opts *opts, _DecodeState state, fkc_codec_host *host, int64_t fetch_offset,
@@ -647,10 +649,16 @@ cdef class ArrowBuilder:
     them, and the rest follows after finish()."""
     cdef fkc_arrow_builder *b
 
-    def __cinit__(self):
+    def __cinit__(self, base=None):
+        # base: totals (as RecordStream.last_totals) of batches the finished
+        # batch will be joined to; the int32 limits apply to the sum
+        cdef int i
         self.b = fkc_builder_new()
         if self.b == NULL:
             raise MemoryError()
+        if base is not None:
+            for i in range(6):
+                self.b.base[i] = min(int(base[i]), INT32_MAX_)
 
     def __dealloc__(self):
         fkc_builder_free(self.b)
@@ -664,6 +672,11 @@ cdef class ArrowBuilder:
     @property
     def num_rows(self):
         return self.b.rows
+
+    @property
+    def last_offset(self):
+        """The offset of the last row appended (None when empty)."""
+        return self.b.offset[self.b.rows - 1] if self.b.rows else None
 
     @property
     def totals(self):
@@ -850,15 +863,11 @@ cdef class RecordStream:
         appended is returned; a bad batch adds none of its records, and the
         CorruptRecordError carries no batch (the step's good records stay in
         the builder)."""
-        cdef uint64_t b[6]
-        cdef int i
         cdef ArrowBuilder target
         cdef bint own = builder is None
         if not self.arrow_mode:
             raise ValueError("this stream decodes to records")
-        target = ArrowBuilder() if own else <ArrowBuilder?>builder
-        for i in range(6):
-            target.b.base[i] = (base[i] if base is not None else 0) if own else 0
+        target = ArrowBuilder(base) if own else <ArrowBuilder?>builder
         target._segment(self.topic, self.partition)
         rc = self._step_arrow(max_records, max_held_bytes, target)
         if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:

@@ -98,7 +98,7 @@ from fastkc.errors import (
 )
 from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
 
-__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "RecordStream"]
+__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "RecordStream", "ArrowBuilder"]
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -1050,6 +1050,45 @@ def decode_partition_arrow(
     return DecodedPartition(batch, next_offset)
 
 
+class ArrowBuilder:
+    """The twin of fastkc._core.records.ArrowBuilder: the steps' batches,
+    joined by finish() into one RecordBatch."""
+
+    def __init__(self, base=None):
+        self._batches = []
+        self._totals = (0,) * 6
+        self._base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
+
+    def _add(self, batch, totals):
+        if batch.num_rows:
+            self._batches.append(batch)
+        self._totals = tuple(a + b for a, b in zip(self._totals, totals))
+
+    @property
+    def num_rows(self):
+        return self._totals[0]
+
+    @property
+    def totals(self):
+        return self._totals
+
+    @property
+    def last_offset(self):
+        return self._batches[-1].column("offset")[-1].as_py() if self._batches else None
+
+    def finish(self):
+        import pyarrow as pa
+
+        from fastkc.records import arrow_schema
+
+        batches, self._batches, self._totals = self._batches, [], (0,) * 6
+        if not batches:
+            return pa.RecordBatch.from_pylist([], schema=arrow_schema())
+        if len(batches) == 1:
+            return batches[0]
+        return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
 class RecordStream:
     """The twin of fastkc._core.records.RecordStream (see fastkc/_backend.py)."""
 
@@ -1095,12 +1134,22 @@ class RecordStream:
             self._fail(failure, out)
         return out
 
-    def arrow(self, max_records, max_held_bytes=None, base=None):
+    def arrow(self, max_records, max_held_bytes=None, base=None, builder=None):
         if not self._arrow:
             raise ValueError("this stream decodes to records")
+        if builder is not None:
+            if not isinstance(builder, ArrowBuilder):
+                raise TypeError("builder must be an ArrowBuilder of this backend")
+            # what the builder holds (and its base) counts against the limits
+            base = tuple(a + b for a, b in zip(builder._base, builder.totals))
         self._stream.arrow_base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
         raws, failure = self._step(max_records, max_held_bytes)
         batch = _arrow_batch(raws, self._topic, self._partition)
+        if builder is not None:
+            builder._add(batch, self._stream.last_totals)
+            if failure is not None:
+                self._fail(failure, None)
+            return batch.num_rows
         if failure is not None:
             self._fail(failure, batch)
         return batch

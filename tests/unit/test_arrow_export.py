@@ -14,6 +14,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from fastkc import records as R
 from fastkc._twin import records as twin
+from fastkc.errors import InvalidRecordError
 from tests.support import load_compiled, using_backend
 
 core, _reason = load_compiled()
@@ -135,3 +136,23 @@ def test_header_key_strings_are_shared_only_when_equal():
         expected = R.decode(data, topic="t", partition=0)
     assert [r.headers for r in got] == [r.headers for r in expected] == headers
     assert got[0].headers[1][0] is got[1].headers[1][0]  # "cd" at the same position: shared
+
+
+@pytest.mark.skipif(bool(os.environ.get("FASTKC_ASAN_LIB")), reason="ASan's quarantine keeps freed memory resident")
+def test_a_huge_record_count_sizes_no_allocation():
+    # The one-pass Arrow sink reserves rows per batch before parsing it: an
+    # untrusted RecordCount of 2^31 - 1 (with a LastOffsetDelta to match) over
+    # two records' bytes must fail as the twin says, having allocated nothing
+    # sized by that count (rows of ~40 bytes each would be ~80 GiB).
+    from tests.support import batchgen as g
+
+    records = [g.Record(key=b"k", value=b"v", offset_delta=i) for i in range(2)]
+    data = g.record_batch(records, count=(1 << 31) - 1, last_offset_delta=(1 << 31) - 2)
+    before = rss_mib()
+    with pytest.raises(InvalidRecordError) as ours:  # (no record budget: 0)
+        R.decode_partition_arrow(data, topic="t", partition=0, max_batch_records=0)
+    assert rss_mib() - before < 50
+    with using_backend(twin):
+        with pytest.raises(type(ours.value)) as expected:
+            R.decode_partition_arrow(data, topic="t", partition=0, max_batch_records=0)
+    assert (ours.value.offset, ours.value.next_offset) == (expected.value.offset, expected.value.next_offset)

@@ -1,16 +1,17 @@
 # cython: language_level=3
 """Cython bridge over the C record decoder (csrc/fkc_records.c).
 
-Decoding is two phases:
-  1. fkc_decode_records(): pure C, run with the GIL released. Walks the blob,
-     checks CRCs, decompresses (through the codec host below, which re-takes
-     the GIL for the one Python codec call per batch), parses records into a
-     flat descriptor array and filters them.
-  2a. fkc_py_build_list() (fkc_pybuild.h): descriptors -> ConsumerRecord
+Decoding is two phases for records, one for Arrow:
+  1. fkc_decode_records() / fkc_stream_step(): pure C, run with the GIL
+     released. Walks the blob, checks CRCs, decompresses (through the codec
+     host below, which re-takes the GIL for the one Python codec call per
+     batch), parses records into a flat descriptor array and filters them.
+  2. fkc_py_build_list() (fkc_pybuild.h): descriptors -> ConsumerRecord
      tuples, built in C.
-  2b. fkc_arrow_fill() (csrc/fkc_arrow.c): descriptors -> Arrow buffers sized
-     exactly from phase-1 totals; the arrays are assembled with a constant
-     number of pyarrow calls (none per record).
+  Arrow: fkc_decode_arrow() / fkc_stream_step_arrow() run the same walk with
+     the Arrow columns (csrc/fkc_arrow_builder.c) as the sink: records are
+     written into the columns as they are parsed, and the batch is handed to
+     pyarrow through the C data interface in one call (ArrowBuilder.finish).
 
 The input is read through the buffer protocol (bytes, bytearray, memoryview
 slices of a larger response buffer): no copy.
@@ -137,45 +138,12 @@ cdef extern from "fkc_records.h":
     int fkc_stream_done(const fkc_stream *s)
     int32_t fkc_stream_leader_epoch(const fkc_stream *s)
     size_t fkc_stream_held_bytes(const fkc_stream *s)
-    void fkc_stream_arrow_base(fkc_stream *s, const uint64_t base[6])
     void fkc_stream_free(fkc_stream *s)
 
 
 cdef extern from "fkc_arrow.h":
-    ctypedef struct fkc_arrow_columns:
-        uint8_t *key_validity
-        int32_t *key_offsets
-        uint8_t *key_data
-        uint8_t *value_validity
-        int32_t *value_offsets
-        uint8_t *value_data
-        int32_t *topic_offsets
-        uint8_t *topic_data
-        int32_t *partition
-        int64_t *offset
-        uint8_t *timestamp_validity
-        int64_t *timestamp
-        int32_t *timestamp_type
-        uint8_t *headers_validity
-        int32_t *headers_offsets
-        int32_t *hkey_offsets
-        uint8_t *hkey_data
-        uint8_t *hvalue_validity
-        int32_t *hvalue_offsets
-        uint8_t *hvalue_data
-        int64_t key_nulls
-        int64_t value_nulls
-        int64_t timestamp_nulls
-        int64_t headers_nulls
-        int64_t hvalue_nulls
-    size_t fkc_bitmap_bytes(size_t n)
-    int fkc_arrow_fits(const fkc_decode_result *r, size_t topic_len)
-    void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
-                        fkc_arrow_columns *cols) nogil
     struct ArrowArray:
         void (*release)(ArrowArray *)
-    int fkc_arrow_export(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
-                         ArrowArray *out) nogil
 
 
 cdef extern from "fkc_arrow_builder.h":
@@ -611,33 +579,6 @@ cdef _arrow_init():
 
         _import_batch = pyarrow.RecordBatch._import_from_c
         _schema = arrow_schema()
-
-
-cdef _build_arrow(const fkc_decode_result *r, topic, int32_t partition):
-    # C fills every column into one arena and describes the batch through the
-    # Arrow C data interface (fkc_arrow_export); pyarrow imports it in one
-    # call against the cached schema. The previous form -- 20 allocate_buffer,
-    # 11 Array.from_buffers and a RecordBatch.from_arrays call -- cost ~20 us
-    # per decode, a tenth of the time of a 1 MiB fetch.
-    cdef ArrowArray exported
-    cdef bytes topic_utf8 = topic.encode("utf-8")
-    cdef size_t topic_len = len(topic_utf8)
-    cdef const uint8_t *topic_ptr = <const uint8_t *>topic_utf8
-    cdef int ok
-    _arrow_init()
-    if not fkc_arrow_fits(r, topic_len):  # cannot happen: the decoder stops a step at the limits
-        raise SystemError("fastkc: records past one Arrow batch's int32 offsets reached the builder")
-    with nogil:
-        ok = fkc_arrow_export(r, topic_ptr, topic_len, partition, &exported)
-    if not ok:
-        raise MemoryError("fastkc: out of memory for Arrow columns")
-    try:
-        return _import_batch(<size_t>&exported, _schema)
-    finally:
-        # Imported: pyarrow moved the struct out and marked it released.
-        # Import failed: it is still ours to release.
-        if exported.release != NULL:
-            exported.release(&exported)
 
 
 cdef class ArrowBuilder:

@@ -19,11 +19,13 @@ enum {
     FKC_R_KEY_OFFSETS, FKC_R_VALUE_OFFSETS, FKC_R_HEADERS_OFFSETS, FKC_R_OFFSET, FKC_R_TIMESTAMP,
     FKC_R_TIMESTAMP_TYPE, FKC_R_KEY_VALID, FKC_R_VALUE_VALID, FKC_R_TIMESTAMP_VALID, FKC_R_HEADERS_VALID,
     FKC_R_TOPIC_OFFSETS, FKC_R_PARTITION, FKC_R_KEY_DATA, FKC_R_VALUE_DATA, FKC_R_HKEY_OFFSETS,
-    FKC_R_HVALUE_OFFSETS, FKC_R_HVALUE_VALID, FKC_R_HKEY_DATA, FKC_R_HVALUE_DATA, FKC_R_COUNT
+    FKC_R_HVALUE_OFFSETS, FKC_R_HVALUE_VALID, FKC_R_HKEY_DATA, FKC_R_HVALUE_DATA, FKC_R_KEY_VIEWS,
+    FKC_R_VALUE_VIEWS, FKC_R_COUNT
 };
 
 typedef struct fkc_caps {
     size_t rows, headers, key, value, hkey, hvalue;
+    int views; /* zero-copy: the key and value views */
 } fkc_caps;
 
 static size_t fkc_slot(size_t nbytes)
@@ -40,7 +42,7 @@ static size_t fkc_layout(const fkc_caps *c, size_t at[FKC_R_COUNT])
         (c->rows + 1) * 4, (c->rows + 1) * 4, (c->rows + 1) * 4, c->rows * 8, c->rows * 8, c->rows * 4,
         fkc_bitmap_bytes(c->rows), fkc_bitmap_bytes(c->rows), fkc_bitmap_bytes(c->rows), fkc_bitmap_bytes(c->rows),
         (c->rows + 1) * 4, c->rows * 4, c->key, c->value, (c->headers + 1) * 4, (c->headers + 1) * 4,
-        fkc_bitmap_bytes(c->headers), c->hkey, c->hvalue,
+        fkc_bitmap_bytes(c->headers), c->hkey, c->hvalue, c->views ? c->rows * 16 : 0, c->views ? c->rows * 16 : 0,
     };
     size_t total = 0;
     for (int i = 0; i < FKC_R_COUNT; i++) {
@@ -61,6 +63,7 @@ static void fkc_caps_of(const fkc_arrow_builder *b, fkc_caps *c)
     c->value = b->value_data.cap;
     c->hkey = b->hkey_data.cap;
     c->hvalue = b->hvalue_data.cap;
+    c->views = b->zero_copy;
 }
 
 /* Move the builder onto a new arena with capacities *c (each >= what is
@@ -112,6 +115,8 @@ static int fkc_regrow(fkc_arrow_builder *b, const fkc_caps *c)
     FKC_MOVE(hvalue_validity, FKC_R_HVALUE_VALID, fkc_bitmap_bytes(h));
     FKC_MOVE(hkey_data.data, FKC_R_HKEY_DATA, b->hkey_data.len);
     FKC_MOVE(hvalue_data.data, FKC_R_HVALUE_DATA, b->hvalue_data.len);
+    FKC_MOVE(key_views, FKC_R_KEY_VIEWS, c->views ? n * 16 : 0);
+    FKC_MOVE(value_views, FKC_R_VALUE_VIEWS, c->views ? n * 16 : 0);
 #undef FKC_MOVE
     b->topic_offsets = (int32_t *)(void *)(arena + at[FKC_R_TOPIC_OFFSETS]);
     b->partition = (int32_t *)(void *)(arena + at[FKC_R_PARTITION]);
@@ -145,7 +150,8 @@ fkc_arrow_builder *fkc_builder_new(void)
     fkc_arrow_builder *b = (fkc_arrow_builder *)calloc(1, sizeof *b);
     if (b == NULL)
         return NULL;
-    fkc_caps c = {0, 0, 0, 0, 0, 0};
+    b->region = -1;
+    fkc_caps c = {0, 0, 0, 0, 0, 0, 0};
     if (!fkc_regrow(b, &c)) {
         free(b);
         return NULL;
@@ -153,10 +159,19 @@ fkc_arrow_builder *fkc_builder_new(void)
     return b;
 }
 
+static void fkc_release_keeps(fkc_zc_keep *keeps, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        keeps[i].release(keeps[i].ctx, keeps[i].owner);
+}
+
 void fkc_builder_free(fkc_arrow_builder *b)
 {
     if (b == NULL)
         return;
+    fkc_release_keeps(b->keeps, 0, b->keep_count);
+    free(b->keeps);
+    free(b->buffers);
     free(b->arena);
     free(b->segments);
     free(b->topics.data);
@@ -210,6 +225,44 @@ int fkc_builder_reserve(fkc_arrow_builder *b, size_t rows, size_t payload)
     return fkc_builder_reserve_caps(b, rows, payload / 2, payload, payload, payload, payload);
 }
 
+int fkc_builder_region(fkc_arrow_builder *b, const uint8_t *data, size_t len)
+{
+    if (len > (size_t)INT32_MAX || b->buffer_count >= (size_t)INT32_MAX - 1)
+        return 0;
+    if (b->buffer_count == b->buffer_cap) {
+        size_t cap = b->buffer_cap ? b->buffer_cap * 2 : 16;
+        fkc_zc_buffer *grown = (fkc_zc_buffer *)realloc(b->buffers, cap * sizeof *grown);
+        if (grown == NULL)
+            return 0;
+        b->buffers = grown;
+        b->buffer_cap = cap;
+    }
+    b->buffers[b->buffer_count].data = data;
+    b->buffers[b->buffer_count].len = (int64_t)len;
+    b->buffer_count++;
+    b->region = (int32_t)b->buffer_count; /* variadic index: buffer 0 is the builder's own */
+    b->region_base = data;
+    b->region_len = len;
+    return 1;
+}
+
+int fkc_builder_keep(fkc_arrow_builder *b, void *owner, fkc_codec_release_fn release, void *ctx)
+{
+    if (b->keep_count == b->keep_cap) {
+        size_t cap = b->keep_cap ? b->keep_cap * 2 : 16;
+        fkc_zc_keep *grown = (fkc_zc_keep *)realloc(b->keeps, cap * sizeof *grown);
+        if (grown == NULL)
+            return 0;
+        b->keeps = grown;
+        b->keep_cap = cap;
+    }
+    b->keeps[b->keep_count].owner = owner;
+    b->keeps[b->keep_count].release = release;
+    b->keeps[b->keep_count].ctx = ctx;
+    b->keep_count++;
+    return 1;
+}
+
 int fkc_builder_hint(fkc_arrow_builder *b, size_t rows, size_t bytes)
 {
     return fkc_builder_reserve_caps(b, rows, 0, bytes, bytes, 0, 0);
@@ -238,7 +291,12 @@ size_t fkc_builder_room(const fkc_arrow_builder *b, const fkc_record *recs, size
     size_t i = 0;
     for (; i < n; i++) {
         const fkc_record *rec = &recs[i];
-        kb += rec->key_len > 0 ? (uint64_t)rec->key_len : 0;
+        /* zero-copy: a descriptor's key and value are both copied into the
+         * builder's own buffer, whose offsets are int32 too */
+        if (b->zero_copy)
+            vb += rec->key_len > 0 ? (uint64_t)rec->key_len : 0;
+        else
+            kb += rec->key_len > 0 ? (uint64_t)rec->key_len : 0;
         vb += rec->value_len > 0 ? (uint64_t)rec->value_len : 0;
         if (rec->header_count > 0) {
             hc += (uint64_t)rec->header_count;
@@ -302,6 +360,8 @@ void fkc_builder_mark_at(const fkc_arrow_builder *b, fkc_builder_mark *m)
     m->headers = b->headers;
     m->hkey_len = b->hkey_data.len;
     m->hvalue_len = b->hvalue_data.len;
+    m->buffer_count = b->buffer_count;
+    m->keep_count = b->keep_count;
     m->key_nulls = b->key_nulls;
     m->value_nulls = b->value_nulls;
     m->timestamp_nulls = b->timestamp_nulls;
@@ -333,6 +393,10 @@ void fkc_builder_rollback(fkc_arrow_builder *b, const fkc_builder_mark *m)
     b->headers = m->headers;
     b->hkey_data.len = m->hkey_len;
     b->hvalue_data.len = m->hvalue_len;
+    b->buffer_count = m->buffer_count;
+    fkc_release_keeps(b->keeps, m->keep_count, b->keep_count);
+    b->keep_count = m->keep_count;
+    b->region = -1;
     b->key_nulls = m->key_nulls;
     b->value_nulls = m->value_nulls;
     b->timestamp_nulls = m->timestamp_nulls;
@@ -419,6 +483,12 @@ typedef struct fkc_builder_export_data {
     struct ArrowArray *headers_child[1];
     struct ArrowArray *struct_children[2];
     const void *buffers[FKC_BNODE_COUNT][3];
+    /* zero-copy: the key and value nodes' buffer lists (validity, views,
+     * the variadic buffers, their sizes) and what keeps the regions alive */
+    const void **view_buffers;
+    int64_t *variadic_sizes;
+    fkc_zc_keep *keeps;
+    size_t keep_count;
 } fkc_builder_export_data;
 
 static void fkc_builder_node_release(struct ArrowArray *node)
@@ -437,6 +507,12 @@ static void fkc_builder_node_release(struct ArrowArray *node)
     if (--data->refs == 0) {
         for (size_t i = 0; i < data->owned_count; i++)
             free(data->owned[i]);
+        /* may run on any thread, without the GIL: a Python owner's release
+         * takes the GIL itself (the codec host's release is `with gil`) */
+        fkc_release_keeps(data->keeps, 0, data->keep_count);
+        free(data->keeps);
+        free(data->view_buffers);
+        free(data->variadic_sizes);
         free(data);
     }
 }
@@ -473,12 +549,24 @@ int fkc_builder_export(fkc_arrow_builder *b, struct ArrowArray *out)
      * arena the builder continues with. */
     fkc_builder_export_data *data = (fkc_builder_export_data *)calloc(1, sizeof *data);
     uint8_t *topic_data = (uint8_t *)aligned_alloc(64, fkc_slot((size_t)topic_total));
+    size_t nvar = 1 + b->buffer_count; /* the builder's own buffer, then the regions */
+    const void **view_buffers = NULL;
+    int64_t *variadic_sizes = NULL;
+    if (b->zero_copy) {
+        view_buffers = (const void **)malloc(2 * (nvar + 3) * sizeof(void *));
+        variadic_sizes = (int64_t *)malloc(nvar * sizeof(int64_t));
+    }
     fkc_arrow_builder fresh;
     memset(&fresh, 0, sizeof fresh);
-    fkc_caps none = {0, 0, 0, 0, 0, 0};
-    if (data == NULL || topic_data == NULL || !fkc_regrow(&fresh, &none)) {
+    fresh.zero_copy = b->zero_copy;
+    fresh.region = -1;
+    fkc_caps none = {0, 0, 0, 0, 0, 0, b->zero_copy};
+    if (data == NULL || topic_data == NULL || (b->zero_copy && (view_buffers == NULL || variadic_sizes == NULL)) ||
+        !fkc_regrow(&fresh, &none)) {
         free(data);
         free(topic_data);
+        free(view_buffers);
+        free(variadic_sizes);
         return 0;
     }
     /* Topic and partition from the segments (the arena has room for both,
@@ -550,6 +638,27 @@ int fkc_builder_export(fkc_arrow_builder *b, struct ArrowArray *out)
     data->owned[0] = b->arena;
     data->owned[1] = topic_data;
     data->owned_count = 2;
+    int64_t key_buffers = 3, value_buffers = 3;
+    if (b->zero_copy) {
+        /* binary_view ("vz"): validity, views, variadic buffers, their sizes */
+        variadic_sizes[0] = (int64_t)b->value_data.len;
+        for (size_t i = 0; i < b->buffer_count; i++)
+            variadic_sizes[i + 1] = b->buffers[i].len;
+        for (int side = 0; side < 2; side++) {
+            const void **list = view_buffers + (size_t)side * (nvar + 3);
+            list[0] = side == 0 ? buf[FKC_BNODE_KEY][0] : buf[FKC_BNODE_VALUE][0];
+            list[1] = side == 0 ? b->key_views : b->value_views;
+            list[2] = b->value_data.data;
+            for (size_t i = 0; i < b->buffer_count; i++)
+                list[3 + i] = b->buffers[i].data;
+            list[2 + nvar] = variadic_sizes;
+        }
+        key_buffers = value_buffers = (int64_t)(nvar + 3);
+        data->view_buffers = view_buffers;
+        data->variadic_sizes = variadic_sizes;
+        data->keeps = b->keeps;
+        data->keep_count = b->keep_count;
+    }
 
     for (int i = 0; i < 8; i++)
         data->batch_children[i] = &data->nodes[FKC_BNODE_KEY + i];
@@ -558,8 +667,12 @@ int fkc_builder_export(fkc_arrow_builder *b, struct ArrowArray *out)
     data->struct_children[1] = &data->nodes[FKC_BNODE_HEADER_VALUE];
     int64_t len = (int64_t)n, hlen = (int64_t)h;
     fkc_builder_node(data, FKC_BNODE_BATCH, len, 0, 1, 8, data->batch_children);
-    fkc_builder_node(data, FKC_BNODE_KEY, len, b->key_nulls, 3, 0, NULL);
-    fkc_builder_node(data, FKC_BNODE_VALUE, len, b->value_nulls, 3, 0, NULL);
+    fkc_builder_node(data, FKC_BNODE_KEY, len, b->key_nulls, key_buffers, 0, NULL);
+    fkc_builder_node(data, FKC_BNODE_VALUE, len, b->value_nulls, value_buffers, 0, NULL);
+    if (b->zero_copy) {
+        data->nodes[FKC_BNODE_KEY].buffers = view_buffers;
+        data->nodes[FKC_BNODE_VALUE].buffers = view_buffers + (nvar + 3);
+    }
     fkc_builder_node(data, FKC_BNODE_TOPIC, len, 0, 3, 0, NULL);
     fkc_builder_node(data, FKC_BNODE_PARTITION, len, 0, 2, 0, NULL);
     fkc_builder_node(data, FKC_BNODE_OFFSET, len, 0, 2, 0, NULL);
@@ -575,6 +688,15 @@ int fkc_builder_export(fkc_arrow_builder *b, struct ArrowArray *out)
 
     /* The builder continues empty on the fresh arena; its base and its
      * segment store stay (segments emptied). */
+    if (b->zero_copy) { /* the regions' keep-alives went with the export */
+        fresh.buffers = b->buffers;
+        fresh.buffer_cap = b->buffer_cap;
+    } else {
+        fresh.buffers = b->buffers;
+        fresh.buffer_cap = b->buffer_cap;
+        fresh.keeps = b->keeps;
+        fresh.keep_cap = b->keep_cap;
+    }
     fresh.segments = b->segments;
     fresh.segment_cap = b->segment_cap;
     fresh.topics = b->topics;

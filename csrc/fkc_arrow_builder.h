@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fkc_codec.h"
 #include "fkc_records.h"
 
 #ifdef __cplusplus
@@ -53,8 +54,24 @@ typedef struct fkc_builder_seg {
 } fkc_builder_seg;
 
 /* Where a batch started, to roll its records back. */
+/* Zero-copy: a region of bytes the key/value views may point into (variadic
+ * buffer 1 + its index; buffer 0 is the builder's own copy, value_data). */
+typedef struct fkc_zc_buffer {
+    const uint8_t *data;
+    int64_t len;
+} fkc_zc_buffer;
+
+/* Zero-copy: what keeps a region alive until the exported batch is
+ * released (the input's buffer export, a decompressed buffer). `release`
+ * may be called without the GIL: the Python host's takes it itself. */
+typedef struct fkc_zc_keep {
+    void *owner;
+    fkc_codec_release_fn release;
+    void *ctx;
+} fkc_zc_keep;
+
 typedef struct fkc_builder_mark {
-    size_t rows, key_len, value_len, headers, hkey_len, hvalue_len;
+    size_t rows, key_len, value_len, headers, hkey_len, hvalue_len, buffer_count, keep_count;
     int64_t key_nulls, value_nulls, timestamp_nulls, headers_nulls, hvalue_nulls;
 } fkc_builder_mark;
 
@@ -100,6 +117,21 @@ typedef struct fkc_arrow_builder {
      * value, header count, header key, header value bytes): the int32
      * limits apply to the sum. */
     uint64_t base[6];
+
+    /* Zero-copy (set before the first append): key and value are binary_view
+     * columns (16-byte views; values of <= 12 bytes inline, longer ones
+     * pointing into a registered region, or into value_data when the
+     * record came through descriptors). */
+    int zero_copy;
+    uint8_t *key_views;      /* rows_cap * 16 */
+    uint8_t *value_views;    /* rows_cap * 16 */
+    fkc_zc_buffer *buffers;  /* regions (variadic buffers 1..) */
+    size_t buffer_count, buffer_cap;
+    fkc_zc_keep *keeps;      /* released with the exported batch */
+    size_t keep_count, keep_cap;
+    int32_t region;          /* variadic index of the batch being parsed into the columns, -1 none */
+    const uint8_t *region_base;
+    size_t region_len;
 } fkc_arrow_builder;
 
 /* NULL when memory runs out. */
@@ -148,27 +180,76 @@ static inline void fkc_builder_bit_clear(uint8_t *bitmap, size_t i)
     bitmap[i >> 3] = (uint8_t)(bitmap[i >> 3] & ~(1u << (i & 7)));
 }
 
+/* Zero-copy: the next appends' long values point into [data, data + len)
+ * (a v2 batch's payload; len <= INT32_MAX). 0 when memory runs out. */
+int fkc_builder_region(fkc_arrow_builder *b, const uint8_t *data, size_t len);
+/* Zero-copy: keep `owner` alive until the batch built from here is
+ * released (release(ctx, owner) then). 0 when memory runs out (nothing kept). */
+int fkc_builder_keep(fkc_arrow_builder *b, void *owner, fkc_codec_release_fn release, void *ctx);
+
+/* One binary_view entry (Arrow's layout, little-endian as every host we
+ * build for): length, then the bytes inline (<= 12) or a 4-byte prefix,
+ * the variadic buffer index and the offset in it. */
+static inline void fkc_builder_view(fkc_arrow_builder *b, uint8_t *view, const uint8_t *p, int32_t len)
+{
+    memset(view, 0, 16);
+    if (len <= 0)
+        return;
+    memcpy(view, &len, 4);
+    if (len <= 12) {
+        memcpy(view + 4, p, (size_t)len);
+        return;
+    }
+    memcpy(view + 4, p, 4);
+    int32_t index, offset;
+    if (b->region >= 0 && p >= b->region_base && (size_t)(p - b->region_base) <= b->region_len - (size_t)len) {
+        index = b->region;
+        offset = (int32_t)(p - b->region_base);
+    } else { /* not in the batch's region (a descriptor's record): copied */
+        index = 0;
+        offset = (int32_t)b->value_data.len;
+        memcpy(b->value_data.data + b->value_data.len, p, (size_t)len);
+        b->value_data.len += (size_t)len;
+    }
+    memcpy(view + 8, &index, 4);
+    memcpy(view + 12, &offset, 4);
+}
+
 /* One record whose capacity was reserved. Inlined into the decoder's batch
  * loop: the record goes from the parser's registers straight to the columns. */
 static inline __attribute__((always_inline)) void fkc_builder_append(fkc_arrow_builder *b, const fkc_record *rec)
 {
     size_t i = b->rows;
-    if (rec->key_len >= 0) {
-        memcpy(b->key_data.data + b->key_data.len, rec->key, (size_t)rec->key_len);
-        b->key_data.len += (size_t)rec->key_len;
+    if (b->zero_copy) {
+        /* views in place of offsets and data (the offsets stay 0) */
+        fkc_builder_view(b, b->key_views + 16 * i, rec->key, rec->key_len);
+        fkc_builder_view(b, b->value_views + 16 * i, rec->value, rec->value_len);
+        if (rec->key_len < 0) {
+            fkc_builder_bit_clear(b->key_validity, i);
+            b->key_nulls++;
+        }
+        if (rec->value_len < 0) {
+            fkc_builder_bit_clear(b->value_validity, i);
+            b->value_nulls++;
+        }
     } else {
-        fkc_builder_bit_clear(b->key_validity, i);
-        b->key_nulls++;
+        if (rec->key_len >= 0) {
+            memcpy(b->key_data.data + b->key_data.len, rec->key, (size_t)rec->key_len);
+            b->key_data.len += (size_t)rec->key_len;
+        } else {
+            fkc_builder_bit_clear(b->key_validity, i);
+            b->key_nulls++;
+        }
+        b->key_offsets[i + 1] = (int32_t)b->key_data.len;
+        if (rec->value_len >= 0) {
+            memcpy(b->value_data.data + b->value_data.len, rec->value, (size_t)rec->value_len);
+            b->value_data.len += (size_t)rec->value_len;
+        } else {
+            fkc_builder_bit_clear(b->value_validity, i);
+            b->value_nulls++;
+        }
+        b->value_offsets[i + 1] = (int32_t)b->value_data.len;
     }
-    b->key_offsets[i + 1] = (int32_t)b->key_data.len;
-    if (rec->value_len >= 0) {
-        memcpy(b->value_data.data + b->value_data.len, rec->value, (size_t)rec->value_len);
-        b->value_data.len += (size_t)rec->value_len;
-    } else {
-        fkc_builder_bit_clear(b->value_validity, i);
-        b->value_nulls++;
-    }
-    b->value_offsets[i + 1] = (int32_t)b->value_data.len;
     b->offset[i] = rec->offset;
     if (rec->timestamp_type >= 0) {
         /* ms -> µs; wrapping multiply so a hostile timestamp is not UB (the

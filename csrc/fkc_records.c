@@ -561,6 +561,13 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
     return FKC_OK;
 }
 
+/* Releases a decompressed buffer the C side allocated (xerial snappy). */
+static void fkc_free_owner(void *ctx, void *owner)
+{
+    (void)ctx;
+    free(owner);
+}
+
 static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len, size_t blob_pos)
 {
     const fkc_decode_opts *o = d->opts;
@@ -664,8 +671,13 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
     int to_columns = 0;
     if (d->cols != NULL && !control && (uint64_t)record_count <= d->cols_cap &&
         (size_t)record_count <= payload_len / FKC_RECORD_MIN_SIZE &&
-        fkc_builder_batch_fits(d->cols, (uint64_t)record_count, payload_len)) {
+        fkc_builder_batch_fits(d->cols, (uint64_t)record_count, payload_len) &&
+        (!d->cols->zero_copy || payload_len <= (size_t)INT32_MAX)) {
         if (!fkc_builder_reserve(d->cols, (size_t)record_count, payload_len))
+            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+        /* zero-copy: long keys and values become views into the payload
+         * (the input's bytes, or the decompressed buffer kept below) */
+        if (d->cols->zero_copy && !fkc_builder_region(d->cols, payload, payload_len))
             return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
         to_columns = 1;
     }
@@ -740,6 +752,19 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
             return fkc_fail(d, FKC_ERR_INVALID, "control record at byte %zu: key shorter than 4 bytes", blob_pos);
         if (fkc_load_be16(marker_key + 2) == 0)
             fkc_aborted_remove(d, producer_id); /* ABORT ends the producer's aborted transaction */
+    }
+    if (to_columns && d->cols->zero_copy) {
+        d->cols->region = -1;
+        /* the views point into the decompressed buffer: the exported batch
+         * owns it from here (the stream no longer releases it) */
+        if (d->have_blob) {
+            int kept = d->blob.owner_is_malloc ? fkc_builder_keep(d->cols, d->blob.owner, fkc_free_owner, NULL)
+                                               : fkc_builder_keep(d->cols, d->blob.owner, d->opts->host->release,
+                                                                  d->opts->host->ctx);
+            if (!kept)
+                return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+            d->have_blob = 0;
+        }
     }
     fkc_advance(d, batch_next); /* control batches are never returned, but do advance */
     return FKC_OK;

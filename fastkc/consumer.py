@@ -380,8 +380,8 @@ class KafkaConsumer:
         return self._client.metadata_due()
 
     def poll_arrow(self, timeout_ms=0, max_records=None):
-        """One pyarrow.RecordBatch (fastkc.records.arrow_schema(), topic and
-        partition columns included) of up to max_records records (all that is
+        """One pyarrow.RecordBatch (fastkc.records.arrow_schema(zero_copy=
+        arrow_zero_copy), topic and partition columns included) of up to max_records records (all that is
         buffered when None); an empty batch when nothing came within timeout_ms."""
         import pyarrow as pa
 
@@ -410,7 +410,7 @@ class KafkaConsumer:
             self._poll_once(max(0.0, remaining))
             if self._clock() >= deadline and not fetcher.has_buffered():
                 fetcher.raise_pending()
-                return pa.RecordBatch.from_pylist([], schema=arrow_schema())
+                return pa.RecordBatch.from_pylist([], schema=arrow_schema(zero_copy=self.config["arrow_zero_copy"]))
 
     # --- iteration ------------------------------------------------------------------------
     def __iter__(self):

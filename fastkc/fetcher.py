@@ -277,6 +277,7 @@ class Fetcher:
         # the decoding budget (fastkc.config.decode_budget): per-batch
         # decompressed bytes and records, decompressed bytes held per step
         self._max_decompressed, self._max_batch_records, self._max_held = decode_budget(config)
+        self._arrow_zero_copy = bool(config.get("arrow_zero_copy", False))
         self._in_line = None  # the partition whose buffered fetch poll() left mid-way: drained first
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
@@ -1059,7 +1060,7 @@ class Fetcher:
         positions advanced. The steps append to one ArrowBuilder (one copy of
         the data, no join afterwards); a step ends before the batch would pass
         Arrow's int32 offsets, and the rest is handed out by the next call."""
-        builder = fastkc_records.arrow_builder()
+        builder = fastkc_records.arrow_builder(zero_copy=self._arrow_zero_copy)
         remaining = max_records
         for state in self._ordered_states():
             if remaining <= 0:

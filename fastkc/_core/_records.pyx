@@ -151,6 +151,8 @@ cdef extern from "fkc_arrow_builder.h":
         size_t rows
         int64_t *offset
         uint64_t base[6]
+        int zero_copy
+    int fkc_builder_keep(fkc_arrow_builder *b, void *owner, fkc_codec_release_fn release, void *ctx)
     fkc_arrow_builder *fkc_builder_new()
     void fkc_builder_free(fkc_arrow_builder *b)
     int fkc_builder_segment(fkc_arrow_builder *b, const uint8_t *topic, size_t topic_len, int32_t partition)
@@ -366,10 +368,12 @@ cdef class _Phase1:
     cdef fkc_codec_host host
     cdef ArrowBuilder builder  # the Arrow form's columns
     cdef object partition
+    cdef bint zero_copy
 
     def __cinit__(self):
         self.builder = None
         self.partition = 0
+        self.zero_copy = False
         self.have_view = False
         self.have_result = False
         self.aborted = NULL
@@ -392,8 +396,9 @@ cdef class _Phase1:
                                   read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
                                   arrow, topic)
         if arrow:
-            self.builder = ArrowBuilder()
+            self.builder = ArrowBuilder(None, self.zero_copy)
             self.builder._segment(topic, self.partition)
+            self.builder._keep_input(data)
             with nogil:
                 rc = fkc_decode_arrow(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts,
                                       self.builder.b, &self.result)
@@ -568,16 +573,18 @@ cdef _build_records(const fkc_decode_result *result, topic, partition, key_deser
 
 
 cdef object _schema = None
+cdef object _view_schema = None
 cdef object _import_batch = None
 
 
 cdef _arrow_init():
-    global _schema, _import_batch
+    global _schema, _view_schema, _import_batch
     if _schema is None:
         import pyarrow
         from fastkc.records import arrow_schema
 
         _import_batch = pyarrow.RecordBatch._import_from_c
+        _view_schema = arrow_schema(zero_copy=True)
         _schema = arrow_schema()
 
 
@@ -590,16 +597,39 @@ cdef class ArrowBuilder:
     them, and the rest follows after finish()."""
     cdef fkc_arrow_builder *b
 
-    def __cinit__(self, base=None):
+    def __cinit__(self, base=None, zero_copy=False):
         # base: totals (as RecordStream.last_totals) of batches the finished
-        # batch will be joined to; the int32 limits apply to the sum
+        # batch will be joined to; the int32 limits apply to the sum.
+        # zero_copy: key/value as binary_view into the steps' input buffers.
         cdef int i
         self.b = fkc_builder_new()
         if self.b == NULL:
             raise MemoryError()
+        self.b.zero_copy = 1 if zero_copy else 0
         if base is not None:
             for i in range(6):
                 self.b.base[i] = min(int(base[i]), INT32_MAX_)
+
+    cdef _keep_input(self, data):
+        # Zero-copy: views may point into `data` (an uncompressed batch's
+        # bytes), so the exported batch holds its own buffer export of it,
+        # released by the batch's release callback through _host_release,
+        # which takes the GIL (pyarrow may release on any thread).
+        cdef Py_buffer *view
+        if not self.b.zero_copy:
+            return
+        view = <Py_buffer *>malloc(sizeof(Py_buffer))
+        if view == NULL:
+            raise MemoryError()
+        try:
+            PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
+        except BaseException:
+            free(view)
+            raise
+        if not fkc_builder_keep(self.b, <void *>view, _host_release, NULL):
+            PyBuffer_Release(view)
+            free(view)
+            raise MemoryError()
 
     def __dealloc__(self):
         fkc_builder_free(self.b)
@@ -638,17 +668,18 @@ cdef class ArrowBuilder:
         if not ok:
             raise MemoryError("fastkc: out of memory for Arrow columns")
         try:
-            return _import_batch(<size_t>&exported, _schema)
+            return _import_batch(<size_t>&exported, _view_schema if self.b.zero_copy else _schema)
         finally:
             if exported.release != NULL:
                 exported.release(&exported)
 
 
 def decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
-                           aborted_transactions, max_decompressed_bytes, max_batch_records=0):
+                           aborted_transactions, max_decompressed_bytes, max_batch_records=0, zero_copy=False):
     """Backend contract: see fastkc/_backend.py. Returns DecodedPartition(pyarrow.RecordBatch, next_offset)."""
     cdef _Phase1 p = _Phase1()
     p.partition = partition
+    p.zero_copy = bool(zero_copy)
     rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
                max_decompressed_bytes, max_batch_records, True, topic)
     if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
@@ -810,6 +841,7 @@ cdef class RecordStream:
             raise ValueError("this stream decodes to records")
         target = ArrowBuilder(base) if own else <ArrowBuilder?>builder
         target._segment(self.topic, self.partition)
+        target._keep_input(<object>self.view.obj)
         rc = self._step_arrow(max_records, max_held_bytes, target)
         if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
             self._fail(None)

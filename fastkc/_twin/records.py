@@ -1034,11 +1034,14 @@ def decode_partition_arrow(
     aborted_transactions,
     max_decompressed_bytes,
     max_batch_records=0,
+    zero_copy=False,
 ):
     stream = _Stream(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
                      max_decompressed_bytes, max_batch_records, arrow_topic_len=len(topic.encode("utf-8")))
     raws, next_offset, failure = stream.step(float("inf"))
     batch = _arrow_batch(raws, topic, partition)
+    if zero_copy:
+        batch = _as_views(batch)
     if failure is not None:
         raise failure.error_class(
             failure.reason, topic, partition, failure.base_offset, batch, failure.base_offset,
@@ -1050,11 +1053,25 @@ def decode_partition_arrow(
     return DecodedPartition(batch, next_offset)
 
 
+def _as_views(batch):
+    """The zero-copy schema's form of a batch: key and value as binary_view
+    (the twin copies; only the layout differs, never a value)."""
+    import pyarrow as pa
+
+    from fastkc.records import arrow_schema
+
+    columns = list(batch.columns)
+    columns[0] = columns[0].cast(pa.binary_view())
+    columns[1] = columns[1].cast(pa.binary_view())
+    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(zero_copy=True))
+
+
 class ArrowBuilder:
     """The twin of fastkc._core.records.ArrowBuilder: the steps' batches,
     joined by finish() into one RecordBatch."""
 
-    def __init__(self, base=None):
+    def __init__(self, base=None, zero_copy=False):
+        self._zero_copy = bool(zero_copy)
         self._batches = []
         self._totals = (0,) * 6
         self._base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
@@ -1083,10 +1100,12 @@ class ArrowBuilder:
 
         batches, self._batches, self._totals = self._batches, [], (0,) * 6
         if not batches:
-            return pa.RecordBatch.from_pylist([], schema=arrow_schema())
-        if len(batches) == 1:
-            return batches[0]
-        return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+            joined = pa.RecordBatch.from_pylist([], schema=arrow_schema())
+        elif len(batches) == 1:
+            joined = batches[0]
+        else:
+            joined = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+        return _as_views(joined) if self._zero_copy else joined
 
 
 class RecordStream:

@@ -277,6 +277,36 @@ static void check_row(const fkc_arrow_builder *b, size_t row, const fkc_record *
     }
 }
 
+/* Zero-copy: a binary_view entry holds exactly the descriptor's bytes. */
+static void check_view(const fkc_arrow_builder *b, const uint8_t *view, const uint8_t *p, int32_t len)
+{
+    int32_t vlen;
+    memcpy(&vlen, view, 4);
+    CHECK(vlen == (len > 0 ? len : 0));
+    if (vlen <= 12) {
+        if (vlen)
+            CHECK(memcmp(view + 4, p, (size_t)vlen) == 0);
+        for (int32_t i = vlen; i < 12; i++)
+            CHECK(view[4 + i] == 0);
+        return;
+    }
+    int32_t index, offset;
+    memcpy(&index, view + 8, 4);
+    memcpy(&offset, view + 12, 4);
+    CHECK(memcmp(view + 4, p, 4) == 0);
+    CHECK(index >= 0 && (size_t)index <= b->buffer_count && offset >= 0);
+    const uint8_t *base = index == 0 ? b->value_data.data : b->buffers[index - 1].data;
+    size_t blen = index == 0 ? b->value_data.len : (size_t)b->buffers[index - 1].len;
+    CHECK((size_t)offset + (size_t)vlen <= blen);
+    CHECK(memcmp(base + offset, p, (size_t)vlen) == 0);
+}
+
+static void no_release(void *ctx, void *owner)
+{
+    (void)ctx;
+    (void)owner;
+}
+
 /* Export the builder and release the tree with a child moved out first (as
  * the C data interface allows); LeakSanitizer checks the arena is freed. */
 static void export_and_release(fkc_arrow_builder *b, size_t rows)
@@ -348,6 +378,28 @@ static void check_builder(const uint8_t *blob, size_t len, const fkc_decode_opts
     }
     CHECK(b->rows == expect);
     export_and_release(b, expect);
+    fkc_builder_free(b);
+
+    /* zero-copy: views into the input (or the decompressed buffers, which
+     * the builder then keeps) instead of copies, the same rows otherwise */
+    b = fkc_builder_new();
+    if (b == NULL)
+        return;
+    b->zero_copy = 1;
+    CHECK(fkc_builder_segment(b, topic, sizeof topic - 1, 7));
+    CHECK(fkc_builder_keep(b, NULL, no_release, NULL)); /* the input outlives the builder here */
+    rc = fkc_decode_arrow(blob, len, opts, b, &r);
+    CHECK(rc == whole->error && r.error_offset == whole->error_offset && b->rows == whole->count);
+    for (size_t i = 0; i < b->rows; i++) {
+        const fkc_record *rec = &whole->records[i];
+        check_view(b, b->key_views + 16 * i, rec->key, rec->key_len);
+        check_view(b, b->value_views + 16 * i, rec->value, rec->value_len);
+        CHECK(((b->key_validity[i / 8] >> (i % 8)) & 1) == (rec->key_len >= 0));
+        CHECK(((b->value_validity[i / 8] >> (i % 8)) & 1) == (rec->value_len >= 0));
+        CHECK(b->offset[i] == rec->offset);
+    }
+    fkc_decode_result_free(&r);
+    export_and_release(b, whole->count);
     fkc_builder_free(b);
 }
 

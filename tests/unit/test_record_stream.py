@@ -241,11 +241,11 @@ def test_arrow_steps_stop_before_int32_offsets_overflow(both):
 # --- one Arrow batch across partitions: RecordStream.arrow(..., builder=b) ---------------
 
 
-def run_builder(module, parts, k, held=None):
+def run_builder(module, parts, k, held=None, zero_copy=False):
     """Every part's stream stepped k records at a time into one builder.
     Returns (per-step log, the finished batch as rows)."""
     with using_backend(module):
-        builder = R.arrow_builder()
+        builder = R.arrow_builder(zero_copy=zero_copy)
         streams = [R.record_stream(blob, arrow=True, **kw) for blob, kw in parts]
     log = []
     for stream in streams:
@@ -307,6 +307,10 @@ def test_builder_steps_across_partitions_equal_separate_steps_and_twin(both, dat
         log, (_names, rows) = run_builder(compiled, parts, k, held)
         assert run_builder(twin, parts, k, held) == (log, (_names, rows))
         assert rows == separate_rows(compiled, parts, k, held)
+        # zero-copy builders: binary_view key/value, the same steps and values
+        viewed = run_builder(compiled, parts, k, held, zero_copy=True)
+        assert viewed == (log, (_names, rows))
+        assert run_builder(twin, parts, k, held, zero_copy=True) == viewed
 
 
 def test_builder_rolls_back_a_bad_batch_and_keeps_the_rest(both):

@@ -20,7 +20,7 @@ TESTC_CFLAGS ?= -std=c11 -g -O1 -Wall -Wextra -Wsign-compare -Wconversion -Wshad
 $(TESTC_DIR)/test_kernels: tests/c/test_kernels.c $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard csrc/*.inc)
 	mkdir -p $(TESTC_DIR)
 	$(TESTC_CC) $(TESTC_CFLAGS) tests/c/test_kernels.c csrc/fkc_varint.c csrc/fkc_crc32c.c \
-		csrc/fkc_crc32.c csrc/fkc_codec.c csrc/fkc_records.c -o $@
+		csrc/fkc_crc32.c csrc/fkc_codec.c csrc/fkc_records.c csrc/fkc_arrow_builder.c -o $@
 
 test-c: $(TESTC_DIR)/test_kernels
 	ASAN_OPTIONS=detect_leaks=1 $(TESTC_DIR)/test_kernels

@@ -44,7 +44,7 @@ if SANITIZE:
 kernel_sources = sorted(glob.glob("csrc/*.c"))
 # Every bridge links the kernels statically: relink when any of them changes
 # (build_ext only compares a module's own sources otherwise).
-kernel_depends = kernel_sources + sorted(glob.glob("csrc/*.h"))
+kernel_depends = kernel_sources + sorted(glob.glob("csrc/*.h")) + sorted(glob.glob("csrc/*.inc"))
 
 
 class build_ext(_build_ext):

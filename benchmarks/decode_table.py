@@ -27,6 +27,7 @@ from benchmarks import readers as B  # noqa: E402
 
 C_RECORDS = "fastkc C → records"
 C_ARROW = "fastkc C → Arrow"
+C_ARROW_ZC = "fastkc C → Arrow zero-copy"
 TWIN = "fastkc twin → records"
 KAFKA_PYTHON = "kafka-python consumer path"
 AIOKAFKA = "aiokafka consumer path"
@@ -101,7 +102,7 @@ def main(argv=None):
             })
             del pieces
 
-    columns = [C_RECORDS, C_ARROW, TWIN, KAFKA_PYTHON, AIOKAFKA, FLOOR]
+    columns = [C_RECORDS, C_ARROW, C_ARROW_ZC, TWIN, KAFKA_PYTHON, AIOKAFKA, FLOOR]
     lines = [
         "| payload | codec | " + " | ".join(columns)
         + " | C records ÷ kafka-python | C records ÷ aiokafka | Arrow time ÷ floor time |",

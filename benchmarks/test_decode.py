@@ -17,6 +17,7 @@ from benchmarks import readers as B
 READER_NAMES = [
     "fastkc C → records",
     "fastkc C → Arrow",
+    "fastkc C → Arrow zero-copy",
     "fastkc twin → records",
     "kafka-python consumer path",
     "aiokafka consumer path",

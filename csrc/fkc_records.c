@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_arrow_builder.h"
 #include "fkc_crc32.h"
 #include "fkc_crc32c.h"
 #include "fkc_cursor.h"
@@ -32,6 +33,7 @@
 #define FKC_V2_HEADER_SIZE 61      /* whole v2 batch header, BaseOffset..RecordCount */
 #define FKC_V2_CRC_START 21        /* Attributes: where the CRC-32C coverage begins */
 #define FKC_HEADER_UP_TO_MAGIC 17  /* Offset + size + 4 bytes + Magic: enough to dispatch */
+#define FKC_RECORD_MIN_SIZE 7      /* v2 record: Length + Attributes + the 5 varints, 1 byte each */
 
 /* The kept records of one batch: parsed whole before any is handed out. */
 typedef struct fkc_recbuf {
@@ -88,6 +90,15 @@ typedef struct fkc_stream {
      * step's records will be appended to (poll_arrow joins the steps of
      * several partitions into one batch): the limits apply to the sum. */
     uint64_t arrow_base[6];
+
+    /* Arrow in one pass: the step's column builder. A v2 batch whose
+     * RecordCount the step can take whole, and whose payload cannot pass the
+     * int32 offsets, is parsed straight into it (cols_active while it is);
+     * any other batch is parsed into descriptors, appended as they are
+     * handed out. cols_cap: rows the step can still take. */
+    fkc_arrow_builder *cols;
+    size_t cols_cap;
+    int cols_active;
 
     int error;            /* sticky: once set, the stream is done */
     int64_t error_offset;
@@ -300,7 +311,10 @@ static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *
         if (__builtin_mul_overflow(rec->timestamp, (int64_t)1000, &us))
             return fkc_fail_timestamp_us(d, rec);
     }
-    d->dst->count++;
+    if (d->cols_active)
+        fkc_builder_append(d->cols, rec);
+    else
+        d->dst->count++;
     return FKC_OK;
 }
 
@@ -311,7 +325,8 @@ static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *
  * anything else -- a longer varint, a bad length or UTF-8 key, a short record --
  * and the caller then runs the checked parser from the same byte, which
  * accepts or reports it exactly as before; on 0 nothing is consumed. */
-static inline int fkc_fast_uvarint21(const uint8_t **pp, const uint8_t *end, uint32_t *out)
+static inline __attribute__((always_inline)) int fkc_fast_uvarint21(const uint8_t **pp, const uint8_t *end,
+                                                                   uint32_t *out)
 {
     const uint8_t *p = *pp;
     size_t avail = (size_t)(end - p);
@@ -546,6 +561,13 @@ static int fkc_parse_record_v2(fkc_decoder *d, fkc_cursor *c, const char *where,
     return FKC_OK;
 }
 
+/* Releases a decompressed buffer the C side allocated (xerial snappy). */
+static void fkc_free_owner(void *ctx, void *owner)
+{
+    (void)ctx;
+    free(owner);
+}
+
 static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len, size_t blob_pos)
 {
     const fkc_decode_opts *o = d->opts;
@@ -639,9 +661,30 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
 
     fkc_cursor pc;
     fkc_cursor_init(&pc, payload, payload_len, payload_pos);
+    /* The sink: the step's Arrow columns when the whole batch fits them (its
+     * kept records are at most RecordCount, their bytes at most the
+     * payload's), else descriptors. One parser either way. RecordCount sizes
+     * the reservation only when the payload could hold that many records
+     * (each takes >= FKC_RECORD_MIN_SIZE bytes); a larger count cannot
+     * parse, and fails in the descriptor sink exactly as it would here,
+     * without an allocation sized by an untrusted field. */
+    int to_columns = 0;
+    if (d->cols != NULL && !control && (uint64_t)record_count <= d->cols_cap &&
+        (size_t)record_count <= payload_len / FKC_RECORD_MIN_SIZE &&
+        fkc_builder_batch_fits(d->cols, (uint64_t)record_count, payload_len) &&
+        (!d->cols->zero_copy || payload_len <= (size_t)INT32_MAX)) {
+        if (!fkc_builder_reserve(d->cols, (size_t)record_count, payload_len))
+            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+        /* zero-copy: long keys and values become views into the payload
+         * (the input's bytes, or the decompressed buffer kept below) */
+        if (d->cols->zero_copy && !fkc_builder_region(d->cols, payload, payload_len))
+            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+        to_columns = 1;
+    }
     /* Control records are parsed (strictly, like any record) into scratch
      * space and never returned; the first one's key is the marker. */
     fkc_record scratch;
+    fkc_record parsed; /* the record on its way to the columns */
     const uint8_t *marker_key = NULL;
     int32_t marker_key_len = -1;
     int32_t prev_delta = -1;
@@ -652,7 +695,9 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
             return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: payload ends after %d of %d records",
                             blob_pos, i, record_count);
         fkc_record *rec = &scratch;
-        if (!control) {
+        if (to_columns) {
+            rec = &parsed;
+        } else if (!control) {
             int rrc = fkc_reserve_one(d);
             if (rrc != FKC_OK)
                 return rrc;
@@ -692,7 +737,9 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
                             blob_pos);
         rec->timestamp_type = (int8_t)timestamp_type;
         rec->leader_epoch = leader_epoch;
+        d->cols_active = to_columns;
         rrc = fkc_commit_record(d, rec);
+        d->cols_active = 0;
         if (rrc != FKC_OK)
             return rrc;
     }
@@ -705,6 +752,19 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
             return fkc_fail(d, FKC_ERR_INVALID, "control record at byte %zu: key shorter than 4 bytes", blob_pos);
         if (fkc_load_be16(marker_key + 2) == 0)
             fkc_aborted_remove(d, producer_id); /* ABORT ends the producer's aborted transaction */
+    }
+    if (to_columns && d->cols->zero_copy) {
+        d->cols->region = -1;
+        /* the views point into the decompressed buffer: the exported batch
+         * owns it from here (the stream no longer releases it) */
+        if (d->have_blob) {
+            int kept = d->blob.owner_is_malloc ? fkc_builder_keep(d->cols, d->blob.owner, fkc_free_owner, NULL)
+                                               : fkc_builder_keep(d->cols, d->blob.owner, d->opts->host->release,
+                                                                  d->opts->host->ctx);
+            if (!kept)
+                return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+            d->have_blob = 0;
+        }
     }
     fkc_advance(d, batch_next); /* control batches are never returned, but do advance */
     return FKC_OK;
@@ -1109,6 +1169,9 @@ static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
     d->open_resume = d->next_offset;
     size_t first = dst->count;
     d->dst = dst;
+    fkc_builder_mark mark;
+    if (d->cols != NULL)
+        fkc_builder_mark_at(d->cols, &mark);
     int rc;
     if (kind == FKC_FRAME_MALFORMED) {
         rc = fkc_fail(d, FKC_ERR_INVALID, "batch at byte %zu: %s", pos, reason);
@@ -1123,6 +1186,8 @@ static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
     if (rc != FKC_OK) {
         fkc_fail(d, rc, "failed"); /* keeps the first reason; makes sure error is set */
         dst->count = first; /* the bad batch's records are not returned */
+        if (d->cols != NULL)
+            fkc_builder_rollback(d->cols, &mark);
         if (d->have_blob) {
             fkc_blob_release(d->opts->host, &d->blob);
             d->have_blob = 0;
@@ -1389,6 +1454,169 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
         out->next_offset = d->error_offset;
     }
     return out->error;
+}
+
+/* Hand n descriptors to the builder (the room was checked). */
+static int fkc_append_out(fkc_decoder *d, fkc_arrow_builder *b, const fkc_record *src, size_t n)
+{
+    if (!fkc_builder_append_records(b, src, n))
+        return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+    return FKC_OK;
+}
+
+/* fkc_stream_step's walk with the Arrow columns as the sink: the same
+ * batches, filters, limits and resume points, but records land in *b
+ * (v2 batches that fit whole in one pass, others through descriptors);
+ * out->count and out's byte totals say what this step appended. */
+int fkc_stream_step_arrow(fkc_stream *d, size_t max_records, size_t max_held_bytes, fkc_arrow_builder *b,
+                          fkc_decode_result *out)
+{
+    out->count = 0;
+    out->key_bytes = out->value_bytes = out->header_count = out->header_key_bytes = out->header_value_bytes = 0;
+    out->error = FKC_OK;
+    out->error_offset = -1;
+    out->error_reason[0] = 0;
+    out->host = d->opts->host;
+    fkc_release_held(d);
+    uint64_t start[6];
+    fkc_builder_totals(b, start);
+    size_t rows = 0; /* appended by this step */
+    while (d->error == FKC_OK && rows < max_records) {
+        if (d->batch_index < d->batch.count) {
+            /* the rest of a batch a previous step could not take whole */
+            size_t n = d->batch.count - d->batch_index;
+            if (n > max_records - rows)
+                n = max_records - rows;
+            const fkc_record *src = &d->batch.records[d->batch_index];
+            n = fkc_builder_room(b, src, n);
+            if (n == 0)
+                break; /* the Arrow batch is full */
+            if (fkc_append_out(d, b, src, n) != FKC_OK)
+                break;
+            rows += n;
+            d->batch_index += n;
+            d->open_resume = d->batch.records[d->batch_index - 1].offset + 1;
+            if (d->batch_index == d->batch.count) {
+                if (fkc_close_batch(d, 1) != FKC_OK)
+                    break;
+            } else if (rows < max_records) {
+                break; /* stopped short of the batch by the Arrow limits */
+            }
+            continue;
+        }
+        if (d->done)
+            break;
+        if (rows > 0 && d->held_bytes >= max_held_bytes)
+            break;
+        size_t rows_before = b->rows;
+        fkc_recbuf view = {out->records, 0, out->capacity}; /* descriptors, when the batch needs them */
+        d->cols = b;
+        d->cols_cap = max_records - rows;
+        int orc = fkc_open_next(d, &view);
+        d->cols = NULL;
+        out->records = view.records;
+        out->capacity = view.capacity;
+        if (orc != FKC_OK)
+            break;
+        size_t direct = b->rows - rows_before;
+        if (direct) {
+            rows += direct;
+            d->open_resume = b->offset[b->rows - 1] + 1;
+            if (fkc_close_batch(d, 0) != FKC_OK) /* copied: its buffer is no longer needed */
+                break;
+            continue;
+        }
+        size_t added = view.count;
+        if (added == 0)
+            continue;
+        size_t keep = added < max_records - rows ? added : max_records - rows;
+        keep = fkc_builder_room(b, view.records, keep);
+        if (keep && fkc_append_out(d, b, view.records, keep) != FKC_OK)
+            break;
+        size_t excess = added - keep;
+        if (excess) {
+            if (excess > d->batch.capacity) {
+                fkc_record *grown = (fkc_record *)realloc(d->batch.records, excess * sizeof(fkc_record));
+                if (grown == NULL) {
+                    fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
+                    break;
+                }
+                d->batch.records = grown;
+                d->batch.capacity = excess;
+            }
+            memcpy(d->batch.records, view.records + keep, excess * sizeof(fkc_record));
+            d->batch.count = excess;
+            d->batch_index = 0;
+        }
+        rows += keep;
+        if (keep)
+            d->open_resume = view.records[keep - 1].offset + 1;
+        if (!excess) {
+            if (fkc_close_batch(d, 1) != FKC_OK)
+                break;
+        } else if (rows < max_records) {
+            break; /* stopped short of the batch by the Arrow limits */
+        }
+    }
+    if (d->error == FKC_OK && !d->done && d->batch_index >= d->batch.count) {
+        size_t entry_len = 0;
+        char reason[128];
+        int kind = fkc_frame_entry(d->data + d->pos, d->len - d->pos, &entry_len, reason, sizeof reason);
+        if (kind == FKC_FRAME_END || kind == FKC_FRAME_CUT)
+            d->done = 1;
+    }
+    uint64_t now[6];
+    fkc_builder_totals(b, now);
+    out->count = (size_t)(now[0] - start[0]);
+    out->key_bytes = now[1] - start[1];
+    out->value_bytes = now[2] - start[2];
+    out->header_count = now[3] - start[3];
+    out->header_key_bytes = now[4] - start[4];
+    out->header_value_bytes = now[5] - start[5];
+    out->next_offset = fkc_resume_offset(d);
+    if (d->error != FKC_OK) {
+        out->error = d->error;
+        out->error_offset = d->error_offset;
+        memcpy(out->error_reason, d->error_reason, sizeof out->error_reason);
+        out->next_offset = d->error_offset;
+    }
+    return out->error;
+}
+
+int fkc_decode_arrow(const uint8_t *data, size_t len, const fkc_decode_opts *opts, fkc_arrow_builder *b,
+                     fkc_decode_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->next_offset = opts->fetch_offset;
+    r->error_offset = -1;
+    r->host = opts->host;
+    fkc_decoder d;
+    fkc_stream_init(&d, data, len, opts);
+    /* Capacity from the blob's size, never from a RecordCount field: values
+     * take at most the blob's bytes when uncompressed, and a record of a
+     * typical fetch takes >= 32 bytes; growth covers the rest (small or
+     * compressed records). Unused capacity is never touched. */
+    if (len > 4096 && !fkc_builder_hint(b, len / 32, len)) {
+        r->error = FKC_ERR_NOMEM;
+        snprintf(r->error_reason, sizeof r->error_reason, "out of memory for Arrow columns");
+        fkc_stream_clear(&d);
+        return r->error;
+    }
+    fkc_stream_step_arrow(&d, SIZE_MAX, SIZE_MAX, b, r);
+    if (r->error == FKC_OK && !fkc_stream_done(&d)) {
+        /* only the Arrow limits stop a one-step decode early */
+        r->error = FKC_ERR_ARROW_LIMIT;
+        r->error_offset = r->next_offset;
+        snprintf(r->error_reason, sizeof r->error_reason,
+                 "the records from offset %lld on do not fit one Arrow batch's int32 offsets",
+                 (long long)r->next_offset);
+    }
+    /* every record was copied into the columns: no buffer outlives the walk */
+    fkc_stream_clear(&d);
+    free(r->records);
+    r->records = NULL;
+    r->capacity = 0;
+    return r->error;
 }
 
 int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *opts, fkc_decode_result *r)

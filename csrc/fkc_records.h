@@ -172,6 +172,22 @@ fkc_stream *fkc_stream_new(const uint8_t *data, size_t len, const fkc_decode_opt
  * every later step returns the error again with no records. */
 int fkc_stream_step(fkc_stream *s, size_t max_records, size_t max_held_bytes, fkc_decode_result *out);
 
+struct fkc_arrow_builder;
+
+/* fkc_stream_step with Arrow columns as the sink (fkc_arrow_builder.h):
+ * the same records, filters, resume points and errors, appended to *b
+ * (rolled back to the bad batch's start on error). The step also ends before
+ * b's int32 offsets (counting b->base) would overflow. out->count and the
+ * byte totals say what the step appended; out->records is scratch. */
+int fkc_stream_step_arrow(fkc_stream *s, size_t max_records, size_t max_held_bytes, struct fkc_arrow_builder *b,
+                          fkc_decode_result *out);
+
+/* The whole blob in one Arrow step into *b: fkc_decode_records' contract
+ * (records kept before an error stay in *b; FKC_ERR_ARROW_LIMIT when the
+ * int32 offsets stop it early). Call fkc_decode_result_free() afterwards. */
+int fkc_decode_arrow(const uint8_t *data, size_t len, const fkc_decode_opts *opts, struct fkc_arrow_builder *b,
+                     fkc_decode_result *result);
+
 /* 1 when nothing is left to hand out (the end, a cut tail, or an error). */
 int fkc_stream_done(const fkc_stream *s);
 

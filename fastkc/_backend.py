@@ -17,8 +17,12 @@ for the reference implementation):
                max_batch_records, arrow=False, key_deserializer=None,
                value_deserializer=None)
       .records(max_records, max_held_bytes=None) -> list
-      .arrow(max_records, max_held_bytes=None, base=None) -> RecordBatch
+      .arrow(max_records, max_held_bytes=None, base=None, builder=None)
+          -> RecordBatch; with builder, the records are appended to it and
+          the count appended is returned
       .next_offset, .done, .leader_epoch, .held_bytes, .last_totals
+  ArrowBuilder() -- .finish() -> one RecordBatch of every step appended
+      (and empties it), .num_rows, .totals
   (max_batch_records 0: no bound; the resumable decoder's steps join to
   exactly the one-shot result.)
 

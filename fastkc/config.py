@@ -103,6 +103,9 @@ CONSUMER_DEFAULTS = {
     "proxy_url": None,
     "socks5_proxy": None,
     "kafka_client": None,
+    # fastkc addition: poll_arrow()'s key and value as binary_view columns
+    # pointing into the fetched (or decompressed) buffers instead of copies
+    "arrow_zero_copy": False,
 }
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -380,8 +380,8 @@ class KafkaConsumer:
         return self._client.metadata_due()
 
     def poll_arrow(self, timeout_ms=0, max_records=None):
-        """One pyarrow.RecordBatch (fastkc.records.arrow_schema(), topic and
-        partition columns included) of up to max_records records (all that is
+        """One pyarrow.RecordBatch (fastkc.records.arrow_schema(zero_copy=
+        arrow_zero_copy), topic and partition columns included) of up to max_records records (all that is
         buffered when None); an empty batch when nothing came within timeout_ms."""
         import pyarrow as pa
 
@@ -405,16 +405,12 @@ class KafkaConsumer:
             batches = fetcher.fetched_arrow(limit)
             if batches:
                 fetcher.send_requests()
-                if len(batches) == 1:
-                    return batches[0]
-                # one copy into contiguous columns (works on every pyarrow >= 18;
-                # pa.concat_batches only arrived later)
-                return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+                return batches[0]  # one batch across partitions, built in place
             remaining = deadline - self._clock()
             self._poll_once(max(0.0, remaining))
             if self._clock() >= deadline and not fetcher.has_buffered():
                 fetcher.raise_pending()
-                return pa.RecordBatch.from_pylist([], schema=arrow_schema())
+                return pa.RecordBatch.from_pylist([], schema=arrow_schema(zero_copy=self.config["arrow_zero_copy"]))
 
     # --- iteration ------------------------------------------------------------------------
     def __iter__(self):

@@ -277,6 +277,7 @@ class Fetcher:
         # the decoding budget (fastkc.config.decode_budget): per-batch
         # decompressed bytes and records, decompressed bytes held per step
         self._max_decompressed, self._max_batch_records, self._max_held = decode_budget(config)
+        self._arrow_zero_copy = bool(config.get("arrow_zero_copy", False))
         self._in_line = None  # the partition whose buffered fetch poll() left mid-way: drained first
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
@@ -1054,14 +1055,13 @@ class Fetcher:
         return out
 
     def fetched_arrow(self, max_records):
-        """A list of pyarrow.RecordBatch (arrow_schema()) of up to max_records
-        buffered records, positions advanced. Together they fit one Arrow
-        batch (int32 offsets), so the caller may join them: the decoder ends a
-        step before the sum would pass the limits, and the rest is handed out
-        by the next call."""
-        batches = []
+        """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
+        max_records buffered records across partitions, or an empty list;
+        positions advanced. The steps append to one ArrowBuilder (one copy of
+        the data, no join afterwards); a step ends before the batch would pass
+        Arrow's int32 offsets, and the rest is handed out by the next call."""
+        builder = fastkc_records.arrow_builder(zero_copy=self._arrow_zero_copy)
         remaining = max_records
-        base = (0, 0, 0, 0, 0, 0)  # Arrow totals of `batches`
         for state in self._ordered_states():
             if remaining <= 0:
                 break
@@ -1074,26 +1074,21 @@ class Fetcher:
                 if stream is None:
                     break
                 try:
-                    batch = stream.arrow(int(min(remaining, _ARROW_STEP_MAX)), self._max_held, base)
+                    appended = stream.arrow(int(min(remaining, _ARROW_STEP_MAX)), self._max_held, None, builder)
                 except CorruptRecordError as exc:
-                    good = getattr(exc, "records", None)
-                    handed_out_to = None
-                    if good is not None and hasattr(good, "num_rows") and good.num_rows:
-                        batches.append(good)
-                        handed_out_to = good.column("offset")[-1].as_py() + 1
+                    # the step's records before the bad batch are in the builder
+                    handed_out_to = builder.last_offset + 1 if stream.last_totals[0] else None
                     self._stop_at_bad_batch(state, exc, handed_out_to)
-                    if batches:
+                    if builder.num_rows:
                         self._pending_error = exc
-                        return batches
+                        return [builder.finish()]
                     raise
-                base = tuple(a + b for a, b in zip(base, stream.last_totals))
                 done = stream.done
                 state.position = self._resume_at(stream, completed, done)
                 completed.fetch_offset = stream.next_offset
-                if batch.num_rows:
-                    batches.append(batch)
-                    remaining -= batch.num_rows
-                    self.metrics["records-consumed-total"] += batch.num_rows
+                if appended:
+                    remaining -= appended
+                    self.metrics["records-consumed-total"] += appended
                     if stream.leader_epoch >= 0:
                         state.position_epoch = stream.leader_epoch
                 if done:
@@ -1102,9 +1097,9 @@ class Fetcher:
                     self._used_up(state, completed)
                 else:
                     self._in_line = tp
-                    if not batch.num_rows:
-                        return batches  # this call's Arrow batch is full (int32 offsets)
-        return batches
+                    if not appended:
+                        return [builder.finish()] if builder.num_rows else []  # full (int32 offsets)
+        return [builder.finish()] if builder.num_rows else []
 
     def pause(self, tp):
         self._replan()

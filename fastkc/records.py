@@ -15,6 +15,7 @@ __all__ = [
     "ConsumerRecord",
     "DecodedPartition",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
+    "arrow_builder",
     "arrow_schema",
     "batch_record_budget",
     "record_stream",
@@ -132,10 +133,12 @@ def decode_partition_arrow(
     aborted_transactions=(),
     max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
     max_batch_records=None,
+    zero_copy=False,
 ):
     """Like decode_arrow(), but also returns the offset to fetch next. Records
     that would pass one Arrow batch's int32 offsets raise ArrowCapacityError
     carrying the batch up to its next_offset (decode again from there)."""
+    extra = {"zero_copy": True} if zero_copy else {}
     return _backend.impl.decode_partition_arrow(
         data,
         topic,
@@ -147,6 +150,7 @@ def decode_partition_arrow(
         _aborted_list(aborted_transactions),
         max_decompressed_bytes,
         _record_budget(max_batch_records, max_decompressed_bytes),
+        **extra,
     )
 
 
@@ -244,9 +248,17 @@ def decode_arrow(
     isolation_level="read_uncommitted",
     aborted_transactions=(),
     max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
+    zero_copy=False,
 ):
     """Decode one partition's records blob into a pyarrow.RecordBatch with
-    the schema of Spark's Kafka source (see arrow_schema())."""
+    the schema of Spark's Kafka source (see arrow_schema()).
+
+    zero_copy=True: key and value are binary_view columns
+    (arrow_schema(zero_copy=True)) whose values longer than 12 bytes point
+    into `data` itself (into the decompressed buffer for a compressed
+    batch) instead of a copy; the batch keeps `data` exported (alive, and a
+    bytearray not resizable) until the batch and every array taken from it
+    are gone."""
     return decode_partition_arrow(
         data,
         topic=topic,
@@ -256,19 +268,33 @@ def decode_arrow(
         isolation_level=isolation_level,
         aborted_transactions=aborted_transactions,
         max_decompressed_bytes=max_decompressed_bytes,
+        zero_copy=zero_copy,
     ).records
 
 
-def arrow_schema():
+def arrow_builder(base=None, zero_copy=False):
+    """An ArrowBuilder of the backend in use: successive
+    RecordStream.arrow(..., builder=b) steps (of any partitions) append to
+    it, and b.finish() returns them as one pyarrow.RecordBatch. `base`: the
+    totals (rows, key, value, header count, header key, header value bytes)
+    of batches the result will be joined to; the int32 limits apply to the
+    sum. zero_copy: key and value as binary_view pointing into the steps'
+    input buffers (see decode_arrow)."""
+    return _backend.impl.ArrowBuilder(base, zero_copy)
+
+
+def arrow_schema(zero_copy=False):
     """key binary, value binary, topic string, partition int32, offset int64,
     timestamp timestamp[us, UTC], timestampType int32,
-    headers list<struct<key: string, value: binary>> — all nullable."""
+    headers list<struct<key: string, value: binary>> — all nullable.
+    zero_copy=True: key and value are binary_view (see decode_arrow)."""
     import pyarrow as pa
 
+    kv = pa.binary_view() if zero_copy else pa.binary()
     return pa.schema(
         [
-            pa.field("key", pa.binary()),
-            pa.field("value", pa.binary()),
+            pa.field("key", kv),
+            pa.field("value", kv),
             pa.field("topic", pa.string()),
             pa.field("partition", pa.int32()),
             pa.field("offset", pa.int64()),

@@ -1,16 +1,17 @@
 # cython: language_level=3
 """Cython bridge over the C record decoder (csrc/fkc_records.c).
 
-Decoding is two phases:
-  1. fkc_decode_records(): pure C, run with the GIL released. Walks the blob,
-     checks CRCs, decompresses (through the codec host below, which re-takes
-     the GIL for the one Python codec call per batch), parses records into a
-     flat descriptor array and filters them.
-  2a. fkc_py_build_list() (fkc_pybuild.h): descriptors -> ConsumerRecord
+Decoding is two phases for records, one for Arrow:
+  1. fkc_decode_records() / fkc_stream_step(): pure C, run with the GIL
+     released. Walks the blob, checks CRCs, decompresses (through the codec
+     host below, which re-takes the GIL for the one Python codec call per
+     batch), parses records into a flat descriptor array and filters them.
+  2. fkc_py_build_list() (fkc_pybuild.h): descriptors -> ConsumerRecord
      tuples, built in C.
-  2b. fkc_arrow_fill() (csrc/fkc_arrow.c): descriptors -> Arrow buffers sized
-     exactly from phase-1 totals; the arrays are assembled with a constant
-     number of pyarrow calls (none per record).
+  Arrow: fkc_decode_arrow() / fkc_stream_step_arrow() run the same walk with
+     the Arrow columns (csrc/fkc_arrow_builder.c) as the sink: records are
+     written into the columns as they are parsed, and the batch is handed to
+     pyarrow through the C data interface in one call (ArrowBuilder.finish).
 
 The input is read through the buffer protocol (bytes, bytearray, memoryview
 slices of a larger response buffer): no copy.
@@ -137,45 +138,30 @@ cdef extern from "fkc_records.h":
     int fkc_stream_done(const fkc_stream *s)
     int32_t fkc_stream_leader_epoch(const fkc_stream *s)
     size_t fkc_stream_held_bytes(const fkc_stream *s)
-    void fkc_stream_arrow_base(fkc_stream *s, const uint64_t base[6])
     void fkc_stream_free(fkc_stream *s)
 
 
 cdef extern from "fkc_arrow.h":
-    ctypedef struct fkc_arrow_columns:
-        uint8_t *key_validity
-        int32_t *key_offsets
-        uint8_t *key_data
-        uint8_t *value_validity
-        int32_t *value_offsets
-        uint8_t *value_data
-        int32_t *topic_offsets
-        uint8_t *topic_data
-        int32_t *partition
-        int64_t *offset
-        uint8_t *timestamp_validity
-        int64_t *timestamp
-        int32_t *timestamp_type
-        uint8_t *headers_validity
-        int32_t *headers_offsets
-        int32_t *hkey_offsets
-        uint8_t *hkey_data
-        uint8_t *hvalue_validity
-        int32_t *hvalue_offsets
-        uint8_t *hvalue_data
-        int64_t key_nulls
-        int64_t value_nulls
-        int64_t timestamp_nulls
-        int64_t headers_nulls
-        int64_t hvalue_nulls
-    size_t fkc_bitmap_bytes(size_t n)
-    int fkc_arrow_fits(const fkc_decode_result *r, size_t topic_len)
-    void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
-                        fkc_arrow_columns *cols) nogil
     struct ArrowArray:
         void (*release)(ArrowArray *)
-    int fkc_arrow_export(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
-                         ArrowArray *out) nogil
+
+
+cdef extern from "fkc_arrow_builder.h":
+    ctypedef struct fkc_arrow_builder:
+        size_t rows
+        int64_t *offset
+        uint64_t base[6]
+        int zero_copy
+    int fkc_builder_keep(fkc_arrow_builder *b, void *owner, fkc_codec_release_fn release, void *ctx)
+    fkc_arrow_builder *fkc_builder_new()
+    void fkc_builder_free(fkc_arrow_builder *b)
+    int fkc_builder_segment(fkc_arrow_builder *b, const uint8_t *topic, size_t topic_len, int32_t partition)
+    void fkc_builder_totals(const fkc_arrow_builder *b, uint64_t out[6])
+    int fkc_builder_export(fkc_arrow_builder *b, ArrowArray *out) nogil
+    int fkc_stream_step_arrow(fkc_stream *s, size_t max_records, size_t max_held_bytes, fkc_arrow_builder *b,
+                              fkc_decode_result *out) nogil
+    int fkc_decode_arrow(const uint8_t *data, size_t length, const fkc_decode_opts *opts, fkc_arrow_builder *b,
+                         fkc_decode_result *result) nogil
 
 
 cdef extern from "fkc_pybuild.h":
@@ -399,8 +385,14 @@ cdef class _Phase1:
     cdef int64_t *aborted
     cdef _DecodeState state
     cdef fkc_codec_host host
+    cdef ArrowBuilder builder  # the Arrow form's columns
+    cdef object partition
+    cdef bint zero_copy
 
     def __cinit__(self):
+        self.builder = None
+        self.partition = 0
+        self.zero_copy = False
         self.have_view = False
         self.have_result = False
         self.aborted = NULL
@@ -422,13 +414,23 @@ cdef class _Phase1:
         self.aborted = _fill_opts(&opts, self.state, &self.host, fetch_offset, stop_offset, check_crcs,
                                   read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
                                   arrow, topic)
-        with nogil:
-            rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts, &self.result)
+        if arrow:
+            self.builder = ArrowBuilder(None, self.zero_copy)
+            self.builder._segment(topic, self.partition)
+            self.builder._keep_input(data)
+            with nogil:
+                rc = fkc_decode_arrow(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts,
+                                      self.builder.b, &self.result)
+        else:
+            with nogil:
+                rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts,
+                                        &self.result)
         self.have_result = True
         return rc
 
 
 _SIZE_LIMIT = 1 << 62
+INT32_MAX_ = (1 << 31) - 1
 
 
 cdef int64_t *_fill_opts(fkc_decode_opts *opts, _DecodeState state, fkc_codec_host *host, int64_t fetch_offset,
@@ -590,55 +592,118 @@ cdef _build_records(const fkc_decode_result *result, topic, partition, key_deser
 
 
 cdef object _schema = None
+cdef object _view_schema = None
 cdef object _import_batch = None
 
 
 cdef _arrow_init():
-    global _schema, _import_batch
+    global _schema, _view_schema, _import_batch
     if _schema is None:
         import pyarrow
         from fastkc.records import arrow_schema
 
         _import_batch = pyarrow.RecordBatch._import_from_c
+        _view_schema = arrow_schema(zero_copy=True)
         _schema = arrow_schema()
 
 
-cdef _build_arrow(const fkc_decode_result *r, topic, int32_t partition):
-    # C fills every column into one arena and describes the batch through the
-    # Arrow C data interface (fkc_arrow_export); pyarrow imports it in one
-    # call against the cached schema. The previous form -- 20 allocate_buffer,
-    # 11 Array.from_buffers and a RecordBatch.from_arrays call -- cost ~20 us
-    # per decode, a tenth of the time of a 1 MiB fetch.
-    cdef ArrowArray exported
-    cdef bytes topic_utf8 = topic.encode("utf-8")
-    cdef size_t topic_len = len(topic_utf8)
-    cdef const uint8_t *topic_ptr = <const uint8_t *>topic_utf8
-    cdef int ok
-    _arrow_init()
-    if not fkc_arrow_fits(r, topic_len):  # cannot happen: the decoder stops a step at the limits
-        raise SystemError("fastkc: records past one Arrow batch's int32 offsets reached the builder")
-    with nogil:
-        ok = fkc_arrow_export(r, topic_ptr, topic_len, partition, &exported)
-    if not ok:
-        raise MemoryError("fastkc: out of memory for Arrow columns")
-    try:
-        return _import_batch(<size_t>&exported, _schema)
-    finally:
-        # Imported: pyarrow moved the struct out and marked it released.
-        # Import failed: it is still ours to release.
-        if exported.release != NULL:
-            exported.release(&exported)
+cdef class ArrowBuilder:
+    """Arrow columns that RecordStream.arrow(..., builder=b) steps append to
+    (the decoder writes them while it parses), across partitions: finish()
+    returns one pyarrow.RecordBatch (arrow_schema()) holding every step's
+    records, with one copy of the data, and empties the builder for reuse.
+    The int32 offsets bound what it holds: a step ends before it would pass
+    them, and the rest follows after finish()."""
+    cdef fkc_arrow_builder *b
+
+    def __cinit__(self, base=None, zero_copy=False):
+        # base: totals (as RecordStream.last_totals) of batches the finished
+        # batch will be joined to; the int32 limits apply to the sum.
+        # zero_copy: key/value as binary_view into the steps' input buffers.
+        cdef int i
+        self.b = fkc_builder_new()
+        if self.b == NULL:
+            raise MemoryError()
+        self.b.zero_copy = 1 if zero_copy else 0
+        if base is not None:
+            for i in range(6):
+                self.b.base[i] = min(int(base[i]), INT32_MAX_)
+
+    cdef _keep_input(self, data):
+        # Zero-copy: views may point into `data` (an uncompressed batch's
+        # bytes), so the exported batch holds its own buffer export of it,
+        # released by the batch's release callback through _host_release,
+        # which takes the GIL (pyarrow may release on any thread).
+        cdef Py_buffer *view
+        if not self.b.zero_copy:
+            return
+        view = <Py_buffer *>malloc(sizeof(Py_buffer))
+        if view == NULL:
+            raise MemoryError()
+        try:
+            PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
+        except BaseException:
+            free(view)
+            raise
+        if not fkc_builder_keep(self.b, <void *>view, _host_release, NULL):
+            PyBuffer_Release(view)
+            free(view)
+            raise MemoryError()
+
+    def __dealloc__(self):
+        fkc_builder_free(self.b)
+
+    cdef _segment(self, topic, partition):
+        cdef bytes topic_utf8 = topic.encode("utf-8")
+        if not fkc_builder_segment(self.b, <const uint8_t *>topic_utf8, <size_t>len(topic_utf8),
+                                   <int32_t>partition):
+            raise MemoryError()
+
+    @property
+    def num_rows(self):
+        return self.b.rows
+
+    @property
+    def last_offset(self):
+        """The offset of the last row appended (None when empty)."""
+        return self.b.offset[self.b.rows - 1] if self.b.rows else None
+
+    @property
+    def totals(self):
+        """(rows, key bytes, value bytes, header count, header key bytes,
+        header value bytes) held now."""
+        cdef uint64_t t[6]
+        fkc_builder_totals(self.b, t)
+        return (t[0], t[1], t[2], t[3], t[4], t[5])
+
+    def finish(self):
+        """The records appended so far as one pyarrow.RecordBatch; the
+        builder is empty afterwards."""
+        cdef ArrowArray exported
+        cdef int ok
+        _arrow_init()
+        with nogil:
+            ok = fkc_builder_export(self.b, &exported)
+        if not ok:
+            raise MemoryError("fastkc: out of memory for Arrow columns")
+        try:
+            return _import_batch(<size_t>&exported, _view_schema if self.b.zero_copy else _schema)
+        finally:
+            if exported.release != NULL:
+                exported.release(&exported)
 
 
 def decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
-                           aborted_transactions, max_decompressed_bytes, max_batch_records=0):
+                           aborted_transactions, max_decompressed_bytes, max_batch_records=0, zero_copy=False):
     """Backend contract: see fastkc/_backend.py. Returns DecodedPartition(pyarrow.RecordBatch, next_offset)."""
     cdef _Phase1 p = _Phase1()
+    p.partition = partition
+    p.zero_copy = bool(zero_copy)
     rc = p.run(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
                max_decompressed_bytes, max_batch_records, True, topic)
     if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
         _raise_error(p, topic, partition, None)
-    batch = _build_arrow(&p.result, topic, partition)
+    batch = p.builder.finish()
     if rc != FKC_OK:
         _raise_error(p, topic, partition, batch)
     return _DecodedPartition(batch, p.result.next_offset)
@@ -777,26 +842,52 @@ cdef class RecordStream:
             self._fail(records)
         return records
 
-    def arrow(self, max_records, max_held_bytes=None, base=None):
+    def arrow(self, max_records, max_held_bytes=None, base=None, builder=None):
         """The next at most max_records records as one pyarrow.RecordBatch
         (maybe empty): a step also ends before Arrow's int32 offsets would
         overflow, so no batch ever needs more. `base`: the totals (as
         last_totals gives them) of batches this one will be joined to; the
-        limits then apply to the sum."""
-        cdef uint64_t b[6]
-        cdef int i
+        limits then apply to the sum.
+
+        With `builder` (an ArrowBuilder), the records are appended to it
+        instead (its own contents count against the limits) and the number
+        appended is returned; a bad batch adds none of its records, and the
+        CorruptRecordError carries no batch (the step's good records stay in
+        the builder)."""
+        cdef ArrowBuilder target
+        cdef bint own = builder is None
         if not self.arrow_mode:
             raise ValueError("this stream decodes to records")
-        for i in range(6):
-            b[i] = base[i] if base is not None else 0
-        fkc_stream_arrow_base(self.stream, b)
-        rc = self._step(max_records, max_held_bytes)
+        target = ArrowBuilder(base) if own else <ArrowBuilder?>builder
+        target._segment(self.topic, self.partition)
+        target._keep_input(<object>self.view.obj)
+        rc = self._step_arrow(max_records, max_held_bytes, target)
         if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
             self._fail(None)
-        batch = _build_arrow(&self.out, self.topic, self.partition)
+        if not own:
+            if rc != FKC_OK:
+                self._fail(None)
+            return self.out.count
+        batch = target.finish()
         if rc != FKC_OK:
             self._fail(batch)
         return batch
+
+    cdef int _step_arrow(self, max_records, max_held_bytes, ArrowBuilder target) except -1:
+        cdef size_t n
+        cdef size_t held
+        cdef int rc
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        n = <size_t>min(max_records, _SIZE_LIMIT)
+        held = <size_t>min(max_held_bytes, _SIZE_LIMIT) if max_held_bytes is not None and max_held_bytes >= 0 \
+            else <size_t>-1
+        if self.error is not None:
+            cls, reason, offset, next_offset = self.error
+            raise cls(reason, self.topic, self.partition, offset, None, next_offset)
+        with nogil:
+            rc = fkc_stream_step_arrow(self.stream, n, held, target.b, &self.out)
+        return rc
 
     @property
     def next_offset(self):

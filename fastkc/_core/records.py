@@ -4,6 +4,7 @@ Everything here is implemented in C (csrc/) behind the Cython bridge
 fastkc/_core/_records.pyx; this module only names the contract's entry points.
 """
 from fastkc._core._records import (
+    ArrowBuilder,
     crc32c,
     crc32c_implementation,
     decode_partition,
@@ -14,6 +15,7 @@ from fastkc._core._records import (
 )
 
 __all__ = [
+    "ArrowBuilder",
     "crc32c",
     "crc32c_implementation",
     "decode_partition",

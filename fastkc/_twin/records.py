@@ -98,7 +98,7 @@ from fastkc.errors import (
 )
 from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
 
-__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "RecordStream"]
+__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "RecordStream", "ArrowBuilder"]
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -1034,11 +1034,14 @@ def decode_partition_arrow(
     aborted_transactions,
     max_decompressed_bytes,
     max_batch_records=0,
+    zero_copy=False,
 ):
     stream = _Stream(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
                      max_decompressed_bytes, max_batch_records, arrow_topic_len=len(topic.encode("utf-8")))
     raws, next_offset, failure = stream.step(float("inf"))
     batch = _arrow_batch(raws, topic, partition)
+    if zero_copy:
+        batch = _as_views(batch)
     if failure is not None:
         raise failure.error_class(
             failure.reason, topic, partition, failure.base_offset, batch, failure.base_offset,
@@ -1048,6 +1051,61 @@ def decode_partition_arrow(
             "the records from offset {0} on do not fit one Arrow batch's int32 offsets".format(next_offset),
             topic, partition, next_offset, batch, next_offset)
     return DecodedPartition(batch, next_offset)
+
+
+def _as_views(batch):
+    """The zero-copy schema's form of a batch: key and value as binary_view
+    (the twin copies; only the layout differs, never a value)."""
+    import pyarrow as pa
+
+    from fastkc.records import arrow_schema
+
+    columns = list(batch.columns)
+    columns[0] = columns[0].cast(pa.binary_view())
+    columns[1] = columns[1].cast(pa.binary_view())
+    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(zero_copy=True))
+
+
+class ArrowBuilder:
+    """The twin of fastkc._core.records.ArrowBuilder: the steps' batches,
+    joined by finish() into one RecordBatch."""
+
+    def __init__(self, base=None, zero_copy=False):
+        self._zero_copy = bool(zero_copy)
+        self._batches = []
+        self._totals = (0,) * 6
+        self._base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
+
+    def _add(self, batch, totals):
+        if batch.num_rows:
+            self._batches.append(batch)
+        self._totals = tuple(a + b for a, b in zip(self._totals, totals))
+
+    @property
+    def num_rows(self):
+        return self._totals[0]
+
+    @property
+    def totals(self):
+        return self._totals
+
+    @property
+    def last_offset(self):
+        return self._batches[-1].column("offset")[-1].as_py() if self._batches else None
+
+    def finish(self):
+        import pyarrow as pa
+
+        from fastkc.records import arrow_schema
+
+        batches, self._batches, self._totals = self._batches, [], (0,) * 6
+        if not batches:
+            joined = pa.RecordBatch.from_pylist([], schema=arrow_schema())
+        elif len(batches) == 1:
+            joined = batches[0]
+        else:
+            joined = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+        return _as_views(joined) if self._zero_copy else joined
 
 
 class RecordStream:
@@ -1095,12 +1153,22 @@ class RecordStream:
             self._fail(failure, out)
         return out
 
-    def arrow(self, max_records, max_held_bytes=None, base=None):
+    def arrow(self, max_records, max_held_bytes=None, base=None, builder=None):
         if not self._arrow:
             raise ValueError("this stream decodes to records")
+        if builder is not None:
+            if not isinstance(builder, ArrowBuilder):
+                raise TypeError("builder must be an ArrowBuilder of this backend")
+            # what the builder holds (and its base) counts against the limits
+            base = tuple(a + b for a, b in zip(builder._base, builder.totals))
         self._stream.arrow_base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
         raws, failure = self._step(max_records, max_held_bytes)
         batch = _arrow_batch(raws, self._topic, self._partition)
+        if builder is not None:
+            builder._add(batch, self._stream.last_totals)
+            if failure is not None:
+                self._fail(failure, None)
+            return batch.num_rows
         if failure is not None:
             self._fail(failure, batch)
         return batch

@@ -40,7 +40,10 @@
  * match the records; kept offsets respect fetch_offset/stop_offset;
  * on success next_offset >= fetch_offset; the reason is NUL-terminated.
  * With bit 2 the Arrow columns are filled into exactly sized buffers and
- * their offsets, validity and null counts are checked.
+ * their offsets, validity and null counts are checked; and the one-pass
+ * Arrow form (fkc_decode_arrow, and stream steps of k into one shared
+ * fkc_arrow_builder) must give row for row what the descriptors say, the
+ * same error kind and offset, and export/release cleanly.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +51,7 @@
 #include <string.h>
 
 #include "fkc_arrow.h"
+#include "fkc_arrow_builder.h"
 #include "fkc_codec.h"
 #include "fkc_errors.h"
 #include "fkc_records.h"
@@ -233,6 +237,172 @@ static int same_bytes(const uint8_t *a, int32_t alen, const uint8_t *b, int32_t 
     return alen <= 0 || memcmp(a, b, (size_t)alen) == 0;
 }
 
+/* Row `row` of the builder's columns equals descriptor *rec (the two sinks
+ * of the one record parser). */
+static void check_row(const fkc_arrow_builder *b, size_t row, const fkc_record *rec)
+{
+    CHECK(b->offset[row] == rec->offset);
+    CHECK(b->timestamp_type[row] == rec->timestamp_type);
+    if (rec->timestamp_type >= 0)
+        CHECK(b->timestamp[row] == (int64_t)((uint64_t)rec->timestamp * 1000u));
+    int key_valid = (b->key_validity[row / 8] >> (row % 8)) & 1;
+    CHECK(key_valid == (rec->key_len >= 0));
+    int32_t klen = b->key_offsets[row + 1] - b->key_offsets[row];
+    CHECK(klen == (rec->key_len > 0 ? rec->key_len : 0));
+    if (klen)
+        CHECK(memcmp(b->key_data.data + b->key_offsets[row], rec->key, (size_t)klen) == 0);
+    int value_valid = (b->value_validity[row / 8] >> (row % 8)) & 1;
+    CHECK(value_valid == (rec->value_len >= 0));
+    int32_t vlen = b->value_offsets[row + 1] - b->value_offsets[row];
+    CHECK(vlen == (rec->value_len > 0 ? rec->value_len : 0));
+    if (vlen)
+        CHECK(memcmp(b->value_data.data + b->value_offsets[row], rec->value, (size_t)vlen) == 0);
+    int32_t h0 = b->headers_offsets[row], h1 = b->headers_offsets[row + 1];
+    CHECK(h1 - h0 == (rec->header_count > 0 ? rec->header_count : 0));
+    CHECK(((b->headers_validity[row / 8] >> (row % 8)) & 1) == (rec->header_count > 0));
+    if (h1 == h0)
+        return; /* (a legacy record has no header span to walk: headers is NULL) */
+    fkc_header_iter it = {rec->headers, rec->headers + rec->headers_len};
+    const uint8_t *hk, *hv;
+    int32_t kl, vl;
+    for (int32_t h = h0; h < h1; h++) {
+        CHECK(fkc_header_next(&it, &hk, &kl, &hv, &vl));
+        CHECK(b->hkey_offsets[h + 1] - b->hkey_offsets[h] == kl);
+        if (kl)
+            CHECK(memcmp(b->hkey_data.data + b->hkey_offsets[h], hk, (size_t)kl) == 0);
+        CHECK(((b->hvalue_validity[h / 8] >> (h % 8)) & 1) == (vl >= 0));
+        CHECK(b->hvalue_offsets[h + 1] - b->hvalue_offsets[h] == (vl > 0 ? vl : 0));
+        if (vl > 0)
+            CHECK(memcmp(b->hvalue_data.data + b->hvalue_offsets[h], hv, (size_t)vl) == 0);
+    }
+}
+
+/* Zero-copy: a binary_view entry holds exactly the descriptor's bytes. */
+static void check_view(const fkc_arrow_builder *b, const uint8_t *view, const uint8_t *p, int32_t len)
+{
+    int32_t vlen;
+    memcpy(&vlen, view, 4);
+    CHECK(vlen == (len > 0 ? len : 0));
+    if (vlen <= 12) {
+        if (vlen)
+            CHECK(memcmp(view + 4, p, (size_t)vlen) == 0);
+        for (int32_t i = vlen; i < 12; i++)
+            CHECK(view[4 + i] == 0);
+        return;
+    }
+    int32_t index, offset;
+    memcpy(&index, view + 8, 4);
+    memcpy(&offset, view + 12, 4);
+    CHECK(memcmp(view + 4, p, 4) == 0);
+    CHECK(index >= 0 && (size_t)index <= b->buffer_count && offset >= 0);
+    const uint8_t *base = index == 0 ? b->value_data.data : b->buffers[index - 1].data;
+    size_t blen = index == 0 ? b->value_data.len : (size_t)b->buffers[index - 1].len;
+    CHECK((size_t)offset + (size_t)vlen <= blen);
+    CHECK(memcmp(base + offset, p, (size_t)vlen) == 0);
+}
+
+static void no_release(void *ctx, void *owner)
+{
+    (void)ctx;
+    (void)owner;
+}
+
+/* Export the builder and release the tree with a child moved out first (as
+ * the C data interface allows); LeakSanitizer checks the arena is freed. */
+static void export_and_release(fkc_arrow_builder *b, size_t rows)
+{
+    struct ArrowArray root;
+    if (!fkc_builder_export(b, &root))
+        return;
+    CHECK(root.length == (int64_t)rows && root.n_children == 8 && b->rows == 0);
+    struct ArrowArray moved = *root.children[1]; /* value */
+    root.children[1]->release = NULL;
+    root.release(&root);
+    CHECK(moved.length == (int64_t)rows);
+    moved.release(&moved);
+}
+
+/* The Arrow form in one pass (fkc_decode_arrow, and the stream's Arrow steps
+ * into one shared builder) against the descriptor decode `whole` of the
+ * same input: the same rows, error kind and offset; a bad batch adds none
+ * of its rows. */
+static void check_builder(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, const fkc_decode_result *whole,
+                          size_t k, size_t max_held)
+{
+    fkc_arrow_builder *b = fkc_builder_new();
+    if (b == NULL)
+        return;
+    static const uint8_t topic[] = "fuzz-topic";
+    CHECK(fkc_builder_segment(b, topic, sizeof topic - 1, 7));
+    fkc_decode_result r;
+    int rc = fkc_decode_arrow(blob, len, opts, b, &r);
+    CHECK(rc == whole->error && r.error_offset == whole->error_offset);
+    CHECK(r.count == whole->count && b->rows == whole->count);
+    if (rc == FKC_OK)
+        CHECK(r.next_offset == whole->next_offset);
+    for (size_t i = 0; i < b->rows; i++)
+        check_row(b, i, &whole->records[i]);
+    fkc_decode_result_free(&r);
+    export_and_release(b, whole->count);
+
+    /* steps of k into one builder; the same stream twice over would repeat
+     * its records, so a second stream appends the same rows again after */
+    CHECK(fkc_builder_segment(b, topic, sizeof topic - 1, 8));
+    size_t expect = 0;
+    for (int round = 0; round < 2; round++) {
+        fkc_stream *s = fkc_stream_new(blob, len, opts);
+        if (s == NULL)
+            break;
+        fkc_decode_result out;
+        memset(&out, 0, sizeof out);
+        size_t start = b->rows;
+        for (size_t guard = 0; guard < len + 8 && !fkc_stream_done(s); guard++) {
+            size_t before = b->rows;
+            int src = fkc_stream_step_arrow(s, k, max_held, b, &out);
+            CHECK(out.count == b->rows - before && out.count <= k);
+            if (src != FKC_OK)
+                break;
+            CHECK(out.count > 0 || fkc_stream_done(s) || whole->error == FKC_ERR_ARROW_LIMIT);
+            if (out.count == 0)
+                break;
+        }
+        size_t got = b->rows - start;
+        CHECK(got <= whole->count);
+        if (whole->error != FKC_ERR_ARROW_LIMIT)
+            CHECK(got == whole->count);
+        for (size_t i = 0; i < got; i++)
+            check_row(b, start + i, &whole->records[i]);
+        expect += got;
+        fkc_decode_result_free(&out);
+        fkc_stream_free(s);
+    }
+    CHECK(b->rows == expect);
+    export_and_release(b, expect);
+    fkc_builder_free(b);
+
+    /* zero-copy: views into the input (or the decompressed buffers, which
+     * the builder then keeps) instead of copies, the same rows otherwise */
+    b = fkc_builder_new();
+    if (b == NULL)
+        return;
+    b->zero_copy = 1;
+    CHECK(fkc_builder_segment(b, topic, sizeof topic - 1, 7));
+    CHECK(fkc_builder_keep(b, NULL, no_release, NULL)); /* the input outlives the builder here */
+    rc = fkc_decode_arrow(blob, len, opts, b, &r);
+    CHECK(rc == whole->error && r.error_offset == whole->error_offset && b->rows == whole->count);
+    for (size_t i = 0; i < b->rows; i++) {
+        const fkc_record *rec = &whole->records[i];
+        check_view(b, b->key_views + 16 * i, rec->key, rec->key_len);
+        check_view(b, b->value_views + 16 * i, rec->value, rec->value_len);
+        CHECK(((b->key_validity[i / 8] >> (i % 8)) & 1) == (rec->key_len >= 0));
+        CHECK(((b->value_validity[i / 8] >> (i % 8)) & 1) == (rec->value_len >= 0));
+        CHECK(b->offset[i] == rec->offset);
+    }
+    fkc_decode_result_free(&r);
+    export_and_release(b, whole->count);
+    fkc_builder_free(b);
+}
+
 /* The resumable decoder over the same input: steps must join to the
  * one-shot result `whole`. */
 static void check_stream(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, const fkc_decode_result *whole,
@@ -360,6 +530,7 @@ static void decode_and_check(const uint8_t *blob, size_t len, const fkc_decode_o
         CHECK(header_count == r.header_count);
         /* the records decoded before an error are returned too, so build them */
         fill_arrow(&r);
+        check_builder(blob, len, opts, &r, k, max_held);
     }
     if (rc != FKC_ERR_CRC || st->fail)
         check_scan(blob, len, opts, &r);

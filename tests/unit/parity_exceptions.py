@@ -27,6 +27,8 @@ EXCEPTIONS = {
                                          "reads the Kerberos environment)",
     "config.extra:sasl_kerberos_principal": "GSSAPI: the client principal to authenticate as (Java's JAAS "
                                             "Krb5LoginModule principal=...)",
+    "config.extra:arrow_zero_copy": "poll_arrow(): key and value as binary_view columns pointing into the "
+                                    "fetched buffers (no copy); poll_arrow itself is fastkc's",
     # --- consumer ------------------------------------------------------------------
     "consumer.extra:poll_arrow": "fastkc's columnar poll: one pyarrow.RecordBatch",
     "consumer.extra:wakeup": "Java's KafkaConsumer.wakeup(): interrupts poll() from another thread "

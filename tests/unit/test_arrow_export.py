@@ -14,6 +14,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from fastkc import records as R
 from fastkc._twin import records as twin
+from fastkc.errors import InvalidRecordError
 from tests.support import load_compiled, using_backend
 
 core, _reason = load_compiled()
@@ -135,3 +136,96 @@ def test_header_key_strings_are_shared_only_when_equal():
         expected = R.decode(data, topic="t", partition=0)
     assert [r.headers for r in got] == [r.headers for r in expected] == headers
     assert got[0].headers[1][0] is got[1].headers[1][0]  # "cd" at the same position: shared
+
+
+@pytest.mark.skipif(bool(os.environ.get("FASTKC_ASAN_LIB")), reason="ASan's quarantine keeps freed memory resident")
+def test_a_huge_record_count_sizes_no_allocation():
+    # The one-pass Arrow sink reserves rows per batch before parsing it: an
+    # untrusted RecordCount of 2^31 - 1 (with a LastOffsetDelta to match) over
+    # two records' bytes must fail as the twin says, having allocated nothing
+    # sized by that count (rows of ~40 bytes each would be ~80 GiB).
+    from tests.support import batchgen as g
+
+    records = [g.Record(key=b"k", value=b"v", offset_delta=i) for i in range(2)]
+    data = g.record_batch(records, count=(1 << 31) - 1, last_offset_delta=(1 << 31) - 2)
+    before = rss_mib()
+    with pytest.raises(InvalidRecordError) as ours:  # (no record budget: 0)
+        R.decode_partition_arrow(data, topic="t", partition=0, max_batch_records=0)
+    assert rss_mib() - before < 50
+    with using_backend(twin):
+        with pytest.raises(type(ours.value)) as expected:
+            R.decode_partition_arrow(data, topic="t", partition=0, max_batch_records=0)
+    assert (ours.value.offset, ours.value.next_offset) == (expected.value.offset, expected.value.next_offset)
+
+
+# --- zero-copy: binary_view key/value pointing into the input ------------------------
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4], ids=["none", "gzip", "snappy", "lz4", "zstd"])
+def test_zero_copy_values_equal_and_outlive_the_source(codec):
+    records = [(i, b"k" * (i % 20) if i % 7 else None, (b"value-%d-" % i) * (i % 9) if i % 5 else None,
+                [("h", b"x" * i)] if i % 3 == 0 else []) for i in range(60)]
+    source = bytearray(batch(records, codec=codec) + batch(records, base_offset=60, codec=codec))
+    copied = R.decode_arrow(bytes(source), topic="t", partition=2)
+    viewed = R.decode_arrow(source, topic="t", partition=2, zero_copy=True)
+    viewed.validate(full=True)
+    assert viewed.schema == R.arrow_schema(zero_copy=True)
+    assert viewed.column("key").type == pa.binary_view() and viewed.column("value").type == pa.binary_view()
+    for name in R.arrow_schema().names:
+        assert viewed.column(name).to_pylist() == copied.column(name).to_pylist(), name
+    if codec == 0:
+        # the views point into `source`: while they live it stays exported
+        with pytest.raises(BufferError):
+            source.extend(b"x")
+    values, keys = viewed.column("value"), viewed.column("key")
+    del viewed, source
+    gc.collect()
+    assert values.to_pylist() == copied.column("value").to_pylist()
+    assert keys.to_pylist() == copied.column("key").to_pylist()
+
+
+def test_zero_copy_views_point_into_the_input_not_a_copy():
+    import ctypes
+
+    value = b"0123456789abcdef" * 4  # longer than 12 bytes: not inlined
+    source = batch([(0, None, value, [])])
+    rb = R.decode_arrow(source, topic="t", partition=0, zero_copy=True)
+    addresses = [buf.address for buf in rb.column("value").buffers()[2:] if buf is not None and buf.size]
+    source_address = ctypes.cast(ctypes.c_char_p(source), ctypes.c_void_p).value  # the bytes' own storage
+    assert any(source_address <= a < source_address + len(source) for a in addresses)
+    assert rb.column("value")[0].as_py() == value
+
+
+def test_zero_copy_release_on_another_thread():
+    # pyarrow may release the batch on any thread, without the GIL held by
+    # the caller: the release takes the GIL itself to drop the input's export
+    import threading
+
+    source = bytearray(batch([(i, b"k", b"v" * 40, []) for i in range(20)]))
+    holder = [R.decode_arrow(source, topic="t", partition=0, zero_copy=True)]
+
+    def drop():
+        holder.clear()
+        gc.collect()
+
+    t = threading.Thread(target=drop)
+    t.start()
+    t.join()
+    source.extend(b"x")  # released: resizable again
+
+
+def test_zero_copy_builder_across_partitions():
+    a = batch([(i, b"ka", b"value-a-%020d" % i, []) for i in range(5)])
+    b = batch([(i, b"kb", b"value-b-%020d" % i, []) for i in range(4)], base_offset=100)
+    builder = R.arrow_builder(zero_copy=True)
+    for blob, topic, partition in ((a, "ta", 0), (b, "tb", 1)):
+        stream = R.record_stream(blob, topic=topic, partition=partition, arrow=True)
+        assert stream.arrow(1000, None, None, builder) > 0
+    del a, b, stream
+    gc.collect()
+    rb = builder.finish()
+    rb.validate(full=True)
+    assert rb.schema == R.arrow_schema(zero_copy=True)
+    assert rb.column("value").to_pylist() == [b"value-a-%020d" % i for i in range(5)] + \
+        [b"value-b-%020d" % i for i in range(4)]
+    assert rb.column("topic").to_pylist() == ["ta"] * 5 + ["tb"] * 4

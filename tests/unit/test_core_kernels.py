@@ -6,6 +6,7 @@ hypothesis can check them, byte for byte, against independent Python
 references (a from-the-spec varint decoder, the `crc32c` package, zlib).
 """
 import pathlib
+import random
 import zlib
 
 import pytest
@@ -177,6 +178,19 @@ def test_crc32c_hardware_matches_software(k, data, split):
     split = min(split, len(data))
     first = k.lib.fkc_crc32c_hardware(0, data[:split], split)
     assert k.lib.fkc_crc32c_hardware(first, data[split:], len(data) - split) == expected
+
+
+# The hardware path runs three interleaved chains over 768-byte and 12 KiB
+# rounds: lengths spanning several rounds, unaligned starts and a running CRC.
+@property_settings(fast_examples=60)
+@given(st.integers(0, 60_000), st.integers(0, 7), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
+def test_crc32c_hardware_rounds_match_software(k, length, start, seed, fill):
+    if not k.lib.fkc_crc32c_hardware_available():
+        pytest.skip("no SSE4.2 CRC32 instruction on this CPU")
+    data = random.Random(fill).randbytes(start + length)[start:]
+    expected = crc32c_ref.crc32c(data, seed)
+    assert k.lib.fkc_crc32c_hardware(seed, data, len(data)) == expected
+    assert k.lib.fkc_crc32c_software(seed, data, len(data)) == expected
 
 
 @property_settings(fast_examples=300)

@@ -162,8 +162,20 @@ def assert_backends_agree(compiled, twin, blob, arrow=True, **kw):
     expected = outcome(twin, blob, **kw)
     assert outcome(compiled, blob, **kw) == expected
     if arrow:
-        assert outcome(compiled, blob, arrow=True, **kw) == outcome(twin, blob, arrow=True, **kw)
+        copied = outcome(compiled, blob, arrow=True, **kw)
+        assert copied == outcome(twin, blob, arrow=True, **kw)
+        # zero-copy: binary_view key/value (views into blob), the same values
+        viewed = outcome(compiled, blob, arrow=True, zero_copy=True, **kw)
+        assert viewed == outcome(twin, blob, arrow=True, zero_copy=True, **kw)
+        assert _values_only(viewed) == _values_only(copied)
     return expected
+
+
+def _values_only(result):
+    """An Arrow outcome without its schema (zero-copy differs only there)."""
+    if result[0] == "ok":
+        return ("ok", result[1][1], result[2])
+    return result[:-1] + (result[-1][1] if isinstance(result[-1], tuple) else result[-1],)
 
 
 @pytest.fixture(scope="module")

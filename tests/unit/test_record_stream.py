@@ -236,3 +236,124 @@ def test_arrow_steps_stop_before_int32_offsets_overflow(both):
         assert stream.last_totals == (8, 40, 8, 0, 0, 0)
         results.append((first.column("offset").to_pylist(), rest.column("offset").to_pylist()))
     assert results[0] == results[1] == ([0, 1], list(range(2, 10)))
+
+
+# --- one Arrow batch across partitions: RecordStream.arrow(..., builder=b) ---------------
+
+
+def run_builder(module, parts, k, held=None, zero_copy=False):
+    """Every part's stream stepped k records at a time into one builder.
+    Returns (per-step log, the finished batch as rows)."""
+    with using_backend(module):
+        builder = R.arrow_builder(zero_copy=zero_copy)
+        streams = [R.record_stream(blob, arrow=True, **kw) for blob, kw in parts]
+    log = []
+    for stream in streams:
+        for _ in range(10_000):
+            if stream.done:
+                log.append(("done", stream.next_offset))
+                break
+            try:
+                n = stream.arrow(k, held, None, builder)
+            except CorruptRecordError as exc:
+                assert not exc.records  # the step's good records stay in the builder
+                log.append(("error", type(exc), exc.offset, exc.next_offset, stream.last_totals[0]))
+                break
+            assert n <= k and (n or stream.done)
+            log.append((n, stream.next_offset))
+        else:
+            raise AssertionError("the stream never finished")
+    rows = builder.num_rows
+    batch = builder.finish()
+    assert batch.num_rows == rows and builder.num_rows == 0  # finish() empties it
+    batch.validate(full=True)
+    return log, joined([(_comparable(batch), None)], True)
+
+
+def separate_rows(module, parts, k, held=None):
+    """The same parts stepped alone (one batch per step), rows joined."""
+    rows = []
+    for blob, kw in parts:
+        steps, _end = run_steps(module, blob, k, held=held, arrow=True, **kw)
+        names, got = joined(steps, True) if steps else (None, [])
+        rows.extend(got)
+    return rows
+
+
+@property_settings(fast_examples=15, slow_examples=1000)
+@given(data=st.data())
+def test_builder_steps_across_partitions_equal_separate_steps_and_twin(both, data):
+    compiled, twin = both
+    parts = []
+    for topic, partition in (("t", 3), ("topic-two", 11), ("t", 4)):
+        blob, start, end = data.draw(blobs())
+        if data.draw(st.booleans()):
+            blob = blob[:data.draw(st.integers(0, len(blob)))]
+        if blob and data.draw(st.integers(0, 3)) == 0:
+            corrupt = bytearray(blob)
+            corrupt[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
+            blob = bytes(corrupt)
+        parts.append((blob, dict(
+            topic=topic,
+            partition=partition,
+            fetch_offset=data.draw(st.integers(max(start - 1, 0), end + 1)),
+            isolation_level=data.draw(st.sampled_from(["read_uncommitted", "read_committed"])),
+            aborted_transactions=data.draw(st.lists(st.tuples(st.sampled_from(PIDS), st.integers(start, end + 1)),
+                                                    max_size=3)),
+            max_decompressed_bytes=data.draw(st.sampled_from([R.DEFAULT_MAX_DECOMPRESSED_BYTES, 300])),
+        )))
+    held = data.draw(st.sampled_from([None, 0, 200]))
+    for k in (1, 7, 1024):
+        log, (_names, rows) = run_builder(compiled, parts, k, held)
+        assert run_builder(twin, parts, k, held) == (log, (_names, rows))
+        assert rows == separate_rows(compiled, parts, k, held)
+        # zero-copy builders: binary_view key/value, the same steps and values
+        viewed = run_builder(compiled, parts, k, held, zero_copy=True)
+        assert viewed == (log, (_names, rows))
+        assert run_builder(twin, parts, k, held, zero_copy=True) == viewed
+
+
+def test_builder_rolls_back_a_bad_batch_and_keeps_the_rest(both):
+    # partition 1: good; partition 2: good batch, then a batch whose CRC is
+    # wrong (a flipped value byte), then a good one never reached
+    good1 = g.record_batch(g.records_from_values(_values(0, 4)), base_offset=0)
+    first = g.record_batch(g.records_from_values(_values(10, 3)), base_offset=10)
+    bad = bytearray(g.record_batch(g.records_from_values(_values(13, 5)), base_offset=13))
+    bad[-3] ^= 0x40
+    after = g.record_batch(g.records_from_values(_values(18, 2)), base_offset=18)
+    parts = [(good1, dict(topic="a", partition=1)), (first + bytes(bad) + after, dict(topic="b", partition=2))]
+    results = []
+    for module in both:
+        log, (names, rows) = run_builder(module, parts, 1024)
+        assert log[0] == (4, 4) and log[1] == ("done", 4)
+        assert log[2][0] == "error" and log[2][2:] == (13, 13, 3)  # offset, next_offset, rows kept this step
+        col = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+        assert col["offset"] == [0, 1, 2, 3, 10, 11, 12]
+        assert col["topic"] == ["a"] * 4 + ["b"] * 3 and col["partition"] == [1] * 4 + [2] * 3
+        assert col["value"] == _values(0, 4) + _values(10, 3)
+        results.append((log, rows))
+    assert results[0] == results[1]
+
+
+def test_builder_steps_stop_before_int32_offsets_overflow(both):
+    # as test_arrow_steps_stop_before_int32_offsets_overflow, with the
+    # caller's earlier key bytes given to the builder and what the builder
+    # already holds counted too
+    records = [g.Record(key=b"kkkkk", value=b"v", offset_delta=i) for i in range(10)]
+    blob = g.record_batch(records)
+    results = []
+    for module in both:
+        with using_backend(module):
+            builder = R.arrow_builder((0, INT32_MAX - 12, 0, 0, 0, 0))
+            stream = R.record_stream(blob, topic="t", partition=0, arrow=True)
+        assert stream.arrow(1, None, None, builder) == 1  # 5 key bytes held by the builder now
+        assert stream.arrow(1024, None, None, builder) == 1  # one more fits, the next would pass
+        assert not stream.done and stream.next_offset == 2
+        assert stream.arrow(1024, None, None, builder) == 0  # full
+        first = builder.finish()
+        with using_backend(module):
+            fresh = R.arrow_builder()
+        assert stream.arrow(1024, None, None, fresh) == 8 and stream.done and stream.next_offset == 10
+        assert stream.last_totals == (8, 40, 8, 0, 0, 0)
+        results.append((first.column("offset").to_pylist(), fresh.finish().column("offset").to_pylist()))
+    assert results[0] == results[1] == ([0, 1], list(range(2, 10)))

@@ -103,6 +103,10 @@ CONSUMER_DEFAULTS = {
     "proxy_url": None,
     "socks5_proxy": None,
     "kafka_client": None,
+    # fastkc addition: decode the next step (decompression included) on a
+    # background thread while the application handles the current records
+    # (fastkc/decode_worker.py): 0 = everything on the polling thread, 1 = one worker
+    "decode_threads": 1,
 }
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -163,6 +167,10 @@ def consumer_config(configs):
     if reset not in ("earliest", "latest", "none"):
         _fail("auto_offset_reset must be 'earliest', 'latest' or 'none', not {0!r}".format(reset))
     config["auto_offset_reset"] = reset
+
+    if not _is_int(config["decode_threads"]) or config["decode_threads"] not in (0, 1):
+        _fail("decode_threads must be 0 (decode on the polling thread) or 1 (one decode worker), not {0!r}".format(
+            config["decode_threads"]))
 
     if config["isolation_level"] not in ("read_uncommitted", "read_committed"):
         _fail("isolation_level must be 'read_uncommitted' or 'read_committed', not {0!r}".format(

@@ -22,6 +22,7 @@ from libc.string cimport memcpy, memset, strlen
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.ref cimport PyObject
 
+import threading
 import zlib
 
 import cramjam
@@ -139,6 +140,12 @@ cdef extern from "fkc_records.h":
     size_t fkc_stream_held_bytes(const fkc_stream *s)
     void fkc_stream_arrow_base(fkc_stream *s, const uint64_t base[6])
     void fkc_stream_free(fkc_stream *s)
+    ctypedef struct fkc_step_mark:
+        size_t count
+        int64_t resume
+        int done
+    void fkc_stream_record_marks(fkc_stream *s, int on)
+    size_t fkc_stream_marks(const fkc_stream *s, const fkc_step_mark **marks)
 
 
 cdef extern from "fkc_arrow.h":
@@ -669,6 +676,14 @@ from fastkc.structs import ScanInfo as _ScanInfo
 _TAILS = {FKC_TAIL_NONE: "none", FKC_TAIL_CUT: "cut", FKC_TAIL_MALFORMED: "malformed"}
 
 
+# RecordStream's states: IDLE (no step kept), PREPARED (a step run by
+# prepare() is kept in `out`, handed out from `prepared_pos` on). PREPARING is
+# "prepare() holds the lock"; TAKEN is "records() holds the lock".
+cdef enum:
+    _IDLE = 0
+    _PREPARED = 1
+
+
 @cython.no_gc_clear
 cdef class RecordStream:
     """Backend contract: see fastkc/_backend.py. The resumable decoder over
@@ -676,7 +691,16 @@ cdef class RecordStream:
     kept records, decompressing a batch only when it is reached; only the
     open batch's buffer (and those of batches finished in the current step)
     are alive. A bad batch raises its CorruptRecordError (carrying the step's
-    records before it) and ends the stream; later steps raise it again."""
+    records before it) and ends the stream; later steps raise it again.
+
+    prepare(n) runs the next step's phase 1 (decompression included) ahead
+    of time, on any thread, with the GIL released except in codec calls;
+    records() then hands that step out, in pieces that are exactly what
+    records() steps of those sizes would have returned (same records,
+    next_offset, done, errors on the same call). One lock serialises
+    prepare() and the hand-outs, so a stream is never stepped by two threads
+    at once; next_offset and done are snapshots taken under it, at the last
+    hand-out, so reading them never races with a prepare() in progress."""
     # The input's buffer export lives in malloc'd memory, not in a Py_buffer
     # member: Cython would make the GC traverse a member's view.obj, so a
     # reference cycle through this object could tp_clear an exporting
@@ -695,6 +719,13 @@ cdef class RecordStream:
     cdef object value_deserializer
     cdef bint arrow_mode
     cdef object error
+    cdef object lock
+    cdef int phase
+    cdef size_t prepared_pos     # records of the prepared step handed out
+    cdef size_t mark_index       # the first mark at or past prepared_pos
+    cdef int64_t snap_next       # next_offset as of the last hand-out
+    cdef bint snap_done          # done as of the last hand-out
+    cdef bint busy               # prepare() is running (set and cleared with the GIL held)
 
     def __cinit__(self, data, topic, partition, int64_t fetch_offset, int64_t stop_offset, bint check_crcs,
                   bint read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
@@ -705,6 +736,13 @@ cdef class RecordStream:
         self.aborted = NULL
         memset(&self.out, 0, sizeof(self.out))
         self.out.next_offset = fetch_offset
+        self.snap_next = fetch_offset
+        self.snap_done = False
+        self.phase = _IDLE
+        self.busy = False
+        self.prepared_pos = 0
+        self.mark_index = 0
+        self.lock = threading.Lock()
         self.state = _DecodeState()
         self.topic = topic
         self.partition = partition
@@ -738,19 +776,22 @@ cdef class RecordStream:
         free(self.aborted)
 
     cdef int _step(self, max_records, max_held_bytes) except -1:
+        # caller holds self.lock
         cdef size_t n
         cdef size_t held
         cdef int rc
         if max_records < 1:
             raise ValueError("max_records must be >= 1")
         n = <size_t>min(max_records, _SIZE_LIMIT)
-        held = <size_t>min(max_held_bytes, _SIZE_LIMIT) if max_held_bytes is not None and max_held_bytes >= 0 \
-            else <size_t>-1
+        held = _held_limit(max_held_bytes)
         if self.error is not None:
             cls, reason, offset, next_offset = self.error
             raise cls(reason, self.topic, self.partition, offset, None, next_offset)
+        self.phase = _IDLE
         with nogil:
             rc = fkc_stream_step(self.stream, n, held, &self.out)
+        self.snap_next = self.out.next_offset
+        self.snap_done = fkc_stream_done(self.stream) != 0
         return rc
 
     cdef _fail(self, records):
@@ -762,18 +803,105 @@ cdef class RecordStream:
             self.error = (exc.__class__, exc.reason, exc.offset, exc.next_offset)
             raise
 
-    def records(self, max_records, max_held_bytes=None):
-        """The next at most max_records ConsumerRecords (a list, maybe empty)."""
+    def prepare(self, max_records, max_held_bytes=None):
+        """Run the next step of at most max_records records now and keep it
+        for the next records() calls. Callable from any thread, never
+        concurrently with another call on this stream (the lock waits).
+        True when a step was prepared; False when there was nothing to do
+        (one is prepared already, the stream is done or failed)."""
+        cdef size_t n
+        cdef size_t held
+        cdef int rc
         if self.arrow_mode:
             raise ValueError("this stream decodes to Arrow")
-        rc = self._step(max_records, max_held_bytes)
-        if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
-            self._fail(None)
-        records = _build_records(&self.out, self.topic, self.partition, self.key_deserializer,
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        n = <size_t>min(max_records, _SIZE_LIMIT)
+        held = _held_limit(max_held_bytes)
+        with self.lock:
+            if (self.phase == _PREPARED and self.prepared_pos < self.out.count) or self.error is not None \
+                    or fkc_stream_done(self.stream):
+                return False
+            self.busy = True
+            try:
+                fkc_stream_record_marks(self.stream, 1)
+                with nogil:
+                    rc = fkc_stream_step(self.stream, n, held, &self.out)
+                fkc_stream_record_marks(self.stream, 0)
+                self.phase = _PREPARED
+                self.prepared_pos = 0
+                self.mark_index = 0
+            finally:
+                self.busy = False
+            return True
+
+    @property
+    def pending(self):
+        """A prepare() is running or its step is not all handed out. Read
+        without the lock (a hint for schedulers: it may be stale by the time
+        it is used, never unsafe)."""
+        return self.busy or (self.phase == _PREPARED and self.prepared_pos < self.out.count)
+
+    @property
+    def prepared(self):
+        """Records of a prepared step not handed out yet (0: none kept)."""
+        with self.lock:
+            return self.out.count - self.prepared_pos if self.phase == _PREPARED else 0
+
+    cdef _take_prepared(self, size_t n):
+        # Hands out the next min(n, left) records of the prepared step, and
+        # sets the snapshots to what a step of exactly that many would have
+        # said (fkc_step_mark). Never raises a decode error: a step's error
+        # is reported after its good records, by the next (real) step, which
+        # returns the stream's sticky error -- as a step ending here would.
+        cdef const fkc_step_mark *marks
+        cdef size_t nmarks = fkc_stream_marks(self.stream, &marks)
+        cdef size_t left = self.out.count - self.prepared_pos
+        cdef size_t take = n if n < left else left
+        cdef fkc_decode_result piece = self.out
+        cdef size_t end
+        piece.records = self.out.records + self.prepared_pos
+        piece.count = take
+        records = _build_records(&piece, self.topic, self.partition, self.key_deserializer,
                                  self.value_deserializer)
-        if rc != FKC_OK:
-            self._fail(records)
+        self.prepared_pos += take
+        end = self.prepared_pos
+        while self.mark_index < nmarks and marks[self.mark_index].count < end:
+            self.mark_index += 1
+        if self.mark_index < nmarks and marks[self.mark_index].count == end:
+            self.snap_next = marks[self.mark_index].resume
+            self.snap_done = marks[self.mark_index].done != 0
+        else:  # inside a batch: resume after the last record handed out
+            self.snap_next = self.out.records[end - 1].offset + 1
+            self.snap_done = False
+        # At the prepared step's end the mark (or the last record) still
+        # rules, not the step's own end state: it may have walked on past
+        # batches that keep nothing, which a step asked for exactly `end`
+        # records would not have. A caller asking for more steps again and
+        # gets there (records() below), as it would have from a larger step.
         return records
+
+    def records(self, max_records, max_held_bytes=None):
+        """The next at most max_records ConsumerRecords (a list, maybe empty)."""
+        cdef int rc
+        if self.arrow_mode:
+            raise ValueError("this stream decodes to records")
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        with self.lock:
+            if self.phase == _PREPARED:
+                if self.prepared_pos < self.out.count:
+                    return self._take_prepared(<size_t>min(max_records, _SIZE_LIMIT))
+                # used up: go on with a real step, as a caller of smaller steps would
+                self.phase = _IDLE
+            rc = self._step(max_records, max_held_bytes)
+            if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
+                self._fail(None)
+            records = _build_records(&self.out, self.topic, self.partition, self.key_deserializer,
+                                     self.value_deserializer)
+            if rc != FKC_OK:
+                self._fail(records)
+            return records
 
     def arrow(self, max_records, max_held_bytes=None, base=None):
         """The next at most max_records records as one pyarrow.RecordBatch
@@ -787,25 +915,29 @@ cdef class RecordStream:
             raise ValueError("this stream decodes to records")
         for i in range(6):
             b[i] = base[i] if base is not None else 0
-        fkc_stream_arrow_base(self.stream, b)
-        rc = self._step(max_records, max_held_bytes)
-        if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
-            self._fail(None)
-        batch = _build_arrow(&self.out, self.topic, self.partition)
-        if rc != FKC_OK:
-            self._fail(batch)
-        return batch
+        with self.lock:
+            fkc_stream_arrow_base(self.stream, b)
+            rc = self._step(max_records, max_held_bytes)
+            if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
+                self._fail(None)
+            batch = _build_arrow(&self.out, self.topic, self.partition)
+            if rc != FKC_OK:
+                self._fail(batch)
+            return batch
 
     @property
     def next_offset(self):
         """Where to resume: after the last record handed out of a partly
         handed-out batch, else one past the complete batches walked (never
-        below fetch_offset); the bad batch's base offset after an error."""
-        return self.out.next_offset
+        below fetch_offset); the bad batch's base offset after an error.
+        As of the last hand-out (a prepared step not handed out yet does not
+        move it)."""
+        return self.snap_next
 
     @property
     def done(self):
-        return self.error is not None or bool(fkc_stream_done(self.stream))
+        """Nothing left to hand out, as of the last hand-out."""
+        return self.error is not None or self.snap_done
 
     @property
     def last_totals(self):
@@ -821,3 +953,9 @@ cdef class RecordStream:
     @property
     def held_bytes(self):
         return fkc_stream_held_bytes(self.stream)
+
+
+cdef size_t _held_limit(max_held_bytes) except? 0:
+    if max_held_bytes is not None and max_held_bytes >= 0:
+        return <size_t>min(max_held_bytes, _SIZE_LIMIT)
+    return <size_t>-1

@@ -34,6 +34,7 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results")
 # name → (runner module, mode); the order is the table's.
 CLIENTS = {
     "fastkc-records": ("benchmarks.e2e.run_fastkc", "records"),
+    "fastkc-records-threaded": ("benchmarks.e2e.run_fastkc", "records-threaded"),
     "fastkc-arrow": ("benchmarks.e2e.run_fastkc", "arrow"),
     "kafka-python": ("benchmarks.e2e.run_kafka_python", None),
     "aiokafka": ("benchmarks.e2e.run_aiokafka", None),
@@ -43,6 +44,7 @@ CLIENTS = {
 }
 LABELS = {
     "fastkc-records": "fastkc poll() → records",
+    "fastkc-records-threaded": "fastkc poll() → records, decode worker (decode_threads=1)",
     "fastkc-arrow": "fastkc poll_arrow() → Arrow",
     "kafka-python": "kafka-python 3.x",
     "aiokafka": "aiokafka",

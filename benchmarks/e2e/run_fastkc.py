@@ -1,7 +1,9 @@
 """fastkc: assign every partition, seek to the beginning, then poll()
-(mode "records": kafka-python-style ConsumerRecords) or poll_arrow()
-(mode "arrow": one pyarrow.RecordBatch per call) until the end offsets, with
-the same configs as the kafka-python runner.
+(mode "records": kafka-python-style ConsumerRecords, all decoding on the
+polling thread, decode_threads=0; mode "records-threaded": the same with the
+decode worker, decode_threads=1) or poll_arrow() (mode "arrow": one
+pyarrow.RecordBatch per call) until the end offsets, with the same configs as
+the kafka-python runner.
 """
 import sys
 
@@ -11,8 +13,8 @@ from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finis
 def main(argv=None):
     args = parse_args(__doc__.split("\n\n")[0], argv)
     mode = args.mode or "records"
-    if mode not in ("records", "arrow"):
-        raise SystemExit("unknown fastkc mode {0!r} (records or arrow)".format(mode))
+    if mode not in ("records", "records-threaded", "arrow"):
+        raise SystemExit("unknown fastkc mode {0!r} (records, records-threaded or arrow)".format(mode))
     import fastkc
 
     if fastkc.backend != "c":
@@ -25,13 +27,14 @@ def main(argv=None):
     tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
     consumer = KafkaConsumer(
         bootstrap_servers=args.bootstrap,
+        decode_threads=1 if mode == "records-threaded" else 0,
         **KAFKA_PYTHON_STYLE_CONFIG,
     )
     try:
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
         clock = Clock(args.timeout)
-        if mode == "records":
+        if mode in ("records", "records-threaded"):
             def poll_count():
                 return sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
         else:
@@ -45,7 +48,7 @@ def main(argv=None):
     finally:
         consumer.close()
     finish("fastkc " + mode, args, records, clock.seconds, cpu_seconds=clock.cpu_seconds,
-           api="KafkaConsumer." + ("poll" if mode == "records" else "poll_arrow"), backend=fastkc.backend)
+           api="KafkaConsumer." + ("poll_arrow" if mode == "arrow" else "poll"), backend=fastkc.backend)
     return 0
 
 

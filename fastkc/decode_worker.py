@@ -36,6 +36,7 @@ class DecodeWorker:
         self._queued = set()  # id() of the streams in _jobs: a stream is queued once
         self._cond = threading.Condition(threading.Lock())
         self._stopping = False
+        self._running = False  # a job is being prepared
         self._thread = None
         # counters (tests and metrics): steps prepared, and jobs that found nothing to do
         self.prepared_steps = 0
@@ -58,7 +59,7 @@ class DecodeWorker:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            self._cond.notify_all()  # the worker, not only a wait_idle() caller
 
     def _run(self):
         while True:
@@ -71,6 +72,7 @@ class DecodeWorker:
                 # the stream object stays referenced until prepare() returns,
                 # so its id cannot be reused by another stream meanwhile
                 self._queued.discard(id(stream))
+                self._running = True
             try:
                 if stream.prepare(max_records, max_held):
                     self.prepared_steps += 1
@@ -79,6 +81,14 @@ class DecodeWorker:
             except Exception:  # a decode error is kept in the step; anything else is a bug to see
                 log.exception("fastkc decode worker: prepare failed")
             del stream
+            with self._cond:
+                self._running = False
+                self._cond.notify_all()
+
+    def wait_idle(self, timeout=10.0):
+        """Block until no job is queued or running (tests). True when idle."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._jobs and not self._running, timeout)
 
     def stop(self, timeout=5.0):
         """Drop the queued jobs, let the step in progress finish and join the

@@ -298,6 +298,12 @@ class Fetcher:
                                                        "prepare"):
             self._worker = DecodeWorker()
         self._prepare_held = max(1, self._max_held // _PREPARE_AHEAD)
+        # record steps poll() took from a step the worker had prepared, had
+        # to wait for (the worker was on it), or decoded itself
+        self.decode_steps = {"prepared": 0, "waited": 0, "inline": 0}
+        # poll_arrow() was called last: no record streams are prepared for
+        # fetches as they arrive (the Arrow form would start its own)
+        self._records_form = True
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
 
@@ -746,6 +752,10 @@ class Fetcher:
                 return
             payload, used_version = result
             self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets)
+            if self._worker is not None and self._records_form:
+                # new data: its first steps can be prepared while this thread
+                # goes on (poll() may still be handing out older data)
+                self._prepare_ahead(self.config["key_deserializer"], self.config["value_deserializer"])
 
         self.client.send(node_id, "Fetch", body, answered, raw=True, version=version)
         self.metrics["fetch-total"] += 1
@@ -1011,6 +1021,7 @@ class Fetcher:
         """{tp: [ConsumerRecord]} of up to max_records buffered records. A
         CorruptRecordError is raised after the records before the bad batch
         were returned (here, or by the next call when some were returned)."""
+        self._records_form = True
         out = {}
         remaining = max_records
         for state in self._ordered_states():
@@ -1025,6 +1036,10 @@ class Fetcher:
                 stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
                 if stream is None:
                     break
+                if self._worker is not None:
+                    # where this step's phase 1 comes from (metrics: how much the worker took over)
+                    self.decode_steps["waited" if stream.preparing else
+                                      "prepared" if stream.pending else "inline"] += 1
                 try:
                     chunk = stream.records(min(remaining, _STEP_RECORDS), self._max_held)
                 except CorruptRecordError as exc:
@@ -1128,6 +1143,7 @@ class Fetcher:
         batch (int32 offsets), so the caller may join them: the decoder ends a
         step before the sum would pass the limits, and the rest is handed out
         by the next call."""
+        self._records_form = False
         batches = []
         remaining = max_records
         base = (0, 0, 0, 0, 0, 0)  # Arrow totals of `batches`

@@ -82,6 +82,15 @@ cdef extern from "fkc_codec.h":
         void *ctx
 
 
+cdef extern from "fkc_lz4.h":
+    int fkc_lz4_load()
+    int fkc_lz4_native() nogil
+    void fkc_lz4_force_host(int force)
+    int fkc_lz4_version()
+    int fkc_lz4_decompress(const uint8_t *inp, size_t in_len, size_t cap, fkc_blob *out, char *errbuf,
+                           size_t errbuf_len) nogil
+
+
 cdef extern from "fkc_records.h":
     ctypedef struct fkc_record:
         int64_t offset
@@ -385,6 +394,34 @@ cdef int _host_decompress(void *ctx, fkc_codec_op op, const uint8_t *inp, size_t
         return FKC_ERR_HOST
 
 
+cdef int _host_dispatch(void *ctx, fkc_codec_op op, const uint8_t *inp, size_t in_len, size_t cap,
+                        size_t size_hint, fkc_blob *out, char *errbuf, size_t errbuf_len) noexcept nogil:
+    # LZ4 frames are decompressed by liblz4 in C (fkc_lz4.c) when the system
+    # has it: no GIL, so a step prepared on the decode worker does not wait
+    # for the polling thread once per batch. Everything else goes to the
+    # Python packages, which take the GIL.
+    if op == FKC_OP_LZ4_FRAME and fkc_lz4_native():
+        return fkc_lz4_decompress(inp, in_len, cap, out, errbuf, errbuf_len)
+    return _host_decompress(ctx, op, inp, in_len, cap, size_hint, out, errbuf, errbuf_len)
+
+
+fkc_lz4_load()
+
+
+def lz4_implementation():
+    """'liblz4 <version>' (C, no GIL) or 'python-lz4' (the codec host)."""
+    if fkc_lz4_native():
+        v = fkc_lz4_version()
+        return "liblz4 {0}.{1}.{2}".format(v // 10000, v // 100 % 100, v % 100)
+    return "python-lz4"
+
+
+def force_lz4_host(bint force):
+    """Route lz4 frames to the Python host (python-lz4) even when liblz4 is
+    loaded: tests check both paths."""
+    fkc_lz4_force_host(1 if force else 0)
+
+
 cdef void _host_release(void *ctx, void *owner) noexcept with gil:
     cdef Py_buffer *view = <Py_buffer *>owner
     PyBuffer_Release(view)
@@ -460,7 +497,7 @@ cdef int64_t *_fill_opts(fkc_decode_opts *opts, _DecodeState state, fkc_codec_ho
         except BaseException:
             free(aborted)
             raise
-    host.decompress = _host_decompress
+    host.decompress = _host_dispatch
     host.release = _host_release
     host.ctx = <void *>state
     memset(opts, 0, sizeof(fkc_decode_opts))
@@ -836,6 +873,11 @@ cdef class RecordStream:
             return True
 
     @property
+    def preparing(self):
+        """A prepare() is running right now (read without the lock: a hint)."""
+        return self.busy
+
+    @property
     def pending(self):
         """A prepare() is running or its step is not all handed out. Read
         without the lock (a hint for schedulers: it may be stale by the time
@@ -888,17 +930,30 @@ cdef class RecordStream:
             raise ValueError("this stream decodes to records")
         if max_records < 1:
             raise ValueError("max_records must be >= 1")
+        cdef size_t left
+        head = None
         with self.lock:
             if self.phase == _PREPARED:
-                if self.prepared_pos < self.out.count:
-                    return self._take_prepared(<size_t>min(max_records, _SIZE_LIMIT))
-                # used up: go on with a real step, as a caller of smaller steps would
+                left = self.out.count - self.prepared_pos
+                if left > 0 and left >= max_records:
+                    return self._take_prepared(<size_t>max_records)
+                # The prepared step runs out before max_records: a step asked
+                # for that many would have gone on, to more records, to the
+                # end or to the error after them. So do: the rest of the
+                # prepared step, then a real step for what is still wanted,
+                # handed out (or failed) together.
+                if left > 0:
+                    head = self._take_prepared(left)
+                    max_records -= left
                 self.phase = _IDLE
             rc = self._step(max_records, max_held_bytes)
             if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
                 self._fail(None)
             records = _build_records(&self.out, self.topic, self.partition, self.key_deserializer,
                                      self.value_deserializer)
+            if head is not None:
+                head.extend(records)
+                records = head
             if rc != FKC_OK:
                 self._fail(records)
             return records

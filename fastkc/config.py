@@ -105,8 +105,12 @@ CONSUMER_DEFAULTS = {
     "kafka_client": None,
     # fastkc addition: decode the next step (decompression included) on a
     # background thread while the application handles the current records
-    # (fastkc/decode_worker.py): 0 = everything on the polling thread, 1 = one worker
-    "decode_threads": 1,
+    # (fastkc/decode_worker.py): 0 = everything on the polling thread, 1 = one
+    # worker. 0 by default: measured on a 2-vCPU machine, the worker took
+    # ~0.17 CPU-s of phase 1 but saved the polling thread only ~0.02 of its
+    # ~0.32 per 1.8 M lz4 records, and poll() got slower (DESIGN.md, "The
+    # decode worker")
+    "decode_threads": 0,
 }
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -27,9 +27,9 @@ EXCEPTIONS = {
                                          "reads the Kerberos environment)",
     "config.extra:sasl_kerberos_principal": "GSSAPI: the client principal to authenticate as (Java's JAAS "
                                             "Krb5LoginModule principal=...)",
-    "config.extra:decode_threads": "fastkc's decode worker: 1 (default) decodes the next step, decompression "
-                                   "included, on a background thread while the application handles the "
-                                   "current records; 0 keeps all decoding on the polling thread",
+    "config.extra:decode_threads": "fastkc's decode worker: 1 decodes the next step, decompression included, "
+                                   "on a background thread while the application handles the current "
+                                   "records; 0 (default) keeps all decoding on the polling thread",
     # --- consumer ------------------------------------------------------------------
     "consumer.extra:poll_arrow": "fastkc's columnar poll: one pyarrow.RecordBatch",
     "consumer.extra:wakeup": "Java's KafkaConsumer.wakeup(): interrupts poll() from another thread "

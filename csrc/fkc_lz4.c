@@ -157,8 +157,8 @@ static int fkc_lz4_run(LZ4F_dctx *dctx, const uint8_t *in, size_t in_len, size_t
     size_t pos = in_len; /* in: bytes available; out: the descriptor's bytes consumed */
     code = lz4.getFrameInfo(dctx, &info, in, &pos);
     if (lz4.isError(code)) {
-        return fkc_lz4_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS, "RuntimeError: LZ4F_getFrameInfo failed with code: %s",
-                            lz4.getErrorName(code));
+        return fkc_lz4_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS,
+                            "RuntimeError: LZ4F_getFrameInfo failed with code: %s", lz4.getErrorName(code));
     }
     if (info.contentSize > cap) {
         return FKC_ERR_SIZE_LIMIT;
@@ -196,8 +196,8 @@ static int fkc_lz4_run(LZ4F_dctx *dctx, const uint8_t *in, size_t in_len, size_t
         size_t src_len = in_len - pos;
         code = lz4.decompress(dctx, buf + total, &dst_len, in + pos, &src_len, NULL);
         if (lz4.isError(code)) {
-            rc = fkc_lz4_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS, "RuntimeError: LZ4F_decompress failed with code: %s",
-                              lz4.getErrorName(code));
+            rc = fkc_lz4_fail(errbuf, errbuf_len, FKC_ERR_DECOMPRESS,
+                              "RuntimeError: LZ4F_decompress failed with code: %s", lz4.getErrorName(code));
             break;
         }
         pos += src_len;

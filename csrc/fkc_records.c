@@ -1370,7 +1370,8 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
             out->count += n;
             d->batch_index += n;
             d->open_resume = d->batch.records[d->batch_index - 1].offset + 1;
-            if (d->batch_index == d->batch.count && (fkc_close_batch(d, 1) != FKC_OK || fkc_mark(d, out->count) != FKC_OK))
+            if (d->batch_index == d->batch.count &&
+                (fkc_close_batch(d, 1) != FKC_OK || fkc_mark(d, out->count) != FKC_OK))
                 break;
             if (d->opts->arrow_limits && d->batch_index < d->batch.count && out->count < max_records) {
                 arrow_full = 1; /* stopped short of the batch by the Arrow limits */

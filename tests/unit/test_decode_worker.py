@@ -12,10 +12,12 @@ import time
 import pytest
 
 from fastkc import KafkaConsumer, errors
+from fastkc.config import consumer_config
+from fastkc.fetcher import Fetcher
 from fastkc.structs import TopicPartition
 from tests.hostile.kit import FakeBroker
 from tests.support import batchgen as bg
-from tests.unit.test_fetcher import TOPIC, _answer_fetch, _fetch_offsets, _fetcher
+from tests.unit.test_fetcher import TOPIC, ScriptedClient, _answer_fetch, _fetch_offsets, _fetcher
 
 TP = [TopicPartition(TOPIC, p) for p in range(3)]
 
@@ -39,13 +41,7 @@ class Run:
     """One fetcher driven by a script; `log` collects what the application sees."""
 
     def __init__(self, decode_threads, wait):
-        self.client, self.fetcher = _fetcher(client=None, decode_threads=decode_threads)
-        from tests.unit.test_fetcher import ScriptedClient
-
         self.client = ScriptedClient(partitions=(0, 1, 2))
-        from fastkc.config import consumer_config
-        from fastkc.fetcher import Fetcher
-
         self.fetcher = Fetcher(self.client, consumer_config({"bootstrap_servers": "h:1",
                                                              "decode_threads": decode_threads}))
         self.wait = wait

@@ -100,6 +100,15 @@ typedef struct fkc_stream {
     size_t cols_cap;
     int cols_active;
 
+    /* With record_marks: where the step's output crosses a batch boundary
+     * (fkc_stream_marks), so a caller handing a large prepared step out in
+     * smaller pieces can say exactly what a step ending there would have
+     * said. Reset by every step. */
+    int record_marks;
+    fkc_step_mark *marks;
+    size_t mark_count;
+    size_t mark_capacity;
+
     int error;            /* sticky: once set, the stream is done */
     int64_t error_offset;
     char error_reason[256];
@@ -1219,6 +1228,8 @@ static void fkc_stream_clear(fkc_decoder *d)
     free(d->held);
     free(d->batch.records);
     free(d->aborted_set);
+    free(d->marks);
+    d->marks = NULL;
     d->held = NULL;
     d->batch.records = NULL;
     d->aborted_set = NULL;
@@ -1351,6 +1362,47 @@ static int64_t fkc_resume_offset(const fkc_decoder *d)
     return d->next_offset;
 }
 
+void fkc_stream_record_marks(fkc_stream *d, int on)
+{
+    d->record_marks = on ? 1 : 0;
+}
+
+size_t fkc_stream_marks(const fkc_stream *d, const fkc_step_mark **marks)
+{
+    *marks = d->marks;
+    return d->mark_count;
+}
+
+/* A batch whose records this step handed out was just closed, `count`
+ * records into the output: record what a step ending here would report --
+ * its resume offset, and whether only a cut tail (or nothing) follows (the
+ * look-ahead at the end of fkc_stream_step). */
+static int fkc_mark(fkc_decoder *d, size_t count)
+{
+    if (!d->record_marks)
+        return FKC_OK;
+    if (d->mark_count == d->mark_capacity) {
+        size_t cap = d->mark_capacity ? d->mark_capacity * 2 : 64;
+        fkc_step_mark *grown = (fkc_step_mark *)realloc(d->marks, cap * sizeof(fkc_step_mark));
+        if (grown == NULL)
+            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for step marks");
+        d->marks = grown;
+        d->mark_capacity = cap;
+    }
+    int done = d->done;
+    if (!done) {
+        size_t entry_len = 0;
+        char reason[128];
+        int kind = fkc_frame_entry(d->data + d->pos, d->len - d->pos, &entry_len, reason, sizeof reason);
+        done = kind == FKC_FRAME_END || kind == FKC_FRAME_CUT;
+    }
+    fkc_step_mark *m = &d->marks[d->mark_count++];
+    m->count = count;
+    m->resume = d->next_offset;
+    m->done = done;
+    return FKC_OK;
+}
+
 int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fkc_decode_result *out)
 {
     out->count = 0;
@@ -1359,6 +1411,7 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
     out->error_offset = -1;
     out->error_reason[0] = 0;
     out->host = d->opts->host;
+    d->mark_count = 0;
     fkc_release_held(d); /* the previous step's records have been built */
     int arrow_full = 0;
     while (d->error == FKC_OK && out->count < max_records) {
@@ -1382,7 +1435,8 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
             out->count += n;
             d->batch_index += n;
             d->open_resume = d->batch.records[d->batch_index - 1].offset + 1;
-            if (d->batch_index == d->batch.count && fkc_close_batch(d, 1) != FKC_OK)
+            if (d->batch_index == d->batch.count &&
+                (fkc_close_batch(d, 1) != FKC_OK || fkc_mark(d, out->count) != FKC_OK))
                 break;
             if (d->opts->arrow_limits && d->batch_index < d->batch.count && out->count < max_records) {
                 arrow_full = 1; /* stopped short of the batch by the Arrow limits */
@@ -1428,7 +1482,7 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
         if (keep)
             d->open_resume = out->records[out->count - 1].offset + 1;
         if (!excess) {
-            if (fkc_close_batch(d, 1) != FKC_OK)
+            if (fkc_close_batch(d, 1) != FKC_OK || (keep && fkc_mark(d, out->count) != FKC_OK))
                 break;
         } else if (d->opts->arrow_limits && out->count < max_records) {
             arrow_full = 1; /* stopped short of the batch by the Arrow limits */

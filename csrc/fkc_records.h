@@ -204,6 +204,24 @@ size_t fkc_stream_held_bytes(const fkc_stream *s);
 
 void fkc_stream_free(fkc_stream *s);
 
+/* A batch boundary inside one step's output: had the step ended after its
+ * first `count` records (asked for exactly that many), it would have
+ * reported next_offset `resume` and fkc_stream_done() == `done`. Between
+ * marks a step ending after record i resumes at records[i].offset + 1 and is
+ * not done. This lets a caller prepare one large step ahead of time and hand
+ * it out in pieces that are exactly what smaller steps would have been. */
+typedef struct fkc_step_mark {
+    size_t count;
+    int64_t resume;
+    int done;
+} fkc_step_mark;
+
+/* Record marks in the following steps (off by default: a look-ahead per batch). */
+void fkc_stream_record_marks(fkc_stream *s, int on);
+
+/* The marks of the last step, in output order; valid until the next step. */
+size_t fkc_stream_marks(const fkc_stream *s, const fkc_step_mark **marks);
+
 /* Re-walk one record's already-validated header list: reads header `*pos`
  * onward; returns 1 and sets key/value (value NULL with value_len -1 for a
  * null value), or 0 at the end. Used by the bridge to build header objects. */

@@ -102,6 +102,9 @@ class KafkaConsumer:
         except Exception:  # closing must close, whatever the brokers do
             log.debug("closing fetch sessions failed", exc_info=True)
         finally:
+            # the decode worker finishes the step it is on (bounded: one
+            # partition's fetch) and is joined; its prepared steps are dropped
+            self._fetcher.close_worker()
             self._client.close()
 
     def _set_broker_version(self):

@@ -45,6 +45,7 @@ from collections import deque
 
 from fastkc import records as fastkc_records
 from fastkc.config import decode_budget
+from fastkc.decode_worker import DecodeWorker
 from fastkc.errors import (
     CorruptRecordError,
     FetchProgressError,
@@ -113,6 +114,18 @@ _NO_EPOCH = -1
 # faults, 0.40-0.48 CPU-s; 2048 → ~106 k, 0.45-0.54; 4096 → ~151 k,
 # 0.51-0.59; whole blobs → ~193 k, 0.58-0.66.
 _STEP_RECORDS = 1024
+
+# The decode worker (decode_threads=1, fastkc/decode_worker.py) prepares a
+# stream's next step of up to this many records (~1.3 MB of descriptors; a
+# whole 1 MiB fetch of 100-byte records is ~9,500): one thread hand-off
+# (tens of us) per fetch, not per poll. poll() still builds objects in
+# pieces of _STEP_RECORDS from it.
+_PREPARE_RECORDS = 16384
+# Streams with a step prepared or in preparation at once: the partition
+# poll() is draining and the next one in line. Each prepared step holds at
+# most half the per-step decompressed budget (plus its open batch), so the
+# two together stay within what one step may hold today.
+_PREPARE_AHEAD = 2
 _ARROW_STEP_MAX = 1 << 62  # poll_arrow without max_records: no count limit
 
 # A response whose data for a partition cannot advance its position (no
@@ -279,6 +292,19 @@ class Fetcher:
         self._max_decompressed, self._max_batch_records, self._max_held = decode_budget(config)
         self._arrow_zero_copy = bool(config.get("arrow_zero_copy", False))
         self._in_line = None  # the partition whose buffered fetch poll() left mid-way: drained first
+        # the decode worker (decode_threads=1); only the compiled core's
+        # streams can prepare a step off the polling thread
+        self._worker = None
+        if config.get("decode_threads", 0) and hasattr(getattr(fastkc_records._backend.impl, "RecordStream", None),
+                                                       "prepare"):
+            self._worker = DecodeWorker()
+        self._prepare_held = max(1, self._max_held // _PREPARE_AHEAD)
+        # record steps poll() took from a step the worker had prepared, had
+        # to wait for (the worker was on it), or decoded itself
+        self.decode_steps = {"prepared": 0, "waited": 0, "inline": 0}
+        # poll_arrow() was called last: no record streams are prepared for
+        # fetches as they arrive (the Arrow form would start its own)
+        self._records_form = True
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
 
@@ -727,6 +753,10 @@ class Fetcher:
                 return
             payload, used_version = result
             self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets)
+            if self._worker is not None and self._records_form:
+                # new data: its first steps can be prepared while this thread
+                # goes on (poll() may still be handing out older data)
+                self._prepare_ahead(self.config["key_deserializer"], self.config["value_deserializer"])
 
         self.client.send(node_id, "Fetch", body, answered, raw=True, version=version)
         self.metrics["fetch-total"] += 1
@@ -992,6 +1022,7 @@ class Fetcher:
         """{tp: [ConsumerRecord]} of up to max_records buffered records. A
         CorruptRecordError is raised after the records before the bad batch
         were returned (here, or by the next call when some were returned)."""
+        self._records_form = True
         out = {}
         remaining = max_records
         for state in self._ordered_states():
@@ -1006,6 +1037,10 @@ class Fetcher:
                 stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
                 if stream is None:
                     break
+                if self._worker is not None:
+                    # where this step's phase 1 comes from (metrics: how much the worker took over)
+                    self.decode_steps["waited" if stream.preparing else
+                                      "prepared" if stream.pending else "inline"] += 1
                 try:
                     chunk = stream.records(min(remaining, _STEP_RECORDS), self._max_held)
                 except CorruptRecordError as exc:
@@ -1052,7 +1087,56 @@ class Fetcher:
             if taken:
                 out[tp] = taken
                 self.metrics["records-consumed-total"] += len(taken)
+        if self._worker is not None and out and update_offsets:
+            self._prepare_ahead(key_deserializer, value_deserializer)
         return out
+
+    def _prepare_ahead(self, key_deserializer, value_deserializer):
+        """Hand the worker the next steps the next poll() will need: the
+        first buffered fetch of the partitions in the order that poll will
+        take them (the in-line one first), _PREPARE_AHEAD of them."""
+        states = list(self.states.values())
+        if not states:
+            return
+        start = self._next_partition % len(states)  # where _ordered_states() will start next
+        order = states[start:] + states[:start]
+        in_line = self.states.get(self._in_line) if self._in_line is not None else None
+        if in_line is not None and in_line.buffered and order[0] is not in_line:
+            order.remove(in_line)
+            order.insert(0, in_line)
+        ahead = 0
+        for state in order:
+            if ahead >= _PREPARE_AHEAD:
+                break
+            if state.paused or not state.buffered:
+                continue
+            completed = state.buffered[0]
+            stream = completed.stream
+            if stream is None:
+                if completed.fetch_offset != state.position:
+                    continue  # poll() will find it stale and fetch again
+                stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
+            elif completed.form != "records":
+                continue
+            ahead += 1
+            if not stream.done and not stream.pending:
+                self._worker.submit(stream, _PREPARE_RECORDS, self._prepare_held)
+
+    def close_worker(self, timeout=5.0):
+        """Stop and join the decode worker (close()); True when it is gone."""
+        worker, self._worker = self._worker, None
+        return worker.stop(timeout) if worker is not None else True
+
+    def _discard_prepared(self, state):
+        # A prepared step of a paused partition is not delivered later: the
+        # stream goes, and the next poll after resume() decodes again from
+        # the position (the fetched bytes stay buffered).
+        if self._worker is None or not state.buffered:
+            return
+        completed = state.buffered[0]
+        if completed.stream is not None and completed.form == "records" and completed.fetch_offset == state.position:
+            completed.stream = None
+            completed.form = None
 
     def fetched_arrow(self, max_records):
         """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
@@ -1061,6 +1145,7 @@ class Fetcher:
         the data, no join afterwards); a step ends before the batch would pass
         Arrow's int32 offsets, and the rest is handed out by the next call."""
         builder = fastkc_records.arrow_builder(zero_copy=self._arrow_zero_copy)
+        self._records_form = False
         remaining = max_records
         for state in self._ordered_states():
             if remaining <= 0:
@@ -1104,6 +1189,7 @@ class Fetcher:
     def pause(self, tp):
         self._replan()
         self.states[tp].paused = True
+        self._discard_prepared(self.states[tp])
 
     def resume(self, tp):
         self._replan()

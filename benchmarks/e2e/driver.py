@@ -47,6 +47,7 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results")
 # name → (runner module, mode); the order is the table's.
 CLIENTS = {
     "fastkc-records": ("benchmarks.e2e.run_fastkc", "records"),
+    "fastkc-records-threaded": ("benchmarks.e2e.run_fastkc", "records-threaded"),
     "fastkc-arrow": ("benchmarks.e2e.run_fastkc", "arrow"),
     "ceiling": ("benchmarks.e2e.run_fastkc", "ceiling"),
     "kafka-python": ("benchmarks.e2e.run_kafka_python", None),
@@ -58,6 +59,7 @@ CLIENTS = {
 }
 LABELS = {
     "fastkc-records": "fastkc poll() → records",
+    "fastkc-records-threaded": "fastkc poll() → records, decode worker (decode_threads=1)",
     "fastkc-arrow": "fastkc poll_arrow() → Arrow",
     "ceiling": "ceiling: fastkc fetch + CRC, no decode",
     "kafka-python": "kafka-python 3.x",

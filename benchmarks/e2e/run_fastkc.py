@@ -1,17 +1,20 @@
 """fastkc: assign every partition, seek to the beginning, then poll()
-(mode "records": kafka-python-style ConsumerRecords) or poll_arrow()
-(mode "arrow": one pyarrow.RecordBatch per call) until the end offsets, with
-the same configs as the kafka-python runner. Mode "ceiling" reads the same
-way through fastkc.bench_ceiling.CeilingReader: the consumer's network path,
-every batch CRC-checked, nothing decoded.
+(mode "records": kafka-python-style ConsumerRecords, all decoding on the
+polling thread, decode_threads=0; mode "records-threaded": the same with the
+decode worker, decode_threads=1) or poll_arrow() (mode "arrow": one
+pyarrow.RecordBatch per call) until the end offsets, with the same configs as
+the kafka-python runner. Mode "ceiling" reads the same way through
+fastkc.bench_ceiling.CeilingReader: the consumer's network path, every batch
+CRC-checked, nothing decoded.
 """
 import importlib
 import sys
 
 from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
 
-MODES = ("records", "arrow", "ceiling")
-API = {"records": "KafkaConsumer.poll", "arrow": "KafkaConsumer.poll_arrow",
+MODES = ("records", "records-threaded", "arrow", "ceiling")
+API = {"records": "KafkaConsumer.poll", "records-threaded": "KafkaConsumer.poll",
+       "arrow": "KafkaConsumer.poll_arrow",
        "ceiling": "fastkc.bench_ceiling.CeilingReader.poll_raw"}
 
 
@@ -44,13 +47,14 @@ def main(argv=None):
     else:
         consumer = KafkaConsumer(
             bootstrap_servers=args.bootstrap,
+            decode_threads=1 if mode == "records-threaded" else 0,
             **KAFKA_PYTHON_STYLE_CONFIG,
         )
     try:
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
         clock = Clock(args.timeout)
-        if mode == "records":
+        if mode in ("records", "records-threaded"):
             def poll_count():
                 return sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
         elif mode == "arrow":

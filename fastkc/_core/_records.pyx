@@ -23,6 +23,7 @@ from libc.string cimport memcpy, memset, strlen
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.ref cimport PyObject
 
+import threading
 import zlib
 
 import cramjam
@@ -82,6 +83,15 @@ cdef extern from "fkc_codec.h":
         void *ctx
 
 
+cdef extern from "fkc_lz4.h":
+    int fkc_lz4_load()
+    int fkc_lz4_native() nogil
+    void fkc_lz4_force_host(int force)
+    int fkc_lz4_version()
+    int fkc_lz4_decompress(const uint8_t *inp, size_t in_len, size_t cap, fkc_blob *out, char *errbuf,
+                           size_t errbuf_len) nogil
+
+
 cdef extern from "fkc_records.h":
     ctypedef struct fkc_record:
         int64_t offset
@@ -139,6 +149,12 @@ cdef extern from "fkc_records.h":
     int32_t fkc_stream_leader_epoch(const fkc_stream *s)
     size_t fkc_stream_held_bytes(const fkc_stream *s)
     void fkc_stream_free(fkc_stream *s)
+    ctypedef struct fkc_step_mark:
+        size_t count
+        int64_t resume
+        int done
+    void fkc_stream_record_marks(fkc_stream *s, int on)
+    size_t fkc_stream_marks(const fkc_stream *s, const fkc_step_mark **marks)
 
 
 cdef extern from "fkc_arrow.h":
@@ -241,36 +257,34 @@ def _lz4_decompress(src, size_t cap):
     # The frame descriptor is validated (get_frame_info) and its declared
     # content size checked against the cap before anything is decompressed.
     info = lz4.frame.get_frame_info(src)
-    cdef size_t declared = info.get("content_size", 0)  # 0: not stored
+    cdef size_t declared = info.get("content_size", 0)  # 0: not stored (Kafka's producers never store it)
     if declared > cap:
         raise _SizeLimit()
-    cdef size_t total = 0
-    cdef size_t want
     d = lz4.frame.LZ4FrameDecompressor()
-    # The package allocates max_length bytes up front, so asking for cap + 1
-    # (32 MiB by default) at once cost 8x the decompression itself on a 1 MB
-    # batch. Ask for the declared size, else a guess from the input size, and
-    # for more (doubling, never past cap + 1) while the frame has more output.
-    want = declared + 1 if declared else min(cap + 1, 4 * <size_t>len(src) + 65536)
-    out = d.decompress(src, max_length=want)
-    total = len(out)
-    chunks = None
-    while not d.eof:
+    # max_length is the size of the output buffer python-lz4 allocates up
+    # front: asking for cap + 1 (32 MiB by default) at once cost a 32 MiB
+    # malloc/free per batch, ~20 us, most of a 16 KB batch's decode. So the
+    # output is asked for in growing pieces (a guess first, then 4x), never
+    # more than cap + 1 in total, so the cap still holds.
+    cdef size_t total = 0
+    cdef size_t want = declared + 1 if declared else max(<size_t>4 * <size_t>len(src), <size_t>65536)
+    chunks = []
+    data = src
+    while True:
+        piece = d.decompress(data, max_length=min(want, cap + 1 - total))
+        data = b""
+        total += len(piece)
+        chunks.append(piece)
         if total > cap:
             raise _SizeLimit()
-        if d.needs_input:
-            raise ValueError("LZ4 frame is cut off")
-        want = min(cap + 1 - total, max(total, <size_t>65536))
-        piece = d.decompress(b"", max_length=want)
-        if chunks is None:
-            chunks = [out]
-        chunks.append(piece)
-        total += len(piece)
-    if total > cap:
-        raise _SizeLimit()
+        if d.eof or d.needs_input or not piece:
+            break
+        want = total * 4
+    if not d.eof:
+        raise ValueError("LZ4 frame is cut off")
     if d.unused_data:
         raise ValueError("bytes after the LZ4 frame")
-    return out if chunks is None else b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 # Input fed per call when a zstd frame does not declare its size: a 4-byte
@@ -366,6 +380,34 @@ cdef int _host_decompress(void *ctx, fkc_codec_op op, const uint8_t *inp, size_t
         return FKC_ERR_HOST
 
 
+cdef int _host_dispatch(void *ctx, fkc_codec_op op, const uint8_t *inp, size_t in_len, size_t cap,
+                        size_t size_hint, fkc_blob *out, char *errbuf, size_t errbuf_len) noexcept nogil:
+    # LZ4 frames are decompressed by liblz4 in C (fkc_lz4.c) when the system
+    # has it: no GIL, so a step prepared on the decode worker does not wait
+    # for the polling thread once per batch. Everything else goes to the
+    # Python packages, which take the GIL.
+    if op == FKC_OP_LZ4_FRAME and fkc_lz4_native():
+        return fkc_lz4_decompress(inp, in_len, cap, out, errbuf, errbuf_len)
+    return _host_decompress(ctx, op, inp, in_len, cap, size_hint, out, errbuf, errbuf_len)
+
+
+fkc_lz4_load()
+
+
+def lz4_implementation():
+    """'liblz4 <version>' (C, no GIL) or 'python-lz4' (the codec host)."""
+    if fkc_lz4_native():
+        v = fkc_lz4_version()
+        return "liblz4 {0}.{1}.{2}".format(v // 10000, v // 100 % 100, v % 100)
+    return "python-lz4"
+
+
+def force_lz4_host(bint force):
+    """Route lz4 frames to the Python host (python-lz4) even when liblz4 is
+    loaded: tests check both paths."""
+    fkc_lz4_force_host(1 if force else 0)
+
+
 cdef void _host_release(void *ctx, void *owner) noexcept with gil:
     cdef Py_buffer *view = <Py_buffer *>owner
     PyBuffer_Release(view)
@@ -457,7 +499,7 @@ cdef int64_t *_fill_opts(fkc_decode_opts *opts, _DecodeState state, fkc_codec_ho
         except BaseException:
             free(aborted)
             raise
-    host.decompress = _host_decompress
+    host.decompress = _host_dispatch
     host.release = _host_release
     host.ctx = <void *>state
     memset(opts, 0, sizeof(fkc_decode_opts))
@@ -736,6 +778,14 @@ from fastkc.structs import ScanInfo as _ScanInfo
 _TAILS = {FKC_TAIL_NONE: "none", FKC_TAIL_CUT: "cut", FKC_TAIL_MALFORMED: "malformed"}
 
 
+# RecordStream's states: IDLE (no step kept), PREPARED (a step run by
+# prepare() is kept in `out`, handed out from `prepared_pos` on). PREPARING is
+# "prepare() holds the lock"; TAKEN is "records() holds the lock".
+cdef enum:
+    _IDLE = 0
+    _PREPARED = 1
+
+
 @cython.no_gc_clear
 cdef class RecordStream:
     """Backend contract: see fastkc/_backend.py. The resumable decoder over
@@ -743,7 +793,16 @@ cdef class RecordStream:
     kept records, decompressing a batch only when it is reached; only the
     open batch's buffer (and those of batches finished in the current step)
     are alive. A bad batch raises its CorruptRecordError (carrying the step's
-    records before it) and ends the stream; later steps raise it again."""
+    records before it) and ends the stream; later steps raise it again.
+
+    prepare(n) runs the next step's phase 1 (decompression included) ahead
+    of time, on any thread, with the GIL released except in codec calls;
+    records() then hands that step out, in pieces that are exactly what
+    records() steps of those sizes would have returned (same records,
+    next_offset, done, errors on the same call). One lock serialises
+    prepare() and the hand-outs, so a stream is never stepped by two threads
+    at once; next_offset and done are snapshots taken under it, at the last
+    hand-out, so reading them never races with a prepare() in progress."""
     # The input's buffer export lives in malloc'd memory, not in a Py_buffer
     # member: Cython would make the GC traverse a member's view.obj, so a
     # reference cycle through this object could tp_clear an exporting
@@ -762,6 +821,13 @@ cdef class RecordStream:
     cdef object value_deserializer
     cdef bint arrow_mode
     cdef object error
+    cdef object lock
+    cdef int phase
+    cdef size_t prepared_pos     # records of the prepared step handed out
+    cdef size_t mark_index       # the first mark at or past prepared_pos
+    cdef int64_t snap_next       # next_offset as of the last hand-out
+    cdef bint snap_done          # done as of the last hand-out
+    cdef bint busy               # prepare() is running (set and cleared with the GIL held)
 
     def __cinit__(self, data, topic, partition, int64_t fetch_offset, int64_t stop_offset, bint check_crcs,
                   bint read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
@@ -772,6 +838,13 @@ cdef class RecordStream:
         self.aborted = NULL
         memset(&self.out, 0, sizeof(self.out))
         self.out.next_offset = fetch_offset
+        self.snap_next = fetch_offset
+        self.snap_done = False
+        self.phase = _IDLE
+        self.busy = False
+        self.prepared_pos = 0
+        self.mark_index = 0
+        self.lock = threading.Lock()
         self.state = _DecodeState()
         self.topic = topic
         self.partition = partition
@@ -805,19 +878,22 @@ cdef class RecordStream:
         free(self.aborted)
 
     cdef int _step(self, max_records, max_held_bytes) except -1:
+        # caller holds self.lock
         cdef size_t n
         cdef size_t held
         cdef int rc
         if max_records < 1:
             raise ValueError("max_records must be >= 1")
         n = <size_t>min(max_records, _SIZE_LIMIT)
-        held = <size_t>min(max_held_bytes, _SIZE_LIMIT) if max_held_bytes is not None and max_held_bytes >= 0 \
-            else <size_t>-1
+        held = _held_limit(max_held_bytes)
         if self.error is not None:
             cls, reason, offset, next_offset = self.error
             raise cls(reason, self.topic, self.partition, offset, None, next_offset)
+        self.phase = _IDLE
         with nogil:
             rc = fkc_stream_step(self.stream, n, held, &self.out)
+        self.snap_next = self.out.next_offset
+        self.snap_done = fkc_stream_done(self.stream) != 0
         return rc
 
     cdef _fail(self, records):
@@ -829,18 +905,123 @@ cdef class RecordStream:
             self.error = (exc.__class__, exc.reason, exc.offset, exc.next_offset)
             raise
 
-    def records(self, max_records, max_held_bytes=None):
-        """The next at most max_records ConsumerRecords (a list, maybe empty)."""
+    def prepare(self, max_records, max_held_bytes=None):
+        """Run the next step of at most max_records records now and keep it
+        for the next records() calls. Callable from any thread, never
+        concurrently with another call on this stream (the lock waits).
+        True when a step was prepared; False when there was nothing to do
+        (one is prepared already, the stream is done or failed)."""
+        cdef size_t n
+        cdef size_t held
+        cdef int rc
         if self.arrow_mode:
             raise ValueError("this stream decodes to Arrow")
-        rc = self._step(max_records, max_held_bytes)
-        if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
-            self._fail(None)
-        records = _build_records(&self.out, self.topic, self.partition, self.key_deserializer,
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        n = <size_t>min(max_records, _SIZE_LIMIT)
+        held = _held_limit(max_held_bytes)
+        with self.lock:
+            if (self.phase == _PREPARED and self.prepared_pos < self.out.count) or self.error is not None \
+                    or fkc_stream_done(self.stream):
+                return False
+            self.busy = True
+            try:
+                fkc_stream_record_marks(self.stream, 1)
+                with nogil:
+                    rc = fkc_stream_step(self.stream, n, held, &self.out)
+                fkc_stream_record_marks(self.stream, 0)
+                self.phase = _PREPARED
+                self.prepared_pos = 0
+                self.mark_index = 0
+            finally:
+                self.busy = False
+            return True
+
+    @property
+    def preparing(self):
+        """A prepare() is running right now (read without the lock: a hint)."""
+        return self.busy
+
+    @property
+    def pending(self):
+        """A prepare() is running or its step is not all handed out. Read
+        without the lock (a hint for schedulers: it may be stale by the time
+        it is used, never unsafe)."""
+        return self.busy or (self.phase == _PREPARED and self.prepared_pos < self.out.count)
+
+    @property
+    def prepared(self):
+        """Records of a prepared step not handed out yet (0: none kept)."""
+        with self.lock:
+            return self.out.count - self.prepared_pos if self.phase == _PREPARED else 0
+
+    cdef _take_prepared(self, size_t n):
+        # Hands out the next min(n, left) records of the prepared step, and
+        # sets the snapshots to what a step of exactly that many would have
+        # said (fkc_step_mark). Never raises a decode error: a step's error
+        # is reported after its good records, by the next (real) step, which
+        # returns the stream's sticky error -- as a step ending here would.
+        cdef const fkc_step_mark *marks
+        cdef size_t nmarks = fkc_stream_marks(self.stream, &marks)
+        cdef size_t left = self.out.count - self.prepared_pos
+        cdef size_t take = n if n < left else left
+        cdef fkc_decode_result piece = self.out
+        cdef size_t end
+        piece.records = self.out.records + self.prepared_pos
+        piece.count = take
+        records = _build_records(&piece, self.topic, self.partition, self.key_deserializer,
                                  self.value_deserializer)
-        if rc != FKC_OK:
-            self._fail(records)
+        self.prepared_pos += take
+        end = self.prepared_pos
+        while self.mark_index < nmarks and marks[self.mark_index].count < end:
+            self.mark_index += 1
+        if self.mark_index < nmarks and marks[self.mark_index].count == end:
+            self.snap_next = marks[self.mark_index].resume
+            self.snap_done = marks[self.mark_index].done != 0
+        else:  # inside a batch: resume after the last record handed out
+            self.snap_next = self.out.records[end - 1].offset + 1
+            self.snap_done = False
+        # At the prepared step's end the mark (or the last record) still
+        # rules, not the step's own end state: it may have walked on past
+        # batches that keep nothing, which a step asked for exactly `end`
+        # records would not have. A caller asking for more steps again and
+        # gets there (records() below), as it would have from a larger step.
         return records
+
+    def records(self, max_records, max_held_bytes=None):
+        """The next at most max_records ConsumerRecords (a list, maybe empty)."""
+        cdef int rc
+        if self.arrow_mode:
+            raise ValueError("this stream decodes to records")
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        cdef size_t left
+        head = None
+        with self.lock:
+            if self.phase == _PREPARED:
+                left = self.out.count - self.prepared_pos
+                if left > 0 and left >= max_records:
+                    return self._take_prepared(<size_t>max_records)
+                # The prepared step runs out before max_records: a step asked
+                # for that many would have gone on, to more records, to the
+                # end or to the error after them. So do: the rest of the
+                # prepared step, then a real step for what is still wanted,
+                # handed out (or failed) together.
+                if left > 0:
+                    head = self._take_prepared(left)
+                    max_records -= left
+                self.phase = _IDLE
+            rc = self._step(max_records, max_held_bytes)
+            if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
+                self._fail(None)
+            records = _build_records(&self.out, self.topic, self.partition, self.key_deserializer,
+                                     self.value_deserializer)
+            if head is not None:
+                head.extend(records)
+                records = head
+            if rc != FKC_OK:
+                self._fail(records)
+            return records
 
     def arrow(self, max_records, max_held_bytes=None, base=None, builder=None):
         """The next at most max_records records as one pyarrow.RecordBatch
@@ -858,47 +1039,53 @@ cdef class RecordStream:
         cdef bint own = builder is None
         if not self.arrow_mode:
             raise ValueError("this stream decodes to records")
-        target = ArrowBuilder(base) if own else <ArrowBuilder?>builder
-        target._segment(self.topic, self.partition)
-        target._keep_input(<object>self.view.obj)
-        rc = self._step_arrow(max_records, max_held_bytes, target)
-        if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
-            self._fail(None)
-        if not own:
-            if rc != FKC_OK:
+        with self.lock:
+            target = ArrowBuilder(base) if own else <ArrowBuilder?>builder
+            target._segment(self.topic, self.partition)
+            target._keep_input(<object>self.view.obj)
+            rc = self._step_arrow(max_records, max_held_bytes, target)
+            if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
                 self._fail(None)
-            return self.out.count
-        batch = target.finish()
-        if rc != FKC_OK:
-            self._fail(batch)
-        return batch
+            if not own:
+                if rc != FKC_OK:
+                    self._fail(None)
+                return self.out.count
+            batch = target.finish()
+            if rc != FKC_OK:
+                self._fail(batch)
+            return batch
 
     cdef int _step_arrow(self, max_records, max_held_bytes, ArrowBuilder target) except -1:
+        # caller holds self.lock; the Arrow twin of _step (same checks, same snapshots)
         cdef size_t n
         cdef size_t held
         cdef int rc
         if max_records < 1:
             raise ValueError("max_records must be >= 1")
         n = <size_t>min(max_records, _SIZE_LIMIT)
-        held = <size_t>min(max_held_bytes, _SIZE_LIMIT) if max_held_bytes is not None and max_held_bytes >= 0 \
-            else <size_t>-1
+        held = _held_limit(max_held_bytes)
         if self.error is not None:
             cls, reason, offset, next_offset = self.error
             raise cls(reason, self.topic, self.partition, offset, None, next_offset)
         with nogil:
             rc = fkc_stream_step_arrow(self.stream, n, held, target.b, &self.out)
+        self.snap_next = self.out.next_offset
+        self.snap_done = fkc_stream_done(self.stream) != 0
         return rc
 
     @property
     def next_offset(self):
         """Where to resume: after the last record handed out of a partly
         handed-out batch, else one past the complete batches walked (never
-        below fetch_offset); the bad batch's base offset after an error."""
-        return self.out.next_offset
+        below fetch_offset); the bad batch's base offset after an error.
+        As of the last hand-out (a prepared step not handed out yet does not
+        move it)."""
+        return self.snap_next
 
     @property
     def done(self):
-        return self.error is not None or bool(fkc_stream_done(self.stream))
+        """Nothing left to hand out, as of the last hand-out."""
+        return self.error is not None or self.snap_done
 
     @property
     def last_totals(self):
@@ -914,3 +1101,9 @@ cdef class RecordStream:
     @property
     def held_bytes(self):
         return fkc_stream_held_bytes(self.stream)
+
+
+cdef size_t _held_limit(max_held_bytes) except? 0:
+    if max_held_bytes is not None and max_held_bytes >= 0:
+        return <size_t>min(max_held_bytes, _SIZE_LIMIT)
+    return <size_t>-1

@@ -18,6 +18,9 @@
  * With bit 0 set and a CRC mismatch, the input is decoded again with CRC
  * checks off, so every mutation also reaches the structural checks.
  *
+ * A step with marks (fkc_stream_marks, the decode worker's prepared step) is
+ * checked against fresh steps ending at each of its batch boundaries.
+ *
  * Every input is also decoded by the resumable decoder (fkc_stream_*), in
  * steps of 1, 2, 7 or 1024 records (input size % 4): the steps must hand out
  * exactly the records of the one-shot decode (same offsets, bytes, headers),
@@ -451,6 +454,60 @@ static void check_stream(const uint8_t *blob, size_t len, const fkc_decode_opts 
     fkc_stream_free(s);
 }
 
+/* A step's marks (fkc_stream_marks, what RecordStream.prepare hands out in
+ * pieces by): for a piece ending at record i, a fresh stream stepped for
+ * exactly i records must report what the prepared step says -- the mark's
+ * resume offset and done at a batch boundary, else one past record i-1 and
+ * not done -- and hand out the same records. */
+static void check_marks(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, size_t max_held)
+{
+    fkc_stream *s = fkc_stream_new(blob, len, opts);
+    if (s == NULL)
+        return;
+    fkc_decode_result out;
+    memset(&out, 0, sizeof out);
+    fkc_stream_record_marks(s, 1);
+    fkc_stream_step(s, SIZE_MAX, max_held, &out);
+    const fkc_step_mark *marks;
+    size_t nmarks = fkc_stream_marks(s, &marks);
+    size_t prev = 0;
+    for (size_t m = 0; m < nmarks; m++) {
+        CHECK(marks[m].count > prev && marks[m].count <= out.count);
+        prev = marks[m].count;
+    }
+    size_t m = 0;
+    for (size_t i = 1; i <= out.count; i++) {
+        while (m < nmarks && marks[m].count < i)
+            m++;
+        int at_mark = m < nmarks && marks[m].count == i;
+        if (!at_mark && i != out.count / 2 && i != 1)
+            continue; /* every batch boundary, and two pieces inside batches */
+        fkc_stream *t = fkc_stream_new(blob, len, opts);
+        if (t == NULL)
+            break;
+        fkc_decode_result piece;
+        memset(&piece, 0, sizeof piece);
+        int rc = fkc_stream_step(t, i, max_held, &piece);
+        CHECK(rc == FKC_OK || piece.count == i); /* an error only after the i records, if at all */
+        CHECK(piece.count == i);
+        for (size_t j = 0; j < i; j++)
+            CHECK(piece.records[j].offset == out.records[j].offset);
+        if (rc == FKC_OK) {
+            if (at_mark) {
+                CHECK(piece.next_offset == marks[m].resume);
+                CHECK(fkc_stream_done(t) == marks[m].done);
+            } else {
+                CHECK(piece.next_offset == out.records[i - 1].offset + 1);
+                CHECK(!fkc_stream_done(t));
+            }
+        }
+        fkc_decode_result_free(&piece);
+        fkc_stream_free(t);
+    }
+    fkc_decode_result_free(&out);
+    fkc_stream_free(s);
+}
+
 static void check_scan(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, const fkc_decode_result *r)
 {
     fkc_scan_info info;
@@ -535,6 +592,8 @@ static void decode_and_check(const uint8_t *blob, size_t len, const fkc_decode_o
     if (rc != FKC_ERR_CRC || st->fail)
         check_scan(blob, len, opts, &r);
     check_stream(blob, len, opts, &r, k, max_held);
+    if (!opts->arrow_limits) /* (Arrow limits end steps early; prepared steps are records only) */
+        check_marks(blob, len, opts, max_held);
     fkc_decode_result_free(&r);
 }
 

@@ -29,6 +29,9 @@ EXCEPTIONS = {
                                             "Krb5LoginModule principal=...)",
     "config.extra:arrow_zero_copy": "poll_arrow(): key and value as binary_view columns pointing into the "
                                     "fetched buffers (no copy); poll_arrow itself is fastkc's",
+    "config.extra:decode_threads": "fastkc's decode worker: 1 decodes the next step, decompression included, "
+                                   "on a background thread while the application handles the current "
+                                   "records; 0 (default) keeps all decoding on the polling thread",
     # --- consumer ------------------------------------------------------------------
     "consumer.extra:poll_arrow": "fastkc's columnar poll: one pyarrow.RecordBatch",
     "consumer.extra:wakeup": "Java's KafkaConsumer.wakeup(): interrupts poll() from another thread "

@@ -96,10 +96,28 @@ def _metadata(partitions, leader_epoch):
     }
 
 
+# Every test here runs with decode_threads 0 and 1 (the decode worker:
+# tests/unit/test_decode_worker.py has its own differential scripts); the
+# fetchers a test made have their workers stopped after it.
+_DECODE_THREADS = [0]
+_MADE = []
+
+
+@pytest.fixture(autouse=True, params=[0, 1], ids=["decode_threads=0", "decode_threads=1"])
+def _decode_threads(request):
+    _DECODE_THREADS[0] = request.param
+    yield
+    _DECODE_THREADS[0] = 0
+    while _MADE:
+        assert _MADE.pop().close_worker(10)
+
+
 def _fetcher(client=None, **configs):
     client = client or ScriptedClient()
     configs.setdefault("bootstrap_servers", "h:1")
+    configs.setdefault("decode_threads", _DECODE_THREADS[0])
     fetcher = Fetcher(client, consumer_config(configs))
+    _MADE.append(fetcher)
     return client, fetcher
 
 

@@ -1,7 +1,9 @@
 /* fkc_arrow_builder.c — growable Arrow columns; see fkc_arrow_builder.h. */
 #include "fkc_arrow_builder.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fkc_arrow.h"
 
@@ -32,6 +34,75 @@ static size_t fkc_slot(size_t nbytes)
 {
     size_t n = nbytes ? nbytes : 1;
     return (n + 63) & ~(size_t)63;
+}
+
+/* ---- arena reuse ---------------------------------------------------------
+ * poll_arrow() builds one batch per call, so each call used to map a fresh
+ * arena of ~10 MB (73,000 rows of 100 bytes) and the kernel faulted and
+ * zeroed it page by page: a quarter of poll_arrow()'s profile on the e2e
+ * benchmark. The last released arena (up to FKC_ARENA_KEEP_MAX) is kept in
+ * one slot and handed to the next builder that asks for at least
+ * FKC_ARENA_REUSE_MIN bytes and fits in it; that builder then spreads its
+ * capacities over the whole arena (fkc_regrow), so it rarely grows again.
+ * A batch is released wherever its last reference dies, on any thread and
+ * without the GIL, hence the atomic slot. At most one idle arena is held
+ * per process. Each arena carries its size in a 64-byte header before the
+ * columns (keeps them 64-byte aligned). */
+#define FKC_ARENA_HEADER 64
+#define FKC_ARENA_KEEP_MAX ((size_t)256 << 20)
+#define FKC_ARENA_REUSE_MIN ((size_t)64 << 10)
+
+static _Atomic(uint8_t *) fkc_idle_arena = NULL;
+static _Atomic(uint64_t) fkc_arena_reuses = 0;
+
+uint64_t fkc_arena_reuse_count(void)
+{
+    return atomic_load(&fkc_arena_reuses);
+}
+
+static size_t fkc_arena_size(const uint8_t *arena)
+{
+    size_t size;
+    memcpy(&size, arena - FKC_ARENA_HEADER, sizeof size);
+    return size;
+}
+
+/* An arena of at least `want` bytes (a multiple of 64); *have: its size. */
+static uint8_t *fkc_arena_take(size_t want, size_t *have)
+{
+    if (want >= FKC_ARENA_REUSE_MIN) {
+        uint8_t *idle = atomic_exchange(&fkc_idle_arena, NULL);
+        if (idle != NULL) {
+            if (fkc_arena_size(idle) >= want) {
+                atomic_fetch_add(&fkc_arena_reuses, 1);
+                *have = fkc_arena_size(idle);
+                return idle;
+            }
+            free(idle - FKC_ARENA_HEADER);
+        }
+    }
+    if (want > SIZE_MAX - FKC_ARENA_HEADER)
+        return NULL;
+    uint8_t *base = (uint8_t *)aligned_alloc(64, want + FKC_ARENA_HEADER); /* C11: a multiple of 64 */
+    if (base == NULL)
+        return NULL;
+    memcpy(base, &want, sizeof want);
+    *have = want;
+    return base + FKC_ARENA_HEADER;
+}
+
+static void fkc_arena_give_back(uint8_t *arena)
+{
+    if (arena == NULL)
+        return;
+    size_t size = fkc_arena_size(arena);
+    if (size < FKC_ARENA_REUSE_MIN || size > FKC_ARENA_KEEP_MAX) {
+        free(arena - FKC_ARENA_HEADER);
+        return;
+    }
+    uint8_t *previous = atomic_exchange(&fkc_idle_arena, arena);
+    if (previous != NULL)
+        free(previous - FKC_ARENA_HEADER);
 }
 
 /* Slot offsets for the capacities; 0 when the total does not fit size_t. */
@@ -74,9 +145,39 @@ static int fkc_regrow(fkc_arrow_builder *b, const fkc_caps *c)
     size_t total = fkc_layout(c, at);
     if (total == 0)
         return 0;
-    uint8_t *arena = (uint8_t *)aligned_alloc(64, total); /* C11: total is a multiple of 64 */
+    size_t have = 0;
+    uint8_t *arena = fkc_arena_take(total, &have);
     if (arena == NULL)
         return 0;
+    fkc_caps spread;
+    if (have / total >= 2) {
+        /* A reused arena larger than asked for: spread the capacities over
+         * it, so the builder does not move again soon. Rows and headers grow
+         * by a common factor; the four byte columns all get the largest
+         * byte capacity times it, since each batch reserves its payload in
+         * all four (fkc_builder_reserve). The factor halves until the
+         * layout fits. */
+        size_t bytes = c->key;
+        if (c->value > bytes)
+            bytes = c->value;
+        if (c->hkey > bytes)
+            bytes = c->hkey;
+        if (c->hvalue > bytes)
+            bytes = c->hvalue;
+        for (size_t factor = have / total; factor >= 2; factor /= 2) {
+            size_t at_spread[FKC_R_COUNT];
+            spread = *c;
+            spread.rows *= factor;
+            spread.headers *= factor;
+            spread.key = spread.value = spread.hkey = spread.hvalue = bytes * factor;
+            size_t spread_total = fkc_layout(&spread, at_spread);
+            if (spread_total != 0 && spread_total <= have) {
+                c = &spread;
+                memcpy(at, at_spread, sizeof at);
+                break;
+            }
+        }
+    }
     size_t n = b->rows, h = b->headers;
 #define FKC_MOVE(field, region, bytes)                                                                   \
     do {                                                                                                 \
@@ -120,7 +221,7 @@ static int fkc_regrow(fkc_arrow_builder *b, const fkc_caps *c)
 #undef FKC_MOVE
     b->topic_offsets = (int32_t *)(void *)(arena + at[FKC_R_TOPIC_OFFSETS]);
     b->partition = (int32_t *)(void *)(arena + at[FKC_R_PARTITION]);
-    free(b->arena);
+    fkc_arena_give_back(b->arena);
     b->arena = arena;
     b->rows_cap = c->rows;
     b->headers_cap = c->headers;
@@ -172,7 +273,7 @@ void fkc_builder_free(fkc_arrow_builder *b)
     fkc_release_keeps(b->keeps, 0, b->keep_count);
     free(b->keeps);
     free(b->buffers);
-    free(b->arena);
+    fkc_arena_give_back(b->arena);
     free(b->segments);
     free(b->topics.data);
     free(b);
@@ -505,7 +606,9 @@ static void fkc_builder_node_release(struct ArrowArray *node)
     fkc_builder_export_data *data = (fkc_builder_export_data *)node->private_data;
     node->release = NULL;
     if (--data->refs == 0) {
-        for (size_t i = 0; i < data->owned_count; i++)
+        /* owned[0] is the builder's arena (kept for the next batch), the rest plain blocks */
+        fkc_arena_give_back((uint8_t *)data->owned[0]);
+        for (size_t i = 1; i < data->owned_count; i++)
             free(data->owned[i]);
         /* may run on any thread, without the GIL: a Python owner's release
          * takes the GIL itself (the codec host's release is `with gil`) */

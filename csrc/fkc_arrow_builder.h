@@ -147,6 +147,10 @@ int fkc_builder_segment(fkc_arrow_builder *b, const uint8_t *topic, size_t topic
  * memory runs out (nothing changed). */
 int fkc_builder_reserve(fkc_arrow_builder *b, size_t rows, size_t payload);
 
+/* How many builders were given a released arena instead of fresh memory
+ * (for tests: the reuse must happen, see "arena reuse" in the .c file). */
+uint64_t fkc_arena_reuse_count(void);
+
 /* Capacity for a decode whose input size is known up front, so the arena
  * is not reallocated on the way (each batch reserves its payload length in
  * the key and value columns): `rows`, and `bytes` in the key and value

@@ -170,6 +170,7 @@ cdef extern from "fkc_arrow_builder.h":
         int zero_copy
     int fkc_builder_keep(fkc_arrow_builder *b, void *owner, fkc_codec_release_fn release, void *ctx)
     fkc_arrow_builder *fkc_builder_new()
+    uint64_t fkc_arena_reuse_count()
     void fkc_builder_free(fkc_arrow_builder *b)
     int fkc_builder_segment(fkc_arrow_builder *b, const uint8_t *topic, size_t topic_len, int32_t partition)
     void fkc_builder_totals(const fkc_arrow_builder *b, uint64_t out[6])
@@ -568,6 +569,11 @@ def _deserializer_parts(spec):
 
 cdef object _record_type = _ConsumerRecord
 cdef bint _untrack_records = True
+
+
+def _arena_reuses():
+    """How many Arrow builders got a released arena instead of fresh memory (tests)."""
+    return fkc_arena_reuse_count()
 
 
 def _set_untrack_records(bint flag):

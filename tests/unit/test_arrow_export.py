@@ -95,6 +95,37 @@ def test_arena_is_freed():
     assert rss_mib() - before < 50
 
 
+def test_a_released_arena_serves_the_next_batch_and_never_a_live_one():
+    from fastkc._core import _records
+
+    # The last released arena is kept for the next builder (fkc_arrow_builder.c,
+    # "arena reuse"): batches decoded while others are alive, released in any
+    # order, must each keep their own values; and the reuse must happen.
+    def data(tag):
+        return batch([(0, b"%s-%d" % (tag, i), tag * 120, []) for i in range(1000)])
+
+    def expect(rb, tag):
+        assert rb.column("value").to_pylist() == [tag * 120] * 1000
+        assert rb.column("key").to_pylist() == [b"%s-%d" % (tag, i) for i in range(1000)]
+
+    a = R.decode_arrow(data(b"a"), topic="t", partition=0)
+    b = R.decode_arrow(data(b"b"), topic="t", partition=0)
+    expect(a, b"a")
+    del a
+    gc.collect()
+    reuses = _records._arena_reuses()
+    c = R.decode_arrow(data(b"c"), topic="t", partition=0)
+    assert _records._arena_reuses() == reuses + 1  # c took a's released arena ...
+    expect(b, b"b")  # ... and b, alive all along, kept its own
+    expect(c, b"c")
+    for _ in range(20):
+        d = R.decode_arrow(data(b"d"), topic="t", partition=0)
+        expect(d, b"d")
+        expect(b, b"b")
+        expect(c, b"c")
+        del d
+
+
 @pytest.mark.parametrize("ts_delta", [0, 1, 63, 64, 8191, 8192, (1 << 20) - 1, 1 << 20, 1 << 27, -(1 << 20), 1 << 40])
 @pytest.mark.parametrize("value_len", [0, 63, 64, 8191, 8192, 1 << 20, 1 << 21])
 def test_fast_and_checked_parsers_agree(ts_delta, value_len):

@@ -183,6 +183,12 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
         cmd += ["--kafka-version", kafka_version]
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # pyarrow imports numpy, whose bundled OpenBLAS starts a thread per core
+    # that spins for a while (blas_thread_server: ~8 % of the Arrow runner's
+    # profile, on the core the broker needs). No client here does linear
+    # algebra, so every runner gets one BLAS thread: the same environment for
+    # all, and what an ingestion process should set (README, Benchmarks).
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     # The neighbours' load, so a noisy figure can be told from a slow client.
     load_before = os.getloadavg()[0]
     started = time.perf_counter()

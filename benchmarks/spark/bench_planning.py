@@ -1,0 +1,188 @@
+"""The driver's planning time of a batch read over many partitions: what
+runs before the first task (metadata, ListOffsets for both ends, the
+InputPartitions and their pickling), for format("fastkc") and, for
+comparison, format("kafka") (Spark's own JVM source).
+
+    python benchmarks/spark/bench_planning.py                    # 10 topics x 1,000 partitions
+    python benchmarks/spark/bench_planning.py --partitions 500 --topics 2 --runs 1 --no-baseline
+    FASTKC_BOOTSTRAP=host:port python benchmarks/spark/bench_planning.py   # an existing broker
+
+Two figures per source:
+- reader: FastkcBatchReader.partitions() called directly in this process,
+  plus pickling every InputPartition one by one (Spark pickles each); no
+  Spark involved.
+- session: spark.read...load() then df.rdd.getNumPartitions() in a local
+  session, which runs schema(), reader() and partitions() in Spark's Python
+  planner processes and carries the partitions to the JVM.
+
+The topics are named after their shape (fastkc-plan-<topics>x<per topic>-<i>)
+and reused when they exist, so a long-lived broker pays for creating them
+once. Every partition holds a few records, so no range is empty (empty
+ranges are dropped and would make planning look cheaper than it is).
+Without FASTKC_BOOTSTRAP a single-node broker is started and stopped.
+"""
+import argparse
+import json
+import os
+import pickle
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+RECORDS_PER_PARTITION = 3
+
+
+def topic_names(topics, per_topic):
+    return ["fastkc-plan-{0}x{1}-{2}".format(topics, per_topic, i) for i in range(topics)]
+
+
+def ensure_topics(bootstrap, names, per_topic):
+    """Create the topics that are missing and give every partition records."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
+
+    from tests.support.kafka_tools import create_topic, producer_config
+
+    existing = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=60).topics
+    missing = [n for n in names if n not in existing]
+    for name in missing:
+        create_topic(bootstrap, name, partitions=per_topic, timeout=300)
+    if missing:
+        producer = Producer(producer_config(bootstrap, compression="lz4", **{"linger.ms": 20}))
+        for name in missing:
+            for part in range(per_topic):
+                for i in range(RECORDS_PER_PARTITION):
+                    producer.produce(name, value=b"plan-%d" % i, partition=part)
+                producer.poll(0)
+        if producer.flush(300):
+            raise SystemExit("the producer could not deliver every planning record")
+    return missing
+
+
+def source_options(bootstrap, names):
+    return {"kafka.bootstrap.servers": bootstrap, "subscribe": ",".join(names),
+            "startingOffsets": "earliest", "endingOffsets": "latest"}
+
+
+def plan_in_reader(options):
+    """(seconds, number of InputPartitions, pickled bytes) of one planning
+    call without Spark."""
+    from fastkc.spark import options as spark_options
+    from fastkc.spark.source import FastkcBatchReader
+
+    started = time.perf_counter()
+    reader = FastkcBatchReader(spark_options.parse(options, streaming=False))
+    parts = reader.partitions()
+    size = sum(len(pickle.dumps(p)) for p in parts)
+    return time.perf_counter() - started, len(parts), size
+
+
+def plan_in_session(spark, fmt, options):
+    started = time.perf_counter()
+    reader = spark.read.format(fmt)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    tasks = reader.load().rdd.getNumPartitions()
+    return time.perf_counter() - started, tasks
+
+
+def session(jars):
+    from bench_spark import session as bench_session
+
+    return bench_session(jars)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--partitions", type=int, default=10_000, help="partitions in total")
+    parser.add_argument("--topics", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-baseline", action="store_true", help="skip format(\"kafka\")")
+    parser.add_argument("--no-session", action="store_true", help="only the reader figure (no Spark session)")
+    parser.add_argument("--json", help="write the figures here as JSON")
+    args = parser.parse_args(argv)
+    if args.partitions % args.topics:
+        raise SystemExit("--partitions must be a multiple of --topics")
+    per_topic = args.partitions // args.topics
+
+    external = os.environ.get("FASTKC_BOOTSTRAP", "").strip()
+    data_dir = None
+    if external:
+        bootstrap = external
+    else:
+        from fastkc import broker
+
+        data_dir = tempfile.mkdtemp(prefix="fastkc-plan-bench-")
+        bootstrap = broker.start(name="plan-bench", data_dir=data_dir, nodes=1, die_with_parent=True).bootstrap_servers
+    figures = {"partitions": args.partitions, "topics": args.topics, "runs": args.runs}
+    try:
+        names = topic_names(args.topics, per_topic)
+        began = time.perf_counter()
+        created = ensure_topics(bootstrap, names, per_topic)
+        if created:
+            print("created {0} topics x {1} partitions in {2:.1f} s".format(
+                len(created), per_topic, time.perf_counter() - began), flush=True)
+        options = source_options(bootstrap, names)
+        load_before = os.getloadavg()[0]
+
+        reader_runs = []
+        plan_in_reader(options)  # warm-up: imports, the broker's first answers
+        for _ in range(args.runs):
+            seconds, count, size = plan_in_reader(options)
+            if count != args.partitions:
+                raise SystemExit("planned {0} partitions, expected {1}".format(count, args.partitions))
+            reader_runs.append(seconds)
+        figures["reader"] = {"seconds": reader_runs, "pickled_bytes": size}
+
+        if not args.no_session:
+            jars = []
+            formats = ["fastkc"]
+            if not args.no_baseline:
+                from bench_spark import baseline_jars
+
+                jars = baseline_jars()
+                formats.append("kafka")
+            spark = session(jars)
+            try:
+                for fmt in formats:
+                    plan_in_session(spark, fmt, options)  # warm-up: Python planner workers, JIT
+                for _ in range(args.runs):
+                    for fmt in formats:  # interleaved: load on the machine hits both alike
+                        seconds, tasks = plan_in_session(spark, fmt, options)
+                        if tasks != args.partitions:
+                            raise SystemExit("{0} planned {1} tasks, expected {2}".format(fmt, tasks, args.partitions))
+                        figures.setdefault("session", {}).setdefault(fmt, []).append(seconds)
+            finally:
+                spark.stop()
+        figures["load_average"] = [load_before, os.getloadavg()[0]]
+    finally:
+        if data_dir is not None:
+            from fastkc import broker
+
+            broker.stop(data_dir=data_dir)
+
+    print()
+    print("| planning {0:,} partitions ({1} topics) | median s | best s |".format(args.partitions, args.topics))
+    print("|---|---:|---:|")
+    rows = [("fastkc reader: partitions() + pickling", figures["reader"]["seconds"])]
+    for fmt, runs in figures.get("session", {}).items():
+        rows.append(("format(\"{0}\") in a local[2] session: load() + getNumPartitions()".format(fmt), runs))
+    for label, runs in rows:
+        print("| {0} | {1:.3f} | {2:.3f} |".format(label, statistics.median(runs), min(runs)))
+    print("\n{0} runs each after a warm-up; InputPartitions pickled: {1:,} B in total; "
+          "1-min load average {2:.1f} before, {3:.1f} after".format(
+              args.runs, figures["reader"]["pickled_bytes"], *figures["load_average"]))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(figures, fh, indent=1)
+    return figures
+
+
+if __name__ == "__main__":
+    main()

@@ -270,8 +270,24 @@ def _encode_struct(struct, value, w, version, flexible, path):
         if key not in known and key != UNKNOWN_TAGS:
             raise _EncodeError("{0}{1}: no such field".format(path + "." if path else "", key))
     tagged_items = []
-    for f, mode in _order(struct, version):
+    for f, mode in _plan(struct, version):
         if mode == _ABSENT:
+            continue
+        if mode == _RUN:
+            layout, names, fields = f
+            values = [value[fld.name] if fld.name in value else fld.default() for fld in fields]
+            # plain ints that all fit: one pack; anything else (a bool, a
+            # float, None, out of range) is written field by field, which
+            # raises the error naming the field
+            if all(type(v) is int for v in values):
+                try:
+                    w.raw(layout.pack(*values))
+                    continue
+                except _struct.error:
+                    pass
+            for fld, v in zip(fields, values):
+                _encode_value(fld.type, fld, v, w, version, flexible, False,
+                              path + "." + fld.name if path else fld.name)
             continue
         v = value.get(f.name, _MISSING)
         fpath = path + "." + f.name if path else f.name

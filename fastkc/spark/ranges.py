@@ -138,6 +138,8 @@ def _list_offsets_at_once(consumer, wanted, found):
     client = consumer._client
     fetcher = consumer._fetcher
     cluster = client.cluster
+    # leaders: with `assign` no metadata was asked for yet
+    _look_up_topics(consumer, sorted({t for pairs in wanted.values() for t, _ in pairs}))
     timeout_s = consumer.config["request_timeout_ms"] / 1000.0
     deadline = time.monotonic() + timeout_s
     requests = {}  # (timestamp, node) -> {TopicPartition: timestamp}

@@ -105,7 +105,8 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-baseline", action="store_true", help="skip format(\"kafka\")")
     parser.add_argument("--no-session", action="store_true", help="only the reader figure (no Spark session)")
-    parser.add_argument("--json", help="write the figures here as JSON")
+    parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results"),
+                        help="folder for spark_planning.md/.json ('' writes nothing)")
     args = parser.parse_args(argv)
     if args.partitions % args.topics:
         raise SystemExit("--partitions must be a multiple of --topics")
@@ -167,21 +168,33 @@ def main(argv=None):
 
             broker.stop(data_dir=data_dir)
 
+    text = table(figures)
     print()
-    print("| planning {0:,} partitions ({1} topics) | median s | best s |".format(args.partitions, args.topics))
-    print("|---|---:|---:|")
-    rows = [("fastkc reader: partitions() + pickling", figures["reader"]["seconds"])]
-    for fmt, runs in figures.get("session", {}).items():
-        rows.append(("format(\"{0}\") in a local[2] session: load() + getNumPartitions()".format(fmt), runs))
-    for label, runs in rows:
-        print("| {0} | {1:.3f} | {2:.3f} |".format(label, statistics.median(runs), min(runs)))
-    print("\n{0} runs each after a warm-up; InputPartitions pickled: {1:,} B in total; "
-          "1-min load average {2:.1f} before, {3:.1f} after".format(
-              args.runs, figures["reader"]["pickled_bytes"], *figures["load_average"]))
-    if args.json:
-        with open(args.json, "w") as fh:
+    print(text)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "spark_planning.md"), "w") as fh:
+            fh.write("# Spark: the driver's planning time\n\nRegenerate: `python benchmarks/spark/bench_planning.py`"
+                     "\n\n" + text + "\n")
+        with open(os.path.join(args.out, "spark_planning.json"), "w") as fh:
             json.dump(figures, fh, indent=1)
     return figures
+
+
+def table(figures):
+    lines = ["| planning {0:,} partitions ({1} topics) | median s | best s |".format(
+        figures["partitions"], figures["topics"]), "|---|---:|---:|"]
+    rows = [("fastkc reader: partitions() + pickling each InputPartition", figures["reader"]["seconds"])]
+    for fmt, runs in figures.get("session", {}).items():
+        rows.append(("format(\"{0}\") in a local[2] session: load() + rdd.getNumPartitions()".format(fmt), runs))
+    for label, runs in rows:
+        lines.append("| {0} | {1:.3f} | {2:.3f} |".format(label, statistics.median(runs), min(runs)))
+    lines.append("")
+    lines.append("{0} runs each after a warm-up, sources interleaved; every partition holds {1} records; "
+                 "InputPartitions pickled one by one: {2:,} B in total; 1-min load average {3:.1f} before, "
+                 "{4:.1f} after".format(figures["runs"], RECORDS_PER_PARTITION, figures["reader"]["pickled_bytes"],
+                                        *figures["load_average"]))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

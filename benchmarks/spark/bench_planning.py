@@ -14,6 +14,8 @@ Two figures per source:
 - session: spark.read...load() then df.rdd.getNumPartitions() in a local
   session, which runs schema(), reader() and partitions() in Spark's Python
   planner processes and carries the partitions to the JVM.
+- Spark alone: the same call on plan_floor.py's source, whose partitions()
+  returns as many ready-made partitions at no cost: Spark's own share.
 
 The topics are named after their shape (fastkc-plan-<topics>x<per topic>-<i>)
 and reused when they exist, so a long-lived broker pays for creating them
@@ -95,7 +97,22 @@ def plan_in_session(spark, fmt, options):
 def session(jars):
     from bench_spark import session as bench_session
 
-    return bench_session(jars)
+    # Spark's planner workers import plan_floor from this folder
+    os.environ["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                        if p and p != HERE])
+    spark = bench_session(jars)
+    import plan_floor
+
+    spark.dataSource.register(plan_floor.FloorSource)
+    return spark
+
+
+def plan_floor_in_session(spark, partitions):
+    """Spark's share: the same planning call on a source whose partitions()
+    costs nothing."""
+    started = time.perf_counter()
+    tasks = spark.read.format("fastkc_plan_floor").option("partitions", str(partitions)).load().rdd.getNumPartitions()
+    return time.perf_counter() - started, tasks
 
 
 def main(argv=None):
@@ -153,12 +170,17 @@ def main(argv=None):
             try:
                 for fmt in formats:
                     plan_in_session(spark, fmt, options)  # warm-up: Python planner workers, JIT
+                plan_floor_in_session(spark, args.partitions)
                 for _ in range(args.runs):
                     for fmt in formats:  # interleaved: load on the machine hits both alike
                         seconds, tasks = plan_in_session(spark, fmt, options)
                         if tasks != args.partitions:
                             raise SystemExit("{0} planned {1} tasks, expected {2}".format(fmt, tasks, args.partitions))
                         figures.setdefault("session", {}).setdefault(fmt, []).append(seconds)
+                    seconds, tasks = plan_floor_in_session(spark, args.partitions)
+                    if tasks != args.partitions:
+                        raise SystemExit("the floor source planned {0} tasks".format(tasks))
+                    figures.setdefault("floor", []).append(seconds)
             finally:
                 spark.stop()
         figures["load_average"] = [load_before, os.getloadavg()[0]]
@@ -187,6 +209,9 @@ def table(figures):
     rows = [("fastkc reader: partitions() + pickling each InputPartition", figures["reader"]["seconds"])]
     for fmt, runs in figures.get("session", {}).items():
         rows.append(("format(\"{0}\") in a local[2] session: load() + rdd.getNumPartitions()".format(fmt), runs))
+    if "floor" in figures:
+        rows.append(("Spark alone: a Python source whose partitions() returns {0:,} ready-made partitions".format(
+            figures["partitions"]), figures["floor"]))
     for label, runs in rows:
         lines.append("| {0} | {1:.3f} | {2:.3f} |".format(label, statistics.median(runs), min(runs)))
     lines.append("")

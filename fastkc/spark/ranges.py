@@ -89,19 +89,19 @@ def _tps(pairs):
     return [TopicPartition(t, p) for t, p in pairs]
 
 
-def earliest(consumer, pairs):
+def earliest(consumer, pairs, timeout_ms=None):
     if not pairs:
         return {}
-    got = consumer.beginning_offsets(_tps(pairs))
+    got = consumer.beginning_offsets(_tps(pairs), timeout_ms)
     return {(tp.topic, tp.partition): off for tp, off in got.items()}
 
 
-def latest(consumer, pairs):
+def latest(consumer, pairs, timeout_ms=None):
     # end_offsets honours the consumer's isolation_level: the last stable
     # offset with read_committed, as Spark's source reads it
     if not pairs:
         return {}
-    got = consumer.end_offsets(_tps(pairs))
+    got = consumer.end_offsets(_tps(pairs), timeout_ms)
     return {(tp.topic, tp.partition): off for tp, off in got.items()}
 
 
@@ -119,19 +119,28 @@ def both_ends(consumer, earliest_pairs, latest_pairs=None):
     latest_pairs = earliest_pairs if latest_pairs is None else latest_pairs
     wanted = {EARLIEST: list(earliest_pairs), LATEST: list(latest_pairs)}
     found = {EARLIEST: {}, LATEST: {}}
+    # one request_timeout_ms for everything, fast path and fallback together
+    # (a dead leader must not cost the timeout twice)
+    timeout_ms = consumer.config["request_timeout_ms"]
+    deadline = time.monotonic() + timeout_ms / 1000.0
     if wanted[EARLIEST] or wanted[LATEST]:
         try:
-            _list_offsets_at_once(consumer, wanted, found)
+            _list_offsets_at_once(consumer, wanted, found, deadline)
         except Exception as exc:  # the fallback below raises what matters, with the consumer's rules
             log.debug("pipelined ListOffsets failed (%s); asking partition sets in turn", exc)
-    missing_earliest = [tp for tp in wanted[EARLIEST] if tp not in found[EARLIEST]]
-    missing_latest = [tp for tp in wanted[LATEST] if tp not in found[LATEST]]
-    found[EARLIEST].update(earliest(consumer, missing_earliest))
-    found[LATEST].update(latest(consumer, missing_latest))
+    for stamp, ask in ((EARLIEST, earliest), (LATEST, latest)):
+        missing = [tp for tp in wanted[stamp] if tp not in found[stamp]]
+        if missing:
+            left_ms = (deadline - time.monotonic()) * 1000.0
+            if left_ms <= 0:
+                from fastkc.errors import KafkaTimeoutError
+
+                raise KafkaTimeoutError("ListOffsets did not complete within {0} ms".format(timeout_ms))
+            found[stamp].update(ask(consumer, missing, left_ms))
     return found[EARLIEST], found[LATEST]
 
 
-def _list_offsets_at_once(consumer, wanted, found):
+def _list_offsets_at_once(consumer, wanted, found, deadline):
     from fastkc.errors import NodeNotReadyError
     from fastkc.fetcher import _list_offsets_results
 
@@ -140,8 +149,6 @@ def _list_offsets_at_once(consumer, wanted, found):
     cluster = client.cluster
     # leaders: with `assign` no metadata was asked for yet
     _look_up_topics(consumer, sorted({t for pairs in wanted.values() for t, _ in pairs}))
-    timeout_s = consumer.config["request_timeout_ms"] / 1000.0
-    deadline = time.monotonic() + timeout_s
     requests = {}  # (timestamp, node) -> {TopicPartition: timestamp}
     for stamp, pairs in wanted.items():
         for t, p in pairs:
@@ -149,18 +156,19 @@ def _list_offsets_at_once(consumer, wanted, found):
             leader = cluster.leader_for(tp)
             if leader is not None:
                 requests.setdefault((stamp, leader), {})[tp] = stamp
-    nodes = {node for _, node in requests}
-    while not all(client.ready(node) for node in nodes) and time.monotonic() < deadline:
-        client.poll(min(0.05, max(0.0, deadline - time.monotonic())))
+    unsent = dict(requests)
     answers = {}
-    for key, part in requests.items():
-        try:
-            client.send(key[1], "ListOffsets", fetcher._list_offsets_body(part),
-                        lambda response, error, key=key: answers.__setitem__(key, (response, error)))
-        except NodeNotReadyError:
-            answers[key] = (None, None)  # left to the fallback
-    while len(answers) < len(requests) and time.monotonic() < deadline:
-        client.poll(max(0.0, deadline - time.monotonic()))
+    # each request goes out as soon as its leader's connection is ready
+    while (unsent or len(answers) < len(requests)) and time.monotonic() < deadline:
+        for key in [key for key in unsent if client.ready(key[1])]:
+            part = unsent.pop(key)
+            try:
+                client.send(key[1], "ListOffsets", fetcher._list_offsets_body(part),
+                            lambda response, error, key=key: answers.__setitem__(key, (response, error)))
+            except NodeNotReadyError:
+                answers[key] = (None, None)  # left to the fallback
+        if unsent or len(answers) < len(requests):
+            client.poll(min(0.05 if unsent else 1.0, max(0.0, deadline - time.monotonic())))
     for key, (response, error) in answers.items():
         if response is None or error is not None:
             continue

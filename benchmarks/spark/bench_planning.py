@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import pickle
+import shutil
 import statistics
 import sys
 import tempfile
@@ -189,6 +190,7 @@ def main(argv=None):
             from fastkc import broker
 
             broker.stop(data_dir=data_dir)
+            shutil.rmtree(data_dir, ignore_errors=True)  # the topics are hundreds of MB
 
     text = table(figures)
     print()

@@ -25,6 +25,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -127,14 +128,19 @@ def measure_shape(shape, jars, bootstrap, topic, records, runs, log=print):
         from tests.support.spark_standalone import standalone_cluster
 
         executors = int(shape.rsplit("-", 1)[1])
-        cluster = standalone_cluster(tempfile.mkdtemp(prefix="fastkc-spark-standalone-"), workers=executors)
-    with cluster as master:
-        spark = session(jars, master, executors)
-        try:
-            results = measure_in_session(spark, ("kafka", "fastkc"), bootstrap, topic, records, runs)
-            log("{0}: {1}".format(shape, {fmt: [round(t, 2) for t in ts] for fmt, ts in results.items()}))
-        finally:
-            spark.stop()
+        folder = tempfile.mkdtemp(prefix="fastkc-spark-standalone-")
+        cluster = standalone_cluster(folder, workers=executors)
+    try:
+        with cluster as master:
+            spark = session(jars, master, executors)
+            try:
+                results = measure_in_session(spark, ("kafka", "fastkc"), bootstrap, topic, records, runs)
+                log("{0}: {1}".format(shape, {fmt: [round(t, 2) for t in ts] for fmt, ts in results.items()}))
+            finally:
+                spark.stop()
+    finally:
+        if executors:
+            shutil.rmtree(folder, ignore_errors=True)
     return results
 
 
@@ -257,6 +263,7 @@ def main(argv=None):
             from fastkc import broker
 
             broker.stop(data_dir=data_dir)
+            shutil.rmtree(data_dir, ignore_errors=True)  # the topics are hundreds of MB
 
     summary = summarize(measured, args.records, args.record_size, args.partitions, args.runs,
                         (load_before, os.getloadavg()[0]))

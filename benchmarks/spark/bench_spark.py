@@ -1,19 +1,31 @@
 """Rows per second reading one Kafka topic into Spark's `noop` sink:
 format("fastkc") (fastkc's C core, Arrow batches through the Python data
 source) against format("kafka") (Spark's own JVM source, spark-sql-kafka-0-10
-and its dependencies resolved with mvn into ~/.cache/fastkc/), in one session.
+and its dependencies resolved with mvn into ~/.cache/fastkc/), side by side in
+one session per cluster shape:
 
-    python benchmarks/spark/bench_spark.py                 # 4M records, 8 partitions, lz4
-    python benchmarks/spark/bench_spark.py --quick         # 100k records: smoke run
+- local[2]: driver and executor in one JVM, two task slots;
+- standalone-1 / standalone-2: a Spark standalone master with 1 or 2 workers
+  of one core each on 127.0.0.1 (tests/support/spark_standalone.py), the
+  executors in their own JVMs with their own Python workers.
+
+    python benchmarks/spark/bench_spark.py                 # 4M records, 8 partitions, lz4, all three shapes
+    python benchmarks/spark/bench_spark.py --quick         # 100k records, local[2], one run: smoke run
+    python benchmarks/spark/bench_spark.py --clusters local[2],standalone-2
     FASTKC_BOOTSTRAP=host:port python benchmarks/spark/bench_spark.py   # an existing broker
 
 Without FASTKC_BOOTSTRAP a single-node broker is started (fastkc.broker) and
-stopped at the end. Each source reads the whole topic `--runs` times after one
-warm-up read; the table reports the best and the median run.
+stopped at the end. In each shape every source first counts the topic (the
+count must equal the records written; it also warms up the JIT and the Python
+workers), then reads it `--runs` times, the sources interleaved; the table
+reports the median (and best) run. A full run (not --quick) writes
+benchmarks/results/spark.md, spark.json and spark.png (--out elsewhere).
 """
 import argparse
 import glob
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,22 +68,40 @@ def load_topic(bootstrap, records, partitions, record_size):
     return topic, run
 
 
-def session(jars):
-    from tests.spark.conftest import FAST_SETTINGS, worker_environment
+SHAPES = ("local[2]", "standalone-1", "standalone-2")
+
+
+def session(jars, master="local[2]", executors=0):
+    """A SparkSession on `master` with the baseline jars and the `fastkc`
+    source registered; with a standalone master, one 1-core executor per
+    worker (`executors`), waited for so the first stage spreads."""
+    from tests.spark.conftest import FAST_SETTINGS, ROOT as REPO, worker_environment
 
     worker_environment()
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master("local[2]").appName("fastkc-spark-bench").config("spark.jars", ",".join(jars))
+    builder = SparkSession.builder.master(master).appName("fastkc-spark-bench").config("spark.jars", ",".join(jars))
     for key, value in FAST_SETTINGS.items():
         if key != "spark.driver.extraJavaOptions":  # full JIT for a throughput measurement
             builder = builder.config(key, value)
     builder = builder.config("spark.driver.memory", "2g")
+    if executors:
+        builder = (builder.config("spark.executor.cores", "1").config("spark.cores.max", str(executors))
+                   .config("spark.executor.memory", "1g").config("spark.pyspark.python", sys.executable)
+                   # the executors import fastkc from this checkout (in-place build);
+                   # on a real cluster it is installed on every node or shipped with spark.archives
+                   .config("spark.executorEnv.PYTHONPATH", REPO))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     import fastkc.spark
 
     fastkc.spark.register(spark)
+    if executors:
+        from tests.support.spark_standalone import wait_for_executors
+
+        if not wait_for_executors(spark, executors):
+            spark.stop()
+            raise SystemExit("the standalone cluster did not give {0} executors within a minute".format(executors))
     return spark
 
 
@@ -88,16 +118,127 @@ def count_rows(spark, fmt, bootstrap, topic):
             .load().count())
 
 
+def measure_shape(shape, jars, bootstrap, topic, records, runs, log=print):
+    """{fmt: [seconds per run]} for one cluster shape."""
+    import contextlib
+
+    if shape == "local[2]":
+        cluster, executors = contextlib.nullcontext("local[2]"), 0
+    else:
+        from tests.support.spark_standalone import standalone_cluster
+
+        executors = int(shape.rsplit("-", 1)[1])
+        folder = tempfile.mkdtemp(prefix="fastkc-spark-standalone-")
+        cluster = standalone_cluster(folder, workers=executors)
+    try:
+        with cluster as master:
+            spark = session(jars, master, executors)
+            try:
+                results = measure_in_session(spark, ("kafka", "fastkc"), bootstrap, topic, records, runs)
+                log("{0}: {1}".format(shape, {fmt: [round(t, 2) for t in ts] for fmt, ts in results.items()}))
+            finally:
+                spark.stop()
+    finally:
+        if executors:
+            shutil.rmtree(folder, ignore_errors=True)
+    return results
+
+
+def measure_in_session(spark, formats, bootstrap, topic, records, runs):
+    """{fmt: [seconds per run]}: each source counts the topic first (the
+    count must be `records`; also the warm-up), then the runs, interleaved."""
+    for fmt in formats:
+        rows = count_rows(spark, fmt, bootstrap, topic)
+        if rows != records:
+            raise SystemExit("{0} read {1} rows, expected {2}".format(fmt, rows, records))
+    results = {}
+    for _ in range(runs):
+        for fmt in formats:  # interleaved, so load on the machine hits both alike
+            results.setdefault(fmt, []).append(read_once(spark, fmt, bootstrap, topic))
+    return results
+
+
+def summarize(measured, records, record_size, partitions, runs, load):
+    """The figures of a run: per cluster shape and source, the seconds of
+    each run, rows/s of the median and of the best run, fastkc / kafka."""
+    summary = {"records": records, "record_size": record_size, "partitions": partitions, "runs": runs,
+               "load": list(load), "shapes": {}}
+    for shape, results in measured.items():
+        row = {}
+        for fmt, seconds in results.items():
+            row[fmt] = {"seconds": seconds, "rows_per_second": records / statistics.median(seconds),
+                        "best_rows_per_second": records / min(seconds)}
+        both = "kafka" in row and "fastkc" in row
+        row["ratio"] = row["fastkc"]["rows_per_second"] / row["kafka"]["rows_per_second"] if both else None
+        summary["shapes"][shape] = row
+    return summary
+
+
+def table(summary):
+    lines = ["| cluster | format(\"kafka\") rows/s | format(\"fastkc\") rows/s | fastkc / kafka |",
+             "|---|---:|---:|---:|"]
+    def rate(row, fmt):
+        return "{0:,.0f}".format(row[fmt]["rows_per_second"]) if fmt in row else "not measured"
+
+    for shape, row in summary["shapes"].items():
+        ratio = "{0:.2f}x".format(row["ratio"]) if row["ratio"] is not None else "-"
+        lines.append("| {0} | {1} | {2} | {3} |".format(shape, rate(row, "kafka"), rate(row, "fastkc"), ratio))
+    lines.append("")
+    lines.append("{records:,} records x {record_size} B, {partitions} partitions, lz4; median of {runs} runs "
+                 "per source after a counting warm-up, sources interleaved; rows/s = records / median seconds of "
+                 "df.write.format(\"noop\"); standalone workers have 1 core each; "
+                 "1-min load average {load[0]:.1f} before, {load[1]:.1f} after".format(**summary))
+    return "\n".join(lines)
+
+
+def draw_chart(summary, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shapes = list(summary["shapes"])
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    width = 0.38
+    for i, (fmt, color) in enumerate((("kafka", "#7f7f7f"), ("fastkc", "#d62728"))):
+        figures = [summary["shapes"][s].get(fmt, {}) for s in shapes]
+        rates = [f.get("rows_per_second", 0) / 1e6 for f in figures]
+        best = [f.get("best_rows_per_second", 0) / 1e6 for f in figures]
+        xs = [x + (i - 0.5) * width for x in range(len(shapes))]
+        bars = ax.bar(xs, rates, width, color=color, label='format("{0}")'.format(fmt),
+                      yerr=[[0] * len(rates), [b - r for b, r in zip(best, rates)]], capsize=3, ecolor="#333333")
+        for bar, rate in zip(bars, rates):
+            ax.text(bar.get_x() + bar.get_width() / 2, rate, "{0:.2f}".format(rate), ha="center", va="bottom",
+                    fontsize=8)
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels([s if summary["shapes"][s]["ratio"] is None else "{0}\n({1:.2f}x)".format(
+        s, summary["shapes"][s]["ratio"]) for s in shapes])
+    ax.set_ylabel("million rows/s (median; whisker: best run)")
+    ax.set_title("Spark batch read into noop: {records:,} x {record_size} B, {partitions} partitions, lz4"
+                 .format(**summary), fontsize=10)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=4_000_000)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="100k records, one run each")
+    parser.add_argument("--clusters", default=",".join(SHAPES),
+                        help="comma-separated among {0}".format(", ".join(SHAPES)))
+    parser.add_argument("--quick", action="store_true", help="100k records, local[2] only, one run each")
+    parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results"),
+                        help="folder for spark.md/.json/.png (full runs only)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.records, args.runs = 100_000, 1
+        args.records, args.runs, args.clusters = 100_000, 1, "local[2]"
+    shapes = [s.strip() for s in args.clusters.split(",") if s.strip()]
+    if not shapes or any(s not in SHAPES for s in shapes):
+        raise SystemExit("--clusters: choose among {0}".format(", ".join(SHAPES)))
 
     jars = baseline_jars()
     load_before = os.getloadavg()[0]
@@ -110,41 +251,34 @@ def main(argv=None):
 
         data_dir = tempfile.mkdtemp(prefix="fastkc-spark-bench-")
         bootstrap = broker.start(name="spark-bench", data_dir=data_dir, nodes=1, die_with_parent=True).bootstrap_servers
+    measured = {}
     try:
         topic, run = load_topic(bootstrap, args.records, args.partitions, args.record_size)
         print("loaded {0} records ({1} B values, {2} partitions, lz4): {3}".format(
             args.records, args.record_size, args.partitions, run.output), flush=True)
-        spark = session(jars)
-        try:
-            results = {}
-            for fmt in ("kafka", "fastkc"):
-                rows = count_rows(spark, fmt, bootstrap, topic)
-                if rows != args.records:
-                    raise SystemExit("{0} read {1} rows, expected {2}".format(fmt, rows, args.records))
-                read_once(spark, fmt, bootstrap, topic)  # warm-up (JIT, Python workers)
-            for _ in range(args.runs):
-                for fmt in ("kafka", "fastkc"):  # interleaved, so load on the machine hits both alike
-                    results.setdefault(fmt, []).append(read_once(spark, fmt, bootstrap, topic))
-        finally:
-            spark.stop()
+        for shape in shapes:
+            measured[shape] = measure_shape(shape, jars, bootstrap, topic, args.records, args.runs)
     finally:
         if data_dir is not None:
             from fastkc import broker
 
             broker.stop(data_dir=data_dir)
+            shutil.rmtree(data_dir, ignore_errors=True)  # the topics are hundreds of MB
 
-    base = args.records / min(results["kafka"])
+    summary = summarize(measured, args.records, args.record_size, args.partitions, args.runs,
+                        (load_before, os.getloadavg()[0]))
+    text = table(summary)
     print()
-    print("| source | best s | median s | rows/s (best) | vs format(\"kafka\") |")
-    print("|---|---:|---:|---:|---:|")
-    for fmt in ("kafka", "fastkc"):
-        best, median = min(results[fmt]), statistics.median(results[fmt])
-        rate = args.records / best
-        print("| format(\"{0}\") | {1:.2f} | {2:.2f} | {3:,.0f} | {4:.2f}x |".format(fmt, best, median, rate, rate / base))
-    # the machine may be shared: the load says how comparable two tables are
-    print("\n{0} records x {1} B, {2} partitions, lz4, local[2], {3} runs each after a warm-up; "
-          "1-min load average {4:.1f} before, {5:.1f} after".format(
-              args.records, args.record_size, args.partitions, args.runs, load_before, os.getloadavg()[0]))
+    print(text)
+    if not args.quick:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "spark.md"), "w") as fh:
+            fh.write("# Spark: rows/s, format(\"fastkc\") vs format(\"kafka\")\n\n"
+                     "Regenerate: `python benchmarks/spark/bench_spark.py`\n\n" + text + "\n")
+        with open(os.path.join(args.out, "spark.json"), "w") as fh:
+            json.dump(summary, fh, indent=1)
+        draw_chart(summary, os.path.join(args.out, "spark.png"))
+    return summary
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ small partitions.
 import logging
 import math
 import re
+import time
 from dataclasses import dataclass
 
 from fastkc.spark.options import EARLIEST, LATEST, SparkKafkaOptionError
@@ -50,9 +51,11 @@ def topic_partitions(consumer, opts):
     if opts.strategy == "assign":
         return sorted(set(opts.assign))
     if opts.strategy == "subscribe":
+        _look_up_topics(consumer, opts.topics)
         topics = opts.topics
     else:
         # Java's Pattern.matcher(topic).matches(): the whole name must match
+        # (topics() fetched the metadata of every topic: nothing more to ask)
         pattern = re.compile(opts.pattern)
         topics = sorted(t for t in consumer.topics() if pattern.fullmatch(t))
     out = []
@@ -62,32 +65,158 @@ def topic_partitions(consumer, opts):
     return sorted(out)
 
 
+def _look_up_topics(consumer, topics):
+    """Metadata of all `topics` in one request. partitions_for_topic() asks
+    for a topic it has not seen, and every answer covers all the topics
+    asked for so far: topic by topic, 10 topics of 1,000 partitions cost 10
+    requests and 55,000 partitions decoded instead of 10,000. A topic that
+    does not exist is simply absent afterwards (partitions_for_topic then
+    asks once more and finds nothing, as before)."""
+    from fastkc.errors import KafkaTimeoutError
+
+    cluster = consumer._client.cluster
+    unknown = [t for t in topics if t not in cluster.topics or cluster.topics[t].error_code != 0]
+    if not unknown:
+        return
+    consumer._client.add_topics(unknown)
+    try:
+        consumer._client.wait_for_metadata(consumer.config["request_timeout_ms"])
+    except KafkaTimeoutError:
+        pass  # partitions_for_topic() waits (and gives up) topic by topic, as without this look-up
+
+
 def _tps(pairs):
     return [TopicPartition(t, p) for t, p in pairs]
 
 
-def earliest(consumer, pairs):
+def earliest(consumer, pairs, timeout_ms=None):
     if not pairs:
         return {}
-    got = consumer.beginning_offsets(_tps(pairs))
+    got = consumer.beginning_offsets(_tps(pairs), timeout_ms)
     return {(tp.topic, tp.partition): off for tp, off in got.items()}
 
 
-def latest(consumer, pairs):
+def latest(consumer, pairs, timeout_ms=None):
     # end_offsets honours the consumer's isolation_level: the last stable
     # offset with read_committed, as Spark's source reads it
     if not pairs:
         return {}
-    got = consumer.end_offsets(_tps(pairs))
+    got = consumer.end_offsets(_tps(pairs), timeout_ms)
     return {(tp.topic, tp.partition): off for tp, off in got.items()}
 
 
-def resolve(consumer, spec, pairs, *, starting, no_match_strategy="error"):
-    """{(t, p): offset} for `pairs` from an OffsetSpec (options.OffsetSpec)."""
+def both_ends(consumer, earliest_pairs, latest_pairs=None):
+    """({(t, p): earliest}, {(t, p): latest}): the ListOffsets of both ends
+    sent at once, one request per end to each partition's leader, all in
+    flight together (the broker answers one while the other is decoded;
+    beginning_offsets() then end_offsets() would wait for each in turn).
+    latest_pairs defaults to earliest_pairs.
+
+    Only the answers without an error are taken from this fast path; any
+    partition without a leader, without an answer or with an error code goes
+    through the consumer's own beginning_offsets()/end_offsets(), which
+    retry, refresh metadata and raise exactly as they always do."""
+    latest_pairs = earliest_pairs if latest_pairs is None else latest_pairs
+    wanted = {EARLIEST: list(earliest_pairs), LATEST: list(latest_pairs)}
+    found = {EARLIEST: {}, LATEST: {}}
+    # one request_timeout_ms for everything, fast path and fallback together
+    # (a dead leader must not cost the timeout twice)
+    timeout_ms = consumer.config["request_timeout_ms"]
+    deadline = time.monotonic() + timeout_ms / 1000.0
+    if wanted[EARLIEST] or wanted[LATEST]:
+        try:
+            _list_offsets_at_once(consumer, wanted, found, deadline)
+        except Exception as exc:  # the fallback below raises what matters, with the consumer's rules
+            log.debug("pipelined ListOffsets failed (%s); asking partition sets in turn", exc)
+    for stamp, ask in ((EARLIEST, earliest), (LATEST, latest)):
+        missing = [tp for tp in wanted[stamp] if tp not in found[stamp]]
+        if missing:
+            left_ms = (deadline - time.monotonic()) * 1000.0
+            if left_ms <= 0:
+                from fastkc.errors import KafkaTimeoutError
+
+                raise KafkaTimeoutError("ListOffsets did not complete within {0} ms".format(timeout_ms))
+            found[stamp].update(ask(consumer, missing, left_ms))
+    return found[EARLIEST], found[LATEST]
+
+
+def _list_offsets_at_once(consumer, wanted, found, deadline):
+    from fastkc.errors import NodeNotReadyError
+    from fastkc.fetcher import _list_offsets_results
+
+    client = consumer._client
+    fetcher = consumer._fetcher
+    cluster = client.cluster
+    # leaders: with `assign` no metadata was asked for yet
+    _look_up_topics(consumer, sorted({t for pairs in wanted.values() for t, _ in pairs}))
+    requests = {}  # (timestamp, node) -> {TopicPartition: timestamp}
+    for stamp, pairs in wanted.items():
+        for t, p in pairs:
+            tp = TopicPartition(t, p)
+            leader = cluster.leader_for(tp)
+            if leader is not None:
+                requests.setdefault((stamp, leader), {})[tp] = stamp
+    unsent = dict(requests)
+    answers = {}
+    # each request goes out as soon as its leader's connection is ready
+    while (unsent or len(answers) < len(requests)) and time.monotonic() < deadline:
+        for key in [key for key in unsent if client.ready(key[1])]:
+            part = unsent.pop(key)
+            try:
+                client.send(key[1], "ListOffsets", fetcher._list_offsets_body(part),
+                            lambda response, error, key=key: answers.__setitem__(key, (response, error)))
+            except NodeNotReadyError:
+                answers[key] = (None, None)  # left to the fallback
+        if unsent or len(answers) < len(requests):
+            client.poll(min(0.05 if unsent else 1.0, max(0.0, deadline - time.monotonic())))
+    for key, (response, error) in answers.items():
+        if response is None or error is not None:
+            continue
+        stamp, _ = key
+        asked = requests[key]
+        for tp, code, offset, _epoch, _ts in _list_offsets_results(response):
+            if code == 0 and tp in asked:
+                found[stamp][(tp.topic, tp.partition)] = offset
+
+
+def _prefetch(spec, pairs):
+    """The (earliest, latest) pairs an OffsetSpec will ask for."""
     if spec.kind == "earliest":
-        return earliest(consumer, pairs)
+        return list(pairs), []
     if spec.kind == "latest":
-        return latest(consumer, pairs)
+        return [], list(pairs)
+    if spec.kind == "offsets":
+        chosen = [tp for tp in pairs if tp in spec.by_partition]
+        return ([tp for tp in chosen if spec.by_partition[tp] == EARLIEST],
+                [tp for tp in chosen if spec.by_partition[tp] == LATEST])
+    return [], []
+
+
+def resolve_both(consumer, starting, ending, pairs, *, no_match_strategy="error"):
+    """(starts, ends): resolve() of both specs, with every earliest/latest
+    lookup either needs made in one round (both_ends)."""
+    start_e, start_l = _prefetch(starting, pairs)
+    end_e, end_l = _prefetch(ending, pairs)
+    known = both_ends(consumer, sorted(set(start_e) | set(end_e)), sorted(set(start_l) | set(end_l)))
+    starts = resolve(consumer, starting, pairs, starting=True, no_match_strategy=no_match_strategy, known=known)
+    ends = resolve(consumer, ending, pairs, starting=False, known=known)
+    return starts, ends
+
+
+def resolve(consumer, spec, pairs, *, starting, no_match_strategy="error", known=None):
+    """{(t, p): offset} for `pairs` from an OffsetSpec (options.OffsetSpec).
+    known: ({tp: earliest}, {tp: latest}) looked up already (resolve_both)."""
+
+    def lookup_earliest(wanted):
+        return _known_or_asked(consumer, wanted, known and known[0], earliest)
+
+    def lookup_latest(wanted):
+        return _known_or_asked(consumer, wanted, known and known[1], latest)
+
+    if spec.kind == "earliest":
+        return lookup_earliest(pairs)
+    if spec.kind == "latest":
+        return lookup_latest(pairs)
     if spec.kind == "offsets":
         given = set(spec.by_partition)
         if given != set(pairs):
@@ -100,8 +229,8 @@ def resolve(consumer, spec, pairs, *, starting, no_match_strategy="error"):
         wanted_earliest = [tp for tp in pairs if spec.by_partition[tp] == EARLIEST]
         wanted_latest = [tp for tp in pairs if spec.by_partition[tp] == LATEST]
         out = {tp: spec.by_partition[tp] for tp in pairs}
-        out.update(earliest(consumer, wanted_earliest))
-        out.update(latest(consumer, wanted_latest))
+        out.update(lookup_earliest(wanted_earliest))
+        out.update(lookup_latest(wanted_latest))
         return out
     if spec.kind == "timestamps":
         given = set(spec.by_partition)
@@ -128,7 +257,17 @@ def resolve(consumer, spec, pairs, *, starting, no_match_strategy="error"):
                     tp[0], tp[1], stamps[tp]))
         else:
             missing.append(tp)  # no record at or after T: the end of the partition
-    out.update(latest(consumer, missing))
+    out.update(lookup_latest(missing))
+    return out
+
+
+def _known_or_asked(consumer, wanted, known, ask):
+    if not known:
+        return ask(consumer, wanted)
+    out = {tp: known[tp] for tp in wanted if tp in known}
+    rest = [tp for tp in wanted if tp not in known]
+    if rest:
+        out.update(ask(consumer, rest))
     return out
 
 

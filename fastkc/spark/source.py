@@ -43,20 +43,49 @@ def spark_schema(include_headers):
 
 
 class KafkaRangePartition(InputPartition):
-    """One Spark task: records [start, end) of one topic-partition. Picklable
-    primitives only (it travels to the executors)."""
+    """One Spark task: records [start, end) of one topic-partition.
 
-    def __init__(self, topic, partition, start, end, consumer_config, include_headers, fail_on_data_loss,
-                 poll_timeout_ms):
+    Only the range travels in it: Spark pickles every InputPartition on its
+    own (10,000 partitions are 10,000 pickles), so the consumer settings,
+    the same for every task, travel once with the reader (ReadSettings)."""
+
+    def __init__(self, topic, partition, start, end):
         super().__init__((topic, partition, start, end))
-        self.topic = topic
-        self.partition = partition
-        self.start = start
-        self.end = end
+
+    # the value tuple is the whole state: pickled as a constructor call, not
+    # as an instance dict (about a third of the bytes)
+    def __reduce__(self):
+        return KafkaRangePartition, self.value
+
+    topic = property(lambda self: self.value[0])
+    partition = property(lambda self: self.value[1])
+    start = property(lambda self: self.value[2])
+    end = property(lambda self: self.value[3])
+
+
+class ReadSettings:
+    """What every task of one query reads with (picklable primitives and the
+    consumer configuration); the reader holds it and Spark ships the reader
+    once with the read function."""
+
+    __slots__ = ("consumer_config", "include_headers", "fail_on_data_loss", "poll_timeout_ms")
+
+    def __init__(self, consumer_config, include_headers, fail_on_data_loss, poll_timeout_ms):
         self.consumer_config = consumer_config
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
         self.poll_timeout_ms = poll_timeout_ms
+
+    @classmethod
+    def of(cls, opts):
+        return cls(opts.consumer_config, opts.include_headers, opts.fail_on_data_loss, opts.poll_timeout_ms)
+
+    def __getstate__(self):
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setstate__(self, state):
+        for name, value in zip(self.__slots__, state):
+            setattr(self, name, value)
 
 
 def _metadata_consumer(opts):
@@ -65,14 +94,13 @@ def _metadata_consumer(opts):
     return KafkaConsumer(**dict(opts.consumer_config, enable_auto_commit=False))
 
 
-def _make_partitions(range_list, opts):
-    return [KafkaRangePartition(r.topic, r.partition, r.start, r.end, opts.consumer_config, opts.include_headers,
-                                opts.fail_on_data_loss, opts.poll_timeout_ms) for r in range_list]
+def _make_partitions(range_list):
+    return [KafkaRangePartition(r.topic, r.partition, r.start, r.end) for r in range_list]
 
 
 # --- executors -----------------------------------------------------------------------
 
-def read_range(part):
+def read_range(part, settings):
     """Yield pyarrow.RecordBatch objects holding exactly the records of
     [part.start, part.end) that the consumer's isolation level shows.
 
@@ -87,10 +115,10 @@ def read_range(part):
     from fastkc.records import arrow_schema
     from fastkc.structs import TopicPartition
 
-    columns = 8 if part.include_headers else 7
+    columns = 8 if settings.include_headers else 7
     schema = pa.schema(list(arrow_schema())[:columns])
     tp = TopicPartition(part.topic, part.partition)
-    config = dict(part.consumer_config, enable_auto_commit=False, auto_offset_reset="none")
+    config = dict(settings.consumer_config, enable_auto_commit=False, auto_offset_reset="none")
     config.pop("group_id", None)
     consumer = KafkaConsumer(**config)
     try:
@@ -104,7 +132,7 @@ def read_range(part):
                     return
                 batch = consumer.poll_arrow(timeout_ms=200)
             except OffsetOutOfRangeError:
-                resume_at = _out_of_range(consumer, tp, part)
+                resume_at = _out_of_range(consumer, tp, part, settings.fail_on_data_loss)
                 if resume_at is None:
                     return
                 consumer.seek(tp, resume_at)
@@ -128,18 +156,18 @@ def read_range(part):
             if highwater is not None and position >= highwater:
                 # the partition ends before the range does: records were lost (truncation)
                 _ranges.report_data_loss(
-                    part.fail_on_data_loss,
+                    settings.fail_on_data_loss,
                     "{0}-{1} ends at offset {2}, before the end of the range {3}".format(
                         part.topic, part.partition, highwater, part.end))
                 return
-            if (time.monotonic() - last_progress) * 1000 > part.poll_timeout_ms:
+            if (time.monotonic() - last_progress) * 1000 > settings.poll_timeout_ms:
                 raise TimeoutError("Cannot fetch record for offset {0} in {1} milliseconds".format(
-                    position, part.poll_timeout_ms))
+                    position, settings.poll_timeout_ms))
     finally:
         consumer.close()
 
 
-def _out_of_range(consumer, tp, part):
+def _out_of_range(consumer, tp, part, fail_on_data_loss):
     """The fetch position is outside the log: where to go on (None: stop).
     Below the log start the records were aged out or deleted; at or past the
     log end the partition was truncated or recreated. Both are data loss."""
@@ -147,13 +175,13 @@ def _out_of_range(consumer, tp, part):
     earliest = consumer.beginning_offsets([tp])[tp]
     if position < earliest:
         _ranges.report_data_loss(
-            part.fail_on_data_loss,
+            fail_on_data_loss,
             "Cannot fetch offset {0} of {1}-{2}: the earliest available offset is {3}".format(
                 position, part.topic, part.partition, earliest))
         return earliest if earliest < part.end else None
     latest = consumer.end_offsets([tp])[tp]
     _ranges.report_data_loss(
-        part.fail_on_data_loss,
+        fail_on_data_loss,
         "Cannot fetch offset {0} of {1}-{2}: the partition ends at offset {3}".format(
             position, part.topic, part.partition, latest))
     return None
@@ -196,23 +224,26 @@ class FastkcDataSource(DataSource):
 class FastkcBatchReader(DataSourceReader):
     def __init__(self, opts):
         self.opts = opts
+        self.settings = ReadSettings.of(opts)
 
     def partitions(self):
+        """Driver side, once per query: one Metadata request for the topic
+        set, the ListOffsets of both ends sent together to every leader, one
+        small InputPartition per range."""
         opts = self.opts
         consumer = _metadata_consumer(opts)
         try:
             pairs = _ranges.topic_partitions(consumer, opts)
-            starts = _ranges.resolve(consumer, opts.starting, pairs, starting=True,
-                                     no_match_strategy=opts.no_match_strategy)
-            ends = _ranges.resolve(consumer, opts.ending, pairs, starting=False)
+            starts, ends = _ranges.resolve_both(consumer, opts.starting, opts.ending, pairs,
+                                                no_match_strategy=opts.no_match_strategy)
         finally:
             consumer.close()
         planned = [_ranges.OffsetRange(t, p, starts[(t, p)], ends[(t, p)]) for t, p in pairs]
         split = _ranges.split_ranges(planned, opts.min_partitions, opts.max_records_per_partition)
-        return _make_partitions(split, opts)
+        return _make_partitions(split)
 
     def read(self, partition):
-        return read_range(partition)
+        return read_range(partition, self.settings)
 
 
 class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -223,6 +254,7 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, opts):
         self.opts = opts
+        self.settings = ReadSettings.of(opts)
         self._available_now_end = None  # offsets frozen by prepareForTriggerAvailableNow
         self._latest = None  # for reportLatestOffset
         self._delay = None
@@ -235,7 +267,8 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         consumer = _metadata_consumer(self.opts)
         try:
             pairs = _ranges.topic_partitions(consumer, self.opts)
-            return pairs, _ranges.earliest(consumer, pairs), _ranges.latest(consumer, pairs)
+            earliest, latest = _ranges.both_ends(consumer, pairs)
+            return pairs, earliest, latest
         finally:
             consumer.close()
 
@@ -312,10 +345,10 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 consumer.close()
         planned = [_ranges.OffsetRange(t, p, start[(t, p)], e) for (t, p), e in sorted(end.items())]
         split = _ranges.split_ranges(planned, self.opts.min_partitions)
-        return _make_partitions(split, self.opts)
+        return _make_partitions(split)
 
     def read(self, partition):
-        return read_range(partition)
+        return read_range(partition, self.settings)
 
     def commit(self, end):
         # Spark's Kafka source commits nothing to Kafka: progress is the checkpoint

@@ -6,53 +6,24 @@ never calls fastkc.spark.register: the source resolves through the
 pyspark_fastkc module (auto-registration)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
+from tests.support import spark_standalone
 from tests.support.kafka_tools import Message, produce
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def standalone_cluster(tmp_path):
-    pyspark = pytest.importorskip("pyspark", minversion="4.2")
-
-    home = os.path.dirname(pyspark.__file__)
-    daemon = os.path.join(home, "sbin", "spark-daemon.sh")
-    env = dict(os.environ, SPARK_HOME=home, SPARK_LOG_DIR=str(tmp_path / "logs"),
-               SPARK_PID_DIR=str(tmp_path / "pids"), SPARK_IDENT_STRING="fastkc-test",
-               SPARK_WORKER_DIR=str(tmp_path / "work"), SPARK_DAEMON_MEMORY="512m",
-               SPARK_DAEMON_JAVA_OPTS="-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-    port = _free_port()
-    master = "spark://127.0.0.1:{0}".format(port)
-    started = []
-
-    def run(*args):
-        subprocess.run(["bash", daemon, *args], env=env, check=True, capture_output=True, timeout=60)
-
-    try:
-        run("start", "org.apache.spark.deploy.master.Master", "1", "--host", "127.0.0.1", "--port", str(port),
-            "--webui-port", str(_free_port()))
-        started.append(("org.apache.spark.deploy.master.Master", "1"))
-        for n in (1, 2):
-            run("start", "org.apache.spark.deploy.worker.Worker", str(n), "--host", "127.0.0.1", "--cores", "1",
-                "--memory", "1g", "--webui-port", str(_free_port()), master)
-            started.append(("org.apache.spark.deploy.worker.Worker", str(n)))
+    pytest.importorskip("pyspark", minversion="4.2")
+    with spark_standalone.standalone_cluster(
+            tmp_path, workers=2, daemon_java_opts="-XX:+UseSerialGC -XX:TieredStopAtLevel=1") as master:
         yield master
-    finally:
-        for cls, instance in reversed(started):
-            subprocess.run(["bash", daemon, "stop", cls, instance], env=env, capture_output=True, timeout=60)
 
 
 def test_standalone_cluster_reads_every_range_on_two_executors(standalone_cluster, kafka_broker, make_topic):

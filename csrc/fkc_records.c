@@ -1403,6 +1403,25 @@ static int fkc_mark(fkc_decoder *d, size_t count)
     return FKC_OK;
 }
 
+/* Keep `excess` kept records a step could not hand out for the next step
+ * (d->batch); 0 when memory ran out (the stream failed). */
+static int fkc_hold_back(fkc_decoder *d, const fkc_record *recs, size_t excess)
+{
+    if (excess > d->batch.capacity) {
+        fkc_record *grown = (fkc_record *)realloc(d->batch.records, excess * sizeof(fkc_record));
+        if (grown == NULL) {
+            fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
+            return 0;
+        }
+        d->batch.records = grown;
+        d->batch.capacity = excess;
+    }
+    memcpy(d->batch.records, recs, excess * sizeof(fkc_record));
+    d->batch.count = excess;
+    d->batch_index = 0;
+    return 1;
+}
+
 int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fkc_decode_result *out)
 {
     out->count = 0;
@@ -1464,20 +1483,8 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
         if (d->opts->arrow_limits)
             keep = fkc_arrow_room(out, d->arrow_base, out->records + before, keep, d->opts->arrow_topic_len);
         size_t excess = added - keep;
-        if (excess) {
-            if (excess > d->batch.capacity) {
-                fkc_record *grown = (fkc_record *)realloc(d->batch.records, excess * sizeof(fkc_record));
-                if (grown == NULL) {
-                    fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
-                    break;
-                }
-                d->batch.records = grown;
-                d->batch.capacity = excess;
-            }
-            memcpy(d->batch.records, out->records + before + keep, excess * sizeof(fkc_record));
-            d->batch.count = excess;
-            d->batch_index = 0;
-        }
+        if (excess && !fkc_hold_back(d, out->records + before + keep, excess))
+            break;
         out->count = before + keep;
         if (keep)
             d->open_resume = out->records[out->count - 1].offset + 1;
@@ -1588,20 +1595,8 @@ int fkc_stream_step_arrow(fkc_stream *d, size_t max_records, size_t max_held_byt
         if (keep && fkc_append_out(d, b, view.records, keep) != FKC_OK)
             break;
         size_t excess = added - keep;
-        if (excess) {
-            if (excess > d->batch.capacity) {
-                fkc_record *grown = (fkc_record *)realloc(d->batch.records, excess * sizeof(fkc_record));
-                if (grown == NULL) {
-                    fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
-                    break;
-                }
-                d->batch.records = grown;
-                d->batch.capacity = excess;
-            }
-            memcpy(d->batch.records, view.records + keep, excess * sizeof(fkc_record));
-            d->batch.count = excess;
-            d->batch_index = 0;
-        }
+        if (excess && !fkc_hold_back(d, view.records + keep, excess))
+            break;
         rows += keep;
         if (keep)
             d->open_resume = view.records[keep - 1].offset + 1;

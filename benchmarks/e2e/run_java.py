@@ -20,6 +20,18 @@ import uuid
 
 from benchmarks.e2e.common import finish, parse_args, peak_rss_bytes
 
+
+def java_runner_args(description, argv):
+    """The runner's arguments plus --kafka-version (the release whose jars
+    to run, the broker's by default) → (args, the Kafka install, java)."""
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--kafka-version", default=None)
+    known, rest = extra.parse_known_args(argv)
+    args = parse_args(description, rest)
+    from fastkc.broker.resolve import find_java, resolve_kafka
+
+    return args, resolve_kafka(known.kafka_version), find_java()
+
 # What kafka-run-class.sh and kafka-consumer-perf-test.sh give the tool.
 JVM_FLAGS = ["-Xmx512M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
              "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
@@ -61,14 +73,7 @@ def parse_output(stdout):
 
 
 def main(argv=None):
-    extra = argparse.ArgumentParser(add_help=False)
-    extra.add_argument("--kafka-version", default=None)
-    known, rest = extra.parse_known_args(argv)
-    args = parse_args(__doc__.split("\n\n")[0], rest)
-    from fastkc.broker.resolve import find_java, resolve_kafka
-
-    install = resolve_kafka(known.kafka_version)
-    java = find_java()
+    args, install, java = java_runner_args(__doc__.split("\n\n")[0], argv)
     with tempfile.TemporaryDirectory(prefix="fastkc-bench-java-") as tmp:
         config_path = os.path.join(tmp, "consumer.properties")
         with open(config_path, "w") as f:

@@ -6,7 +6,6 @@ and cached under the fastkc cache (keyed by the source and the Kafka
 release). The JVM gets the same flags as the ConsumerPerformance row
 (run_java.JVM_FLAGS). Peak RSS is the JVM's, as seen by this wrapper.
 """
-import argparse
 import hashlib
 import json
 import os
@@ -14,8 +13,8 @@ import shutil
 import subprocess
 import sys
 
-from benchmarks.e2e.common import finish, parse_args, peak_rss_bytes
-from benchmarks.e2e.run_java import JVM_FLAGS
+from benchmarks.e2e.common import finish, peak_rss_bytes
+from benchmarks.e2e.run_java import JVM_FLAGS, java_runner_args
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "SteadyStateConsumer.java")
 MAIN_CLASS = "SteadyStateConsumer"
@@ -63,14 +62,7 @@ def compiled_classes(install):
 
 
 def main(argv=None):
-    extra = argparse.ArgumentParser(add_help=False)
-    extra.add_argument("--kafka-version", default=None)
-    known, rest = extra.parse_known_args(argv)
-    args = parse_args(__doc__.split("\n\n")[0], rest)
-    from fastkc.broker.resolve import find_java, resolve_kafka
-
-    install = resolve_kafka(known.kafka_version)
-    java = find_java()
+    args, install, java = java_runner_args(__doc__.split("\n\n")[0], argv)
     classes = compiled_classes(install)
     cmd = [java] + JVM_FLAGS + [
         "-cp", classes + os.pathsep + install.classpath, "-Dlog4j2.level=WARN", MAIN_CLASS,

@@ -883,23 +883,31 @@ cdef class RecordStream:
             free(self.view)
         free(self.aborted)
 
+    cdef int _step_bounds(self, max_records, max_held_bytes, size_t *n, size_t *held) except -1:
+        # What a step may take, or the stream's sticky error raised again.
+        if max_records < 1:
+            raise ValueError("max_records must be >= 1")
+        n[0] = <size_t>min(max_records, _SIZE_LIMIT)
+        held[0] = _held_limit(max_held_bytes)
+        if self.error is not None:
+            cls, reason, offset, next_offset = self.error
+            raise cls(reason, self.topic, self.partition, offset, None, next_offset)
+        return 0
+
+    cdef void _snapshot(self):
+        self.snap_next = self.out.next_offset
+        self.snap_done = fkc_stream_done(self.stream) != 0
+
     cdef int _step(self, max_records, max_held_bytes) except -1:
         # caller holds self.lock
         cdef size_t n
         cdef size_t held
         cdef int rc
-        if max_records < 1:
-            raise ValueError("max_records must be >= 1")
-        n = <size_t>min(max_records, _SIZE_LIMIT)
-        held = _held_limit(max_held_bytes)
-        if self.error is not None:
-            cls, reason, offset, next_offset = self.error
-            raise cls(reason, self.topic, self.partition, offset, None, next_offset)
+        self._step_bounds(max_records, max_held_bytes, &n, &held)
         self.phase = _IDLE
         with nogil:
             rc = fkc_stream_step(self.stream, n, held, &self.out)
-        self.snap_next = self.out.next_offset
-        self.snap_done = fkc_stream_done(self.stream) != 0
+        self._snapshot()
         return rc
 
     cdef _fail(self, records):
@@ -1066,17 +1074,10 @@ cdef class RecordStream:
         cdef size_t n
         cdef size_t held
         cdef int rc
-        if max_records < 1:
-            raise ValueError("max_records must be >= 1")
-        n = <size_t>min(max_records, _SIZE_LIMIT)
-        held = _held_limit(max_held_bytes)
-        if self.error is not None:
-            cls, reason, offset, next_offset = self.error
-            raise cls(reason, self.topic, self.partition, offset, None, next_offset)
+        self._step_bounds(max_records, max_held_bytes, &n, &held)
         with nogil:
             rc = fkc_stream_step_arrow(self.stream, n, held, target.b, &self.out)
-        self.snap_next = self.out.next_offset
-        self.snap_done = fkc_stream_done(self.stream) != 0
+        self._snapshot()
         return rc
 
     @property

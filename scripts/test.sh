@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README's test command: set up everything on a fresh machine, then run every
 # check CI runs. The pytest session starts and stops its own Kafka broker.
-#   FUZZ_SECONDS  seconds per fuzz target (default 30)
+#   FUZZ_SECONDS  seconds per fuzz target (default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -14,8 +14,8 @@ make -s test-c PYTHON="$PY"
 echo "== decoder tests under ASan + UBSan"
 make -s asan PYTHON="$PY"
 
-echo "== fuzzing, ${FUZZ_SECONDS:-30}s per target"
-make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+echo "== fuzzing, ${FUZZ_SECONDS:-20}s per target"
+make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 
 echo "== benchmarks, quick mode (they must keep running; no speed is asserted)"
 FASTKC_BENCH_QUICK=1 $PY -m pytest -q benchmarks/ --benchmark-disable

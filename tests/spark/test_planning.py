@@ -3,7 +3,7 @@
 - resolve_both() (one Metadata request, the ListOffsets of both ends in
   flight together) must give what resolve() gives spec by spec through the
   consumer's blocking offset lookups, for every kind of offset spec.
-- A 500-partition topic set is planned exactly (one range per partition, the
+- A 200-partition topic set is planned exactly (one range per partition, the
   offsets the producer wrote), directly and through a Spark session, and its
   InputPartitions stay small (the settings travel once, with the reader).
 - The benchmarks' own functions run against the session broker and the
@@ -27,6 +27,8 @@ if BENCH not in sys.path:
 import bench_planning  # noqa: E402
 import bench_spark  # noqa: E402
 
+PER_TOPIC = 100  # partitions in each of the two planned topics
+
 
 def _consumer(bootstrap):
     from fastkc import KafkaConsumer
@@ -36,10 +38,11 @@ def _consumer(bootstrap):
 
 @pytest.fixture(scope="module")
 def planned_topics(kafka_broker):
-    """2 topics x 250 partitions, 3 records in each partition (reused by name
-    when the broker already has them)."""
-    names = bench_planning.topic_names(2, 250)
-    bench_planning.ensure_topics(kafka_broker.bootstrap_servers, names, 250)
+    """2 topics x 100 partitions, 3 records in each partition (reused by name
+    when the broker already has them); enough to show per-partition costs,
+    small enough that reading them all (one Spark task each) stays quick."""
+    names = bench_planning.topic_names(2, PER_TOPIC)
+    bench_planning.ensure_topics(kafka_broker.bootstrap_servers, names, PER_TOPIC)
     return names
 
 
@@ -90,26 +93,26 @@ def test_both_ends_falls_back_to_the_consumer_for_partitions_without_a_leader(ka
         consumer.close()
 
 
-def test_planning_500_partitions_directly_and_in_a_session(spark, kafka_broker, planned_topics):
+def test_planning_200_partitions_directly_and_in_a_session(spark, kafka_broker, planned_topics):
     from fastkc.spark.source import FastkcBatchReader, KafkaRangePartition
 
     bootstrap = kafka_broker.bootstrap_servers
     options = bench_planning.source_options(bootstrap, planned_topics)
     parts = FastkcBatchReader(so.parse(options, streaming=False)).partitions()
-    expected = sorted((t, p, 0, bench_planning.RECORDS_PER_PARTITION) for t in planned_topics for p in range(250))
+    expected = sorted((t, p, 0, bench_planning.RECORDS_PER_PARTITION) for t in planned_topics for p in range(PER_TOPIC))
     assert sorted((q.topic, q.partition, q.start, q.end) for q in parts) == expected
-    # a partition pickles as its range alone: no consumer settings in each of the 500
+    # a partition pickles as its range alone: no consumer settings in each of the 200
     one = pickle.dumps(parts[0])
     assert b"bootstrap" not in one and len(one) < 200
     assert pickle.loads(one).value == parts[0].value and isinstance(pickle.loads(one), KafkaRangePartition)
 
     seconds, count, size = bench_planning.plan_in_reader(options)
-    assert count == 500 and size < 500 * 200
+    assert count == 2 * PER_TOPIC and size < 2 * PER_TOPIC * 200
     seconds, tasks = bench_planning.plan_in_session(spark, "fastkc", options)
-    assert tasks == 500
+    assert tasks == 2 * PER_TOPIC
     # and the tasks read exactly those records
     rows = spark.read.format("fastkc").options(**options).load().groupBy("topic").count().collect()
-    assert sorted((r["topic"], r["count"]) for r in rows) == [(t, 750) for t in planned_topics]
+    assert sorted((r["topic"], r["count"]) for r in rows) == [(t, PER_TOPIC * bench_planning.RECORDS_PER_PARTITION) for t in planned_topics]
 
 
 def test_spark_bench_quick_mode_in_the_shared_session(spark, kafka_broker, make_topic, tmp_path):

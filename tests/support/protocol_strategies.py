@@ -11,7 +11,7 @@ the same strategy (encode with the codec, parse with C, compare).
 from hypothesis import strategies as st
 
 from fastkc.protocol.codec import UNKNOWN_TAGS
-from fastkc.protocol.messages import get_api
+from fastkc.protocol.messages import ALL_APIS, get_api
 from fastkc.protocol.schema import in_range
 
 _INT_RANGES = {
@@ -96,3 +96,18 @@ def strip_unknown_tags(value):
     if isinstance(value, list):
         return [strip_unknown_tags(v) for v in value]
     return value
+
+
+# Every declared (API name, version, response?) of the schemas: the cases the
+# codec's property tests run over, with a readable test id.
+MESSAGE_CASES = [
+    (api.name, version, response)
+    for api in ALL_APIS
+    for version in range(api.min_version, api.max_version + 1)
+    for response in (False, True)
+]
+
+
+def message_case_id(case):
+    name, version, response = case
+    return "{0}{1}-v{2}".format(name, "Response" if response else "Request", version)

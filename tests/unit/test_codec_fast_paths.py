@@ -18,23 +18,13 @@ from hypothesis import HealthCheck, given, settings
 
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
 from fastkc.protocol import codec
-from fastkc.protocol.messages import ALL_APIS
-from tests.support.protocol_strategies import message_values
+from tests.support.protocol_strategies import MESSAGE_CASES, message_case_id, message_values
 
 SLOW = os.environ.get("FASTKC_SLOW", "") not in ("", "0")
 EXAMPLES = 40 if SLOW else 3
 
-CASES = [
-    (api.name, version, response)
-    for api in ALL_APIS
-    for version in range(api.min_version, api.max_version + 1)
-    for response in (False, True)
-]
-
-
-def _case_id(case):
-    name, version, response = case
-    return "{0}{1}-v{2}".format(name, "Response" if response else "Request", version)
+CASES = MESSAGE_CASES
+_case_id = message_case_id
 
 
 def _outcome(decode, data):

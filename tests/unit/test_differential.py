@@ -109,6 +109,19 @@ def blobs(draw, max_batches=5):
     return b"".join(parts), start, offset
 
 
+def damaged(data, blob):
+    """`blob` as a broker or the network may hand it over: half the time cut
+    at any byte, a quarter of the rest with one byte flipped (hostile tails
+    and corruption for the stream property tests)."""
+    if data.draw(st.booleans()):
+        blob = blob[:data.draw(st.integers(0, len(blob)))]
+    if blob and data.draw(st.integers(0, 3)) == 0:
+        corrupt = bytearray(blob)
+        corrupt[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
+        blob = bytes(corrupt)
+    return blob
+
+
 @st.composite
 def options(draw, start, end):
     stop = draw(st.one_of(st.none(), st.integers(start, end + 1)))

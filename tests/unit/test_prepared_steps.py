@@ -18,7 +18,7 @@ from fastkc import records as R
 from fastkc.errors import CorruptRecordError
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
-from tests.unit.test_differential import PIDS, _comparable, blobs
+from tests.unit.test_differential import PIDS, _comparable, blobs, damaged
 from tests.unit.test_record_stream import _txn_blob
 
 
@@ -63,12 +63,7 @@ def polls(compiled, blob, k, held=None, prepare=None, threaded=False, **kw):
 @given(data=st.data())
 def test_prepared_steps_hand_out_what_plain_steps_do(compiled_backend, data):
     blob, start, end = data.draw(blobs())
-    if data.draw(st.booleans()):
-        blob = blob[:data.draw(st.integers(0, len(blob)))]
-    if blob and data.draw(st.integers(0, 3)) == 0:
-        corrupt = bytearray(blob)
-        corrupt[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
-        blob = bytes(corrupt)
+    blob = damaged(data, blob)
     kw = dict(
         topic="t",
         partition=1,

@@ -19,7 +19,7 @@ from fastkc import records as R
 from fastkc.errors import CorruptRecordError, RecordCountLimitError
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
-from tests.unit.test_differential import PIDS, _comparable, blobs, outcome
+from tests.unit.test_differential import PIDS, _comparable, blobs, damaged, outcome
 
 INT32_MAX = (1 << 31) - 1
 
@@ -103,12 +103,7 @@ def check_against_whole(module, blob, k, arrow=False, held=None, **kw):
 def test_steps_join_to_one_decode_and_c_agrees_with_twin(both, data):
     compiled, twin = both
     blob, start, end = data.draw(blobs())
-    if data.draw(st.booleans()):
-        blob = blob[:data.draw(st.integers(0, len(blob)))]  # a cut tail, anywhere
-    if blob and data.draw(st.integers(0, 3)) == 0:
-        corrupt = bytearray(blob)
-        corrupt[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
-        blob = bytes(corrupt)
+    blob = damaged(data, blob)
     kw = dict(
         topic="t",
         partition=3,
@@ -287,12 +282,7 @@ def test_builder_steps_across_partitions_equal_separate_steps_and_twin(both, dat
     parts = []
     for topic, partition in (("t", 3), ("topic-two", 11), ("t", 4)):
         blob, start, end = data.draw(blobs())
-        if data.draw(st.booleans()):
-            blob = blob[:data.draw(st.integers(0, len(blob)))]
-        if blob and data.draw(st.integers(0, 3)) == 0:
-            corrupt = bytearray(blob)
-            corrupt[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
-            blob = bytes(corrupt)
+        blob = damaged(data, blob)
         parts.append((blob, dict(
             topic=topic,
             partition=partition,

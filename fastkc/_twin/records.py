@@ -108,6 +108,7 @@ _HEADER_UP_TO_MAGIC = 17
 _LOG_OVERHEAD = 12
 _MIN_ENTRY_SIZE = 14  # a magic-0 message: crc, magic, attributes, two lengths
 _V2_HEADER = 61
+_RECORD_MIN_SIZE = 7  # a v2 record: Length, Attributes and the five varints, a byte each (FKC_RECORD_MIN_SIZE)
 _LEGACY_MIN_SIZE = {0: 14, 1: 22}
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
@@ -581,7 +582,7 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap, max_rec
         while state.aborted_queue and state.aborted_queue[0][1] <= last_offset:
             state.aborted_pids.add(state.aborted_queue.pop(0)[0])
         if not control and transactional and producer_id in state.aborted_pids:
-            return [], batch_next, leader_epoch, 0  # aborted: skipped undecoded, as Java does
+            return [], batch_next, leader_epoch, 0, None  # aborted: skipped undecoded, as Java does
 
     if codec > 4:
         raise _Bad(UnsupportedCompressionError, "{0}: unknown compression codec id {1}".format(where, codec))
@@ -605,7 +606,7 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap, max_rec
             (_version, marker_type) = struct.unpack_from(">hh", marker_key, 0)
             if marker_type == 0:  # ABORT ends the producer's aborted transaction
                 state.aborted_pids.discard(producer_id)
-        return [], batch_next, leader_epoch, blob_len
+        return [], batch_next, leader_epoch, blob_len, None
 
     records = []
     for ts_delta, off_delta, key, value, headers in parsed:
@@ -615,7 +616,9 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap, max_rec
         else:
             timestamp = _checked_i64(base_timestamp + ts_delta, "record timestamp", where)
         records.append(_Raw(leader_epoch, offset, timestamp, timestamp_type, key, value, headers, None))
-    return records, batch_next, leader_epoch, blob_len
+    # (RecordCount, payload bytes): what the C Arrow step weighs to parse the
+    # batch straight into its columns (see _Stream._direct)
+    return records, batch_next, leader_epoch, blob_len, (count, len(payload))
 
 
 # --- legacy magic 0 / 1 ------------------------------------------------------------------------
@@ -819,6 +822,7 @@ class _Stream:
         self.arrow_base = (0, 0, 0, 0, 0, 0)
         self.last_totals = (0, 0, 0, 0, 0, 0)
         self.held = 0  # decompressed bytes of batches finished in the last step
+        self.opened_sizes = None  # (RecordCount, payload bytes) of the v2 data batch last opened
 
     def _open_next(self):
         kind, entry_len, reason = _frame_entry(self.buf, self.pos, self.n)
@@ -833,8 +837,9 @@ class _Stream:
                 raise _invalid("batch at byte {0}: {1}".format(pos, reason))
             end = pos + entry_len
             magic = self.buf[pos + 16]
+            sizes = None
             if magic == 2:
-                records, batch_next, epoch, blob_len = _decode_v2_batch(
+                records, batch_next, epoch, blob_len, sizes = _decode_v2_batch(
                     self.buf, pos, end, base_offset, self.check_crcs, self.state, self.cap, self.max_records)
             else:
                 records, batch_next, epoch, blob_len = _decode_legacy_entry(
@@ -854,6 +859,26 @@ class _Stream:
         self.pos = end
         self.batch = kept
         self.blob_len = blob_len
+        self.opened_sizes = sizes
+
+    def _direct(self, taken, max_records, totals):
+        """Whether the C Arrow step parses the batch just opened straight
+        into its columns (fkc_open_next's sink choice): a v2 data batch whose
+        RecordCount the step can still take and whose payload, counted
+        against every column, keeps the builder within int32 offsets. Its
+        decompressed buffer is then released at once, not held, which moves
+        where max_held_bytes ends a step."""
+        if self.opened_sizes is None:
+            return False
+        count, payload = self.opened_sizes
+        base = self.arrow_base
+        rows = base[0] + taken + count
+        keys, values, headers, hkeys, hvalues = (b + t for b, t in zip(base[1:], totals))
+        return (count <= max_records - taken and count <= payload // _RECORD_MIN_SIZE and rows <= _INT32_MAX
+                and keys + payload <= _INT32_MAX and values + payload <= _INT32_MAX
+                and headers + payload // 2 <= _INT32_MAX and hkeys + payload <= _INT32_MAX
+                and hvalues + payload <= _INT32_MAX
+                and (not self.arrow_topic_len or rows <= _INT32_MAX // self.arrow_topic_len))
 
     def _resume_offset(self):
         if self.failure is None and self.index < len(self.batch):
@@ -897,7 +922,10 @@ class _Stream:
                 break
             if out and max_held_bytes is not None and held >= max_held_bytes:
                 break
+            self.opened_sizes = None
             self._open_next()
+            if self.arrow_topic_len is not None and self._direct(len(out), max_records, totals):
+                self.blob_len = 0  # parsed straight into the columns: its buffer is not held
         if self.failure is None and not self.done and self.index >= len(self.batch):
             if _frame_entry(self.buf, self.pos, self.n)[0] in ("end", "cut"):
                 self.done = True

@@ -54,7 +54,7 @@ _LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginMo
 _VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 # client id → token lifetime in seconds. "fastkc-short" hands out tokens that
 # expire within a test (re-authentication, refresh).
-_CLIENT_LIFETIMES = {"fastkc": 3600, "fastkc-short": 60}
+_CLIENT_LIFETIMES = {"fastkc": 3600, "fastkc-short": 20}
 
 
 def _b64url_uint(value):

@@ -19,7 +19,7 @@ OAUTHBEARER is the case where re-authentication matters most: its session
 ends with its token. On the validating listener the broker's own limit for
 OAUTHBEARER is set far beyond the run (a per-listener, per-mechanism
 connections.max.reauth.ms), so the session lifetime the broker grants is the
-token's remaining life: the harness's "fastkc-short" client gets 60 s tokens
+token's remaining life: the harness's "fastkc-short" client gets 20 s tokens
 from the OIDC server, so during the run every token expires, the provider
 fetches a new one, and each connection must re-authenticate with it before
 the old one's end or lose the connection (and a stale token would be refused:
@@ -29,9 +29,9 @@ GSSAPI re-authenticates through the harness's KDC (the broker is started
 with kerberos=True): every re-authentication builds a new Kerberos context,
 its KDC-bound first step computed off the polling thread (auth.PendingStep).
 
-FASTKC_REAUTH_SECONDS sets the producing time (default 130 s: more than two
+FASTKC_REAUTH_SECONDS sets the producing time (default 50 s: two and a half
 token lifetimes; the PLAIN/SCRAM sessions last REAUTH_MS, 4 s, so those
-connections re-authenticate ~35 times). The figures of the run are printed
+connections re-authenticate ~13 times). The figures of the run are printed
 (pytest -s shows them).
 """
 import os
@@ -44,8 +44,8 @@ from tests.support import reauth_driver as driver
 from tests.support.kafka_tools import create_topic, unique_name
 
 REAUTH_MS = 4000
-SECONDS = float(os.environ.get("FASTKC_REAUTH_SECONDS", "130"))
-TOKEN_S = 60  # the harness OIDC server's "fastkc-short" token lifetime (fastkc.broker.oauth)
+SECONDS = float(os.environ.get("FASTKC_REAUTH_SECONDS", "50"))
+TOKEN_S = 20  # the harness OIDC server's "fastkc-short" token lifetime (fastkc.broker.oauth)
 PARTITIONS = 3
 
 #: server.properties for the one broker (the harness's SASL listeners, every mechanism)

@@ -175,6 +175,10 @@ class Sensor:
             full = int(elapsed / self._window_ms)
             if full < self._samples_max - 1:
                 elapsed += (self._samples_max - 1 - full) * self._window_ms
+            if elapsed <= 0:
+                # metrics_num_samples=1 read at the instant of its first
+                # sample: kafka-python divides by zero here; no time, no rate
+                return 0.0
             return total / (elapsed / 1000.0)
 
     def value(self):

@@ -102,27 +102,33 @@ class Sensor:
     def record(self, value, now_ms=None):
         if now_ms is None:
             now_ms = self._clock() * 1000.0
-        value = float(value)
         with self._lock:
-            samples = self._samples
-            if not samples:
-                samples.append([now_ms, 0, 0.0, -_INF, _INF])
+            self.put(value, now_ms)
+
+    def put(self, value, now_ms):
+        """record() for a caller that holds the registry's lock (several
+        sensors recorded under one acquisition)."""
+        samples = self._samples
+        if samples:
             sample = samples[self._current]
             if now_ms - sample[0] >= self._window_ms:
                 self._current = (self._current + 1) % self._samples_max
                 if self._current >= len(samples):
-                    sample = [now_ms, 0, 0.0, -_INF, _INF]
+                    sample = [now_ms, 0, 0, -_INF, _INF]
                     samples.append(sample)
                 else:
                     sample = samples[self._current]
-                    sample[:] = (now_ms, 0, 0.0, -_INF, _INF)
-            sample[1] += 1
-            sample[2] += value
-            if value > sample[3]:
-                sample[3] = value
-            if value < sample[4]:
-                sample[4] = value
-            self.last = value
+                    sample[:] = (now_ms, 0, 0, -_INF, _INF)
+        else:
+            sample = [now_ms, 0, 0, -_INF, _INF]
+            samples.append(sample)
+        sample[1] += 1
+        sample[2] += value
+        if value > sample[3]:
+            sample[3] = value
+        if value < sample[4]:
+            sample[4] = value
+        self.last = value
 
     def _purged(self, now_ms):
         # kafka-python's purge_obsolete_samples: a sample past every window
@@ -141,19 +147,19 @@ class Sensor:
         with self._lock:
             samples = self._purged(now_ms)
             count = sum(s[1] for s in samples)
-            return sum(s[2] for s in samples) / count if count else 0.0
+            return float(sum(s[2] for s in samples)) / count if count else 0.0
 
     def max(self, now_ms=None):
         now_ms = self._now(now_ms)
         with self._lock:
             samples = self._purged(now_ms)
-            return max((s[3] for s in samples), default=-_INF)
+            return float(max((s[3] for s in samples), default=-_INF))
 
     def min(self, now_ms=None):
         now_ms = self._now(now_ms)
         with self._lock:
             samples = self._purged(now_ms)
-            return min((s[4] for s in samples), default=_INF)
+            return float(min((s[4] for s in samples), default=_INF))
 
     def rate(self, now_ms=None):
         """Sum of the values per second (kafka-python's Rate())."""
@@ -184,7 +190,7 @@ class Sensor:
     def value(self):
         """The latest value recorded (Java's Value stat), NaN before any
         (Java's figure for a metric with nothing measured)."""
-        return float("nan") if self.last is None else self.last
+        return float("nan") if self.last is None else float(self.last)
 
 
 class ResponseTally:
@@ -250,7 +256,7 @@ class ConsumerMetrics:
         self._window_ms = config["metrics_sample_window_ms"]
         self._read_committed = config["isolation_level"] == "read_committed"
         self._clock = clock
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._metrics = {}  # MetricName -> Metric, registration order
         self._topic_sensors = {}  # topic -> (bytes sensor, records sensor)
         self._partition_sensors = {}  # tp -> (lag sensor, lead sensor)
@@ -458,14 +464,18 @@ class ConsumerMetrics:
 
     def fetch_response_consumed(self, tally):
         now_ms = self._clock() * 1000.0
-        self.bytes_fetched.record(tally.nbytes, now_ms)
-        self.records_fetched.record(tally.records, now_ms)
+        per_topic = []
         for topic, (nbytes, records) in tally.topics.items():
             sensors = self._topic_sensors.get(topic)
             if sensors is None:
                 sensors = self._topic_metrics(topic)
-            sensors[0].record(nbytes, now_ms)
-            sensors[1].record(records, now_ms)
+            per_topic.append((sensors, nbytes, records))
+        with self._lock:
+            self.bytes_fetched.put(tally.nbytes, now_ms)
+            self.records_fetched.put(tally.records, now_ms)
+            for sensors, nbytes, records in per_topic:
+                sensors[0].put(nbytes, now_ms)
+                sensors[1].put(records, now_ms)
 
     def _topic_metrics(self, topic):
         # kafka-python's record_topic_fetch_metrics: tag topic with "." as "_"
@@ -494,19 +504,20 @@ class ConsumerMetrics:
         if position is None:
             return
         end = state.last_stable_offset if self._read_committed else state.highwater
+        start = state.log_start_offset
         now_ms = self._clock() * 1000.0
         sensors = self._partition_sensors.get(state.tp)
         if sensors is None:
             sensors = self._partition_metrics(state.tp)
-        if end is not None and end >= 0:
-            lag = end - position
-            self.records_lag.record(lag, now_ms)
-            sensors[0].record(lag, now_ms)
-        start = state.log_start_offset
-        if start is not None and start >= 0:
-            lead = position - start
-            self.records_lead.record(lead, now_ms)
-            sensors[1].record(lead, now_ms)
+        with self._lock:  # once for the four sensors
+            if end is not None and end >= 0:
+                lag = end - position
+                self.records_lag.put(lag, now_ms)
+                sensors[0].put(lag, now_ms)
+            if start is not None and start >= 0:
+                lead = position - start
+                self.records_lead.put(lead, now_ms)
+                sensors[1].put(lead, now_ms)
 
     def _partition_metrics(self, tp):
         # the Java client's per-partition metrics (kafka-python has none)

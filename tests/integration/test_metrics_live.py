@@ -15,7 +15,7 @@ GROUPS = ("consumer-fetch-manager-metrics", "consumer-coordinator-metrics")
 
 
 @pytest.fixture(scope="module")
-def written(kafka_broker, request):
+def written(kafka_broker):
     from tests.support.kafka_tools import create_topic, unique_name
 
     topic = unique_name("metrics")

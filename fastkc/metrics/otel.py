@@ -11,10 +11,11 @@ The mapping is the one OpenTelemetry's own Kafka client bridge uses
 (opentelemetry-java-instrumentation, `OpenTelemetryMetricsReporter`, its
 "Kafka Metrics" table), so dashboards built for Java consumers read fastkc's:
 
-- instrument name: "kafka." + the group without "-metrics" ... concretely
-  "kafka.consumer." + the Kafka metric name with "-" as "_" for the groups
-  consumer-fetch-manager-metrics, consumer-coordinator-metrics and
-  consumer-metrics (records-lag-max -> kafka.consumer.records_lag_max);
+- instrument name: "kafka.consumer." + the Kafka metric name with "-" as
+  "_", whatever its group (consumer-fetch-manager-metrics,
+  consumer-coordinator-metrics, consumer-metrics): records-lag-max ->
+  kafka.consumer.records_lag_max, assigned-partitions ->
+  kafka.consumer.assigned_partitions;
 - attributes: the Kafka tags as they are ("client-id", "topic",
   "partition");
 - a name reported at several granularities (bytes-consumed-rate for the

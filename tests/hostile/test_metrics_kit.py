@@ -325,3 +325,20 @@ def test_importing_fastkc_imports_no_opentelemetry():
     code = ("import sys, fastkc, fastkc.metrics; from fastkc import KafkaConsumer; "
             "assert not [m for m in sys.modules if m.startswith('opentelemetry')], 'imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
+
+
+def test_window_and_prefix_come_from_the_config():
+    with FakeBroker(topics={"t": 1}, records=10) as broker:
+        broker.script("Fetch", _scripted_fetch())
+        consumer = _consumer(broker, metrics_num_samples=2, metrics_sample_window_ms=200, metric_group_prefix="app")
+        consumer.assign([TP])
+        consumer.seek(TP, 0)
+        _poll_until(consumer, 10)
+        fetch = consumer.metrics()["app-fetch-manager-metrics"]
+        assert "app-coordinator-metrics" in consumer.metrics() and "app-metrics" in consumer.metrics()
+        assert fetch["records-lag-max"] == HIGH_WATERMARK - 10
+        time.sleep(0.5)  # past 2 x 200 ms with nothing recorded (the next Fetch is held 5 s)
+        fetch = consumer.metrics()["app-fetch-manager-metrics"]
+        assert fetch["records-lag-max"] == float("-inf") and fetch["fetch-latency-avg"] == 0
+        assert fetch["records-consumed-total"] == 10  # totals are not windowed
+        consumer.close()

@@ -51,6 +51,7 @@ class KafkaConsumer:
         self._clock = time.monotonic
         self._client = KafkaClient(self.config, clock=self._clock)
         self._fetcher = Fetcher(self._client, self.config)
+        self._metrics = self._make_metrics() if self.config["metrics_enabled"] else None
         self._assignment = []
         self._subscribed_topics = None  # set while subscribed (no group: all partitions assigned)
         self._pattern = None
@@ -106,6 +107,8 @@ class KafkaConsumer:
             # partition's fetch) and is joined; its prepared steps are dropped
             self._fetcher.close_worker()
             self._client.close()
+            if self._metrics is not None:
+                self._metrics.close()
 
     def _set_broker_version(self):
         """config["api_version"]: as kafka-python, the broker release inferred
@@ -213,6 +216,7 @@ class KafkaConsumer:
             from fastkc.group import make_group_member
 
             self._coordinator = make_group_member(self.config, _GroupApp(self))
+            self._watch_group()
         if pattern is not None:
             self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
             self._subscribed_topics = set()
@@ -283,6 +287,7 @@ class KafkaConsumer:
             from fastkc.group import make_group_member
 
             self._coordinator = make_group_member(self.config, _GroupApp(self))
+            self._watch_group()
         return self._coordinator
 
     def commit(self, offsets=None, timeout_ms=None):
@@ -612,27 +617,61 @@ class KafkaConsumer:
         return set(meta.partitions)
 
     def metrics(self, raw=False):
-        """Counters of the fetch path, kafka-python's grouping, and of the
-        connections (the fetch client's and the group member's together)
-        under "<prefix>-metrics" with the Java client's names where it has
-        them: successful-/failed-reauthentication-total (KIP-368), and
-        connection-lost-total (authenticated connections lost to a failure)."""
-        fetch = dict(self._fetcher.metrics)
-        fetch["buffered-bytes"] = self._fetcher.buffered_bytes()
-        prefix = self.config["metric_group_prefix"]
+        """kafka-python's metrics(): {group: {name: value}}, or with raw=True
+        {MetricName: metric} (each with `metric_name` and `value()`); None
+        with metrics_enabled=False. Groups and names are kafka-python's
+        (which are the Java client's), plus the Java client's that
+        kafka-python lacks (records-lead*, per-partition records-lag*,
+        fetch-throttle-time-*, rebalance-*); windows as metrics_num_samples x
+        metrics_sample_window_ms. The plain {group: {name: value}} form holds
+        the client-wide figures; the per-topic and per-partition ones (tags
+        topic, partition) are in raw=True. Also fastkc's counters: the fetch
+        path's totals and buffered-bytes, and under "<prefix>-metrics" the
+        connections' (the fetch client's and the group member's together):
+        successful-/failed-reauthentication-total (KIP-368) and
+        connection-lost-total (authenticated connections lost to a
+        failure). See fastkc/metrics/__init__.py."""
+        if self._metrics is None:
+            return None
+        if raw:
+            return self._metrics.all_metrics()
+        return self._metrics.grouped()
+
+    def _make_metrics(self):
+        from fastkc.metrics import ConsumerMetrics
+
+        metrics = ConsumerMetrics(self.config, self._clock, self._fetcher.metrics,
+                                  reporters=[reporter() for reporter in self.config["metric_reporters"]])
+        metrics.assigned_partitions = lambda: len(self._assignment)
+        metrics.add_extra("buffered-bytes", metrics.fetch_group,
+                          "The bytes of fetched data buffered, not yet consumed", self._fetcher.buffered_bytes)
+        connections = "{0}-metrics".format(metrics.prefix)
+        for name, kind, description in (
+                ("successful-reauthentication-total", "reauthenticated",
+                 "The total number of successful re-authentications of connections"),
+                ("failed-reauthentication-total", "reauth_failed",
+                 "The total number of failed re-authentications of connections"),
+                ("connection-lost-total", "lost", "The total number of authenticated connections lost to a failure")):
+            metrics.add_extra(name, connections, description,
+                              lambda kind=kind: self._connection_counters().get(kind, 0))
+        self._fetcher.sensors = metrics
+        metrics.reporters_ready()
+        return metrics
+
+    def _connection_counters(self):
         counters = dict(self._client.counters)
         transport = getattr(self._coordinator, "transport", None)
         group_client = getattr(transport, "client", None)
         if group_client is not None and group_client is not self._client:
             for kind, n in getattr(group_client, "counters", {}).items():
                 counters[kind] = counters.get(kind, 0) + n
-        connections = {
-            "successful-reauthentication-total": counters.get("reauthenticated", 0),
-            "failed-reauthentication-total": counters.get("reauth_failed", 0),
-            "connection-lost-total": counters.get("lost", 0),
-        }
-        return {"{0}-fetch-manager-metrics".format(prefix): fetch, "{0}-metrics".format(prefix): connections}
+        return counters
 
+    def _watch_group(self):
+        # the coordinator metrics: the group transport reports each answered request
+        transport = getattr(self._coordinator, "transport", None)
+        if self._metrics is not None and transport is not None:
+            transport.on_answer = self._metrics.group_answer
 
 class _GroupApp:
     """What the group member may do to the consumer (always on the

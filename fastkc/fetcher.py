@@ -151,7 +151,7 @@ class CompletedFetch:
     through a decoder stream (see module docstring)."""
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "stream",
-                 "form")
+                 "form", "tally", "records_out")
 
     def __init__(self, tp, fetch_offset, data, aborted, next_offset, leader_epoch, nbytes):
         self.tp = tp
@@ -166,6 +166,10 @@ class CompletedFetch:
         # from the position (the decoder skips what is below it).
         self.stream = None
         self.form = None
+        # metrics: the response's ResponseTally (None when metrics are off)
+        # and the records handed out from this fetch, added per step
+        self.tally = None
+        self.records_out = 0
 
 
 class PartitionState:
@@ -284,6 +288,9 @@ class Fetcher:
         self._isolation = 1 if config["isolation_level"] == "read_committed" else 0
         self.metrics = {"fetch-total": 0, "records-consumed-total": 0, "bytes-consumed-total": 0,
                         "fetch-bytes-total": 0, "offset-validations-total": 0}
+        # the windowed metrics (fastkc.metrics.ConsumerMetrics), set by the
+        # consumer unless metrics_enabled=False; fed per response and per step
+        self.sensors = None
         self._leader_epochs_seen = {}  # tp -> the newest leader epoch metadata showed
         self._fetch_nodes = None  # brokers the last full fetch pass fetched from (None: look again)
         self._fetch_rotation = 0
@@ -320,6 +327,8 @@ class Fetcher:
         for tp, state in old.items():
             if tp not in self.states:
                 self._drop_buffered(state)
+        if self.sensors is not None:
+            self.sensors.partitions_kept(self.states)
 
     def state(self, tp):
         return self.states[tp]
@@ -342,6 +351,10 @@ class Fetcher:
     def _drop_buffered(self, state):
         for completed in state.buffered:
             self._buffered_bytes -= completed.nbytes
+            if completed.tally is not None:
+                # dropped, not consumed: its bytes do not count, the records
+                # handed out from it before do (kafka-python's drain())
+                completed.tally.done(state.tp.topic, 0, completed.records_out)
         state.buffered.clear()
         if self._in_line == state.tp:
             self._in_line = None
@@ -744,6 +757,7 @@ class Fetcher:
         }
         sent_offsets = {tp: data[0] for tp, data in wanted.items()}
         self._in_flight_nodes.add(node_id)
+        sent_at = self._clock()
 
         def answered(result, error):
             self._in_flight_nodes.discard(node_id)
@@ -751,6 +765,8 @@ class Fetcher:
                 session.reset()
                 self._retry_later(sent_offsets, error)
                 return
+            if self.sensors is not None:
+                self.sensors.fetch_latency.record((self._clock() - sent_at) * 1000.0)
             payload, used_version = result
             self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets)
             if self._worker is not None and self._records_form:
@@ -773,6 +789,11 @@ class Fetcher:
         conn = self.client.connection(node_id)
         if conn is not None:
             self.client.parse_ok(conn, "Fetch")
+        sensors = self.sensors
+        tally = None
+        if sensors is not None:
+            sensors.fetch_throttle.record(response.throttle_time_ms)
+            tally = sensors.tally()
         if not session.handle_response(response.error_code, response.session_id, epoch_sent):
             log.debug("fetch session with broker %s reset: error %s", node_id, response.error_code)
             # asked again after retry_backoff_ms: a broker answering every
@@ -791,6 +812,8 @@ class Fetcher:
             if name is None:
                 self.client.request_metadata_update()
                 continue
+            if tally is not None:
+                tally.add_topic(name)
             for part in topic.partitions:
                 has_data = part.records is not None and len(part.records) > 0
                 first_with_data = has_data and not seen_data
@@ -832,8 +855,12 @@ class Fetcher:
                     # error from poll, after the records before them); fetch
                     # nothing more for this partition until that happened
                     next_offset = sent if info.next_offset is None else max(sent, info.next_offset)
-                    state.buffered.append(CompletedFetch(tp, sent, data, part.aborted_transactions, next_offset,
-                                                         info.leader_epoch, len(data)))
+                    completed = CompletedFetch(tp, sent, data, part.aborted_transactions, next_offset,
+                                               info.leader_epoch, len(data))
+                    if tally is not None:
+                        tally.pending += 1
+                        completed.tally = tally
+                    state.buffered.append(completed)
                     self._buffered_bytes += len(data)
                     state.stalled = True
                     continue
@@ -845,6 +872,9 @@ class Fetcher:
                 complete = info.complete_bytes
                 completed = CompletedFetch(tp, sent, data if complete == len(data) else data[:complete],
                                            part.aborted_transactions, next_offset, info.leader_epoch, complete)
+                if tally is not None:
+                    tally.pending += 1
+                    completed.tally = tally
                 state.buffered.append(completed)
                 self._buffered_bytes += complete
                 self.metrics["fetch-bytes-total"] += complete
@@ -852,6 +882,8 @@ class Fetcher:
                     state.fetch_offset = next_offset
                     if info.leader_epoch >= 0:
                         state.fetch_epoch = info.leader_epoch
+        if tally is not None:
+            tally.seal()
         if unanswered:
             log.debug("broker %s left %s out of a full fetch response", node_id, sorted(unanswered))
             self._retry_later(unanswered, metadata=False)
@@ -1015,6 +1047,8 @@ class Fetcher:
         state.buffered.popleft()
         self._buffered_bytes -= completed.nbytes
         self.metrics["bytes-consumed-total"] += completed.nbytes
+        if completed.tally is not None:
+            completed.tally.done(state.tp.topic, completed.nbytes, completed.records_out)
         if self._in_line == state.tp:
             self._in_line = None
 
@@ -1048,6 +1082,7 @@ class Fetcher:
                     if good:
                         taken.extend(good)
                         remaining -= len(good)
+                        completed.records_out += len(good)
                         if update_offsets:
                             state.position_epoch = good[-1].leader_epoch
                     self._stop_at_bad_batch(state, exc, good[-1].offset + 1 if good else None,
@@ -1065,6 +1100,7 @@ class Fetcher:
                     else:
                         taken = chunk
                     remaining -= len(chunk)
+                    completed.records_out += len(chunk)
                 done = stream.done
                 if update_offsets:
                     state.position = self._resume_at(stream, completed, done)
@@ -1087,6 +1123,8 @@ class Fetcher:
             if taken:
                 out[tp] = taken
                 self.metrics["records-consumed-total"] += len(taken)
+            if self.sensors is not None and update_offsets:
+                self.sensors.partition_position(state)  # lag and lead: once per partition per poll
         if self._worker is not None and out and update_offsets:
             self._prepare_ahead(key_deserializer, value_deserializer)
         return out
@@ -1173,7 +1211,10 @@ class Fetcher:
                 completed.fetch_offset = stream.next_offset
                 if appended:
                     remaining -= appended
+                    completed.records_out += appended
                     self.metrics["records-consumed-total"] += appended
+                if self.sensors is not None:
+                    self.sensors.partition_position(state)  # lag and lead: once per step
                     if stream.leader_epoch >= 0:
                         state.position_epoch = stream.leader_epoch
                 if done:

@@ -52,6 +52,9 @@ class GroupTransport:
         self.coordinator_id = None
         self._bootstrapped = client is not None and client.bootstrapped
         self._aborted = False
+        # (api_name, response, sent_at, answered_at) after each answered
+        # request: the consumer's coordinator metrics (fastkc.metrics)
+        self.on_answer = None
 
     def _ensure_bootstrapped(self, timeout_ms):
         if not self._bootstrapped:
@@ -152,6 +155,7 @@ class GroupTransport:
             version = min(cap, client.connection(node_id).version_for(api_name))
         box = []
         request_timeout = timeout_ms if api_name == "JoinGroup" else None
+        sent_at = client._clock()
         client.send(node_id, api_name, body, lambda r, e: box.append((r, e)), version=version,
                     timeout_ms=request_timeout)
         while not box:
@@ -174,6 +178,8 @@ class GroupTransport:
                 self.coordinator_lost()
                 raise CoordinatorUnknownError("{0} to coordinator {1} failed: {2}".format(api_name, node_id, error))
             raise error
+        if self.on_answer is not None:
+            self.on_answer(api_name, response, sent_at, client._clock())
         return response
 
     def metadata(self, topics, timeout_ms):

@@ -170,7 +170,8 @@ def test_offsets_for_times_checks_timestamps(consumer):
 def test_partitions_for_topic_and_metrics(consumer):
     assert consumer.partitions_for_topic("t") == {0}
     metrics = consumer.metrics()
-    assert set(metrics) == {"consumer-fetch-manager-metrics", "consumer-metrics"}
+    assert set(metrics) == {"consumer-fetch-manager-metrics", "consumer-coordinator-metrics", "consumer-metrics"}
     assert metrics["consumer-fetch-manager-metrics"]["records-consumed-total"] == 0
+    assert metrics["consumer-coordinator-metrics"]["assigned-partitions"] == 0
     assert metrics["consumer-metrics"] == {"successful-reauthentication-total": 0,
                                            "failed-reauthentication-total": 0, "connection-lost-total": 0}

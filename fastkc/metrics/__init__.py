@@ -1,0 +1,582 @@
+"""The consumer's metrics: kafka-python 3.0.12's names, groups and windowed
+statistics (which are the Java client's), fed per fetch response, per decoded
+step, per group request, never per record.
+
+Why not kafka-python's own `kafka.metrics`: kafka-python must not become a
+runtime dependency of fastkc, and its Sensor keeps one sample list per stat
+and takes a lock per record. Here a sensor keeps ONE ring of samples
+(start, count, sum, max, min) that all its stats read, so recording a value
+for avg + max + rate + count-rate is one small update. The arithmetic is
+kafka-python's (`kafka/metrics/stats/sampled_stat.py`, `rate.py`):
+
+- a sample covers `metrics_sample_window_ms`; the sensor keeps at most
+  `metrics_num_samples` of them, reusing the oldest when a new one starts;
+- reading first "purges": a sample older than samples x window is reset to
+  empty, starting now;
+- Avg = sum of values / number of events over the samples (0 when none);
+  Max = largest value (-inf when none, as kafka-python: Java says NaN);
+- Rate = sum of values (Count: number of events) / elapsed seconds, where
+  elapsed runs from the oldest sample's start to now but is never less than
+  (samples - 1) full windows plus the current one's part, so that a young
+  sensor does not report an absurd rate.
+
+The one difference from kafka-python, by construction: its stats each purge
+their own list when read, ours share the purge; the figures differ only for
+a stat read alone between two recordings, by when the purge started a new
+empty sample. tests/unit/test_metrics_window.py holds these stats to
+kafka-python's own on the same values and times.
+
+`ConsumerMetrics` is one consumer's registry: the fetcher and the group
+transport call its `fetch_*` / `group_answer` hooks; KafkaConsumer.metrics()
+reads it; `fastkc.metrics.otel` bridges it to OpenTelemetry. Figures that
+are cheaper to read than to maintain (assigned-partitions,
+last-heartbeat-seconds-ago, the totals) are functions read on demand.
+"""
+
+import threading
+
+__all__ = ["MetricName", "Metric", "Sensor", "ConsumerMetrics", "ResponseTally"]
+
+_INF = float("inf")
+
+
+class MetricName:
+    """kafka-python's MetricName: name, group, description and tags
+    ({tag: value}); two names are equal when name, group and tags are."""
+
+    __slots__ = ("name", "group", "description", "tags", "_key")
+
+    def __init__(self, name, group, description="", tags=None):
+        self.name = name
+        self.group = group
+        self.description = description
+        self.tags = dict(tags or {})
+        self._key = (name, group, tuple(sorted(self.tags.items())))
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, MetricName) and self._key == other._key
+
+    def __repr__(self):
+        return "MetricName(name={0!r}, group={1!r}, description={2!r}, tags={3!r})".format(
+            self.name, self.group, self.description, self.tags)
+
+
+class Metric:
+    """kafka-python's KafkaMetric surface: `metric_name` and `value()`."""
+
+    __slots__ = ("metric_name", "_measure")
+
+    def __init__(self, metric_name, measure):
+        self.metric_name = metric_name
+        self._measure = measure
+
+    def value(self):
+        return self._measure()
+
+    def __repr__(self):
+        return "Metric({0!r}, {1!r})".format(self.metric_name.name, self.value())
+
+
+class Sensor:
+    """A ring of time-window samples shared by every stat read from it.
+
+    A sample is a list [start_ms, count, total, max, min]; `last` is the
+    latest value recorded (Java's Value stat: records-lag, records-lead)."""
+
+    __slots__ = ("_window_ms", "_samples_max", "_samples", "_current", "_clock", "_lock", "last")
+
+    def __init__(self, num_samples, window_ms, clock, lock):
+        self._window_ms = float(window_ms)
+        self._samples_max = int(num_samples)
+        self._samples = []
+        self._current = 0
+        self._clock = clock  # seconds, monotonic
+        # one registry-wide lock: the group's thread records while the
+        # application's thread reads
+        self._lock = lock
+        self.last = None
+
+    def record(self, value, now_ms=None):
+        if now_ms is None:
+            now_ms = self._clock() * 1000.0
+        with self._lock:
+            self.put(value, now_ms)
+
+    def put(self, value, now_ms):
+        """record() for a caller that holds the registry's lock (several
+        sensors recorded under one acquisition)."""
+        samples = self._samples
+        if samples:
+            sample = samples[self._current]
+            if now_ms - sample[0] >= self._window_ms:
+                self._current = (self._current + 1) % self._samples_max
+                if self._current >= len(samples):
+                    sample = [now_ms, 0, 0, -_INF, _INF]
+                    samples.append(sample)
+                else:
+                    sample = samples[self._current]
+                    sample[:] = (now_ms, 0, 0, -_INF, _INF)
+        else:
+            sample = [now_ms, 0, 0, -_INF, _INF]
+            samples.append(sample)
+        sample[1] += 1
+        sample[2] += value
+        if value > sample[3]:
+            sample[3] = value
+        if value < sample[4]:
+            sample[4] = value
+        self.last = value
+
+    def _purged(self, now_ms):
+        # kafka-python's purge_obsolete_samples: a sample past every window
+        # is emptied and starts now; the caller holds the lock
+        expire = self._samples_max * self._window_ms
+        for sample in self._samples:
+            if now_ms - sample[0] >= expire:
+                sample[:] = (now_ms, 0, 0.0, -_INF, _INF)
+        return self._samples
+
+    def _now(self, now_ms):
+        return self._clock() * 1000.0 if now_ms is None else now_ms
+
+    def avg(self, now_ms=None):
+        now_ms = self._now(now_ms)
+        with self._lock:
+            samples = self._purged(now_ms)
+            count = sum(s[1] for s in samples)
+            return float(sum(s[2] for s in samples)) / count if count else 0.0
+
+    def max(self, now_ms=None):
+        now_ms = self._now(now_ms)
+        with self._lock:
+            samples = self._purged(now_ms)
+            return float(max((s[3] for s in samples), default=-_INF))
+
+    def min(self, now_ms=None):
+        now_ms = self._now(now_ms)
+        with self._lock:
+            samples = self._purged(now_ms)
+            return float(min((s[4] for s in samples), default=_INF))
+
+    def rate(self, now_ms=None):
+        """Sum of the values per second (kafka-python's Rate())."""
+        return self._rate(2, now_ms)
+
+    def count_rate(self, now_ms=None):
+        """Events per second (kafka-python's Rate(sampled_stat=Count()))."""
+        return self._rate(1, now_ms)
+
+    def _rate(self, field, now_ms):
+        now_ms = self._now(now_ms)
+        with self._lock:
+            samples = self._purged(now_ms)
+            total = float(sum(s[field] for s in samples))
+            # kafka-python's Rate.window_size(); with no sample yet it makes
+            # one starting now (elapsed 0), which changes nothing read here
+            oldest = min((s[0] for s in samples), default=now_ms)
+            elapsed = now_ms - oldest
+            full = int(elapsed / self._window_ms)
+            if full < self._samples_max - 1:
+                elapsed += (self._samples_max - 1 - full) * self._window_ms
+            if elapsed <= 0:
+                # metrics_num_samples=1 read at the instant of its first
+                # sample: kafka-python divides by zero here; no time, no rate
+                return 0.0
+            return total / (elapsed / 1000.0)
+
+    def value(self):
+        """The latest value recorded (Java's Value stat), NaN before any
+        (Java's figure for a metric with nothing measured)."""
+        return float("nan") if self.last is None else float(self.last)
+
+
+class ResponseTally:
+    """kafka-python's FetchResponseMetricAggregator (and Java's
+    FetchMetricsAggregator): one Fetch response's partitions report their
+    bytes and records as each buffered fetch is used up (or dropped); when
+    the last has, the response is recorded as one request (fetch-size-*,
+    records-per-request-avg, the consumed rates), per topic too. Partitions
+    that brought nothing count as 0, so an empty long-poll answer is a
+    request of 0 records, as in both clients."""
+
+    __slots__ = ("_metrics", "pending", "nbytes", "records", "topics", "sealed")
+
+    def __init__(self, metrics):
+        self._metrics = metrics
+        self.pending = 0
+        self.nbytes = 0
+        self.records = 0
+        self.topics = {}  # topic -> [bytes, records]
+        self.sealed = False  # every partition of the response seen
+
+    def add_topic(self, topic):
+        if topic not in self.topics:
+            self.topics[topic] = [0, 0]
+
+    def seal(self):
+        self.sealed = True
+        if self.pending == 0:
+            self._metrics.fetch_response_consumed(self)
+
+    def done(self, topic, nbytes, records):
+        self.pending -= 1
+        self.nbytes += nbytes
+        self.records += records
+        per_topic = self.topics.get(topic)
+        if per_topic is None:
+            self.topics[topic] = [nbytes, records]
+        else:
+            per_topic[0] += nbytes
+            per_topic[1] += records
+        if self.pending == 0 and self.sealed:
+            self._metrics.fetch_response_consumed(self)
+
+
+def _client_tags(client_id):
+    return {"client-id": client_id}
+
+
+class ConsumerMetrics:
+    """One consumer's metrics registry (see the module docstring).
+
+    `fetch_counters` is the fetcher's dict of plain totals (fetch-total,
+    records-consumed-total, ...), kept as they were and shown in the
+    fetch-manager group; `extra` maps group -> {name: function} for figures
+    owned by others (the consumer's connection counters)."""
+
+    def __init__(self, config, clock, fetch_counters=None, reporters=()):
+        self.prefix = config["metric_group_prefix"]
+        self.fetch_group = "{0}-fetch-manager-metrics".format(self.prefix)
+        self.coordinator_group = "{0}-coordinator-metrics".format(self.prefix)
+        self.client_id = config["client_id"]
+        self._samples = config["metrics_num_samples"]
+        self._window_ms = config["metrics_sample_window_ms"]
+        self._read_committed = config["isolation_level"] == "read_committed"
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._metrics = {}  # MetricName -> Metric, registration order
+        self._topic_sensors = {}  # topic -> (bytes sensor, records sensor)
+        self._partition_sensors = {}  # tp -> (lag sensor, lead sensor)
+        self._fetch_counters = fetch_counters if fetch_counters is not None else {}
+        self._listeners = []  # called with (MetricName, Metric) on each registration (the OTel bridge)
+        self._removal_listeners = []
+        self._closers = []
+        # kafka-python's metric_reporters (AbstractMetricsReporter): init([])
+        # now, metric_change() per metric, metric_removal(), close()
+        self._reporters = list(reporters)
+        self._reporters_ready = False
+        for reporter in self._reporters:
+            reporter.init([])
+        tags = _client_tags(self.client_id)
+        self._tags = tags
+        group = self.fetch_group
+
+        # kafka-python's FetchManagerMetrics, in its order
+        self.bytes_fetched = self.sensor()
+        self._add("fetch-size-avg", group, "The average number of bytes fetched per request", tags,
+                  self.bytes_fetched.avg)
+        self._add("fetch-size-max", group, "The maximum number of bytes fetched per request", tags,
+                  self.bytes_fetched.max)
+        self._add("bytes-consumed-rate", group, "The average number of bytes consumed per second", tags,
+                  self.bytes_fetched.rate)
+        self.records_fetched = self.sensor()
+        self._add("records-per-request-avg", group, "The average number of records in each request", tags,
+                  self.records_fetched.avg)
+        self._add("records-consumed-rate", group, "The average number of records consumed per second", tags,
+                  self.records_fetched.rate)
+        self.fetch_latency = self.sensor()
+        self._add("fetch-latency-avg", group, "The average time taken for a fetch request.", tags,
+                  self.fetch_latency.avg)
+        self._add("fetch-latency-max", group, "The max time taken for any fetch request.", tags,
+                  self.fetch_latency.max)
+        self._add("fetch-rate", group, "The number of fetch requests per second.", tags,
+                  self.fetch_latency.count_rate)
+        self.records_lag = self.sensor()
+        self._add("records-lag-max", group,
+                  "The maximum lag in terms of number of records for any partition in this window", tags,
+                  self.records_lag.max)
+        # the Java client's, which kafka-python lacks
+        self.records_lead = self.sensor()
+        self._add("records-lead-min", group,
+                  "The minimum lead in terms of number of records for any partition in this window", tags,
+                  self.records_lead.min)
+        self.fetch_throttle = self.sensor()
+        self._add("fetch-throttle-time-avg", group, "The average throttle time in ms", tags,
+                  self.fetch_throttle.avg)
+        self._add("fetch-throttle-time-max", group, "The maximum throttle time in ms", tags,
+                  self.fetch_throttle.max)
+        for name, description in (
+                ("fetch-total", "The total number of fetch requests."),
+                ("records-consumed-total", "The total number of records consumed"),
+                ("bytes-consumed-total", "The total number of bytes consumed"),
+                ("fetch-bytes-total", "The total number of complete bytes buffered from fetch responses"),
+                ("offset-validations-total", "The total number of positions validated (KIP-320)")):
+            self._add(name, group, description, tags, self._counter(name))
+
+        # kafka-python's GroupCoordinatorMetrics and ConsumerCoordinatorMetrics,
+        # then the Java client's rebalance figures
+        group = self.coordinator_group
+        self.heartbeat_latency = self.sensor()
+        self._add("heartbeat-response-time-max", group,
+                  "The max time taken to receive a response to a heartbeat request", tags,
+                  self.heartbeat_latency.max)
+        self._add("heartbeat-rate", group, "The average number of heartbeats per second", tags,
+                  self.heartbeat_latency.count_rate)
+        self.join_latency = self.sensor()
+        self._add("join-time-avg", group, "The average time taken for a group rejoin", tags, self.join_latency.avg)
+        self._add("join-time-max", group, "The max time taken for a group rejoin", tags, self.join_latency.max)
+        self._add("join-rate", group, "The number of group joins per second", tags, self.join_latency.count_rate)
+        self.sync_latency = self.sensor()
+        self._add("sync-time-avg", group, "The average time taken for a group sync", tags, self.sync_latency.avg)
+        self._add("sync-time-max", group, "The max time taken for a group sync", tags, self.sync_latency.max)
+        self._add("sync-rate", group, "The number of group syncs per second", tags, self.sync_latency.count_rate)
+        self.last_heartbeat_sent = -_INF  # kafka-python's Heartbeat.last_send before the first
+        self._add("last-heartbeat-seconds-ago", group,
+                  "The number of seconds since the last coordinator heartbeat was sent", tags,
+                  lambda: self._clock() - self.last_heartbeat_sent)
+        self.commit_latency = self.sensor()
+        self._add("commit-latency-avg", group, "The average time taken for a commit request", tags,
+                  self.commit_latency.avg)
+        self._add("commit-latency-max", group, "The max time taken for a commit request", tags,
+                  self.commit_latency.max)
+        self._add("commit-rate", group, "The number of commit calls per second", tags,
+                  self.commit_latency.count_rate)
+        self.assigned_partitions = lambda: 0  # the consumer sets its own
+        self._add("assigned-partitions", group, "The number of partitions currently assigned to this consumer",
+                  tags, lambda: self.assigned_partitions())
+        self.rebalance_latency = self.sensor()
+        self._rebalance_started = None
+        self._rebalances = 0
+        self._rebalance_ms_total = 0.0
+        self.last_rebalance_done = None
+        self._add("rebalance-latency-avg", group,
+                  "The average time taken for a group to complete a successful rebalance", tags,
+                  self.rebalance_latency.avg)
+        self._add("rebalance-latency-max", group,
+                  "The max time taken for a group to complete a successful rebalance", tags,
+                  self.rebalance_latency.max)
+        self._add("rebalance-latency-total", group,
+                  "The total number of milliseconds this consumer has spent in successful rebalances", tags,
+                  lambda: self._rebalance_ms_total)
+        self._add("rebalance-total", group, "The total number of successful rebalance events", tags,
+                  lambda: float(self._rebalances))
+        self._add("last-rebalance-seconds-ago", group,
+                  "The number of seconds since the last successful rebalance event", tags,
+                  lambda: -1.0 if self.last_rebalance_done is None else self._clock() - self.last_rebalance_done)
+
+    # --- registration ------------------------------------------------------------------
+    def sensor(self):
+        return Sensor(self._samples, self._window_ms, self._clock, self._lock)
+
+    def _counter(self, name):
+        counters = self._fetch_counters
+        return lambda: counters.get(name, 0)
+
+    def _add(self, name, group, description, tags, measure):
+        metric_name = MetricName(name, group, description, tags)
+        metric = Metric(metric_name, measure)
+        with self._lock:
+            self._metrics[metric_name] = metric
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(metric_name, metric)
+        return metric
+
+    def add_extra(self, name, group, description, measure):
+        """A figure owned elsewhere, read on demand (client-id tag)."""
+        return self._add(name, group, description, self._tags, measure)
+
+    def add_listener(self, listener, removal=None):
+        """listener(metric_name, metric) for each metric registered from now
+        on; removal(metric_name, metric) for each removed."""
+        with self._lock:
+            self._listeners.append(listener)
+            if removal is not None:
+                self._removal_listeners.append(removal)
+
+    def remove_listener(self, listener, removal=None):
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+            if removal in self._removal_listeners:
+                self._removal_listeners.remove(removal)
+
+    def reporters_ready(self):
+        """The consumer's own metrics are in: the reporters hear of them
+        (metric_change per metric, as kafka-python's registration does) and
+        of every one registered from now on."""
+        if not self._reporters or self._reporters_ready:
+            return
+        self._reporters_ready = True
+        for metric in self.all_metrics().values():
+            for reporter in self._reporters:
+                reporter.metric_change(metric)
+        self.add_listener(lambda name, metric: [r.metric_change(metric) for r in self._reporters],
+                          lambda name, metric: [r.metric_removal(metric) for r in self._reporters])
+
+    def close(self):
+        """The consumer closed: the reporters are closed, and listeners (the
+        OTel bridge) told through their close callbacks."""
+        with self._lock:
+            closers, self._closers = list(self._closers), []
+        for close in closers:
+            close()
+        for reporter in self._reporters:
+            reporter.close()
+
+    def on_close(self, callback):
+        with self._lock:
+            self._closers.append(callback)
+
+    def remove_on_close(self, callback):
+        with self._lock:
+            if callback in self._closers:
+                self._closers.remove(callback)
+
+    def all_metrics(self):
+        """{MetricName: Metric}, a copy (kafka-python's metrics(raw=True))."""
+        with self._lock:
+            return dict(self._metrics)
+
+    def grouped(self):
+        """{group: {name: value}} (kafka-python's metrics()). Only the
+        client-wide metrics (tags = client-id alone): kafka-python flattens
+        its per-topic metrics into the same {name: value} dict, where the
+        last topic's figure overwrites the client-wide one under the same
+        name; the per-topic and per-partition figures are in raw=True."""
+        out = {}
+        for metric_name, metric in self.all_metrics().items():
+            if len(metric_name.tags) != 1:
+                continue
+            out.setdefault(metric_name.group, {})[metric_name.name] = metric.value()
+        return out
+
+    # --- the fetcher's hooks (per request, per response, per step) ----------------------
+    def fetch_answered(self, latency_ms, throttle_ms):
+        self.fetch_latency.record(latency_ms)
+        self.fetch_throttle.record(throttle_ms)
+
+    def tally(self):
+        return ResponseTally(self)
+
+    def fetch_response_consumed(self, tally):
+        now_ms = self._clock() * 1000.0
+        per_topic = []
+        for topic, (nbytes, records) in tally.topics.items():
+            sensors = self._topic_sensors.get(topic)
+            if sensors is None:
+                sensors = self._topic_metrics(topic)
+            per_topic.append((sensors, nbytes, records))
+        with self._lock:
+            self.bytes_fetched.put(tally.nbytes, now_ms)
+            self.records_fetched.put(tally.records, now_ms)
+            for sensors, nbytes, records in per_topic:
+                sensors[0].put(nbytes, now_ms)
+                sensors[1].put(records, now_ms)
+
+    def _topic_metrics(self, topic):
+        # kafka-python's record_topic_fetch_metrics: tag topic with "." as "_"
+        tags = dict(self._tags, topic=topic.replace(".", "_"))
+        group = self.fetch_group
+        nbytes, records = self.sensor(), self.sensor()
+        self._add("fetch-size-avg", group, "The average number of bytes fetched per request for topic " + topic,
+                  tags, nbytes.avg)
+        self._add("fetch-size-max", group, "The maximum number of bytes fetched per request for topic " + topic,
+                  tags, nbytes.max)
+        self._add("bytes-consumed-rate", group, "The average number of bytes consumed per second for topic " + topic,
+                  tags, nbytes.rate)
+        self._add("records-per-request-avg", group, "The average number of records in each request for topic " + topic,
+                  tags, records.avg)
+        self._add("records-consumed-rate", group,
+                  "The average number of records consumed per second for topic " + topic, tags, records.rate)
+        sensors = self._topic_sensors[topic] = (nbytes, records)
+        return sensors
+
+    def partition_position(self, state):
+        """After a poll's steps for one partition: its lag (high watermark,
+        or the last stable offset under read_committed, minus the position)
+        and lead (position minus the log start offset), as Java records them
+        per partition; once per partition per poll, not per record."""
+        position = state.position
+        if position is None:
+            return
+        end = state.last_stable_offset if self._read_committed else state.highwater
+        start = state.log_start_offset
+        now_ms = self._clock() * 1000.0
+        sensors = self._partition_sensors.get(state.tp)
+        if sensors is None:
+            sensors = self._partition_metrics(state.tp)
+        with self._lock:  # once for the four sensors
+            if end is not None and end >= 0:
+                lag = end - position
+                self.records_lag.put(lag, now_ms)
+                sensors[0].put(lag, now_ms)
+            if start is not None and start >= 0:
+                lead = position - start
+                self.records_lead.put(lead, now_ms)
+                sensors[1].put(lead, now_ms)
+
+    def _partition_metrics(self, tp):
+        # the Java client's per-partition metrics (kafka-python has none)
+        tags = dict(self._tags, topic=tp.topic, partition=str(tp.partition))
+        group = self.fetch_group
+        lag, lead = self.sensor(), self.sensor()
+        self._add("records-lag", group, "The latest lag of the partition", tags, lag.value)
+        self._add("records-lag-avg", group, "The average lag of the partition", tags, lag.avg)
+        self._add("records-lag-max", group, "The max lag of the partition", tags, lag.max)
+        self._add("records-lead", group, "The latest lead of the partition", tags, lead.value)
+        self._add("records-lead-avg", group, "The average lead of the partition", tags, lead.avg)
+        self._add("records-lead-min", group, "The min lead of the partition", tags, lead.min)
+        sensors = self._partition_sensors[tp] = (lag, lead)
+        return sensors
+
+    def partitions_kept(self, partitions):
+        """The assignment changed: the per-partition metrics of partitions
+        no longer assigned go (as Java removes their sensors)."""
+        gone = [tp for tp in self._partition_sensors if tp not in partitions]
+        if not gone:
+            return
+        with self._lock:
+            for tp in gone:
+                del self._partition_sensors[tp]
+            gone_tags = {(tp.topic, str(tp.partition)) for tp in gone}
+            removed = []
+            for metric_name in [m for m in self._metrics if "partition" in m.tags]:
+                if (metric_name.tags.get("topic"), metric_name.tags["partition"]) in gone_tags:
+                    removed.append(self._metrics.pop(metric_name))
+            listeners = list(self._removal_listeners)
+        for metric in removed:
+            for listener in listeners:
+                listener(metric.metric_name, metric)
+
+    # --- the group's hook ---------------------------------------------------------------
+    def group_answer(self, api_name, response, sent_at, answered_at):
+        """A coordinator request answered (GroupTransport.call): the latency
+        figures as kafka-python records them (join and sync only when they
+        succeeded; commit and heartbeat whatever the answer), and the Java
+        client's rebalance latency: from the first JoinGroup of a rebalance
+        to the SyncGroup that completed it (retries included)."""
+        latency_ms = (answered_at - sent_at) * 1000.0
+        code = response.get("error_code", 0) if isinstance(response, dict) else 0
+        if api_name in ("Heartbeat", "ConsumerGroupHeartbeat"):
+            self.last_heartbeat_sent = sent_at
+            self.heartbeat_latency.record(latency_ms, answered_at * 1000.0)
+        elif api_name == "OffsetCommit":
+            self.commit_latency.record(latency_ms, answered_at * 1000.0)
+        elif api_name == "JoinGroup":
+            if self._rebalance_started is None:
+                self._rebalance_started = sent_at
+            if code == 0:
+                self.join_latency.record(latency_ms, answered_at * 1000.0)
+        elif api_name == "SyncGroup" and code == 0:
+            self.sync_latency.record(latency_ms, answered_at * 1000.0)
+            if self._rebalance_started is not None:
+                took_ms = (answered_at - self._rebalance_started) * 1000.0
+                self._rebalance_started = None
+                self.rebalance_latency.record(took_ms, answered_at * 1000.0)
+                self._rebalances += 1
+                self._rebalance_ms_total += took_ms
+                self.last_rebalance_done = answered_at

@@ -280,3 +280,33 @@ def test_group_subscription_streams_its_assignment(fk, duckdb, open_fastkc, stre
     rows = duckdb.sql('select "partition", "offset", "key", "value" from stream_of_group').fetchall()
     assert sorted(rows) == _expected(written)
     assert consumer.assignment() == {fk.TopicPartition(topic, p) for p in range(PARTITIONS + 1)}
+
+
+def test_rows_past_the_snapshot_are_cut_and_left_for_poll(fk, open_fastkc, kafka_broker, make_topic):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    written = produce(bootstrap, topic, mixed_messages(40, 1, tag="cut-"))
+    consumer = open_fastkc()
+    tp = fk.TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning()
+    end_offsets = consumer.end_offsets
+    snapshot = written[25].offset
+
+    def earlier_snapshot(partitions):
+        # as if the last 15 records were written just after the snapshot:
+        # the fetch then brings rows on both sides of the end in one batch
+        assert end_offsets(partitions) == {tp: written[-1].offset + 1}
+        return {tp: snapshot}
+
+    consumer.end_offsets = earlier_snapshot
+    table = consumer.arrow_stream().reader().read_all()
+    assert table["offset"].to_pylist() == [w.offset for w in written[:25]]
+    assert table["value"].to_pylist() == [w.value for w in written[:25]]
+    assert consumer.position(tp) == snapshot
+    rest = []
+    deadline = time.monotonic() + 30
+    while len(rest) < 15:
+        assert time.monotonic() < deadline
+        rest.extend(consumer.poll(timeout_ms=200).get(tp, []))
+    assert [(r.offset, r.value) for r in rest] == [(w.offset, w.value) for w in written[25:]]

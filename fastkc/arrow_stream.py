@@ -120,7 +120,7 @@ class ArrowStream:
 
         with self._lock:
             if self._finished or self._claimed_by is not None:
-                raise IllegalStateError("this arrow_stream was already read (a stream is single-use): "
+                raise IllegalStateError("this arrow_stream was already read or closed (a stream is single-use): "
                                         "call consumer.arrow_stream() again for the records that follow")
         return pa.RecordBatchReader.from_batches(self.schema, self._batches())
 

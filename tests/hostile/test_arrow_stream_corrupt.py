@@ -126,3 +126,47 @@ def test_c_stream_readers_raise_an_error_naming_the_fastkc_error(consumer, name)
     with pytest.raises(errors.CorruptRecordError):
         again.read_next_batch()
     assert _after_the_bad_batch(consumer) == list(range(BAD + 1, LAST + 1))
+
+
+# --- the stream's own rules, on the same fake broker (rows 0..4 are good) -----------------
+def test_bad_arguments_are_refused(consumer):
+    for kwargs in ({"until": "later"}, {"max_records": 0}, {"batch_records": True}, {"timeout_ms": -1}):
+        with pytest.raises(ValueError):
+            consumer.arrow_stream(**kwargs)
+
+
+def test_close_gives_the_consumer_back_mid_read(consumer):
+    stream = consumer.arrow_stream(batch_records=2)
+    made_before = consumer.arrow_stream()  # made, not read: nothing held yet
+    reader = stream.reader()
+    assert reader.read_next_batch().column("offset").to_pylist() == [0, 1]
+    with pytest.raises(errors.IllegalStateError, match="being read"):
+        consumer.arrow_stream()
+    with pytest.raises(errors.IllegalStateError, match="another arrow_stream"):
+        made_before.reader().read_next_batch()
+    with pytest.raises(errors.IllegalStateError):
+        consumer.poll_arrow()
+    stream.close()
+    assert consumer.position(TP) == 2
+    with pytest.raises(errors.IllegalStateError, match="closed"):
+        reader.read_next_batch()
+    assert consumer.poll_arrow(timeout_ms=5000, max_records=3).column("offset").to_pylist() == [2, 3, 4]
+
+
+def test_a_pull_on_another_thread_holds_the_consumer_until_the_stream_ends(consumer):
+    import threading
+
+    stream = consumer.arrow_stream(until=None, max_records=3, batch_records=1, timeout_ms=5000)
+    reader = stream.reader()
+    pulled = []
+    puller = threading.Thread(target=lambda: pulled.append(reader.read_next_batch()))
+    puller.start()
+    puller.join(10)
+    assert pulled[0].column("offset").to_pylist() == [0]
+    with pytest.raises(errors.IllegalStateError, match="arrow_stream"):
+        consumer.poll(timeout_ms=0)
+    with pytest.raises(errors.IllegalStateError):
+        next(iter(consumer))
+    assert reader.read_all().column("offset").to_pylist() == [1, 2]  # max_records reached: the end
+    assert not stream.live
+    assert consumer.poll_arrow(timeout_ms=5000, max_records=2).column("offset").to_pylist() == [3, 4]

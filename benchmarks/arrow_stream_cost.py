@@ -6,7 +6,7 @@ and by duckdb (count(*) and sum(octet_length(value)) over the stream), rounds
 interleaved, medians printed with the load average. A figure for the
 report, asserted nowhere.
 
-    python3 benchmarks/arrow_stream_cost.py --bootstrap HOST:PORT [--records N] [--rounds R]
+    python3 benchmarks/arrow_stream_cost.py --bootstrap HOST:PORT [--records N] [--rounds R] [--zero-copy]
 """
 import argparse
 import os
@@ -61,6 +61,8 @@ def main():
     parser.add_argument("--topic", default="fastkc-arrow-stream-sample")
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--zero-copy", action="store_true",
+                        help="arrow_zero_copy=True: key and value as binary_view columns (what polars keeps)")
     args = parser.parse_args()
     from fastkc.sample_run import ensure_sample
 
@@ -69,7 +71,7 @@ def main():
     times = {name: [] for name in WAYS}
     for round_ in range(args.rounds):
         for name, way in WAYS.items():
-            consumer = _consumer(args.bootstrap, args.topic)
+            consumer = _consumer(args.bootstrap, args.topic, arrow_zero_copy=args.zero_copy)
             try:
                 started = time.perf_counter()
                 rows = way(consumer, args.records)

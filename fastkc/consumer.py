@@ -3,7 +3,8 @@
 Names, signatures, config keys and defaults are kafka-python's (see
 fastkc/config.py); an unknown key raises KafkaConfigurationError. Beyond
 kafka-python: poll_arrow() returns one pyarrow.RecordBatch for columnar
-consumers.
+consumers, and arrow_stream() those batches as an Arrow PyCapsule stream
+(fastkc/arrow_stream.py) for polars, duckdb and pyarrow.
 
 With a group_id, subscribe() joins the group through fastkc.group (the
 member lives in `_coordinator`; its decisions are applied at the start of

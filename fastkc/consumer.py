@@ -415,6 +415,8 @@ class KafkaConsumer:
 
         self._check_open()
         self._check_no_stream()
+        if not self._assignment and self._subscribed_topics is None:
+            raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
         return ArrowStream(self, max_records=max_records, until=until, timeout_ms=timeout_ms,
                            batch_records=batch_records)
 

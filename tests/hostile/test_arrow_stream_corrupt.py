@@ -133,6 +133,9 @@ def test_bad_arguments_are_refused(consumer):
     for kwargs in ({"until": "later"}, {"max_records": 0}, {"batch_records": True}, {"timeout_ms": -1}):
         with pytest.raises(ValueError):
             consumer.arrow_stream(**kwargs)
+    consumer.unsubscribe()
+    with pytest.raises(errors.IllegalStateError, match="No partitions assigned"):
+        consumer.arrow_stream()
 
 
 def test_close_gives_the_consumer_back_mid_read(consumer):

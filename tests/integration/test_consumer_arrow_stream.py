@@ -278,7 +278,7 @@ def test_group_subscription_streams_its_assignment(fk, duckdb, open_fastkc, stre
     topic, written = stream_topic
     consumer = open_fastkc(group_id=unique_name("arrow-stream-group"), auto_offset_reset="earliest")
     consumer.subscribe([topic])
-    stream_of_group = consumer.arrow_stream(timeout_ms=60_000)
+    stream_of_group = consumer.arrow_stream(timeout_ms=60_000)  # noqa: F841 (duckdb finds it by name)
     rows = duckdb.sql('select "partition", "offset", "key", "value" from stream_of_group').fetchall()
     assert sorted(rows) == _expected(written)
     assert consumer.assignment() == {fk.TopicPartition(topic, p) for p in range(PARTITIONS + 1)}

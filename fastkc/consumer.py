@@ -3,7 +3,8 @@
 Names, signatures, config keys and defaults are kafka-python's (see
 fastkc/config.py); an unknown key raises KafkaConfigurationError. Beyond
 kafka-python: poll_arrow() returns one pyarrow.RecordBatch for columnar
-consumers.
+consumers, and arrow_stream() those batches as an Arrow PyCapsule stream
+(fastkc/arrow_stream.py) for polars, duckdb and pyarrow.
 
 With a group_id, subscribe() joins the group through fastkc.group (the
 member lives in `_coordinator`; its decisions are applied at the start of
@@ -59,6 +60,8 @@ class KafkaConsumer:
         # records the iterator has polled but not all yielded (_HandOut)
         self._handout = None
         self._consumer_timeout = None
+        # the ArrowStream being read (fastkc/arrow_stream.py): polls wait for its end
+        self._arrow_stream = None
         # wakeup(): a flag for the next poll and the client's wakeup socket
         # pair for the poll in progress (the group transport's mechanism)
         self._wakeup_pending = False
@@ -329,6 +332,7 @@ class KafkaConsumer:
         """{TopicPartition: [ConsumerRecord]} of up to max_records
         (max_poll_records when None) records, waiting up to timeout_ms."""
         self._check_open()
+        self._check_no_stream()
         if max_records is None:
             max_records = self.config["max_poll_records"]
         elif not isinstance(max_records, int) or max_records < 1:
@@ -391,6 +395,43 @@ class KafkaConsumer:
         """One pyarrow.RecordBatch (fastkc.records.arrow_schema(zero_copy=
         arrow_zero_copy), topic and partition columns included) of up to max_records records (all that is
         buffered when None); an empty batch when nothing came within timeout_ms."""
+        self._check_open()
+        self._check_no_stream()
+        return self._poll_arrow(timeout_ms, max_records)
+
+    def arrow_stream(self, max_records=None, until="end", timeout_ms=None, batch_records=None):
+        """The records as an Arrow stream (the PyCapsule protocol's
+        __arrow_c_stream__): polars.from_arrow(stream), duckdb.sql('select
+        ... from stream') and pyarrow.RecordBatchReader.from_stream(stream)
+        read poll_arrow()'s batches without a copy through Python objects.
+
+        until="end": to the end offsets (high watermark; last stable offset
+        under read_committed) of the assigned partitions snapshot at the
+        first pull, by position (gaps of transactions and compaction
+        included); rows past the snapshot are left for the next poll.
+        until=None: until max_records, or until timeout_ms passes with no
+        new record (None: never). With until="end", timeout_ms bounds the
+        wait without progress (KafkaTimeoutError past it; None: no bound).
+        max_records caps the whole stream, batch_records each batch.
+        Records in the stream are consumed (positions advance as with
+        poll_arrow); single use; while it is read, poll(), poll_arrow() and
+        iteration raise IllegalStateError. See fastkc/arrow_stream.py."""
+        from fastkc.arrow_stream import ArrowStream
+
+        self._check_open()
+        self._check_no_stream()
+        if not self._assignment and self._subscribed_topics is None:
+            raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
+        return ArrowStream(self, max_records=max_records, until=until, timeout_ms=timeout_ms,
+                           batch_records=batch_records)
+
+    def _check_no_stream(self):
+        if self._arrow_stream is not None:
+            raise IllegalStateError("an arrow_stream of this consumer is being read: poll(), poll_arrow() and "
+                                    "iteration are refused until it ends, is released or is closed")
+
+    def _poll_arrow(self, timeout_ms, max_records):
+        """poll_arrow() without the stream check (ArrowStream's pulls)."""
         import pyarrow as pa
 
         from fastkc.records import arrow_schema
@@ -426,6 +467,7 @@ class KafkaConsumer:
 
     def __next__(self):
         self._check_open()
+        self._check_no_stream()
         timeout_ms = self.config["consumer_timeout_ms"]
         deadline = self._clock() + timeout_ms / 1000.0 if timeout_ms != float("inf") else None
         while True:

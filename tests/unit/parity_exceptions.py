@@ -34,6 +34,8 @@ EXCEPTIONS = {
                                    "records; 0 (default) keeps all decoding on the polling thread",
     # --- consumer ------------------------------------------------------------------
     "consumer.extra:poll_arrow": "fastkc's columnar poll: one pyarrow.RecordBatch",
+    "consumer.extra:arrow_stream": "fastkc's Arrow stream (PyCapsule __arrow_c_stream__) of poll_arrow's "
+                                   "batches, for polars, duckdb and pyarrow readers",
     "consumer.extra:wakeup": "Java's KafkaConsumer.wakeup(): interrupts poll() from another thread "
                              "(kafka-python 3.0.12 has none)",
     # --- errors --------------------------------------------------------------------

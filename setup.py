@@ -71,6 +71,20 @@ for pyx in sorted(glob.glob("fastkc/_core/*.pyx")):
     )
 
 
+if not ext_modules:
+    # An sdist that lost the .pyx would otherwise install quietly without the
+    # compiled core (the twin then answers, slowly): refuse instead.
+    raise SystemExit("setup.py: no Cython bridges under fastkc/_core/ (*.pyx); incomplete source tree")
+
+
+# Cython is a declared build requirement (pyproject.toml) and its generated C
+# is not shipped in the sdist (MANIFEST.in excludes it). asyncpg ships the C
+# so a build needs no Cython; we don't, because the generated C is tied to the
+# Cython release and the CPython versions it knew (C generated today may not
+# compile against a CPython released later, which is exactly when someone
+# builds from the sdist: every interpreter we test has a wheel), and a shipped
+# .c can drift from its .pyx unseen. Cython has wheels for every platform
+# CPython runs on, so build isolation fetching it costs one download.
 def cythonize_all(exts):
     from Cython.Build import cythonize
 

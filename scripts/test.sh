@@ -20,6 +20,15 @@ make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 echo "== benchmarks, quick mode (they must keep running; no speed is asserted)"
 FASTKC_BENCH_QUICK=1 $PY -m pytest -q benchmarks/ --benchmark-disable
 
+echo "== wheels: the sdist, a manylinux wheel per CPython, each wheel tested in a fresh venv"
+# scripts/wheels.sh runs tests/unit against the installed wheel on every
+# interpreter (3.11 included), so the main run below leaves tests/unit out
+# (PYTEST_ADDOPTS, so that run's own line stays as it is). The FASTKC_REQUIRE_*
+# switches reach the wheels' unit runs through the environment.
+FASTKC_REQUIRE_WHEELS="3.11 3.12 3.13" FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUMER=1 FASTKC_REQUIRE_FAULTS=1 \
+    FASTKC_REQUIRE_MSK_REFERENCE=1 FASTKC_REQUIRE_KERBEROS=1 PYTHON="$PY" bash scripts/wheels.sh all
+export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} --ignore=tests/unit"
+
 echo "== the test suite (unit, corpus, integration against a real broker)"
 # FASTKC_REQUIRE_C turns a missing compiled core into a failure, not a skip;
 # FASTKC_REQUIRE_FAULTS a missing toxiproxy (tests/faults/) likewise, and

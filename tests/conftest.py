@@ -40,6 +40,24 @@ class ExternalBroker:
         return int(self.bootstrap_servers.split(",")[0].rsplit(":", 1)[1])
 
 
+def pytest_sessionstart(session):
+    # scripts/wheels.sh runs the tests against an installed wheel: make sure
+    # that is the fastkc they import (not a source tree's) and that its
+    # compiled core loaded, or every result would be about something else.
+    expected = os.environ.get("FASTKC_EXPECT_INSTALLED", "").strip()
+    if not expected:
+        return
+    import fastkc
+
+    where = os.path.realpath(fastkc.__file__)
+    if not where.startswith(os.path.realpath(expected) + os.sep):
+        pytest.exit("FASTKC_EXPECT_INSTALLED={0} but fastkc was imported from {1}".format(expected, where),
+                    returncode=3)
+    if fastkc.backend != "c":
+        pytest.exit("FASTKC_EXPECT_INSTALLED: the installed fastkc's backend is {0!r}, not 'c'".format(
+            fastkc.backend), returncode=3)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         names = getattr(item, "fixturenames", ())

@@ -5,22 +5,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# each step says how far into the run it starts, so CI's log shows where
+# the time goes (the whole run should stay well under 30 minutes)
+step() { printf "== [%dm%02ds] %s\n" $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+trap 'step "done"' EXIT
 
+step "set-up (scripts/setup.sh)"
 bash scripts/setup.sh
 
-echo "== C kernel unit tests (ASan + UBSan)"
-make -s test-c PYTHON="$PY"
-
-echo "== decoder tests under ASan + UBSan"
+# The C kernel unit tests (make test-c, ASan + UBSan) run inside the main
+# pytest run (tests/c/test_c_kernels.py), not twice.
+step "decoder tests under ASan + UBSan"
 make -s asan PYTHON="$PY"
 
-echo "== fuzzing, ${FUZZ_SECONDS:-20}s per target"
+step "fuzzing, ${FUZZ_SECONDS:-20}s per target"
 make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 
-echo "== benchmarks, quick mode (they must keep running; no speed is asserted)"
+step "benchmarks, quick mode (they must keep running; no speed is asserted)"
 FASTKC_BENCH_QUICK=1 $PY -m pytest -q benchmarks/ --benchmark-disable
 
-echo "== wheels: the sdist, a manylinux wheel per CPython, each wheel tested in a fresh venv"
+step "wheels: the sdist, a manylinux wheel per CPython, each wheel tested in a fresh venv"
 # scripts/wheels.sh runs tests/unit against the installed wheel on every
 # interpreter (3.11 included), so the main run below leaves tests/unit out
 # (PYTEST_ADDOPTS, so that run's own line stays as it is). The FASTKC_REQUIRE_*
@@ -29,7 +33,7 @@ FASTKC_REQUIRE_WHEELS="3.11 3.12 3.13" FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUME
     FASTKC_REQUIRE_MSK_REFERENCE=1 FASTKC_REQUIRE_KERBEROS=1 PYTHON="$PY" bash scripts/wheels.sh all
 export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} --ignore=tests/unit"
 
-echo "== the test suite (unit, corpus, integration against a real broker)"
+step "the test suite (unit, corpus, integration against a real broker)"
 # FASTKC_REQUIRE_C turns a missing compiled core into a failure, not a skip;
 # FASTKC_REQUIRE_FAULTS a missing toxiproxy (tests/faults/) likewise, and
 # FASTKC_REQUIRE_MSK_REFERENCE AWS's missing reference signer (AWS_MSK_IAM),

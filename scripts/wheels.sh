@@ -121,13 +121,28 @@ cmd_build() {
     # Every wheel is built from the sdist, as pip builds it for a user: a
     # file the sdist lacks fails here, and no in-place or sanitizer build
     # left in the tree (build/, *.so) can leak into a wheel.
+    # The compiles run side by side (they are most of this step, and each is
+    # mostly one compiler process on one core); repair and checks follow one
+    # wheel at a time.
+    local pids=() failed=""
+    t=$(now)
+    for i in "${!PYTHONS[@]}"; do
+        path=${PYTHONS[$i]} minor=${MINORS[$i]}
+        raw=$WORK/raw/$minor && mkdir -p "$raw"
+        "$path" -m pip wheel -v --no-deps --wheel-dir "$raw" "$(sdist_path)" > "$WORK/logs/wheel-$minor.log" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${!PYTHONS[@]}"; do
+        wait "${pids[$i]}" || failed="$failed ${MINORS[$i]}"
+    done
+    for minor in $failed; do tail -50 "$WORK/logs/wheel-$minor.log" >&2; done
+    [ -z "$failed" ] || die "wheel build failed for:$failed (logs: $WORK/logs/)"
+    say "wheels compiled (${MINORS[*]}) in $(( $(now) - t )) s"
     for i in "${!PYTHONS[@]}"; do
         path=${PYTHONS[$i]} minor=${MINORS[$i]}
         t=$(now)
-        raw=$WORK/raw/$minor && mkdir -p "$raw"
+        raw=$WORK/raw/$minor
         log=$WORK/logs/wheel-$minor.log
-        "$path" -m pip wheel -v --no-deps --wheel-dir "$raw" "$(sdist_path)" > "$log" 2>&1 \
-            || { tail -50 "$log" >&2; die "wheel build for $minor failed (log: $log)"; }
         check_build_log "$log"
         # auditwheel picks the oldest manylinux policy whose glibc symbol
         # versions the extension's imports allow, and would copy in any

@@ -7,6 +7,7 @@
     fastkc demo [--records N] [--record-size B] [--partitions P] [--compression C]
     fastkc bench [--records N] [--record-size B] [--partitions P] [--compression C] [--repeat R] [--clients ...]
     fastkc bench --curve value-size|partitions|codecs|headers|all [--max-records N] [--max-value-bytes B] [--points ...]
+    fastkc consume -b HOST:PORT -t TOPIC [-p N] [-o OFFSET] [-G GROUP] [-c N] [-e] [-f FMT | -J | --arrow-ipc F | --parquet F] ...
     fastkc bench-rebalance [--bootstrap HOST:PORT] [--repeat N] [--rate R] [--only fastkc,confluent]
 
 Subcommands are argparse subparsers, each with its own handler, so later
@@ -173,6 +174,12 @@ def build_parser():
     if driver is not None:
         driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
     bench_p.set_defaults(handler=_bench)
+
+    from fastkc import consume_cli
+
+    consume_p = commands.add_parser(
+        "consume", help="read topics to stdout (kcat-style formats, JSON lines) or to Arrow IPC / Parquet")
+    consume_cli.add_arguments(consume_p)
 
     rebalance_p = commands.add_parser(
         "bench-rebalance", help="rebalance time of fastkc vs confluent-kafka (eager, cooperative-sticky, KIP-848)")

@@ -214,8 +214,23 @@ def _bench_rebalance(args):
     return runner.main(args)
 
 
+def _consume_parser():
+    """`fastkc consume` alone: building the whole parser imports the
+    benchmark drivers (about half a second), which a reader at a terminal
+    should not wait for."""
+    from fastkc import consume_cli
+
+    parser = argparse.ArgumentParser(prog="fastkc consume")
+    consume_cli.add_arguments(parser)
+    return parser
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["consume"]:
+        args = _consume_parser().parse_args(argv[1:])
+    else:
+        args = build_parser().parse_args(argv)
     from fastkc.broker.errors import BrokerHarnessError
 
     try:

@@ -907,6 +907,8 @@ def run(args):
         status = 0
     except KafkaConfigurationError as exc:
         status = _fail("configuration: {0}".format(exc), 2)
+    except OSError as exc:  # an output that cannot be opened or written (not a closed pipe: above)
+        status = _fail("output: {0}".format(exc), 1)
     except KafkaError as exc:
         status = _fail(_describe(exc), 1)
     except KeyboardInterrupt:

@@ -327,6 +327,15 @@ def test_unreachable_broker_is_an_error():
     assert time.monotonic() - started < 20
 
 
+def test_unwritable_output_is_an_error(kafka_broker, topic, tmp_path):
+    name, written = topic
+    done = fastkc("-b", kafka_broker.bootstrap_servers, "-t", name, "-o", "beginning", "-e",
+                  "--parquet", str(tmp_path / "missing-folder" / "out.parquet"))
+    assert done.returncode == 1
+    assert done.stderr.decode().startswith("fastkc consume: error: output: ")
+    assert done.stderr.count(b"\n") == 1
+
+
 def test_config_file_and_settings(kafka_broker, topic, tmp_path):
     name, written = topic
     config = tmp_path / "client.properties"

@@ -106,6 +106,24 @@ def test_output_matches_kcat(kafka_broker, topic, options):
         assert len(ours.stdout) > 0
 
 
+@requires_kcat
+def test_log_append_time_matches_kcat(kafka_broker, make_topic):
+    """The broker's timestamps: -J's "tstype":"logappend" and %T."""
+    bootstrap = kafka_broker.bootstrap_servers
+    name = make_topic(partitions=1, configs={"message.timestamp.type": "LogAppendTime"})
+    produce(bootstrap, name, [Message(key=b"k%d" % i, value=b"v%d" % i, timestamp=BASE_TS) for i in range(5)])
+    outputs = {}
+    for options in (["-J"], ["-f", "%o %T %s\\n"]):
+        ours = fastkc("-b", bootstrap, "-t", name, "-o", "beginning", "-e", *options)
+        theirs = kcat("-b", bootstrap, "-t", name, "-o", "beginning", "-e", *options)
+        assert ours.returncode == 0 and theirs.returncode == 0
+        assert ours.stdout == theirs.stdout
+        outputs[options[0]] = ours.stdout
+    rows = [json.loads(line) for line in outputs["-J"].splitlines()]
+    assert len(rows) == 5
+    assert all(r["tstype"] == "logappend" and r["ts"] != BASE_TS for r in rows)  # the broker's clock
+
+
 # --- what the output means (no kcat needed) -------------------------------------------
 def test_json_lines_hold_the_records(kafka_broker, topic):
     name, written = topic

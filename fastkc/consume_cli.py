@@ -412,6 +412,9 @@ def timestamp_ms(batch):
 _JSON_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x0C: b"\\f",
                  0x08: b"\\b"}
 _JSON_NEEDS_ESCAPE = re.compile(rb'[\x00-\x1f"\\]')
+# the same class for pyarrow's RE2 (which takes binary columns byte by byte)
+_JSON_NEEDS_ESCAPE_RE2 = r'[\x00-\x1f"\\]'
+
 
 
 def _json_escape_match(match):
@@ -427,52 +430,88 @@ def json_string(data):
 
 
 class JsonRenderer:
+    """kcat -J's objects, built column by column like the -f formats: a key,
+    value or header that needs JSON escaping (a quote, a backslash, a control
+    character) is escaped in Python, row by row, and only those rows."""
+
     _TSTYPES = {0: b"create", 1: b"logappend"}
 
     def __init__(self, broker_of):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self._pa, self._pc = pa, pc
         self.broker_of = broker_of  # TopicPartition -> node id (kcat's "broker")
 
     def render(self, batch):
+        pa, pc = self._pa, self._pc
+        n = batch.num_rows
+        if n == 0:
+            return b""
+        lit = lambda b: pa.scalar(b, pa.binary())  # noqa: E731
+        as_text = lambda column: column.cast(pa.string()).cast(pa.binary())  # noqa: E731
+        # topic names are [a-zA-Z0-9._-] (Kafka's rule): nothing to escape
+        topic = batch.column("topic").cast(pa.binary())
+        types = batch.column("timestampType")
+        stamp = pc.if_else(pc.fill_null(pc.greater_equal(types, 0), False), as_text(timestamp_ms(batch)),
+                           pa.scalar(None, pa.binary()))
+        type_name = pc.if_else(pc.equal(types, 0), lit(b"create"),
+                               pc.if_else(pc.equal(types, 1), lit(b"logappend"), lit(b"unknown")))
+        timestamp = pc.binary_join_element_wise(lit(b',"tstype":"'), type_name, lit(b'","ts":'), stamp, lit(b""),
+                                                null_handling="replace", null_replacement=b"")
+        timestamp = pc.if_else(pc.is_null(stamp), lit(b""), timestamp)
+        columns = [lit(b'{"topic":"'), topic, lit(b'","partition":'), as_text(batch.column("partition")),
+                   lit(b',"offset":'), as_text(batch.column("offset")), timestamp,
+                   lit(b',"broker":'), self._brokers(batch), self._headers(batch.column("headers")),
+                   lit(b',"key":'), self._string_or_null(batch.column("key")),
+                   lit(b',"payload":'), self._string_or_null(batch.column("value")), lit(b"}\n")]
+        joined = pc.binary_join_element_wise(*columns, lit(b""), null_handling="replace", null_replacement=b"")
+        offsets = joined.buffers()[1]
+        first, last = _int32_at(offsets, joined.offset), _int32_at(offsets, joined.offset + n)
+        return memoryview(joined.buffers()[2])[first:last]
+
+    def _brokers(self, batch):
         from fastkc.structs import TopicPartition
 
-        columns = batch.to_pydict() if batch.num_rows else None
-        if not columns:
-            return b""
-        topics, partitions, offsets = columns["topic"], columns["partition"], columns["offset"]
-        keys, values, headers, tstypes = columns["key"], columns["value"], columns["headers"], \
-            columns["timestampType"]
-        stamps = timestamp_ms(batch).to_pylist()
-        out = []
-        topic_json = {}
-        brokers = {}
-        for i in range(batch.num_rows):
-            topic, partition = topics[i], partitions[i]
-            tj = topic_json.get(topic)
-            if tj is None:
-                tj = topic_json[topic] = json_string(topic.encode("utf-8"))
-            tp = (topic, partition)
-            broker = brokers.get(tp)
-            if broker is None:
+        pa = self._pa
+        topics = batch.column("topic").unique().to_pylist()
+        partitions = batch.column("partition").unique().to_pylist()
+        nodes = {}
+        for topic in topics:
+            for partition in partitions:
                 node = self.broker_of(TopicPartition(topic, partition))
-                broker = brokers[tp] = b"%d" % (node if node is not None else -1)
-            line = [b'{"topic":', tj, b',"partition":%d,"offset":%d' % (partition, offsets[i])]
-            if tstypes[i] is not None and tstypes[i] >= 0:  # librdkafka's NOT_AVAILABLE: no fields
-                tstype = self._TSTYPES.get(tstypes[i], b"unknown")
-                line.append(b',"tstype":"' + tstype + b'","ts":%d' % stamps[i])
-            line.append(b',"broker":' + broker)
-            if headers[i]:
-                line.append(b',"headers":[')
-                line.append(b",".join(
-                    json_string(h["key"].encode("utf-8")) + b"," +
-                    (json_string(h["value"]) if h["value"] is not None else b"null")
-                    for h in headers[i]))
-                line.append(b"]")
-            key, value = keys[i], values[i]
-            line.append(b',"key":' + (json_string(key) if key is not None else b"null"))
-            line.append(b',"payload":' + (json_string(value) if value is not None else b"null"))
-            line.append(b"}\n")
-            out.append(b"".join(line))
-        return b"".join(out)
+                nodes[(topic, partition)] = b"%d" % (node if node is not None else -1)
+        if len(set(nodes.values())) == 1:
+            return pa.scalar(next(iter(nodes.values())), pa.binary())
+        return pa.array([nodes[tp] for tp in zip(batch.column("topic").to_pylist(),
+                                                  batch.column("partition").to_pylist())], pa.binary())
+
+    def _string_or_null(self, column):
+        """JSON strings of a key or value column, null for null."""
+        pa, pc = self._pa, self._pc
+        if column.type != pa.binary():
+            column = column.cast(pa.binary())
+        quoted = pc.binary_join_element_wise(pa.scalar(b'"', pa.binary()), column, pa.scalar(b'"', pa.binary()),
+                                             pa.scalar(b"", pa.binary()))  # null stays null
+        needs = pc.fill_null(pc.match_substring_regex(column, _JSON_NEEDS_ESCAPE_RE2), False)
+        if pc.any(needs).as_py():
+            escaped = [json_string(v) for v in column.filter(needs).to_pylist()]
+            quoted = pc.replace_with_mask(quoted, needs, pa.array(escaped, pa.binary()))
+        return pc.fill_null(quoted, b"null")
+
+    def _headers(self, headers):
+        ""","headers":[name,value,...] for records that have headers (kcat
+        leaves the field out otherwise); rendered in Python, row by row."""
+        pa, pc = self._pa, self._pc
+        has = pc.fill_null(pc.greater(pc.list_value_length(headers), 0), False)
+        if not pc.any(has).as_py():
+            return pa.scalar(b"", pa.binary())
+        rendered = []
+        for row in headers.filter(has).to_pylist():
+            rendered.append(b',"headers":[' + b",".join(
+                json_string(h["key"].encode("utf-8")) + b"," +
+                (json_string(h["value"]) if h["value"] is not None else b"null") for h in row) + b"]")
+        return pc.replace_with_mask(pa.nulls(len(headers), pa.binary()), has, pa.array(rendered, pa.binary()))
 
 
 # --- outputs -------------------------------------------------------------------------------

@@ -166,7 +166,7 @@ def test_literal_only_format():
 
 
 def test_json_renderer():
-    lines = cc.JsonRenderer(lambda tp: 7).render(_batch(ROWS)).splitlines()
+    lines = bytes(cc.JsonRenderer(lambda tp: 7).render(_batch(ROWS))).splitlines()
     assert lines[0] == (b'{"topic":"t","partition":0,"offset":5,"tstype":"create","ts":1700000000123,'
                         b'"broker":7,"headers":["a","1","b",null,"c",""],"key":"k1","payload":"v1"}')
     assert json.loads(lines[1]) == {"topic": "t", "partition": 1, "offset": 6, "tstype": "logappend",
@@ -207,3 +207,32 @@ def test_bad_arguments_exit_2(argv, message):
     assert message in done.stderr
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+def test_json_renderer_escapes_only_what_needs_it():
+    """Rows that need escaping (in a key, a value, a header) beside rows that
+    do not, several brokers, and a slice: each line equals the row-by-row
+    rendering with json_string."""
+    rows = []
+    for i in range(40):
+        rows.append({"key": [b"k%d" % i, None, b'q"%d' % i, b"\x01"][i % 4],
+                     "value": [b"plain", b"\xff\\", b"", None, b"tab\tnl\n"][i % 5],
+                     "topic": "t", "partition": i % 3, "offset": i, "timestamp": 1000 * i, "timestampType": 0,
+                     "headers": [{"key": "h\"", "value": [b"x", None, b"\x1f"][i % 3]}] if i % 2 else []})
+    brokers = {0: 1, 1: 2, 2: 1}
+    renderer = cc.JsonRenderer(lambda tp: brokers[tp.partition])
+    batch = _batch(rows)
+    for part, start in ((batch, 0), (batch.slice(7, 20), 7)):
+        lines = bytes(renderer.render(part)).split(b"\n")[:-1]
+        assert len(lines) == part.num_rows
+        for line, row in zip(lines, rows[start:]):
+            expected = (b'{"topic":"t","partition":%d,"offset":%d,"tstype":"create","ts":%d,"broker":%d'
+                        % (row["partition"], row["offset"], row["offset"], brokers[row["partition"]]))
+            if row["headers"]:
+                h = row["headers"][0]
+                expected += b',"headers":[' + cc.json_string(h["key"].encode()) + b"," + (
+                    cc.json_string(h["value"]) if h["value"] is not None else b"null") + b"]"
+            for name, field in ((b"key", "key"), (b"payload", "value")):
+                v = row[field]
+                expected += b',"' + name + b'":' + (cc.json_string(v) if v is not None else b"null")
+            assert line == expected + b"}"

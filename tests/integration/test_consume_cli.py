@@ -58,7 +58,10 @@ def _message(i):
 def topic(kafka_broker):
     """(name, the WrittenRecords by partition) of a 2-partition topic."""
     bootstrap = kafka_broker.bootstrap_servers
-    name = create_topic(bootstrap, unique_name("consume-cli"), partitions=PARTITIONS)
+    # the records are stamped in 2023: without retention.ms=-1 the broker's
+    # retention check (every 5 min) deletes them in the middle of the module
+    name = create_topic(bootstrap, unique_name("consume-cli"), partitions=PARTITIONS,
+                        configs={"retention.ms": "-1"})
     written = produce(bootstrap, name, [_message(i) for i in range(RECORDS)])
     by_partition = {p: sorted((r for r in written if r.partition == p), key=lambda r: r.offset)
                     for p in range(PARTITIONS)}
@@ -204,8 +207,9 @@ def test_arrow_ipc_and_parquet_read_back(kafka_broker, topic, tmp_path):
     def rows(table):
         got = []
         for row in table.to_pylist():
+            headers = [(h["key"], h["value"]) for h in row["headers"] or ()]
             got.append((row["partition"], row["offset"], row["key"], row["value"],
-                        int(row["timestamp"].timestamp() * 1000), [(h["key"], h["value"]) for h in row["headers"] or ()]))
+                        int(row["timestamp"].timestamp() * 1000), headers))
             assert row["topic"] == name
         return sorted(got)
 

@@ -4,8 +4,9 @@ The records come from `KafkaConsumer.poll_arrow()`, and every output is
 rendered from the batch's columns: the `-f` format string becomes one
 `binary_join_element_wise` over columns cast to bytes (pyarrow's kernels, no
 Python object per record), so the default `%s\\n` costs a pass over the values.
-`--json` (kcat's -J objects) renders per record in Python, as JSON escaping has
-no column kernel that reproduces yajl's rules byte for byte.
+`--json` (kcat's -J objects) is joined the same way; only the keys, values
+and headers that need JSON escaping are escaped in Python, row by row
+(no column kernel reproduces yajl's rules byte for byte).
 
 Where we follow kcat 1.7.1 exactly (the differential test holds us to it):
 the `-f` tokens and escapes (format.c: fmt_parse / fmt_add), empty and null keys

@@ -7,6 +7,7 @@
     fastkc demo [--records N] [--record-size B] [--partitions P] [--compression C]
     fastkc bench [--records N] [--record-size B] [--partitions P] [--compression C] [--repeat R] [--clients ...]
     fastkc bench --curve value-size|partitions|codecs|headers|all [--max-records N] [--max-value-bytes B] [--points ...]
+    fastkc consume -b HOST:PORT -t TOPIC [-p N] [-o OFFSET] [-G GROUP] [-c N] [-e] [-f FMT | -J | --arrow-ipc F | --parquet F] ...
     fastkc bench-rebalance [--bootstrap HOST:PORT] [--repeat N] [--rate R] [--only fastkc,confluent]
 
 Subcommands are argparse subparsers, each with its own handler, so later
@@ -174,6 +175,12 @@ def build_parser():
         driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
     bench_p.set_defaults(handler=_bench)
 
+    from fastkc import consume_cli
+
+    consume_p = commands.add_parser(
+        "consume", help="read topics to stdout (kcat-style formats, JSON lines) or to Arrow IPC / Parquet")
+    consume_cli.add_arguments(consume_p)
+
     rebalance_p = commands.add_parser(
         "bench-rebalance", help="rebalance time of fastkc vs confluent-kafka (eager, cooperative-sticky, KIP-848)")
     rebalance = _rebalance_runner()
@@ -207,8 +214,23 @@ def _bench_rebalance(args):
     return runner.main(args)
 
 
+def _consume_parser():
+    """`fastkc consume` alone: building the whole parser imports the
+    benchmark drivers (about half a second), which a reader at a terminal
+    should not wait for."""
+    from fastkc import consume_cli
+
+    parser = argparse.ArgumentParser(prog="fastkc consume")
+    consume_cli.add_arguments(parser)
+    return parser
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["consume"]:
+        args = _consume_parser().parse_args(argv[1:])
+    else:
+        args = build_parser().parse_args(argv)
     from fastkc.broker.errors import BrokerHarnessError
 
     try:

@@ -21,6 +21,8 @@ command -v krb5-config >/dev/null 2>&1 || need_apt+=(libkrb5-dev)
 # instructions per record (benchmarks/cost): cachegrind counts them where the
 # virtual machine hides the CPU's counters from perf
 command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+# kcat: the reference of `fastkc consume`'s differential tests (Debian's 1.7.1)
+command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing system packages: ${need_apt[*]}"

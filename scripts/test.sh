@@ -38,6 +38,7 @@ step "the test suite (unit, corpus, integration against a real broker)"
 # FASTKC_REQUIRE_FAULTS a missing toxiproxy (tests/faults/) likewise, and
 # FASTKC_REQUIRE_MSK_REFERENCE AWS's missing reference signer (AWS_MSK_IAM),
 # FASTKC_REQUIRE_KERBEROS a missing KDC or gssapi binding (GSSAPI),
-# FASTKC_REQUIRE_POLARS / _DUCKDB a missing interop extra (arrow_stream()).
+# FASTKC_REQUIRE_POLARS / _DUCKDB a missing interop extra (arrow_stream()),
+# FASTKC_REQUIRE_KCAT a missing kcat (`fastkc consume`'s differential tests).
 FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUMER=1 FASTKC_REQUIRE_FAULTS=1 FASTKC_REQUIRE_MSK_REFERENCE=1 \
-    FASTKC_REQUIRE_KERBEROS=1 FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 $PY -m pytest -q
+    FASTKC_REQUIRE_KERBEROS=1 FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 FASTKC_REQUIRE_KCAT=1 $PY -m pytest -q

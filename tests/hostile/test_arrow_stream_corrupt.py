@@ -5,8 +5,6 @@ as itself through stream.reader(), named in the message of the error
 pyarrow's C-stream import, polars and duckdb raise — the rows before it are
 handed out, the position stops at the bad batch, and after seek() past it
 poll() delivers the rest: nothing skipped silently, nothing twice."""
-import importlib
-import os
 
 import pytest
 
@@ -14,6 +12,7 @@ from fastkc import KafkaConsumer, errors
 from fastkc.structs import TopicPartition
 from tests.hostile.kit import FakeBroker, answer
 from tests.support import batchgen as bg
+from tests.support import require_optional
 
 pa = pytest.importorskip("pyarrow")
 
@@ -79,21 +78,14 @@ def test_reader_reraises_the_typed_error_after_the_rows_before_it(consumer):
     assert _after_the_bad_batch(consumer) == list(range(BAD + 1, LAST + 1))
 
 
-def _interop(module, switch):
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        if os.environ.get(switch) == "1":
-            pytest.fail("{0}=1 but {1} is not installed".format(switch, module))
-        pytest.skip("{0} is not installed (the interop extra)".format(module))
 
 
 def _read_with(name, stream):
     if name == "pyarrow.from_stream":
         return pa.RecordBatchReader.from_stream(stream).read_all()
     if name == "polars":
-        return _interop("polars", "FASTKC_REQUIRE_POLARS").DataFrame(stream)
-    duckdb = _interop("duckdb", "FASTKC_REQUIRE_DUCKDB")
+        return require_optional("polars", "FASTKC_REQUIRE_POLARS").DataFrame(stream)
+    duckdb = require_optional("duckdb", "FASTKC_REQUIRE_DUCKDB")
     return duckdb.sql('select "offset" from stream').fetchall()
 
 

@@ -49,6 +49,14 @@ def _consumer(broker, **config):
     return KafkaConsumer(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000, **config)
 
 
+def _reading_from_start(broker, **config):
+    """A consumer of the broker's partition t-0, positioned at offset 0."""
+    consumer = _consumer(broker, **config)
+    consumer.assign([TP])
+    consumer.seek(TP, 0)
+    return consumer
+
+
 def _poll_until(consumer, count, timeout=10.0, arrow=False):
     got = 0
     deadline = time.monotonic() + timeout
@@ -73,9 +81,7 @@ def test_one_response_exactly():
     with FakeBroker(topics={"t": 1}, records=10) as broker:
         broker.script("Fetch", _scripted_fetch())
         blob_size = len(broker._batch("t", 0))
-        consumer = _consumer(broker)
-        consumer.assign([TP])
-        consumer.seek(TP, 0)
+        consumer = _reading_from_start(broker)
         began = time.monotonic()
         _poll_until(consumer, 10)
         after = time.monotonic()
@@ -109,9 +115,7 @@ def test_one_response_exactly():
 def test_lag_under_read_committed_is_to_the_last_stable_offset():
     with FakeBroker(topics={"t": 1}, records=10) as broker:
         broker.script("Fetch", _scripted_fetch())
-        consumer = _consumer(broker, isolation_level="read_committed")
-        consumer.assign([TP])
-        consumer.seek(TP, 0)
+        consumer = _reading_from_start(broker, isolation_level="read_committed")
         _poll_until(consumer, 10)
         assert _raw(consumer, "records-lag", topic="t", partition="0") == LAST_STABLE - 10
         assert consumer.metrics()["consumer-fetch-manager-metrics"]["records-lag-max"] == LAST_STABLE - 10
@@ -123,9 +127,7 @@ def test_poll_arrow_records_the_same_lag_and_counts():
     with FakeBroker(topics={"t": 1}, records=10) as broker:
         broker.script("Fetch", _scripted_fetch())
         blob_size = len(broker._batch("t", 0))
-        consumer = _consumer(broker)
-        consumer.assign([TP])
-        consumer.seek(TP, 0)
+        consumer = _reading_from_start(broker)
         _poll_until(consumer, 10, arrow=True)
         fetch = consumer.metrics()["consumer-fetch-manager-metrics"]
         assert fetch["records-per-request-avg"] == 10 and fetch["fetch-size-max"] == blob_size
@@ -137,9 +139,7 @@ def test_empty_answers_are_requests_of_no_records():
     # the kit answers nothing past offset 10: after the data, empty responses
     # (as kafka-python and Java count them) pull the average down
     with FakeBroker(topics={"t": 1}, records=10) as broker:
-        consumer = _consumer(broker, fetch_max_wait_ms=10)
-        consumer.assign([TP])
-        consumer.seek(TP, 0)
+        consumer = _reading_from_start(broker, fetch_max_wait_ms=10)
         _poll_until(consumer, 10)
         for _ in range(5):
             consumer.poll(timeout_ms=100)
@@ -194,9 +194,7 @@ def test_group_figures():
 
 def test_metrics_disabled_is_none_as_kafka_python():
     with FakeBroker(topics={"t": 1}, records=3) as broker:
-        consumer = _consumer(broker, metrics_enabled=False)
-        consumer.assign([TP])
-        consumer.seek(TP, 0)
+        consumer = _reading_from_start(broker, metrics_enabled=False)
         _poll_until(consumer, 3)
         assert consumer.metrics() is None and consumer.metrics(raw=True) is None
         consumer.close()
@@ -330,9 +328,7 @@ def test_importing_fastkc_imports_no_opentelemetry():
 def test_window_and_prefix_come_from_the_config():
     with FakeBroker(topics={"t": 1}, records=10) as broker:
         broker.script("Fetch", _scripted_fetch())
-        consumer = _consumer(broker, metrics_num_samples=2, metrics_sample_window_ms=200, metric_group_prefix="app")
-        consumer.assign([TP])
-        consumer.seek(TP, 0)
+        consumer = _reading_from_start(broker, metrics_num_samples=2, metrics_sample_window_ms=200, metric_group_prefix="app")
         _poll_until(consumer, 10)
         fetch = consumer.metrics()["app-fetch-manager-metrics"]
         assert "app-coordinator-metrics" in consumer.metrics() and "app-metrics" in consumer.metrics()

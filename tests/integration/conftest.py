@@ -9,6 +9,9 @@
   test xfail(strict=True) where kafka-python departs from the Java client.
 - fastkc_bug(reason): marks the fastkc case xfail(strict=True) for a known
   fastkc failure (never to make a wrong test pass: the reference must pass).
+- fastkc_flavour / fastkc_consumer(**configs): fastkc's own flavour and a
+  consumer of it on kafka_broker (auto-commit off unless given), closed at
+  teardown, for the tests of what only fastkc has (poll_arrow, arrow_stream).
 - consumer_factory(**configs): the same for brokers other than kafka_broker
   (bootstrap_servers given by the test).
 - stop_node(info, node_id) / start_node(info, node_id): stop one node of a
@@ -21,12 +24,33 @@ import pytest
 
 from fastkc import broker
 
-from tests.support.consumers import FLAVOUR_NAMES, load_flavour
+from tests.support.consumers import FASTKC, FLAVOUR_NAMES, load_flavour
 
 
 @pytest.fixture(params=FLAVOUR_NAMES)
 def flavour(request):
     return load_flavour(request.param)
+
+
+@pytest.fixture
+def fastkc_flavour():
+    return load_flavour(FASTKC)
+
+
+@pytest.fixture
+def fastkc_consumer(fastkc_flavour, kafka_broker):
+    opened = []
+
+    def make(**configs):
+        configs.setdefault("bootstrap_servers", kafka_broker.bootstrap_servers)
+        configs.setdefault("enable_auto_commit", False)
+        consumer = fastkc_flavour.KafkaConsumer(**configs)
+        opened.append(consumer)
+        return consumer
+
+    yield make
+    for consumer in opened:
+        consumer.close()
 
 
 @pytest.fixture

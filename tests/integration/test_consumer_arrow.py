@@ -8,32 +8,11 @@ import time
 
 import pytest
 
-from tests.support.consumers import FASTKC, load_flavour, mixed_messages
+from tests.support.consumers import mixed_messages
 from tests.support.kafka_tools import TransactionalWriter, produce, visible
 
 PARTITIONS = 3
 COUNT = 180
-
-
-@pytest.fixture
-def fastkc_flavour():
-    return load_flavour(FASTKC)
-
-
-@pytest.fixture
-def fastkc_consumer(fastkc_flavour, kafka_broker):
-    opened = []
-
-    def make(**configs):
-        configs.setdefault("bootstrap_servers", kafka_broker.bootstrap_servers)
-        configs.setdefault("enable_auto_commit", False)
-        consumer = fastkc_flavour.KafkaConsumer(**configs)
-        opened.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in opened:
-        consumer.close()
 
 
 @pytest.fixture(scope="module")

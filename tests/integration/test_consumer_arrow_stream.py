@@ -10,15 +10,14 @@ while it is read; the batches pyarrow reads are the builder's buffers.
 polars and duckdb are the `interop` extra: these tests skip without them,
 and FASTKC_REQUIRE_POLARS=1 / FASTKC_REQUIRE_DUCKDB=1 turn that skip into a
 failure (scripts/test.sh sets both)."""
-import importlib
-import os
 import threading
 import time
 
 import pytest
 
 from fastkc.errors import IllegalStateError
-from tests.support.consumers import FASTKC, load_flavour, mixed_messages
+from tests.support import require_optional
+from tests.support.consumers import mixed_messages
 from tests.support.kafka_tools import TransactionalWriter, create_topic, produce, unique_name, visible
 
 pa = pytest.importorskip("pyarrow")
@@ -27,44 +26,14 @@ PARTITIONS = 3  # with data; the topic has one more, empty
 COUNT = 240
 
 
-def _interop(module, switch):
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        if os.environ.get(switch) == "1":
-            pytest.fail("{0}=1 but {1} is not installed (pip install fastkc[interop])".format(switch, module))
-        pytest.skip("{0} is not installed (the interop extra)".format(module))
-
-
 @pytest.fixture
 def polars():
-    return _interop("polars", "FASTKC_REQUIRE_POLARS")
+    return require_optional("polars", "FASTKC_REQUIRE_POLARS")
 
 
 @pytest.fixture
 def duckdb():
-    return _interop("duckdb", "FASTKC_REQUIRE_DUCKDB")
-
-
-@pytest.fixture
-def fk():
-    return load_flavour(FASTKC)
-
-
-@pytest.fixture
-def open_fastkc(fk, kafka_broker):
-    opened = []
-
-    def make(**configs):
-        configs.setdefault("bootstrap_servers", kafka_broker.bootstrap_servers)
-        configs.setdefault("enable_auto_commit", False)
-        consumer = fk.KafkaConsumer(**configs)
-        opened.append(consumer)
-        return consumer
-
-    yield make
-    for consumer in opened:
-        consumer.close()
+    return require_optional("duckdb", "FASTKC_REQUIRE_DUCKDB")
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +45,8 @@ def stream_topic(kafka_broker):
     return topic, written
 
 
-def _assigned_from_start(fk, consumer, topic, partitions=PARTITIONS + 1):
-    tps = [fk.TopicPartition(topic, p) for p in range(partitions)]
+def _assigned_from_start(fastkc_flavour, consumer, topic, partitions=PARTITIONS + 1):
+    tps = [fastkc_flavour.TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(tps)
     consumer.seek_to_beginning()
     return tps
@@ -99,10 +68,10 @@ def _positions(consumer, tps):
     return {tp.partition: consumer.position(tp) for tp in tps}
 
 
-def test_polars_reads_every_record_to_the_end(fk, polars, open_fastkc, stream_topic):
+def test_polars_reads_every_record_to_the_end(fastkc_flavour, polars, fastkc_consumer, stream_topic):
     topic, written = stream_topic
-    consumer = open_fastkc()
-    tps = _assigned_from_start(fk, consumer, topic)
+    consumer = fastkc_consumer()
+    tps = _assigned_from_start(fastkc_flavour, consumer, topic)
     # polars.DataFrame takes the stream as a frame (polars.from_arrow makes
     # any PyCapsule stream a Series of structs)
     frame = polars.DataFrame(consumer.arrow_stream(batch_records=50))
@@ -116,10 +85,10 @@ def test_polars_reads_every_record_to_the_end(fk, polars, open_fastkc, stream_to
     assert consumer.poll_arrow(timeout_ms=300).num_rows == 0
 
 
-def test_duckdb_scans_the_stream_from_its_threads(fk, duckdb, open_fastkc, stream_topic):
+def test_duckdb_scans_the_stream_from_its_threads(fastkc_flavour, duckdb, fastkc_consumer, stream_topic):
     topic, written = stream_topic
-    consumer = open_fastkc()
-    tps = _assigned_from_start(fk, consumer, topic)
+    consumer = fastkc_consumer()
+    tps = _assigned_from_start(fastkc_flavour, consumer, topic)
     stream = consumer.arrow_stream(batch_records=16)
     pullers = set()
     pull = consumer._poll_arrow
@@ -143,10 +112,10 @@ def test_duckdb_scans_the_stream_from_its_threads(fk, duckdb, open_fastkc, strea
         duckdb.sql('select count(*) from stream').fetchall()
 
 
-def test_from_stream_hands_out_the_builders_buffers(fk, open_fastkc, stream_topic):
+def test_from_stream_hands_out_the_builders_buffers(fastkc_flavour, fastkc_consumer, stream_topic):
     topic, written = stream_topic
-    consumer = open_fastkc(arrow_zero_copy=True)
-    _assigned_from_start(fk, consumer, topic)
+    consumer = fastkc_consumer(arrow_zero_copy=True)
+    _assigned_from_start(fastkc_flavour, consumer, topic)
     built = []
     pull = consumer._poll_arrow
 
@@ -171,10 +140,10 @@ def test_from_stream_hands_out_the_builders_buffers(fk, open_fastkc, stream_topi
                       table["value"].to_pylist())) == _expected(written)
 
 
-def test_early_stop_leaves_positions_past_the_last_batch(fk, open_fastkc, stream_topic):
+def test_early_stop_leaves_positions_past_the_last_batch(fastkc_flavour, fastkc_consumer, stream_topic):
     topic, written = stream_topic
-    consumer = open_fastkc()
-    tp = fk.TopicPartition(topic, 0)
+    consumer = fastkc_consumer()
+    tp = fastkc_flavour.TopicPartition(topic, 0)
     consumer.assign([tp])
     consumer.seek_to_beginning()
     in_partition = [w for w in written if w.partition == 0]
@@ -204,10 +173,10 @@ def test_early_stop_leaves_positions_past_the_last_batch(fk, open_fastkc, stream
         stream.__arrow_c_stream__()
 
 
-def test_until_none_stops_at_max_records_or_when_idle(fk, open_fastkc, stream_topic):
+def test_until_none_stops_at_max_records_or_when_idle(fastkc_flavour, fastkc_consumer, stream_topic):
     topic, written = stream_topic
-    consumer = open_fastkc()
-    tps = _assigned_from_start(fk, consumer, topic)
+    consumer = fastkc_consumer()
+    tps = _assigned_from_start(fastkc_flavour, consumer, topic)
     table = pa.RecordBatchReader.from_stream(consumer.arrow_stream(max_records=100, until=None,
                                                                    timeout_ms=5000)).read_all()
     assert table.num_rows == 100
@@ -222,10 +191,10 @@ def test_until_none_stops_at_max_records_or_when_idle(fk, open_fastkc, stream_to
     assert _positions(consumer, tps) == _ends(written, PARTITIONS + 1)
 
 
-def test_requested_schema_is_cast_or_left_for_the_caller_to_check(fk, open_fastkc, stream_topic):
+def test_requested_schema_is_cast_or_left_for_the_caller_to_check(fastkc_flavour, fastkc_consumer, stream_topic):
     topic, written = stream_topic
-    consumer = open_fastkc()
-    _assigned_from_start(fk, consumer, topic)
+    consumer = fastkc_consumer()
+    _assigned_from_start(fastkc_flavour, consumer, topic)
     stream = consumer.arrow_stream()
     wanted = pa.schema([f.with_type(pa.large_binary()) if f.name in ("key", "value") else f
                         for f in stream.schema])
@@ -240,7 +209,7 @@ def test_requested_schema_is_cast_or_left_for_the_caller_to_check(fk, open_fastk
     assert pa.RecordBatchReader._import_from_c_capsule(capsule).schema == other.schema
 
 
-def test_read_committed_stops_at_the_last_stable_offset_across_gaps(fk, polars, open_fastkc, kafka_broker):
+def test_read_committed_stops_at_the_last_stable_offset_across_gaps(fastkc_flavour, polars, fastkc_consumer, kafka_broker):
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_name("arrow-stream-tx"), partitions=2)
     with TransactionalWriter(bootstrap, compression="lz4") as tx:
@@ -252,8 +221,8 @@ def test_read_committed_stops_at_the_last_stable_offset_across_gaps(fk, polars, 
         written += tx.write(topic, [m for m in mixed_messages(8, 2, tag="tail-") if m.partition == 1],
                             commit=False)
     expected = visible(written, "read_committed")
-    consumer = open_fastkc(isolation_level="read_committed")
-    tps = _assigned_from_start(fk, consumer, topic, partitions=2)
+    consumer = fastkc_consumer(isolation_level="read_committed")
+    tps = _assigned_from_start(fastkc_flavour, consumer, topic, partitions=2)
     with TransactionalWriter(bootstrap) as open_tx:
         # a transaction left open on partition 0: the LSO stops before it and
         # the stream ends there instead of waiting for it
@@ -274,22 +243,22 @@ def test_read_committed_stops_at_the_last_stable_offset_across_gaps(fk, polars, 
             open_tx.producer.abort_transaction(30)
 
 
-def test_group_subscription_streams_its_assignment(fk, duckdb, open_fastkc, stream_topic):
+def test_group_subscription_streams_its_assignment(fastkc_flavour, duckdb, fastkc_consumer, stream_topic):
     topic, written = stream_topic
-    consumer = open_fastkc(group_id=unique_name("arrow-stream-group"), auto_offset_reset="earliest")
+    consumer = fastkc_consumer(group_id=unique_name("arrow-stream-group"), auto_offset_reset="earliest")
     consumer.subscribe([topic])
     stream_of_group = consumer.arrow_stream(timeout_ms=60_000)  # noqa: F841 (duckdb finds it by name)
     rows = duckdb.sql('select "partition", "offset", "key", "value" from stream_of_group').fetchall()
     assert sorted(rows) == _expected(written)
-    assert consumer.assignment() == {fk.TopicPartition(topic, p) for p in range(PARTITIONS + 1)}
+    assert consumer.assignment() == {fastkc_flavour.TopicPartition(topic, p) for p in range(PARTITIONS + 1)}
 
 
-def test_rows_past_the_snapshot_are_cut_and_left_for_poll(fk, open_fastkc, kafka_broker, make_topic):
+def test_rows_past_the_snapshot_are_cut_and_left_for_poll(fastkc_flavour, fastkc_consumer, kafka_broker, make_topic):
     bootstrap = kafka_broker.bootstrap_servers
     topic = make_topic(partitions=1)
     written = produce(bootstrap, topic, mixed_messages(40, 1, tag="cut-"))
-    consumer = open_fastkc()
-    tp = fk.TopicPartition(topic, 0)
+    consumer = fastkc_consumer()
+    tp = fastkc_flavour.TopicPartition(topic, 0)
     consumer.assign([tp])
     consumer.seek_to_beginning()
     end_offsets = consumer.end_offsets

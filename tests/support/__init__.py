@@ -49,3 +49,19 @@ def property_settings(fast_examples=60, slow_examples=1500):
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         derandomize=not SLOW,
     )
+
+
+def require_optional(module, switch):
+    """Import an optional test dependency (an extra's package), or skip the
+    test without it; with the environment switch (e.g. FASTKC_REQUIRE_POLARS=1,
+    which CI sets) its absence fails instead."""
+    import importlib
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get(switch) == "1":
+            pytest.fail("{0}=1 but {1} is not installed".format(switch, module))
+        pytest.skip("{0} is not installed (an optional extra)".format(module))

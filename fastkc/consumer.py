@@ -715,6 +715,7 @@ class KafkaConsumer:
         if self._metrics is not None and transport is not None:
             transport.on_answer = self._metrics.group_answer
 
+
 class _GroupApp:
     """What the group member may do to the consumer (always on the
     application's thread, inside poll/commit/close)."""

@@ -33,29 +33,16 @@ FASTKC_REQUIRE_WHEELS="3.11 3.12 3.13" FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUME
     FASTKC_REQUIRE_MSK_REFERENCE=1 FASTKC_REQUIRE_KERBEROS=1 PYTHON="$PY" bash scripts/wheels.sh all
 export PYTEST_ADDOPTS="${PYTEST_ADDOPTS:-} --ignore=tests/unit"
 
-step "the test suite: corpus, C kernels, integration (real brokers), Spark; fault campaign and hostile brokers beside it"
+step "the test suite: corpus, C kernels, hostile brokers, integration (real brokers), fault campaign, Spark"
 # FASTKC_REQUIRE_C turns a missing compiled core into a failure, not a skip;
 # FASTKC_REQUIRE_FAULTS a missing toxiproxy (tests/faults/) likewise, and
 # FASTKC_REQUIRE_MSK_REFERENCE AWS's missing reference signer (AWS_MSK_IAM),
 # FASTKC_REQUIRE_KERBEROS a missing KDC or gssapi binding (GSSAPI),
 # FASTKC_REQUIRE_POLARS / _DUCKDB a missing interop extra (arrow_stream()),
 # FASTKC_REQUIRE_KCAT a missing kcat (`fastkc consume`'s differential tests).
-export FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUMER=1 FASTKC_REQUIRE_FAULTS=1 FASTKC_REQUIRE_MSK_REFERENCE=1 \
-    FASTKC_REQUIRE_KERBEROS=1 FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 FASTKC_REQUIRE_KCAT=1
-# The fault campaign (its own proxied cluster and Toxiproxy) and the
-# hostile-broker suite (in-process fake brokers) share nothing with the rest
-# and spend most of their time waiting on toxics, stalls and timeouts, so
-# they run as a second pytest session beside the main one: CI's two cores
-# are otherwise idle through those waits. Their bounds are in seconds of
-# the configured timeouts, and held under a load of 10 (measured).
-side_log=$(mktemp)
-$PY -m pytest -q --durations=15 tests/faults tests/hostile > "$side_log" 2>&1 &
-side=$!
-main_rc=0
-$PY -m pytest -q --durations=25 --ignore=tests/faults --ignore=tests/hostile || main_rc=$?
-side_rc=0
-wait "$side" || side_rc=$?
-step "the fault-campaign and hostile-broker session (run beside the main one)"
-cat "$side_log"
-rm -f "$side_log"
-[ "$main_rc" = 0 ] && [ "$side_rc" = 0 ]
+# One session: the fault campaign run beside it as a second session once
+# lost its limit_data recovery window (no records for 30 s; 1 run in 2), so
+# they stay in series until that is understood.
+FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUMER=1 FASTKC_REQUIRE_FAULTS=1 FASTKC_REQUIRE_MSK_REFERENCE=1 \
+    FASTKC_REQUIRE_KERBEROS=1 FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 FASTKC_REQUIRE_KCAT=1 \
+    $PY -m pytest -q --durations=25

@@ -12,6 +12,8 @@ for the reference implementation):
                    max_decompressed_bytes, max_batch_records=0) -> DecodedPartition
                    (records is a pyarrow.RecordBatch)
   scan_blob(data) -> fastkc.structs.ScanInfo (the framing, headers only)
+  check_blob(data, topic, partition, position) -> (records, next_offset)
+      (the benchmark ceiling's CRC-only walk of complete v2 batches)
   RecordStream(data, topic, partition, fetch_offset, stop_offset, check_crcs,
                read_committed, aborted_transactions, max_decompressed_bytes,
                max_batch_records, arrow=False, key_deserializer=None,

@@ -160,3 +160,40 @@ def test_lookups_are_builders_and_parsers():
     with pytest.raises(TopicAuthorizationFailedError):
         runner.app.list_offsets_answer({fs.TP0: -2},
                                        fs.listed({0: -1}, error_code=TopicAuthorizationFailedError.errno)(None, 0))
+
+
+@pytest.mark.parametrize("code", range(1, 125))
+def test_every_partition_error_in_a_fetch_gets_its_documented_reaction(code):
+    """fastkc.fetch.codes documents the reactions; here each one's effect on
+    the machine, for every code a Fetch answer may carry."""
+    from fastkc import errors
+    from fastkc.fetch import codes
+    from fastkc.fetch.state import FetchState
+
+    runner = MachineRunner(fs.Scenario("probe", [], config={"retry_backoff_ms": 100,
+                                                            "auto_offset_reset": "earliest"}))
+    machine = runner.app
+    machine.seek(fs.TP0, 5)
+    [request] = machine.next_requests(runner.now, lambda node_id: runner)
+    machine.metadata_wanted = False
+    runner.answer(request, fs.fetched({0: {"error_code": code}})(request.body, request.version))
+    state = machine.state(fs.TP0)
+    reaction = codes.reaction(code)
+    if reaction == codes.RESET:
+        assert state.fetch_state is FetchState.AWAIT_RESET and state.reset_strategy == "earliest"
+        [reset] = machine.next_requests(runner.now, lambda node_id: runner)
+        assert reset.api == "ListOffsets"
+        return
+    if reaction == codes.FAIL:
+        with pytest.raises(errors.TopicAuthorizationFailedError):
+            machine.raise_pending()
+    else:
+        machine.raise_pending()  # nothing to raise: retried
+        assert state.next_retry == pytest.approx(runner.now + 0.1)
+        assert machine.metadata_wanted == (reaction == codes.REFRESH_METADATA)
+    assert state.fetch_state is FetchState.FETCHING and state.position == 5
+    if reaction != codes.FAIL:
+        assert machine.next_requests(runner.now, lambda node_id: runner) == []  # backed off
+        runner.advance(0.2)
+        [again] = machine.next_requests(runner.now, lambda node_id: runner)
+        assert fs.fetch_offsets(again.body) == {0: 5}

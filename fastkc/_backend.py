@@ -62,8 +62,9 @@ def _choose():
 
         return "python", twin
     try:
+        # the parser too: a build without it is no compiled core (one choice for both)
+        from fastkc._core import fetch as compiled_fetch
         from fastkc._core import records as compiled
-        from fastkc._core import fetch as compiled_fetch  # noqa: F401 (the same build; checked here)
     except ImportError as exc:
         from fastkc._twin import records as twin
 
@@ -82,9 +83,9 @@ name, impl = _choose()
 
 
 if name == "c":
+    from fastkc._core._fetch import grow_bytearray
     from fastkc._core.fetch import MAX_VERSION as FETCH_MAX_VERSION
     from fastkc._core.fetch import parse_fetch_response
-    from fastkc._core._fetch import grow_bytearray
 else:
     from fastkc.protocol.messages import get_api as _get_api
 

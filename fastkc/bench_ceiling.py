@@ -26,6 +26,7 @@ a RecordCrcError and an impossible header or a cut batch an
 InvalidRecordError (both CorruptRecordErrors naming the batch).
 """
 from fastkc.errors import CorruptRecordError
+
 # The walk is the decoder's own (C, with the twin as its oracle): the batch
 # layout is known in one place only.
 from fastkc.records import check_blob

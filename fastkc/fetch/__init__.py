@@ -7,7 +7,12 @@ from fastkc.fetch.handout import CompletedFetch
 from fastkc.fetch.machine import FetchMachine, Request
 from fastkc.fetch.offsets import EARLIEST, LATEST, list_offsets_results
 from fastkc.fetch.session import FetchSession
-from fastkc.fetch.state import TRANSITIONS, FetchState, IllegalFetchStateTransition, PartitionState
+from fastkc.fetch.state import (
+           TRANSITIONS,
+           FetchState,
+           IllegalFetchStateTransition,
+           PartitionState,
+)
 
 __all__ = ["CompletedFetch", "EARLIEST", "FetchMachine", "FetchSession", "FetchState", "Fetcher",
            "IllegalFetchStateTransition", "LATEST", "PartitionState", "Request", "TRANSITIONS",

@@ -5,7 +5,11 @@ back, asks for metadata when the machine wants it, and runs the blocking
 offset lookups' waiting loop. Everything else is the machine's, reached
 through this object as the consumer always did (`fetcher.states`,
 `fetcher.fetched_records(...)`)."""
-from fastkc.errors import IncompatibleBrokerVersion, KafkaTimeoutError, NodeNotReadyError
+from fastkc.errors import (
+    IncompatibleBrokerVersion,
+    KafkaTimeoutError,
+    NodeNotReadyError,
+)
 from fastkc.fetch.machine import FetchMachine
 
 
@@ -36,6 +40,8 @@ class Fetcher:
 
     def __getattr__(self, name):
         # the application's side and the state live in the machine
+        if name == "machine":  # not set yet (during __init__): no recursion
+            raise AttributeError(name)
         return getattr(self.machine, name)
 
     @property

@@ -19,7 +19,6 @@ draining the partition whose fetch it left mid-way before it starts another
 from fastkc import records as fastkc_records
 from fastkc.errors import CorruptRecordError
 
-
 # poll() decodes a fetched blob in steps of at most this many records instead
 # of all at once. Why: ~8,000 ConsumerRecords of one 1 MB blob fill several
 # of CPython's 1 MiB object arenas, which are all emptied when the blob is

@@ -25,7 +25,7 @@ def test_nothing_but_the_backend_imports_the_compiled_core():
         if rel.startswith("_core/") or rel == "_backend.py":
             continue
         if re.search(r"^\s*(from fastkc\._core\b|import fastkc\._core\b|from fastkc import _core\b)",
-                     path.read_text(), re.M):
+                     path.read_text(), re.MULTILINE):
             offenders.add(rel)
     assert offenders <= ALLOWED, offenders - ALLOWED
 

@@ -29,7 +29,7 @@ def test_where_the_old_metadata_set_disagreed_with_errors_py():
     assert codes.reaction(78) == codes.RETRY
     # and codes the old set lacked though errors.py marks them invalid_metadata
     # now refresh metadata too, e.g. LEADER_NOT_AVAILABLE (5), NOT_LEADER (6 kept)
-    added = {c for c in range(0, 130) if errors.for_code(c).invalid_metadata} - OLD_METADATA_ERRORS
+    added = {c for c in range(130) if errors.for_code(c).invalid_metadata} - OLD_METADATA_ERRORS
     assert 5 in added
     assert codes.reaction(5) == codes.REFRESH_METADATA
 
@@ -58,4 +58,4 @@ def test_no_integer_table_in_the_fetch_package():
     for path in root.glob("*.py"):
         text = path.read_text()
         # no NAME = <int> error-code constants (Kafka's error names in capitals)
-        assert not re.search(r"^[A-Z_]*(ERROR|FAILED|NOT_FOUND|EPOCH|RANGE|TOPIC_ID)[A-Z_]* = \d+", text, re.M), path
+        assert not re.search(r"^[A-Z_]*(ERROR|FAILED|NOT_FOUND|EPOCH|RANGE|TOPIC_ID)[A-Z_]* = \d+", text, re.MULTILINE), path

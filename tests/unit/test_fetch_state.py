@@ -7,7 +7,12 @@ import itertools
 import pytest
 
 from fastkc.errors import IllegalStateError
-from fastkc.fetch.state import TRANSITIONS, FetchState, IllegalFetchStateTransition, PartitionState
+from fastkc.fetch.state import (
+    TRANSITIONS,
+    FetchState,
+    IllegalFetchStateTransition,
+    PartitionState,
+)
 from fastkc.structs import TopicPartition
 
 TP = TopicPartition("t", 0)

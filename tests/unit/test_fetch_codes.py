@@ -27,11 +27,13 @@ def test_where_the_old_metadata_set_disagreed_with_errors_py():
     disagree = {c for c in OLD_METADATA_ERRORS if not errors.for_code(c).invalid_metadata}
     assert disagree == {errors.OffsetNotAvailableError.errno} == {78}
     assert codes.reaction(78) == codes.RETRY
-    # and codes the old set lacked though errors.py marks them invalid_metadata
-    # now refresh metadata too, e.g. LEADER_NOT_AVAILABLE (5), NOT_LEADER (6 kept)
-    added = {c for c in range(130) if errors.for_code(c).invalid_metadata} - OLD_METADATA_ERRORS
-    assert 5 in added
-    assert codes.reaction(5) == codes.REFRESH_METADATA
+    # and the codes the old set lacked though errors.py marks them
+    # invalid_metadata (as kafka-python does) now refresh metadata too
+    added = {c for c in range(0, 140) if errors.for_code(c).invalid_metadata} - OLD_METADATA_ERRORS
+    assert {errors.for_code(c).__name__ for c in added} == {
+        "LeaderNotAvailableError", "NetworkExceptionError", "ListenerNotFoundError",
+        "PreferredLeaderNotAvailableError", "EligibleLeadersNotAvailableError", "ElectionNotNeededError"}
+    assert all(codes.reaction(c) == codes.REFRESH_METADATA for c in added)
 
 
 @pytest.mark.parametrize("code", range(1, 130))

@@ -438,3 +438,22 @@ scenario("corrupt_batch_after_good_ones_raises_after_them", [
     Clock(0.2),
     Send("Fetch", where=fetching({0: 1})),
 ], config={"retry_backoff_ms": 100})
+
+scenario("reset_answer_after_a_seek_is_ignored", [
+    Send("ListOffsets"),
+    seek(30),
+    Reply(listed({0: 3})),
+    App(expect_position(30)),
+    Send("Fetch", where=fetching({0: 30})),
+], config={"auto_offset_reset": "earliest"})
+
+scenario("preferred_read_replica_is_fetched_from_until_it_errs", [
+    seek(0),
+    Send("Fetch", node=1),
+    Reply(fetched({0: {"records": batch(0, [b"a"]), "preferred_read_replica": 2}})),
+    Send("Fetch", node=2, where=fetching({0: 1})),  # KIP-392: the replica from now on
+    Reply(fetched({0: {"error_code": errors.NotLeaderForPartitionError.errno}})),
+    Clock(0.2),
+    Send("Fetch", node=1, where=fetching({0: 1})),  # the replica forgotten: back to the leader
+    App(expect_records([0])),
+], config={"retry_backoff_ms": 100})

@@ -1105,6 +1105,75 @@ void fkc_scan_blob(const uint8_t *data, size_t len, fkc_scan_info *info)
     }
 }
 
+void fkc_check_blob(const uint8_t *data, size_t len, int64_t position, fkc_check_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->next_offset = position;
+    info->error_offset = -1;
+    size_t pos = 0;
+    for (;;) {
+        size_t avail = len - pos, entry_len = 0;
+        int kind = fkc_frame_entry(data + pos, avail, &entry_len, info->reason, sizeof info->reason);
+        if (kind == FKC_FRAME_END)
+            return;
+        const uint8_t *p = data + pos;
+        if (avail >= 8)
+            info->error_offset = (int64_t)fkc_load_be64(p);
+        if (kind == FKC_FRAME_MALFORMED) {
+            info->status = FKC_CHECK_CORRUPT;
+            return;
+        }
+        if (avail >= FKC_HEADER_UP_TO_MAGIC && p[16] != 2) {
+            info->status = FKC_CHECK_LEGACY;
+            snprintf(info->reason, sizeof info->reason, "the ceiling reads record batch v2 only; magic %d", (int)p[16]);
+            return;
+        }
+        if (kind == FKC_FRAME_CUT) {
+            info->status = FKC_CHECK_CORRUPT;
+            if (avail >= FKC_LOG_OVERHEAD)
+                snprintf(info->reason, sizeof info->reason, "batch length %d at byte %zu does not fit the %zu bytes left",
+                         (int32_t)fkc_load_be32(p + 8), pos, avail);
+            else
+                snprintf(info->reason, sizeof info->reason, "%zu bytes left at byte %zu, less than an entry header",
+                         avail, pos);
+            return;
+        }
+        /* a complete v2 batch: fkc_frame_entry proved entry_len >= 61 and that
+         * base + LastOffsetDelta + 1 fits int64 */
+        uint32_t stored = fkc_load_be32(p + 17);
+        uint32_t computed = fkc_crc32c(0, p + 21, entry_len - 21);
+        if (stored != computed) {
+            info->status = FKC_CHECK_BAD_CRC;
+            snprintf(info->reason, sizeof info->reason, "CRC-32C mismatch: stored 0x%08x, computed 0x%08x",
+                     stored, computed);
+            return;
+        }
+        int32_t count = (int32_t)fkc_load_be32(p + 57);
+        if (count < 0) {
+            info->status = FKC_CHECK_CORRUPT;
+            snprintf(info->reason, sizeof info->reason, "RecordCount %d is negative", count);
+            return;
+        }
+        int64_t base = info->error_offset;
+        int64_t last = base + (int64_t)(int32_t)fkc_load_be32(p + 23);
+        int control = (fkc_load_be16(p + 21) & 0x20) != 0;
+        if (!control && last >= info->next_offset) {
+            if (base >= info->next_offset)
+                info->records += count;
+            else {
+                int64_t from_position = last + 1 - info->next_offset;
+                info->records += (int64_t)count < from_position ? (int64_t)count : from_position;
+            }
+        }
+        if (last + 1 > info->next_offset)
+            info->next_offset = last + 1;
+        info->batches++;
+        pos += entry_len;
+        info->checked_bytes = pos;
+        info->error_offset = -1;
+    }
+}
+
 /* ---- the stream ------------------------------------------------------ */
 
 static void fkc_stream_init(fkc_decoder *d, const uint8_t *data, size_t len, const fkc_decode_opts *opts)

@@ -151,6 +151,36 @@ typedef struct fkc_scan_info {
 
 void fkc_scan_blob(const uint8_t *data, size_t len, fkc_scan_info *info);
 
+/* The benchmark ceiling's walk (fastkc/bench_ceiling.py): the complete v2
+ * batches of a fetched blob, framed by the same rule as the scan and the
+ * decoder, each CRC-32C checked over its CRC span, nothing decompressed or
+ * parsed. Counts the records the batches declare at or past `position`
+ * (control batches excluded; a batch starting below the running position
+ * counts only its offsets from there, as the decoder skips the rest). The
+ * blob is expected to hold complete batches only (the fetcher cuts it where
+ * the scan said), so any tail is an error here. Stops at the first entry
+ * that is not a good v2 batch: status CORRUPT (a cut or malformed entry, a
+ * negative RecordCount), BAD_CRC or LEGACY (a magic 0/1 entry: the
+ * ceiling reads v2 only and refuses to guess). */
+enum {
+    FKC_CHECK_OK = 0,
+    FKC_CHECK_CORRUPT = 1,
+    FKC_CHECK_LEGACY = 2,
+    FKC_CHECK_BAD_CRC = 3
+};
+
+typedef struct fkc_check_info {
+    int64_t records;       /* records at or past the position in the good batches */
+    int64_t next_offset;   /* max(position, one past the last offset of each good batch) */
+    size_t checked_bytes;  /* bytes of the good batches (they are the blob's start) */
+    size_t batches;        /* good batches */
+    int status;            /* FKC_CHECK_* */
+    int64_t error_offset;  /* BaseOffset of the entry the status is about, -1 when unreadable */
+    char reason[128];      /* why, when status != FKC_CHECK_OK */
+} fkc_check_info;
+
+void fkc_check_blob(const uint8_t *data, size_t len, int64_t position, fkc_check_info *info);
+
 /* ---- the resumable decoder ---------------------------------------------- */
 
 typedef struct fkc_stream fkc_stream;

@@ -12,6 +12,8 @@ for the reference implementation):
                    max_decompressed_bytes, max_batch_records=0) -> DecodedPartition
                    (records is a pyarrow.RecordBatch)
   scan_blob(data) -> fastkc.structs.ScanInfo (the framing, headers only)
+  check_blob(data, topic, partition, position) -> (records, next_offset)
+      (the benchmark ceiling's CRC-only walk of complete v2 batches)
   RecordStream(data, topic, partition, fetch_offset, stop_offset, check_crcs,
                read_committed, aborted_transactions, max_decompressed_bytes,
                max_batch_records, arrow=False, key_deserializer=None,
@@ -32,6 +34,17 @@ for the reference implementation):
   deserializer is None or (callable, full_form) where full_form=True means
   callable(topic, headers, data) and False means callable(data).
 
+The Fetch response parser is chosen here too, with the records functions
+(one choice, never a compiled parser beside twin records or the reverse):
+
+  parse_fetch_response(payload, version) -> fastkc.structs.FetchResponse
+  FETCH_MAX_VERSION: the highest Fetch version it reads
+
+the compiled one (fastkc._core.fetch) with the compiled core, else the
+generic protocol codec (its oracle); and `grow_bytearray(buf, size)` (the
+connection's frame buffer, resized in place). Nothing else imports
+fastkc._core.
+
 A missing extension is announced with a warning, never a silent slowdown.
 FASTKC_PURE=1 asks for the twin on purpose (no warning).
 """
@@ -49,6 +62,8 @@ def _choose():
 
         return "python", twin
     try:
+        # the parser too: a build without it is no compiled core (one choice for both)
+        from fastkc._core import fetch as compiled_fetch
         from fastkc._core import records as compiled
     except ImportError as exc:
         from fastkc._twin import records as twin
@@ -65,3 +80,27 @@ def _choose():
 
 
 name, impl = _choose()
+
+
+if name == "c":
+    from fastkc._core._fetch import grow_bytearray
+    from fastkc._core.fetch import MAX_VERSION as FETCH_MAX_VERSION
+    from fastkc._core.fetch import parse_fetch_response
+else:
+    from fastkc.protocol.messages import get_api as _get_api
+
+    FETCH_MAX_VERSION = _get_api("Fetch").max_version
+
+    def parse_fetch_response(payload, version):
+        """The twin of the compiled parser: the generic codec's decode."""
+        from fastkc.protocol import codec
+
+        correlation_id, body = codec.decode_response("Fetch", version, payload)
+        return codec.to_fetch_response(correlation_id, body, version)
+
+    def grow_bytearray(buf, size):
+        """The twin of the compiled helper: resize in place (zero-filled here)."""
+        if size < len(buf):
+            del buf[size:]
+        else:
+            buf.extend(bytes(size - len(buf)))

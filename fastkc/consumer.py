@@ -28,7 +28,7 @@ from fastkc.errors import (
     UnknownTopicOrPartitionError,
     WakeupException,
 )
-from fastkc.fetcher import EARLIEST, LATEST, Fetcher
+from fastkc.fetch import EARLIEST, LATEST, Fetcher
 from fastkc.structs import OffsetAndTimestamp, TopicPartition
 
 log = logging.getLogger(__name__)

@@ -158,8 +158,19 @@ def scan_blob(data):
     """The framing of a records blob, read from entry headers only, by the
     decoder's own framing rule: fastkc.structs.ScanInfo(complete_bytes,
     entries, next_offset, leader_epoch, tail, tail_offset, tail_size, reason).
-    The fetcher uses it to pipeline the next fetch before decoding."""
+    The fetch planner uses it to pipeline the next fetch before decoding."""
     return _backend.impl.scan_blob(data)
+
+
+def check_blob(data, topic, partition, position):
+    """The benchmark ceiling's walk (fastkc.bench_ceiling): the complete v2
+    batches of a fetched blob, framed by the decoder's rule and CRC-32C
+    checked, nothing decompressed or parsed. Returns (records at or past
+    `position` as the batches declare them, control batches excluded; the
+    next offset). Any tail or malformed entry raises InvalidRecordError, a
+    CRC mismatch RecordCrcError (both CorruptRecordErrors naming the batch),
+    a legacy entry ValueError (v2 only, never guessed)."""
+    return _backend.impl.check_blob(data, topic, partition, position)
 
 
 def record_stream(

@@ -141,6 +141,20 @@ cdef extern from "fkc_records.h":
         int64_t tail_size
         char reason[128]
     void fkc_scan_blob(const uint8_t *data, size_t length, fkc_scan_info *info) nogil
+    enum:
+        FKC_CHECK_OK
+        FKC_CHECK_CORRUPT
+        FKC_CHECK_LEGACY
+        FKC_CHECK_BAD_CRC
+    ctypedef struct fkc_check_info:
+        int64_t records
+        int64_t next_offset
+        size_t checked_bytes
+        size_t batches
+        int status
+        int64_t error_offset
+        char reason[128]
+    void fkc_check_blob(const uint8_t *data, size_t length, int64_t position, fkc_check_info *info) nogil
     ctypedef struct fkc_stream:
         pass
     fkc_stream *fkc_stream_new(const uint8_t *data, size_t length, const fkc_decode_opts *opts)
@@ -780,6 +794,27 @@ def scan_blob(data):
 
 
 from fastkc.structs import ScanInfo as _ScanInfo
+
+
+def check_blob(data, topic, partition, int64_t position):
+    """Backend contract: see fastkc/_backend.py. The benchmark ceiling's
+    walk (csrc fkc_check_blob): (records at or past position, next offset)
+    of a blob of complete v2 batches, each CRC-checked, none decoded."""
+    cdef Py_buffer view
+    cdef fkc_check_info info
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            fkc_check_blob(<const uint8_t *>view.buf, <size_t>view.len, position, &info)
+    finally:
+        PyBuffer_Release(&view)
+    if info.status == FKC_CHECK_OK:
+        return info.records, info.next_offset
+    reason = info.reason.decode("utf-8", "replace")
+    if info.status == FKC_CHECK_LEGACY:
+        raise ValueError("{0} (offset {1})".format(reason, info.error_offset))
+    cls = _errors.RecordCrcError if info.status == FKC_CHECK_BAD_CRC else _errors.InvalidRecordError
+    raise cls(reason, topic, partition, info.error_offset)
 
 _TAILS = {FKC_TAIL_NONE: "none", FKC_TAIL_CUT: "cut", FKC_TAIL_MALFORMED: "malformed"}
 

@@ -5,6 +5,7 @@ fastkc/_core/_records.pyx; this module only names the contract's entry points.
 """
 from fastkc._core._records import (
     ArrowBuilder,
+    check_blob,
     crc32c,
     crc32c_implementation,
     decode_partition,
@@ -16,6 +17,7 @@ from fastkc._core._records import (
 
 __all__ = [
     "ArrowBuilder",
+    "check_blob",
     "crc32c",
     "crc32c_implementation",
     "decode_partition",

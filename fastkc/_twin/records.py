@@ -98,7 +98,7 @@ from fastkc.errors import (
 )
 from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
 
-__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "RecordStream", "ArrowBuilder"]
+__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "check_blob", "RecordStream", "ArrowBuilder"]
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -783,6 +783,53 @@ def scan_blob(data):
             nxt = base_offset + 1
         next_offset = nxt if next_offset is None else max(next_offset, nxt)
         entries += 1
+        pos += entry_len
+
+
+def check_blob(data, topic, partition, position):
+    """The benchmark ceiling's walk (the twin of fkc_check_blob): the
+    complete v2 batches framed by _frame_entry, each CRC-32C checked, records
+    at or past `position` counted from RecordCount (control batches excluded;
+    a batch starting below the running position counts its offsets from
+    there). Any tail, a malformed entry or a negative RecordCount is
+    InvalidRecordError, a CRC mismatch RecordCrcError, a legacy entry
+    ValueError (the ceiling reads v2 only). Returns (records, next_offset)."""
+    buf = _as_buffer(data)
+    n = len(buf)
+    pos = 0
+    records = 0
+    next_offset = position
+    while True:
+        kind, entry_len, reason = _frame_entry(buf, pos, n)
+        if kind == "end":
+            return records, next_offset
+        avail = n - pos
+        base = struct.unpack_from(">q", buf, pos)[0] if avail >= 8 else -1
+        if kind == "malformed":
+            raise InvalidRecordError(reason, topic, partition, base)
+        if avail >= _HEADER_UP_TO_MAGIC and buf[pos + 16] != 2:
+            raise ValueError("the ceiling reads record batch v2 only; magic {0} (offset {1})".format(
+                struct.unpack_from(">b", buf, pos + 16)[0], base))
+        if kind == "cut":
+            if avail >= _LOG_OVERHEAD:
+                reason = "batch length {0} at byte {1} does not fit the {2} bytes left".format(
+                    struct.unpack_from(">i", buf, pos + 8)[0], pos, avail)
+            else:
+                reason = "{0} bytes left at byte {1}, less than an entry header".format(avail, pos)
+            raise InvalidRecordError(reason, topic, partition, base)
+        (stored,) = struct.unpack_from(">I", buf, pos + 17)
+        computed = crc32c(buf[pos + 21:pos + entry_len])
+        if stored != computed:
+            raise RecordCrcError("CRC-32C mismatch: stored 0x{0:08x}, computed 0x{1:08x}".format(stored, computed),
+                                 topic, partition, base)
+        (count,) = struct.unpack_from(">i", buf, pos + 57)
+        if count < 0:
+            raise InvalidRecordError("RecordCount {0} is negative".format(count), topic, partition, base)
+        attributes, last_delta = struct.unpack_from(">hi", buf, pos + 21)
+        last = base + last_delta
+        if not attributes & 0x20 and last >= next_offset:
+            records += count if base >= next_offset else min(count, last + 1 - next_offset)
+        next_offset = max(next_offset, last + 1)
         pos += entry_len
 
 

@@ -142,7 +142,7 @@ def both_ends(consumer, earliest_pairs, latest_pairs=None):
 
 def _list_offsets_at_once(consumer, wanted, found, deadline):
     from fastkc.errors import NodeNotReadyError
-    from fastkc.fetcher import _list_offsets_results
+    from fastkc.fetch import list_offsets_results as _list_offsets_results
 
     client = consumer._client
     fetcher = consumer._fetcher
@@ -163,7 +163,7 @@ def _list_offsets_at_once(consumer, wanted, found, deadline):
         for key in [key for key in unsent if client.ready(key[1])]:
             part = unsent.pop(key)
             try:
-                client.send(key[1], "ListOffsets", fetcher._list_offsets_body(part),
+                client.send(key[1], "ListOffsets", fetcher.list_offsets_body(part),
                             lambda response, error, key=key: answers.__setitem__(key, (response, error)))
             except NodeNotReadyError:
                 answers[key] = (None, None)  # left to the fallback

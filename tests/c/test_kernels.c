@@ -355,6 +355,28 @@ static void test_stream(void)
     CHECK(info.tail == FKC_TAIL_NONE && info.entries == 2 && info.next_offset == 7 && info.complete_bytes == len);
     fkc_scan_blob(blob, len - 1, &info);
     CHECK(info.tail == FKC_TAIL_CUT && info.entries == 1 && info.next_offset == 4 && info.tail_offset == 4);
+
+    /* the benchmark ceiling's walk: the same framing, CRCs checked, counts declared */
+    size_t first_len = 12 + (size_t)fkc_load_be32(blob + 8);
+    int64_t declared = (int32_t)fkc_load_be32(blob + 57) + (int32_t)fkc_load_be32(blob + first_len + 57);
+    fkc_check_info ci;
+    fkc_check_blob(blob, len, 0, &ci);
+    CHECK(ci.status == FKC_CHECK_OK && ci.batches == 2 && ci.next_offset == 7 && ci.checked_bytes == len &&
+          ci.records == declared);
+    fkc_check_blob(blob, len, 5, &ci); /* from the middle of the second batch: its offsets 5 and 6 */
+    CHECK(ci.status == FKC_CHECK_OK && ci.records == 2 && ci.next_offset == 7);
+    fkc_check_blob(blob, len, 9, &ci); /* all below the position */
+    CHECK(ci.status == FKC_CHECK_OK && ci.records == 0 && ci.next_offset == 9);
+    fkc_check_blob(blob, len - 1, 0, &ci);
+    CHECK(ci.status == FKC_CHECK_CORRUPT && ci.batches == 1 && ci.error_offset == 4 && ci.checked_bytes == first_len);
+    blob[len - 1] ^= 1;
+    fkc_check_blob(blob, len, 0, &ci);
+    CHECK(ci.status == FKC_CHECK_BAD_CRC && ci.batches == 1 && ci.error_offset == 4);
+    blob[len - 1] ^= 1;
+    blob[first_len + 16] = 1;
+    fkc_check_blob(blob, len, 0, &ci);
+    CHECK(ci.status == FKC_CHECK_LEGACY && ci.batches == 1 && ci.error_offset == 4);
+    blob[first_len + 16] = 2;
     blob[16] = 7;
     fkc_scan_blob(blob, len, &info);
     CHECK(info.tail == FKC_TAIL_MALFORMED && info.entries == 0 && info.tail_offset == 0);

@@ -26,7 +26,8 @@
  * exactly the records of the one-shot decode (same offsets, bytes, headers),
  * end with the same error kind and offset, never more than asked per step,
  * and hold only decompressed buffers within the cap. fkc_scan_blob must
- * agree with the decoder about where the complete entries end.
+ * agree with the decoder about where the complete entries end, and
+ * fkc_check_blob (the benchmark ceiling's walk) with the scan.
  *
  * The codec host is a pass-through: a "compressed" payload decompresses to
  * itself (truncated to cap+1 bytes, as the host contract asks; a raw snappy
@@ -523,6 +524,24 @@ static void check_scan(const uint8_t *blob, size_t len, const fkc_decode_opts *o
     }
     if (r->error == FKC_OK && info.entries == 0)
         CHECK(r->count == 0 && r->next_offset == opts->fetch_offset); /* nothing complete: nothing decoded */
+
+    /* the benchmark ceiling's CRC-only walk frames by the same rule: it never
+     * walks past the scan's complete entries, and accepts a blob only when
+     * the scan found it all complete */
+    fkc_check_info ci;
+    fkc_check_blob(blob, len, opts->fetch_offset, &ci);
+    CHECK(ci.status == FKC_CHECK_OK || ci.status == FKC_CHECK_CORRUPT || ci.status == FKC_CHECK_LEGACY ||
+          ci.status == FKC_CHECK_BAD_CRC);
+    CHECK(memchr(ci.reason, '\0', sizeof ci.reason) != NULL);
+    CHECK(ci.checked_bytes <= info.complete_bytes && ci.batches <= info.entries);
+    CHECK(ci.records >= 0 && ci.next_offset >= opts->fetch_offset);
+    if (ci.status == FKC_CHECK_OK) {
+        CHECK(info.tail == FKC_TAIL_NONE && ci.checked_bytes == len && ci.batches == info.entries);
+        if (info.entries)
+            CHECK(ci.next_offset == (info.next_offset > opts->fetch_offset ? info.next_offset : opts->fetch_offset));
+    } else {
+        CHECK(ci.reason[0] != '\0');
+    }
 }
 
 static void decode_and_check(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, const host_state *st,

@@ -1,4 +1,5 @@
-"""fastkc.bench_ceiling.check_blob: the benchmark ceiling's batch walk.
+"""fastkc.bench_ceiling.check_blob (= fastkc.records.check_blob, C walk
+fkc_check_blob with the twin as oracle): the benchmark ceiling's batch walk.
 
 Its count and next offset must be what the decoder delivers for the same
 blob and position (else the ceiling would read a different amount of work
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 
 from fastkc import records as fastkc_records
 from fastkc.bench_ceiling import check_blob
-from fastkc.errors import CorruptRecordError
+from fastkc._twin import records as twin
+from fastkc.errors import CorruptRecordError, InvalidRecordError, RecordCrcError
 from tests.support import batchgen as bg
 
 
@@ -52,6 +54,7 @@ def test_a_bad_crc_names_the_batch():
         check_blob(first + second, "topic-a", 3, 0)
     assert info.value.offset == 2 and info.value.topic == "topic-a" and info.value.partition == 3
     assert "CRC-32C" in info.value.reason
+    assert isinstance(info.value, RecordCrcError)
 
 
 def test_a_flipped_record_byte_is_caught_by_the_crc():
@@ -95,3 +98,60 @@ def test_agrees_with_the_decoder(sizes, codec, start, skip, with_headers):
     position = start + min(skip, offset - start - 1)
     decoded, next_offset = fastkc_records.decode_partition(blob, fetch_offset=position)
     assert check_blob(blob, "t", 0, position) == (len(decoded), next_offset)
+
+
+def test_a_negative_record_count_is_invalid_not_subtracted():
+    blob, _ = _batches([2])
+    liar = bg.fix_crc(bg.patch(blob, 57, ">i", -5))
+    with pytest.raises(InvalidRecordError, match="RecordCount -5"):
+        check_blob(liar, "t", 0, 0)
+
+
+def test_a_malformed_header_is_invalid_and_named():
+    blob, _ = _batches([2], start=7)
+    with pytest.raises(InvalidRecordError, match="BatchLength") as info:
+        check_blob(bg.patch(blob, 8, ">i", 20), "t", 0, 7)
+    assert info.value.offset == 7
+
+
+# --- the compiled walk against the twin ------------------------------------------------------
+_compiled = pytest.importorskip("fastkc._core.records") if fastkc_records._backend.name == "c" else None
+
+
+def _outcome(fn, blob, position):
+    try:
+        return ("ok",) + tuple(fn(blob, "t", 1, position))
+    except CorruptRecordError as exc:
+        return (type(exc).__name__, exc.reason, exc.offset, exc.topic, exc.partition)
+    except ValueError as exc:
+        return ("ValueError", str(exc))
+
+
+@pytest.mark.skipif(_compiled is None, reason="the compiled core is not built")
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.integers(min_value=1, max_value=12), min_size=0, max_size=5),
+       codec=st.sampled_from(bg.CODECS_V2), start=st.integers(min_value=0, max_value=1 << 40),
+       skip=st.integers(min_value=0, max_value=40), control=st.booleans(), legacy=st.booleans(),
+       cut=st.integers(min_value=0, max_value=400), flips=st.lists(st.integers(min_value=0), max_size=3),
+       patch_at=st.integers(min_value=0, max_value=70), patch_value=st.integers(min_value=-(1 << 31),
+                                                                                 max_value=(1 << 31) - 1))
+def test_compiled_walk_equals_the_twin(sizes, codec, start, skip, control, legacy, cut, flips, patch_at,
+                                       patch_value):
+    blob, offset = _batches(sizes, codec=codec, start=start)
+    if control:
+        blob += bg.control_batch(1, base_offset=offset, producer_id=3)
+        offset += 1
+    if legacy:
+        blob += bg.legacy_message(1, offset, None, b"old")
+    position = start + skip
+    variants = [blob, blob[:max(0, len(blob) - cut)]]
+    if blob:
+        damaged = bytearray(blob)
+        for f in flips:
+            damaged[f % len(damaged)] ^= 0x5A
+        variants.append(bytes(damaged))
+        if patch_at + 4 <= len(blob):
+            patched = bg.patch(blob, patch_at, ">i", patch_value)
+            variants += [patched, bg.fix_crc(patched)]
+    for variant in variants:
+        assert _outcome(_compiled.check_blob, variant, position) == _outcome(twin.check_blob, variant, position)

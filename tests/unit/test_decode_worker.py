@@ -13,7 +13,7 @@ import pytest
 
 from fastkc import KafkaConsumer, errors
 from fastkc.config import consumer_config
-from fastkc.fetcher import Fetcher
+from fastkc.fetch import Fetcher
 from fastkc.structs import TopicPartition
 from tests.hostile.kit import FakeBroker
 from tests.support import batchgen as bg

@@ -1,0 +1,19 @@
+"""The fetch path: an I/O-free state machine (machine.py, FetchMachine) and
+its synchronous driver over KafkaClient (driver.py, Fetcher). See
+machine.py's docstring for the driving contract and DESIGN.md "The fetch
+state machine"."""
+from fastkc.fetch.driver import Fetcher
+from fastkc.fetch.handout import CompletedFetch
+from fastkc.fetch.machine import FetchMachine, Request
+from fastkc.fetch.offsets import EARLIEST, LATEST, list_offsets_results
+from fastkc.fetch.session import FetchSession
+from fastkc.fetch.state import (
+           TRANSITIONS,
+           FetchState,
+           IllegalFetchStateTransition,
+           PartitionState,
+)
+
+__all__ = ["CompletedFetch", "EARLIEST", "FetchMachine", "FetchSession", "FetchState", "Fetcher",
+           "IllegalFetchStateTransition", "LATEST", "PartitionState", "Request", "TRANSITIONS",
+           "list_offsets_results"]

@@ -1,0 +1,191 @@
+"""The synchronous driver: FetchMachine over a KafkaClient. The only part of
+the fetch path that touches the client: it moves the machine's requests over
+the client's connections, hands answers, lost connections and metadata
+back, asks for metadata when the machine wants it, and runs the blocking
+offset lookups' waiting loop. Everything else is the machine's, reached
+through this object as the consumer always did (`fetcher.states`,
+`fetcher.fetched_records(...)`)."""
+from fastkc.errors import (
+    IncompatibleBrokerVersion,
+    KafkaTimeoutError,
+    NodeNotReadyError,
+)
+from fastkc.fetch.machine import FetchMachine
+
+
+class _ConnLink:
+    """What the machine asks of a ready connection: the versions it speaks."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def version_for(self, api_name):
+        try:
+            return self.conn.version_for(api_name)
+        except IncompatibleBrokerVersion:
+            return None
+
+
+class Fetcher:
+    def __init__(self, client, config, *, clock=None):
+        self.client = client
+        self.config = config
+        self._clock = clock or client._clock
+        self.machine = FetchMachine(config, client.cluster, clock=self._clock)
+        self._raw_tokens = set()
+        client.on_disconnect.append(self.machine.on_node_lost)
+        client.metadata_listeners.append(self._metadata_updated)
+
+    def __getattr__(self, name):
+        # the application's side and the state live in the machine
+        if name == "machine":  # not set yet (during __init__): no recursion
+            raise AttributeError(name)
+        return getattr(self.machine, name)
+
+    @property
+    def sensors(self):
+        return self.machine.sensors
+
+    @sensors.setter
+    def sensors(self, value):
+        self.machine.sensors = value
+
+    def _link(self, node_id):
+        if not self.client.ready(node_id):
+            return None
+        conn = self.client.connection(node_id)
+        return None if conn is None else _ConnLink(conn)
+
+    def _flush_metadata_wish(self):
+        if self.machine.metadata_wanted:
+            self.machine.metadata_wanted = False
+            self.client.request_metadata_update()
+
+    def _metadata_updated(self):
+        self.machine.on_metadata(self.client.cluster)
+        self._flush_metadata_wish()
+
+    def send_requests(self):
+        """Send the resets, validations and fetches that are due. Raises the
+        NoOffsetForPartitionError of a partition without position under 'none'."""
+        try:
+            requests = self.machine.next_requests(self._clock(), self._link)
+        finally:
+            self._flush_metadata_wish()
+        for request in requests:
+            self._send(request)
+
+    def _send(self, request, done=None):
+        machine = self.machine
+        node_id, api, token = request.node_id, request.api, request.token
+
+        def answered(result, error):
+            failure = machine.on_response(token, error if error is not None else result, self._clock())
+            if request.raw:
+                conn = self.client.connection(node_id)
+                if failure is not None:
+                    policy_error = self.client.parse_failed(conn, api, failure) if conn is not None else failure
+                    machine.fail_later(policy_error)
+                elif error is None and conn is not None:
+                    self.client.parse_ok(conn, api)
+            self._flush_metadata_wish()
+            if done is not None:
+                done()
+
+        try:
+            self.client.send(node_id, api, request.body, answered, raw=request.raw, version=request.version)
+        except NodeNotReadyError as exc:  # the node went away between link() and now: the machine retries
+            answered(None, exc)
+
+    def close_sessions(self):
+        """Ask each broker to drop our fetch session (a Fetch with the final
+        epoch, as the Java client sends on close) so its session cache slot
+        frees at once. Returns the set of brokers asked; each leaves the set
+        when it answers (the caller may poll for that, never must)."""
+        pending = set()
+
+        def link(node_id):
+            if not self.client.is_connected(node_id):
+                return None
+            conn = self.client.connection(node_id)
+            return None if conn is None or not conn.can_send() else _ConnLink(conn)
+
+        for request in self.machine.close_session_requests(link):
+            pending.add(request.node_id)
+            self._send(request, done=lambda n=request.node_id: pending.discard(n))
+        return pending
+
+    # --- blocking lookups (beginning_offsets, end_offsets, offsets_for_times) ------------------
+    def list_offsets(self, timestamps, timeout_ms):
+        """Blocking ListOffsets: {tp: timestamp} → {tp: (offset, timestamp,
+        leader_epoch)}, retried on retriable errors until timeout_ms."""
+        machine = self.machine
+        deadline = self._clock() + timeout_ms / 1000.0
+        results = {}
+        remaining_tps = dict(timestamps)
+        looked_up_metadata = False
+        while remaining_tps:
+            by_node, missing = machine.list_offsets_requests(remaining_tps)
+            if missing:
+                # A partition with no known leader, even one past its topic's
+                # count, may yet appear (partitions added, topic created,
+                # leader elected): as kafka-python and the Java client do,
+                # refresh metadata every retry_backoff_ms until timeout_ms,
+                # then KafkaTimeoutError naming them.
+                self.client.add_topics({tp.topic for tp in missing})
+                if looked_up_metadata:
+                    self._back_off(deadline, timeout_ms, missing)
+                self._wait_metadata(deadline, timeout_ms, missing)
+                looked_up_metadata = True
+                continue
+            retry = False
+            for node_id, part in by_node.items():
+                left = self._time_left(deadline, timeout_ms)
+                try:
+                    response = self.client.request("ListOffsets", machine.list_offsets_body(part), left * 1000.0,
+                                                   node_id=node_id)
+                except KafkaTimeoutError:
+                    raise
+                except Exception as exc:
+                    if getattr(exc, "retriable", False):
+                        retry = True
+                        continue
+                    raise
+                answered, again = machine.list_offsets_answer(part, response)
+                retry = retry or again
+                for tp, result in answered.items():
+                    results[tp] = result
+                    del remaining_tps[tp]
+            if retry and remaining_tps:
+                # paced by retry_backoff_ms: a broker that keeps answering
+                # without the partitions must not be asked in a tight loop
+                pause = min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock()))
+                end = self._clock() + pause
+                while self._clock() < end:
+                    self.client.poll(end - self._clock())
+                self.client.request_metadata_update()
+                self._wait_metadata(deadline, timeout_ms)
+        return results
+
+    def _wait_metadata(self, deadline, timeout_ms, missing=()):
+        left = self._time_left(deadline, timeout_ms, missing)
+        try:
+            self.client.wait_for_metadata(left * 1000.0)
+        except KafkaTimeoutError:
+            self._time_left(self._clock(), timeout_ms, missing)  # the same message as any other expiry
+            raise
+
+    def _back_off(self, deadline, timeout_ms, missing):
+        left = self._time_left(deadline, timeout_ms, missing)
+        until = self._clock() + min(left, self.config["retry_backoff_ms"] / 1000.0)
+        while self._clock() < until:
+            self.client.poll(until - self._clock())
+
+    def _time_left(self, deadline, timeout_ms, missing=()):
+        left = deadline - self._clock()
+        if left <= 0:
+            detail = "; no leader known for {0}".format(sorted(missing)) if missing else ""
+            raise KafkaTimeoutError("ListOffsets did not complete within {0} ms{1}".format(timeout_ms, detail))
+        return left

@@ -1,0 +1,353 @@
+"""Handing fetched data to the application: the buffered CompletedFetches,
+their decoder streams, fetched_records() / fetched_arrow(), and the decode
+worker's scheduling. Python runs here once per buffered fetch (and step);
+every record is decoded and built in C by fastkc.records.
+
+Two offsets per partition:
+- `position`: the next offset the application will be given (what
+  KafkaConsumer.position() returns), advanced here.
+- `fetch_offset`: the next offset to ask the broker for (fastkc/fetch/planner.py).
+
+Decoding is lazy and resumable, per partition, at poll time, into records or
+Arrow columns as the caller asks: each buffered fetch gets a decoder stream
+(fastkc.records.record_stream, Java's CompletedFetch walk) that decompresses
+a batch only when it is reached and hands out at most the records asked for,
+within the memory budget of fastkc.config.decode_budget(). poll() keeps
+draining the partition whose fetch it left mid-way before it starts another
+(`_in_line`), so one partition's decoded batch is alive at a time.
+"""
+from fastkc import records as fastkc_records
+from fastkc.errors import CorruptRecordError
+
+# poll() decodes a fetched blob in steps of at most this many records instead
+# of all at once. Why: ~8,000 ConsumerRecords of one 1 MB blob fill several
+# of CPython's 1 MiB object arenas, which are all emptied when the blob is
+# used up, handed back to the OS (only one empty arena is kept) and mapped
+# again, page by page, by the next decode: on the 2 M x 100 B benchmark that
+# was ~100,000 of the run's ~195,000 page faults. A step's records (~1,000,
+# under one arena) are mostly freed before the next step is built, so the
+# same arena memory is reused while it is mapped and in cache. Measured there
+# with pieces of whole batches (perf stat, 3 runs each): 1024 → ~80 k page
+# faults, 0.40-0.48 CPU-s; 2048 → ~106 k, 0.45-0.54; 4096 → ~151 k,
+# 0.51-0.59; whole blobs → ~193 k, 0.58-0.66.
+_STEP_RECORDS = 1024
+
+# The decode worker (decode_threads=1, fastkc/decode_worker.py) prepares a
+# stream's next step of up to this many records (~1.3 MB of descriptors; a
+# whole 1 MiB fetch of 100-byte records is ~9,500): one thread hand-off
+# (tens of us) per fetch, not per poll. poll() still builds objects in
+# pieces of _STEP_RECORDS from it.
+_PREPARE_RECORDS = 16384
+# Streams with a step prepared or in preparation at once: the partition
+# poll() is draining and the next one in line. Each prepared step holds at
+# most half the per-step decompressed budget (plus its open batch), so the
+# two together stay within what one step may hold today.
+_PREPARE_AHEAD = 2
+_ARROW_STEP_MAX = 1 << 62  # poll_arrow without max_records: no count limit
+
+
+class CompletedFetch:
+    """One partition's data from one Fetch response, parsed; decoded lazily
+    through a decoder stream (see module docstring)."""
+
+    __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "stream",
+                 "form", "tally", "records_out")
+
+    def __init__(self, tp, fetch_offset, data, aborted, next_offset, leader_epoch, nbytes):
+        self.tp = tp
+        self.fetch_offset = fetch_offset  # where the stream starts / has got to
+        self.data = data
+        self.aborted = aborted
+        self.next_offset = next_offset  # from the scan: one past the complete entries
+        self.leader_epoch = leader_epoch
+        self.nbytes = nbytes
+        # The decoder over `data`, for poll() ("records") or poll_arrow()
+        # ("arrow"); a call asking for the other form starts a new stream
+        # from the position (the decoder skips what is below it).
+        self.stream = None
+        self.form = None
+        # metrics: the response's ResponseTally (None when metrics are off)
+        # and the records handed out from this fetch, added per step
+        self.tally = None
+        self.records_out = 0
+
+
+
+class HandoutMixin:
+    """The FetchMachine's application side (see the module docstring)."""
+
+    def _drop_buffered(self, state):
+        for completed in state.buffered:
+            self._buffered_bytes -= completed.nbytes
+            if completed.tally is not None:
+                # dropped, not consumed: its bytes do not count, the records
+                # handed out from it before do (kafka-python's drain())
+                completed.tally.done(state.tp.topic, 0, completed.records_out)
+        state.buffered.clear()
+        if self._in_line == state.tp:
+            self._in_line = None
+        state.stalled = False
+        self._replan()
+        if state.position is not None:
+            state.fetch_offset = state.position
+            state.fetch_epoch = state.position_epoch
+
+
+    def raise_pending(self):
+        if self._pending_error is not None:
+            error, self._pending_error = self._pending_error, None
+            raise error
+
+    def has_buffered(self):
+        return any(s.buffered and not s.paused for s in self.states.values())
+
+    def buffered_bytes(self):
+        return self._buffered_bytes
+
+    def _ordered_states(self):
+        states = list(self.states.values())
+        if not states:
+            return states
+        start = self._next_partition % len(states)
+        self._next_partition = start + 1
+        states = states[start:] + states[:start]
+        # The fetch poll() left mid-way is drained first (Java's
+        # nextInLineFetch): one partition's decoded batch is alive at a time.
+        in_line = self.states.get(self._in_line) if self._in_line is not None else None
+        if in_line is not None and in_line.buffered and states[0] is not in_line:
+            states.remove(in_line)
+            states.insert(0, in_line)
+        return states
+
+    def _stop_at_bad_batch(self, state, exc, handed_out_to, advance=True):
+        """After a CorruptRecordError: drop what is buffered, move the position
+        past the records already handed out (`handed_out_to`: the offset after
+        the last, or None) to the bad batch, and fetch again from there after
+        retry_backoff_ms — the records before it are delivered, the error
+        surfaces next, nothing is skipped."""
+        self._drop_buffered(state)
+        if advance:
+            if handed_out_to is not None:
+                state.position = handed_out_to
+            bad_offset = getattr(exc, "offset", None)
+            if bad_offset is not None and bad_offset > state.position:
+                state.position = bad_offset
+        state.fetch_offset = state.position
+        state.next_retry = self._clock() + self._backoff
+
+    def _stream(self, state, completed, form, key_deserializer=None, value_deserializer=None):
+        """The decoder stream of `completed` for `form`, started from the
+        position when there is none for that form yet; None (and the buffer
+        dropped) when the fetch is not contiguous with the position."""
+        if completed.stream is not None and completed.form == form:
+            return completed.stream
+        if completed.stream is None and completed.fetch_offset != state.position:
+            self._drop_buffered(state)  # stale: fetch again
+            return None
+        config = self.config
+        tp = completed.tp
+        completed.stream = fastkc_records.record_stream(
+            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=state.position,
+            check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
+            aborted_transactions=completed.aborted or (), key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer, max_decompressed_bytes=self._max_decompressed,
+            max_batch_records=self._max_batch_records, arrow=form == "arrow")
+        completed.form = form
+        completed.fetch_offset = state.position
+        return completed.stream
+
+    @staticmethod
+    def _resume_at(stream, completed, done):
+        # A used-up fetch moves the position past its last complete entry
+        # even when the decoder's next offset is lower: a legacy wrapper's
+        # offset is its last inner offset by definition (Java's
+        # batch.nextOffset()), whatever offsets a hostile wrapper holds
+        # inside, and this is where the next fetch was pipelined from.
+        if done:
+            return max(stream.next_offset, completed.next_offset)
+        return stream.next_offset
+
+    def _used_up(self, state, completed):
+        state.buffered.popleft()
+        self._buffered_bytes -= completed.nbytes
+        self.metrics["bytes-consumed-total"] += completed.nbytes
+        if completed.tally is not None:
+            completed.tally.done(state.tp.topic, completed.nbytes, completed.records_out)
+        if self._in_line == state.tp:
+            self._in_line = None
+
+    def fetched_records(self, max_records, update_offsets=True, key_deserializer=None, value_deserializer=None):
+        """{tp: [ConsumerRecord]} of up to max_records buffered records. A
+        CorruptRecordError is raised after the records before the bad batch
+        were returned (here, or by the next call when some were returned)."""
+        self._records_form = True
+        out = {}
+        remaining = max_records
+        for state in self._ordered_states():
+            if remaining <= 0:
+                break
+            if state.paused or not state.buffered:
+                continue
+            tp = state.tp
+            taken = []
+            while state.buffered and remaining > 0:
+                completed = state.buffered[0]
+                stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
+                if stream is None:
+                    break
+                if self._worker is not None:
+                    # where this step's phase 1 comes from (metrics: how much the worker took over)
+                    self.decode_steps["waited" if stream.preparing else
+                                      "prepared" if stream.pending else "inline"] += 1
+                try:
+                    chunk = stream.records(min(remaining, _STEP_RECORDS), self._max_held)
+                except CorruptRecordError as exc:
+                    good = list(getattr(exc, "records", None) or ())
+                    if good:
+                        taken.extend(good)
+                        remaining -= len(good)
+                        completed.records_out += len(good)
+                        if update_offsets:
+                            state.position_epoch = good[-1].leader_epoch
+                    self._stop_at_bad_batch(state, exc, good[-1].offset + 1 if good else None,
+                                            advance=update_offsets)
+                    if taken:
+                        self._pending_error = exc
+                        break
+                    if out:
+                        self._pending_error = exc
+                        return out
+                    raise
+                if chunk:
+                    if taken:
+                        taken.extend(chunk)
+                    else:
+                        taken = chunk
+                    remaining -= len(chunk)
+                    completed.records_out += len(chunk)
+                done = stream.done
+                if update_offsets:
+                    state.position = self._resume_at(stream, completed, done)
+                    if chunk:
+                        state.position_epoch = chunk[-1].leader_epoch
+                    elif done and completed.leader_epoch >= 0:
+                        state.position_epoch = completed.leader_epoch
+                completed.fetch_offset = stream.next_offset
+                if done:
+                    self._used_up(state, completed)
+                else:
+                    self._in_line = tp
+                    if not chunk:
+                        break  # cannot happen (a step that hands out nothing is the end); never spin
+                if not update_offsets:
+                    break
+            if not update_offsets:
+                # the position stays: what was handed out will be fetched again
+                self._drop_buffered(state)
+            if taken:
+                out[tp] = taken
+                self.metrics["records-consumed-total"] += len(taken)
+            if self.sensors is not None and update_offsets:
+                self.sensors.partition_position(state)  # lag and lead: once per partition per poll
+        if self._worker is not None and out and update_offsets:
+            self._prepare_ahead(key_deserializer, value_deserializer)
+        return out
+
+    def _prepare_ahead(self, key_deserializer, value_deserializer):
+        """Hand the worker the next steps the next poll() will need: the
+        first buffered fetch of the partitions in the order that poll will
+        take them (the in-line one first), _PREPARE_AHEAD of them."""
+        states = list(self.states.values())
+        if not states:
+            return
+        start = self._next_partition % len(states)  # where _ordered_states() will start next
+        order = states[start:] + states[:start]
+        in_line = self.states.get(self._in_line) if self._in_line is not None else None
+        if in_line is not None and in_line.buffered and order[0] is not in_line:
+            order.remove(in_line)
+            order.insert(0, in_line)
+        ahead = 0
+        for state in order:
+            if ahead >= _PREPARE_AHEAD:
+                break
+            if state.paused or not state.buffered:
+                continue
+            completed = state.buffered[0]
+            stream = completed.stream
+            if stream is None:
+                if completed.fetch_offset != state.position:
+                    continue  # poll() will find it stale and fetch again
+                stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
+            elif completed.form != "records":
+                continue
+            ahead += 1
+            if not stream.done and not stream.pending:
+                self._worker.submit(stream, _PREPARE_RECORDS, self._prepare_held)
+
+    def close_worker(self, timeout=5.0):
+        """Stop and join the decode worker (close()); True when it is gone."""
+        worker, self._worker = self._worker, None
+        return worker.stop(timeout) if worker is not None else True
+
+    def _discard_prepared(self, state):
+        # A prepared step of a paused partition is not delivered later: the
+        # stream goes, and the next poll after resume() decodes again from
+        # the position (the fetched bytes stay buffered).
+        if self._worker is None or not state.buffered:
+            return
+        completed = state.buffered[0]
+        if completed.stream is not None and completed.form == "records" and completed.fetch_offset == state.position:
+            completed.stream = None
+            completed.form = None
+
+    def fetched_arrow(self, max_records):
+        """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
+        max_records buffered records across partitions, or an empty list;
+        positions advanced. The steps append to one ArrowBuilder (one copy of
+        the data, no join afterwards); a step ends before the batch would pass
+        Arrow's int32 offsets, and the rest is handed out by the next call."""
+        builder = fastkc_records.arrow_builder(zero_copy=self._arrow_zero_copy)
+        self._records_form = False
+        remaining = max_records
+        for state in self._ordered_states():
+            if remaining <= 0:
+                break
+            if state.paused or not state.buffered:
+                continue
+            tp = state.tp
+            while state.buffered and remaining > 0:
+                completed = state.buffered[0]
+                stream = self._stream(state, completed, "arrow")
+                if stream is None:
+                    break
+                try:
+                    appended = stream.arrow(int(min(remaining, _ARROW_STEP_MAX)), self._max_held, None, builder)
+                except CorruptRecordError as exc:
+                    # the step's records before the bad batch are in the builder
+                    handed_out_to = builder.last_offset + 1 if stream.last_totals[0] else None
+                    self._stop_at_bad_batch(state, exc, handed_out_to)
+                    if builder.num_rows:
+                        self._pending_error = exc
+                        return [builder.finish()]
+                    raise
+                done = stream.done
+                state.position = self._resume_at(stream, completed, done)
+                completed.fetch_offset = stream.next_offset
+                if appended:
+                    remaining -= appended
+                    completed.records_out += appended
+                    self.metrics["records-consumed-total"] += appended
+                if self.sensors is not None:
+                    self.sensors.partition_position(state)  # lag and lead: once per step
+                    if stream.leader_epoch >= 0:
+                        state.position_epoch = stream.leader_epoch
+                if done:
+                    if completed.leader_epoch >= 0:
+                        state.position_epoch = completed.leader_epoch
+                    self._used_up(state, completed)
+                else:
+                    self._in_line = tp
+                    if not appended:
+                        return [builder.finish()] if builder.num_rows else []  # full (int32 offsets)
+        return [builder.finish()] if builder.num_rows else []
+

@@ -1,0 +1,237 @@
+"""Positions from the broker: offset resets and lookups (ListOffsets) and
+KIP-320 truncation validation (OffsetForLeaderEpoch), as request builders
+and response handlers of the fetch machine. No waiting happens here: the
+blocking lookups (beginning_offsets, end_offsets, offsets_for_times) loop in
+the driver (fastkc/fetch/driver.py) over `list_offsets_requests` /
+`list_offsets_answer`.
+
+Truncation, as the Java client does it: after a leader change the position
+is validated with OffsetForLeaderEpoch before fetching resumes, and a Fetch
+(v12+) may report a diverging epoch directly. If the leader's log ends below
+the position for the position's epoch, the position moves to that end offset
+-- or, with auto_offset_reset='none', LogTruncationError is raised from poll.
+"""
+import logging
+
+from fastkc import errors
+from fastkc.errors import LogTruncationError, NoOffsetForPartitionError
+from fastkc.fetch import codes
+from fastkc.fetch.state import FetchState
+from fastkc.structs import TopicPartition
+
+log = logging.getLogger("fastkc.fetch")
+
+EARLIEST = -2
+LATEST = -1
+RESET_TIMESTAMPS = {"earliest": EARLIEST, "latest": LATEST}
+
+
+def list_offsets_results(response):
+    """(tp, error_code, offset, leader_epoch, timestamp) per partition of a decoded ListOffsets answer."""
+    for topic in response["topics"]:
+        for p in topic["partitions"]:
+            yield (TopicPartition(topic["name"], p["partition_index"]), p["error_code"], p["offset"],
+                   p["leader_epoch"], p["timestamp"])
+
+
+class OffsetsMixin:
+    """The FetchMachine's resets, lookups and validations (see the module docstring)."""
+
+    def _ensure_reset_strategies(self):
+        """INITIALIZING partitions get the auto_offset_reset policy (there are
+        no committed offsets without a group)."""
+        policy = self.config["auto_offset_reset"]
+        for tp, state in self.states.items():
+            if state.fetch_state is FetchState.INITIALIZING:
+                if policy == "none":
+                    raise NoOffsetForPartitionError("no position for {0} and auto_offset_reset='none'".format(tp))
+                state.await_reset(policy)
+
+    # --- offset resets -------------------------------------------------------------------
+    def _plan_resets(self, now, link):
+        by_node = {}
+        for tp, state in self.states.items():
+            if state.fetch_state is not FetchState.AWAIT_RESET or state.reset_in_flight or state.next_retry > now:
+                continue
+            leader = self._leader_ready(tp, link)
+            if leader is None:
+                continue
+            by_node.setdefault(leader, []).append(tp)
+        for node_id, tps in by_node.items():
+            strategies = {tp: self.states[tp].reset_strategy for tp in tps}
+            body = self.list_offsets_body({tp: RESET_TIMESTAMPS[strategies[tp]] for tp in tps})
+            for tp in tps:
+                self.states[tp].reset_in_flight = True
+            self._emit(node_id, "ListOffsets", body,
+                       lambda response, error, strategies=strategies: self._reset_answered(strategies, response,
+                                                                                          error))
+
+    def _reset_answered(self, strategies, response, error):
+        for tp in strategies:
+            if tp in self.states:
+                self.states[tp].reset_in_flight = False
+        if error is not None:
+            self._retry_later(strategies, error)
+            return
+        unanswered = set(strategies)
+        for tp, code, offset, epoch, _ in list_offsets_results(response):
+            unanswered.discard(tp)
+            state = self.states.get(tp)
+            if state is None or state.fetch_state is not FetchState.AWAIT_RESET or \
+                    state.reset_strategy != strategies.get(tp):
+                continue  # unassigned or sought meanwhile
+            if code != codes.NONE:
+                self._partition_error(tp, code, "ListOffsets")
+                state.next_retry = self._now + self._backoff
+                continue
+            state.seek(offset, epoch)
+            self._replan()
+        if unanswered:  # left out by the broker: asked again after the backoff, not at once
+            self._retry_later(unanswered, metadata=False)
+
+    def list_offsets_body(self, timestamps):
+        """The ListOffsets request body for {tp: timestamp} (all to one leader)."""
+        topics = {}
+        for tp, ts in timestamps.items():
+            meta = self.cluster.partition(tp)
+            epoch = meta.leader_epoch if meta is not None else -1
+            topics.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "current_leader_epoch": epoch, "timestamp": ts})
+        return {"replica_id": -1, "isolation_level": self._isolation,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                "timeout_ms": self.config["request_timeout_ms"]}
+
+    # --- lookups for the application (the driver waits) ----------------------------------
+    def list_offsets_requests(self, timestamps):
+        """{tp: timestamp} -> ({leader: {tp: timestamp}}, [tps without a known leader])."""
+        by_node = {}
+        missing = []
+        for tp, ts in timestamps.items():
+            leader = self.cluster.leader_for(tp)
+            if leader is None:
+                missing.append(tp)
+            else:
+                by_node.setdefault(leader, {})[tp] = ts
+        return by_node, missing
+
+    @staticmethod
+    def list_offsets_answer(asked, response):
+        """One leader's ListOffsets answer to `asked` ({tp: timestamp}) ->
+        ({tp: (offset, timestamp, leader_epoch)}, retry). retry: some
+        partition is worth asking again (a retriable error, a moved leader,
+        left out by the broker). A partition error that is neither raises
+        its class."""
+        results = {}
+        retry = False
+        answered = set()
+        for tp, code, offset, epoch, ts in list_offsets_results(response):
+            if tp not in asked:
+                continue
+            answered.add(tp)
+            if code != codes.NONE:
+                if codes.retriable(code):
+                    retry = True
+                    continue
+                raise errors.for_code(code)("ListOffsets for {0}".format(tp))
+            results[tp] = (offset, ts, epoch)
+        if answered != set(asked):
+            retry = True  # the broker left partitions out: ask again, after the backoff
+        return results, retry
+
+    # --- validation after leader changes (KIP-320) ----------------------------------------
+    def on_metadata(self, cluster=None):
+        """New metadata: a partition whose leader epoch moved past the one
+        seen before has its position validated before fetching resumes."""
+        if cluster is not None:
+            self.cluster = cluster
+        self._replan()
+        for tp, state in self.states.items():
+            meta = self.cluster.partition(tp)
+            if meta is None or meta.leader_epoch < 0:
+                continue
+            changed = self._epoch_changed(tp, meta.leader_epoch)
+            if changed and state.fetch_state is FetchState.FETCHING and state.position_epoch >= 0:
+                state.await_validation()
+                self._drop_buffered(state)
+
+    def _epoch_changed(self, tp, epoch):
+        # stale metadata (an older epoch from a lagging broker) is ignored
+        seen = self._leader_epochs_seen.get(tp)
+        if seen is None or epoch > seen:
+            self._leader_epochs_seen[tp] = epoch
+        return seen is not None and epoch > seen
+
+    def _plan_validations(self, now, link):
+        by_node = {}
+        for tp, state in self.states.items():
+            if not state.awaiting_validation or state.validation_in_flight or state.next_retry > now:
+                continue
+            leader = self._leader_ready(tp, link)
+            if leader is None:
+                continue
+            if link(leader).version_for("OffsetForLeaderEpoch") is None:
+                state.validated()  # the broker cannot tell: trust the position
+                continue
+            by_node.setdefault(leader, []).append(tp)
+        for node_id, tps in by_node.items():
+            topics = {}
+            requested = {}
+            for tp in tps:
+                state = self.states[tp]
+                meta = self.cluster.partition(tp)
+                topics.setdefault(tp.topic, []).append({"partition": tp.partition,
+                                                        "current_leader_epoch": meta.leader_epoch,
+                                                        "leader_epoch": state.position_epoch})
+                state.validation_in_flight = True
+                requested[tp] = (state.position, state.position_epoch)
+            body = {"replica_id": -1, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+            log.debug("validating positions of %s with broker %s (OffsetForLeaderEpoch)", sorted(requested), node_id)
+            self.metrics["offset-validations-total"] += len(requested)
+            self._emit(node_id, "OffsetForLeaderEpoch", body,
+                       lambda response, error, requested=requested: self._validation_answered(requested, response,
+                                                                                             error))
+
+    def _validation_answered(self, requested, response, error):
+        for tp in requested:
+            if tp in self.states:
+                self.states[tp].validation_in_flight = False
+        if error is not None:
+            self._retry_later(requested, error)
+            return
+        unanswered = set(requested)
+        for topic in response["topics"]:
+            for p in topic["partitions"]:
+                tp = TopicPartition(topic["topic"], p["partition"])
+                unanswered.discard(tp)
+                state = self.states.get(tp)
+                if state is None or requested.get(tp) != (state.position, state.position_epoch) or \
+                        not state.awaiting_validation:
+                    continue
+                if p["error_code"] != codes.NONE:
+                    self._partition_error(tp, p["error_code"], "OffsetForLeaderEpoch")
+                    state.next_retry = self._now + self._backoff
+                    continue
+                state.validated()
+                self._check_divergence(tp, p["leader_epoch"], p["end_offset"])  # replans
+        if unanswered:  # left out by the broker: asked again after the backoff, not at once
+            self._retry_later(unanswered, metadata=False)
+
+    def _check_divergence(self, tp, epoch, end_offset):
+        """The leader's log for the position's epoch ends at end_offset."""
+        self._replan()
+        state = self.states[tp]
+        if end_offset < 0 or epoch < 0:
+            return  # the broker does not know the epoch: nothing to compare (Java: validated)
+        if state.position is not None and end_offset < state.position:
+            if self.config["auto_offset_reset"] == "none":
+                self._drop_buffered(state)
+                self._pending_error = LogTruncationError(
+                    "log of {0} truncated: position {1} (epoch {2}) is past the leader's end offset {3} for epoch {4}"
+                    .format(tp, state.position, state.position_epoch, end_offset, epoch))
+                state.await_validation()  # stays unfetchable until the application seeks
+                return
+            log.info("truncation detected for %s: position %s moves to %s", tp, state.position, end_offset)
+            self._drop_buffered(state)
+            state.seek(end_offset, epoch)
+        elif state.fetch_offset is not None and end_offset < state.fetch_offset:
+            self._drop_buffered(state)  # data buffered past the end of the true log: fetch again

@@ -1,0 +1,62 @@
+"""The client side of one broker's incremental fetch session (KIP-227).
+
+The first Fetch to a broker is full (epoch 0) and creates the session; later
+ones send only the partitions whose fetch state changed, plus the ones to
+forget. Any top-level error, or a lost connection, starts a new full session.
+"""
+from fastkc.fetch.codes import NONE
+
+
+class FetchSession:
+    INITIAL_EPOCH = 0
+    FINAL_EPOCH = -1
+
+    def __init__(self, node_id, incremental):
+        self.node_id = node_id
+        self.incremental = incremental
+        self.session_id = 0
+        self.epoch = self.INITIAL_EPOCH
+        self.partitions = {}  # tp -> the fetch state the broker's session holds
+
+    def build(self, wanted):
+        """wanted: {tp: (fetch_offset, leader_epoch, last_fetched_epoch,
+        max_bytes)} in fetch order. Returns (session_id, epoch, to_send,
+        to_forget), to_send in the same order."""
+        if not self.incremental:
+            return 0, self.FINAL_EPOCH, list(wanted.items()), []
+        if self.session_id == 0 or self.epoch == self.INITIAL_EPOCH:
+            self.partitions = dict(wanted)
+            return self.session_id, self.INITIAL_EPOCH, list(wanted.items()), []
+        to_send = [(tp, data) for tp, data in wanted.items() if self.partitions.get(tp) != data]
+        to_forget = [tp for tp in self.partitions if tp not in wanted]
+        for tp in to_forget:
+            del self.partitions[tp]
+        for tp, data in to_send:
+            self.partitions[tp] = data
+        return self.session_id, self.epoch, to_send, to_forget
+
+    def handle_response(self, error_code, session_id, epoch_sent):
+        """Advance the session after a response (True) or reset it after a
+        top-level error (False)."""
+        if not self.incremental:
+            return True
+        if error_code != NONE:
+            self.reset()
+            return False
+        if epoch_sent == self.INITIAL_EPOCH:
+            if session_id == 0:  # the broker would not create a session: full fetches again
+                self.reset()
+            else:
+                self.session_id = session_id
+                self.epoch = 1
+        else:
+            self.epoch = self.epoch + 1 if self.epoch < 0x7FFFFFFF else 1
+        return True
+
+    def reset(self):
+        self.session_id = 0
+        self.epoch = self.INITIAL_EPOCH
+        self.partitions = {}
+
+    def partitions_in_session(self):
+        return set(self.partitions)

@@ -1,0 +1,134 @@
+"""A partition's fetch state: one enum, one table of legal transitions.
+
+The states are the Java client's (SubscriptionState.FetchStates), with the
+same meaning and the same transitions:
+
+- INITIALIZING: assigned, no position yet and no reset asked for.
+- AWAIT_RESET: the position comes from a ListOffsets (auto_offset_reset, an
+  explicit seek_to_beginning/end, an out-of-range fetch offset).
+- AWAIT_VALIDATION: there is a position, but the leader changed since it was
+  taken: OffsetForLeaderEpoch must confirm it (KIP-320) before fetching.
+- FETCHING: a valid position; fetched from when not paused.
+
+Paused is a separate flag (as in Java): pausing keeps the state. So is
+`stalled` (a malformed batch is buffered: nothing is fetched until poll() has
+raised its error), which Java does not need because its fetch and decode are
+one step.
+
+Nothing goes back to INITIALIZING: once a partition has been given a position
+or a reset, it only moves between the other three. Any other move is a bug in
+the fetch machine and raises IllegalFetchStateTransition.
+"""
+import enum
+from collections import deque
+
+from fastkc.errors import IllegalStateError
+
+NO_EPOCH = -1
+
+
+class FetchState(enum.Enum):
+    INITIALIZING = "initializing"
+    FETCHING = "fetching"
+    AWAIT_RESET = "await_reset"
+    AWAIT_VALIDATION = "await_validation"
+
+    @property
+    def has_position(self):
+        return self in (FetchState.FETCHING, FetchState.AWAIT_VALIDATION)
+
+    @property
+    def has_valid_position(self):
+        return self is FetchState.FETCHING
+
+
+_ANY_BUT_INITIALIZING = frozenset((FetchState.FETCHING, FetchState.AWAIT_RESET, FetchState.AWAIT_VALIDATION))
+
+#: state -> the states it may move to (Java's FetchStates.validTransitions)
+TRANSITIONS = {
+    FetchState.INITIALIZING: _ANY_BUT_INITIALIZING,
+    FetchState.FETCHING: _ANY_BUT_INITIALIZING,
+    FetchState.AWAIT_RESET: _ANY_BUT_INITIALIZING,
+    FetchState.AWAIT_VALIDATION: _ANY_BUT_INITIALIZING,
+}
+
+
+class IllegalFetchStateTransition(IllegalStateError):
+    """A move the transition table does not allow: a bug in the fetch
+    machine, never a broker's or an application's doing."""
+
+
+class PartitionState:
+    """One assigned partition as the fetch machine sees it."""
+
+    __slots__ = ("tp", "fetch_state", "position", "position_epoch", "fetch_offset", "fetch_epoch", "paused",
+                 "reset_strategy", "validation_in_flight", "highwater", "last_stable_offset", "log_start_offset",
+                 "buffered", "preferred_replica", "preferred_replica_until", "reset_in_flight", "next_retry",
+                 "stalled", "no_progress")
+
+    def __init__(self, tp):
+        self.tp = tp
+        self.fetch_state = FetchState.INITIALIZING
+        self.position = None
+        self.position_epoch = NO_EPOCH
+        self.fetch_offset = None
+        self.fetch_epoch = NO_EPOCH
+        self.paused = False
+        self.reset_strategy = None  # 'earliest' / 'latest' while AWAIT_RESET
+        self.validation_in_flight = False
+        self.reset_in_flight = False
+        self.highwater = None
+        self.last_stable_offset = None
+        self.log_start_offset = None
+        self.buffered = deque()
+        self.preferred_replica = None
+        self.preferred_replica_until = 0.0
+        self.next_retry = 0.0
+        # a malformed batch is buffered: no fetch until poll() raised its error
+        self.stalled = False
+        # consecutive responses that could not advance the position (planner's _NO_PROGRESS_LIMIT)
+        self.no_progress = 0
+
+    def transition(self, new_state):
+        if new_state not in TRANSITIONS[self.fetch_state]:
+            raise IllegalFetchStateTransition("{0}: {1} -> {2} is not a legal fetch state transition".format(
+                self.tp, self.fetch_state.name, new_state.name))
+        self.fetch_state = new_state
+
+    @property
+    def awaiting_validation(self):
+        return self.fetch_state is FetchState.AWAIT_VALIDATION
+
+    @property
+    def has_valid_position(self):
+        return self.fetch_state.has_valid_position
+
+    def fetchable(self):
+        return self.fetch_state is FetchState.FETCHING and not self.paused and not self.stalled
+
+    # --- the moves (each one transition of the table) -----------------------------------
+    def seek(self, offset, epoch=NO_EPOCH):
+        """A position known to be valid (an explicit seek, a reset's answer,
+        a validation's verdict): FETCHING from it, nothing buffered."""
+        self.transition(FetchState.FETCHING)
+        self.position = offset
+        self.position_epoch = epoch
+        self.fetch_offset = offset
+        self.fetch_epoch = epoch
+        self.reset_strategy = None
+        self.stalled = False
+        self.no_progress = 0
+        self.buffered.clear()
+
+    def await_reset(self, strategy):
+        self.transition(FetchState.AWAIT_RESET)
+        self.reset_strategy = strategy
+        self.position = None
+        self.fetch_offset = None
+
+    def await_validation(self):
+        self.transition(FetchState.AWAIT_VALIDATION)
+
+    def validated(self):
+        """The leader confirmed the position (or cannot tell): fetch from it."""
+        self.transition(FetchState.FETCHING)

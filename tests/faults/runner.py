@@ -13,7 +13,10 @@
    `settle` seconds; the ledger's checks run and the report is kept for
    RESULTS.md (FASTKC_FAULTS_REPORT=path.json appends it there).
 """
+import collections
+import contextlib
 import json
+import logging
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -74,12 +77,61 @@ class Ctx:
         start = len(self.ledger.deliveries)
         deadline = time.monotonic() + timeout
         while len(self.ledger.deliveries) < start + more:
-            assert time.monotonic() < deadline, "no records delivered for {0:.0f}s".format(timeout)
-            assert self.driver.is_alive(), "consumer thread died"
+            assert time.monotonic() < deadline, "no records delivered for {0:.0f}s\n{1}".format(
+                timeout, self.diagnosis())
+            assert self.driver.is_alive(), "consumer thread died\n" + self.diagnosis()
             time.sleep(0.05)
+
+    def diagnosis(self):
+        """What a stalled scenario looked like: the producer's counts, the
+        consumer's errors and assignment, and fastkc's last log lines (a rare
+        stall under a loaded CI machine must be explainable from its output)."""
+        lines = ["producer: sent {0}, acked {1}, failed {2}".format(
+            self.producer.sent, self.producer.acked, len(self.producer.failed))]
+        lines.append("deliveries {0}; errors (last 5): {1}".format(
+            len(self.ledger.deliveries), self.ledger.errors[-5:]))
+        for member in self.members:
+            try:
+                assignment = sorted(member.consumer.assignment()) if member.consumer else None
+            except Exception as exc:  # noqa: BLE001 - a diagnosis must not raise
+                assignment = repr(exc)
+            lines.append("{0}: alive {1}, last poll {2:.1f}s ago, assignment {3}".format(
+                member.name, member.is_alive(), time.monotonic() - member.last_poll, assignment))
+        lines.append("fastkc log, last {0} lines:".format(len(RECENT_LOG.lines)))
+        lines.extend(RECENT_LOG.lines)
+        return "\n".join(lines)
 
     def all_proxies(self):
         return list(self.cluster.proxies.values())
+
+
+class _RecentLog(logging.Handler):
+    """The last lines fastkc logged during a scenario (DEBUG), kept for
+    Ctx.diagnosis()."""
+
+    def __init__(self, keep=120):
+        super().__init__(logging.DEBUG)
+        self.lines = collections.deque(maxlen=keep)
+        self.setFormatter(logging.Formatter("%(relativeCreated)8.0f %(threadName)s %(name)s %(message)s"))
+
+    def emit(self, record):
+        self.lines.append(self.format(record)[:300])
+
+    @contextlib.contextmanager
+    def attached(self):
+        self.lines.clear()
+        logger = logging.getLogger("fastkc")
+        level = logger.level
+        logger.addHandler(self)
+        logger.setLevel(logging.DEBUG)
+        try:
+            yield
+        finally:
+            logger.removeHandler(self)
+            logger.setLevel(level)
+
+
+RECENT_LOG = _RecentLog()
 
 
 def make_fastkc(bootstrap, topic, partitions, group_id=None, **configs):
@@ -115,8 +167,14 @@ def run_scenario(cluster, name, inject, *, partitions=3, rate=150, group=True, e
     make = make_fastkc(cluster.bootstrap, topic, partitions, group_id, **(consumer_configs or {}))
     driver = ConsumerDriver(ledger, make, commit_every=commit_every if group else None)
     ctx = Ctx(cluster, topic, ledger, producer, driver, group_id, make, [driver])
+    with RECENT_LOG.attached():
+        return _run(ctx, inject, settle, allow_duplicates, name)
+
+
+def _run(ctx, inject, settle, allow_duplicates, name):
+    ledger, producer = ctx.ledger, ctx.producer
     producer.start()
-    driver.start()
+    ctx.driver.start()
     began = time.monotonic()
     try:
         ctx.wait_flowing(timeout=30.0, more=50)

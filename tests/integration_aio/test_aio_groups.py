@@ -260,6 +260,27 @@ def test_stop_revokes_through_the_listener(aio, bootstrap, make_topic, flavour, 
     assert [(kind, set(parts)) for kind, _, parts, _, _ in events if parts] == [("assigned", tps), ("revoked", tps)]
 
 
+def test_unsubscribe_then_assign(aio, bootstrap, make_topic, flavour):
+    topic = make_topic(partitions=2)
+    _fill(bootstrap, topic, 2, 3)
+
+    async def scenario(consumers):
+        consumer = consumers.new(group_id=unique_name("g"), auto_offset_reset="earliest", **GROUP_TIMING)
+        consumer.subscribe([topic])
+        await consumer.start()
+        await _until(lambda: len(consumer.assignment()) == 2, 30, "the assignment", consumer)
+        consumer.unsubscribe()
+        after = (consumer.assignment(), consumer.subscription())
+        tp1 = consumers.tp(topic, 1)
+        consumer.assign([tp1])  # allowed again once unsubscribed
+        records = await drain(consumer, 3)
+        return after, records
+
+    (assignment, subscription), records = aio(scenario)
+    assert assignment == set() and not subscription
+    assert [(r.partition, r.offset) for r in records] == [(1, 0), (1, 1), (1, 2)]
+
+
 # --- a member killed ------------------------------------------------------------------
 
 def _start_worker(flavour, bootstrap, topic, group, out):

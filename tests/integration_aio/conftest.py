@@ -14,6 +14,8 @@
   asserts the Java client's behaviour).
 - fastkc_bug(reason): marks the fastkc.aio case xfail(strict=True) for a
   known fastkc failure (never to make a wrong test pass).
+- fastkc_aio_flavour: fastkc.aio's flavour alone (skipped, or failed under
+  FASTKC_REQUIRE_AIO=1, while it does not exist), for getmany_arrow.
 - bootstrap: kafka_broker's bootstrap servers (the session's one broker;
   every test makes its own topics with make_topic).
 """
@@ -26,6 +28,12 @@ from tests.support.aio_tools import run_scenario
 @pytest.fixture(params=AIO_FLAVOUR_NAMES)
 def flavour(request):
     return load_aio_flavour(request.param)
+
+
+@pytest.fixture
+def fastkc_aio_flavour():
+    """fastkc.aio's flavour alone, for what only it has (getmany_arrow)."""
+    return load_aio_flavour(FASTKC_AIO)
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from tests.support.aio_tools import assert_aio_records_match, drain, sorted_written
+from tests.support.aio_tools import assert_aio_records_match, drain, run_scenario, sorted_written
 from tests.support.consumers import mixed_messages
-from tests.support.kafka_tools import Message, produce
+from tests.support.kafka_tools import CODECS, Message, produce
 
 
 def _written(bootstrap, topic, count, partitions, **kw):
@@ -168,3 +168,54 @@ def test_deserializers_see_every_key_and_value(aio, bootstrap, make_topic):
         return await drain(consumer, len(written))
 
     assert_aio_records_match(aio(scenario), written, deserialized=deserialized)
+
+
+def test_every_codec(aio, bootstrap, make_topic):
+    base = int(time.time() * 1000) - 100_000
+    written = {}
+    for codec in CODECS:
+        topic = make_topic(partitions=1, prefix="codec-" + codec)
+        written[topic] = sorted_written(produce(bootstrap, topic, mixed_messages(40, 1, base_timestamp=base, tag=codec),
+                                                compression=codec))
+
+    async def scenario(consumers):
+        consumer = await consumers.started(auto_offset_reset="earliest")
+        consumer.assign([consumers.tp(topic, 0) for topic in written])
+        return await drain(consumer, sum(len(w) for w in written.values()))
+
+    expected = sorted((w for ws in written.values() for w in ws), key=lambda w: (w.topic, w.partition, w.offset))
+    assert_aio_records_match(aio(scenario), expected)
+
+
+def test_getmany_arrow_matches_getmany(fastkc_aio_flavour, bootstrap, make_topic):
+    """fastkc.aio only: getmany_arrow() takes getmany()'s arguments
+    (*partitions, timeout_ms, max_records) and returns one pyarrow.RecordBatch
+    in poll_arrow()'s schema (fastkc.records.arrow_schema()) holding the
+    records getmany() would have returned."""
+    pa = pytest.importorskip("pyarrow")
+    from fastkc.records import arrow_schema
+
+    topic = make_topic(partitions=2)
+    written = _written(bootstrap, topic, 60, 2)
+
+    async def scenario(consumers):
+        consumer = await consumers.started(auto_offset_reset="earliest")
+        tp0, tp1 = consumers.tp(topic, 0), consumers.tp(topic, 1)
+        consumer.assign([tp0, tp1])
+        batches, rows = [], 0
+        deadline = time.monotonic() + 30
+        while rows < len(written) and time.monotonic() < deadline:
+            batch = await consumer.getmany_arrow(timeout_ms=200, max_records=25)
+            assert isinstance(batch, pa.RecordBatch) and batch.num_rows <= 25
+            batches.append(batch)
+            rows += batch.num_rows
+        only_tp1 = await consumer.getmany_arrow(tp1, timeout_ms=200)
+        return batches, only_tp1
+
+    batches, only_tp1 = run_scenario(fastkc_aio_flavour, bootstrap, scenario, 60)
+    table = pa.Table.from_batches(batches)
+    assert table.schema.equals(arrow_schema(), check_metadata=False)
+    got = sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
+                     table.column("key").to_pylist(), table.column("value").to_pylist()))
+    assert got == [(w.partition, w.offset, w.key, w.value) for w in written]
+    assert only_tp1.num_rows == 0  # everything was read already

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.support.aio_tools import drain
+from tests.support.aio_tools import drain, run_scenario
 from tests.support.group_worker import read_events
 from tests.support.kafka_tools import Message, create_topic, produce, unique_name
 
@@ -288,6 +288,40 @@ def test_unsubscribe_then_assign(aio, bootstrap, make_topic, flavour):
     (assignment, subscription), records = aio(scenario)
     assert assignment == set() and not subscription
     assert [(r.partition, r.offset) for r in records] == [(1, 0), (1, 1), (1, 2)]
+
+
+def test_kip848_group_fastkc_only(fastkc_aio_flavour, bootstrap, make_topic):
+    """fastkc.aio only (aiokafka 0.14 speaks the classic protocol alone):
+    group_protocol="consumer" (KIP-848) shares the partitions between two
+    members through the listener, and their reads cover the topic once."""
+    flavour = fastkc_aio_flavour
+    topic = make_topic(partitions=4)
+    _fill(bootstrap, topic, 4, 5)
+    group = unique_name("g")
+    events = []
+
+    async def scenario(consumers):
+        members, collected = [], {}
+        for name in ("one", "two"):
+            box = []
+            member = consumers.new(group_id=group, group_protocol="consumer", auto_offset_reset="earliest",
+                                   enable_auto_commit=False)
+            box.append(member)
+            member.subscribe([topic], listener=_listener_class(flavour, events, name, box, use_async=name == "one"))
+            await member.start()
+            members.append(member)
+        await _until(lambda: all(len(m.assignment()) == 2 for m in members), 60, "two partitions each", *members,
+                     collected=collected)
+        records = [r for m in members for r in collected.get(m, [])]
+        for member in members:
+            records += await drain(member, 0, settle_ms=500)
+        return [m.assignment() for m in members], records
+
+    (first, second), records = run_scenario(flavour, bootstrap, scenario, 90)
+    assert first | second == {flavour.TopicPartition(topic, p) for p in range(4)} and not first & second
+    # a partition that moved from one member to the other (no commits) is read again from the
+    # start, so the reads are compared as a set: nothing missing
+    assert {(r.partition, r.offset) for r in records} == {(p, i) for p in range(4) for i in range(5)}
 
 
 # --- a member killed ------------------------------------------------------------------

@@ -52,6 +52,9 @@ from dataclasses import dataclass
 
 from fastkc import __version__
 from fastkc.aio.errors import ConfigTypeError, ConfigValueError
+# aiokafka's default assignor is its RoundRobinPartitionAssignor: fastkc's has
+# the same protocol name ("roundrobin"), so mixed groups agree on it
+from fastkc.assignors import RoundRobinPartitionAssignor
 
 # aiokafka accepts these SASL mechanisms and no others (its client's check)
 SASL_MECHANISMS = ("PLAIN", "GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -70,12 +73,6 @@ class Key:
     default: object
     check: str  # a name in _CHECKS
     core: object  # SAME, DRIVER, DROPPED, or a function (value, aio) -> {fastkc key: value}
-
-
-def _default_assignors():
-    from fastkc.assignors import RoundRobinPartitionAssignor
-
-    return (RoundRobinPartitionAssignor,)
 
 
 def _assignors_to_core(value, aio):
@@ -126,7 +123,7 @@ KEYS = (
     Key("auto_commit_interval_ms", 5000, "int>0", SAME),
     Key("check_crcs", True, "bool", SAME),
     Key("metadata_max_age_ms", 5 * 60 * 1000, "int>=0", SAME),
-    Key("partition_assignment_strategy", None, "assignors", _assignors_to_core),  # None: _default_assignors()
+    Key("partition_assignment_strategy", (RoundRobinPartitionAssignor,), "assignors", _assignors_to_core),
     Key("max_poll_interval_ms", 300000, "int>0", SAME),
     Key("rebalance_timeout_ms", None, "opt_int>0", DRIVER),
     Key("session_timeout_ms", 10000, "int>0", SAME),
@@ -236,8 +233,6 @@ def _check(key, value):
             _type_error(name, "an ssl.SSLContext or None", value)
         return value
     if check == "assignors":
-        if value is None:
-            return _default_assignors()
         if not isinstance(value, (list, tuple)) or not value:
             _type_error(name, "a non-empty list or tuple of assignors", value)
         for assignor in value:

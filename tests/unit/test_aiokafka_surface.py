@@ -28,6 +28,7 @@ import aiokafka.errors as aerrors  # noqa: E402
 import aiokafka.structs as astructs  # noqa: E402
 import aiokafka.util as autil  # noqa: E402
 
+import fastkc  # noqa: E402
 import fastkc.errors as ferrors  # noqa: E402
 from fastkc.aio import abc as oabc  # noqa: E402
 from fastkc.aio import config as oconfig  # noqa: E402
@@ -48,7 +49,7 @@ def _aiokafka_keywords():
 DEFAULT_DIFFERENCES = {
     # the id a broker logs and applies client-id quotas to: fastkc does not
     # announce itself as aiokafka
-    "client_id": ("aiokafka-0.14.0", "fastkc-aio-0.1.0"),
+    "client_id": ("aiokafka-0.14.0", "fastkc-aio-" + fastkc.__version__),
 }
 
 
@@ -190,7 +191,7 @@ def test_translation_defaults():
     resolved = oconfig.resolve(bootstrap_servers="broker1:9093,broker2")
     core = resolved.core
     assert core["bootstrap_servers"] == [("broker1", 9093), ("broker2", 9092)]
-    assert core["client_id"] == "fastkc-aio-0.1.0"
+    assert core["client_id"] == "fastkc-aio-" + fastkc.__version__
     assert core["request_timeout_ms"] == 40000 and core["session_timeout_ms"] == 10000
     assert core["client_rack"] == ""
     assert core["sasl_mechanism"] is None  # PLAINTEXT: aiokafka's "PLAIN" default is not a SASL request

@@ -129,7 +129,7 @@ KEYS = (
     Key("session_timeout_ms", 10000, "int>0", SAME),
     Key("heartbeat_interval_ms", 3000, "int>0", SAME),
     Key("consumer_timeout_ms", 200, "number>=0", DRIVER),
-    Key("max_poll_records", None, "opt_int>0", DRIVER),
+    Key("max_poll_records", None, "max_poll_records", DRIVER),
     Key("ssl_context", None, "ssl_context", SAME),
     Key("security_protocol", "PLAINTEXT", "security_protocol", SAME),
     Key("api_version", None, "api_version", DROPPED),
@@ -182,6 +182,11 @@ def _check(key, value):
         return _check_int(name, value, minimum=0)
     if check == "opt_int>0":
         return _check_int(name, value, minimum=1, optional=True)
+    if check == "max_poll_records":
+        # aiokafka raises ValueError for a wrong type here too
+        if value is not None and (not _is_int(value) or value < 1):
+            _value_error(name, "must be a positive int or None, not {0!r}".format(value))
+        return value
     if check == "number>=0":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             _type_error(name, "a number of milliseconds", value)

@@ -311,6 +311,10 @@ class ConnectionCore:
     def in_flight_count(self):
         return len(self._in_flight)
 
+    def oldest_in_flight(self):
+        """The request the next frame must answer (its api_name, version), or None."""
+        return self._in_flight[0] if self._in_flight else None
+
     def can_send(self):
         return self.ready and len(self._in_flight) < self.config["max_in_flight_requests_per_connection"]
 

@@ -759,6 +759,9 @@ class ConnectionCore:
                         "receive from {0}:{1} failed: {2}".format(self.host, self.port, exc)))
                     break
                 finally:
+                    # the slice must not outlive this step: growing the
+                    # frame's buffer needs it unexported
+                    buf.release()
                     self._drain_tls_output()  # a TLS 1.3 key update answered, say
                 if not n:
                     break
@@ -770,6 +773,7 @@ class ConnectionCore:
             buf = self.get_buffer()
             n = min(len(buf), end - pos)
             buf[:n] = view[pos:pos + n]
+            buf.release()  # unexported before the buffer may grow
             pos += n
             self.buffer_updated(n, now, answered)
         return answered

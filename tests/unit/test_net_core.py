@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from fastkc import auth, errors
 from fastkc.net import core as core_module
-from fastkc.net.core import HANDSHAKE_MAX_FRAME, ConnectionCore, ConnectionState
+from fastkc.net.core import FIRST_FRAME_CHUNK, HANDSHAKE_MAX_FRAME, ConnectionCore, ConnectionState
 from fastkc.protocol import codec
 from fastkc.protocol.framing import Framer, frame
 from fastkc.protocol.messages import ALL_APIS
@@ -109,6 +109,7 @@ def test_any_chunking_of_the_stream_gives_the_same_answers(n, cuts, zero_copy):
                 buf = core.get_buffer()
                 k = min(len(buf), len(chunk))
                 buf[:k] = chunk[:k]
+                buf.release()
                 chunk = chunk[k:]
                 got += core.buffer_updated(k, 1.0)
         else:
@@ -130,6 +131,21 @@ def test_any_chunking_of_the_handshake_answer_reaches_ready(cuts):
         assert not core.ready
         core.receive(stream[start:end], 0.5)
     assert core.ready
+
+
+@pytest.mark.parametrize("chunk", [None, 1 << 16, 3 * FIRST_FRAME_CHUNK + 1])
+def test_a_frame_bigger_than_the_first_chunk_grows_its_buffer(chunk):
+    core, peer = ready_core(dict(CONFIG, receive_message_max_bytes=64 << 20))
+    core.send("Metadata", {"topics": []}, None, now=0.0)
+    [(header, _)] = peer.take(core)
+    body = bytes(range(256)) * ((5 * FIRST_FRAME_CHUNK + 12345) // 256)
+    stream = frame(header["correlation_id"].to_bytes(4, "big") + body)
+    step = chunk or len(stream)
+    got = []
+    for start in range(0, len(stream), step):
+        got += core.receive(stream[start:start + step], 0.0)
+    [(request, payload)] = got
+    assert request.correlation_id == header["correlation_id"] and payload[4:] == body
 
 
 def test_request_deadline_is_a_tick_away():

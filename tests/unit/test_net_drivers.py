@@ -12,7 +12,7 @@ import pytest
 
 from fastkc import errors
 from fastkc.config import consumer_config
-from fastkc.conn import BrokerConnection, ConnectionState
+from fastkc.conn import FIRST_FRAME_CHUNK, BrokerConnection, ConnectionState
 from fastkc.net.aio import AioConnection
 from fastkc.net.blocking import BlockingConnection
 from fastkc.protocol import codec
@@ -267,19 +267,24 @@ def test_tls_with_an_untrusted_certificate_is_refused_for_good(driver, tls):
         assert not info.value.retriable
 
 
-def test_tls_large_answers_cross_many_records(driver, tls):
-    # an answer of several TLS records, read into the core's frame buffer
+@pytest.mark.parametrize("size", [256 << 10, 5 * FIRST_FRAME_CHUNK + 12345], ids=["256K", "5M"])
+@pytest.mark.parametrize("secure", [False, True], ids=["plain", "tls"])
+def test_large_answers_arrive_whole(driver, tls, secure, size):
+    # answers of many TLS records, and beyond the first frame chunk: the
+    # frame's buffer grows while the driver reads into it
     mine, _, server = tls
-    body = bytes(range(256)) * 1024  # 256 KB: 16 records and more
+    body = bytes(range(256)) * (size // 256)
 
     def big(link, request):
         link.send(frame(struct.pack(">i", request.correlation_id) + body))
 
-    with kit.FakeBroker(tls=server) as broker:
+    with kit.FakeBroker(tls=server if secure else None) as broker:
         broker.script("Metadata", big)
-        conn = driver.open(broker, ssl_context=_client_context(mine.ca), security_protocol="SSL")
+        extra = {"ssl_context": _client_context(mine.ca), "security_protocol": "SSL"} if secure else {}
+        conn = driver.open(broker, receive_message_max_bytes=64 << 20, **extra)
         try:
             payloads = conn.requests(2)
+            assert [len(p) for p in payloads] == [4 + len(body)] * 2
             assert [p[4:] == body for p in payloads] == [True, True]
         finally:
             conn.close()

@@ -154,6 +154,10 @@ class BlockingConnection:
         if self._sock is None:
             raise KafkaConnectionError("connection to {0}:{1} is closed".format(self.host, self.port))
         version = self.pick_version(api_name, version)
+        if self._core.maybe_reauthenticate(time.monotonic()):
+            # KIP-368: past the session's re-authentication point the broker
+            # takes nothing but a new SASL exchange; it goes first
+            self._run_until(lambda: self._core.ready, "SaslHandshake", None)
         outcome = []
         self._core.send(api_name, body, lambda payload, error: outcome.append((payload, error)), version,
                         now=time.monotonic())

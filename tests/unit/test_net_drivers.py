@@ -7,6 +7,7 @@ errors, since the core makes them."""
 import asyncio
 import ssl
 import struct
+import time
 
 import pytest
 
@@ -42,8 +43,15 @@ class SocketDriver:
     def api_versions(self):
         return self.conn.api_versions
 
+    @property
+    def core(self):
+        return self.conn.core
+
     def requests(self, n, timeout_ms=None):
         got = []
+        # as KafkaClient.ready() does: a due re-authentication goes first, the request waits
+        self.conn.maybe_reauthenticate()
+        drive(self.conn, lambda: self.conn.state is not ConnectionState.REAUTHENTICATING, timeout=5)
         for _ in range(n):
             self.conn.send("Metadata", METADATA, lambda p, e: got.append((p, e)), timeout_ms=timeout_ms)
         drive(self.conn, lambda: len(got) == n, timeout=5)
@@ -69,6 +77,10 @@ class BlockingDriver:
     def api_versions(self):
         return self.conn.api_versions
 
+    @property
+    def core(self):
+        return self.conn._core
+
     def requests(self, n, timeout_ms=None):
         # one request at a time: in order by construction, ids checked by the core
         return [self.conn.request_raw("Metadata", METADATA) for _ in range(n)]
@@ -93,6 +105,10 @@ class AioDriver:
     @property
     def api_versions(self):
         return self.conn.api_versions
+
+    @property
+    def core(self):
+        return self.conn.core
 
     def requests(self, n, timeout_ms=None):
         async def pipelined():
@@ -233,6 +249,22 @@ def test_sasl_plain_refused(driver):
             driver.open(broker, sasl_plain_password="wrong", **SASL)
 
 
+def test_sasl_reauthenticates_on_the_same_connection(driver):
+    # KIP-368: a session of 300 ms, requests for a second: the driver's
+    # ticks (or the blocking driver's check before a request) re-authenticate
+    with kit.FakeBroker(sasl=("alice", "secret"), session_lifetime_ms=300) as broker:
+        conn = driver.open(broker, sasl_plain_password="secret", **SASL)
+        try:
+            began = time.monotonic()
+            while time.monotonic() - began < 1.0:
+                assert len(conn.requests(1)) == 1
+                time.sleep(0.05)
+            assert conn.core.reauthentications >= 2 and conn.core.ready
+            assert broker.connections == 1 and broker.count("SaslHandshake") == 1 + conn.core.reauthentications
+        finally:
+            conn.close()
+
+
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
     from fastkc.broker import certs
@@ -276,7 +308,11 @@ def test_large_answers_arrive_whole(driver, tls, secure, size):
     body = bytes(range(256)) * (size // 256)
 
     def big(link, request):
+        # the kit's 50 ms socket timeout bounds a whole sendall: too short
+        # for megabytes through TLS on a busy machine
+        link.sock.settimeout(10.0)
         link.send(frame(struct.pack(">i", request.correlation_id) + body))
+        link.sock.settimeout(0.05)
 
     with kit.FakeBroker(tls=server if secure else None) as broker:
         broker.script("Metadata", big)

@@ -391,3 +391,27 @@ def test_tls_a_certificate_for_another_name_is_refused(tls):
     TlsPeer(server).exchange(core)
     assert isinstance(core.last_error, errors.SslAuthenticationError)
     assert "CERTIFICATE_VERIFY_FAILED" in str(core.last_error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(noise=st.binary(max_size=600), cut=st.integers(0, 600), handshake=st.booleans())
+def test_hostile_bytes_end_in_a_typed_error_or_in_waiting(noise, cut, handshake):
+    # whatever a peer sends, the core either waits for more, answers, or
+    # fails with a typed KafkaError; no other exception leaves receive()
+    if handshake:
+        core = ConnectionCore("broker", 9092, SASL)
+        core.start_connecting(0.0)
+        core.transport_connected(0.0)
+        [(header, _)] = Peer().take(core)
+        stream = api_versions_answer(header)[:cut % 64] + noise
+    else:
+        core, peer = ready_core()
+        core.send("Metadata", {"topics": []}, None, now=0.0)
+        core.send("Metadata", {"topics": []}, None, now=0.0)
+        [(header, _), _] = peer.take(core)
+        stream = metadata_answer(header)[:cut] + noise
+    core.receive(stream, 1.0)
+    if core.state is ConnectionState.DISCONNECTED:
+        assert isinstance(core.last_error, errors.KafkaError), repr(core.last_error)
+    core.tick(100.0)  # and every wait ends at its deadline
+    assert core.state is ConnectionState.DISCONNECTED and isinstance(core.last_error, errors.KafkaError)

@@ -12,7 +12,9 @@ moves ciphertext only, so the three drivers share one TLS path and its error
 mapping. Plaintext frames are read straight into the core's frame buffers
 (BufferedProtocol.get_buffer is the core's). Deadlines come from the core's
 next_deadline() through one loop.call_at timer; nothing here blocks the loop
-(GSSAPI's first step runs on its own thread and the core polls it on a tick).
+(GSSAPI's and AWS_MSK_IAM's slow steps, and here any mechanism's first
+message but PLAIN's and SCRAM's -- an OAUTHBEARER token provider may call an
+HTTP endpoint -- run on a thread of their own; the core polls them on ticks).
 
 Requests are pipelined up to max_in_flight_requests_per_connection; a
 request() beyond that, or during a KIP-368 re-authentication, waits for room
@@ -52,6 +54,7 @@ class AioConnection:
         settings.update(config or {})
         self.config = settings
         self.core = ConnectionCore(host, port, settings, ssl_context=ssl_context)
+        self.core.offload_first_step = True
         self.core.on_close = self._core_closed
         self.core.on_ready = self._core_ready
         self._loop = None

@@ -143,6 +143,9 @@ FIRST_FRAME_CHUNK = 1 << 20
 #: Ciphertext read out of the TLS layer per call (one TLS record is ≤ 16 KB).
 _TLS_READ = 1 << 17
 
+#: Mechanisms whose first message is a computation, never a wait.
+_INSTANT_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
 #: Where in the session lifetime re-authentication starts: uniformly in this
 #: window, as the Java client (SaslClientAuthenticator) does.
 REAUTH_WINDOW = (0.85, 0.95)
@@ -229,6 +232,11 @@ class ConnectionCore:
     reconnect_backoff_max_ms, and the sasl_* keys when SASL is on.
     `ssl_context` set: TLS over the transport."""
 
+    #: Run a SASL mechanism's first message off the driver's thread
+    #: (auth.PendingStep) unless it only computes (_INSTANT_MECHANISMS): the
+    #: asyncio driver sets it, so a token provider's HTTP call cannot stall
+    #: the event loop. The socket driver keeps kafka-python's behaviour.
+    offload_first_step = False
     #: KIP-368 re-authentication on/off. Only tests switch it off (the
     #: negative control: the broker must then close the connection at expiry).
     _reauth_enabled = True
@@ -516,6 +524,15 @@ class ConnectionCore:
                 self.config["sasl_mechanism"], self.host, self.port, what, answer["mechanisms"])
             self._auth_failed(for_code(answer["error_code"])(message))
             return
+        if self.offload_first_step and self.config["sasl_mechanism"] not in _INSTANT_MECHANISMS:
+            # an OAUTHBEARER token provider may fetch a token over HTTP: off
+            # the driver's thread (an event loop must not stall on it)
+            mechanism = self.config["sasl_mechanism"]
+            self._sasl_step(auth.PendingStep(self._sasl.first_message, lambda: KafkaTimeoutError(
+                "SASL {0}: the first message for {1}:{2} was not ready within {3} ms".format(
+                    mechanism, self.host, self.port, self.config["request_timeout_ms"])),
+                "fastkc-sasl-first-{0}".format(self.host)))
+            return
         try:
             first = self._sasl.first_message()
         except KafkaError as exc:
@@ -545,7 +562,7 @@ class ConnectionCore:
             except KafkaError as exc:
                 self._auth_failed(exc)
                 return
-            self._sasl_send(message)
+            self._sasl_step(message)  # an offloaded first step may itself hand back a PendingStep (GSSAPI)
         elif now > self._sasl_pending_deadline:
             self._sasl_pending = None
             self._auth_failed(pending.timeout_error())

@@ -387,3 +387,43 @@ def test_aio_a_failed_connection_fails_every_waiting_request(broker):
     results, after = asyncio.run(scenario())
     assert all(isinstance(r, errors.KafkaConnectionError) for r in results), results
     assert isinstance(after, errors.KafkaConnectionError)
+
+
+def test_aio_a_slow_token_provider_does_not_stall_the_loop():
+    # OAUTHBEARER's token() may call an identity provider over HTTP: the
+    # asyncio driver runs it off the loop, which keeps ticking meanwhile
+    from fastkc.auth.oauthbearer import UnsecuredTokenProvider
+    from tests.hostile.test_oauthbearer_wire import OAuthFakeBroker
+
+    class SlowProvider(UnsecuredTokenProvider):
+        def token(self):
+            time.sleep(0.3)
+            return super().token()
+
+    async def scenario(port):
+        conn = AioConnection("127.0.0.1", port, {
+            "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER",
+            "sasl_oauth_token_provider": SlowProvider("alice"), "request_timeout_ms": 2000})
+        gaps = []
+
+        async def heartbeat():
+            last = time.monotonic()
+            while True:
+                await asyncio.sleep(0.01)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        beat = asyncio.ensure_future(heartbeat())
+        began = time.monotonic()
+        await conn.connect()
+        took = time.monotonic() - began
+        payload = await conn.request("Metadata", METADATA, raw=True)
+        beat.cancel()
+        await conn.close()
+        return took, max(gaps), payload
+
+    with OAuthFakeBroker("accept") as broker:
+        took, worst_gap, payload = asyncio.run(scenario(broker.port))
+        assert broker.received and broker.received[0].startswith(b"n,,\x01auth=Bearer ")
+    assert took >= 0.3 and worst_gap < 0.15 and len(payload) > 4

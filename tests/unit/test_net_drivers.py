@@ -5,9 +5,11 @@ blocking driver (fastkc.net.blocking) and the asyncio driver
 real sockets. The scenarios are the same for all three; so are the typed
 errors, since the core makes them."""
 import asyncio
+import socket
 import ssl
 import struct
 import time
+import types
 
 import pytest
 
@@ -228,6 +230,15 @@ def test_a_silent_handshake_times_out(driver, broker):
     broker.script("ApiVersions", kit.silence())
     with pytest.raises(errors.KafkaTimeoutError, match="ApiVersions to .*: no answer within 300 ms"):
         driver.open(broker, request_timeout_ms=300)
+
+
+def test_a_refused_connection_is_a_connection_error(driver):
+    spare = socket.create_server(("127.0.0.1", 0))
+    port = spare.getsockname()[1]
+    spare.close()  # nothing listens there now
+    nowhere = types.SimpleNamespace(port=port, bootstrap="127.0.0.1:{0}".format(port))
+    with pytest.raises(errors.KafkaConnectionError, match="connect"):
+        driver.open(nowhere)
 
 
 SASL = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": "alice"}

@@ -398,7 +398,12 @@ class ConnectionCore:
         if self._tls is None:
             self._out += data
             return
-        self._tls.write(data)
+        try:
+            self._tls.write(data)
+        except ssl.SSLError as exc:  # the session is over (the peer's close_notify, an alert)
+            self._fail(self._tls_refusal(exc) or KafkaConnectionError("send to {0}:{1} failed: {2}".format(
+                self.host, self.port, exc)))
+            return
         self._out += self._tls_out.read()
 
     def _start_api_versions(self, version=None):

@@ -28,6 +28,7 @@ with, and connect() may be called again for a new attempt.
 import asyncio
 import socket
 
+from fastkc import auth
 from fastkc.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, ProtocolParseError
 from fastkc.net.core import ConnectionCore, ConnectionState
 from fastkc.protocol import codec
@@ -54,7 +55,7 @@ class AioConnection:
         settings.update(config or {})
         self.config = settings
         self.core = ConnectionCore(host, port, settings, ssl_context=ssl_context)
-        self.core.offload_first_step = True
+        self.core.offload = auth.PendingStep
         self.core.on_close = self._core_closed
         self.core.on_ready = self._core_ready
         self._loop = None

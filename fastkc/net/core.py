@@ -232,11 +232,13 @@ class ConnectionCore:
     reconnect_backoff_max_ms, and the sasl_* keys when SASL is on.
     `ssl_context` set: TLS over the transport."""
 
-    #: Run a SASL mechanism's first message off the driver's thread
-    #: (auth.PendingStep) unless it only computes (_INSTANT_MECHANISMS): the
-    #: asyncio driver sets it, so a token provider's HTTP call cannot stall
-    #: the event loop. The socket driver keeps kafka-python's behaviour.
-    offload_first_step = False
+    #: offload(work, timeout_error, name) -> an auth.PendingStep computing
+    #: work() elsewhere. Set by a driver that must not wait (asyncio:
+    #: auth.PendingStep itself), it runs a SASL mechanism's first message
+    #: that may wait on a third party (all but _INSTANT_MECHANISMS: an
+    #: OAUTHBEARER token provider may call HTTP) off the driver's thread;
+    #: None: inline, kafka-python's behaviour. The core starts no thread.
+    offload = None
     #: KIP-368 re-authentication on/off. Only tests switch it off (the
     #: negative control: the broker must then close the connection at expiry).
     _reauth_enabled = True
@@ -529,11 +531,11 @@ class ConnectionCore:
                 self.config["sasl_mechanism"], self.host, self.port, what, answer["mechanisms"])
             self._auth_failed(for_code(answer["error_code"])(message))
             return
-        if self.offload_first_step and self.config["sasl_mechanism"] not in _INSTANT_MECHANISMS:
+        if self.offload is not None and self.config["sasl_mechanism"] not in _INSTANT_MECHANISMS:
             # an OAUTHBEARER token provider may fetch a token over HTTP: off
             # the driver's thread (an event loop must not stall on it)
             mechanism = self.config["sasl_mechanism"]
-            self._sasl_step(auth.PendingStep(self._sasl.first_message, lambda: KafkaTimeoutError(
+            self._sasl_step(self.offload(self._sasl.first_message, lambda: KafkaTimeoutError(
                 "SASL {0}: the first message for {1}:{2} was not ready within {3} ms".format(
                     mechanism, self.host, self.port, self.config["request_timeout_ms"])),
                 "fastkc-sasl-first-{0}".format(self.host)))

@@ -57,6 +57,7 @@ class BrokerConnection:
         self.sock = None
         self._addresses = []
         self._address_index = 0
+        self._scratch = None
         core.last_activity = clock()
 
     def __repr__(self):
@@ -258,11 +259,14 @@ class BrokerConnection:
             return []
         answered = []
         tls = core.tls
+        if tls and self._scratch is None:
+            # one buffer for ciphertext, kept: a fresh 128 KB object per read
+            # would be an mmap and its page faults every time
+            self._scratch = memoryview(bytearray(_TLS_RECV))
         while self.sock is sock:
             try:
                 if tls:
-                    data = sock.recv(_TLS_RECV)
-                    n = len(data)
+                    n = sock.recv_into(self._scratch)
                 else:
                     n = sock.recv_into(core.get_buffer())
             except (BlockingIOError, InterruptedError):
@@ -276,7 +280,7 @@ class BrokerConnection:
                     self.host, self.port)), self._clock())
                 break
             if tls:
-                answered += core.receive(data, self._clock())
+                answered += core.receive(self._scratch[:n], self._clock())
             else:
                 core.buffer_updated(n, self._clock(), answered)
         self._flush()

@@ -100,7 +100,7 @@ import logging
 import random
 import ssl
 
-from fastkc import auth
+from fastkc import _backend, auth
 from fastkc.errors import (
     CorrelationIdError,
     IllegalStateError,
@@ -121,10 +121,10 @@ from fastkc.protocol.messages import API_VERSIONS, get_api
 
 log = logging.getLogger("fastkc.conn")
 
-try:  # the compiled core resizes without zero-filling; the twin backend has no network hot path to protect
-    from fastkc._core._fetch import grow_bytearray as _grow_bytearray
-except ImportError:  # pragma: no cover - without the compiled core
-    _grow_bytearray = None
+# The compiled core resizes without zero-filling; the backend (fastkc._backend,
+# the one importer of fastkc._core) offers it as grow_bytearray. Without it a
+# frame's buffer grows zero-filled, which is only slower.
+_grow_bytearray = getattr(_backend, "grow_bytearray", None)
 
 _UNSUPPORTED_VERSION = 35
 

@@ -24,18 +24,24 @@ The interface (`now` is the driver's monotonic clock in seconds):
                                  and how much of it was written
     send(api_name, body, callback, version=None, timeout_ms=None, now=...)
                                  a caller's request (READY only); its correlation id
+    wants_output()               data_to_send() is not empty
     tick(now)                    timeouts, a due re-authentication, a SASL step
                                  computed on another thread (auth.PendingStep)
-    next_deadline()              when tick() must run next (None: only on events)
+    next_deadline(now=None)      when tick() must run next (None: only on events)
+    maybe_reauthenticate(now)    start a due KIP-368 exchange before a request
     transport_lost(error, now)   the transport failed or hit EOF: fail with `error`
     fail(error, now, backoff_failures=0), close(error=None)
-    state, ready, established, version_for(api_name), backoff_remaining(now)
+    state, ready, established, tls, can_send(), in_flight_count(),
+    oldest_in_flight(), version_for(api_name), backoff_remaining(now),
+    idle_for(now), last_error, api_versions, api_versions_response
 
 Hooks, set by the driver: on_close(error) runs once the core is DISCONNECTED
 and before in-flight callbacks are failed (the driver closes its transport
 there, so a callback that reconnects finds it gone); on_ready(); on_event(kind)
 (kind in EVENTS, the client's counters); on_parse_error(api_name, exc) (the
-client's policy for an unparseable handshake answer; absent: fail with exc).
+client's policy for an unparseable handshake answer; absent: fail with exc);
+offload(work, timeout_error, name) (how a SASL first message that may wait
+runs elsewhere; None: inline).
 
 States (ConnectionState), changed only through `_set_state`, which allows the
 transitions of _LEGAL_TRANSITIONS and raises IllegalStateError on any other:

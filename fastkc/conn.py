@@ -236,7 +236,9 @@ class BrokerConnection:
             except OSError:
                 data = b""
             if data:
-                self.core.receive(data, self._clock())
+                # answers that came with it are answers: their callers hear so
+                for request, payload in self.core.receive(data, self._clock()):
+                    request.callback(payload, None)
         self.core.transport_lost(KafkaConnectionError("send to {0}:{1} failed: {2}".format(
             self.host, self.port, exc)), self._clock())
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from fastkc.errors import for_code
-from fastkc.protocol.blocking import BlockingConnection
+from fastkc.net.blocking import BlockingConnection
 
 # kafka-python's defaults, so the figures compare with what its users get.
 FETCH_MAX_WAIT_MS = 500

@@ -135,7 +135,7 @@ def produce_with_headers(bootstrap, topic, records, point, log):
     from confluent_kafka import Producer
 
     from fastkc import sample_run
-    from fastkc.protocol.blocking import BlockingConnection
+    from fastkc.net.blocking import BlockingConnection
 
     host, port = sample_run._split(bootstrap)
     with BlockingConnection(host, port, timeout=30.0) as conn:

@@ -157,7 +157,7 @@ def prepare_topic(bootstrap, topic, args, log):
 
 def topic_ends(bootstrap, topic, partitions):
     from fastkc import sample_run
-    from fastkc.protocol.blocking import BlockingConnection
+    from fastkc.net.blocking import BlockingConnection
 
     host, port = sample_run._split(bootstrap)
     with BlockingConnection(host, port, timeout=30.0) as conn:

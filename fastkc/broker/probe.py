@@ -7,7 +7,7 @@ shows when it has). A log line is not enough: the socket may not be serving
 yet. Checking the cluster id also rules out some other Kafka that happens to
 listen on a reused port.
 """
-from fastkc.protocol.blocking import BlockingConnection
+from fastkc.net.blocking import BlockingConnection
 
 
 def cluster_view(host, port, timeout=5.0):

@@ -1,6 +1,6 @@
 """Kafka wire protocol: declarative schemas (messages.py, in the compact form
-of schema.py), the one generic codec driven by them (codec.py), the stream
-framer (framing.py) and a small blocking client (blocking.py)."""
+of schema.py), the one generic codec driven by them (codec.py) and the stream
+framer (framing.py). Connections live in fastkc.net."""
 from fastkc.protocol.codec import (
     decode_body,
     decode_request,

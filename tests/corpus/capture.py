@@ -39,7 +39,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from fastkc.protocol import codec  # noqa: E402
-from fastkc.protocol.blocking import BlockingConnection  # noqa: E402
+from fastkc.net.blocking import BlockingConnection  # noqa: E402
 from tests.support.kafka_tools import (  # noqa: E402
     CODECS,
     Message,

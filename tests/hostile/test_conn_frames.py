@@ -54,8 +54,8 @@ def test_a_huge_announced_frame_costs_one_chunk(broker):
     drive(conn, lambda: conn.ready)
     got = []
     conn.send("Metadata", {"topics": []}, lambda p, e: got.append((p, e)))
-    drive(conn, lambda: conn._body is not None and conn._body_got >= 4)
-    assert len(conn._body) == FIRST_FRAME_CHUNK
+    drive(conn, lambda: conn.core._body is not None and conn.core._body_got >= 4)
+    assert len(conn.core._body) == FIRST_FRAME_CHUNK
     drive(conn, lambda: got)  # then the request times out
     assert isinstance(got[0][1], errors.KafkaTimeoutError)
     assert conn.state is ConnectionState.DISCONNECTED

@@ -149,7 +149,7 @@ def test_a_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
     assert proc.returncode == 0, proc.stderr[-3000:]
     # The topic was written by this module's run; its true end offsets, then a claim one short.
     from fastkc import sample_run
-    from fastkc.protocol.blocking import BlockingConnection
+    from fastkc.net.blocking import BlockingConnection
 
     host, port = sample_run._split(kafka_broker.bootstrap_servers)
     with BlockingConnection(host, port, timeout=30.0) as conn:

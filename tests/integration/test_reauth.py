@@ -39,7 +39,7 @@ import os
 import pytest
 
 from fastkc import broker
-from fastkc.conn import BrokerConnection
+from fastkc.net.core import ConnectionCore
 from tests.support import reauth_driver as driver
 from tests.support.kafka_tools import create_topic, unique_name
 
@@ -147,7 +147,7 @@ def test_every_connection_reauthenticated_and_none_was_lost(reauth_run, case):
 
 def test_negative_control_without_reauthentication_the_broker_disconnects(reauth_broker, reauth_run, monkeypatch):
     # after the main run (same broker): this test switches re-authentication off process-wide
-    monkeypatch.setattr(BrokerConnection, "_reauth_enabled", False)
+    monkeypatch.setattr(ConnectionCore, "_reauth_enabled", False)
     topic = create_topic(reauth_broker.bootstrap_servers, unique_name("noreauth"), partitions=1)
     case = CASES[0]
     seconds = REAUTH_MS / 1000.0 * 2 + 1.0

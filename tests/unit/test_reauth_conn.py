@@ -12,6 +12,7 @@ from fastkc.client import KafkaClient
 from fastkc.config import consumer_config
 from fastkc.conn import REAUTH_WINDOW, BrokerConnection, ConnectionState
 from fastkc.consumer import KafkaConsumer
+from fastkc.net.core import ConnectionCore
 from fastkc.protocol.framing import frame
 from fastkc.structs import TopicPartition
 from tests.hostile import kit
@@ -75,16 +76,16 @@ def test_state_machine_allows_only_ready_to_reauthenticating_and_back():
 
 def test_schedule_is_uniform_in_the_85_to_95_percent_window():
     conn = BrokerConnection("127.0.0.1", 1, consumer_config({"bootstrap_servers": "127.0.0.1:1"}))
-    conn._last_sasl_sent = 100.0
+    conn.core._last_sasl_sent = 100.0
     fractions = []
     for _ in range(2000):
-        conn._schedule_reauthentication(10_000)
+        conn.core._schedule_reauthentication(10_000)
         fractions.append((conn._reauth_at - 100.0) / 10.0)
     assert REAUTH_WINDOW == (0.85, 0.95)
     assert 0.85 <= min(fractions) < 0.86 and 0.94 < max(fractions) <= 0.95
     # spread over the window, not a constant: both halves are well used
     assert 700 < sum(f < 0.90 for f in fractions) < 1300
-    conn._schedule_reauthentication(0)
+    conn.core._schedule_reauthentication(0)
     assert conn._reauth_at is None
 
 
@@ -111,13 +112,13 @@ def test_reauthenticates_in_the_window_again_and_again():
     with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=lifetime_ms) as broker:
         conn = _ready_conn(broker)
         starts = []
-        original = conn._begin_reauthentication
+        original = conn.core._begin_reauthentication
 
         def begin():
-            starts.append((time.monotonic(), conn._last_sasl_sent))
+            starts.append((time.monotonic(), conn.core._last_sasl_sent))
             original()
 
-        conn._begin_reauthentication = begin
+        conn.core._begin_reauthentication = begin
         drive(conn, lambda: conn.reauthentications >= 3 and conn.ready, timeout=3.0)
         assert _handshakes(broker) == 4 and broker.connections == 1
         for started, authenticated in starts:
@@ -296,13 +297,13 @@ def test_a_consumer_fetch_in_flight_across_reauthentication_loses_and_repeats_no
         # the first Fetch (the one with the records) is held past the re-authentication's start
         broker.script("Fetch", kit.delay(700), times=1)
         in_flight_at_start = []
-        original = BrokerConnection._begin_reauthentication
+        original = ConnectionCore._begin_reauthentication
 
         def begin(self):
             in_flight_at_start.append([r.api_name for r in self._in_flight])
             original(self)
 
-        BrokerConnection._begin_reauthentication = begin
+        ConnectionCore._begin_reauthentication = begin
         try:
             consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, security_protocol="SASL_PLAINTEXT",
                                      sasl_mechanism="PLAIN", sasl_plain_username=USER,
@@ -318,7 +319,7 @@ def test_a_consumer_fetch_in_flight_across_reauthentication_loses_and_repeats_no
             metrics = consumer.metrics()["consumer-metrics"]
             consumer.close()
         finally:
-            BrokerConnection._begin_reauthentication = original
+            ConnectionCore._begin_reauthentication = original
         assert offsets == list(range(10))
         assert ["Fetch"] in in_flight_at_start, in_flight_at_start
         assert metrics["successful-reauthentication-total"] >= 2

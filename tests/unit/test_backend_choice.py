@@ -11,10 +11,8 @@ from fastkc import _backend
 from fastkc.protocol import codec
 from tests.support import batchgen as bg
 
-# Files outside _backend.py that still import fastkc._core directly, each with
-# its reason. conn.py belongs to the connection core (another change): it
-# should take _backend.grow_bytearray.
-ALLOWED = {"conn.py"}
+# Files outside _backend.py that may import fastkc._core directly: none.
+ALLOWED = set()
 
 
 def test_nothing_but_the_backend_imports_the_compiled_core():

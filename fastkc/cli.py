@@ -1,13 +1,15 @@
 """The `fastkc` command.
 
-    fastkc broker start [--nodes 3] [--security] [--proxied] [--kafka-version 3.9.x] [--name N | --data-dir D] [--port P]
+    fastkc broker start [--nodes 3] [--security] [--proxied] [--kafka-version 3.9.x] [--name N | --data-dir D]
+                        [--port P]
     fastkc broker stop  [--name N | --data-dir D] [--timeout S]
     fastkc broker status [--name N | --data-dir D] [--json]
     fastkc broker resolve [--kafka-version V ...]
     fastkc demo [--records N] [--record-size B] [--partitions P] [--compression C]
     fastkc bench [--records N] [--record-size B] [--partitions P] [--compression C] [--repeat R] [--clients ...]
     fastkc bench --curve value-size|partitions|codecs|headers|all [--max-records N] [--max-value-bytes B] [--points ...]
-    fastkc consume -b HOST:PORT -t TOPIC [-p N] [-o OFFSET] [-G GROUP] [-c N] [-e] [-f FMT | -J | --arrow-ipc F | --parquet F] ...
+    fastkc consume -b HOST:PORT -t TOPIC [-p N] [-o OFFSET] [-G GROUP] [-c N] [-e]
+                   [-f FMT | -J | --arrow-ipc F | --parquet F] ...
     fastkc bench-rebalance [--bootstrap HOST:PORT] [--repeat N] [--rate R] [--only fastkc,confluent]
 
 Subcommands are argparse subparsers, each with its own handler, so later
@@ -128,7 +130,8 @@ def build_parser():
     broker_p = commands.add_parser("broker", help="run a local Apache Kafka for tests and benchmarks")
     broker_cmds = broker_p.add_subparsers(dest="broker_command", metavar="ACTION", required=True)
 
-    start_p = broker_cmds.add_parser("start", help="resolve Kafka with mvn, format storage, start, wait until it answers")
+    start_p = broker_cmds.add_parser(
+        "start", help="resolve Kafka with mvn, format storage, start, wait until it answers")
     _add_location_args(start_p)
     start_p.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="1 node, or a 3-node cluster")
     start_p.add_argument("--security", action="store_true",

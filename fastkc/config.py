@@ -15,10 +15,10 @@ import socket
 import ssl
 
 from fastkc import auth
-from fastkc.errors import KafkaConfigurationError
 
 # kafka-python's default, with fastkc's own classes of the same names and interface
 from fastkc.assignors import RangePartitionAssignor, RoundRobinPartitionAssignor
+from fastkc.errors import KafkaConfigurationError
 
 _DEFAULT_ASSIGNORS = (RangePartitionAssignor, RoundRobinPartitionAssignor)
 

@@ -124,7 +124,7 @@ def parse_time(text):
             "invalid time {0!r}: expected milliseconds since the epoch or ISO-8601 "
             "(2026-11-25T13:40:00Z)".format(text)) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
+        moment = moment.replace(tzinfo=datetime.UTC)
     return int(moment.timestamp() * 1000) if moment.microsecond == 0 else \
         (int(moment.timestamp()) * 1000 + moment.microsecond // 1000)
 
@@ -765,6 +765,7 @@ class ConsumeRun:
         """Drop the records past -e's end offsets and past --to-time / e@,
         per partition; {tp: first dropped offset} for the partitions cut."""
         import pyarrow.compute as pc
+
         from fastkc.structs import TopicPartition
 
         limits = {}

@@ -169,7 +169,8 @@ def produce_with_headers(bootstrap, topic, records, point, log):
     for i in range(records):
         while True:
             try:
-                produce(topic, value=os.urandom(size).translate(_LETTERS), headers=headers, partition=i % point.partitions, on_delivery=on_error)
+                produce(topic, value=os.urandom(size).translate(_LETTERS), headers=headers,
+                        partition=i % point.partitions, on_delivery=on_error)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -210,7 +211,7 @@ def run_curve(curve, args, bootstrap, kafka_version, names, folder, log):
         "repeat": args.repeat,
         "clients": names,
         "kafka_version": kafka_version or "?",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": driver.git_commit(),
         "python": sys.version.split()[0],
         "machine": driver.machine_line(),

@@ -451,7 +451,7 @@ def run(args, log=log_to_stderr):
         "repeat": args.repeat,
         "topic": topic,
         "kafka_version": kafka_version or "?",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": git_commit(),
         "python": sys.version.split()[0],
         "machine": machine_line(),

@@ -1,9 +1,10 @@
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fastkc.structs import DecodedPartition, ScanInfo
 
-_Buffer = Union[bytes, bytearray, memoryview]
-_Deserializer = Optional[Tuple[Callable[..., Any], bool]]
+_Buffer = bytes | bytearray | memoryview
+_Deserializer = tuple[Callable[..., Any], bool] | None
 
 def crc32c(data: _Buffer, crc: int = ...) -> int: ...
 def crc32c_implementation() -> str: ...
@@ -17,7 +18,7 @@ def decode_partition(
     stop_offset: int,
     check_crcs: bool,
     read_committed: bool,
-    aborted_transactions: Sequence[Tuple[int, int]],
+    aborted_transactions: Sequence[tuple[int, int]],
     key_deserializer: _Deserializer,
     value_deserializer: _Deserializer,
     max_decompressed_bytes: int,
@@ -31,7 +32,7 @@ def decode_partition_arrow(
     stop_offset: int,
     check_crcs: bool,
     read_committed: bool,
-    aborted_transactions: Sequence[Tuple[int, int]],
+    aborted_transactions: Sequence[tuple[int, int]],
     max_decompressed_bytes: int,
     max_batch_records: int = ...,
     zero_copy: bool = ...,
@@ -39,13 +40,13 @@ def decode_partition_arrow(
 def scan_blob(data: _Buffer) -> ScanInfo: ...
 
 class ArrowBuilder:
-    def __init__(self, base: Optional[Sequence[int]] = ..., zero_copy: bool = ...) -> None: ...
+    def __init__(self, base: Sequence[int] | None = ..., zero_copy: bool = ...) -> None: ...
     @property
     def num_rows(self) -> int: ...
     @property
-    def totals(self) -> Tuple[int, int, int, int, int, int]: ...
+    def totals(self) -> tuple[int, int, int, int, int, int]: ...
     @property
-    def last_offset(self) -> Optional[int]: ...
+    def last_offset(self) -> int | None: ...
     def finish(self) -> Any: ...
 
 class RecordStream:
@@ -58,20 +59,20 @@ class RecordStream:
         stop_offset: int,
         check_crcs: bool,
         read_committed: bool,
-        aborted_transactions: Sequence[Tuple[int, int]],
+        aborted_transactions: Sequence[tuple[int, int]],
         max_decompressed_bytes: int,
         max_batch_records: int,
         arrow: bool = ...,
         key_deserializer: _Deserializer = ...,
         value_deserializer: _Deserializer = ...,
     ) -> None: ...
-    def records(self, max_records: int, max_held_bytes: Optional[int] = ...) -> List[Any]: ...
+    def records(self, max_records: int, max_held_bytes: int | None = ...) -> list[Any]: ...
     def arrow(
         self,
         max_records: int,
-        max_held_bytes: Optional[int] = ...,
-        base: Optional[Sequence[int]] = ...,
-        builder: Optional["ArrowBuilder"] = ...,
+        max_held_bytes: int | None = ...,
+        base: Sequence[int] | None = ...,
+        builder: ArrowBuilder | None = ...,
     ) -> Any: ...
     @property
     def next_offset(self) -> int: ...
@@ -82,4 +83,4 @@ class RecordStream:
     @property
     def held_bytes(self) -> int: ...
     @property
-    def last_totals(self) -> Tuple[int, int, int, int, int, int]: ...
+    def last_totals(self) -> tuple[int, int, int, int, int, int]: ...

@@ -41,7 +41,7 @@ _MODULES = {
 MECHANISMS = tuple(_MODULES)
 
 # kafka-python users look for the provider base class next to the mechanism.
-from fastkc.auth.oauthbearer import AbstractTokenProvider  # noqa: E402
+from fastkc.auth.oauthbearer import AbstractTokenProvider as AbstractTokenProvider  # noqa: E402
 
 
 def module_for(mechanism):

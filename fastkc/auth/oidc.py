@@ -59,7 +59,6 @@ import http.client
 import json
 import logging
 import random
-import socket
 import threading
 import time
 import urllib.error
@@ -312,7 +311,7 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
             status = exc.code
             try:
                 detail = _oauth_error(exc.read(4096))
-            except (OSError, socket.timeout):
+            except (TimeoutError, OSError):
                 detail = ""
             finally:
                 exc.close()
@@ -322,7 +321,7 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
                     "OAUTHBEARER: token endpoint {0} refused the request of client id {1!r}: {2} "
                     "(not retried)".format(url, self.client_id, message)) from None
             raise _Retriable(message) from None
-        except (urllib.error.URLError, OSError, socket.timeout) as exc:
+        except (TimeoutError, urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise _Retriable("{0}: {1}".format(type(reason).__name__, reason)) from None
         except http.client.HTTPException as exc:

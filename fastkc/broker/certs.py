@@ -113,7 +113,7 @@ def generate(directory, *, days=30):
     client-encrypted.key, crl-empty.pem and crl-broker-revoked.pem into
     `directory` and return their paths (and the encrypted key's password)."""
     os.makedirs(directory, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     # Back-dated by an hour so a small clock skew does not make them "not yet valid".
     not_before = now - datetime.timedelta(hours=1)
     not_after = now + datetime.timedelta(days=days)

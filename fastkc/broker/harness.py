@@ -426,7 +426,7 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
                 if not isinstance(exc, _PortClash):
                     raise
                 if attempt == attempts:
-                    raise BrokerStartupError("ports kept being taken by other processes during start-up")
+                    raise BrokerStartupError("ports kept being taken by other processes during start-up") from exc
                 if log:
                     log("a chosen port was taken meanwhile; retrying with new ports")
                 continue

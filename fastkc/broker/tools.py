@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from fastkc.broker.harness import TOOL_JVM_FLAGS
 from fastkc.broker.resolve import find_java, resolve_kafka
 
+
 @dataclass(frozen=True)
 class PerfRun:
     num_records: int

@@ -367,7 +367,7 @@ def with_member_state(subscription, owned_partitions, generation_id, rack_id):
     assignor itself put there. Accepts any subscription shape encode accepts."""
     return Subscription(
         HIGHEST_VERSION,
-        list(getattr(subscription, "topics")),
+        list(subscription.topics),
         _user_data(getattr(subscription, "user_data", None)),
         group_by_topic(list(owned_partitions), sort=True),
         generation_id,

@@ -25,7 +25,15 @@ SOURCE_NAME = "fastkc"
 def spark_schema(include_headers):
     """Spark's Kafka source schema (all fields nullable), + headers."""
     from pyspark.sql.types import (
-        ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType)
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
     fields = [
         StructField("key", BinaryType()),

@@ -154,7 +154,7 @@ def test_one_wheel_per_interpreter(wheels):
 
 
 def test_wheel_license_metadata_and_entry_point(wheels):
-    for path, names, metadata in wheels:
+    for path, _names, metadata in wheels:
         meta = _metadata(metadata)
         _check_license_metadata(meta)
         assert meta["Requires-Python"] == ">=3.11"

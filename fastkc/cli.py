@@ -96,31 +96,10 @@ def _demo(args):
     return 0
 
 
-def _bench_driver():
-    """benchmarks.e2e.driver, or None outside a source checkout.
-
-    The benchmark's runners live in the checkout's benchmarks/ folder, not in
-    the installed package, and each runs as `python -m benchmarks.e2e...`.
-    """
-    import os
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if not os.path.isfile(os.path.join(root, "benchmarks", "e2e", "driver.py")):
-        return None
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from benchmarks.e2e import driver
-
-    return driver
-
-
 def _bench(args):
-    driver = _bench_driver()
-    if driver is None:
-        print("fastkc: error: `fastkc bench` runs from a source checkout (benchmarks/e2e/ is missing)",
-              file=sys.stderr)
-        return 2
-    return driver.run(args)
+    from fastkc.bench import __main__ as bench
+
+    return bench.run(args)
 
 
 def build_parser():
@@ -173,9 +152,9 @@ def build_parser():
     bench_p = commands.add_parser(
         "bench", help="steady-state throughput of fastkc and every other client on one topic (or, with --curve, "
         "across value sizes, partitions, codecs, headers); tables, JSON, PNG")
-    driver = _bench_driver()
-    if driver is not None:
-        driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
+    from fastkc.bench import driver, rebalance
+
+    driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
     bench_p.set_defaults(handler=_bench)
 
     from fastkc import consume_cli
@@ -186,41 +165,20 @@ def build_parser():
 
     rebalance_p = commands.add_parser(
         "bench-rebalance", help="rebalance time of fastkc vs confluent-kafka (eager, cooperative-sticky, KIP-848)")
-    rebalance = _rebalance_runner()
-    if rebalance is not None:
-        rebalance.add_arguments(rebalance_p)
+    rebalance.add_arguments(rebalance_p)
     rebalance_p.set_defaults(handler=_bench_rebalance)
     return parser
 
 
-def _rebalance_runner():
-    """benchmarks.rebalance.run, or None outside a source checkout (its
-    member processes are the checkout's tests/support/group_worker.py)."""
-    import os
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if not os.path.isfile(os.path.join(root, "benchmarks", "rebalance", "run.py")):
-        return None
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from benchmarks.rebalance import run
-
-    return run
-
-
 def _bench_rebalance(args):
-    runner = _rebalance_runner()
-    if runner is None:
-        print("fastkc: error: `fastkc bench-rebalance` runs from a source checkout "
-              "(benchmarks/rebalance/ is missing)", file=sys.stderr)
-        return 2
-    return runner.main(args)
+    from fastkc.bench import rebalance
+
+    return rebalance.main(args)
 
 
 def _consume_parser():
-    """`fastkc consume` alone: building the whole parser imports the
-    benchmark drivers (about half a second), which a reader at a terminal
-    should not wait for."""
+    """`fastkc consume` alone: a reader at a terminal should not wait for
+    the other commands' modules to import."""
     from fastkc import consume_cli
 
     parser = argparse.ArgumentParser(prog="fastkc consume")

@@ -1,4 +1,5 @@
-
+# Stub of the compiled Fetch response parser (fastkc/_core/_fetch.pyx); checked
+# against the built module by tests/quality/test_stubs.py (mypy.stubtest).
 from fastkc.structs import FetchResponse
 
 MIN_VERSION: int

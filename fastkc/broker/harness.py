@@ -631,7 +631,8 @@ def stop(*, name="default", data_dir=None, timeout=30.0):
 
 # --- OAUTHBEARER (fastkc/broker/oauth.py): the OIDC server started with security=True
 def _start_oidc(data_dir, plans, die_with_parent):
-    described = oauth.start_server(os.path.join(data_dir, "oauth"), die_with_parent=die_with_parent)
+    described = oauth.start_server(os.path.join(data_dir, "oauth"),
+                                   die_with_parent_prefix=_die_with_parent_prefix() if die_with_parent else ())
     for plan in plans:
         plan.jvm_options = plan.jvm_options + oauth.jvm_options(described)
     return described

@@ -225,11 +225,11 @@ def jvm_options(described):
         described["jwks_url"], described["token_endpoint_url"])]
 
 
-def start_server(directory, *, die_with_parent=False, timeout=30.0):
+def start_server(directory, *, die_with_parent_prefix=(), timeout=30.0):
     """Start the OIDC server as a child process in its own session; return
-    its description (server.json) once it listens."""
-    from fastkc.broker.harness import _die_with_parent_prefix
-
+    its description (server.json) once it listens. `die_with_parent_prefix`:
+    the harness's command prefix that ends the server with its parent (as
+    kerberos.start_kdc takes it), so this module needs nothing of the harness."""
     stop_server(directory)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, SERVER_FILE)
@@ -240,7 +240,7 @@ def start_server(directory, *, die_with_parent=False, timeout=30.0):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     with open(os.path.join(directory, "server.log"), "wb") as out:
         proc = subprocess.Popen(
-            (_die_with_parent_prefix() if die_with_parent else [])
+            list(die_with_parent_prefix)
             + [sys.executable, "-m", "fastkc.broker.oauth", "serve", directory],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + timeout

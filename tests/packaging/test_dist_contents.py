@@ -127,7 +127,8 @@ def test_each_wheel_holds_the_package_and_nothing_else(wheels):
                           if f.startswith("fastkc/") and f.endswith(".py") or f == "pyspark_fastkc.py")
     data_files = sorted(f for f in sources
                         if f.startswith("fastkc/") and (f.endswith((".pyi", "py.typed"))
-                                                        or f.startswith("fastkc/broker/resources/")))
+                                                        or f.startswith(("fastkc/broker/resources/",
+                                                                         "fastkc/bench/java/"))))
     for path, names, _ in wheels:
         tag = _wheel_tag(path)
         version = "{0}{1}".format(tag[2], tag[3:])  # cp313 -> 313

@@ -10,7 +10,7 @@ CRC-checked, nothing decoded.
 import importlib
 import sys
 
-from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
 
 MODES = ("records", "records-threaded", "arrow", "ceiling")
 API = {"records": "KafkaConsumer.poll", "records-threaded": "KafkaConsumer.poll",

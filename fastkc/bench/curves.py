@@ -24,13 +24,15 @@ MB/s of values, time to first record, peak RSS; the load average) and
 curve-<name>.png (records/s and MB/s against the varied parameter, one line
 per client, log x where the parameter is a number).
 """
+import argparse
 import datetime
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from benchmarks.e2e import driver
+from fastkc.bench import driver
 
 # What each curve runs unless --clients says otherwise: fastkc's two APIs,
 # their ceiling and the two fastest other clients; kafka-python and aiokafka
@@ -328,7 +330,7 @@ def draw_curve(curve, points, names, meta, path):
     plt.close(fig)
 
 
-def run(args, log):
+def run(args: argparse.Namespace, log: Callable[[str], None]) -> int:
     if args.repeat < 1 or args.max_records < 1 or args.max_value_bytes < 1:
         raise SystemExit("--repeat, --max-records and --max-value-bytes must be positive")
     names = driver.client_names(args.clients, CURVE_CLIENTS)

@@ -1,7 +1,7 @@
 """What every end-to-end runner shares: its command line, the clock, the
 count check, peak RSS and the one JSON line it hands back to the driver.
 
-A runner is a separate process (`python -m benchmarks.e2e.run_<client>`), so
+A runner is a separate process (`python -m fastkc.bench.run_<client>`), so
 one client's heap, threads and garbage-collector state cannot slow down the
 next one. It reads the whole topic from the beginning to the end offsets the
 driver measured, then prints exactly one JSON object as its last stdout line:

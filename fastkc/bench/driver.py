@@ -1,19 +1,19 @@
 """End-to-end consumer throughput at steady state: one topic, every client, interleaved rounds.
 
-    python -m benchmarks.e2e.driver [--records 2000000] [--record-size 100] [--partitions 8]
+    fastkc bench [--records 2000000] [--record-size 100] [--partitions 8]
         [--compression lz4] [--repeat 3] [--clients fastkc-records,fastkc-arrow,...]
         [--bootstrap HOST:PORT] [--json PATH] [--png PATH]
-    python -m benchmarks.e2e.driver --curve value-size|partitions|codecs|headers|all [...]
-    fastkc bench [same options]
+    fastkc bench --curve value-size|partitions|codecs|headers|all [...]
+    python -m fastkc.bench [same options]
 
 The topic is prepared once (created and written by Kafka's own Java
 ProducerPerformance through fastkc.sample_run.ensure_sample, so the demo and
 the benchmark share it) and then read from its beginning to its end offsets by
-each client in its own process (benchmarks/e2e/run_*.py). With --repeat N the
+each client in its own process (fastkc/bench/run_*.py). With --repeat N the
 clients take turns N times (round 1: every client once, then round 2, ...), so
 a drift in the machine's load spreads over all of them.
 
-The headline is the steady-state rate (benchmarks/e2e/common.py): from the
+The headline is the steady-state rate (fastkc/bench/common.py): from the
 first record delivered to the last, counting the records after the first
 delivery, rate = (records - records_in_first_delivery) / (t_last - t_first);
 the median over the rounds with the slowest and fastest run beside it.
@@ -25,11 +25,14 @@ like the others).
 
 Prints a Markdown table (with the load average, and each target as a ratio
 measured in this run, never asserted), then writes the JSON and a PNG chart
-(default: benchmarks/results/e2e.json and e2e.png; the table alone goes to
+(default: benchmarks/results/e2e.json and e2e.png in a checkout, else
+fastkc-bench-results/ in the working directory; the table alone goes to
 e2e.md beside the JSON). Any client that reads a different number of records
 than the topic holds, or fails, is reported as FAILED and the driver exits
-with status 1 after writing what it has. --curve runs benchmarks/e2e/curves.py
-instead (tables and charts per curve).
+with status 1 after writing what it has. With --curve, fastkc/bench/curves.py
+runs instead (tables and charts per curve; the choice is made by
+fastkc/bench/__main__.py's run(), so this module never imports curves.py,
+which builds on it).
 """
 import argparse
 import datetime
@@ -40,22 +43,38 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RESULTS = os.path.join(ROOT, "benchmarks", "results")
+# The folder that holds the fastkc package the driver runs from: a checkout's
+# root, or site-packages. Each runner process is started there with it first on
+# PYTHONPATH, so it imports this same fastkc (never another copy that the
+# caller's directory or environment would put first).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def default_results_dir():
+    """benchmarks/results/ of the checkout fastkc runs from (the figures the
+    README quotes), else fastkc-bench-results/ in the working directory."""
+    checkout = os.path.join(PACKAGE_PARENT, "benchmarks", "results")
+    if os.path.isdir(checkout):
+        return checkout
+    return os.path.abspath("fastkc-bench-results")
+
+
+RESULTS = default_results_dir()
 
 # name → (runner module, mode); the order is the table's.
 CLIENTS = {
-    "fastkc-records": ("benchmarks.e2e.run_fastkc", "records"),
-    "fastkc-records-threaded": ("benchmarks.e2e.run_fastkc", "records-threaded"),
-    "fastkc-arrow": ("benchmarks.e2e.run_fastkc", "arrow"),
-    "ceiling": ("benchmarks.e2e.run_fastkc", "ceiling"),
-    "kafka-python": ("benchmarks.e2e.run_kafka_python", None),
-    "aiokafka": ("benchmarks.e2e.run_aiokafka", None),
-    "confluent-kafka": ("benchmarks.e2e.run_confluent", "default"),
-    "confluent-kafka-tuned": ("benchmarks.e2e.run_confluent", "tuned"),
-    "java-steady": ("benchmarks.e2e.run_java_steady", None),
-    "java": ("benchmarks.e2e.run_java", None),
+    "fastkc-records": ("fastkc.bench.run_fastkc", "records"),
+    "fastkc-records-threaded": ("fastkc.bench.run_fastkc", "records-threaded"),
+    "fastkc-arrow": ("fastkc.bench.run_fastkc", "arrow"),
+    "ceiling": ("fastkc.bench.run_fastkc", "ceiling"),
+    "kafka-python": ("fastkc.bench.run_kafka_python", None),
+    "aiokafka": ("fastkc.bench.run_aiokafka", None),
+    "confluent-kafka": ("fastkc.bench.run_confluent", "default"),
+    "confluent-kafka-tuned": ("fastkc.bench.run_confluent", "tuned"),
+    "java-steady": ("fastkc.bench.run_java_steady", None),
+    "java": ("fastkc.bench.run_java", None),
 }
 LABELS = {
     "fastkc-records": "fastkc poll() → records",
@@ -83,8 +102,8 @@ TARGETS = [
 ]
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="fastkc bench", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return parser.parse_args(argv)
 
@@ -108,7 +127,8 @@ def add_arguments(parser):
     parser.add_argument("--topic", default=None, help="topic name (default derived from the dataset's shape)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per client run")
     parser.add_argument("--json", default=None,
-                        help="where to write the results (default benchmarks/results/e2e.json; with --curve, "
+                        help="where to write the results (default benchmarks/results/e2e.json in a checkout, else "
+                        "./fastkc-bench-results/e2e.json; with --curve, "
                         "the curve's files go to the folder of this path)")
     parser.add_argument("--png", default=None, help="where to draw the chart (default beside the JSON)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
@@ -124,7 +144,7 @@ def add_arguments(parser):
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
-def log_to_stderr(message):
+def log_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
@@ -182,7 +202,7 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
     if name in ("java", "java-steady") and kafka_version:
         cmd += ["--kafka-version", kafka_version]
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = PACKAGE_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     # pyarrow imports numpy, whose bundled OpenBLAS starts a thread per core
     # that spins for a while (blas_thread_server: ~8 % of the Arrow runner's
     # profile, on the core the broker needs). No client here does linear
@@ -194,7 +214,7 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
     started = time.perf_counter()
     try:
         # The runner's own deadline fires first; this one only catches a wedged process.
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout + 120)
+        proc = subprocess.run(cmd, cwd=PACKAGE_PARENT, env=env, capture_output=True, text=True, timeout=timeout + 120)
     except subprocess.TimeoutExpired:
         return {"client": name, "error": "runner did not exit within {0:.0f}s".format(timeout + 120)}
     if proc.returncode != 0:
@@ -386,7 +406,8 @@ def draw_chart(summaries, meta, path):
 
 def git_commit():
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PACKAGE_PARENT,
+                             capture_output=True, text=True)
         return out.stdout.strip() or None
     except OSError:
         return None
@@ -416,14 +437,8 @@ def warm_up(bootstrap, topic, log):
     log("warm-up read: {0:,} records in {1:.2f}s (untimed)".format(warm.records, warm.seconds))
 
 
-def run(args, log=log_to_stderr):
-    if args.quiet:
-        def log(message):
-            pass
-    if args.curve:
-        from benchmarks.e2e import curves
-
-        return curves.run(args, log)
+def run(args: argparse.Namespace, log: Callable[[str], None] = log_to_stderr) -> int:
+    """One point: every client on one topic (`fastkc bench` without --curve)."""
     names = client_names(args.clients, CLIENTS)
     if args.repeat < 1 or args.records < 1 or args.partitions < 1 or args.record_size < 1:
         raise SystemExit("--repeat, --records, --partitions and --record-size must be positive")
@@ -484,11 +499,3 @@ def run(args, log=log_to_stderr):
         log("FAILED: " + ", ".join(failed))
         return 1
     return 0
-
-
-def main(argv=None):
-    return run(parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,7 +17,7 @@ wall time). The tuned row shows what the client does without that stall.
 """
 import sys
 
-from benchmarks.e2e.common import Clock, drain, finish, parse_args
+from fastkc.bench.common import Clock, drain, finish, parse_args
 
 TUNED_FETCH_QUEUE_BACKOFF_MS = 10
 

@@ -1,12 +1,12 @@
 """Rebalance time: from a member joining until every member is consuming again.
 
-    python -m benchmarks.rebalance.run [--bootstrap HOST:PORT] [--repeat N] [--rate R]
+    python -m fastkc.bench.rebalance [--bootstrap HOST:PORT] [--repeat N] [--rate R]
     fastkc bench-rebalance [...]
 
 Two members of one client and protocol share a 12-partition topic under
 steady production (confluent-kafka's producer, `--rate` records/s); a third
 member process joins. Every member logs its listener calls and the records
-poll hands it (tests/support/group_worker.py). The rebalance is over at the
+poll hands it (fastkc/bench/group_worker.py). The rebalance is over at the
 first moment when the three own disjoint partitions covering the topic, each
 owns at least one, and each has been handed a record from every partition it
 owns since its last assignment change. The time from the third member's
@@ -27,7 +27,9 @@ import threading
 import time
 import uuid
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fastkc.bench.driver import PACKAGE_PARENT
+from fastkc.bench.group_worker import read_events
+
 PARTITIONS = 12
 SCENARIOS = [
     ("fastkc", "classic", "range", "fastkc classic eager (range)"),
@@ -68,21 +70,39 @@ class _Producer(threading.Thread):
         self.producer.flush(10)
 
 
-def _read(path):
-    out = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    return out
+def _runner_env():
+    # the member processes import the same fastkc as this one (see driver.PACKAGE_PARENT)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PACKAGE_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def create_topic(bootstrap, topic, partitions, timeout=30.0):
+    """Create the topic (fastkc's own CreateTopics) and wait until every
+    partition has a leader, so the members' first assignment is the whole topic."""
+    from fastkc import sample_run
+    from fastkc.protocol.blocking import BlockingConnection
+
+    host, port = sample_run._split(bootstrap)
+    deadline = time.monotonic() + timeout
+    with BlockingConnection(host, port, timeout=timeout) as conn:
+        sample_run.create_topic(conn, topic, partitions)
+        while True:
+            md = conn.request("Metadata", {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+            (entry,) = md["topics"]
+            if (entry["error_code"] == 0 and len(entry["partitions"]) == partitions
+                    and all(p["leader_id"] >= 0 for p in entry["partitions"])):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError("topic {0} has no leader for every partition after {1}s".format(topic, timeout))
+            time.sleep(0.1)
 
 
 def _spawn(bootstrap, topic, group, out, client, protocol, assignor):
-    return subprocess.Popen([sys.executable, "-m", "tests.support.group_worker", bootstrap, topic, group, out,
+    return subprocess.Popen([sys.executable, "-m", "fastkc.bench.group_worker", bootstrap, topic, group, out,
                              "--client", client, "--protocol", protocol, "--assignor", assignor,
                              "--commit-interval-ms", "1000"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=PACKAGE_PARENT, env=_runner_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def settled_at(logs, since):
@@ -114,11 +134,9 @@ def settled_at(logs, since):
 
 
 def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
-    from tests.support.kafka_tools import create_topic
-
     topic = "rebalance-" + uuid.uuid4().hex[:8]
     group = "rb-" + uuid.uuid4().hex[:8]
-    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    create_topic(bootstrap, topic, PARTITIONS)
     producer = _Producer(bootstrap, topic, rate)
     producer.start()
     tmp = tempfile.mkdtemp(prefix="fastkc-rebalance-")
@@ -128,7 +146,7 @@ def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
         for path in paths[:2]:
             procs.append(_spawn(bootstrap, topic, group, path, client, protocol, assignor))
         deadline = time.monotonic() + timeout
-        while settled_at([_read(p) for p in paths[:2]], 0) is None:
+        while settled_at([read_events(p) for p in paths[:2]], 0) is None:
             if time.monotonic() > deadline:
                 raise RuntimeError("the first two members never settled")
             time.sleep(0.1)
@@ -136,7 +154,7 @@ def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
         time.sleep(3.0)
         procs.append(_spawn(bootstrap, topic, group, paths[2], client, protocol, assignor))
         while True:
-            logs = [_read(p) for p in paths]
+            logs = [read_events(p) for p in paths]
             ready = [ev["t"] for ev in logs[2] if ev["e"] == "ready"]
             if ready:
                 done = settled_at(logs, ready[0])
@@ -159,8 +177,6 @@ def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
 
 
 def main(args):
-    if ROOT not in sys.path:
-        sys.path.insert(0, ROOT)
     started = None
     bootstrap = args.bootstrap
     if bootstrap is None:

@@ -5,7 +5,7 @@ runners copy (check_crcs=True, read_uncommitted, 50 MiB / 1 MiB fetch sizes,
 """
 import sys
 
-from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
 
 
 def main(argv=None):

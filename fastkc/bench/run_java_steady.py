@@ -1,4 +1,4 @@
-"""Kafka's Java consumer at steady state: benchmarks/e2e/java/SteadyStateConsumer.java
+"""Kafka's Java consumer at steady state: fastkc/bench/java/SteadyStateConsumer.java
 (assign, seekToBeginning, poll(Duration) until the end offsets; first poll,
 first record and last record timed like the Python runners), compiled on
 first use with `javac` against the kafka-clients jars of the harness's Kafka
@@ -13,8 +13,8 @@ import shutil
 import subprocess
 import sys
 
-from benchmarks.e2e.common import finish, peak_rss_bytes
-from benchmarks.e2e.run_java import JVM_FLAGS, java_runner_args
+from fastkc.bench.common import finish, peak_rss_bytes
+from fastkc.bench.run_java import JVM_FLAGS, java_runner_args
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "SteadyStateConsumer.java")
 MAIN_CLASS = "SteadyStateConsumer"

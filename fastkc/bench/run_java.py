@@ -18,7 +18,7 @@ import sys
 import tempfile
 import uuid
 
-from benchmarks.e2e.common import finish, parse_args, peak_rss_bytes
+from fastkc.bench.common import finish, parse_args, peak_rss_bytes
 
 
 def java_runner_args(description, argv):

@@ -5,7 +5,7 @@ fetch sizes, no max_records: getmany hands over whatever is buffered).
 import asyncio
 import sys
 
-from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, CountMismatch, _at_end, finish, parse_args
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, CountMismatch, _at_end, finish, parse_args
 
 
 async def consume(args):

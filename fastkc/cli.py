@@ -18,20 +18,21 @@ commands (consume, bench) plug in beside `broker`.
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 
 
-def _add_location_args(parser):
+def _add_location_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="default",
                         help="broker name; its data folder is ~/.cache/fastkc/run/<name> (default: default)")
     parser.add_argument("--data-dir", default=None,
                         help="data folder to use instead of the one derived from --name")
 
 
-def _broker_start(args):
+def _broker_start(args: argparse.Namespace) -> int:
     from fastkc import broker
 
-    def progress(message):
+    def progress(message: str) -> None:
         print("fastkc: " + message, file=sys.stderr, flush=True)
 
     info = broker.start(
@@ -50,7 +51,7 @@ def _broker_start(args):
     return 0
 
 
-def _broker_stop(args):
+def _broker_stop(args: argparse.Namespace) -> int:
     from fastkc import broker
 
     info = broker.stop(name=args.name, data_dir=args.data_dir, timeout=args.timeout)
@@ -61,7 +62,7 @@ def _broker_stop(args):
     return 0
 
 
-def _broker_status(args):
+def _broker_status(args: argparse.Namespace) -> int:
     from fastkc import broker
 
     st = broker.status(name=args.name, data_dir=args.data_dir)
@@ -79,7 +80,7 @@ def _broker_status(args):
     return 0 if st.running else 3
 
 
-def _broker_resolve(args):
+def _broker_resolve(args: argparse.Namespace) -> int:
     from fastkc import broker
 
     for version in args.kafka_version or [None]:
@@ -88,7 +89,7 @@ def _broker_resolve(args):
     return 0
 
 
-def _demo(args):
+def _demo(args: argparse.Namespace) -> int:
     from fastkc import sample_run
 
     sample_run.run(records=args.records, record_size=args.record_size, partitions=args.partitions,
@@ -96,13 +97,13 @@ def _demo(args):
     return 0
 
 
-def _bench(args):
+def _bench(args: argparse.Namespace) -> int:
     from fastkc.bench import __main__ as bench
 
     return bench.run(args)
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fastkc", description="fastkc command-line tools")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -170,13 +171,13 @@ def build_parser():
     return parser
 
 
-def _bench_rebalance(args):
+def _bench_rebalance(args: argparse.Namespace) -> int:
     from fastkc.bench import rebalance
 
     return rebalance.main(args)
 
 
-def _consume_parser():
+def _consume_parser() -> argparse.ArgumentParser:
     """`fastkc consume` alone: a reader at a terminal should not wait for
     the other commands' modules to import."""
     from fastkc import consume_cli
@@ -186,7 +187,7 @@ def _consume_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["consume"]:
         args = _consume_parser().parse_args(argv[1:])
@@ -194,8 +195,9 @@ def main(argv=None):
         args = build_parser().parse_args(argv)
     from fastkc.broker.errors import BrokerHarnessError
 
+    handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return args.handler(args)
+        return handler(args)
     except BrokerHarnessError as exc:
         print("fastkc: error: {0}".format(exc), file=sys.stderr)
         return 1

@@ -893,7 +893,7 @@ def _make_output(args):
     return None
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """The `consume` subcommand; the exit status."""
     try:
         _check_arguments(args)
@@ -983,7 +983,7 @@ def _fail(message, status):
     return status
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Read Kafka topics to stdout, kcat-style (-C), or to Arrow IPC / Parquet files.\n\n"

@@ -108,7 +108,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options, shared with `fastkc bench`."""
     parser.add_argument("--records", type=int, default=2_000_000, help="records in the topic (default 2000000)")
     parser.add_argument("--record-size", type=int, default=100, help="value bytes per record (default 100)")

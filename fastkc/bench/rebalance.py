@@ -41,7 +41,7 @@ SCENARIOS = [
 ]
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", default=None, help="use this broker (default: start a local one)")
     parser.add_argument("--repeat", type=int, default=3, help="joins measured per scenario (median reported)")
     parser.add_argument("--rate", type=int, default=1200, help="records/s produced while measuring")
@@ -176,7 +176,7 @@ def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
         producer.join(15)
 
 
-def main(args):
+def main(args: argparse.Namespace) -> int:
     started = None
     bootstrap = args.bootstrap
     if bootstrap is None:

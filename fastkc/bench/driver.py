@@ -43,7 +43,13 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+Log = Callable[[str], None]
+# one runner's JSON result line, and a client's summary over its runs (JSON documents)
+Result = dict[str, Any]
+Summary = dict[str, Any]
 
 # The folder that holds the fastkc package the driver runs from: a checkout's
 # root, or site-packages. Each runner process is started there with it first on
@@ -52,7 +58,7 @@ from collections.abc import Callable, Sequence
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def default_results_dir():
+def default_results_dir() -> str:
     """benchmarks/results/ of the checkout fastkc runs from (the figures the
     README quotes), else fastkc-bench-results/ in the working directory."""
     checkout = os.path.join(PACKAGE_PARENT, "benchmarks", "results")
@@ -148,25 +154,25 @@ def log_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load_average():
+def load_average() -> str:
     return " ".join("{0:.2f}".format(x) for x in os.getloadavg())
 
 
-def machine_line():
+def machine_line() -> str:
     return "{0} {1}, {2} CPUs, load average {3}".format(
         platform.system(), platform.machine(), os.cpu_count(), load_average())
 
 
-def local_bootstrap(log):
+def local_bootstrap(log: Log) -> tuple[str, str]:
     """The local broker's address, starting it first if needed (as the demo does)."""
     from fastkc import broker
 
     st = broker.status()
-    info = st.info if st.running else broker.start(log=lambda m: log("fastkc: " + m))
+    info = st.info if st.running and st.info is not None else broker.start(log=lambda m: log("fastkc: " + m))
     return info.bootstrap_servers, info.kafka_version
 
 
-def prepare_topic(bootstrap, topic, args, log):
+def prepare_topic(bootstrap: str, topic: str, args: argparse.Namespace, log: Log) -> dict[int, int]:
     """Create and fill the topic unless it holds the dataset; return its end offsets."""
     from fastkc import sample_run
 
@@ -175,7 +181,7 @@ def prepare_topic(bootstrap, topic, args, log):
     return topic_ends(bootstrap, topic, args.partitions)
 
 
-def topic_ends(bootstrap, topic, partitions):
+def topic_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     from fastkc import sample_run
     from fastkc.protocol.blocking import BlockingConnection
 
@@ -190,7 +196,8 @@ def topic_ends(bootstrap, topic, partitions):
     return ends
 
 
-def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
+def run_client(name: str, bootstrap: str, topic: str, ends: Mapping[int, int], timeout: float,
+               kafka_version: str | None = None) -> Result:
     """One run of one client in its own process → its result dict (or an error dict)."""
     module, mode = CLIENTS[name]
     cmd = [sys.executable, "-m", module, "--bootstrap", bootstrap, "--topic", topic,
@@ -221,7 +228,7 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
         return {"client": name, "error": "exit {0}: {1}".format(proc.returncode, proc.stderr.strip()[-2000:])}
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     try:
-        result = json.loads(lines[-1])
+        result: Result = json.loads(lines[-1])
     except (IndexError, ValueError):
         return {"client": name, "error": "no result line in its output:\n" + proc.stdout[-2000:]}
     result["process_seconds"] = time.perf_counter() - started
@@ -229,9 +236,10 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
     return result
 
 
-def run_rounds(names, bootstrap, topic, ends, repeat, timeout, kafka_version, log):
+def run_rounds(names: Sequence[str], bootstrap: str, topic: str, ends: Mapping[int, int], repeat: int,
+               timeout: float, kafka_version: str | None, log: Log) -> dict[str, list[Result]]:
     """{client: [run result]}: `repeat` rounds, every client once per round, in turn."""
-    runs = {name: [] for name in names}
+    runs: dict[str, list[Result]] = {name: [] for name in names}
     for round_no in range(repeat):
         for name in names:
             result = run_client(name, bootstrap, topic, ends, timeout, kafka_version)
@@ -247,20 +255,20 @@ def run_rounds(names, bootstrap, topic, ends, repeat, timeout, kafka_version, lo
     return runs
 
 
-def has_steady(result):
-    return result.get("steady_seconds") is not None and result.get("steady_records")
+def has_steady(result: Result) -> bool:
+    return result.get("steady_seconds") is not None and bool(result.get("steady_records"))
 
 
-def run_rate(result):
+def run_rate(result: Result) -> float:
     """A run's headline rate: steady state when the runner measured it, else its own window."""
     if has_steady(result):
-        return result["steady_records"] / result["steady_seconds"]
-    return result["records"] / result["seconds"]
+        return float(result["steady_records"] / result["steady_seconds"])
+    return float(result["records"] / result["seconds"])
 
 
-def summarise(name, runs, record_size):
+def summarise(name: str, runs: Sequence[Result], record_size: int) -> Summary:
     ok = [r for r in runs if "error" not in r]
-    summary = {"client": name, "label": LABELS[name], "runs": runs}
+    summary: Summary = {"client": name, "label": LABELS[name], "runs": runs}
     if len(ok) != len(runs) or not ok:
         summary["status"] = "failed"
         summary["reason"] = next((r["error"] for r in runs if "error" in r), "no runs")
@@ -303,14 +311,15 @@ def summarise(name, runs, record_size):
     return summary
 
 
-def ratio(summaries, numerator, denominator):
+def ratio(summaries: Mapping[str, Summary], numerator: str, denominator: str) -> float | None:
     a, b = summaries.get(numerator), summaries.get(denominator)
     if not a or not b or a["status"] != "ok" or b["status"] != "ok":
         return None
-    return a["records_per_second"] / b["records_per_second"]
+    return float(a["records_per_second"] / b["records_per_second"])
 
 
-def target_ratio(summaries, numerator, denominators):
+def target_ratio(summaries: Mapping[str, Summary], numerator: str,
+                 denominators: Sequence[str]) -> tuple[float, str] | tuple[None, None]:
     """numerator ÷ the best of the denominators measured, and which one that was."""
     measured = [(summaries[d]["records_per_second"], d) for d in denominators
                 if d in summaries and summaries[d]["status"] == "ok"]
@@ -318,15 +327,15 @@ def target_ratio(summaries, numerator, denominators):
     if not measured or not a or a["status"] != "ok":
         return None, None
     best_rate, best = max(measured)
-    return a["records_per_second"] / best_rate, best
+    return float(a["records_per_second"] / best_rate), best
 
 
-def target_key(numerator, denominators):
+def target_key(numerator: str, denominators: Sequence[str]) -> str:
     return "{0}/{1}".format(numerator, "best-of(" + ",".join(denominators) + ")" if len(denominators) > 1
                             else denominators[0])
 
 
-def markdown_table(summaries, meta):
+def markdown_table(summaries: Mapping[str, Summary], meta: Mapping[str, Any]) -> str:
     lines = [
         "End-to-end consumption of {records:,} records × {record_size} B ({compression}, {partitions} partitions, "
         "Kafka {kafka_version}); {repeat} interleaved round(s), median and slowest–fastest run.".format(**meta),
@@ -367,15 +376,15 @@ def markdown_table(summaries, meta):
     return "\n".join(lines)
 
 
-def fmt_ratio(r):
+def fmt_ratio(r: float | None) -> str:
     return "—" if r is None else "{0:.2f}×".format(r)
 
 
-def fmt_ms(seconds):
+def fmt_ms(seconds: float | None) -> str:
     return "—" if seconds is None else "{0:,.0f} ms".format(seconds * 1000)
 
 
-def draw_chart(summaries, meta, path):
+def draw_chart(summaries: Mapping[str, Summary], meta: Mapping[str, Any], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -404,7 +413,7 @@ def draw_chart(summaries, meta, path):
     plt.close(fig)
 
 
-def git_commit():
+def git_commit() -> str | None:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PACKAGE_PARENT,
                              capture_output=True, text=True)
@@ -413,7 +422,7 @@ def git_commit():
         return None
 
 
-def client_names(text, default):
+def client_names(text: str | None, default: Iterable[str]) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()] if text else list(default)
     unknown = [n for n in names if n not in CLIENTS]
     if unknown or not names:
@@ -421,14 +430,14 @@ def client_names(text, default):
     return names
 
 
-def broker_for(args, log):
+def broker_for(args: argparse.Namespace, log: Log) -> tuple[str, str | None]:
     """(bootstrap, kafka version or None)."""
     if args.bootstrap:
         return args.bootstrap, args.kafka_version
     return local_bootstrap(log)
 
 
-def warm_up(bootstrap, topic, log):
+def warm_up(bootstrap: str, topic: str, log: Log) -> None:
     # One untimed pass through the broker, so whichever client goes first does not
     # pay for reading a topic written long ago from disk while the others hit the page cache.
     from fastkc import sample_run

@@ -17,12 +17,17 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+# emit(e="assigned", tps=[...]): one event line, stamped with the time
+Emit = Callable[..., None]
 
 
-def read_events(path):
+def read_events(path: str) -> list[dict[str, Any]]:
     """The events a worker has written to `path` so far (complete lines
     only: the worker may be in the middle of one); [] before it starts."""
-    events = []
+    events: list[dict[str, Any]] = []
     if not os.path.exists(path):
         return events
     with open(path) as f:
@@ -32,7 +37,7 @@ def read_events(path):
     return events
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("bootstrap")
     parser.add_argument("topic")
@@ -45,10 +50,10 @@ def main(argv=None):
     parser.add_argument("--session-timeout-ms", type=int, default=3000)
     args = parser.parse_args(argv)
     out = open(args.out, "a", buffering=1)
-    stop = []
+    stop: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
 
-    def emit(**fields):
+    def emit(**fields: Any) -> None:
         fields["t"] = time.time()
         out.write(json.dumps(fields) + "\n")
 
@@ -60,25 +65,25 @@ def main(argv=None):
     out.close()
 
 
-def run_fastkc(args, emit, stop):
+def run_fastkc(args: argparse.Namespace, emit: Emit, stop: list[int]) -> None:
     from fastkc import KafkaConsumer
     from fastkc.assignors import ASSIGNORS_BY_NAME
 
     class Listener:
-        def on_partitions_revoked(self, tps):
+        def on_partitions_revoked(self, tps: Any) -> None:
             emit(e="revoked", tps=[tp.partition for tp in tps])
 
-        def on_partitions_assigned(self, tps):
+        def on_partitions_assigned(self, tps: Any) -> None:
             emit(e="assigned", tps=[tp.partition for tp in tps])
 
-        def on_partitions_lost(self, tps):
+        def on_partitions_lost(self, tps: Any) -> None:
             emit(e="lost", tps=[tp.partition for tp in tps])
 
-    def committed(offsets, error):
+    def committed(offsets: Any, error: BaseException | None) -> None:
         if error is None:
             emit(e="committed", offsets={tp.partition: om.offset for tp, om in offsets.items()})
 
-    configs = dict(bootstrap_servers=args.bootstrap, group_id=args.group, auto_offset_reset="earliest",
+    configs: dict[str, Any] = dict(bootstrap_servers=args.bootstrap, group_id=args.group, auto_offset_reset="earliest",
                    enable_auto_commit=True, auto_commit_interval_ms=args.commit_interval_ms,
                    default_offset_commit_callback=committed, group_protocol=args.protocol,
                    fetch_max_wait_ms=100)
@@ -96,12 +101,12 @@ def run_fastkc(args, emit, stop):
     consumer.close()
 
 
-def run_confluent(args, emit, stop):
+def run_confluent(args: argparse.Namespace, emit: Emit, stop: list[int]) -> None:
     from confluent_kafka import Consumer
 
-    conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "auto.offset.reset": "earliest",
-            "enable.auto.commit": True, "auto.commit.interval.ms": args.commit_interval_ms,
-            "fetch.wait.max.ms": 100}
+    conf: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap, "group.id": args.group, "auto.offset.reset": "earliest",
+        "enable.auto.commit": True, "auto.commit.interval.ms": args.commit_interval_ms, "fetch.wait.max.ms": 100}
     if args.protocol == "consumer":
         conf["group.protocol"] = "consumer"
     else:
@@ -110,21 +115,21 @@ def run_confluent(args, emit, stop):
     consumer = Consumer(conf)
     cooperative = args.protocol == "consumer" or args.assignor == "cooperative-sticky"
 
-    def on_assign(c, tps):
+    def on_assign(c: Any, tps: Any) -> None:
         emit(e="assigned", tps=[tp.partition for tp in tps])
         if cooperative:
             c.incremental_assign(tps)
         else:
             c.assign(tps)
 
-    def on_revoke(c, tps):
+    def on_revoke(c: Any, tps: Any) -> None:
         emit(e="revoked", tps=[tp.partition for tp in tps])
         if cooperative:
             c.incremental_unassign(tps)
         else:
             c.unassign()
 
-    def on_lost(c, tps):
+    def on_lost(c: Any, tps: Any) -> None:
         emit(e="lost", tps=[tp.partition for tp in tps])
         if cooperative:
             c.incremental_unassign(tps)

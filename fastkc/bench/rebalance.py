@@ -26,6 +26,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
 from fastkc.bench.driver import PACKAGE_PARENT
 from fastkc.bench.group_worker import read_events
@@ -50,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class _Producer(threading.Thread):
-    def __init__(self, bootstrap, topic, rate):
+    def __init__(self, bootstrap: str, topic: str, rate: int) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Producer
 
@@ -58,7 +60,7 @@ class _Producer(threading.Thread):
         self.topic, self.rate = topic, rate
         self.stop = threading.Event()
 
-    def run(self):
+    def run(self) -> None:
         i, start = 0, time.monotonic()
         while not self.stop.is_set():
             self.producer.produce(self.topic, value=b"x", partition=i % PARTITIONS)
@@ -70,14 +72,14 @@ class _Producer(threading.Thread):
         self.producer.flush(10)
 
 
-def _runner_env():
+def _runner_env() -> dict[str, str]:
     # the member processes import the same fastkc as this one (see driver.PACKAGE_PARENT)
     env = dict(os.environ)
     env["PYTHONPATH"] = PACKAGE_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
-def create_topic(bootstrap, topic, partitions, timeout=30.0):
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
     """Create the topic (fastkc's own CreateTopics) and wait until every
     partition has a leader, so the members' first assignment is the whole topic."""
     from fastkc import sample_run
@@ -98,20 +100,21 @@ def create_topic(bootstrap, topic, partitions, timeout=30.0):
             time.sleep(0.1)
 
 
-def _spawn(bootstrap, topic, group, out, client, protocol, assignor):
+def _spawn(bootstrap: str, topic: str, group: str, out: str, client: str, protocol: str,
+           assignor: str) -> "subprocess.Popen[bytes]":
     return subprocess.Popen([sys.executable, "-m", "fastkc.bench.group_worker", bootstrap, topic, group, out,
                              "--client", client, "--protocol", protocol, "--assignor", assignor,
                              "--commit-interval-ms", "1000"],
                             cwd=PACKAGE_PARENT, env=_runner_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def settled_at(logs, since):
+def settled_at(logs: Sequence[Sequence[dict[str, Any]]], since: float) -> float | None:
     """The first time after `since` at which the members own disjoint
     partitions covering the topic, each owns some, and each was handed a
     record from every partition it owns since its last assignment change."""
     events = sorted(((ev["t"], i, ev) for i, evs in enumerate(logs) for ev in evs), key=lambda x: (x[0], x[1]))
-    owned = [set() for _ in logs]
-    fresh = [set() for _ in logs]  # partitions handed a record since the last change
+    owned: list[set[int]] = [set() for _ in logs]
+    fresh: list[set[int]] = [set() for _ in logs]  # partitions handed a record since the last change
     for t, i, ev in events:
         kind = ev["e"]
         if kind == "assigned":
@@ -126,14 +129,14 @@ def settled_at(logs, since):
             continue
         if t < since:
             continue
-        union = set().union(*owned)
+        union: set[int] = set().union(*owned)
         if len(union) == PARTITIONS and sum(len(o) for o in owned) == PARTITIONS and all(owned) \
                 and all(o <= f for o, f in zip(owned, fresh)):
-            return t
+            return float(t)
     return None
 
 
-def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
+def measure(bootstrap: str, client: str, protocol: str, assignor: str, rate: int, timeout: float = 60.0) -> float:
     topic = "rebalance-" + uuid.uuid4().hex[:8]
     group = "rb-" + uuid.uuid4().hex[:8]
     create_topic(bootstrap, topic, PARTITIONS)
@@ -141,7 +144,7 @@ def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
     producer.start()
     tmp = tempfile.mkdtemp(prefix="fastkc-rebalance-")
     paths = [os.path.join(tmp, "m{0}.jsonl".format(i)) for i in range(3)]
-    procs = []
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         for path in paths[:2]:
             procs.append(_spawn(bootstrap, topic, group, path, client, protocol, assignor))
@@ -159,7 +162,7 @@ def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
             if ready:
                 done = settled_at(logs, ready[0])
                 if done is not None:
-                    return done - ready[0]
+                    return done - float(ready[0])
             if time.monotonic() > deadline + timeout:
                 raise RuntimeError("no settled group after the join")
             time.sleep(0.1)
@@ -186,12 +189,12 @@ def main(args: argparse.Namespace) -> int:
         started = broker.start(name="bench-rebalance", data_dir=data_dir)
         bootstrap = started.bootstrap_servers
     only = set(args.only.split(",")) if args.only else None
-    results = []
+    results: list[dict[str, Any]] = []
     try:
         for client, protocol, assignor, label in SCENARIOS:
             if only and client not in only:
                 continue
-            times = []
+            times: list[float] = []
             for _ in range(args.repeat):
                 times.append(measure(bootstrap, client, protocol, assignor, args.rate))
             results.append({"scenario": label, "client": client, "protocol": protocol, "assignor": assignor,

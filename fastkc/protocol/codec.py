@@ -22,10 +22,11 @@ Bad values (wrong type, out of range, null where not allowed) raise
 fastkc.errors.IllegalArgumentError naming the field path.
 """
 import struct as _struct
+from typing import Any
 
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
 from fastkc.protocol.messages import get_api
-from fastkc.protocol.schema import in_range
+from fastkc.protocol.schema import Message, Struct, in_range
 from fastkc.protocol.types import FIXED_SIZES, Reader, Writer, _Malformed
 from fastkc.structs import FetchPartitionResponse, FetchResponse, FetchTopicResponse
 
@@ -390,7 +391,7 @@ def _check_version(api, version):
         )
 
 
-def encode_body(api_name, version, body, *, response=False):
+def encode_body(api_name: str | int, version: int, body: Message, *, response: bool = False) -> bytes:
     """Encode one request (or response) body, without any header."""
     api = get_api(api_name)
     _check_version(api, version)
@@ -405,7 +406,8 @@ def _encode_into(api, version, body, w, response):
                   name="{0} v{1} {2}".format(api.name, version, "response" if response else "request"))
 
 
-def encode_struct(struct, value, w, version, *, flexible=False, name="struct"):
+def encode_struct(struct: Struct, value: Message, w: Writer, version: int, *, flexible: bool = False,
+                  name: str = "struct") -> None:
     """Write one declared struct that is not a whole API message (also the
     consumer protocol's embedded Subscription / Assignment) into Writer `w`.
     Bad values raise IllegalArgumentError naming `name` and the field."""
@@ -415,7 +417,8 @@ def encode_struct(struct, value, w, version, *, flexible=False, name="struct"):
         raise IllegalArgumentError("cannot encode {0}: {1}".format(name, exc)) from None
 
 
-def decode_struct(struct, r, version, *, flexible=False, api_name="struct", reported_version=None):
+def decode_struct(struct: Struct, r: Reader, version: int, *, flexible: bool = False, api_name: str = "struct",
+                  reported_version: int | None = None) -> Message:
     """Read one declared struct from Reader `r` (the counterpart of
     encode_struct). Malformed bytes raise ProtocolParseError naming
     `api_name`, `reported_version` (default `version`) and the byte position."""
@@ -426,7 +429,8 @@ def decode_struct(struct, r, version, *, flexible=False, api_name="struct", repo
                                  exc.position) from None
 
 
-def decode_body(api_name, version, data, *, response=True, start=0):
+def decode_body(api_name: str | int, version: int, data: bytes | bytearray | memoryview, *, response: bool = True,
+                start: int = 0) -> Message:
     """Decode one body that fills data[start:] exactly."""
     api = get_api(api_name)
     _check_version(api, version)
@@ -447,12 +451,12 @@ def _decode_whole(api, version, r, response):
     return body
 
 
-def request_header_version(api_name, version):
+def request_header_version(api_name: str | int, version: int) -> int:
     """Request header v2 (with tagged fields) for flexible versions, else v1."""
     return 2 if get_api(api_name).is_flexible(version) else 1
 
 
-def response_header_version(api_name, version):
+def response_header_version(api_name: str | int, version: int) -> int:
     """Response header v1 (with tagged fields) for flexible versions, else v0.
     ApiVersions always answers with header v0, so a client can read the
     answer before it knows which versions the broker speaks."""
@@ -462,7 +466,8 @@ def response_header_version(api_name, version):
     return 1 if api.is_flexible(version) else 0
 
 
-def encode_request(api_name, version, body, *, correlation_id, client_id="fastkc"):
+def encode_request(api_name: str | int, version: int, body: Message, *, correlation_id: int,
+                   client_id: str | None = "fastkc") -> bytes:
     """Request header + body (the size prefix is framing.frame()'s job)."""
     api = get_api(api_name)
     _check_version(api, version)
@@ -486,7 +491,7 @@ def encode_request(api_name, version, body, *, correlation_id, client_id="fastkc
     return w.getvalue()
 
 
-def decode_request(data):
+def decode_request(data: bytes | bytearray | memoryview) -> tuple[dict[str, Any], Message]:
     """Parse a request (header + body); returns (header dict, body dict)."""
     r = Reader(data)
     try:
@@ -519,7 +524,7 @@ def decode_request(data):
     return header, _decode_whole(api, version, r, False)
 
 
-def encode_response(api_name, version, body, *, correlation_id):
+def encode_response(api_name: str | int, version: int, body: Message, *, correlation_id: int) -> bytes:
     """Response header + body, as a broker would send it after the size prefix."""
     api = get_api(api_name)
     _check_version(api, version)
@@ -534,7 +539,8 @@ def encode_response(api_name, version, body, *, correlation_id):
     return w.getvalue()
 
 
-def decode_response_header(api_name, version, data):
+def decode_response_header(api_name: str | int, version: int,
+                           data: bytes | bytearray | memoryview) -> tuple[int, int]:
     """(correlation_id, offset of the body) of a response payload."""
     api = get_api(api_name)
     r = Reader(data)
@@ -547,7 +553,8 @@ def decode_response_header(api_name, version, data):
     return correlation_id, r.pos
 
 
-def decode_response(api_name, version, data):
+def decode_response(api_name: str | int, version: int,
+                    data: bytes | bytearray | memoryview) -> tuple[int, Message]:
     """Parse a whole response payload (header included, size prefix not):
     returns (correlation_id, body dict)."""
     api = get_api(api_name)
@@ -565,7 +572,7 @@ def _pair_or_none(d, first, second):
     return (d[first], d[second])
 
 
-def to_fetch_response(correlation_id, body, version):
+def to_fetch_response(correlation_id: int, body: Message, version: int) -> FetchResponse:
     """Map a decoded Fetch response onto fastkc.structs.FetchResponse, the
     type the compiled parser returns (records as bytes instead of a
     memoryview). Tagged structs that were not sent (equal to their default,

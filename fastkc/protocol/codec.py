@@ -26,22 +26,27 @@ from typing import Any
 
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
 from fastkc.protocol.messages import get_api
-from fastkc.protocol.schema import Message, Struct, in_range
+from fastkc.protocol.schema import Api, Field, Message, Struct, in_range
 from fastkc.protocol.types import FIXED_SIZES, Reader, Writer, _Malformed
 from fastkc.structs import FetchPartitionResponse, FetchResponse, FetchTopicResponse
 
 UNKNOWN_TAGS = "_unknown_tags"
 
 _ABSENT, _REGULAR, _TAGGED = 0, 1, 2
+# One step of a struct's plan: (Field, mode), or for mode _RUN a merged run of
+# numbers ((struct.Struct, names, fields), _RUN). The mode says which; the
+# first item is Any because telling them apart with isinstance would cost the
+# per-field loop what the runs save.
+_Step = tuple[Any, int]
 _INT_TYPES = ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64")
 
 # (id(struct), version) -> [(field, mode)] in declaration order
-_ORDER = {}
+_ORDER: dict[tuple[int, int], list[tuple[Field, int]]] = {}
 # (id(struct), version, flexible) -> smallest encoded size of one struct
-_MIN_SIZE = {}
+_MIN_SIZE: dict[tuple[int, int, bool], int] = {}
 
 
-def _order(struct, version):
+def _order(struct: Struct, version: int) -> list[tuple[Field, int]]:
     key = (id(struct), version)
     order = _ORDER.get(key)
     if order is None:
@@ -57,9 +62,10 @@ def _order(struct, version):
     return order
 
 
-def _min_size_of_type(type_, struct, version, flexible, nullable):
-    if type_ in FIXED_SIZES and FIXED_SIZES[type_] is not None:
-        return FIXED_SIZES[type_]
+def _min_size_of_type(type_: str, struct: Struct | None, version: int, flexible: bool, nullable: bool) -> int:
+    fixed = FIXED_SIZES.get(type_)
+    if fixed is not None:
+        return fixed
     if type_ == "string":
         return 1 if flexible else 2
     if type_ in ("bytes", "records", "array"):
@@ -67,10 +73,11 @@ def _min_size_of_type(type_, struct, version, flexible, nullable):
     # a struct: a nullable one may be a single -1 marker byte
     if nullable:
         return 1
+    assert struct is not None  # every other type is a struct, which has one
     return _min_struct_size(struct, version, flexible)
 
 
-def _min_struct_size(struct, version, flexible):
+def _min_struct_size(struct: Struct, version: int, flexible: bool) -> int:
     key = (id(struct), version, flexible)
     size = _MIN_SIZE.get(key)
     if size is None:
@@ -92,12 +99,12 @@ _RUN = 3
 _TAG_FAST_PATH = True  # (a switch for the tests that compare with the general path)
 # (id(struct), version) -> [(field, mode)] where consecutive regular
 # fixed-size number fields are merged into one (_RUN, (Struct, names, fields))
-_PLAN = {}
+_PLAN: dict[tuple[int, int], list[_Step]] = {}
 # (code, count) -> struct.Struct of `count` numbers (arrays of numbers)
-_ARRAY_STRUCTS = {}
+_ARRAY_STRUCTS: dict[tuple[str, int], _struct.Struct] = {}
 
 
-def _plan(struct, version):
+def _plan(struct: Struct, version: int) -> list[_Step]:
     """_order() with runs of fixed-size numbers read by one unpack_from:
     a message of 10,000 partitions is 10,000 structs of such runs (Metadata,
     ListOffsets), and field-by-field dispatch is most of its decoding time.
@@ -107,9 +114,9 @@ def _plan(struct, version):
     plan = _PLAN.get(key)
     if plan is None:
         plan = []
-        run = []
+        run: list[Field] = []
 
-        def close_run():
+        def close_run() -> None:
             if len(run) > 1:
                 layout = _struct.Struct(">" + "".join(_STRUCT_CODES[f.type] for f in run))
                 plan.append(((layout, tuple(f.name for f in run), tuple(run)), _RUN))
@@ -128,9 +135,9 @@ def _plan(struct, version):
     return plan
 
 
-def _decode_struct(struct, r, version, flexible):
-    out = {}
-    tagged = None
+def _decode_struct(struct: Struct, r: Reader, version: int, flexible: bool) -> Message:
+    out: Message = {}
+    tagged: dict[int, Field] | None = None
     for f, mode in _plan(struct, version):
         if mode == _REGULAR:
             out[f.name] = _decode_value(f.type, f, r, version, flexible, f.is_nullable(version))
@@ -158,14 +165,14 @@ def _decode_struct(struct, r, version, flexible):
     return out
 
 
-def _decode_tags(tagged, r, version, out):
+def _decode_tags(tagged: dict[int, Field], r: Reader, version: int, out: Message) -> dict[int, bytes] | None:
     count_pos = r.pos
     count = r.uvarint("tagged field count")
     # each tagged field takes at least two bytes (tag, size)
     if count * 2 > r.remaining():
         r.fail("tagged field count {0} cannot fit in {1} bytes".format(count, r.remaining()), count_pos)
-    unknown = None
-    seen = set()
+    unknown: dict[int, bytes] | None = None
+    seen: set[int] = set()
     for _ in range(count):
         tag_pos = r.pos
         tag = r.uvarint("tag")
@@ -192,7 +199,7 @@ def _decode_tags(tagged, r, version, out):
     return unknown
 
 
-def _decode_value(type_, f, r, version, flexible, nullable):
+def _decode_value(type_: str, f: Field, r: Reader, version: int, flexible: bool, nullable: bool) -> Any:
     name = f.name
     if type_ in _INT_TYPES:
         return getattr(r, type_)(name)
@@ -240,6 +247,7 @@ def _decode_value(type_, f, r, version, flexible, nullable):
                 r.pos += layout.size
                 return values
             return [_decode_value(item, f, r, version, flexible, False) for _ in range(n)]
+        assert item is not None  # an array's item is a type name or a Struct
         min_size = max(1, _min_struct_size(item, version, flexible))
         if n * min_size > r.remaining():
             r.fail("{0}: {1} elements cannot fit in {2} bytes".format(name, n, r.remaining()), pos)
@@ -249,6 +257,7 @@ def _decode_value(type_, f, r, version, flexible, nullable):
             # Kafka writes a nullable struct behind an int8 marker: -1 null, 1 present
             if r.int8(name + " null marker") < 0:
                 return None
+        assert f.struct is not None
         return _decode_struct(f.struct, r, version, flexible)
     raise AssertionError("undeclared type " + type_)
 
@@ -263,14 +272,14 @@ class _EncodeError(Exception):
 _MISSING = object()
 
 
-def _encode_struct(struct, value, w, version, flexible, path):
+def _encode_struct(struct: Struct, value: object, w: Writer, version: int, flexible: bool, path: str) -> None:
     if not isinstance(value, dict):
         raise _EncodeError("{0}: expected a dict, got {1!r}".format(path or "body", type(value).__name__))
     known = _field_names(struct)
     for key in value:
         if key not in known and key != UNKNOWN_TAGS:
             raise _EncodeError("{0}{1}: no such field".format(path + "." if path else "", key))
-    tagged_items = []
+    tagged_items: list[tuple[int, bytes]] = []
     for f, mode in _plan(struct, version):
         if mode == _ABSENT:
             continue
@@ -316,10 +325,10 @@ def _encode_struct(struct, value, w, version, flexible, path):
             w.raw(raw)
 
 
-_NAMES = {}
+_NAMES: dict[int, frozenset[str]] = {}
 
 
-def _field_names(struct):
+def _field_names(struct: Struct) -> frozenset[str]:
     names = _NAMES.get(id(struct))
     if names is None:
         names = frozenset(f.name for f in struct.fields)
@@ -327,7 +336,8 @@ def _field_names(struct):
     return names
 
 
-def _encode_value(type_, f, v, w, version, flexible, nullable, path):
+def _encode_value(type_: str, f: Field, v: Any, w: Writer, version: int, flexible: bool, nullable: bool,
+                  path: str) -> None:
     if v is None and type_ not in _INT_TYPES and type_ not in ("bool", "uuid"):
         if not nullable:
             raise _EncodeError("{0}: None, but not nullable in v{1}".format(path, version))
@@ -369,11 +379,13 @@ def _encode_value(type_, f, v, w, version, flexible, nullable, path):
                     raise _EncodeError("{0}[{1}]: array elements cannot be null".format(path, i))
                 _encode_value(item, f, element, w, version, flexible, False, "{0}[{1}]".format(path, i))
         else:
+            assert item is not None  # an array's item is a type name or a Struct
             for i, element in enumerate(v):
                 _encode_struct(item, element, w, version, flexible, "{0}[{1}]".format(path, i))
     elif type_ == "struct":
         if nullable:
             w.int8(1)
+        assert f.struct is not None
         _encode_struct(f.struct, v, w, version, flexible, path)
     else:
         raise AssertionError("undeclared type " + type_)
@@ -382,7 +394,7 @@ def _encode_value(type_, f, v, w, version, flexible, nullable, path):
 # --------------------------------------------------------------------------
 # bodies and headers
 # --------------------------------------------------------------------------
-def _check_version(api, version):
+def _check_version(api: Api, version: object) -> None:
     if not isinstance(version, int) or not api.min_version <= version <= api.max_version:
         raise IllegalArgumentError(
             "{0} v{1!r} is not declared (fastkc speaks v{2}-v{3})".format(
@@ -400,7 +412,7 @@ def encode_body(api_name: str | int, version: int, body: Message, *, response: b
     return w.getvalue()
 
 
-def _encode_into(api, version, body, w, response):
+def _encode_into(api: Api, version: int, body: Message, w: Writer, response: bool) -> None:
     struct = api.response if response else api.request
     encode_struct(struct, body, w, version, flexible=api.is_flexible(version),
                   name="{0} v{1} {2}".format(api.name, version, "response" if response else "request"))
@@ -438,7 +450,7 @@ def decode_body(api_name: str | int, version: int, data: bytes | bytearray | mem
     return _decode_whole(api, version, r, response)
 
 
-def _decode_whole(api, version, r, response):
+def _decode_whole(api: Api, version: int, r: Reader, response: bool) -> Message:
     struct = api.response if response else api.request
     try:
         body = _decode_struct(struct, r, version, api.is_flexible(version))
@@ -566,7 +578,7 @@ def decode_response(api_name: str | int, version: int,
 # --------------------------------------------------------------------------
 # the Fetch oracle: the codec's dict in the compiled parser's types
 # --------------------------------------------------------------------------
-def _pair_or_none(d, first, second):
+def _pair_or_none(d: Message | None, first: str, second: str) -> tuple[int, int] | None:
     if d is None or (d[first] == -1 and d[second] == -1):
         return None
     return (d[first], d[second])
@@ -577,9 +589,9 @@ def to_fetch_response(correlation_id: int, body: Message, version: int) -> Fetch
     type the compiled parser returns (records as bytes instead of a
     memoryview). Tagged structs that were not sent (equal to their default,
     which the encoder never sends) become None."""
-    topics = []
+    topics: list[FetchTopicResponse] = []
     for t in body["responses"]:
-        partitions = []
+        partitions: list[FetchPartitionResponse] = []
         for p in t["partitions"]:
             aborted = p["aborted_transactions"]
             partitions.append(

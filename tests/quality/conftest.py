@@ -5,8 +5,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -15,8 +13,3 @@ def run_tool(args, timeout=600):
     proc = subprocess.run([sys.executable, "-m"] + list(args), cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
     return proc.returncode, proc.stdout + proc.stderr
-
-
-@pytest.fixture(scope="session")
-def repo_root():
-    return ROOT

@@ -29,3 +29,13 @@ def test_strict_is_on_for_the_package():
         mypy = tomllib.load(f)["tool"]["mypy"]
     assert mypy["strict"] is True
     assert "fastkc" in mypy["files"]
+
+
+def test_strict_finds_what_it_should(tmp_path):
+    # the configuration is strict where it applies: an unannotated function
+    # and a wrong return type are both errors
+    bad = tmp_path / "bad_module.py"
+    bad.write_text("def f(x):\n    return x\n\n\ndef g() -> int:\n    return 'no'\n")
+    code, out = run_tool(["mypy", "--config-file", ROOT + "/pyproject.toml", "--no-incremental", str(bad)])
+    assert code == 1
+    assert "[no-untyped-def]" in out and "[return-value]" in out, out

@@ -51,7 +51,7 @@ def build_payload(shape, codec, batches=None, records_per_batch=None):
     pool = [bytes(rng.choices(alphabet, k=value_size)) for _ in range(997)]
     parts = []
     offset = 0
-    for b in range(batches):
+    for _b in range(batches):
         builder = DefaultRecordBatchBuilder(
             magic=2, compression_type=CODECS[codec], is_transactional=0, producer_id=-1,
             producer_epoch=-1, base_sequence=-1, batch_size=1 << 30,

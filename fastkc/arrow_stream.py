@@ -48,8 +48,18 @@ error strings right, and fastkc owns what the stream means:
 """
 import threading
 import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from fastkc.errors import IllegalStateError, KafkaTimeoutError
+from fastkc.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.consumer import KafkaConsumer
+
+# pyarrow has no type information: its objects (RecordBatch, Schema,
+# RecordBatchReader, capsules) are Any here
+_Batch = Any
 
 UNTIL_END = "end"
 # The longest one poll inside the stream waits before the positions are
@@ -62,7 +72,8 @@ class ArrowStream:
     """The object KafkaConsumer.arrow_stream() returns; see the module
     docstring for the semantics."""
 
-    def __init__(self, consumer, *, max_records=None, until=UNTIL_END, timeout_ms=None, batch_records=None):
+    def __init__(self, consumer: "KafkaConsumer", *, max_records: int | None = None, until: str | None = UNTIL_END,
+                 timeout_ms: float | None = None, batch_records: int | None = None) -> None:
         if until not in (UNTIL_END, None):
             raise ValueError("until must be 'end' or None, not {0!r}".format(until))
         for name, value in (("max_records", max_records), ("batch_records", batch_records)):
@@ -77,25 +88,25 @@ class ArrowStream:
         self._until = until
         self._timeout_ms = timeout_ms
         self._batch_records = batch_records
-        self.schema = arrow_schema(zero_copy=consumer.config["arrow_zero_copy"])
+        self.schema: Any = arrow_schema(zero_copy=consumer.config["arrow_zero_copy"])
         # the pull in progress (and the claim below) are decided under it:
         # duckdb may pull, probe and release from different threads
         self._lock = threading.RLock()
-        self._claimed_by = None  # the generator that pulled first; the only one that may pull
+        self._claimed_by: object = None  # the generator that pulled first; the only one that may pull
         self._finished = False
-        self.error = None  # the fastkc exception that ended the stream, if one did
+        self.error: BaseException | None = None  # the fastkc exception that ended the stream, if one did
         self.records = 0  # rows handed out so far
         self.batches = 0
         # until="end": {TopicPartition: end offset} of the partitions still read
-        self._ends = None
+        self._ends: dict[TopicPartition, int] = {}
         # {TopicPartition: position} of the partitions assigned at the first
         # pull, before it handed out anything: where a reader that failed
         # as a whole (polars, duckdb) may seek back to
-        self.start_positions = None
-        self._paused_here = set()  # partitions this stream paused (resumed at its end)
+        self.start_positions: dict[TopicPartition, int] | None = None
+        self._paused_here: set[TopicPartition] = set()  # partitions this stream paused (resumed at its end)
 
     # --- the protocol -------------------------------------------------------------------
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: object = None) -> Any:
         """An ArrowArrayStream capsule. requested_schema is honoured when
         pyarrow can cast the batches to it (the cast is then a copy);
         otherwise the stream keeps its own schema, as the protocol allows
@@ -112,7 +123,7 @@ class ArrowStream:
                     pass  # not castable: our own schema, the caller checks
         return reader.__arrow_c_stream__()
 
-    def reader(self):
+    def reader(self) -> Any:
         """A pyarrow.RecordBatchReader over the stream (not through the C
         interface: a fastkc error raised while reading it is the original
         exception, typed)."""
@@ -124,26 +135,26 @@ class ArrowStream:
                                         "call consumer.arrow_stream() again for the records that follow")
         return pa.RecordBatchReader.from_batches(self.schema, self._batches())
 
-    def close(self):
+    def close(self) -> None:
         """End the stream where it is (positions stay just past the last
         batch handed out) and give the consumer back. A reader still open
         on it ends with IllegalStateError at its next pull."""
         with self._lock:
             self._end()
 
-    def __enter__(self):
+    def __enter__(self) -> "ArrowStream":
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     @property
-    def live(self):
+    def live(self) -> bool:
         """True from the first pull to the end of the stream."""
         return self._claimed_by is not None and not self._finished
 
     # --- the pulls ----------------------------------------------------------------------
-    def _batches(self):
+    def _batches(self) -> Iterator[_Batch]:
         """The generator behind one export. It claims the stream at its first
         pull; pyarrow closes it when the exported stream is released, which
         runs the finally below (on whichever thread released it)."""
@@ -161,7 +172,7 @@ class ArrowStream:
                 if self._claimed_by is token:
                     self._end()
 
-    def _claim(self, token):
+    def _claim(self, token: object) -> None:
         if self._claimed_by is token:
             if self._finished:
                 raise IllegalStateError("this arrow_stream was closed")
@@ -175,7 +186,7 @@ class ArrowStream:
         self._claimed_by = token
         consumer._arrow_stream = self
 
-    def _end(self):
+    def _end(self) -> None:
         if self._finished:
             return
         self._finished = True
@@ -188,16 +199,21 @@ class ArrowStream:
                 fetcher.resume(tp)
         self._paused_here.clear()
 
-    def _next_batch(self):
+    def _next_batch(self) -> _Batch | None:
         """The next non-empty batch, or None at the end of the stream."""
         consumer = self._consumer
         if self._max_records is not None and self.records >= self._max_records:
             return None
         idle_since = time.monotonic()
-        positions = None
+        positions: dict[TopicPartition, int | None] | None = None
         while True:
             if self.start_positions is None and not self._start():
-                idle_since = self._check_idle(idle_since, None)
+                # until=None that ran out of time before anything was
+                # assigned ends here (it went on to subtract None before)
+                still = self._check_idle(idle_since, None)
+                if still is None:
+                    return None
+                idle_since = still
                 continue
             if self._until == UNTIL_END:
                 self._follow_assignment()
@@ -219,11 +235,12 @@ class ArrowStream:
             if moved != positions:  # a gap was passed: progress without rows
                 positions = moved
                 idle_since = time.monotonic()
-            idle_since = self._check_idle(idle_since, positions)
-            if idle_since is None:
+            still = self._check_idle(idle_since, positions)
+            if still is None:
                 return None
+            idle_since = still
 
-    def _check_idle(self, idle_since, positions):
+    def _check_idle(self, idle_since: float, positions: object) -> float | None:
         """idle_since, or None when until=None ran out of time; raises
         KafkaTimeoutError when until="end" made no progress within
         timeout_ms."""
@@ -237,17 +254,17 @@ class ArrowStream:
         self.error = error
         raise error
 
-    def _batch_limit(self):
+    def _batch_limit(self) -> int | None:
         limits = [n for n in (self._batch_records,
                               None if self._max_records is None else self._max_records - self.records)
                   if n is not None]
         return min(limits) if limits else None
 
-    def _positions(self):
+    def _positions(self) -> dict[TopicPartition, int | None]:
         return {tp: state.position for tp, state in self._consumer._fetcher.states.items()}
 
     # --- until="end" ----------------------------------------------------------------------
-    def _start(self):
+    def _start(self) -> bool:
         """At the first pull: the positions of the assigned partitions (a
         pending reset resolved) and, until="end", their end offsets. False
         while a group has assigned nothing yet (a poll round is then made,
@@ -269,7 +286,7 @@ class ArrowStream:
             self._follow_assignment()
         return True
 
-    def _follow_assignment(self):
+    def _follow_assignment(self) -> None:
         """Keep _ends in step with the assignment: partitions assigned since
         the last look get their snapshot, revoked ones are dropped. Paused
         partitions (the application's) are not read and not waited for."""
@@ -284,7 +301,7 @@ class ArrowStream:
         if new:
             self._ends.update(self._consumer.end_offsets(new))
 
-    def _at_end(self):
+    def _at_end(self) -> bool:
         fetcher = self._consumer._fetcher
         done = True
         for tp, end in self._ends.items():
@@ -297,13 +314,13 @@ class ArrowStream:
                 done = False
         return done
 
-    def _cut_at_ends(self, batch):
+    def _cut_at_ends(self, batch: _Batch) -> _Batch:
         """Drop the rows at or past their partition's snapshot (each
         partition's rows are one run of increasing offsets in the batch) and
         seek those partitions back to the snapshot. A copy of the batch, made
         only for the batch that crosses an end."""
         fetcher = self._consumer._fetcher
-        over = []
+        over: list[tuple[TopicPartition, int, int]] = []
         for tp, end in self._ends.items():
             state = fetcher.states[tp]
             if state.position is not None and state.position > end:

@@ -1,13 +1,15 @@
 """The `fastkc` command.
 
-    fastkc broker start [--nodes 3] [--security] [--proxied] [--kafka-version 3.9.x] [--name N | --data-dir D] [--port P]
+    fastkc broker start [--nodes 3] [--security] [--proxied] [--kafka-version 3.9.x] [--name N | --data-dir D]
+                        [--port P]
     fastkc broker stop  [--name N | --data-dir D] [--timeout S]
     fastkc broker status [--name N | --data-dir D] [--json]
     fastkc broker resolve [--kafka-version V ...]
     fastkc demo [--records N] [--record-size B] [--partitions P] [--compression C]
     fastkc bench [--records N] [--record-size B] [--partitions P] [--compression C] [--repeat R] [--clients ...]
     fastkc bench --curve value-size|partitions|codecs|headers|all [--max-records N] [--max-value-bytes B] [--points ...]
-    fastkc consume -b HOST:PORT -t TOPIC [-p N] [-o OFFSET] [-G GROUP] [-c N] [-e] [-f FMT | -J | --arrow-ipc F | --parquet F] ...
+    fastkc consume -b HOST:PORT -t TOPIC [-p N] [-o OFFSET] [-G GROUP] [-c N] [-e]
+                   [-f FMT | -J | --arrow-ipc F | --parquet F] ...
     fastkc bench-rebalance [--bootstrap HOST:PORT] [--repeat N] [--rate R] [--only fastkc,confluent]
 
 Subcommands are argparse subparsers, each with its own handler, so later
@@ -16,20 +18,21 @@ commands (consume, bench) plug in beside `broker`.
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 
 
-def _add_location_args(parser):
+def _add_location_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="default",
                         help="broker name; its data folder is ~/.cache/fastkc/run/<name> (default: default)")
     parser.add_argument("--data-dir", default=None,
                         help="data folder to use instead of the one derived from --name")
 
 
-def _broker_start(args):
+def _broker_start(args: argparse.Namespace) -> int:
     from fastkc import broker
 
-    def progress(message):
+    def progress(message: str) -> None:
         print("fastkc: " + message, file=sys.stderr, flush=True)
 
     info = broker.start(
@@ -48,7 +51,7 @@ def _broker_start(args):
     return 0
 
 
-def _broker_stop(args):
+def _broker_stop(args: argparse.Namespace) -> int:
     from fastkc import broker
 
     info = broker.stop(name=args.name, data_dir=args.data_dir, timeout=args.timeout)
@@ -59,7 +62,7 @@ def _broker_stop(args):
     return 0
 
 
-def _broker_status(args):
+def _broker_status(args: argparse.Namespace) -> int:
     from fastkc import broker
 
     st = broker.status(name=args.name, data_dir=args.data_dir)
@@ -77,7 +80,7 @@ def _broker_status(args):
     return 0 if st.running else 3
 
 
-def _broker_resolve(args):
+def _broker_resolve(args: argparse.Namespace) -> int:
     from fastkc import broker
 
     for version in args.kafka_version or [None]:
@@ -86,7 +89,7 @@ def _broker_resolve(args):
     return 0
 
 
-def _demo(args):
+def _demo(args: argparse.Namespace) -> int:
     from fastkc import sample_run
 
     sample_run.run(records=args.records, record_size=args.record_size, partitions=args.partitions,
@@ -94,41 +97,21 @@ def _demo(args):
     return 0
 
 
-def _bench_driver():
-    """benchmarks.e2e.driver, or None outside a source checkout.
+def _bench(args: argparse.Namespace) -> int:
+    from fastkc.bench import __main__ as bench
 
-    The benchmark's runners live in the checkout's benchmarks/ folder, not in
-    the installed package, and each runs as `python -m benchmarks.e2e...`.
-    """
-    import os
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if not os.path.isfile(os.path.join(root, "benchmarks", "e2e", "driver.py")):
-        return None
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from benchmarks.e2e import driver
-
-    return driver
+    return bench.run(args)
 
 
-def _bench(args):
-    driver = _bench_driver()
-    if driver is None:
-        print("fastkc: error: `fastkc bench` runs from a source checkout (benchmarks/e2e/ is missing)",
-              file=sys.stderr)
-        return 2
-    return driver.run(args)
-
-
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fastkc", description="fastkc command-line tools")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     broker_p = commands.add_parser("broker", help="run a local Apache Kafka for tests and benchmarks")
     broker_cmds = broker_p.add_subparsers(dest="broker_command", metavar="ACTION", required=True)
 
-    start_p = broker_cmds.add_parser("start", help="resolve Kafka with mvn, format storage, start, wait until it answers")
+    start_p = broker_cmds.add_parser(
+        "start", help="resolve Kafka with mvn, format storage, start, wait until it answers")
     _add_location_args(start_p)
     start_p.add_argument("--nodes", type=int, choices=(1, 3), default=1, help="1 node, or a 3-node cluster")
     start_p.add_argument("--security", action="store_true",
@@ -170,9 +153,9 @@ def build_parser():
     bench_p = commands.add_parser(
         "bench", help="steady-state throughput of fastkc and every other client on one topic (or, with --curve, "
         "across value sizes, partitions, codecs, headers); tables, JSON, PNG")
-    driver = _bench_driver()
-    if driver is not None:
-        driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
+    from fastkc.bench import driver, rebalance
+
+    driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
     bench_p.set_defaults(handler=_bench)
 
     from fastkc import consume_cli
@@ -183,41 +166,20 @@ def build_parser():
 
     rebalance_p = commands.add_parser(
         "bench-rebalance", help="rebalance time of fastkc vs confluent-kafka (eager, cooperative-sticky, KIP-848)")
-    rebalance = _rebalance_runner()
-    if rebalance is not None:
-        rebalance.add_arguments(rebalance_p)
+    rebalance.add_arguments(rebalance_p)
     rebalance_p.set_defaults(handler=_bench_rebalance)
     return parser
 
 
-def _rebalance_runner():
-    """benchmarks.rebalance.run, or None outside a source checkout (its
-    member processes are the checkout's tests/support/group_worker.py)."""
-    import os
+def _bench_rebalance(args: argparse.Namespace) -> int:
+    from fastkc.bench import rebalance
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if not os.path.isfile(os.path.join(root, "benchmarks", "rebalance", "run.py")):
-        return None
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from benchmarks.rebalance import run
-
-    return run
+    return rebalance.main(args)
 
 
-def _bench_rebalance(args):
-    runner = _rebalance_runner()
-    if runner is None:
-        print("fastkc: error: `fastkc bench-rebalance` runs from a source checkout "
-              "(benchmarks/rebalance/ is missing)", file=sys.stderr)
-        return 2
-    return runner.main(args)
-
-
-def _consume_parser():
-    """`fastkc consume` alone: building the whole parser imports the
-    benchmark drivers (about half a second), which a reader at a terminal
-    should not wait for."""
+def _consume_parser() -> argparse.ArgumentParser:
+    """`fastkc consume` alone: a reader at a terminal should not wait for
+    the other commands' modules to import."""
     from fastkc import consume_cli
 
     parser = argparse.ArgumentParser(prog="fastkc consume")
@@ -225,7 +187,7 @@ def _consume_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["consume"]:
         args = _consume_parser().parse_args(argv[1:])
@@ -233,8 +195,9 @@ def main(argv=None):
         args = build_parser().parse_args(argv)
     from fastkc.broker.errors import BrokerHarnessError
 
+    handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return args.handler(args)
+        return handler(args)
     except BrokerHarnessError as exc:
         print("fastkc: error: {0}".format(exc), file=sys.stderr)
         return 1

@@ -13,23 +13,30 @@ import logging
 import os
 import socket
 import ssl
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Literal, NoReturn
 
 from fastkc import auth
-from fastkc.errors import KafkaConfigurationError
 
 # kafka-python's default, with fastkc's own classes of the same names and interface
 from fastkc.assignors import RangePartitionAssignor, RoundRobinPartitionAssignor
+from fastkc.errors import KafkaConfigurationError
 
 _DEFAULT_ASSIGNORS = (RangePartitionAssignor, RoundRobinPartitionAssignor)
 
 log = logging.getLogger(__name__)
 
 
-def _default_commit_callback(offsets, response):
+#: a consumer configuration: kafka-python's keys; the values are the caller's (checked below)
+Config = dict[str, Any]
+
+
+def _default_commit_callback(offsets: object, response: object) -> bool:
     return True
 
 
-CONSUMER_DEFAULTS = {
+CONSUMER_DEFAULTS: Config = {
     "bootstrap_servers": "localhost",
     "client_id": "fastkc",
     "client_rack": "",
@@ -140,15 +147,15 @@ _INT32_MAX = 0x7FFFFFFF
 _SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_crlfile")
 
 
-def _fail(message):
+def _fail(message: str) -> NoReturn:
     raise KafkaConfigurationError(message)
 
 
-def _is_int(value):
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def consumer_config(configs):
+def consumer_config(configs: Mapping[str, Any]) -> Config:
     """The full configuration: defaults overlaid with `configs`, validated."""
     unknown = set(configs).difference(CONSUMER_DEFAULTS)
     if unknown:
@@ -269,7 +276,7 @@ MAX_BATCH_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 BATCH_DECOMPRESSION_RATIO = 32
 
 
-def decode_budget(config):
+def decode_budget(config: Mapping[str, Any]) -> tuple[int, int, int]:
     """(max_decompressed_bytes per batch, max_batch_records, max_held_bytes
     per step) for a validated consumer config; see the comment above."""
     from fastkc.records import batch_record_budget
@@ -279,7 +286,7 @@ def decode_budget(config):
     return per_batch, batch_record_budget(per_batch), per_batch
 
 
-def _check_socket_configs(config):
+def _check_socket_configs(config: Mapping[str, Any]) -> None:
     for key in ("send_buffer_bytes", "receive_buffer_bytes"):
         value = config[key]
         if value is not None and (not _is_int(value) or not 0 < value <= _INT32_MAX):
@@ -294,7 +301,7 @@ def _check_socket_configs(config):
                 option))
 
 
-def _check_security(config):
+def _check_security(config: Mapping[str, Any]) -> None:
     protocol = config["security_protocol"]
     if protocol not in SECURITY_PROTOCOLS:
         _fail("security_protocol must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, protocol))
@@ -322,7 +329,7 @@ def _check_security(config):
         build_ssl_context(config)  # every file read and checked now: errors name their key
 
 
-def _check_host(host, server):
+def _check_host(host: str, server: str) -> None:
     """A bootstrap host must be an IP address or a DNS name (RFC 1123: at most
     253 characters, labels of 1..63)."""
     try:
@@ -345,7 +352,7 @@ def _check_host(host, server):
             _fail("bootstrap server {0!r}: {1!r} is not a valid host name".format(server, host))
 
 
-def parse_host_port(server, default_port=9092):
+def parse_host_port(server: str, default_port: int = 9092) -> tuple[str, int]:
     """'host:port', '[v6]:port' or 'host' → (host, port)."""
     server = server.strip()
     if server.startswith("["):
@@ -369,7 +376,7 @@ def parse_host_port(server, default_port=9092):
     return host, number
 
 
-def build_ssl_context(config):
+def build_ssl_context(config: Mapping[str, Any]) -> ssl.SSLContext:
     """The SSLContext for SSL / SASL_SSL: the user's, or one from the ssl_* keys.
     Every file is read here; a missing, unreadable or non-PEM one, a key
     ssl_password does not decrypt, or a cipher list OpenSSL rejects, is a
@@ -391,7 +398,8 @@ def build_ssl_context(config):
     list setting). A user's ssl_context is used as it is, every other ssl_*
     key ignored, as there."""
     if config["ssl_context"] is not None:
-        return config["ssl_context"]
+        given: ssl.SSLContext = config["ssl_context"]
+        return given
     for key in _SSL_FILES:
         path = config[key]
         if path and not os.path.isfile(path):
@@ -421,16 +429,17 @@ def build_ssl_context(config):
     return context
 
 
-def _load_client_chain(context, config):
+def _load_client_chain(context: ssl.SSLContext, config: Mapping[str, Any]) -> None:
     """load_cert_chain with ssl_password, always through a callback: given no
     password and an encrypted key, OpenSSL would otherwise prompt on the
     terminal ("Enter PEM pass phrase:") and block the constructor. The
     callback also tells a wrong password apart from a bad file, since
     OpenSSL reports both as "PEM lib". No message carries the password."""
-    password = config["ssl_password"]
-    asked = []
+    # str, bytes, or a callable returning one (checked by _check_security)
+    password: Any = config["ssl_password"]
+    asked: list[bool] = []
 
-    def give_password():
+    def give_password() -> str | bytes | bytearray:
         asked.append(True)
         if password is None:
             return b""  # decryption fails at once; reported below
@@ -446,7 +455,8 @@ def _load_client_chain(context, config):
                 raise KafkaConfigurationError("ssl_password: the callable returned {0}, not str or bytes".format(
                     type(value).__name__))
             return value
-        return password
+        given: str | bytes | bytearray = password
+        return given
 
     key = "ssl_certfile" if not config["ssl_keyfile"] else "ssl_certfile / ssl_keyfile"
     try:
@@ -471,13 +481,14 @@ def _load_client_chain(context, config):
 class _ssl_errors:
     """Turn what ssl raises while loading `key` into KafkaConfigurationError."""
 
-    def __init__(self, key):
+    def __init__(self, key: str) -> None:
         self.key = key
 
-    def __enter__(self):
+    def __enter__(self) -> "_ssl_errors":
         return self
 
-    def __exit__(self, kind, exc, tb):
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         if exc is not None and isinstance(exc, (ssl.SSLError, OSError, ValueError, TypeError)):
             raise KafkaConfigurationError("{0}: {1}".format(self.key, exc)) from exc
         return False

@@ -34,8 +34,25 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Protocol
 
-from fastkc.errors import KafkaConfigurationError, KafkaError, UnknownTopicOrPartitionError, WakeupException
+# (errors.py makes its code table's classes at import, which mypy cannot see;
+# the ignore goes, as warn_unused_ignores says, once it declares them)
+from fastkc.errors import (  # type: ignore[attr-defined]
+    KafkaConfigurationError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+    WakeupException,
+)
+from fastkc.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.consumer import KafkaConsumer
+
+# pyarrow has no type information: its batches, arrays and scalars are Any here
+Batch = Any
 
 # Config keys whose values are Python objects: no command-line spelling.
 _OBJECT_KEYS = frozenset({
@@ -81,16 +98,16 @@ class UsageError(Exception):
 class StartSpec:
     """What -o says: kind in beginning, end, stored, offset, relative, timestamp."""
 
-    def __init__(self, kind, value=None, stop_before_ms=None):
+    def __init__(self, kind: str, value: int | None = None, stop_before_ms: int | None = None) -> None:
         self.kind = kind
         self.value = value
         self.stop_before_ms = stop_before_ms  # kcat's e@: stop at the first record at or past it
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "StartSpec({0!r}, {1!r})".format(self.kind, self.value)
 
 
-def parse_offset(text):
+def parse_offset(text: str) -> StartSpec:
     """-o: beginning | end | stored | N | -N (N before the end) | @MS or s@MS
     (the first record at or after MS) | e@MS (stop before MS, kcat's)."""
     if text in ("beginning", "end", "stored"):
@@ -111,7 +128,7 @@ def parse_offset(text):
         "invalid offset {0!r}: expected beginning, end, stored, N, -N, @MS, s@MS or e@MS".format(text))
 
 
-def parse_time(text):
+def parse_time(text: str) -> int:
     """--from-time/--to-time: milliseconds since the epoch, or ISO-8601
     (a time without an offset is UTC, not the local zone: a stored timestamp
     has no zone either)."""
@@ -124,20 +141,20 @@ def parse_time(text):
             "invalid time {0!r}: expected milliseconds since the epoch or ISO-8601 "
             "(2026-11-25T13:40:00Z)".format(text)) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
+        moment = moment.replace(tzinfo=datetime.UTC)
     return int(moment.timestamp() * 1000) if moment.microsecond == 0 else \
         (int(moment.timestamp()) * 1000 + moment.microsecond // 1000)
 
 
 # --- configuration ---------------------------------------------------------------------
-def _key_name(raw):
+def _key_name(raw: str) -> str:
     key = raw.strip()
     if key in _LIBRDKAFKA_NAMES:
         return _LIBRDKAFKA_NAMES[key]
     return key.replace(".", "_").replace("-", "_")
 
 
-def typed_setting(raw_key, raw_value):
+def typed_setting(raw_key: str, raw_value: str) -> tuple[str, object]:
     """(kafka-python key, typed value) for one key=value; UsageError when the
     key is unknown or the value does not parse as the key's type."""
     from fastkc.config import CONSUMER_DEFAULTS
@@ -173,15 +190,16 @@ def typed_setting(raw_key, raw_value):
     return key, value
 
 
-def _assignors(value):
+def _assignors(value: str) -> tuple[type, ...]:
     from fastkc import assignors
 
-    by_name = {}
+    by_name: dict[str, type] = {}
     for name in dir(assignors):
         cls = getattr(assignors, name)
+        assignor_name = getattr(cls, "name", None)
         if isinstance(cls, type) and issubclass(cls, assignors.AbstractPartitionAssignor) and \
-                isinstance(getattr(cls, "name", None), str):
-            by_name[cls.name] = cls
+                isinstance(assignor_name, str):
+            by_name[assignor_name] = cls
     chosen = []
     for name in value.split(","):
         name = name.strip()
@@ -191,14 +209,14 @@ def _assignors(value):
     return tuple(chosen)
 
 
-def read_config_file(path):
+def read_config_file(path: str) -> dict[str, object]:
     """key=value lines (kcat's -F): '#' starts a comment line, blank lines are skipped."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except OSError as exc:
         raise UsageError("cannot read config file {0}: {1}".format(path, exc.strerror)) from None
-    settings = {}
+    settings: dict[str, object] = {}
     for number, line in enumerate(lines, 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -210,8 +228,8 @@ def read_config_file(path):
     return settings
 
 
-def consumer_settings(args):
-    settings = {}
+def consumer_settings(args: argparse.Namespace) -> dict[str, object]:
+    settings: dict[str, object] = {}
     if args.config_file:
         settings.update(read_config_file(args.config_file))
     for item in args.set or ():
@@ -242,7 +260,7 @@ _TOKENS = {"o": "offset", "k": "key", "K": "key_len", "s": "value", "S": "value_
            "p": "partition", "T": "timestamp", "h": "headers"}
 
 
-def _unescape(text):
+def _unescape(text: str) -> bytes:
     """kcat's fmt_add: \\n \\t \\r, \\xHH.., \\NNN (strtoul base 0: 0NN octal,
     else decimal), any other escaped character stands for itself."""
     out = bytearray()
@@ -268,6 +286,7 @@ def _unescape(text):
                         break
             elif 0x30 <= c <= 0x39:
                 m = re.match(rb"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*", raw[i:])
+                assert m is not None  # raw[i] is a digit, which one of the branches matches
                 digits = m.group()
                 if digits[:2].lower() == b"0x":
                     number = int(digits[2:], 16)
@@ -285,10 +304,10 @@ def _unescape(text):
     return bytes(out)
 
 
-def parse_format(fmt):
+def parse_format(fmt: str) -> list[tuple[str, Any]]:
     """[("lit", bytes) | ("field", name)] from a kcat -f string; UsageError
     on an unknown or empty %-token."""
-    parts = []
+    parts: list[tuple[str, Any]] = []  # ("lit", bytes) or ("field", name)
     pos = 0
     while pos < len(fmt):
         cut = fmt.find("%", pos)
@@ -308,7 +327,7 @@ def parse_format(fmt):
             raise UsageError("-f {0!r}: unsupported formatter %{1} (known: %t %p %o %k %K %s %S %T %h "
                              "%%)".format(fmt, letter))
         pos = cut + 2
-    merged = []
+    merged: list[tuple[str, Any]] = []
     for kind, value in parts:  # adjacent literals as one column
         if kind == "lit" and merged and merged[-1][0] == "lit":
             merged[-1] = ("lit", merged[-1][1] + value)
@@ -320,7 +339,7 @@ def parse_format(fmt):
 class FormatRenderer:
     """A batch's records as the bytes of a -f format, column by column."""
 
-    def __init__(self, fmt, null_text=None):
+    def __init__(self, fmt: str, null_text: bytes | None = None) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -328,9 +347,9 @@ class FormatRenderer:
         self.parts = parse_format(fmt)
         self.null_text = null_text
 
-    def render(self, batch):
+    def render(self, batch: Batch) -> bytes | memoryview:
         pa, pc = self._pa, self._pc
-        n = batch.num_rows
+        n: int = batch.num_rows
         if n == 0:
             return b""
         columns = []
@@ -340,7 +359,8 @@ class FormatRenderer:
             else:
                 columns.append(self._field(batch, value))
         if not any(isinstance(c, pa.Array) for c in columns):  # literals only
-            return b"".join(c.as_py() for c in columns) * n
+            literal: bytes = b"".join(c.as_py() for c in columns)
+            return literal * n
         joined = pc.binary_join_element_wise(*columns, pa.scalar(b"", pa.binary()),
                                              null_handling="replace", null_replacement=b"")
         if isinstance(joined, pa.ChunkedArray):
@@ -350,14 +370,14 @@ class FormatRenderer:
         data = joined.buffers()[2]
         return memoryview(data)[first:last] if data is not None else b""
 
-    def _bytes_column(self, batch, name):
+    def _bytes_column(self, batch: Batch, name: str) -> Any:
         pa = self._pa
         column = batch.column(name)
         if column.type != pa.binary():
             column = column.cast(pa.binary())
         return column
 
-    def _field(self, batch, name):
+    def _field(self, batch: Batch, name: str) -> Any:
         pa, pc = self._pa, self._pc
         if name in ("key", "value"):
             column = self._bytes_column(batch, name)
@@ -380,7 +400,7 @@ class FormatRenderer:
             return self._headers(batch.column("headers"))
         raise AssertionError(name)
 
-    def _headers(self, headers):
+    def _headers(self, headers: Any) -> Any:
         """name=value,name=value (kcat's print_headers: NULL for a null value)."""
         pa, pc = self._pa, self._pc
         values = headers.values  # the whole child array: offsets index into it
@@ -394,13 +414,14 @@ class FormatRenderer:
         return pc.if_else(headers.is_null(), pa.scalar(b"", pa.binary()), joined)
 
 
-def _int32_at(buffer, index):
+def _int32_at(buffer: Any, index: int) -> int:
     import struct
 
-    return struct.unpack_from("<i", buffer, index * 4)[0]
+    value: int = struct.unpack_from("<i", buffer, index * 4)[0]
+    return value
 
 
-def timestamp_ms(batch):
+def timestamp_ms(batch: Batch) -> Any:
     """The timestamp column as int64 milliseconds, -1 where there is none."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -418,12 +439,12 @@ _JSON_NEEDS_ESCAPE_RE2 = r'[\x00-\x1f"\\]'
 
 
 
-def _json_escape_match(match):
+def _json_escape_match(match: "re.Match[bytes]") -> bytes:
     c = match.group()[0]
     return _JSON_ESCAPES.get(c) or b"\\u00%02X" % c
 
 
-def json_string(data):
+def json_string(data: bytes) -> bytes:
     """yajl_gen_string's output (kcat's -J): quotes, backslash and control
     characters escaped (\\u00XX in capitals), every other byte as it is,
     invalid UTF-8 included."""
@@ -437,20 +458,25 @@ class JsonRenderer:
 
     _TSTYPES = {0: b"create", 1: b"logappend"}
 
-    def __init__(self, broker_of):
+    def __init__(self, broker_of: Callable[[TopicPartition], int | None]) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
         self._pa, self._pc = pa, pc
         self.broker_of = broker_of  # TopicPartition -> node id (kcat's "broker")
 
-    def render(self, batch):
+    def render(self, batch: Batch) -> bytes | memoryview:
         pa, pc = self._pa, self._pc
         n = batch.num_rows
         if n == 0:
             return b""
-        lit = lambda b: pa.scalar(b, pa.binary())  # noqa: E731
-        as_text = lambda column: column.cast(pa.string()).cast(pa.binary())  # noqa: E731
+
+        def lit(b: bytes) -> Any:
+            return pa.scalar(b, pa.binary())
+
+        def as_text(column: Any) -> Any:
+            return column.cast(pa.string()).cast(pa.binary())
+
         # topic names are [a-zA-Z0-9._-] (Kafka's rule): nothing to escape
         topic = batch.column("topic").cast(pa.binary())
         types = batch.column("timestampType")
@@ -471,13 +497,11 @@ class JsonRenderer:
         first, last = _int32_at(offsets, joined.offset), _int32_at(offsets, joined.offset + n)
         return memoryview(joined.buffers()[2])[first:last]
 
-    def _brokers(self, batch):
-        from fastkc.structs import TopicPartition
-
+    def _brokers(self, batch: Batch) -> Any:
         pa = self._pa
         topics = batch.column("topic").unique().to_pylist()
         partitions = batch.column("partition").unique().to_pylist()
-        nodes = {}
+        nodes: dict[tuple[str, int], bytes] = {}
         for topic in topics:
             for partition in partitions:
                 node = self.broker_of(TopicPartition(topic, partition))
@@ -487,7 +511,7 @@ class JsonRenderer:
         return pa.array([nodes[tp] for tp in zip(batch.column("topic").to_pylist(),
                                                   batch.column("partition").to_pylist())], pa.binary())
 
-    def _string_or_null(self, column):
+    def _string_or_null(self, column: Any) -> Any:
         """JSON strings of a key or value column, null for null."""
         pa, pc = self._pa, self._pc
         if column.type != pa.binary():
@@ -500,14 +524,14 @@ class JsonRenderer:
             quoted = pc.replace_with_mask(quoted, needs, pa.array(escaped, pa.binary()))
         return pc.fill_null(quoted, b"null")
 
-    def _headers(self, headers):
+    def _headers(self, headers: Any) -> Any:
         ""","headers":[name,value,...] for records that have headers (kcat
         leaves the field out otherwise); rendered in Python, row by row."""
         pa, pc = self._pa, self._pc
         has = pc.fill_null(pc.greater(pc.list_value_length(headers), 0), False)
         if not pc.any(has).as_py():
             return pa.scalar(b"", pa.binary())
-        rendered = []
+        rendered: list[bytes] = []
         for row in headers.filter(has).to_pylist():
             rendered.append(b',"headers":[' + b",".join(
                 json_string(h["key"].encode("utf-8")) + b"," +
@@ -516,26 +540,40 @@ class JsonRenderer:
 
 
 # --- outputs -------------------------------------------------------------------------------
+class Renderer(Protocol):
+    def render(self, batch: Batch) -> bytes | memoryview: ...
+
+
+class Output(Protocol):
+    """Where the polled batches go (stdout, an IPC stream, a Parquet file)."""
+
+    def write(self, batch: Batch) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class StdoutBytes:
     """Rendered batches to stdout's binary buffer, one write per batch."""
 
-    def __init__(self, renderer):
+    def __init__(self, renderer: Renderer) -> None:
         self.renderer = renderer
         self.stream = sys.stdout.buffer
 
-    def write(self, batch):
+    def write(self, batch: Batch) -> None:
         data = self.renderer.render(batch)
         if len(data):
             self.stream.write(data)
 
-    def flush(self):
+    def flush(self) -> None:
         self.stream.flush()
 
-    def close(self):
+    def close(self) -> None:
         self.stream.flush()
 
 
-def plain_batch(batch):
+def plain_batch(batch: Batch) -> Batch:
     """key/value as binary (arrow_zero_copy gives binary_view, which Parquet
     and older readers do not take)."""
     import pyarrow as pa
@@ -551,20 +589,20 @@ class ArrowIpcOutput:
     """The Arrow IPC stream format (the `.arrows` kind, readable batch by
     batch with pyarrow.ipc.open_stream), to a file or stdout ('-')."""
 
-    def __init__(self, path, schema):
+    def __init__(self, path: str, schema: Any) -> None:
         import pyarrow as pa
 
         self.stream = sys.stdout.buffer if path == "-" else open(path, "wb")
         self.writer = pa.ipc.new_stream(self.stream, schema)
 
-    def write(self, batch):
+    def write(self, batch: Batch) -> None:
         if batch.num_rows:
             self.writer.write_batch(plain_batch(batch))
 
-    def flush(self):
+    def flush(self) -> None:
         self.stream.flush()
 
-    def close(self):
+    def close(self) -> None:
         self.writer.close()
         self.stream.flush()
         if self.stream is not sys.stdout.buffer:
@@ -574,19 +612,19 @@ class ArrowIpcOutput:
 class ParquetOutput:
     """One Parquet row group per polled batch."""
 
-    def __init__(self, path, schema):
+    def __init__(self, path: str, schema: Any) -> None:
         import pyarrow.parquet as pq
 
         self.writer = pq.ParquetWriter(path, schema)
 
-    def write(self, batch):
+    def write(self, batch: Batch) -> None:
         if batch.num_rows:
             self.writer.write_batch(plain_batch(batch))
 
-    def flush(self):
+    def flush(self) -> None:
         pass
 
-    def close(self):
+    def close(self) -> None:
         self.writer.close()
 
 
@@ -594,7 +632,7 @@ class ParquetOutput:
 class Progress:
     """records, records/s and lag on stderr (rich), only when stderr is a terminal."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         from rich.console import Console
 
         self.console = Console(stderr=True)
@@ -603,7 +641,7 @@ class Progress:
         self.started = time.monotonic()
         self.last = 0.0
 
-    def update(self, count, lag, force=False):
+    def update(self, count: int, lag: int | None, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self.last < _STATS_INTERVAL_S:
             return
@@ -612,7 +650,7 @@ class Progress:
         self.status.update("{0:,} records  {1:,.0f} records/s  lag {2}".format(
             count, rate, "?" if lag is None else "{0:,}".format(lag)))
 
-    def close(self):
+    def close(self) -> None:
         self.status.stop()
 
 
@@ -621,19 +659,23 @@ class _Interrupt:
     """SIGINT: the first asks the consumer to wake up and the loop to end
     cleanly (commit, close); a second one interrupts at once."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.requested = False
-        self.consumer = None
-        self.previous = None
+        self.consumer: KafkaConsumer | None = None
+        self.previous: Any = None  # what signal.signal() returned: a handler, SIG_DFL/SIG_IGN or None
 
-    def install(self):
+    def install(self) -> None:
         self.previous = signal.signal(signal.SIGINT, self._handle)
 
-    def restore(self):
+    def asked(self) -> bool:
+        """A SIGINT came (read through a call: the handler sets it meanwhile)."""
+        return self.requested
+
+    def restore(self) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
 
-    def _handle(self, signum, frame):
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
@@ -642,30 +684,44 @@ class _Interrupt:
 
 
 class ConsumeRun:
-    def __init__(self, args, out):
+    def __init__(self, args: argparse.Namespace, out: Output | None) -> None:
         self.args = args
-        self.out = out
-        self.consumer = None
+        self._out = out
+        self._consumer: KafkaConsumer | None = None
         self.count = 0
-        self.end = {}  # tp -> end offset read when first seen (-e)
-        self.done = set()  # partitions finished (-e, --to-time, e@)
-        self.commit_at = {}  # tp -> next offset after what has been written (-G)
-        self.committed_at = {}
+        self.end: dict[TopicPartition, int] = {}  # end offset read when first seen (-e)
+        self.done: set[TopicPartition] = set()  # partitions finished (-e, --to-time, e@)
+        self.commit_at: dict[TopicPartition, int] = {}  # next offset after what has been written (-G)
+        self.committed_at: dict[TopicPartition, int] = {}
         self.last_commit = time.monotonic()
-        self.stop_ms = None  # stop at the first record past this (inclusive bound)
-        self.stop_before_ms = None  # e@: stop at the first record at or past this
+        self.stop_ms: int | None = None  # stop at the first record past this (inclusive bound)
+        self.stop_before_ms: int | None = None  # e@: stop at the first record at or past this
+
+    @property
+    def consumer(self) -> "KafkaConsumer":
+        if self._consumer is None:
+            raise RuntimeError("ConsumeRun.start() has not run")
+        return self._consumer
+
+    @property
+    def out(self) -> Output:
+        if self._out is None:
+            raise RuntimeError("ConsumeRun has no output yet")
+        return self._out
+
+    @out.setter
+    def out(self, out: Output) -> None:
+        self._out = out
 
     # setup
-    def start(self, consumer):
-        from fastkc.structs import TopicPartition
-
+    def start(self, consumer: "KafkaConsumer") -> None:
         args = self.args
-        self.consumer = consumer
+        self._consumer = consumer
         if args.to_time is not None:
             self.stop_ms = args.to_time
         if args.offset is not None and args.offset.kind == "stop":
             self.stop_before_ms = args.offset.stop_before_ms
-        partitions = []
+        partitions: list[TopicPartition] = []
         for topic in args.topic:
             known = consumer.partitions_for_topic(topic)
             if known is None:
@@ -687,7 +743,7 @@ class ConsumeRun:
         if args.exit_at_end:
             self._note_ends(partitions)
 
-    def _seek(self, partitions):
+    def _seek(self, partitions: Sequence[TopicPartition]) -> None:
         consumer, spec = self.consumer, self.args.offset
         from_ms = self.args.from_time
         if spec is not None and spec.kind == "timestamp":
@@ -704,15 +760,17 @@ class ConsumeRun:
         elif kind == "end":
             consumer.seek_to_end(*partitions)
         elif kind == "offset":
+            assert spec is not None  # "end" is the default kind
             for tp in partitions:
                 consumer.seek(tp, spec.value)
         elif kind == "relative":
+            assert spec is not None
             ends = consumer.end_offsets(partitions)
             starts = consumer.beginning_offsets(partitions)
             for tp in partitions:
                 consumer.seek(tp, max(starts[tp], ends[tp] - spec.value))
 
-    def _note_ends(self, partitions):
+    def _note_ends(self, partitions: Sequence[TopicPartition]) -> None:
         new = [tp for tp in partitions if tp not in self.end]
         if not new:
             return
@@ -721,12 +779,12 @@ class ConsumeRun:
             if self.consumer.position(tp) >= self.end[tp]:
                 self._finish(tp)
 
-    def _finish(self, tp):
+    def _finish(self, tp: TopicPartition) -> None:
         self.done.add(tp)
         if tp in self.consumer.assignment():
             self.consumer.pause(tp)
 
-    def finished(self):
+    def finished(self) -> bool:
         args = self.args
         if args.count is not None and self.count >= args.count:
             return True
@@ -737,7 +795,7 @@ class ConsumeRun:
         return bool(assigned) and assigned <= self.done
 
     # the loop
-    def run(self, progress=None):
+    def run(self, progress: Progress | None = None) -> None:
         args = self.args
         consumer = self.consumer
         while not self.finished():
@@ -761,13 +819,12 @@ class ConsumeRun:
                 progress.update(self.count, self._lag())
         self.out.flush()
 
-    def _bound(self, batch):
+    def _bound(self, batch: Batch) -> tuple[Batch, dict[TopicPartition, int]]:
         """Drop the records past -e's end offsets and past --to-time / e@,
         per partition; {tp: first dropped offset} for the partitions cut."""
         import pyarrow.compute as pc
-        from fastkc.structs import TopicPartition
 
-        limits = {}
+        limits: dict[TopicPartition, int] = {}
         if self.end:
             for tp, end in self.end.items():
                 if tp not in self.done and self.consumer.position(tp) > end:
@@ -798,14 +855,14 @@ class ConsumeRun:
             self._finish(tp)
         return batch.filter(pc.invert(drop)), limits
 
-    def _check_partitions(self):
+    def _check_partitions(self) -> None:
         consumer = self.consumer
         assigned = set(consumer.assignment())
         for tp, end in self.end.items():
             if tp not in self.done and tp in assigned and consumer.position(tp) >= end:
                 self._finish(tp)
 
-    def _lag(self):
+    def _lag(self) -> int | None:
         lag = 0
         consumer = self.consumer
         for tp in consumer.assignment():
@@ -816,50 +873,49 @@ class ConsumeRun:
         return lag
 
     # commits (-G): the offsets after what has been written and flushed
-    def _note_written(self, limits):
+    def _note_written(self, limits: dict[TopicPartition, int]) -> None:
         for tp in self.consumer.assignment():
             position = self.consumer.position(tp)
             if tp in limits:
                 position = min(position, limits[tp])
             self.commit_at[tp] = position
 
-    def commit(self, partitions=None):
+    def commit(self, partitions: Collection[TopicPartition] | None = None) -> None:
         from fastkc.structs import OffsetAndMetadata
 
         self.last_commit = time.monotonic()
-        offsets = {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in self.commit_at.items()
-                   if (partitions is None or tp in partitions) and self.committed_at.get(tp) != offset}
-        if offsets:
-            self.consumer.commit(offsets)
-            for tp, meta in offsets.items():
-                self.committed_at[tp] = meta.offset
+        wanted = {tp: offset for tp, offset in self.commit_at.items()
+                  if (partitions is None or tp in partitions) and self.committed_at.get(tp) != offset}
+        if wanted:
+            self.consumer.commit({tp: OffsetAndMetadata(offset, "", -1) for tp, offset in wanted.items()})
+            self.committed_at.update(wanted)
 
 
 class _CommitOnRevoke:
     """Commit the written offsets of partitions the group takes away."""
 
-    def __init__(self, run):
+    def __init__(self, run: ConsumeRun) -> None:
         self.run = run
 
-    def on_partitions_revoked(self, revoked):
-        revoked = set(revoked)
-        if revoked & set(self.run.commit_at):
+    def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        taken = set(revoked)
+        if taken & set(self.run.commit_at):
             self.run.out.flush()
-            self.run.commit(revoked)
-        for tp in revoked:
+            self.run.commit(taken)
+        for tp in taken:
             self.run.commit_at.pop(tp, None)
             self.run.end.pop(tp, None)
             self.run.done.discard(tp)
 
-    def on_partitions_assigned(self, assigned):
+    def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         pass
 
-    def on_partitions_lost(self, lost):
+    def on_partitions_lost(self, lost: Iterable[TopicPartition]) -> None:
         for tp in lost:
             self.run.commit_at.pop(tp, None)
 
 
-def _check_arguments(args):
+def _check_arguments(args: argparse.Namespace) -> None:
     if args.partition and not args.topic:
         raise UsageError("-p needs -t TOPIC")
     if not args.topic:
@@ -882,7 +938,7 @@ def _check_arguments(args):
         raise UsageError("--to-time is before --from-time")
 
 
-def _make_output(args):
+def _make_output(args: argparse.Namespace) -> Output | None:
     from fastkc.records import arrow_schema
 
     if args.arrow_ipc:
@@ -892,7 +948,7 @@ def _make_output(args):
     return None
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """The `consume` subcommand; the exit status."""
     try:
         _check_arguments(args)
@@ -903,24 +959,25 @@ def run(args):
         return _fail(str(exc), 2)
     interrupt = _Interrupt()
     interrupt.install()
-    consumer = None
-    out = None
-    progress = None
+    consumer: KafkaConsumer | None = None
+    out: Output | None = None
+    progress: Progress | None = None
     status = 0
     try:
-        from fastkc.consumer import KafkaConsumer
+        from fastkc import consumer as consumer_module
 
         try:
-            consumer = KafkaConsumer(**settings)
+            consumer = consumer_module.KafkaConsumer(**settings)
         except KafkaConfigurationError as exc:
             return _fail("configuration: {0}".format(exc), 2)
         interrupt.consumer = consumer
-        if interrupt.requested:
+        if interrupt.asked():
             return 130
         job = ConsumeRun(args, None)
         job.start(consumer)
         out = _make_output(args)
         if out is None:
+            renderer: Renderer
             if args.json:
                 renderer = JsonRenderer(consumer._client.cluster.leader_for)
             else:
@@ -933,7 +990,7 @@ def run(args):
             job.run(progress)
         except WakeupException:
             pass
-        if interrupt.requested:
+        if interrupt.asked():
             status = 130
         out.close()
         out = None
@@ -970,19 +1027,19 @@ def run(args):
     return status
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> str:
     name = type(exc).__name__
     # fastkc's errors render as "[Error N] Name: message": the message alone
     text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
     return name if not text or text == name else "{0}: {1}".format(name, text)
 
 
-def _fail(message, status):
+def _fail(message: str, status: int) -> int:
     print("fastkc consume: error: {0}".format(message), file=sys.stderr)
     return status
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Read Kafka topics to stdout, kcat-style (-C), or to Arrow IPC / Parquet files.\n\n"

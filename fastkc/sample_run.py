@@ -10,7 +10,9 @@ seek_to_beginning, poll() until the end offsets.
 """
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from fastkc.errors import for_code
 from fastkc.net.blocking import BlockingConnection
@@ -28,20 +30,20 @@ class ConsumeResult:
     seconds: float
 
     @property
-    def records_per_second(self):
+    def records_per_second(self) -> float:
         return self.records / self.seconds if self.seconds else 0.0
 
     @property
-    def megabytes_per_second(self):
+    def megabytes_per_second(self) -> float:
         return self.wire_bytes / self.seconds / 1e6 if self.seconds else 0.0
 
 
-def _split(bootstrap):
+def _split(bootstrap: str) -> tuple[str, int]:
     host, _, port = bootstrap.split(",")[0].rpartition(":")
     return host, int(port)
 
 
-def topic_layout(conn, topic):
+def topic_layout(conn: BlockingConnection, topic: str) -> tuple[Any, dict[int, int]]:
     """(topic_id, {partition: end_offset}) or (None, {}) when the topic is absent."""
     md = conn.request("Metadata", {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
     (entry,) = md["topics"]
@@ -59,7 +61,7 @@ def topic_layout(conn, topic):
     return entry["topic_id"], ends
 
 
-def create_topic(conn, topic, partitions, configs=None):
+def create_topic(conn: BlockingConnection, topic: str, partitions: int, configs: dict[str, str] | None = None) -> None:
     body = {
         "topics": [
             {
@@ -78,7 +80,8 @@ def create_topic(conn, topic, partitions, configs=None):
         raise for_code(code)("CreateTopics {0}: {1}".format(topic, resp["topics"][0].get("error_message")))
 
 
-def consume_all(bootstrap, topic, *, progress=None, isolation_level="read_uncommitted"):
+def consume_all(bootstrap: str, topic: str, *, progress: Callable[[int], object] | None = None,
+                isolation_level: str = "read_uncommitted") -> ConsumeResult:
     """Read every partition of `topic` from its beginning to its current end
     with fastkc.KafkaConsumer (assign all partitions, seek_to_beginning, poll
     until the end offsets), kafka-python's defaults otherwise.
@@ -121,7 +124,8 @@ def consume_all(bootstrap, topic, *, progress=None, isolation_level="read_uncomm
         consumer.close()
 
 
-def ensure_sample(bootstrap, topic, *, records, record_size, partitions, compression, log=print):
+def ensure_sample(bootstrap: str, topic: str, *, records: int, record_size: int, partitions: int, compression: str,
+                  log: Callable[[str], object] = print) -> None:
     """Create and fill the sample topic unless it already holds the dataset."""
     from fastkc.broker.tools import producer_performance
 
@@ -144,13 +148,14 @@ def ensure_sample(bootstrap, topic, *, records, record_size, partitions, compres
     log("loaded: " + run.output)
 
 
-def run(*, records=2_000_000, record_size=100, partitions=8, compression="lz4", bootstrap=None):
+def run(*, records: int = 2_000_000, record_size: int = 100, partitions: int = 8, compression: str = "lz4",
+        bootstrap: str | None = None) -> ConsumeResult:
     from fastkc import broker
 
     log = print
     if bootstrap is None:
         st = broker.status()
-        info = st.info if st.running else broker.start(log=lambda m: log("fastkc: " + m))
+        info = st.info if st.running and st.info is not None else broker.start(log=lambda m: log("fastkc: " + m))
         bootstrap = info.bootstrap_servers
     log("broker: {0}".format(bootstrap))
     topic = "fastkc-sample-{0}x{1}-{2}-{3}p".format(records, record_size, compression, partitions)
@@ -171,13 +176,13 @@ def run(*, records=2_000_000, record_size=100, partitions=8, compression="lz4", 
     return result
 
 
-def _consume_with_progress(bootstrap, topic, total):
+def _consume_with_progress(bootstrap: str, topic: str, total: int) -> ConsumeResult:
     try:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
     except ImportError:  # rich is a dev extra; without it, a plain line per second
         last = [0.0]
 
-        def plain(n):
+        def plain(n: int) -> None:
             now = time.monotonic()
             if now - last[0] >= 1.0:
                 last[0] = now

@@ -75,7 +75,8 @@ def session(jars, master="local[2]", executors=0):
     """A SparkSession on `master` with the baseline jars and the `fastkc`
     source registered; with a standalone master, one 1-core executor per
     worker (`executors`), waited for so the first stage spreads."""
-    from tests.spark.conftest import FAST_SETTINGS, ROOT as REPO, worker_environment
+    from tests.spark.conftest import FAST_SETTINGS, worker_environment
+    from tests.spark.conftest import ROOT as REPO
 
     worker_environment()
     from pyspark.sql import SparkSession

@@ -1,13 +1,23 @@
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+# Stub of the compiled record decoder (fastkc/_core/_records.pyx); checked
+# against the built module by tests/quality/test_stubs.py (mypy.stubtest).
+from collections.abc import Callable, Sequence
+from typing import Any, final
 
-from fastkc.structs import DecodedPartition, ScanInfo
+from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
 
-_Buffer = Union[bytes, bytearray, memoryview]
-_Deserializer = Optional[Tuple[Callable[..., Any], bool]]
+_Buffer = bytes | bytearray | memoryview
+# (deserializer, takes the whole ConsumerRecord) or None for raw bytes
+_Deserializer = tuple[Callable[..., Any], bool] | None
+# rows, key bytes, value bytes, header count, header key bytes, header value bytes
+_Totals = tuple[int, int, int, int, int, int]
 
-def crc32c(data: _Buffer, crc: int = ...) -> int: ...
+INT32_MAX_: int
+
+def crc32c(data: _Buffer, crc: int = 0) -> int: ...
 def crc32c_implementation() -> str: ...
 def force_crc32c_software(force: bool) -> None: ...
+def lz4_implementation() -> str: ...
+def force_lz4_host(force: bool) -> None: ...
 def _set_untrack_records(flag: bool) -> None: ...
 def decode_partition(
     data: _Buffer,
@@ -17,11 +27,11 @@ def decode_partition(
     stop_offset: int,
     check_crcs: bool,
     read_committed: bool,
-    aborted_transactions: Sequence[Tuple[int, int]],
+    aborted_transactions: Sequence[tuple[int, int]] | None,
     key_deserializer: _Deserializer,
     value_deserializer: _Deserializer,
     max_decompressed_bytes: int,
-    max_batch_records: int = ...,
+    max_batch_records: int = 0,
 ) -> DecodedPartition: ...
 def decode_partition_arrow(
     data: _Buffer,
@@ -31,27 +41,30 @@ def decode_partition_arrow(
     stop_offset: int,
     check_crcs: bool,
     read_committed: bool,
-    aborted_transactions: Sequence[Tuple[int, int]],
+    aborted_transactions: Sequence[tuple[int, int]] | None,
     max_decompressed_bytes: int,
-    max_batch_records: int = ...,
-    zero_copy: bool = ...,
+    max_batch_records: int = 0,
+    zero_copy: bool = False,
 ) -> DecodedPartition: ...
 def scan_blob(data: _Buffer) -> ScanInfo: ...
 def check_blob(data: _Buffer, topic: str, partition: int, position: int) -> tuple[int, int]: ...
 
+@final
 class ArrowBuilder:
-    def __init__(self, base: Optional[Sequence[int]] = ..., zero_copy: bool = ...) -> None: ...
+    def __new__(cls, base: Sequence[int] | None = None, zero_copy: bool = False) -> ArrowBuilder: ...
     @property
     def num_rows(self) -> int: ...
     @property
-    def totals(self) -> Tuple[int, int, int, int, int, int]: ...
+    def totals(self) -> _Totals: ...
     @property
-    def last_offset(self) -> Optional[int]: ...
+    def last_offset(self) -> int | None: ...
+    # a pyarrow.RecordBatch (pyarrow has no type information here)
     def finish(self) -> Any: ...
 
+@final
 class RecordStream:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         data: _Buffer,
         topic: str,
         partition: int,
@@ -59,20 +72,28 @@ class RecordStream:
         stop_offset: int,
         check_crcs: bool,
         read_committed: bool,
-        aborted_transactions: Sequence[Tuple[int, int]],
+        aborted_transactions: Sequence[tuple[int, int]] | None,
         max_decompressed_bytes: int,
         max_batch_records: int,
-        arrow: bool = ...,
-        key_deserializer: _Deserializer = ...,
-        value_deserializer: _Deserializer = ...,
-    ) -> None: ...
-    def records(self, max_records: int, max_held_bytes: Optional[int] = ...) -> List[Any]: ...
+        arrow: bool = False,
+        key_deserializer: _Deserializer = None,
+        value_deserializer: _Deserializer = None,
+    ) -> RecordStream: ...
+    def prepare(self, max_records: int, max_held_bytes: int | None = None) -> bool: ...
+    @property
+    def preparing(self) -> bool: ...
+    @property
+    def pending(self) -> bool: ...
+    @property
+    def prepared(self) -> int: ...
+    def records(self, max_records: int, max_held_bytes: int | None = None) -> list[ConsumerRecord]: ...
+    # a pyarrow.RecordBatch; with `builder`, the number of records appended to it
     def arrow(
         self,
         max_records: int,
-        max_held_bytes: Optional[int] = ...,
-        base: Optional[Sequence[int]] = ...,
-        builder: Optional["ArrowBuilder"] = ...,
+        max_held_bytes: int | None = None,
+        base: Sequence[int] | None = None,
+        builder: ArrowBuilder | None = None,
     ) -> Any: ...
     @property
     def next_offset(self) -> int: ...
@@ -83,4 +104,4 @@ class RecordStream:
     @property
     def held_bytes(self) -> int: ...
     @property
-    def last_totals(self) -> Tuple[int, int, int, int, int, int]: ...
+    def last_totals(self) -> _Totals: ...

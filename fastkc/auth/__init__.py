@@ -25,8 +25,14 @@ exchange) whose messages name the mechanism and never carry a secret.
 """
 import importlib
 import threading
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any, Protocol
 
 from fastkc.errors import KafkaConfigurationError
+
+#: the consumer's configuration as the mechanisms read it (kafka-python's keys)
+Config = Mapping[str, Any]
 
 #: mechanism name -> module in this package that implements it
 _MODULES = {
@@ -41,10 +47,18 @@ _MODULES = {
 MECHANISMS = tuple(_MODULES)
 
 # kafka-python users look for the provider base class next to the mechanism.
-from fastkc.auth.oauthbearer import AbstractTokenProvider  # noqa: E402
+from fastkc.auth.oauthbearer import AbstractTokenProvider as AbstractTokenProvider  # noqa: E402
 
 
-def module_for(mechanism):
+class Exchange(Protocol):
+    """One authentication of one connection (see the module docstring)."""
+
+    def first_message(self) -> "bytes | PendingStep": ...
+
+    def receive(self, data: bytes) -> "bytes | PendingStep | None": ...
+
+
+def module_for(mechanism: str) -> ModuleType:
     name = _MODULES.get(mechanism)
     if name is None:
         raise KafkaConfigurationError("sasl_mechanism must be one of {0} (fastkc does not implement {1!r})".format(
@@ -52,12 +66,13 @@ def module_for(mechanism):
     return importlib.import_module("fastkc.auth." + name)
 
 
-def check_config(config):
+def check_config(config: Config) -> None:
     module_for(config["sasl_mechanism"]).check_config(config)
 
 
-def new_exchange(config, host):
-    return module_for(config["sasl_mechanism"]).new_exchange(config, host)
+def new_exchange(config: Config, host: str) -> Exchange:
+    exchange: Exchange = module_for(config["sasl_mechanism"]).new_exchange(config, host)
+    return exchange
 
 
 class PendingStep:
@@ -66,15 +81,15 @@ class PendingStep:
     KafkaError; `timeout_error()` makes the error for a step still running
     at its deadline (the thread cannot be stopped and ends on its own)."""
 
-    def __init__(self, work, timeout_error, name):
+    def __init__(self, work: Callable[[], bytes], timeout_error: Callable[[], BaseException], name: str) -> None:
         self._work = work
         self.timeout_error = timeout_error
-        self._outcome = None
+        self._outcome: tuple[bool, Any] | None = None
         self._finished = threading.Event()
         thread = threading.Thread(target=self._run, name=name, daemon=True)
         thread.start()
 
-    def _run(self):
+    def _run(self) -> None:
         try:
             self._outcome = (True, self._work())
         except BaseException as exc:  # noqa: BLE001 - handed to the connection's thread by result()
@@ -82,16 +97,19 @@ class PendingStep:
         finally:
             self._finished.set()
 
-    def done(self):
+    def done(self) -> bool:
         return self._finished.is_set()
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> bool:
         """Block until done (tests and callers without a poll loop); True when done."""
         return self._finished.wait(timeout)
 
-    def result(self):
+    def result(self) -> bytes:
         """The message (once done()), or the step's error raised."""
+        if self._outcome is None:
+            raise RuntimeError("PendingStep.result() before the step is done")
         ok, value = self._outcome
         if not ok:
             raise value
-        return value
+        message: bytes = value
+        return message

@@ -40,9 +40,18 @@ Later steps are local computations.
 import hashlib
 import os
 import struct
+from types import ModuleType
+from typing import Any
 
-from fastkc.auth import PendingStep
-from fastkc.errors import KafkaConfigurationError, KafkaError, SaslAuthenticationFailedError
+from fastkc.auth import Config, PendingStep
+
+# errors.py makes its code table's classes at import (globals()), which mypy
+# cannot see; the ignore goes (warn_unused_ignores says so) once it declares them
+from fastkc.errors import (  # type: ignore[attr-defined]
+    KafkaConfigurationError,
+    KafkaError,
+    SaslAuthenticationFailedError,
+)
 
 MECHANISMS = ("GSSAPI",)
 
@@ -50,7 +59,7 @@ MECHANISMS = ("GSSAPI",)
 _LAYER_NONE = 1
 
 
-def _import_gssapi():
+def _import_gssapi() -> ModuleType:
     try:
         import gssapi
     except (ImportError, OSError) as exc:  # OSError: the package is there, libgssapi_krb5 is not
@@ -60,7 +69,7 @@ def _import_gssapi():
     return gssapi
 
 
-def check_config(config):
+def check_config(config: Config) -> None:
     """Fail construction, naming the key, when GSSAPI cannot run."""
     gssapi = _import_gssapi()
     name = config["sasl_kerberos_name"]
@@ -95,11 +104,11 @@ def check_config(config):
             raise KafkaConfigurationError("sasl_kerberos_keytab {0!r}: not readable".format(os.fspath(keytab)))
 
 
-def new_exchange(config, host):
+def new_exchange(config: Config, host: str) -> "GssapiExchange":
     return GssapiExchange(config, host)
 
 
-def _target_name(gssapi, config, host):
+def _target_name(gssapi: ModuleType, config: Config, host: str) -> Any:
     name = config["sasl_kerberos_name"]
     if isinstance(name, gssapi.Name):
         return name
@@ -110,7 +119,7 @@ def _target_name(gssapi, config, host):
     return gssapi.Name(name, name_type=gssapi.NameType.hostbased_service).canonicalize(gssapi.MechType.kerberos)
 
 
-def _credentials(gssapi, config):
+def _credentials(gssapi: ModuleType, config: Config) -> Any:
     """Initiator credentials, or None for the Kerberos environment's default."""
     keytab, principal = config["sasl_kerberos_keytab"], config["sasl_kerberos_principal"]
     name = gssapi.Name(principal, name_type=gssapi.NameType.kerberos_principal) if principal else None
@@ -128,13 +137,13 @@ def _credentials(gssapi, config):
     return gssapi.Credentials(name=name, usage="initiate", store=store)
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> str:
     """The GSS major/minor messages (library text: names, realms, file
     paths; never key material)."""
     gen = getattr(exc, "gen_message", None)
     if gen is not None:
         try:
-            return gen()
+            return str(gen())
         except Exception:  # noqa: BLE001 -- fall back to str() on a broken message table
             pass
     return str(exc)
@@ -145,15 +154,15 @@ class GssapiExchange:
 
     mechanism = "GSSAPI"
 
-    def __init__(self, config, host):
+    def __init__(self, config: Config, host: str) -> None:
         self._gssapi = _import_gssapi()
         self._config = config
         self._host = host
-        self._ctx = None
+        self._ctx: Any = None  # the binding's SecurityContext, from the first step on
         self._step = "start"
 
     # --- the first step: the KDC, off the polling thread --------------------------------
-    def _establish_first(self):
+    def _establish_first(self) -> tuple[Any, bytes | None]:
         gssapi = self._gssapi
         target = _target_name(gssapi, self._config, self._host)
         creds = _credentials(gssapi, self._config)
@@ -163,10 +172,10 @@ class GssapiExchange:
         token = ctx.step(None)
         return ctx, token
 
-    def first_message(self):
+    def first_message(self) -> PendingStep:
         return PendingStep(self._first_step, self._no_ticket_in_time, "fastkc-gssapi-{0}".format(self._host))
 
-    def _first_step(self):
+    def _first_step(self) -> bytes:
         try:
             self._ctx, token = self._establish_first()
         except KafkaError:
@@ -176,20 +185,21 @@ class GssapiExchange:
                 "SASL GSSAPI with {0}: could not start a Kerberos context for {1} ({2}): {3}".format(
                     self._host, self._target_text(), self._creds_text(), _describe(exc))) from None
         self._step = "context"
-        return token or b""
+        return bytes(token or b"")
 
-    def _no_ticket_in_time(self):
-        return SaslAuthenticationFailedError(
+    def _no_ticket_in_time(self) -> KafkaError:
+        error: KafkaError = SaslAuthenticationFailedError(
             "SASL GSSAPI with {0}: no Kerberos ticket within request_timeout_ms ({1} ms): the KDC (or a "
             "host name lookup) did not answer in time".format(self._host, self._config["request_timeout_ms"]))
+        return error
 
-    def _creds_text(self):
+    def _creds_text(self) -> str:
         keytab, principal = self._config["sasl_kerberos_keytab"], self._config["sasl_kerberos_principal"]
         if keytab is None:
             return "client {0} from the Kerberos environment".format(principal or "default principal")
         return "client {0} from keytab {1}".format(principal or "first principal", os.fspath(keytab))
 
-    def _target_text(self):
+    def _target_text(self) -> str:
         name = self._config["sasl_kerberos_name"]
         if name is not None:
             return str(name)
@@ -197,7 +207,7 @@ class GssapiExchange:
                                 self._config["sasl_kerberos_domain_name"] or self._host)
 
     # --- the rest: local computations -----------------------------------------------
-    def receive(self, data):
+    def receive(self, data: bytes | None) -> bytes | None:
         data = bytes(data or b"")
         try:
             if self._step == "context":
@@ -209,7 +219,7 @@ class GssapiExchange:
                 token = self._ctx.step(data)
                 if self._ctx.complete:
                     self._step = "offer"
-                return token or b""
+                return bytes(token or b"")
             if self._step == "offer":
                 return self._answer_offer(data)
             if self._step == "final":
@@ -226,7 +236,7 @@ class GssapiExchange:
                 self._host, _describe(exc))) from None
         raise SaslAuthenticationFailedError("SASL GSSAPI: unexpected server message in step {0}".format(self._step))
 
-    def _answer_offer(self, data):
+    def _answer_offer(self, data: bytes) -> bytes:
         unwrapped = self._ctx.unwrap(data)
         offer = unwrapped.message
         if len(offer) != 4:
@@ -243,4 +253,4 @@ class GssapiExchange:
         authzid = str(self._ctx.initiator_name).encode("utf-8")
         reply = struct.pack(">B3s", _LAYER_NONE, b"\0\0\0") + authzid
         self._step = "final"
-        return self._ctx.wrap(reply, False).message
+        return bytes(self._ctx.wrap(reply, False).message)

@@ -39,10 +39,22 @@ import logging
 import os
 import re
 import threading
+from types import ModuleType
+from typing import Any
 from urllib.parse import parse_qsl
 
-from fastkc.auth import PendingStep
-from fastkc.errors import KafkaConfigurationError, SaslAuthenticationFailedError
+from fastkc.auth import Config, PendingStep
+
+# errors.py makes its code table's classes at import (globals()), which mypy
+# cannot see; the ignore goes (warn_unused_ignores says so) once it declares them
+from fastkc.errors import (  # type: ignore[attr-defined]
+    KafkaConfigurationError,
+    KafkaError,
+    SaslAuthenticationFailedError,
+)
+
+# botocore's credentials objects (botocore has no type information here)
+_Credentials = Any
 
 MECHANISMS = ("AWS_MSK_IAM",)
 
@@ -68,17 +80,17 @@ _lock = threading.Lock()
 #: sha256 of the chain's environment -> (credentials, region): one botocore
 #: credentials object per AWS environment per process, shared by every
 #: consumer and connection (botocore's refreshable credentials are thread-safe)
-_sources = {}
+_sources: dict[str, tuple[_Credentials, str]] = {}
 
 
-def _chain_key():
+def _chain_key() -> str:
     h = hashlib.sha256()  # a digest, so the secrets in the environment are not kept twice
     for name in _CHAIN_ENV:
         h.update(name.encode() + b"=" + os.environ.get(name, "\0").encode("utf-8", "surrogateescape") + b"\0")
     return h.hexdigest()
 
 
-def _botocore():
+def _botocore() -> ModuleType:
     try:
         import botocore.auth
         import botocore.awsrequest
@@ -86,10 +98,11 @@ def _botocore():
     except ImportError:
         raise KafkaConfigurationError(
             "sasl_mechanism AWS_MSK_IAM needs botocore (pip install 'fastkc[aws]')") from None
-    return botocore
+    module: ModuleType = botocore
+    return module
 
 
-def credential_source():
+def credential_source() -> tuple[_Credentials, str]:
     """(credentials, region) from botocore's chain, resolved once per AWS
     environment; KafkaConfigurationError naming AWS_MSK_IAM when either is
     missing (not cached, so fixing the environment is seen next time)."""
@@ -100,7 +113,7 @@ def credential_source():
         if found is not None:
             return found
         session = botocore.session.Session()
-        region = session.get_config_variable("region")
+        region: str | None = session.get_config_variable("region")
         if not region:
             raise KafkaConfigurationError(
                 "sasl_mechanism AWS_MSK_IAM: no AWS region configured (set AWS_DEFAULT_REGION or a region "
@@ -118,7 +131,7 @@ def credential_source():
         return found
 
 
-def check_config(config):
+def check_config(config: Config) -> None:
     """Fail construction when AWS_MSK_IAM cannot run: not over TLS, no
     botocore, no credentials or no region."""
     if config["security_protocol"] != "SASL_SSL":
@@ -127,16 +140,16 @@ def check_config(config):
     credential_source()
 
 
-def new_exchange(config, host):
+def new_exchange(config: Config, host: str) -> "MskIamExchange":
     return MskIamExchange(host)
 
 
-def user_agent():
+def user_agent() -> str:
     import fastkc
     return "fastkc/{0}".format(fastkc.__version__)
 
 
-def signed_payload(host, credentials, region, agent=None):
+def signed_payload(host: str, credentials: _Credentials, region: str, agent: str | None = None) -> bytes:
     """The AWS_MSK_IAM client message for `host`, signed now with
     `credentials` (botocore credentials: access_key, secret_key, token)."""
     botocore = _botocore()
@@ -146,7 +159,8 @@ def signed_payload(host, credentials, region, agent=None):
     request = botocore.awsrequest.AWSRequest(method="GET", url="https://{0}/".format(host),
                                              params={"Action": ACTION})
     botocore.auth.SigV4QueryAuth(credentials, SERVICE, region, expires=EXPIRES).add_auth(request)
-    _, _, query = request.url.partition("?")
+    url: str = request.url
+    _, _, query = url.partition("?")
     payload = {"version": VERSION, "host": host, "user-agent": agent or user_agent()}
     for name, value in parse_qsl(query, keep_blank_values=True, strict_parsing=True):
         payload[name.lower()] = value
@@ -156,11 +170,11 @@ def signed_payload(host, credentials, region, agent=None):
 class MskIamExchange:
     """One AWS_MSK_IAM authentication of one connection."""
 
-    def __init__(self, host):
+    def __init__(self, host: str) -> None:
         self.host = host
         self._step = 0
 
-    def first_message(self):
+    def first_message(self) -> bytes | PendingStep:
         self._step = 1
         credentials, region = credential_source()
         refresh_needed = getattr(credentials, "refresh_needed", None)
@@ -172,11 +186,12 @@ class MskIamExchange:
                                "fastkc-msk-iam-{0}".format(self.host))
         return self._sign(credentials, region)
 
-    def _refresh_too_slow(self):
-        return SaslAuthenticationFailedError(
+    def _refresh_too_slow(self) -> KafkaError:
+        error: KafkaError = SaslAuthenticationFailedError(
             "AWS_MSK_IAM: refreshing the AWS credentials took longer than request_timeout_ms")
+        return error
 
-    def _sign(self, credentials, region):
+    def _sign(self, credentials: _Credentials, region: str) -> bytes:
         try:
             # a RefreshableCredentials refreshes here when its expiry is near
             frozen = credentials.get_frozen_credentials()
@@ -187,7 +202,7 @@ class MskIamExchange:
             raise SaslAuthenticationFailedError("AWS_MSK_IAM: the AWS credentials have no access key or secret key")
         return signed_payload(self.host, frozen, region)
 
-    def receive(self, data):
+    def receive(self, data: bytes | None) -> None:
         if self._step != 1:
             raise SaslAuthenticationFailedError("AWS_MSK_IAM: unexpected message after the exchange ended")
         self._step = 2
@@ -212,7 +227,7 @@ class MskIamExchange:
         return None
 
 
-def _short(value, limit=80):
+def _short(value: object, limit: int = 80) -> str:
     text = repr(value) if not isinstance(value, str) else value
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -226,7 +241,7 @@ class _MaskSessionToken(logging.Filter):
     """Masks X-Amz-Security-Token=... in botocore.auth's records (its DEBUG
     'CanonicalRequest' line holds the presigned query, token included)."""
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # a record that cannot format is not ours to fix
@@ -237,7 +252,7 @@ class _MaskSessionToken(logging.Filter):
         return True
 
 
-def _mask_botocore_debug_log():
+def _mask_botocore_debug_log() -> None:
     global _masked
     if not _masked:
         with _lock:

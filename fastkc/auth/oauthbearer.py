@@ -28,8 +28,16 @@ OAUTHBEARER and never carry the token.
 import json
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from fastkc.errors import KafkaConfigurationError, KafkaError, SaslAuthenticationFailedError
+# errors.py makes its code table's classes at import (globals()), which mypy
+# cannot see; the ignore goes (warn_unused_ignores says so) once it declares them
+from fastkc.errors import (  # type: ignore[attr-defined]
+    KafkaConfigurationError,
+    KafkaError,
+    SaslAuthenticationFailedError,
+)
 
 MECHANISMS = ("OAUTHBEARER",)
 
@@ -44,6 +52,13 @@ _RESERVED_KEY = "auth"
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
+class TokenSource(Protocol):
+    """What sasl_oauth_token_provider must be: an object with token() (and
+    optionally extensions(), looked up with getattr)."""
+
+    def token(self) -> str: ...
+
+
 class AbstractTokenProvider(ABC):
     """kafka-python's token provider shape: ``token()`` must be implemented,
     ``extensions()`` may be. token() is called for every authentication (each
@@ -51,19 +66,22 @@ class AbstractTokenProvider(ABC):
     cache its token and refresh it before it expires
     (fastkc.auth.oidc.OidcClientCredentialsProvider does)."""
 
-    def __init__(self, **config):
+    # kafka-python's base takes and ignores the config: a concrete method on
+    # purpose, so a provider need not define __init__
+    def __init__(self, **config: Any) -> None:  # noqa: B027
         pass
 
     @abstractmethod
-    def token(self):
+    def token(self) -> str:
         """The access token (str) sent to the broker."""
 
-    def extensions(self):
+    def extensions(self) -> dict[str, str]:
         """Optional SASL extensions (KIP-342): {name: value}, both str."""
         return {}
 
 
-def check_extensions(extensions, error=KafkaConfigurationError, where="sasl_oauth_token_provider.extensions()"):
+def check_extensions(extensions: object, error: type[KafkaError] = KafkaConfigurationError,
+                     where: str = "sasl_oauth_token_provider.extensions()") -> dict[str, str]:
     """Check SASL extensions as Java's client does (KIP-342); returns them as a dict."""
     if extensions is None:
         return {}
@@ -84,7 +102,7 @@ def check_extensions(extensions, error=KafkaConfigurationError, where="sasl_oaut
     return dict(extensions)
 
 
-def check_config(config):
+def check_config(config: Mapping[str, Any]) -> None:
     """Fail construction, naming the key, when OAUTHBEARER cannot run."""
     provider = config["sasl_oauth_token_provider"]
     if provider is None:
@@ -109,11 +127,11 @@ def check_config(config):
         check_extensions(found)
 
 
-def new_exchange(config, host):
+def new_exchange(config: Mapping[str, Any], host: str) -> "OAuthBearerExchange":
     return OAuthBearerExchange(config["sasl_oauth_token_provider"])
 
 
-def client_first_message(token, extensions):
+def client_first_message(token: str, extensions: Mapping[str, str]) -> bytes:
     """RFC 7628's initial client response, as kafka-python and Java write it:
     no authzid, the token, then the extensions in the provider's order."""
     parts = ["n,,", "\x01auth=Bearer ", token]
@@ -127,14 +145,14 @@ class OAuthBearerExchange:
     """One OAUTHBEARER authentication: first_message() asks the provider for
     the token, receive() completes or answers a refusal with \\x01."""
 
-    def __init__(self, provider):
+    def __init__(self, provider: TokenSource) -> None:
         self.provider = provider
         self._state = "new"  # new → sent → (refused) → done
-        self._status = None
+        self._status: str | None = None
 
-    def first_message(self):
+    def first_message(self) -> bytes:
         try:
-            token = self.provider.token()
+            token: object = self.provider.token()
         except KafkaError:
             raise  # already typed and free of secrets (fastkc's own providers)
         except Exception as exc:
@@ -161,7 +179,7 @@ class OAuthBearerExchange:
         self._state = "sent"
         return client_first_message(token, found)
 
-    def receive(self, data):
+    def receive(self, data: bytes | bytearray | memoryview | None) -> bytes | None:
         data = bytes(data or b"")
         if self._state == "sent":
             if not data:
@@ -180,12 +198,12 @@ class OAuthBearerExchange:
         raise SaslAuthenticationFailedError("OAUTHBEARER: unexpected message after the exchange ended")
 
     @property
-    def status(self):
+    def status(self) -> str | None:
         """The broker's error status after a refusal (e.g. 'invalid_token')."""
         return self._status
 
 
-def _error_status(data):
+def _error_status(data: bytes) -> str:
     try:
         status = json.loads(data.decode("utf-8")).get("status")
     except (ValueError, AttributeError):
@@ -200,7 +218,7 @@ class UnsecuredTokenProvider(AbstractTokenProvider):
     ``unsecuredLoginStringClaim_sub`` and ``unsecuredLoginLifetimeSeconds``:
     claims sub, iat, exp; a new token for every authentication."""
 
-    def __init__(self, sub, lifetime_s=3600, extensions=None):
+    def __init__(self, sub: str, lifetime_s: float = 3600, extensions: Mapping[str, str] | None = None) -> None:
         super().__init__()
         if not isinstance(sub, str) or not sub.strip():
             raise KafkaConfigurationError("the unsecured OAUTHBEARER token needs a non-empty sub claim")
@@ -208,16 +226,16 @@ class UnsecuredTokenProvider(AbstractTokenProvider):
         self.lifetime_s = int(lifetime_s)
         self._extensions = check_extensions(extensions, where="unsecured token provider extensions")
 
-    def token(self):
+    def token(self) -> str:
         import base64
         import time
 
         now = int(time.time())
 
-        def part(obj):
+        def part(obj: object) -> str:
             return base64.urlsafe_b64encode(json.dumps(obj).encode("utf-8")).rstrip(b"=").decode("ascii")
 
         return part({"alg": "none"}) + "." + part({"sub": self.sub, "iat": now, "exp": now + self.lifetime_s}) + "."
 
-    def extensions(self):
+    def extensions(self) -> dict[str, str]:
         return dict(self._extensions)

@@ -59,15 +59,23 @@ import http.client
 import json
 import logging
 import random
-import socket
+import ssl
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
+from typing import Any
 
 from fastkc.auth.oauthbearer import AbstractTokenProvider, check_extensions
-from fastkc.errors import KafkaConfigurationError, SaslAuthenticationFailedError
+
+# errors.py makes its code table's classes at import (globals()), which mypy
+# cannot see; the ignore goes (warn_unused_ignores says so) once it declares them
+from fastkc.errors import (  # type: ignore[attr-defined]
+    KafkaConfigurationError,
+    SaslAuthenticationFailedError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,26 +107,33 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
                          the system's trust store)
     """
 
-    def __init__(self, token_endpoint_url, client_id, client_secret, scope=None, extensions=None, *,
-                 retry_backoff_ms=100, retry_backoff_max_ms=10000, connect_timeout_ms=10000,
-                 read_timeout_ms=10000, refresh_window_factor=0.8, refresh_window_jitter=0.05,
-                 refresh_min_period_s=60, refresh_buffer_s=300, sub_claim_name="sub", ssl_context=None):
+    def __init__(self, token_endpoint_url: str, client_id: str, client_secret: str, scope: str | None = None,
+                 extensions: Mapping[str, str] | None = None, *, retry_backoff_ms: float = 100,
+                 retry_backoff_max_ms: float = 10000, connect_timeout_ms: float = 10000,
+                 read_timeout_ms: float = 10000, refresh_window_factor: float = 0.8,
+                 refresh_window_jitter: float = 0.05, refresh_min_period_s: float = 60,
+                 refresh_buffer_s: float = 300, sub_claim_name: str = "sub",
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         super().__init__()
         url = urllib.parse.urlsplit(token_endpoint_url if isinstance(token_endpoint_url, str) else "")
         if url.scheme not in ("http", "https") or not url.netloc:
             raise KafkaConfigurationError(
                 "token_endpoint_url (sasl.oauthbearer.token.endpoint.url) must be an http(s) URL, not {0!r}".format(
                     token_endpoint_url))
-        for name, value in (("client_id", client_id), ("client_secret", client_secret)):
+        # checked as values of any type: a caller's configuration is not bound by the annotations
+        texts: tuple[tuple[str, object], ...] = (("client_id", client_id), ("client_secret", client_secret))
+        for name, value in texts:
             if not isinstance(value, str) or not value.strip():
                 raise KafkaConfigurationError("{0} must be a non-empty str for the OIDC token provider".format(name))
         if scope is not None and not isinstance(scope, str):
             raise KafkaConfigurationError("scope must be a str or None")
-        for name, value in (("retry_backoff_ms", retry_backoff_ms), ("retry_backoff_max_ms", retry_backoff_max_ms),
-                            ("connect_timeout_ms", connect_timeout_ms), ("read_timeout_ms", read_timeout_ms),
-                            ("refresh_min_period_s", refresh_min_period_s), ("refresh_buffer_s", refresh_buffer_s)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise KafkaConfigurationError("{0} must be a non-negative number, not {1!r}".format(name, value))
+        numbers: tuple[tuple[str, object], ...] = (
+            ("retry_backoff_ms", retry_backoff_ms), ("retry_backoff_max_ms", retry_backoff_max_ms),
+            ("connect_timeout_ms", connect_timeout_ms), ("read_timeout_ms", read_timeout_ms),
+            ("refresh_min_period_s", refresh_min_period_s), ("refresh_buffer_s", refresh_buffer_s))
+        for name, number in numbers:
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+                raise KafkaConfigurationError("{0} must be a non-negative number, not {1!r}".format(name, number))
         if retry_backoff_max_ms < retry_backoff_ms:
             raise KafkaConfigurationError("retry_backoff_max_ms ({0}) is less than retry_backoff_ms ({1})".format(
                 retry_backoff_max_ms, retry_backoff_ms))
@@ -150,35 +165,35 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
                 "the OIDC token provider needs pyjwt: pip install 'fastkc[oauth]'") from None
         self._init_runtime()
 
-    def _init_runtime(self):
+    def _init_runtime(self) -> None:
         self._lock = threading.Lock()
-        self._token = None
+        self._token: str | None = None
         self._issued_at = 0.0  # wall clock (the JWT's iat, or when it was fetched)
         self._expires_at = 0.0  # wall clock (the JWT's exp)
         self._refresh_at = 0.0  # wall clock
-        self._renewal = None  # the background renewal thread while one runs
+        self._renewal: threading.Thread | None = None  # the background renewal thread while one runs
         self.fetches = 0  # successful token fetches (for tests and metrics)
 
     # Picklable (the Spark source ships its consumer configuration to the
     # executors): the lock and the cached token stay behind; each process
     # fetches its own.
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         for key in ("_lock", "_token", "_issued_at", "_expires_at", "_refresh_at", "_renewal", "fetches"):
             state.pop(key, None)
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._init_runtime()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         # Never the secret or the token.
         return "OidcClientCredentialsProvider({0!r}, client_id={1!r}, scope={2!r})".format(
             self.token_endpoint_url, self.client_id, self.scope)
 
     # --- kafka-python's token provider interface ------------------------------------
-    def token(self):
+    def token(self) -> str:
         with self._lock:
             now = time.time()
             if self._token is not None and now < self._refresh_at:
@@ -200,9 +215,10 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
                                 "more: %s", self._expires_at - time.time(), exc)
                     return self._token
                 raise
+            assert self._token is not None  # _store() just set it
             return self._token
 
-    def wait_for_renewal(self, timeout=None):
+    def wait_for_renewal(self, timeout: float | None = None) -> bool:
         """Wait until a background renewal in progress has ended (tests, and
         a caller about to shut down); True when none is running any more."""
         renewal = self._renewal
@@ -211,19 +227,19 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
             return not renewal.is_alive()
         return True
 
-    def _handout_margin(self):
+    def _handout_margin(self) -> float:
         """A cached token closer than this to its expiry is not handed out
         while a renewal runs: the broker would grant a session about to end."""
         return max(_MIN_HANDED_OUT_S, 0.05 * (self._expires_at - self._issued_at))
 
-    def _store(self, token, issued_at, expires_at):
+    def _store(self, token: str, issued_at: float, expires_at: float) -> None:
         self._token = token
         self._issued_at = issued_at
         self._expires_at = expires_at
         self._refresh_at = self._refresh_time(issued_at, expires_at)
         self.fetches += 1
 
-    def _renew_in_background(self):
+    def _renew_in_background(self) -> None:
         try:
             fetched = self._fetch()
         except SaslAuthenticationFailedError as exc:
@@ -243,11 +259,11 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
             self._store(*fetched)
             self._renewal = None
 
-    def extensions(self):
+    def extensions(self) -> dict[str, str]:
         return dict(self._extensions)
 
     # --- refresh timing -----------------------------------------------------------
-    def _refresh_time(self, issued_at, expires_at):
+    def _refresh_time(self, issued_at: float, expires_at: float) -> float:
         """When to fetch again (wall clock), Java's rule (module docstring)."""
         lifetime = max(0.0, expires_at - issued_at)
         delay = lifetime * (self.refresh_window_factor + random.uniform(0.0, self.refresh_window_jitter))
@@ -256,12 +272,12 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
         return issued_at + delay
 
     @property
-    def refresh_at(self):
+    def refresh_at(self) -> float:
         """Wall-clock time after which token() fetches a new token."""
         return self._refresh_at
 
     # --- the token endpoint ---------------------------------------------------------
-    def _request(self):
+    def _request(self) -> urllib.request.Request:
         body = "grant_type=client_credentials"
         if self.scope:
             body += "&scope=" + urllib.parse.quote_plus(self.scope)
@@ -275,7 +291,7 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
         return urllib.request.Request(self.token_endpoint_url, data=body.encode("utf-8"), headers=headers,
                                       method="POST")
 
-    def _fetch(self):
+    def _fetch(self) -> tuple[str, float, float]:
         """(token, issued_at, expires_at), retrying as Java does; raises
         SaslAuthenticationFailedError."""
         began = time.monotonic()
@@ -302,17 +318,17 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
                       attempt, cause, sleep * 1000)
             time.sleep(sleep)
 
-    def _attempt(self, timeout):
+    def _attempt(self, timeout: float) -> tuple[str, float, float]:
         url = self.token_endpoint_url
         try:
             with urllib.request.urlopen(self._request(), timeout=timeout, context=self._context()) as response:
-                status = response.status
-                payload = response.read(_MAX_RESPONSE_BYTES + 1)
+                status: int = response.status
+                payload: bytes = response.read(_MAX_RESPONSE_BYTES + 1)
         except urllib.error.HTTPError as exc:
             status = exc.code
             try:
                 detail = _oauth_error(exc.read(4096))
-            except (OSError, socket.timeout):
+            except (TimeoutError, OSError):
                 detail = ""
             finally:
                 exc.close()
@@ -322,7 +338,7 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
                     "OAUTHBEARER: token endpoint {0} refused the request of client id {1!r}: {2} "
                     "(not retried)".format(url, self.client_id, message)) from None
             raise _Retriable(message) from None
-        except (urllib.error.URLError, OSError, socket.timeout) as exc:
+        except (TimeoutError, urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise _Retriable("{0}: {1}".format(type(reason).__name__, reason)) from None
         except http.client.HTTPException as exc:
@@ -335,12 +351,12 @@ class OidcClientCredentialsProvider(AbstractTokenProvider):
                 "OAUTHBEARER: token endpoint {0} answered more than {1} bytes".format(url, _MAX_RESPONSE_BYTES))
         return self._parse(payload)
 
-    def _context(self):
+    def _context(self) -> ssl.SSLContext | None:
         if urllib.parse.urlsplit(self.token_endpoint_url).scheme != "https":
             return None
         return self.ssl_context
 
-    def _parse(self, payload):
+    def _parse(self, payload: bytes) -> tuple[str, float, float]:
         """The access token and its times, checked as Java's client does
         (a JWT with exp and sub); garbage is not retried (Java neither)."""
         url = self.token_endpoint_url
@@ -385,7 +401,7 @@ class _Retriable(Exception):
     """A token endpoint failure worth another attempt (internal)."""
 
 
-def _oauth_error(body):
+def _oauth_error(body: bytes) -> str:
     """' (error: invalid_client)' from an RFC 6749 error body, else ''.
     Only the error code is quoted: descriptions may echo the request."""
     try:

@@ -9,12 +9,20 @@ import hashlib
 import hmac
 import os
 
-from fastkc.errors import KafkaConfigurationError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
+from fastkc.auth import Config
+
+# errors.py makes its code table's classes at import (globals()), which mypy
+# cannot see; the ignore goes (warn_unused_ignores says so) once it declares them
+from fastkc.errors import (  # type: ignore[attr-defined]
+    KafkaConfigurationError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+)
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
-def check_config(config):
+def check_config(config: Config) -> None:
     """Fail construction, naming the key, when PLAIN / SCRAM cannot run."""
     for key in ("sasl_plain_username", "sasl_plain_password"):
         if config[key] is None:
@@ -24,7 +32,7 @@ def check_config(config):
             raise KafkaConfigurationError("{0} must be a str, not {1}".format(key, type(config[key]).__name__))
 
 
-def new_exchange(config, host):
+def new_exchange(config: Config, host: str) -> "SaslExchange":
     return SaslExchange(config["sasl_mechanism"], config["sasl_plain_username"], config["sasl_plain_password"])
 
 
@@ -35,15 +43,16 @@ class SaslExchange:
 
     _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
-    def __init__(self, mechanism, username, password, nonce=None):
+    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
         self.mechanism = mechanism
         self.username = username
         self.password = password
         self._nonce = nonce or base64.b64encode(os.urandom(24)).decode("ascii")
         self._step = 0
-        self._server_signature = None
+        self._server_signature: bytes | None = None
+        self._client_first_bare = ""
 
-    def first_message(self):
+    def first_message(self) -> bytes:
         self._step = 1
         if self.mechanism == "PLAIN":
             return b"\0" + self.username.encode("utf-8") + b"\0" + self.password.encode("utf-8")
@@ -53,7 +62,7 @@ class SaslExchange:
         self._client_first_bare = "n={0},r={1}".format(name, self._nonce)
         return ("n,," + self._client_first_bare).encode("utf-8")
 
-    def receive(self, data):
+    def receive(self, data: bytes) -> bytes | None:
         if self.mechanism == "PLAIN":
             return None
         if self._step == 1:
@@ -64,27 +73,27 @@ class SaslExchange:
             attrs = _scram_attributes(data)
             if "e" in attrs:
                 raise SaslAuthenticationFailedError("SCRAM server error: {0}".format(attrs["e"]))
-            if attrs.get("v") is None or not hmac.compare_digest(
+            if attrs.get("v") is None or self._server_signature is None or not hmac.compare_digest(
                     base64.b64decode(attrs["v"]), self._server_signature):
                 raise SaslAuthenticationFailedError("SCRAM: the server's signature does not verify")
             return None
         raise SaslAuthenticationFailedError("SCRAM: unexpected message after the exchange ended")
 
-    def _client_final(self, data):
+    def _client_final(self, data: bytes) -> bytes:
         server_first = data.decode("utf-8")
         attrs = _scram_attributes(data)
         nonce, salt, iterations = attrs.get("r"), attrs.get("s"), attrs.get("i")
         if nonce is None or salt is None or iterations is None or not nonce.startswith(self._nonce):
             raise SaslAuthenticationFailedError("SCRAM: malformed server-first message")
         try:
-            iterations = int(iterations)
-            salt = base64.b64decode(salt, validate=True)
+            rounds = int(iterations)
+            salt_bytes = base64.b64decode(salt, validate=True)
         except ValueError:
             raise SaslAuthenticationFailedError("SCRAM: malformed salt or iteration count") from None
-        if iterations < 4096:  # Kafka's own minimum; fewer means a downgrade attempt
-            raise SaslAuthenticationFailedError("SCRAM: iteration count {0} below 4096".format(iterations))
+        if rounds < 4096:  # Kafka's own minimum; fewer means a downgrade attempt
+            raise SaslAuthenticationFailedError("SCRAM: iteration count {0} below 4096".format(rounds))
         digest = self._HASHES[self.mechanism]
-        salted = hashlib.pbkdf2_hmac(digest, self.password.encode("utf-8"), salt, iterations)
+        salted = hashlib.pbkdf2_hmac(digest, self.password.encode("utf-8"), salt_bytes, rounds)
         client_key = hmac.new(salted, b"Client Key", digest).digest()
         stored_key = hashlib.new(digest, client_key).digest()
         without_proof = "c=biws,r=" + nonce
@@ -96,12 +105,12 @@ class SaslExchange:
         return (without_proof + ",p=" + base64.b64encode(proof).decode("ascii")).encode("utf-8")
 
 
-def _scram_attributes(data):
+def _scram_attributes(data: bytes) -> dict[str, str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise SaslAuthenticationFailedError("SCRAM: server message is not UTF-8") from None
-    attrs = {}
+    attrs: dict[str, str] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if sep and len(key) == 1:

@@ -15,6 +15,7 @@ import datetime
 import ipaddress
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -35,7 +36,7 @@ class TlsFiles:
     crl_empty: str = ""  # a CRL from the CA revoking nothing
     crl_broker_revoked: str = ""  # a CRL from the CA listing the broker's certificate
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, str]:
         return {
             "ca": self.ca,
             "broker_keystore": self.broker_keystore,
@@ -48,7 +49,7 @@ class TlsFiles:
         }
 
 
-def _name(common_name):
+def _name(common_name: str) -> x509.Name:
     return x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "fastkc test"),
@@ -57,12 +58,12 @@ def _name(common_name):
     )
 
 
-def _key():
+def _key() -> ec.EllipticCurvePrivateKey:
     # P-256 keys are generated in microseconds; RSA-2048 takes noticeably longer.
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _pem_key(key):
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -70,7 +71,7 @@ def _pem_key(key):
     )
 
 
-def _pem_key_encrypted(key, password):
+def _pem_key_encrypted(key: ec.EllipticCurvePrivateKey, password: str) -> bytes:
     # BestAvailableEncryption writes PKCS#8 "ENCRYPTED PRIVATE KEY" (PBES2),
     # which OpenSSL, Java and librdkafka all read.
     return key.private_bytes(
@@ -80,7 +81,8 @@ def _pem_key_encrypted(key, password):
     )
 
 
-def _crl(ca_cert, ca_key, revoked, now, days):
+def _crl(ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, revoked: Sequence[x509.Certificate],
+         now: datetime.datetime, days: int) -> bytes:
     builder = (
         x509.CertificateRevocationListBuilder()
         .issuer_name(ca_cert.subject)
@@ -97,23 +99,23 @@ def _crl(ca_cert, ca_key, revoked, now, days):
     return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
 
 
-def _pem_cert(cert):
+def _pem_cert(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
-def _write(path, data):
+def _write(path: str, data: bytes) -> None:
     # Private keys too: the folder is the user's own cache; 0600 keeps other users out.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
 
 
-def generate(directory, *, days=30):
+def generate(directory: str, *, days: int = 30) -> TlsFiles:
     """Write ca.pem, broker.pem (key + chain), client.pem, client.key,
     client-encrypted.key, crl-empty.pem and crl-broker-revoked.pem into
     `directory` and return their paths (and the encrypted key's password)."""
     os.makedirs(directory, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     # Back-dated by an hour so a small clock skew does not make them "not yet valid".
     not_before = now - datetime.timedelta(hours=1)
     not_after = now + datetime.timedelta(days=days)
@@ -140,7 +142,8 @@ def generate(directory, *, days=30):
         .sign(ca_key, hashes.SHA256())
     )
 
-    def leaf(common_name, usage, san):
+    def leaf(common_name: str, usage: x509.ObjectIdentifier,
+             san: list[x509.GeneralName] | None) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
         key = _key()
         builder = (
             x509.CertificateBuilder()

@@ -9,7 +9,9 @@ heartbeat < session, or the broker refuses to start).
 import base64
 import os
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 # Listener names double as their security protocols, except CONTROLLER.
 CLIENT_LISTENERS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
@@ -23,7 +25,7 @@ SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 PROXIED_LISTENER = "PROXIED"
 
 
-def new_cluster_id():
+def new_cluster_id() -> str:
     """16 random bytes, base64url without padding (22 chars), as Kafka's
     `StorageTool random-uuid` prints. Kafka rejects ids starting with '-'."""
     while True:
@@ -38,27 +40,27 @@ class NodePlan:
 
     node_id: int
     dir: str  # node root: server.properties, logs, the KRaft log dir below
-    ports: dict = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
     # listener name → the port it advertises when not its bound port
-    advertised: dict = field(default_factory=dict)
+    advertised: dict[str, int] = field(default_factory=dict)
     # extra JVM flags of this node (-D system properties: a JAAS or krb5
     # file, the URLs an OAUTHBEARER listener may fetch keys from)
-    jvm_options: list = field(default_factory=list)
+    jvm_options: list[str] = field(default_factory=list)
 
     @property
-    def log_dir(self):
+    def log_dir(self) -> str:
         return os.path.join(self.dir, "data")
 
     @property
-    def properties_path(self):
+    def properties_path(self) -> str:
         return os.path.join(self.dir, "server.properties")
 
     @property
-    def server_log(self):
+    def server_log(self) -> str:
         return os.path.join(self.dir, "server.log")
 
     @property
-    def stdout_log(self):
+    def stdout_log(self) -> str:
         return os.path.join(self.dir, "stdout.log")
 
 
@@ -71,29 +73,31 @@ class Credentials:
     user: str = "alice"
     password: str = "alice-secret"
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {
             "mechanisms": list(SASL_MECHANISMS),
             "users": {self.admin_user: self.admin_password, self.user: self.password},
         }
 
-    def scram_format_args(self):
+    def scram_format_args(self) -> list[str]:
         """StorageTool --add-scram arguments (SCRAM users are written into the
         metadata log at format time, so they exist before the first client)."""
-        args = []
+        args: list[str] = []
         for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
             for name, password in ((self.admin_user, self.admin_password), (self.user, self.password)):
                 args += ["--add-scram", "{0}=[name={1},password={2}]".format(mechanism, name, password)]
         return args
 
 
-def _props_text(props):
+def _props_text(props: Mapping[str, object]) -> str:
     lines = ["# written by fastkc.broker; regenerated at every start"]
     lines += ["{0}={1}".format(k, v) for k, v in props.items()]
     return "\n".join(lines) + "\n"
 
 
-def node_properties(node, all_nodes, *, security=None, credentials=None, extra=None):
+def node_properties(node: NodePlan, all_nodes: Sequence[NodePlan], *, security: Mapping[str, str] | None = None,
+                    credentials: Credentials | None = None,
+                    extra: Mapping[str, object] | None = None) -> dict[str, object]:
     """The server.properties mapping for `node` in a cluster of `all_nodes`.
 
     security: None, or a dict with 'keystore' and 'truststore' PEM paths.
@@ -110,7 +114,7 @@ def node_properties(node, all_nodes, *, security=None, credentials=None, extra=N
         listeners.append("{0}://127.0.0.1:{1}".format(PROXIED_LISTENER, node.ports[PROXIED_LISTENER]))
         advertised.append("{0}://127.0.0.1:{1}".format(PROXIED_LISTENER, node.advertised[PROXIED_LISTENER]))
         protocol_map.append(PROXIED_LISTENER + ":PLAINTEXT")
-    props = {
+    props: dict[str, object] = {
         "process.roles": "broker,controller",
         "node.id": node.node_id,
         "controller.quorum.voters": voters,
@@ -182,7 +186,7 @@ def node_properties(node, all_nodes, *, security=None, credentials=None, extra=N
     return props
 
 
-def write_node_properties(node, all_nodes, **kwargs):
+def write_node_properties(node: NodePlan, all_nodes: Sequence[NodePlan], **kwargs: Any) -> str:
     os.makedirs(node.dir, exist_ok=True)
     with open(node.properties_path, "w", encoding="utf-8") as fh:
         fh.write(_props_text(node_properties(node, all_nodes, **kwargs)))

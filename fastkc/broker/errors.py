@@ -22,7 +22,7 @@ class BrokerStartupError(BrokerHarnessError):
     """A node exited or never answered during start-up. `log_tail` holds the
     last lines of its log so the cause is visible without opening files."""
 
-    def __init__(self, message, log_tail=""):
+    def __init__(self, message: str, log_tail: str = "") -> None:
         self.log_tail = log_tail
         if log_tail:
             message = "{0}\n--- last lines of the broker log ---\n{1}".format(message, log_tail)

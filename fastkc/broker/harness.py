@@ -20,8 +20,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from typing import IO, TYPE_CHECKING, Any
 
 from fastkc.broker import oauth, probe
 from fastkc.broker.config import (
@@ -42,6 +44,13 @@ from fastkc.broker.errors import (
 from fastkc.broker.resolve import cache_root, find_java, resolve_kafka
 from fastkc.errors import KafkaError
 
+if TYPE_CHECKING:
+    from fastkc.broker.certs import TlsFiles
+    from fastkc.broker.kerberos import Realm
+    from fastkc.broker.resolve import KafkaInstall
+
+Log = Callable[[str], object]
+
 STATE_FILE = "state.json"
 
 # Broker JVM flags (single node gets a fixed 1 GiB heap; each node of a
@@ -55,21 +64,21 @@ TOOL_JVM_FLAGS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 
 # Popen objects of nodes started by this process, by pid, so stop() can reap
 # them (otherwise they linger as zombies and look alive).
-_children = {}
+_children: dict[int, subprocess.Popen[bytes]] = {}
 
 
 @dataclass
 class NodeInfo:
     node_id: int
     pid: int
-    ports: dict  # listener name → port (CONTROLLER included)
+    ports: dict[str, int]  # listener name → port (CONTROLLER included)
     dir: str
     # listener name → the port advertised instead of the bound one
     # (proxied=True: "PROXIED" → the port its proxy must listen on)
-    advertised: dict = field(default_factory=dict)
-    jvm_options: list = field(default_factory=list)  # extra JVM flags, kept for restarts
+    advertised: dict[str, int] = field(default_factory=dict)
+    jvm_options: list[str] = field(default_factory=list)  # extra JVM flags, kept for restarts
 
-    def proxy_route(self):
+    def proxy_route(self) -> tuple[int, int] | None:
         """(listen port, upstream port) of this node's proxy, or None."""
         if PROXIED_LISTENER not in self.advertised:
             return None
@@ -84,41 +93,41 @@ class BrokerInfo:
     data_dir: str
     kafka_version: str
     cluster_id: str
-    nodes: list  # list[NodeInfo]
+    nodes: list[NodeInfo]
     # listener name → "127.0.0.1:p1,127.0.0.1:p2,..." (PLAINTEXT always; the
     # secure ones with security=True; PROXIED, the proxies' addresses, with
     # proxied=True)
-    listeners: dict
+    listeners: dict[str, str]
     security: bool = False
-    credentials: dict = field(default_factory=dict)  # users and mechanisms
-    tls: dict = field(default_factory=dict)  # ca, client_cert, client_key, broker_keystore
+    credentials: dict[str, Any] = field(default_factory=dict)  # users and mechanisms
+    tls: dict[str, str] = field(default_factory=dict)  # ca, client_cert, client_key, broker_keystore
     # helper processes living as long as the nodes (stop() ends them):
     # "oidc" → the OAUTHBEARER token endpoint + JWKS (fastkc/broker/oauth.py)
-    services: dict = field(default_factory=dict)
+    services: dict[str, dict[str, Any]] = field(default_factory=dict)
     # the harness's Kerberos realm when GSSAPI is on (fastkc.broker.kerberos.Realm.as_dict)
-    kerberos: dict = field(default_factory=dict)
+    kerberos: dict[str, Any] = field(default_factory=dict)
     startup_seconds: float = 0.0
     started_at: float = 0.0
 
     @property
-    def bootstrap_servers(self):
+    def bootstrap_servers(self) -> str:
         """The PLAINTEXT bootstrap address list (what most tests want)."""
         return self.listeners["PLAINTEXT"]
 
     @property
-    def host(self):
+    def host(self) -> str:
         return "127.0.0.1"
 
     @property
-    def port(self):
+    def port(self) -> int:
         """The first node's PLAINTEXT port."""
         return self.nodes[0].ports["PLAINTEXT"]
 
-    def to_json(self):
+    def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: Mapping[str, Any]) -> "BrokerInfo":
         data = dict(data)
         data["nodes"] = [NodeInfo(**n) for n in data["nodes"]]
         return cls(**data)
@@ -127,10 +136,10 @@ class BrokerInfo:
 @dataclass
 class BrokerStatus:
     running: bool  # every node alive
-    alive: dict  # node id → bool
-    info: BrokerInfo = None  # None when no state file exists
+    alive: dict[int, bool]  # node id → bool
+    info: BrokerInfo | None = None  # None when no state file exists
 
-    def describe(self):
+    def describe(self) -> str:
         if self.info is None:
             return "no broker started in this data folder"
         state = "running" if self.running else (
@@ -138,15 +147,15 @@ class BrokerStatus:
         return "{0} ({1} node(s), Kafka {2})".format(state, len(self.info.nodes), self.info.kafka_version)
 
 
-def default_data_dir(name="default"):
+def default_data_dir(name: str = "default") -> str:
     return os.path.join(cache_root(), "run", name)
 
 
-def _data_dir(name, data_dir):
+def _data_dir(name: str, data_dir: str | None) -> str:
     return os.path.abspath(data_dir) if data_dir else default_data_dir(name)
 
 
-def _location_flags(name, data_dir):
+def _location_flags(name: str, data_dir: str) -> str:
     """The CLI flags that point at this data folder (for messages)."""
     if data_dir != default_data_dir(name):
         return " --data-dir " + data_dir
@@ -154,14 +163,14 @@ def _location_flags(name, data_dir):
 
 
 @contextlib.contextmanager
-def _folder_lock(data_dir):
+def _folder_lock(data_dir: str) -> Iterator[None]:
     os.makedirs(data_dir, exist_ok=True)
     with open(os.path.join(data_dir, ".lock"), "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         yield
 
 
-def _read_state(data_dir):
+def _read_state(data_dir: str) -> BrokerInfo | None:
     path = os.path.join(data_dir, STATE_FILE)
     try:
         with open(path, encoding="utf-8") as fh:
@@ -172,7 +181,7 @@ def _read_state(data_dir):
         raise BrokerHarnessError("unreadable broker state file {0}: {1}".format(path, exc)) from exc
 
 
-def _write_state(info):
+def _write_state(info: BrokerInfo) -> None:
     path = os.path.join(info.data_dir, STATE_FILE)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -180,7 +189,7 @@ def _write_state(info):
     os.replace(tmp, path)
 
 
-def _pid_alive(pid, marker=None):
+def _pid_alive(pid: int, marker: str | None = None) -> bool:
     """True if `pid` runs (not a zombie) and, when `marker` is given and /proc
     exists, its command line contains `marker` (guards against pid reuse)."""
     child = _children.get(pid)
@@ -207,11 +216,11 @@ def _pid_alive(pid, marker=None):
     return True
 
 
-def _node_alive(node):
+def _node_alive(node: NodeInfo) -> bool:
     return _pid_alive(node.pid, marker=os.path.join(node.dir, "server.properties"))
 
 
-def status(*, name="default", data_dir=None):
+def status(*, name: str = "default", data_dir: str | None = None) -> BrokerStatus:
     """Running or not, with the addresses and credentials from state.json."""
     data_dir = _data_dir(name, data_dir)
     info = _read_state(data_dir)
@@ -221,7 +230,7 @@ def status(*, name="default", data_dir=None):
     return BrokerStatus(running=all(alive.values()), alive=alive, info=info)
 
 
-def _reserve_ports(count):
+def _reserve_ports(count: int) -> list[int]:
     """`count` distinct free ports on 127.0.0.1, chosen by the kernel. The
     sockets stay open until all are chosen so no port is handed out twice;
     another process could still grab one before Kafka binds it, which start()
@@ -232,13 +241,13 @@ def _reserve_ports(count):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind(("127.0.0.1", 0))
             socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+        return [int(s.getsockname()[1]) for s in socks]
     finally:
         for s in socks:
             s.close()
 
 
-def _port_free(port):
+def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind(("127.0.0.1", port))
@@ -247,7 +256,7 @@ def _port_free(port):
     return True
 
 
-def _tail(path, lines=40):
+def _tail(path: str, lines: int = 40) -> str:
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -259,7 +268,7 @@ def _tail(path, lines=40):
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _node_log_tail(node, lines=40):
+def _node_log_tail(node: NodePlan, lines: int = 40) -> str:
     parts = []
     for path in (node.server_log, node.stdout_log):
         text = _tail(path, lines)
@@ -268,7 +277,8 @@ def _node_log_tail(node, lines=40):
     return "\n".join(parts)
 
 
-def _format_storage(java, install, node, cluster_id, scram_args):
+def _format_storage(java: str, install: "KafkaInstall", node: NodePlan, cluster_id: str,
+                    scram_args: Sequence[str]) -> None:
     cmd = (
         [java]
         + TOOL_JVM_FLAGS
@@ -285,7 +295,7 @@ def _format_storage(java, install, node, cluster_id, scram_args):
         )
 
 
-def _die_with_parent_prefix():
+def _die_with_parent_prefix() -> list[str]:
     """A command prefix that makes the JVM receive SIGTERM when the process
     that started it dies (Linux PR_SET_PDEATHSIG, set by util-linux `setpriv`
     before it execs java). Used by test fixtures so a killed pytest leaves no
@@ -296,7 +306,8 @@ def _die_with_parent_prefix():
     return [setpriv, "--pdeathsig", "TERM", "--"]
 
 
-def _launch(java, install, node, heap, die_with_parent=False):
+def _launch(java: str, install: "KafkaInstall", node: NodePlan, heap: list[str],
+            die_with_parent: bool = False) -> "subprocess.Popen[bytes]":
     tmpdir = os.path.join(node.dir, "tmp")
     # zstd-jni and snappy-java unpack native libraries into java.io.tmpdir; a
     # private folder avoids a noexec /tmp and clashes between nodes.
@@ -326,7 +337,8 @@ def _launch(java, install, node, heap, die_with_parent=False):
     return proc
 
 
-def _plan_nodes(data_dir, nodes, security, first_port, proxied=False):
+def _plan_nodes(data_dir: str, nodes: int, security: bool, first_port: int | None,
+                proxied: bool = False) -> list[NodePlan]:
     names = ["PLAINTEXT", "CONTROLLER"] + (list(SECURE_LISTENERS) if security else [])
     if proxied:
         names.append(PROXIED_LISTENER)
@@ -352,12 +364,12 @@ def _plan_nodes(data_dir, nodes, security, first_port, proxied=False):
     return plans
 
 
-def _looks_like_port_clash(node):
+def _looks_like_port_clash(node: NodePlan) -> bool:
     text = _node_log_tail(node, 200)
     return "Address already in use" in text or "BindException" in text
 
 
-def _kill_all(procs, timeout=10.0):
+def _kill_all(procs: Sequence["subprocess.Popen[bytes]"], timeout: float = 10.0) -> None:
     for proc in procs:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -368,9 +380,10 @@ def _kill_all(procs, timeout=10.0):
         _children.pop(proc.pid, None)
 
 
-def start(*, name="default", nodes=1, security=False, kafka_version=None, data_dir=None,
-          port=None, timeout=None, log=None, die_with_parent=False, proxied=False,
-          broker_properties=None, jvm_options=None, kerberos=None):
+def start(*, name: str = "default", nodes: int = 1, security: bool = False, kafka_version: str | None = None,
+          data_dir: str | None = None, port: int | None = None, timeout: float | None = None, log: Log | None = None,
+          die_with_parent: bool = False, proxied: bool = False, broker_properties: Mapping[str, object] | None = None,
+          jvm_options: Sequence[str] | None = None, kerberos: bool | None = None) -> BrokerInfo:
     """Start a local Kafka (1 or 3 nodes) and return its BrokerInfo once every
     node answers an ApiVersions + Metadata round trip listing all nodes.
 
@@ -426,7 +439,7 @@ def start(*, name="default", nodes=1, security=False, kafka_version=None, data_d
                 if not isinstance(exc, _PortClash):
                     raise
                 if attempt == attempts:
-                    raise BrokerStartupError("ports kept being taken by other processes during start-up")
+                    raise BrokerStartupError("ports kept being taken by other processes during start-up") from exc
                 if log:
                     log("a chosen port was taken meanwhile; retrying with new ports")
                 continue
@@ -440,8 +453,10 @@ class _PortClash(Exception):
     pass
 
 
-def _start_locked(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent,
-                  proxied=False, broker_properties=None, jvm_options=None, kerberos=None):
+def _start_locked(install: "KafkaInstall", java: str, name: str, data_dir: str, nodes: int, security: bool,
+                  port: int | None, deadline: float, log: Log | None, die_with_parent: bool, proxied: bool = False,
+                  broker_properties: Mapping[str, object] | None = None, jvm_options: Sequence[str] | None = None,
+                  kerberos: bool | None = None) -> BrokerInfo:
     # Fresh storage every time: remove what a previous run left behind.
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(data_dir, STATE_FILE))
@@ -463,7 +478,9 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
         tls_props = {"keystore": tls.broker_keystore, "truststore": tls.ca}
     # Each mechanism beyond PLAIN/SCRAM brings its settings and lists itself
     # after the ones before it in sasl.enabled.mechanisms (the last word wins).
-    mechanism_props, mechanisms, oidc = {}, list(SASL_MECHANISMS), None
+    mechanism_props: dict[str, object] = {}
+    mechanisms: list[str] = list(SASL_MECHANISMS)
+    oidc: dict[str, Any] | None = None
     if security:
         oidc = _start_oidc(data_dir, plans, die_with_parent)
         mechanism_props.update(oauth.broker_properties(oidc, mechanisms))
@@ -474,17 +491,18 @@ def _start_locked(install, java, name, data_dir, nodes, security, port, deadline
         for plan in plans:
             plan.jvm_options += realm.jvm_options()
     # The caller's entries still win over the mechanisms'.
-    broker_properties = {**mechanism_props, **(broker_properties or {})}
+    properties = {**mechanism_props, **(broker_properties or {})}
     try:
         return _start_nodes(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent,
-                            plans, credentials, tls, tls_props, broker_properties, realm, oidc)
+                            plans, credentials, tls, tls_props, properties, realm, oidc)
     except BaseException:
         if realm is not None:
             _stop_kdc(realm.pid)
         raise
 
 
-def _kerberos_hook(data_dir, security, kerberos, die_with_parent, log):
+def _kerberos_hook(data_dir: str, security: bool, kerberos: bool | None, die_with_parent: bool,
+                   log: Log | None) -> "Realm | None":
     """The realm behind the GSSAPI listeners, its KDC started, or None."""
     from fastkc.broker import kerberos as krb
 
@@ -500,14 +518,17 @@ def _kerberos_hook(data_dir, security, kerberos, die_with_parent, log):
     return realm
 
 
-def _stop_kdc(pid):
+def _stop_kdc(pid: int | None) -> None:
     from fastkc.broker import kerberos as krb
 
     krb.stop_kdc(pid)
 
 
-def _start_nodes(install, java, name, data_dir, nodes, security, port, deadline, log, die_with_parent,
-                 plans, credentials, tls, tls_props, broker_properties, realm, oidc):
+def _start_nodes(install: "KafkaInstall", java: str, name: str, data_dir: str, nodes: int, security: bool,
+                 port: int | None, deadline: float, log: Log | None, die_with_parent: bool, plans: list[NodePlan],
+                 credentials: Credentials | None, tls: "TlsFiles | None", tls_props: Mapping[str, str] | None,
+                 broker_properties: Mapping[str, object], realm: "Realm | None",
+                 oidc: dict[str, Any] | None) -> BrokerInfo:
     for plan in plans:
         write_node_properties(plan, plans, security=tls_props, credentials=credentials, extra=broker_properties)
 
@@ -558,12 +579,13 @@ def _start_nodes(install, java, name, data_dir, nodes, security, port, deadline,
     return info
 
 
-def _wait_ready(plans, procs, cluster_id, deadline, explicit_port, expected_nodes=None):
+def _wait_ready(plans: Sequence[NodePlan], procs: Sequence["subprocess.Popen[bytes]"], cluster_id: str,
+                deadline: float, explicit_port: object, expected_nodes: list[int] | None = None) -> None:
     # expected_nodes: every node id the cluster has (default: the ones being
     # started; a restarted single node must still see all its peers).
-    expected = (cluster_id, expected_nodes or [p.node_id for p in plans])
+    expected: tuple[str | None, list[int]] = (cluster_id, expected_nodes or [p.node_id for p in plans])
     pending = list(plans)
-    last_error = {}
+    last_error: dict[int, str] = {}
     while True:
         for plan, proc in zip(plans, procs):
             if proc.poll() is not None:
@@ -599,7 +621,7 @@ def _wait_ready(plans, procs, cluster_id, deadline, explicit_port, expected_node
         time.sleep(0.25)
 
 
-def stop(*, name="default", data_dir=None, timeout=30.0):
+def stop(*, name: str = "default", data_dir: str | None = None, timeout: float = 30.0) -> BrokerInfo | None:
     """Stop the nodes recorded in the data folder: SIGTERM (Kafka's clean
     shutdown), then SIGKILL for any still alive after `timeout` seconds; wait
     until each has exited. Returns the BrokerInfo that was stopped, or None if
@@ -630,18 +652,20 @@ def stop(*, name="default", data_dir=None, timeout=30.0):
 
 
 # --- OAUTHBEARER (fastkc/broker/oauth.py): the OIDC server started with security=True
-def _start_oidc(data_dir, plans, die_with_parent):
-    described = oauth.start_server(os.path.join(data_dir, "oauth"), die_with_parent=die_with_parent)
+def _start_oidc(data_dir: str, plans: Sequence[NodePlan], die_with_parent: bool) -> dict[str, Any]:
+    described = oauth.start_server(os.path.join(data_dir, "oauth"),
+                                   die_with_parent_prefix=_die_with_parent_prefix() if die_with_parent else ())
     for plan in plans:
         plan.jvm_options = plan.jvm_options + oauth.jvm_options(described)
     return described
 
 
-def _stop_services(data_dir):
+def _stop_services(data_dir: str) -> None:
     oauth.stop_server(os.path.join(data_dir, "oauth"))
 
 
-def _credentials(credentials, oidc, realm):
+def _credentials(credentials: Credentials | None, oidc: Mapping[str, Any] | None,
+                 realm: "Realm | None") -> dict[str, Any]:
     """What BrokerInfo.credentials says: users, every mechanism the SASL
     listeners offer, and how OAUTHBEARER clients get tokens."""
     if credentials is None:
@@ -655,7 +679,7 @@ def _credentials(credentials, oidc, realm):
     return out
 
 
-def stop_node(info, node_id, *, timeout=30.0):
+def stop_node(info: BrokerInfo, node_id: int, *, timeout: float = 30.0) -> None:
     """Stop one node of a running broker (SIGTERM: Kafka's controlled
     shutdown; SIGKILL after `timeout`) and wait for it to exit. Its data dir,
     ports and state entry stay, so start_node() brings the same node back:
@@ -671,7 +695,7 @@ def stop_node(info, node_id, *, timeout=30.0):
                 node_id, node.pid))
 
 
-def kill_node(info, node_id, *, timeout=15.0):
+def kill_node(info: BrokerInfo, node_id: int, *, timeout: float = 15.0) -> None:
     """SIGKILL one node (no controlled shutdown: a crash) and wait for it to
     exit; start_node() brings it back, recovering its log as after a crash."""
     node = _node_of(info, node_id)
@@ -681,7 +705,8 @@ def kill_node(info, node_id, *, timeout=15.0):
         raise BrokerHarnessError("Kafka node {0} (pid {1}) did not exit after SIGKILL".format(node_id, node.pid))
 
 
-def start_node(info, node_id, *, timeout=90.0, die_with_parent=False, expect_nodes=None):
+def start_node(info: BrokerInfo, node_id: int, *, timeout: float = 90.0, die_with_parent: bool = False,
+               expect_nodes: Sequence[int] | None = None) -> None:
     """Start a node stopped by stop_node() again from its existing data dir,
     properties and ports (no reformat); record its new pid in `info` and the
     state file (so stop() ends it), and return once it answers ApiVersions +
@@ -704,7 +729,7 @@ def start_node(info, node_id, *, timeout=90.0, die_with_parent=False, expect_nod
                 expected_nodes=sorted(expect_nodes) if expect_nodes else [n.node_id for n in info.nodes])
 
 
-def _node_of(info, node_id):
+def _node_of(info: BrokerInfo, node_id: int) -> NodeInfo:
     for node in info.nodes:
         if node.node_id == node_id:
             return node
@@ -712,7 +737,7 @@ def _node_of(info, node_id):
         node_id, [n.node_id for n in info.nodes]))
 
 
-def _wait_exit(nodes, timeout):
+def _wait_exit(nodes: Sequence[NodeInfo], timeout: float) -> list[NodeInfo]:
     deadline = time.monotonic() + timeout
     pending = list(nodes)
     while pending:
@@ -727,7 +752,7 @@ def _wait_exit(nodes, timeout):
     return pending
 
 
-def describe(info, *, out=sys.stdout):
+def describe(info: BrokerInfo, *, out: IO[str] = sys.stdout) -> None:
     """Print addresses (and with security, credentials and TLS files)."""
     print("bootstrap: {0}".format(info.bootstrap_servers), file=out)
     for listener, addresses in sorted(info.listeners.items()):

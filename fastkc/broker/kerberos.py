@@ -26,6 +26,8 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from fastkc.broker.errors import BrokerStartupError
 
@@ -44,27 +46,31 @@ CLIENT_KDC_TIMEOUT_MS = 1500
 CLIENT_KDC_MAX_RETRIES = 2
 
 
-def _which(tool):
-    return shutil.which(tool, path=_SEARCH_PATH)
+def _which(tool: str) -> str:
+    path = shutil.which(tool, path=_SEARCH_PATH)
+    if path is None:
+        raise BrokerStartupError("Kerberos: {0} is not installed (MIT Kerberos: Debian's krb5-kdc, "
+                                 "krb5-admin-server, krb5-user)".format(tool))
+    return path
 
 
-def available():
+def available() -> bool:
     """True when every MIT Kerberos tool the harness runs is installed."""
-    return all(_which(t) for t in _TOOLS)
+    return all(shutil.which(t, path=_SEARCH_PATH) for t in _TOOLS)
 
 
-def _free_port():
+def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
-def _write(path, text):
+def _write(path: str, text: str) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
 
 
-def krb5_conf_text(port, realm=REALM):
+def krb5_conf_text(port: int, realm: str = REALM) -> str:
     """The client/broker krb5.conf: one realm on 127.0.0.1:port, no DNS.
 
     udp_preference_limit = 1 makes MIT and Java clients speak TCP only (the
@@ -94,7 +100,7 @@ def krb5_conf_text(port, realm=REALM):
 """.format(realm=realm, host=HOST, port=port, timeout=CLIENT_KDC_TIMEOUT_MS, retries=CLIENT_KDC_MAX_RETRIES)
 
 
-def _kdc_conf_text(folder, port, realm=REALM):
+def _kdc_conf_text(folder: str, port: int, realm: str = REALM) -> str:
     return """[kdcdefaults]
     kdc_listen = ""
     kdc_tcp_listen = {host}:{port}
@@ -118,7 +124,7 @@ def _kdc_conf_text(folder, port, realm=REALM):
 class Realm:
     """Paths and principals of a prepared realm (what clients need)."""
 
-    def __init__(self, folder, port, realm=REALM):
+    def __init__(self, folder: str, port: int, realm: str = REALM) -> None:
         self.folder = folder
         self.port = port
         self.realm = realm
@@ -129,9 +135,9 @@ class Realm:
         self.service_principal = "{0}/{1}@{2}".format(SERVICE_NAME, HOST, realm)
         self.client_principal = "{0}@{1}".format(CLIENT_NAME, realm)
         self.log = os.path.join(folder, "kdc.log")
-        self.pid = None
+        self.pid: int | None = None
 
-    def env(self):
+    def env(self) -> dict[str, str]:
         """The environment for MIT tools on this realm (never the machine's)."""
         env = dict(os.environ)
         env["KRB5_CONFIG"] = self.krb5_config
@@ -142,7 +148,7 @@ class Realm:
         env.pop("KRB5_KTNAME", None)
         return env
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {
             "realm": self.realm,
             "kdc": "{0}:{1}".format(HOST, self.port),
@@ -156,10 +162,10 @@ class Realm:
             "folder": self.folder,
         }
 
-    def broker_properties(self, listeners, mechanisms):
+    def broker_properties(self, listeners: Iterable[str], mechanisms: Sequence[str]) -> dict[str, object]:
         """server.properties entries enabling GSSAPI on `listeners` (lower-case
         listener names) next to the other `mechanisms`."""
-        props = {
+        props: dict[str, object] = {
             "sasl.enabled.mechanisms": ",".join(tuple(mechanisms) + ("GSSAPI",)),
             "sasl.kerberos.service.name": SERVICE_NAME,
         }
@@ -169,11 +175,11 @@ class Realm:
             props["listener.name.{0}.gssapi.sasl.jaas.config".format(listener)] = jaas
         return props
 
-    def jvm_options(self):
+    def jvm_options(self) -> list[str]:
         return ["-Djava.security.krb5.conf=" + self.krb5_config]
 
 
-def _run(cmd, realm, what, timeout=30):
+def _run(cmd: list[str], realm: Realm, what: str, timeout: float = 30) -> "subprocess.CompletedProcess[str]":
     try:
         proc = subprocess.run(cmd, env=realm.env(), capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
@@ -185,7 +191,7 @@ def _run(cmd, realm, what, timeout=30):
     return proc
 
 
-def create(folder, realm=REALM):
+def create(folder: str, realm: str = REALM) -> Realm:
     """A fresh realm database with the broker's and the client's principals
     and keytabs in `folder` (emptied first). Returns a Realm (KDC not started)."""
     shutil.rmtree(folder, ignore_errors=True)
@@ -212,7 +218,7 @@ def create(folder, realm=REALM):
     return r
 
 
-def start_kdc(r, *, timeout=20.0, die_with_parent_prefix=()):
+def start_kdc(r: Realm, *, timeout: float = 20.0, die_with_parent_prefix: Sequence[str] = ()) -> Realm:
     """Start ``krb5kdc -n`` on the realm and return once a ``kinit`` with the
     client keytab succeeds (the KDC answers). Sets r.pid."""
     cmd = list(die_with_parent_prefix) + [_which("krb5kdc"), "-n", "-r", r.realm, "-P",
@@ -241,7 +247,7 @@ def start_kdc(r, *, timeout=20.0, die_with_parent_prefix=()):
         time.sleep(0.1)
 
 
-def _tail(r):
+def _tail(r: Realm) -> str:
     parts = []
     for name in ("kdc.stdout", "kdc.log"):
         with contextlib.suppress(OSError):
@@ -251,10 +257,10 @@ def _tail(r):
 
 
 # Popen objects of KDCs started by this process (reaped on stop).
-_kdc_children = {}
+_kdc_children: dict[int, "subprocess.Popen[bytes]"] = {}
 
 
-def _is_kdc(pid):
+def _is_kdc(pid: int) -> bool:
     """Guards against pid reuse: only a krb5kdc is signalled."""
     try:
         with open("/proc/{0}/cmdline".format(pid), "rb") as fh:
@@ -263,7 +269,7 @@ def _is_kdc(pid):
         return False
 
 
-def stop_kdc(pid, timeout=5.0):
+def stop_kdc(pid: int | None, timeout: float = 5.0) -> None:
     """End the KDC with `pid` (SIGTERM, then SIGKILL) if it still runs."""
     if not pid:
         return
@@ -287,14 +293,14 @@ def stop_kdc(pid, timeout=5.0):
             os.kill(pid, signal.SIGKILL)
 
 
-def realm_of(kerberos_info):
+def realm_of(kerberos_info: Mapping[str, Any]) -> Realm:
     """The Realm behind a BrokerInfo.kerberos dict (to add principals)."""
     r = Realm(kerberos_info["folder"], int(kerberos_info["kdc"].rsplit(":", 1)[1]), kerberos_info["realm"])
     r.pid = kerberos_info.get("kdc_pid")
     return r
 
 
-def add_principal(kerberos_info, name, keytab):
+def add_principal(kerberos_info: Mapping[str, Any], name: str, keytab: str) -> str:
     """Add principal `name` (in the realm unless it names one) with a random
     key, written to `keytab`; returns the full principal name."""
     r = realm_of(kerberos_info)
@@ -306,14 +312,14 @@ def add_principal(kerberos_info, name, keytab):
     return principal
 
 
-def delete_principal(kerberos_info, principal):
+def delete_principal(kerberos_info: Mapping[str, Any], principal: str) -> None:
     """Remove `principal` from the KDC (its keytabs stay, now useless)."""
     r = realm_of(kerberos_info)
     _run([_which("kadmin.local"), "-r", r.realm, "-q", "delprinc -force " + principal], r,
          "kadmin.local: delprinc " + principal)
 
 
-def export_key(kerberos_info, principal, keytab, *, new_key=False):
+def export_key(kerberos_info: Mapping[str, Any], principal: str, keytab: str, *, new_key: bool = False) -> None:
     """Append `principal`'s key to `keytab`. new_key=True first gives the
     principal a new random key (a new key version: keytabs holding only the
     old one can no longer decrypt its tickets); otherwise the current key is

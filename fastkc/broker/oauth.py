@@ -39,7 +39,9 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from fastkc.broker.errors import BrokerStartupError
 
@@ -57,16 +59,22 @@ _VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorC
 _CLIENT_LIFETIMES = {"fastkc": 3600, "fastkc-short": 20}
 
 
-def _b64url_uint(value):
+def _b64url_uint(value: int) -> str:
     raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _first(form: Mapping[str, list[str]], key: str) -> str | None:
+    """A form field's first value (parse_qs lists every occurrence), None when absent."""
+    values = form.get(key)
+    return values[0] if values else None
 
 
 class OidcServer:
     """The token endpoint and JWKS (in this process; ``serve`` runs it as
     the harness's child process)."""
 
-    def __init__(self, directory, port=0, clients=None):
+    def __init__(self, directory: str, port: int = 0, clients: dict[str, tuple[str, int]] | None = None) -> None:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -89,16 +97,16 @@ class OidcServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, fmt, *args):  # quiet: test traffic
+            def log_message(self, fmt: str, *args: Any) -> None:  # quiet: test traffic
                 pass
 
-            def do_GET(self):
+            def do_GET(self) -> None:
                 if self.path.split("?")[0] == "/jwks":
                     self._answer(200, server.jwks)
                 else:
                     self._answer(404, {"error": "not_found"})
 
-            def do_POST(self):
+            def do_POST(self) -> None:
                 if self.path.split("?")[0] != "/token":
                     self._answer(404, {"error": "not_found"})
                     return
@@ -107,7 +115,7 @@ class OidcServer:
                 status, body = server.grant(self.headers.get("Authorization"), form)
                 self._answer(status, body)
 
-            def _answer(self, status, body):
+            def _answer(self, status: int, body: object) -> None:
                 data = json.dumps(body).encode("utf-8")
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -117,23 +125,24 @@ class OidcServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
+        self.port = int(self.httpd.server_address[1])
         self.base_url = "http://127.0.0.1:{0}".format(self.port)
         self.issuer = self.base_url
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     @property
-    def token_endpoint_url(self):
+    def token_endpoint_url(self) -> str:
         return self.base_url + "/token"
 
     @property
-    def jwks_url(self):
+    def jwks_url(self) -> str:
         return self.base_url + "/jwks"
 
-    def grant(self, authorization, form):
+    def grant(self, authorization: str | None, form: Mapping[str, list[str]]) -> tuple[int, dict[str, Any]]:
         """(HTTP status, JSON body) for a token request (RFC 6749 4.4)."""
         self.token_requests += 1
-        client_id = secret = None
+        client_id: str | None
+        secret: str | None
         if authorization and authorization.startswith("Basic "):
             try:
                 pair = base64.b64decode(authorization[6:]).decode("utf-8")
@@ -142,31 +151,32 @@ class OidcServer:
             left, _, right = pair.partition(":")
             client_id, secret = urllib.parse.unquote_plus(left), urllib.parse.unquote_plus(right)
         else:
-            client_id = (form.get("client_id") or [None])[0]
-            secret = (form.get("client_secret") or [None])[0]
-        if (form.get("grant_type") or [None])[0] != "client_credentials":
+            client_id = _first(form, "client_id")
+            secret = _first(form, "client_secret")
+        if _first(form, "grant_type") != "client_credentials":
             return 400, {"error": "unsupported_grant_type"}
-        known = self.clients.get(client_id)
+        known = self.clients.get(client_id) if client_id is not None else None
         if known is None or not secrets.compare_digest(known[0], secret or ""):
             return 401, {"error": "invalid_client"}
-        scope = (form.get("scope") or [None])[0]
-        token = self.sign(client_id, lifetime=known[1], scope=scope)
+        scope = _first(form, "scope")
+        token = self.sign(client_id or "", lifetime=known[1], scope=scope)
         return 200, {"access_token": token, "token_type": "Bearer", "expires_in": known[1]}
 
-    def sign(self, sub, *, lifetime=3600, audience=AUDIENCE, issuer=None, scope=None, now=None):
+    def sign(self, sub: str, *, lifetime: float = 3600, audience: str = AUDIENCE, issuer: str | None = None,
+             scope: str | None = None, now: float | None = None) -> str:
         return sign_token(self._pem, self.kid, sub, lifetime=lifetime, audience=audience,
                           issuer=issuer or self.issuer, scope=scope, now=now)
 
-    def start(self):
+    def start(self) -> "OidcServer":
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="fastkc-oidc", daemon=True)
         self._thread.start()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def describe(self):
+    def describe(self) -> dict[str, Any]:
         return {
             "token_endpoint_url": self.token_endpoint_url,
             "jwks_url": self.jwks_url,
@@ -180,13 +190,14 @@ class OidcServer:
         }
 
 
-def sign_token(private_pem, kid, sub, *, lifetime=3600, audience=AUDIENCE, issuer=None, scope=None, now=None):
+def sign_token(private_pem: bytes, kid: str, sub: str, *, lifetime: float = 3600, audience: str = AUDIENCE,
+               issuer: str | None = None, scope: str | None = None, now: float | None = None) -> str:
     """An RS256 JWT as the harness's token endpoint issues it (tests use it
     with other lifetimes, audiences or keys)."""
     import jwt
 
     now = int(time.time() if now is None else now)
-    claims = {"sub": sub, "iat": now, "exp": now + int(lifetime), "aud": audience}
+    claims: dict[str, object] = {"sub": sub, "iat": now, "exp": now + int(lifetime), "aud": audience}
     if issuer:
         claims["iss"] = issuer
     if scope:
@@ -194,7 +205,7 @@ def sign_token(private_pem, kid, sub, *, lifetime=3600, audience=AUDIENCE, issue
     return jwt.encode(claims, private_pem, algorithm="RS256", headers={"kid": kid})
 
 
-def unsecured_token(sub, *, lifetime=3600):
+def unsecured_token(sub: str, *, lifetime: float = 3600) -> str:
     """An unsigned JWT (alg none) for Kafka's unsecured OAUTHBEARER mode."""
     from fastkc.auth.oauthbearer import UnsecuredTokenProvider
 
@@ -202,7 +213,7 @@ def unsecured_token(sub, *, lifetime=3600):
 
 
 # --- the harness's hooks ---------------------------------------------------------------
-def broker_properties(described, mechanisms):
+def broker_properties(described: Mapping[str, Any], mechanisms: Sequence[str]) -> dict[str, object]:
     """server.properties entries for OAUTHBEARER (see the module docstring).
     mechanisms: the harness's other SASL mechanisms (OAUTHBEARER is added)."""
     jaas = '{0} required unsecuredLoginStringClaim_sub="admin";'.format(_LOGIN_MODULE)
@@ -220,16 +231,17 @@ def broker_properties(described, mechanisms):
     }
 
 
-def jvm_options(described):
+def jvm_options(described: Mapping[str, Any]) -> list[str]:
     return ["-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={0},{1}".format(
         described["jwks_url"], described["token_endpoint_url"])]
 
 
-def start_server(directory, *, die_with_parent=False, timeout=30.0):
+def start_server(directory: str, *, die_with_parent_prefix: Sequence[str] = (),
+                 timeout: float = 30.0) -> dict[str, Any]:
     """Start the OIDC server as a child process in its own session; return
-    its description (server.json) once it listens."""
-    from fastkc.broker.harness import _die_with_parent_prefix
-
+    its description (server.json) once it listens. `die_with_parent_prefix`:
+    the harness's command prefix that ends the server with its parent (as
+    kerberos.start_kdc takes it), so this module needs nothing of the harness."""
     stop_server(directory)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, SERVER_FILE)
@@ -240,14 +252,14 @@ def start_server(directory, *, die_with_parent=False, timeout=30.0):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     with open(os.path.join(directory, "server.log"), "wb") as out:
         proc = subprocess.Popen(
-            (_die_with_parent_prefix() if die_with_parent else [])
+            list(die_with_parent_prefix)
             + [sys.executable, "-m", "fastkc.broker.oauth", "serve", directory],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(FileNotFoundError, ValueError):
             with open(path, encoding="utf-8") as fh:
-                described = json.load(fh)
+                described: dict[str, Any] = json.load(fh)
             described["pid"] = proc.pid
             return described
         if proc.poll() is not None:
@@ -261,7 +273,7 @@ def start_server(directory, *, die_with_parent=False, timeout=30.0):
     raise BrokerStartupError("the harness's OIDC server did not start", log_tail=tail)
 
 
-def stop_server(directory, timeout=10.0):
+def stop_server(directory: str, timeout: float = 10.0) -> None:
     """End the OIDC server recorded in `directory` (if it runs)."""
     try:
         with open(os.path.join(directory, SERVER_FILE), encoding="utf-8") as fh:
@@ -284,7 +296,7 @@ def stop_server(directory, timeout=10.0):
             os.waitpid(pid, 0)
 
 
-def _is_our_server(pid, directory):
+def _is_our_server(pid: int, directory: str) -> bool:
     """pid runs (not a zombie) and is this folder's server (pid reuse guard)."""
     try:
         with open("/proc/{0}/stat".format(pid), "rb") as fh:
@@ -296,7 +308,7 @@ def _is_our_server(pid, directory):
         return False
 
 
-def describe_lines(described):
+def describe_lines(described: Mapping[str, Any]) -> list[str]:
     """How to connect with OAUTHBEARER (for `fastkc broker status`)."""
     clients = described.get("clients", {})
     lines = ["OAUTHBEARER:",
@@ -314,7 +326,7 @@ def describe_lines(described):
     return lines
 
 
-def _serve(directory):
+def _serve(directory: str) -> None:
     server = OidcServer(directory)
     described = server.describe()
     described["server_pid"] = os.getpid()

@@ -10,7 +10,7 @@ listen on a reused port.
 from fastkc.net.blocking import BlockingConnection
 
 
-def cluster_view(host, port, timeout=5.0):
+def cluster_view(host: str, port: int, timeout: float = 5.0) -> tuple[str | None, list[int]]:
     """Connect (ApiVersions is negotiated on connect), send Metadata for no
     topics, and return (cluster_id, sorted node ids of the listed brokers)."""
     with BlockingConnection(host, port, client_id="fastkc-broker-probe", timeout=timeout) as conn:

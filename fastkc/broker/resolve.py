@@ -13,6 +13,7 @@ import shutil
 import string
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -52,19 +53,19 @@ class KafkaInstall:
     lib: str  # the flat classpath folder
 
     @property
-    def major(self):
+    def major(self) -> int:
         return int(self.version.split(".")[0])
 
     @property
-    def classpath(self):
+    def classpath(self) -> str:
         # Java expands the trailing '*' itself (all jars in the folder).
         return os.path.join(self.lib, "*")
 
     @property
-    def uses_log4j2(self):
+    def uses_log4j2(self) -> bool:
         return self.major >= 4
 
-    def logging_jvm_flags(self, log_file):
+    def logging_jvm_flags(self, log_file: str) -> list[str]:
         """JVM flags that send this Kafka's log to `log_file`, WARN and above."""
         if self.uses_log4j2:
             config = _resource_path("log4j2.properties")
@@ -73,7 +74,7 @@ class KafkaInstall:
         return ["-Dlog4j.configuration=file:" + config, "-Dfastkc.log.file=" + log_file]
 
 
-def cache_root():
+def cache_root() -> str:
     """FASTKC_CACHE, else $XDG_CACHE_HOME/fastkc, else ~/.cache/fastkc."""
     explicit = os.environ.get("FASTKC_CACHE")
     if explicit:
@@ -82,7 +83,7 @@ def cache_root():
     return os.path.join(base, "fastkc")
 
 
-def pin_version(requested):
+def pin_version(requested: str | None) -> str:
     """'4.3.x' → '4.3.1'; an exact 'X.Y.Z' passes through; None → the default."""
     if requested is None:
         return DEFAULT_KAFKA_VERSION
@@ -98,12 +99,12 @@ def pin_version(requested):
     )
 
 
-def _resource_path(name):
+def _resource_path(name: str) -> str:
     # The resources ship inside the package (package-data), so they are plain files.
     return str(resources.files("fastkc.broker").joinpath("resources", name))
 
 
-def find_java(min_major=17):
+def find_java(min_major: int = 17) -> str:
     """Path of a `java` at least `min_major`; JAVA_HOME wins over PATH."""
     candidates = []
     java_home = os.environ.get("JAVA_HOME")
@@ -130,7 +131,7 @@ def find_java(min_major=17):
     )
 
 
-def java_major_version(java):
+def java_major_version(java: str) -> int | None:
     try:
         out = subprocess.run(
             [java, "-version"], capture_output=True, text=True, timeout=60
@@ -145,7 +146,7 @@ def java_major_version(java):
     return int(match.group(2)) if major == 1 and match.group(2) else major
 
 
-def find_maven():
+def find_maven() -> str:
     mvn = shutil.which("mvn")
     if not mvn:
         raise MavenNotFoundError(
@@ -155,18 +156,18 @@ def find_maven():
     return mvn
 
 
-def _render_pom(version):
-    major_minor = tuple(int(p) for p in version.split(".")[:2])
-    template_name = "pom-kafka4.xml" if major_minor[0] >= 4 else "pom-kafka3.xml"
+def _render_pom(version: str) -> str:
+    major, minor = (int(p) for p in version.split(".")[:2])  # pin_version made it X.Y.Z
+    template_name = "pom-kafka4.xml" if major >= 4 else "pom-kafka3.xml"
     with open(_resource_path(template_name), encoding="utf-8") as fh:
         template = string.Template(fh.read())
     return template.substitute(
         kafka_version=version,
-        log4j_version=_LOG4J2_FOR_MINOR.get(major_minor, _LOG4J2_DEFAULT),
+        log4j_version=_LOG4J2_FOR_MINOR.get((major, minor), _LOG4J2_DEFAULT),
     )
 
 
-def resolve_kafka(version=None, *, log=None):
+def resolve_kafka(version: str | None = None, *, log: Callable[[str], object] | None = None) -> KafkaInstall:
     """Return the KafkaInstall for `version`, downloading it on first use.
 
     `log` (optional callable taking a str) hears about a cold resolution.
@@ -188,7 +189,7 @@ def resolve_kafka(version=None, *, log=None):
     return install
 
 
-def _resolve_locked(install, log):
+def _resolve_locked(install: KafkaInstall, log: Callable[[str], object] | None) -> None:
     mvn = find_maven()
     # Maven itself needs a JDK; say so before mvn prints a less helpful error.
     find_java(min_major=17 if install.major >= 4 else 11)

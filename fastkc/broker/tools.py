@@ -5,10 +5,12 @@ written by an independent, Java producer).
 """
 import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fastkc.broker.harness import TOOL_JVM_FLAGS
 from fastkc.broker.resolve import find_java, resolve_kafka
+
 
 @dataclass(frozen=True)
 class PerfRun:
@@ -17,8 +19,9 @@ class PerfRun:
     output: str  # the tool's last summary line
 
 
-def producer_performance(bootstrap, topic, num_records, *, kafka_version=None, record_size=None,
-                         compression="none", throughput=-1, extra_props=None, timeout=300.0):
+def producer_performance(bootstrap: str, topic: str, num_records: int, *, kafka_version: str | None = None,
+                         record_size: int | None = None, compression: str = "none", throughput: int = -1,
+                         extra_props: Mapping[str, object] | None = None, timeout: float = 300.0) -> PerfRun:
     """Write `num_records` with org.apache.kafka.tools.ProducerPerformance
     (the Java producer from the same jars as the broker).
 

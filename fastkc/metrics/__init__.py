@@ -34,10 +34,42 @@ last-heartbeat-seconds-ago, the totals) are functions read on demand.
 """
 
 import threading
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from fastkc.structs import TopicPartition
 
 __all__ = ["MetricName", "Metric", "Sensor", "ConsumerMetrics", "ResponseTally"]
 
 _INF = float("inf")
+
+Clock = Callable[[], float]  # seconds, monotonic
+Measure = Callable[[], float]
+# (start_ms, count, total, max, min): a list, updated in place
+_Sample = list[float]
+
+
+class MetricsReporter(Protocol):
+    """kafka-python's AbstractMetricsReporter, as metric_reporters are called."""
+
+    def init(self, metrics: list["Metric"]) -> None: ...
+
+    def metric_change(self, metric: "Metric") -> None: ...
+
+    def metric_removal(self, metric: "Metric") -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _PartitionState(Protocol):
+    """What partition_position() reads of the fetcher's partition state."""
+
+    tp: "TopicPartition"
+    position: int | None
+    highwater: int | None
+    last_stable_offset: int | None
+    log_start_offset: int | None
 
 
 class MetricName:
@@ -46,20 +78,20 @@ class MetricName:
 
     __slots__ = ("name", "group", "description", "tags", "_key")
 
-    def __init__(self, name, group, description="", tags=None):
+    def __init__(self, name: str, group: str, description: str = "", tags: Mapping[str, str] | None = None) -> None:
         self.name = name
         self.group = group
         self.description = description
         self.tags = dict(tags or {})
         self._key = (name, group, tuple(sorted(self.tags.items())))
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._key)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, MetricName) and self._key == other._key
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "MetricName(name={0!r}, group={1!r}, description={2!r}, tags={3!r})".format(
             self.name, self.group, self.description, self.tags)
 
@@ -69,14 +101,14 @@ class Metric:
 
     __slots__ = ("metric_name", "_measure")
 
-    def __init__(self, metric_name, measure):
+    def __init__(self, metric_name: MetricName, measure: Measure) -> None:
         self.metric_name = metric_name
         self._measure = measure
 
-    def value(self):
+    def value(self) -> float:
         return self._measure()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Metric({0!r}, {1!r})".format(self.metric_name.name, self.value())
 
 
@@ -88,24 +120,24 @@ class Sensor:
 
     __slots__ = ("_window_ms", "_samples_max", "_samples", "_current", "_clock", "_lock", "last")
 
-    def __init__(self, num_samples, window_ms, clock, lock):
+    def __init__(self, num_samples: int, window_ms: float, clock: Clock, lock: threading.Lock) -> None:
         self._window_ms = float(window_ms)
         self._samples_max = int(num_samples)
-        self._samples = []
+        self._samples: list[_Sample] = []
         self._current = 0
         self._clock = clock  # seconds, monotonic
         # one registry-wide lock: the group's thread records while the
         # application's thread reads
         self._lock = lock
-        self.last = None
+        self.last: float | None = None
 
-    def record(self, value, now_ms=None):
+    def record(self, value: float, now_ms: float | None = None) -> None:
         if now_ms is None:
             now_ms = self._clock() * 1000.0
         with self._lock:
             self.put(value, now_ms)
 
-    def put(self, value, now_ms):
+    def put(self, value: float, now_ms: float) -> None:
         """record() for a caller that holds the registry's lock (several
         sensors recorded under one acquisition)."""
         samples = self._samples
@@ -130,7 +162,7 @@ class Sensor:
             sample[4] = value
         self.last = value
 
-    def _purged(self, now_ms):
+    def _purged(self, now_ms: float) -> list[_Sample]:
         # kafka-python's purge_obsolete_samples: a sample past every window
         # is emptied and starts now; the caller holds the lock
         expire = self._samples_max * self._window_ms
@@ -139,45 +171,45 @@ class Sensor:
                 sample[:] = (now_ms, 0, 0.0, -_INF, _INF)
         return self._samples
 
-    def _now(self, now_ms):
+    def _now(self, now_ms: float | None) -> float:
         return self._clock() * 1000.0 if now_ms is None else now_ms
 
-    def avg(self, now_ms=None):
+    def avg(self, now_ms: float | None = None) -> float:
         now_ms = self._now(now_ms)
         with self._lock:
             samples = self._purged(now_ms)
             count = sum(s[1] for s in samples)
             return float(sum(s[2] for s in samples)) / count if count else 0.0
 
-    def max(self, now_ms=None):
+    def max(self, now_ms: float | None = None) -> float:
         now_ms = self._now(now_ms)
         with self._lock:
             samples = self._purged(now_ms)
             return float(max((s[3] for s in samples), default=-_INF))
 
-    def min(self, now_ms=None):
+    def min(self, now_ms: float | None = None) -> float:
         now_ms = self._now(now_ms)
         with self._lock:
             samples = self._purged(now_ms)
             return float(min((s[4] for s in samples), default=_INF))
 
-    def rate(self, now_ms=None):
+    def rate(self, now_ms: float | None = None) -> float:
         """Sum of the values per second (kafka-python's Rate())."""
         return self._rate(2, now_ms)
 
-    def count_rate(self, now_ms=None):
+    def count_rate(self, now_ms: float | None = None) -> float:
         """Events per second (kafka-python's Rate(sampled_stat=Count()))."""
         return self._rate(1, now_ms)
 
-    def _rate(self, field, now_ms):
-        now_ms = self._now(now_ms)
+    def _rate(self, field: int, now_ms: float | None) -> float:
+        now = self._now(now_ms)
         with self._lock:
-            samples = self._purged(now_ms)
+            samples = self._purged(now)
             total = float(sum(s[field] for s in samples))
             # kafka-python's Rate.window_size(); with no sample yet it makes
             # one starting now (elapsed 0), which changes nothing read here
-            oldest = min((s[0] for s in samples), default=now_ms)
-            elapsed = now_ms - oldest
+            oldest = min((s[0] for s in samples), default=now)
+            elapsed = now - oldest
             full = int(elapsed / self._window_ms)
             if full < self._samples_max - 1:
                 elapsed += (self._samples_max - 1 - full) * self._window_ms
@@ -187,7 +219,7 @@ class Sensor:
                 return 0.0
             return total / (elapsed / 1000.0)
 
-    def value(self):
+    def value(self) -> float:
         """The latest value recorded (Java's Value stat), NaN before any
         (Java's figure for a metric with nothing measured)."""
         return float("nan") if self.last is None else float(self.last)
@@ -204,24 +236,24 @@ class ResponseTally:
 
     __slots__ = ("_metrics", "pending", "nbytes", "records", "topics", "sealed")
 
-    def __init__(self, metrics):
+    def __init__(self, metrics: "ConsumerMetrics") -> None:
         self._metrics = metrics
         self.pending = 0
         self.nbytes = 0
         self.records = 0
-        self.topics = {}  # topic -> [bytes, records]
+        self.topics: dict[str, list[int]] = {}  # topic -> [bytes, records]
         self.sealed = False  # every partition of the response seen
 
-    def add_topic(self, topic):
+    def add_topic(self, topic: str) -> None:
         if topic not in self.topics:
             self.topics[topic] = [0, 0]
 
-    def seal(self):
+    def seal(self) -> None:
         self.sealed = True
         if self.pending == 0:
             self._metrics.fetch_response_consumed(self)
 
-    def done(self, topic, nbytes, records):
+    def done(self, topic: str, nbytes: int, records: int) -> None:
         self.pending -= 1
         self.nbytes += nbytes
         self.records += records
@@ -235,7 +267,7 @@ class ResponseTally:
             self._metrics.fetch_response_consumed(self)
 
 
-def _client_tags(client_id):
+def _client_tags(client_id: str) -> dict[str, str]:
     return {"client-id": client_id}
 
 
@@ -247,7 +279,8 @@ class ConsumerMetrics:
     fetch-manager group; `extra` maps group -> {name: function} for figures
     owned by others (the consumer's connection counters)."""
 
-    def __init__(self, config, clock, fetch_counters=None, reporters=()):
+    def __init__(self, config: Mapping[str, Any], clock: Clock, fetch_counters: dict[str, int] | None = None,
+                 reporters: Iterable[MetricsReporter] = ()) -> None:
         self.prefix = config["metric_group_prefix"]
         self.fetch_group = "{0}-fetch-manager-metrics".format(self.prefix)
         self.coordinator_group = "{0}-coordinator-metrics".format(self.prefix)
@@ -257,13 +290,14 @@ class ConsumerMetrics:
         self._read_committed = config["isolation_level"] == "read_committed"
         self._clock = clock
         self._lock = threading.Lock()
-        self._metrics = {}  # MetricName -> Metric, registration order
-        self._topic_sensors = {}  # topic -> (bytes sensor, records sensor)
-        self._partition_sensors = {}  # tp -> (lag sensor, lead sensor)
+        self._metrics: dict[MetricName, Metric] = {}  # registration order
+        self._topic_sensors: dict[str, tuple[Sensor, Sensor]] = {}  # topic -> (bytes sensor, records sensor)
+        self._partition_sensors: dict[TopicPartition, tuple[Sensor, Sensor]] = {}  # tp -> (lag, lead)
         self._fetch_counters = fetch_counters if fetch_counters is not None else {}
-        self._listeners = []  # called with (MetricName, Metric) on each registration (the OTel bridge)
-        self._removal_listeners = []
-        self._closers = []
+        # called with (MetricName, Metric) on each registration (the OTel bridge)
+        self._listeners: list[Callable[[MetricName, Metric], object]] = []
+        self._removal_listeners: list[Callable[[MetricName, Metric], object]] = []
+        self._closers: list[Callable[[], object]] = []
         # kafka-python's metric_reporters (AbstractMetricsReporter): init([])
         # now, metric_change() per metric, metric_removal(), close()
         self._reporters = list(reporters)
@@ -333,7 +367,7 @@ class ConsumerMetrics:
         self._add("sync-time-avg", group, "The average time taken for a group sync", tags, self.sync_latency.avg)
         self._add("sync-time-max", group, "The max time taken for a group sync", tags, self.sync_latency.max)
         self._add("sync-rate", group, "The number of group syncs per second", tags, self.sync_latency.count_rate)
-        self.last_heartbeat_sent = -_INF  # kafka-python's Heartbeat.last_send before the first
+        self.last_heartbeat_sent: float = -_INF  # kafka-python's Heartbeat.last_send before the first
         self._add("last-heartbeat-seconds-ago", group,
                   "The number of seconds since the last coordinator heartbeat was sent", tags,
                   lambda: self._clock() - self.last_heartbeat_sent)
@@ -344,14 +378,14 @@ class ConsumerMetrics:
                   self.commit_latency.max)
         self._add("commit-rate", group, "The number of commit calls per second", tags,
                   self.commit_latency.count_rate)
-        self.assigned_partitions = lambda: 0  # the consumer sets its own
+        self.assigned_partitions: Callable[[], int] = lambda: 0  # the consumer sets its own
         self._add("assigned-partitions", group, "The number of partitions currently assigned to this consumer",
                   tags, lambda: self.assigned_partitions())
         self.rebalance_latency = self.sensor()
-        self._rebalance_started = None
+        self._rebalance_started: float | None = None
         self._rebalances = 0
         self._rebalance_ms_total = 0.0
-        self.last_rebalance_done = None
+        self.last_rebalance_done: float | None = None
         self._add("rebalance-latency-avg", group,
                   "The average time taken for a group to complete a successful rebalance", tags,
                   self.rebalance_latency.avg)
@@ -368,14 +402,14 @@ class ConsumerMetrics:
                   lambda: -1.0 if self.last_rebalance_done is None else self._clock() - self.last_rebalance_done)
 
     # --- registration ------------------------------------------------------------------
-    def sensor(self):
+    def sensor(self) -> Sensor:
         return Sensor(self._samples, self._window_ms, self._clock, self._lock)
 
-    def _counter(self, name):
+    def _counter(self, name: str) -> Measure:
         counters = self._fetch_counters
         return lambda: counters.get(name, 0)
 
-    def _add(self, name, group, description, tags, measure):
+    def _add(self, name: str, group: str, description: str, tags: Mapping[str, str], measure: Measure) -> Metric:
         metric_name = MetricName(name, group, description, tags)
         metric = Metric(metric_name, measure)
         with self._lock:
@@ -385,11 +419,12 @@ class ConsumerMetrics:
             listener(metric_name, metric)
         return metric
 
-    def add_extra(self, name, group, description, measure):
+    def add_extra(self, name: str, group: str, description: str, measure: Measure) -> Metric:
         """A figure owned elsewhere, read on demand (client-id tag)."""
         return self._add(name, group, description, self._tags, measure)
 
-    def add_listener(self, listener, removal=None):
+    def add_listener(self, listener: Callable[[MetricName, Metric], object],
+                     removal: Callable[[MetricName, Metric], object] | None = None) -> None:
         """listener(metric_name, metric) for each metric registered from now
         on; removal(metric_name, metric) for each removed."""
         with self._lock:
@@ -397,14 +432,15 @@ class ConsumerMetrics:
             if removal is not None:
                 self._removal_listeners.append(removal)
 
-    def remove_listener(self, listener, removal=None):
+    def remove_listener(self, listener: Callable[[MetricName, Metric], object],
+                        removal: Callable[[MetricName, Metric], object] | None = None) -> None:
         with self._lock:
             if listener in self._listeners:
                 self._listeners.remove(listener)
             if removal in self._removal_listeners:
                 self._removal_listeners.remove(removal)
 
-    def reporters_ready(self):
+    def reporters_ready(self) -> None:
         """The consumer's own metrics are in: the reporters hear of them
         (metric_change per metric, as kafka-python's registration does) and
         of every one registered from now on."""
@@ -414,10 +450,18 @@ class ConsumerMetrics:
         for metric in self.all_metrics().values():
             for reporter in self._reporters:
                 reporter.metric_change(metric)
-        self.add_listener(lambda name, metric: [r.metric_change(metric) for r in self._reporters],
-                          lambda name, metric: [r.metric_removal(metric) for r in self._reporters])
 
-    def close(self):
+        def changed(name: MetricName, metric: Metric) -> None:
+            for reporter in self._reporters:
+                reporter.metric_change(metric)
+
+        def removed(name: MetricName, metric: Metric) -> None:
+            for reporter in self._reporters:
+                reporter.metric_removal(metric)
+
+        self.add_listener(changed, removed)
+
+    def close(self) -> None:
         """The consumer closed: the reporters are closed, and listeners (the
         OTel bridge) told through their close callbacks."""
         with self._lock:
@@ -427,27 +471,27 @@ class ConsumerMetrics:
         for reporter in self._reporters:
             reporter.close()
 
-    def on_close(self, callback):
+    def on_close(self, callback: Callable[[], object]) -> None:
         with self._lock:
             self._closers.append(callback)
 
-    def remove_on_close(self, callback):
+    def remove_on_close(self, callback: Callable[[], object]) -> None:
         with self._lock:
             if callback in self._closers:
                 self._closers.remove(callback)
 
-    def all_metrics(self):
+    def all_metrics(self) -> dict[MetricName, Metric]:
         """{MetricName: Metric}, a copy (kafka-python's metrics(raw=True))."""
         with self._lock:
             return dict(self._metrics)
 
-    def grouped(self):
+    def grouped(self) -> dict[str, dict[str, float]]:
         """{group: {name: value}} (kafka-python's metrics()). Only the
         client-wide metrics (tags = client-id alone): kafka-python flattens
         its per-topic metrics into the same {name: value} dict, where the
         last topic's figure overwrites the client-wide one under the same
         name; the per-topic and per-partition figures are in raw=True."""
-        out = {}
+        out: dict[str, dict[str, float]] = {}
         for metric_name, metric in self.all_metrics().items():
             if len(metric_name.tags) != 1:
                 continue
@@ -455,14 +499,14 @@ class ConsumerMetrics:
         return out
 
     # --- the fetcher's hooks (per request, per response, per step) ----------------------
-    def fetch_answered(self, latency_ms, throttle_ms):
+    def fetch_answered(self, latency_ms: float, throttle_ms: float) -> None:
         self.fetch_latency.record(latency_ms)
         self.fetch_throttle.record(throttle_ms)
 
-    def tally(self):
+    def tally(self) -> ResponseTally:
         return ResponseTally(self)
 
-    def fetch_response_consumed(self, tally):
+    def fetch_response_consumed(self, tally: ResponseTally) -> None:
         now_ms = self._clock() * 1000.0
         per_topic = []
         for topic, (nbytes, records) in tally.topics.items():
@@ -477,7 +521,7 @@ class ConsumerMetrics:
                 sensors[0].put(nbytes, now_ms)
                 sensors[1].put(records, now_ms)
 
-    def _topic_metrics(self, topic):
+    def _topic_metrics(self, topic: str) -> tuple[Sensor, Sensor]:
         # kafka-python's record_topic_fetch_metrics: tag topic with "." as "_"
         tags = dict(self._tags, topic=topic.replace(".", "_"))
         group = self.fetch_group
@@ -495,7 +539,7 @@ class ConsumerMetrics:
         sensors = self._topic_sensors[topic] = (nbytes, records)
         return sensors
 
-    def partition_position(self, state):
+    def partition_position(self, state: _PartitionState) -> None:
         """After a poll's steps for one partition: its lag (high watermark,
         or the last stable offset under read_committed, minus the position)
         and lead (position minus the log start offset), as Java records them
@@ -519,7 +563,7 @@ class ConsumerMetrics:
                 self.records_lead.put(lead, now_ms)
                 sensors[1].put(lead, now_ms)
 
-    def _partition_metrics(self, tp):
+    def _partition_metrics(self, tp: "TopicPartition") -> tuple[Sensor, Sensor]:
         # the Java client's per-partition metrics (kafka-python has none)
         tags = dict(self._tags, topic=tp.topic, partition=str(tp.partition))
         group = self.fetch_group
@@ -533,7 +577,7 @@ class ConsumerMetrics:
         sensors = self._partition_sensors[tp] = (lag, lead)
         return sensors
 
-    def partitions_kept(self, partitions):
+    def partitions_kept(self, partitions: Collection["TopicPartition"]) -> None:
         """The assignment changed: the per-partition metrics of partitions
         no longer assigned go (as Java removes their sensors)."""
         gone = [tp for tp in self._partition_sensors if tp not in partitions]
@@ -553,7 +597,7 @@ class ConsumerMetrics:
                 listener(metric.metric_name, metric)
 
     # --- the group's hook ---------------------------------------------------------------
-    def group_answer(self, api_name, response, sent_at, answered_at):
+    def group_answer(self, api_name: str, response: object, sent_at: float, answered_at: float) -> None:
         """A coordinator request answered (GroupTransport.call): the latency
         figures as kafka-python records them (join and sync only when they
         succeeded; commit and heartbeat whatever the answer), and the Java

@@ -35,16 +35,23 @@ Nothing in `import fastkc` imports this module or opentelemetry.
 """
 
 import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics as otel_metrics
-from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+
+from fastkc.metrics import ConsumerMetrics, Metric, MetricName
+
+if TYPE_CHECKING:
+    from fastkc.consumer import KafkaConsumer
 
 __all__ = ["instrument", "OtelBridge", "instrument_name"]
 
 _METER_NAME = "fastkc"
 
 
-def instrument_name(metric_name):
+def instrument_name(metric_name: MetricName) -> str:
     """The OpenTelemetry instrument name of a Kafka MetricName."""
     return "kafka.consumer." + metric_name.name.replace("-", "_")
 
@@ -55,24 +62,25 @@ class _MeterInstruments:
     one instrument per name reads all the live bridges (their client-id
     attribute tells them apart)."""
 
-    def __init__(self, meter):
+    def __init__(self, meter: Meter) -> None:
         self.meter = meter
-        self.made = {}  # instrument name -> instrument
-        self.bridges = []
+        self.made: dict[str, Any] = {}  # instrument name -> instrument
+        self.bridges: list[OtelBridge] = []
 
-    def ensure(self, metric_name):
+    def ensure(self, metric_name: MetricName) -> None:
         name = instrument_name(metric_name)
         if name in self.made:
             return
         kafka_name = metric_name.name
         description = metric_name.description.split(" for topic ")[0]
 
-        def observe(options: CallbackOptions, kafka_name=kafka_name):
-            out = []
+        def observe(options: CallbackOptions, kafka_name: str = kafka_name) -> Iterable[Observation]:
+            out: list[Observation] = []
             for bridge in list(self.bridges):
                 out.extend(bridge.observe(kafka_name))
             return out
 
+        made: Any
         if kafka_name.endswith("-total"):
             made = self.meter.create_observable_counter(name, callbacks=[observe], description=description)
         else:
@@ -80,7 +88,8 @@ class _MeterInstruments:
         self.made[name] = made
 
 
-_by_meter = {}  # id(meter) -> _MeterInstruments (meters live as long as their provider)
+# id(meter) -> _MeterInstruments (meters live as long as their provider)
+_by_meter: dict[int, _MeterInstruments] = {}
 _lock = threading.Lock()
 
 
@@ -88,7 +97,7 @@ class OtelBridge:
     """One consumer's metrics exported through one Meter; close()
     unregisters (the instruments report nothing more for this consumer)."""
 
-    def __init__(self, registry, meter):
+    def __init__(self, registry: ConsumerMetrics, meter: Meter) -> None:
         self._registry = registry
         with _lock:
             shared = _by_meter.get(id(meter))
@@ -102,11 +111,11 @@ class OtelBridge:
         for metric_name in registry.all_metrics():
             self._registered(metric_name, None)
 
-    def _registered(self, metric_name, _metric):
+    def _registered(self, metric_name: MetricName, _metric: Metric | None) -> None:
         with _lock:
             self._shared.ensure(metric_name)
 
-    def observe(self, kafka_name):
+    def observe(self, kafka_name: str) -> list[Observation]:
         """Observations of one Kafka name at its most detailed granularity."""
         if self._closed:
             return []
@@ -117,7 +126,7 @@ class OtelBridge:
         return [Observation(float(metric.value()), dict(metric_name.tags))
                 for metric_name, metric in found if len(metric_name.tags) == detail]
 
-    def close(self):
+    def close(self) -> None:
         """Stop exporting this consumer. (The OpenTelemetry API cannot delete
         an asynchronous instrument; the shared one simply stops reading this
         consumer, so a reader sees no new points from it.)"""
@@ -131,11 +140,12 @@ class OtelBridge:
         self._registry.remove_on_close(self.close)
 
 
-def instrument(consumer, meter=None, meter_provider=None):
+def instrument(consumer: "KafkaConsumer", meter: Meter | None = None,
+               meter_provider: MeterProvider | None = None) -> OtelBridge:
     """Register `consumer`'s metrics (a fastkc KafkaConsumer) on `meter`
     (default: the meter "fastkc" of `meter_provider`, default the global
     provider). Returns the OtelBridge; consumer.close() closes it."""
-    registry = getattr(consumer, "_metrics", None)
+    registry: ConsumerMetrics | None = getattr(consumer, "_metrics", None)
     if registry is None:
         raise ValueError("the consumer has metrics_enabled=False: nothing to export")
     if meter is None:

@@ -22,25 +22,31 @@ Bad values (wrong type, out of range, null where not allowed) raise
 fastkc.errors.IllegalArgumentError naming the field path.
 """
 import struct as _struct
+from typing import Any
 
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
 from fastkc.protocol.messages import get_api
-from fastkc.protocol.schema import in_range
+from fastkc.protocol.schema import Api, Field, Message, Struct, in_range
 from fastkc.protocol.types import FIXED_SIZES, Reader, Writer, _Malformed
 from fastkc.structs import FetchPartitionResponse, FetchResponse, FetchTopicResponse
 
 UNKNOWN_TAGS = "_unknown_tags"
 
 _ABSENT, _REGULAR, _TAGGED = 0, 1, 2
+# One step of a struct's plan: (Field, mode), or for mode _RUN a merged run of
+# numbers ((struct.Struct, names, fields), _RUN). The mode says which; the
+# first item is Any because telling them apart with isinstance would cost the
+# per-field loop what the runs save.
+_Step = tuple[Any, int]
 _INT_TYPES = ("int8", "int16", "uint16", "int32", "uint32", "int64", "float64")
 
 # (id(struct), version) -> [(field, mode)] in declaration order
-_ORDER = {}
+_ORDER: dict[tuple[int, int], list[tuple[Field, int]]] = {}
 # (id(struct), version, flexible) -> smallest encoded size of one struct
-_MIN_SIZE = {}
+_MIN_SIZE: dict[tuple[int, int, bool], int] = {}
 
 
-def _order(struct, version):
+def _order(struct: Struct, version: int) -> list[tuple[Field, int]]:
     key = (id(struct), version)
     order = _ORDER.get(key)
     if order is None:
@@ -56,9 +62,10 @@ def _order(struct, version):
     return order
 
 
-def _min_size_of_type(type_, struct, version, flexible, nullable):
-    if type_ in FIXED_SIZES and FIXED_SIZES[type_] is not None:
-        return FIXED_SIZES[type_]
+def _min_size_of_type(type_: str, struct: Struct | None, version: int, flexible: bool, nullable: bool) -> int:
+    fixed = FIXED_SIZES.get(type_)
+    if fixed is not None:
+        return fixed
     if type_ == "string":
         return 1 if flexible else 2
     if type_ in ("bytes", "records", "array"):
@@ -66,10 +73,11 @@ def _min_size_of_type(type_, struct, version, flexible, nullable):
     # a struct: a nullable one may be a single -1 marker byte
     if nullable:
         return 1
+    assert struct is not None  # every other type is a struct, which has one
     return _min_struct_size(struct, version, flexible)
 
 
-def _min_struct_size(struct, version, flexible):
+def _min_struct_size(struct: Struct, version: int, flexible: bool) -> int:
     key = (id(struct), version, flexible)
     size = _MIN_SIZE.get(key)
     if size is None:
@@ -91,12 +99,12 @@ _RUN = 3
 _TAG_FAST_PATH = True  # (a switch for the tests that compare with the general path)
 # (id(struct), version) -> [(field, mode)] where consecutive regular
 # fixed-size number fields are merged into one (_RUN, (Struct, names, fields))
-_PLAN = {}
+_PLAN: dict[tuple[int, int], list[_Step]] = {}
 # (code, count) -> struct.Struct of `count` numbers (arrays of numbers)
-_ARRAY_STRUCTS = {}
+_ARRAY_STRUCTS: dict[tuple[str, int], _struct.Struct] = {}
 
 
-def _plan(struct, version):
+def _plan(struct: Struct, version: int) -> list[_Step]:
     """_order() with runs of fixed-size numbers read by one unpack_from:
     a message of 10,000 partitions is 10,000 structs of such runs (Metadata,
     ListOffsets), and field-by-field dispatch is most of its decoding time.
@@ -106,9 +114,9 @@ def _plan(struct, version):
     plan = _PLAN.get(key)
     if plan is None:
         plan = []
-        run = []
+        run: list[Field] = []
 
-        def close_run():
+        def close_run() -> None:
             if len(run) > 1:
                 layout = _struct.Struct(">" + "".join(_STRUCT_CODES[f.type] for f in run))
                 plan.append(((layout, tuple(f.name for f in run), tuple(run)), _RUN))
@@ -127,9 +135,9 @@ def _plan(struct, version):
     return plan
 
 
-def _decode_struct(struct, r, version, flexible):
-    out = {}
-    tagged = None
+def _decode_struct(struct: Struct, r: Reader, version: int, flexible: bool) -> Message:
+    out: Message = {}
+    tagged: dict[int, Field] | None = None
     for f, mode in _plan(struct, version):
         if mode == _REGULAR:
             out[f.name] = _decode_value(f.type, f, r, version, flexible, f.is_nullable(version))
@@ -157,14 +165,14 @@ def _decode_struct(struct, r, version, flexible):
     return out
 
 
-def _decode_tags(tagged, r, version, out):
+def _decode_tags(tagged: dict[int, Field], r: Reader, version: int, out: Message) -> dict[int, bytes] | None:
     count_pos = r.pos
     count = r.uvarint("tagged field count")
     # each tagged field takes at least two bytes (tag, size)
     if count * 2 > r.remaining():
         r.fail("tagged field count {0} cannot fit in {1} bytes".format(count, r.remaining()), count_pos)
-    unknown = None
-    seen = set()
+    unknown: dict[int, bytes] | None = None
+    seen: set[int] = set()
     for _ in range(count):
         tag_pos = r.pos
         tag = r.uvarint("tag")
@@ -191,7 +199,7 @@ def _decode_tags(tagged, r, version, out):
     return unknown
 
 
-def _decode_value(type_, f, r, version, flexible, nullable):
+def _decode_value(type_: str, f: Field, r: Reader, version: int, flexible: bool, nullable: bool) -> Any:
     name = f.name
     if type_ in _INT_TYPES:
         return getattr(r, type_)(name)
@@ -239,6 +247,7 @@ def _decode_value(type_, f, r, version, flexible, nullable):
                 r.pos += layout.size
                 return values
             return [_decode_value(item, f, r, version, flexible, False) for _ in range(n)]
+        assert item is not None  # an array's item is a type name or a Struct
         min_size = max(1, _min_struct_size(item, version, flexible))
         if n * min_size > r.remaining():
             r.fail("{0}: {1} elements cannot fit in {2} bytes".format(name, n, r.remaining()), pos)
@@ -248,6 +257,7 @@ def _decode_value(type_, f, r, version, flexible, nullable):
             # Kafka writes a nullable struct behind an int8 marker: -1 null, 1 present
             if r.int8(name + " null marker") < 0:
                 return None
+        assert f.struct is not None
         return _decode_struct(f.struct, r, version, flexible)
     raise AssertionError("undeclared type " + type_)
 
@@ -262,14 +272,14 @@ class _EncodeError(Exception):
 _MISSING = object()
 
 
-def _encode_struct(struct, value, w, version, flexible, path):
+def _encode_struct(struct: Struct, value: object, w: Writer, version: int, flexible: bool, path: str) -> None:
     if not isinstance(value, dict):
         raise _EncodeError("{0}: expected a dict, got {1!r}".format(path or "body", type(value).__name__))
     known = _field_names(struct)
     for key in value:
         if key not in known and key != UNKNOWN_TAGS:
             raise _EncodeError("{0}{1}: no such field".format(path + "." if path else "", key))
-    tagged_items = []
+    tagged_items: list[tuple[int, bytes]] = []
     for f, mode in _plan(struct, version):
         if mode == _ABSENT:
             continue
@@ -315,10 +325,10 @@ def _encode_struct(struct, value, w, version, flexible, path):
             w.raw(raw)
 
 
-_NAMES = {}
+_NAMES: dict[int, frozenset[str]] = {}
 
 
-def _field_names(struct):
+def _field_names(struct: Struct) -> frozenset[str]:
     names = _NAMES.get(id(struct))
     if names is None:
         names = frozenset(f.name for f in struct.fields)
@@ -326,7 +336,8 @@ def _field_names(struct):
     return names
 
 
-def _encode_value(type_, f, v, w, version, flexible, nullable, path):
+def _encode_value(type_: str, f: Field, v: Any, w: Writer, version: int, flexible: bool, nullable: bool,
+                  path: str) -> None:
     if v is None and type_ not in _INT_TYPES and type_ not in ("bool", "uuid"):
         if not nullable:
             raise _EncodeError("{0}: None, but not nullable in v{1}".format(path, version))
@@ -368,11 +379,13 @@ def _encode_value(type_, f, v, w, version, flexible, nullable, path):
                     raise _EncodeError("{0}[{1}]: array elements cannot be null".format(path, i))
                 _encode_value(item, f, element, w, version, flexible, False, "{0}[{1}]".format(path, i))
         else:
+            assert item is not None  # an array's item is a type name or a Struct
             for i, element in enumerate(v):
                 _encode_struct(item, element, w, version, flexible, "{0}[{1}]".format(path, i))
     elif type_ == "struct":
         if nullable:
             w.int8(1)
+        assert f.struct is not None
         _encode_struct(f.struct, v, w, version, flexible, path)
     else:
         raise AssertionError("undeclared type " + type_)
@@ -381,7 +394,7 @@ def _encode_value(type_, f, v, w, version, flexible, nullable, path):
 # --------------------------------------------------------------------------
 # bodies and headers
 # --------------------------------------------------------------------------
-def _check_version(api, version):
+def _check_version(api: Api, version: object) -> None:
     if not isinstance(version, int) or not api.min_version <= version <= api.max_version:
         raise IllegalArgumentError(
             "{0} v{1!r} is not declared (fastkc speaks v{2}-v{3})".format(
@@ -390,7 +403,7 @@ def _check_version(api, version):
         )
 
 
-def encode_body(api_name, version, body, *, response=False):
+def encode_body(api_name: str | int, version: int, body: Message, *, response: bool = False) -> bytes:
     """Encode one request (or response) body, without any header."""
     api = get_api(api_name)
     _check_version(api, version)
@@ -399,13 +412,14 @@ def encode_body(api_name, version, body, *, response=False):
     return w.getvalue()
 
 
-def _encode_into(api, version, body, w, response):
+def _encode_into(api: Api, version: int, body: Message, w: Writer, response: bool) -> None:
     struct = api.response if response else api.request
     encode_struct(struct, body, w, version, flexible=api.is_flexible(version),
                   name="{0} v{1} {2}".format(api.name, version, "response" if response else "request"))
 
 
-def encode_struct(struct, value, w, version, *, flexible=False, name="struct"):
+def encode_struct(struct: Struct, value: Message, w: Writer, version: int, *, flexible: bool = False,
+                  name: str = "struct") -> None:
     """Write one declared struct that is not a whole API message (also the
     consumer protocol's embedded Subscription / Assignment) into Writer `w`.
     Bad values raise IllegalArgumentError naming `name` and the field."""
@@ -415,7 +429,8 @@ def encode_struct(struct, value, w, version, *, flexible=False, name="struct"):
         raise IllegalArgumentError("cannot encode {0}: {1}".format(name, exc)) from None
 
 
-def decode_struct(struct, r, version, *, flexible=False, api_name="struct", reported_version=None):
+def decode_struct(struct: Struct, r: Reader, version: int, *, flexible: bool = False, api_name: str = "struct",
+                  reported_version: int | None = None) -> Message:
     """Read one declared struct from Reader `r` (the counterpart of
     encode_struct). Malformed bytes raise ProtocolParseError naming
     `api_name`, `reported_version` (default `version`) and the byte position."""
@@ -426,7 +441,8 @@ def decode_struct(struct, r, version, *, flexible=False, api_name="struct", repo
                                  exc.position) from None
 
 
-def decode_body(api_name, version, data, *, response=True, start=0):
+def decode_body(api_name: str | int, version: int, data: bytes | bytearray | memoryview, *, response: bool = True,
+                start: int = 0) -> Message:
     """Decode one body that fills data[start:] exactly."""
     api = get_api(api_name)
     _check_version(api, version)
@@ -434,7 +450,7 @@ def decode_body(api_name, version, data, *, response=True, start=0):
     return _decode_whole(api, version, r, response)
 
 
-def _decode_whole(api, version, r, response):
+def _decode_whole(api: Api, version: int, r: Reader, response: bool) -> Message:
     struct = api.response if response else api.request
     try:
         body = _decode_struct(struct, r, version, api.is_flexible(version))
@@ -447,12 +463,12 @@ def _decode_whole(api, version, r, response):
     return body
 
 
-def request_header_version(api_name, version):
+def request_header_version(api_name: str | int, version: int) -> int:
     """Request header v2 (with tagged fields) for flexible versions, else v1."""
     return 2 if get_api(api_name).is_flexible(version) else 1
 
 
-def response_header_version(api_name, version):
+def response_header_version(api_name: str | int, version: int) -> int:
     """Response header v1 (with tagged fields) for flexible versions, else v0.
     ApiVersions always answers with header v0, so a client can read the
     answer before it knows which versions the broker speaks."""
@@ -462,7 +478,8 @@ def response_header_version(api_name, version):
     return 1 if api.is_flexible(version) else 0
 
 
-def encode_request(api_name, version, body, *, correlation_id, client_id="fastkc"):
+def encode_request(api_name: str | int, version: int, body: Message, *, correlation_id: int,
+                   client_id: str | None = "fastkc") -> bytes:
     """Request header + body (the size prefix is framing.frame()'s job)."""
     api = get_api(api_name)
     _check_version(api, version)
@@ -486,7 +503,7 @@ def encode_request(api_name, version, body, *, correlation_id, client_id="fastkc
     return w.getvalue()
 
 
-def decode_request(data):
+def decode_request(data: bytes | bytearray | memoryview) -> tuple[dict[str, Any], Message]:
     """Parse a request (header + body); returns (header dict, body dict)."""
     r = Reader(data)
     try:
@@ -519,7 +536,7 @@ def decode_request(data):
     return header, _decode_whole(api, version, r, False)
 
 
-def encode_response(api_name, version, body, *, correlation_id):
+def encode_response(api_name: str | int, version: int, body: Message, *, correlation_id: int) -> bytes:
     """Response header + body, as a broker would send it after the size prefix."""
     api = get_api(api_name)
     _check_version(api, version)
@@ -534,7 +551,8 @@ def encode_response(api_name, version, body, *, correlation_id):
     return w.getvalue()
 
 
-def decode_response_header(api_name, version, data):
+def decode_response_header(api_name: str | int, version: int,
+                           data: bytes | bytearray | memoryview) -> tuple[int, int]:
     """(correlation_id, offset of the body) of a response payload."""
     api = get_api(api_name)
     r = Reader(data)
@@ -547,7 +565,8 @@ def decode_response_header(api_name, version, data):
     return correlation_id, r.pos
 
 
-def decode_response(api_name, version, data):
+def decode_response(api_name: str | int, version: int,
+                    data: bytes | bytearray | memoryview) -> tuple[int, Message]:
     """Parse a whole response payload (header included, size prefix not):
     returns (correlation_id, body dict)."""
     api = get_api(api_name)
@@ -559,20 +578,20 @@ def decode_response(api_name, version, data):
 # --------------------------------------------------------------------------
 # the Fetch oracle: the codec's dict in the compiled parser's types
 # --------------------------------------------------------------------------
-def _pair_or_none(d, first, second):
+def _pair_or_none(d: Message | None, first: str, second: str) -> tuple[int, int] | None:
     if d is None or (d[first] == -1 and d[second] == -1):
         return None
     return (d[first], d[second])
 
 
-def to_fetch_response(correlation_id, body, version):
+def to_fetch_response(correlation_id: int, body: Message, version: int) -> FetchResponse:
     """Map a decoded Fetch response onto fastkc.structs.FetchResponse, the
     type the compiled parser returns (records as bytes instead of a
     memoryview). Tagged structs that were not sent (equal to their default,
     which the encoder never sends) become None."""
-    topics = []
+    topics: list[FetchTopicResponse] = []
     for t in body["responses"]:
-        partitions = []
+        partitions: list[FetchPartitionResponse] = []
         for p in t["partitions"]:
             aborted = p["aborted_transactions"]
             partitions.append(

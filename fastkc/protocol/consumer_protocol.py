@@ -37,17 +37,23 @@ assignment partitions grouped per topic in order of first appearance.
 (librdkafka also writes subscriptions at v3, but assignments at v0 with empty
 rather than null user data; both read the same.)
 """
-from collections import namedtuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
+from fastkc import structs
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
 from fastkc.protocol.codec import decode_struct, encode_struct
-from fastkc.protocol.schema import parse_struct, parse_versions
+from fastkc.protocol.schema import Message, Struct, Versions, parse_struct, parse_versions
 from fastkc.protocol.types import Reader, Writer, _Malformed
 from fastkc.structs import TopicPartition
 
 PROTOCOL_TYPE = "consumer"
 
-DataMessage = namedtuple("DataMessage", ["name", "versions", "flexible", "struct"])
+class DataMessage(NamedTuple):
+    name: str
+    versions: Versions
+    flexible: Versions
+    struct: Struct
 
 SUBSCRIPTION_MESSAGE = DataMessage(
     "ConsumerProtocolSubscription", parse_versions("0-3"), parse_versions("none"), parse_struct("""
@@ -77,13 +83,15 @@ HIGHEST_VERSION = 3
 #: One topic's partitions inside a subscription or assignment. A namedtuple
 #: so kafka-python-style code can both read `.topic` / `.partitions` and
 #: unpack `for topic, partitions in assignment.assigned_partitions`.
-TopicPartitions = namedtuple("TopicPartitions", ["topic", "partitions"])
+class TopicPartitions(NamedTuple):
+    topic: str
+    partitions: list[int]
 
 
-def _topic_partitions_of(items, what):
+def _topic_partitions_of(items: Iterable[Any] | None, what: str) -> list[TopicPartitions]:
     """Normalise kafka-python / fastkc / plain shapes to [TopicPartitions]:
     objects with .topic and .partitions, or (topic, partitions) pairs."""
-    out = []
+    out: list[TopicPartitions] = []
     for item in items or ():
         if hasattr(item, "topic") and hasattr(item, "partitions"):
             topic, partitions = item.topic, item.partitions
@@ -99,7 +107,7 @@ def _topic_partitions_of(items, what):
     return out
 
 
-def _flatten(groups):
+def _flatten(groups: Iterable[TopicPartitions]) -> list[TopicPartition]:
     return [TopicPartition(g.topic, p) for g in groups for p in g.partitions]
 
 
@@ -117,8 +125,8 @@ class Subscription:
 
     TopicPartition = TopicPartitions  # kafka-python spells it ConsumerProtocolSubscription.TopicPartition
 
-    def __init__(self, version=HIGHEST_VERSION, topics=(), user_data=None, owned_partitions=(), generation_id=-1,
-                 rack_id=None):
+    def __init__(self, version: int = HIGHEST_VERSION, topics: Iterable[str] = (), user_data: bytes | None = None,
+                 owned_partitions: Iterable[Any] = (), generation_id: int = -1, rack_id: str | None = None) -> None:
         if isinstance(topics, (str, bytes)):
             raise IllegalArgumentError("topics must be a collection of names, not {0!r}".format(topics))
         self.version = version
@@ -128,26 +136,26 @@ class Subscription:
         self.generation_id = generation_id
         self.rack_id = rack_id
 
-    def owned_topic_partitions(self):
+    def owned_topic_partitions(self) -> list[structs.TopicPartition]:
         """Owned partitions as a flat list of fastkc TopicPartition."""
         return _flatten(self.owned_partitions)
 
-    def encode(self, version=None):
+    def encode(self, version: int | None = None) -> bytes:
         return encode_subscription(self, version)
 
     @classmethod
-    def decode(cls, data):
+    def decode(cls, data: bytes | bytearray | memoryview) -> "Subscription":
         return decode_subscription(data)
 
-    def _key(self):
+    def _key(self) -> tuple[Any, ...]:
         return (self.version, self.topics, self.user_data, self.owned_partitions, self.generation_id, self.rack_id)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Subscription) and self._key() == other._key()
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: equal by value, so not hashable
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return ("Subscription(version={0}, topics={1!r}, user_data={2!r}, owned_partitions={3!r}, "
                 "generation_id={4}, rack_id={5!r})").format(*self._key())
 
@@ -163,35 +171,36 @@ class Assignment:
 
     TopicPartition = TopicPartitions
 
-    def __init__(self, version=HIGHEST_VERSION, assigned_partitions=(), user_data=None):
+    def __init__(self, version: int = HIGHEST_VERSION, assigned_partitions: Iterable[Any] = (),
+                 user_data: bytes | None = None) -> None:
         self.version = version
         self.assigned_partitions = _topic_partitions_of(assigned_partitions, "assigned_partitions")
         self.user_data = user_data
 
     @property
-    def assignment(self):
+    def assignment(self) -> list[TopicPartitions]:
         return self.assigned_partitions
 
-    def partitions(self):
+    def partitions(self) -> list[structs.TopicPartition]:
         """The assigned partitions as a flat list of fastkc TopicPartition."""
         return _flatten(self.assigned_partitions)
 
-    def encode(self, version=None):
+    def encode(self, version: int | None = None) -> bytes:
         return encode_assignment(self, version)
 
     @classmethod
-    def decode(cls, data):
+    def decode(cls, data: bytes | bytearray | memoryview) -> "Assignment":
         return decode_assignment(data)
 
-    def _key(self):
+    def _key(self) -> tuple[Any, ...]:
         return (self.version, self.assigned_partitions, self.user_data)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Assignment) and self._key() == other._key()
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: equal by value, so not hashable
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Assignment(version={0}, assigned_partitions={1!r}, user_data={2!r})".format(*self._key())
 
 
@@ -200,19 +209,19 @@ ConsumerProtocolSubscription = Subscription
 ConsumerProtocolAssignment = Assignment
 
 
-def java_string_key(s):
+def java_string_key(s: str) -> bytes:
     """Sort key ordering strings as java.lang.String.compareTo does (by UTF-16
     code unit; differs from Python's code point order above U+FFFF)."""
     return s.encode("utf-16-be", "surrogatepass")
 
 
-def group_by_topic(partitions, *, sort):
+def group_by_topic(partitions: Sequence[tuple[str, int]], *, sort: bool) -> list[TopicPartitions]:
     """[TopicPartition] -> [TopicPartitions]. sort=True: by (topic, partition),
     as the Java client writes owned partitions; sort=False: topics in order of
     first appearance, partitions in the order given, as it writes assignments."""
     items = sorted(partitions, key=lambda tp: (java_string_key(tp[0]), tp[1])) if sort else partitions
-    index = {}
-    out = []
+    index: dict[str, int] = {}
+    out: list[TopicPartitions] = []
     for topic, partition in items:
         slot = index.get(topic)
         if slot is None:
@@ -222,13 +231,13 @@ def group_by_topic(partitions, *, sort):
     return out
 
 
-def _check_write_version(message, version):
+def _check_write_version(message: DataMessage, version: object) -> int:
     if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 0x7FFF:
         raise IllegalArgumentError("{0}: version {1!r} is not an int16 >= 0".format(message.name, version))
     return min(version, message.versions[1])
 
 
-def _encode(message, version, body):
+def _encode(message: DataMessage, version: int, body: Message) -> bytes:
     layout = _check_write_version(message, version)
     w = Writer()
     w.int16(version, "version")
@@ -236,7 +245,7 @@ def _encode(message, version, body):
     return w.getvalue()
 
 
-def _decode(message, data):
+def _decode(message: DataMessage, data: object) -> tuple[int, Message]:
     if isinstance(data, str) or not isinstance(data, (bytes, bytearray, memoryview)):
         raise IllegalArgumentError("{0}: expected bytes, got {1}".format(message.name, type(data).__name__))
     r = Reader(data)
@@ -253,7 +262,7 @@ def _decode(message, data):
     return version, body
 
 
-def encode_subscription(subscription, version=None):
+def encode_subscription(subscription: Any, version: int | None = None) -> bytes:
     """Bytes for JoinGroup's protocol metadata.
 
     `subscription`: a Subscription, kafka-python's ConsumerProtocolSubscription,
@@ -275,8 +284,9 @@ def encode_subscription(subscription, version=None):
     for tp in owned:
         if not isinstance(tp.topic, str):
             raise IllegalArgumentError("owned_partitions: topic must be str, got {0!r}".format(tp.topic))
-    body = {
-        "topics": sorted(topics, key=java_string_key),
+    names: list[str] = list(topics)
+    body: Message = {
+        "topics": sorted(names, key=java_string_key),
         "user_data": _user_data(getattr(subscription, "user_data", None)),
         "owned_partitions": [
             {"topic": g.topic, "partitions": g.partitions} for g in group_by_topic(owned, sort=True)
@@ -287,7 +297,7 @@ def encode_subscription(subscription, version=None):
     return _encode(SUBSCRIPTION_MESSAGE, version, body)
 
 
-def decode_subscription(data):
+def decode_subscription(data: bytes | bytearray | memoryview) -> Subscription:
     """Bytes from JoinGroup's member metadata -> Subscription.
 
     As the Java client reads them: an empty rack id is None, and a negative
@@ -303,7 +313,7 @@ def decode_subscription(data):
     )
 
 
-def encode_assignment(assignment, version=None):
+def encode_assignment(assignment: Any, version: int | None = None) -> bytes:
     """Bytes for one member's SyncGroup assignment.
 
     `assignment`: an Assignment, kafka-python's ConsumerProtocolAssignment, a
@@ -331,7 +341,7 @@ def encode_assignment(assignment, version=None):
     return _encode(ASSIGNMENT_MESSAGE, version, body)
 
 
-def decode_assignment(data):
+def decode_assignment(data: bytes | bytearray | memoryview) -> Assignment:
     """Bytes from SyncGroup's response -> Assignment.
 
     Fewer than two bytes (the broker sends zero bytes to a member the
@@ -347,7 +357,7 @@ def decode_assignment(data):
     )
 
 
-def _user_data(value):
+def _user_data(value: object) -> bytes | None:
     if value is None or isinstance(value, (bytes, bytearray, memoryview)):
         return None if value is None else bytes(value)
     encode = getattr(value, "encode", None)
@@ -360,14 +370,15 @@ def _user_data(value):
     raise IllegalArgumentError("user_data must be bytes or None, got {0}".format(type(value).__name__))
 
 
-def with_member_state(subscription, owned_partitions, generation_id, rack_id):
+def with_member_state(subscription: Any, owned_partitions: Iterable[tuple[str, int]], generation_id: int,
+                      rack_id: str | None) -> Subscription:
     """A copy of an assignor's subscription with the v1-v3 member fields
     filled in by the coordinator, as the Java ConsumerCoordinator fills them
     for every assignor (owned partitions, generation, rack), whatever the
     assignor itself put there. Accepts any subscription shape encode accepts."""
     return Subscription(
         HIGHEST_VERSION,
-        list(getattr(subscription, "topics")),
+        list(subscription.topics),
         _user_data(getattr(subscription, "user_data", None)),
         group_by_topic(list(owned_partitions), sort=True),
         generation_id,
@@ -378,13 +389,15 @@ def with_member_state(subscription, owned_partitions, generation_id, rack_id):
 # --------------------------------------------------------------------------
 # KIP-848: ConsumerGroupHeartbeat names partitions by topic id
 # --------------------------------------------------------------------------
-def resolve_heartbeat_assignment(topic_partitions, topic_names_by_id):
+def resolve_heartbeat_assignment(topic_partitions: Iterable[Mapping[str, Any]] | None,
+                                 topic_names_by_id: Mapping[bytes, str]) -> tuple[set[TopicPartition], set[bytes]]:
     """The `assignment.topic_partitions` of a ConsumerGroupHeartbeat response
     ([{topic_id, partitions}]) -> (set of TopicPartition whose topic id is
     known, set of unknown topic ids). The Java client keeps unresolved ids
     pending until metadata names them instead of dropping them; the caller
     does the same with the second set."""
-    resolved, unresolved = set(), set()
+    resolved: set[TopicPartition] = set()
+    unresolved: set[bytes] = set()
     for entry in topic_partitions or ():
         topic_id = entry["topic_id"]
         name = topic_names_by_id.get(topic_id)
@@ -396,12 +409,13 @@ def resolve_heartbeat_assignment(topic_partitions, topic_names_by_id):
     return resolved, unresolved
 
 
-def heartbeat_topic_partitions(partitions, topic_ids_by_name):
+def heartbeat_topic_partitions(partitions: Iterable[tuple[str, int]],
+                               topic_ids_by_name: Mapping[str, bytes]) -> list[dict[str, Any]]:
     """A set of TopicPartition -> the request's `topic_partitions` field
     ([{topic_id, partitions}], sorted for a stable request). A topic whose id
     is unknown raises IllegalArgumentError: owned partitions are reported by
     id only, so a missing id is a caller bug, not something to skip."""
-    by_topic = {}
+    by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
     out = []

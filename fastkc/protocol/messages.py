@@ -8,7 +8,7 @@ defaults. Ranges are those of Kafka 4.3's specs, which cover every version a
 consumer needs against 2.1-4.3 brokers (4.x removed the oldest versions;
 older brokers answer the versions listed here too).
 """
-from fastkc.protocol.schema import declare
+from fastkc.protocol.schema import Api, declare
 
 API_VERSIONS = declare(
     "ApiVersions", 18, "0-4", "3+",
@@ -536,10 +536,11 @@ APIS_BY_NAME = {api.name: api for api in ALL_APIS}
 APIS_BY_KEY = {api.key: api for api in ALL_APIS}
 
 
-def get_api(name_or_key):
+def get_api(name_or_key: str | int) -> Api:
     """Look an API up by its name ("Fetch") or key (1)."""
-    table = APIS_BY_KEY if isinstance(name_or_key, int) else APIS_BY_NAME
     try:
-        return table[name_or_key]
+        if isinstance(name_or_key, int):
+            return APIS_BY_KEY[name_or_key]
+        return APIS_BY_NAME[name_or_key]
     except KeyError:
         raise KeyError("fastkc declares no API {0!r}".format(name_or_key)) from None

@@ -22,13 +22,19 @@ A field absent from a version still appears in decoded messages, with its
 default, so consumer code never branches on where a field sits in a version.
 """
 import re
+from typing import Any
 
 from fastkc.protocol.types import PRIMITIVES, ZERO_UUID
+
+#: an inclusive (lo, hi) version range; (1, 0) is empty
+Versions = tuple[int, int]
+#: a decoded message: every declared field by name (values as the codec makes them)
+Message = dict[str, Any]
 
 INF = 1 << 15  # above any API version (int16)
 
 
-def parse_versions(text):
+def parse_versions(text: str) -> Versions:
     """Kafka's version-range notation -> (lo, hi) inclusive; `none` is empty."""
     text = text.strip()
     if text == "none":
@@ -45,7 +51,7 @@ def parse_versions(text):
     raise ValueError("bad version range {0!r}".format(text))
 
 
-def in_range(version, rng):
+def in_range(version: int, rng: Versions | None) -> bool:
     return rng is not None and rng[0] <= version <= rng[1]
 
 
@@ -59,7 +65,9 @@ class Field:
 
     __slots__ = ("name", "type", "item", "struct", "versions", "nullable", "tag", "_default")
 
-    def __init__(self, name, type_, versions, nullable=None, tag=None, default=_NO_DEFAULT, item=None, struct=None):
+    def __init__(self, name: str, type_: str, versions: Versions, nullable: Versions | None = None,
+                 tag: int | None = None, default: object = _NO_DEFAULT, item: "str | Struct | None" = None,
+                 struct: "Struct | None" = None) -> None:
         self.name = name
         self.type = type_
         self.item = item
@@ -69,29 +77,29 @@ class Field:
         self.tag = tag
         self._default = default
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Field({0!r}, {1!r})".format(self.name, self.type if self.type != "array" else "[]")
 
-    def is_nullable(self, version):
+    def is_nullable(self, version: int) -> bool:
         return in_range(version, self.nullable)
 
     @property
-    def declared_default(self):
+    def declared_default(self) -> object:
         """The explicit default, or _NO_DEFAULT (used by the spec test)."""
         return self._default
 
-    def default(self):
+    def default(self) -> Any:
         """A fresh default value (lists and dicts are never shared)."""
         if self._default is not _NO_DEFAULT:
             if self._default is None:
                 return None
-            if self.type == "struct":
+            if self.struct is not None:
                 return self.struct.defaults()
             return self._default
         t = self.type
         if t == "array":
             return []
-        if t == "struct":
+        if self.struct is not None:
             return self.struct.defaults()
         if t == "bool":
             return False
@@ -113,19 +121,21 @@ class Struct:
 
     __slots__ = ("fields", "_plans")
 
-    def __init__(self, fields):
+    def __init__(self, fields: list[Field]) -> None:
         self.fields = fields
-        self._plans = {}
+        self._plans: dict[int, Plan] = {}
 
-    def defaults(self):
+    def defaults(self) -> Message:
         return {f.name: f.default() for f in self.fields}
 
-    def plan(self, version):
+    def plan(self, version: int) -> "Plan":
         """(regular fields in wire order, {tag: field} for tagged fields,
         fields absent from this version) for `version`, cached."""
         plan = self._plans.get(version)
         if plan is None:
-            regular, tagged, absent = [], {}, []
+            regular: list[Field] = []
+            tagged: dict[int, Field] = {}
+            absent: list[Field] = []
             for f in self.fields:
                 if not in_range(version, f.versions):
                     absent.append(f)
@@ -138,13 +148,18 @@ class Struct:
         return plan
 
 
+# (regular fields in wire order, {tag: field}, fields absent from the version)
+Plan = tuple[tuple[Field, ...], dict[int, Field], tuple[Field, ...]]
+
+
 class Api:
     """One Kafka API: key, the versions we speak, the first flexible version,
     and the request/response body layouts."""
 
     __slots__ = ("name", "key", "versions", "flexible", "request", "response")
 
-    def __init__(self, name, key, versions, flexible, request, response):
+    def __init__(self, name: str, key: int, versions: Versions, flexible: Versions, request: Struct,
+                 response: Struct) -> None:
         self.name = name
         self.key = key
         self.versions = versions
@@ -153,21 +168,21 @@ class Api:
         self.response = response
 
     @property
-    def min_version(self):
+    def min_version(self) -> int:
         return self.versions[0]
 
     @property
-    def max_version(self):
+    def max_version(self) -> int:
         return self.versions[1]
 
-    def is_flexible(self, version):
+    def is_flexible(self, version: int) -> bool:
         return in_range(version, self.flexible)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Api({0!r}, key={1})".format(self.name, self.key)
 
 
-def _parse_default(text):
+def _parse_default(text: str) -> object:
     if text == "null":
         return None
     if text == "true":
@@ -179,9 +194,9 @@ def _parse_default(text):
     return int(text, 0)
 
 
-def parse_struct(text):
+def parse_struct(text: str) -> Struct:
     """Parse the indented field list of one message body into a Struct."""
-    lines = []
+    lines: list[tuple[int, list[str]]] = []
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].rstrip()
         if line.strip():
@@ -193,14 +208,14 @@ def parse_struct(text):
     return struct
 
 
-def _parse_level(lines, pos, indent):
-    fields = []
+def _parse_level(lines: list[tuple[int, list[str]]], pos: int, indent: int) -> tuple[int, Struct]:
+    fields: list[Field] = []
     while pos < len(lines) and lines[pos][0] == indent:
         words = lines[pos][1]
         if len(words) < 3:
             raise ValueError("field line needs name, type and versions: {0!r}".format(words))
         name, type_, versions = words[0], words[1], parse_versions(words[2])
-        opts = {}
+        opts: dict[str, str] = {}
         for word in words[3:]:
             key, sep, value = word.partition("=")
             if not sep or key not in ("null", "tag", "default"):
@@ -230,7 +245,7 @@ def _parse_level(lines, pos, indent):
     return pos, Struct(fields)
 
 
-def declare(name, key, versions, flexible, request, response):
+def declare(name: str, key: int, versions: str, flexible: str, request: str, response: str) -> Api:
     return Api(
         name,
         key,

@@ -10,9 +10,18 @@ way. `kafka.*` options become fastkc.KafkaConsumer keyword arguments.
 import json
 import logging
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from fastkc.config import CONSUMER_DEFAULTS
+
+if TYPE_CHECKING:
+    from fastkc.auth.oauthbearer import AbstractTokenProvider
+
+#: Spark's options, keys lower-cased (values as the reader got them: str in practice)
+Params = Mapping[str, Any]
+Pair = tuple[str, int]
 
 log = logging.getLogger(__name__)
 
@@ -36,35 +45,35 @@ class OffsetSpec:
     "timestamp" (one ms for every partition)."""
 
     kind: str
-    by_partition: dict = field(default_factory=dict)
-    timestamp: int = None
+    by_partition: dict[tuple[str, int], int] = field(default_factory=dict)
+    timestamp: int | None = None
 
 
 @dataclass(frozen=True)
 class SourceOptions:
     strategy: str  # "assign" | "subscribe" | "subscribepattern"
-    assign: tuple  # ((topic, partition), ...) for assign
-    topics: tuple  # for subscribe
-    pattern: str  # for subscribepattern
+    assign: tuple[tuple[str, int], ...]  # for assign
+    topics: tuple[str, ...]  # for subscribe
+    pattern: str | None  # for subscribepattern
     starting: OffsetSpec
     ending: OffsetSpec  # batch only
     no_match_strategy: str  # startingOffsetsByTimestampStrategy: "error" | "latest"
     fail_on_data_loss: bool
     include_headers: bool
-    min_partitions: int  # None when unset
-    max_records_per_partition: int  # None when unset
-    max_offsets_per_trigger: int  # None when unset
-    min_offsets_per_trigger: int  # None when unset
+    min_partitions: int | None
+    max_records_per_partition: int | None
+    max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int  # how long minOffsetsPerTrigger may hold a trigger back
     poll_timeout_ms: int
-    consumer_config: dict  # KafkaConsumer keyword arguments (picklable)
+    consumer_config: dict[str, Any]  # KafkaConsumer keyword arguments (picklable)
 
 
-def _lower(options):
+def _lower(options: Mapping[Any, Any]) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
-def _scala_bool(value, key):
+def _scala_bool(value: object, key: str) -> bool:
     # Scala's String.toBoolean: true/false in any case, else an error naming the input
     text = str(value).strip().lower()
     if text == "true":
@@ -74,7 +83,7 @@ def _scala_bool(value, key):
     raise SparkKafkaOptionError('For input string: "{0}" (option {1})'.format(value, key))
 
 
-def _scala_int(value, key):
+def _scala_int(value: object, key: str) -> int:
     try:
         return int(str(value).strip())
     except ValueError:
@@ -86,14 +95,14 @@ _DURATION = re.compile(r"(-?[0-9]+)\s*([a-z]+)?")
 _DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-def duration_ms(value, key):
+def duration_ms(value: object, key: str) -> int:
     match = _DURATION.fullmatch(str(value).strip().lower())
     if not match or match.group(2) not in _DURATION_MS:
         raise SparkKafkaOptionError("Invalid time string for option {0}: {1}".format(key, value))
     return int(match.group(1)) * _DURATION_MS[match.group(2)]
 
 
-def parse_assign(text):
+def parse_assign(text: str) -> tuple[Pair, ...]:
     """{"t":[0,1]} → ((t, 0), (t, 1)); Spark's JsonUtils.partitions message on bad JSON."""
     bad = SparkKafkaOptionError('Expected e.g. {"topicA":[0,1],"topicB":[0,1]}, got ' + text)
     try:
@@ -102,7 +111,7 @@ def parse_assign(text):
         raise bad from None
     if not isinstance(parsed, dict):
         raise bad
-    out = []
+    out: list[Pair] = []
     for topic, parts in parsed.items():
         if not isinstance(parts, list) or not all(isinstance(p, int) and not isinstance(p, bool) for p in parts):
             raise bad
@@ -110,7 +119,7 @@ def parse_assign(text):
     return tuple(out)
 
 
-def _parse_partition_map(text, example):
+def _parse_partition_map(text: str, example: str) -> dict[Pair, int]:
     bad = SparkKafkaOptionError("Expected e.g. {0}, got {1}".format(example, text))
     try:
         parsed = json.loads(text)
@@ -118,7 +127,7 @@ def _parse_partition_map(text, example):
         raise bad from None
     if not isinstance(parsed, dict):
         raise bad
-    out = {}
+    out: dict[Pair, int] = {}
     for topic, by_part in parsed.items():
         if not isinstance(by_part, dict):
             raise bad
@@ -133,15 +142,16 @@ def _parse_partition_map(text, example):
     return out
 
 
-def parse_partition_offsets(text):
+def parse_partition_offsets(text: str) -> dict[Pair, int]:
     return _parse_partition_map(text, '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}')
 
 
-def parse_partition_timestamps(text):
+def parse_partition_timestamps(text: str) -> dict[Pair, int]:
     return _parse_partition_map(text, '{"topicA":{"0": 1000, "1": 1000}, "topicB": {"0": 2000, "1": 2000}}')
 
 
-def _range_limit(params, timestamp_key, by_timestamp_key, offsets_key, default):
+def _range_limit(params: Params, timestamp_key: str, by_timestamp_key: str, offsets_key: str,
+                 default: OffsetSpec) -> OffsetSpec:
     # Spark's precedence: global timestamp > per-partition timestamps > offsets
     if timestamp_key in params:
         return OffsetSpec("timestamp", timestamp=_scala_int(params[timestamp_key], timestamp_key))
@@ -157,7 +167,7 @@ def _range_limit(params, timestamp_key, by_timestamp_key, offsets_key, default):
     return default
 
 
-def _tp_str(tp):
+def _tp_str(tp: Pair) -> str:
     # Java's TopicPartition.toString
     return "{0}-{1}".format(tp[0], tp[1])
 
@@ -174,7 +184,7 @@ details.
 """
 
 
-def _validate_general(params):
+def _validate_general(params: Params) -> str:
     chosen = [k for k in _STRATEGIES if k in params]
     if not chosen:
         raise SparkKafkaOptionError(
@@ -222,7 +232,7 @@ def _validate_general(params):
     return strategy
 
 
-def _validate_batch(params):
+def _validate_batch(params: Params) -> tuple[OffsetSpec, OffsetSpec]:
     starting = _range_limit(params, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
                             OffsetSpec("earliest"))
     if starting.kind == "latest":
@@ -246,7 +256,7 @@ def _validate_batch(params):
     return starting, ending
 
 
-def _validate_stream(params):
+def _validate_stream(params: Params) -> OffsetSpec:
     if "endingoffsets" in params:
         raise SparkKafkaOptionError("ending offset not valid in streaming queries")
     if "endingoffsetsbytimestamp" in params:
@@ -264,7 +274,7 @@ def _validate_stream(params):
     return starting
 
 
-def validate_general(options):
+def validate_general(options: Mapping[Any, Any]) -> None:
     """The checks Spark makes for batch and streaming alike."""
     _validate_general({k: str(v) for k, v in _lower(options).items()})
 
@@ -278,7 +288,7 @@ _RENAMED = {
     "sasl.kerberos.service.name": "sasl_kerberos_service_name",
 }
 # keys of CONSUMER_DEFAULTS whose default is None, with the type a string becomes
-_NONE_DEFAULT_TYPES = {
+_NONE_DEFAULT_TYPES: dict[str, Callable[[str], object]] = {
     "receive_buffer_bytes": int,
     "send_buffer_bytes": int,
     "api_version": lambda s: tuple(int(x) for x in s.split(".")),
@@ -322,18 +332,19 @@ _OIDC_CONFIG_KEYS = {
 }
 
 
-def parse_jaas(value):
+def parse_jaas(value: object) -> tuple[str, dict[str, str]]:
     """(login module class, {option: value}) of a one-module sasl.jaas.config,
     as Spark users write it: ``<class> required key="value" ...;``."""
     text = str(value).strip()
     module = text.split(None, 1)[0] if text else ""
-    options = {}
+    options: dict[str, str] = {}
     for key, quoted, bare in _JAAS_OPTION.findall(text[len(module):]):
         options[key] = _JAAS_ESCAPE.sub(r"\1", quoted) if quoted or not bare else bare
     return module, options
 
 
-def _oauthbearer_provider(jaas, oidc, tuning):
+def _oauthbearer_provider(jaas: Mapping[str, str], oidc: Mapping[str, str],
+                          tuning: Mapping[str, Any]) -> "AbstractTokenProvider":
     """The token provider Java would build from the JAAS options and the
     sasl.oauthbearer.* / sasl.login.* settings. Config keys win over JAAS
     options (Java 4.x reads the config first). Messages never carry values."""
@@ -363,7 +374,7 @@ def _oauthbearer_provider(jaas, oidc, tuning):
         raise SparkKafkaOptionError("OAUTHBEARER settings: {0}".format(exc)) from None
 
 
-def _krb5_login(fields):
+def _krb5_login(fields: Mapping[str, str]) -> dict[str, str]:
     """Java's com.sun.security.auth.module.Krb5LoginModule line → fastkc's
     GSSAPI keys. useKeyTab=true keyTab="..." principal="...": credentials
     acquired from that keytab (sasl_kerberos_keytab / _principal, a private
@@ -374,7 +385,7 @@ def _krb5_login(fields):
     if fields.get("useKeyTab", "").lower() == "true":
         if not fields.get("keyTab"):
             raise SparkKafkaOptionError('kafka.sasl.jaas.config: Krb5LoginModule useKeyTab=true needs keyTab="..."')
-        config = {"sasl_kerberos_keytab": fields["keyTab"]}
+        config: dict[str, str] = {"sasl_kerberos_keytab": fields["keyTab"]}
     elif fields.get("useTicketCache", "").lower() == "true":
         if fields.get("ticketCache"):
             raise SparkKafkaOptionError("kafka.sasl.jaas.config: Krb5LoginModule ticketCache is not supported "
@@ -394,7 +405,7 @@ def _krb5_login(fields):
 _MSK_IAM_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
 
 
-def _msk_iam_login(fields):
+def _msk_iam_login(fields: Mapping[str, str]) -> None:
     """IAMLoginModule's options pick a profile or a role in AWS's library;
     fastkc takes credentials from botocore's default chain only, so an option
     is an error rather than a silently different identity. Set AWS_PROFILE
@@ -405,13 +416,13 @@ def _msk_iam_login(fields):
             "default credential chain (set AWS_PROFILE or AWS_* on the executors)".format(", ".join(sorted(fields))))
 
 
-def _unshaded(class_name):
+def _unshaded(class_name: str) -> str:
     # Databricks' runtime relocates the client under "kafkashaded."
     name = class_name.strip()
     return name[len("kafkashaded."):] if name.startswith("kafkashaded.") else name
 
 
-def _convert(name, text):
+def _convert(name: str, text: str) -> object:
     default = CONSUMER_DEFAULTS[name]
     if isinstance(default, bool):
         return _scala_bool(text, "kafka." + name)
@@ -422,7 +433,7 @@ def _convert(name, text):
     return text
 
 
-def consumer_config(params):
+def consumer_config(params: Params) -> dict[str, Any]:
     """KafkaConsumer keyword arguments from the (lower-cased) `kafka.*` options.
 
     Java-only settings with an equivalent are translated (PEM trust/key stores,
@@ -499,7 +510,7 @@ def consumer_config(params):
     return config
 
 
-def parse(options, *, streaming):
+def parse(options: Mapping[Any, Any], *, streaming: bool) -> SourceOptions:
     """SourceOptions from Spark's option map (raises SparkKafkaOptionError)."""
     params = _lower(options)
     params = {k: str(v) for k, v in params.items()}

@@ -11,10 +11,25 @@ import logging
 import math
 import re
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from fastkc.spark.options import EARLIEST, LATEST, SparkKafkaOptionError
+from fastkc.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions, SparkKafkaOptionError
 from fastkc.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.consumer import KafkaConsumer
+
+# (topic, partition): Spark's offsets are keyed by plain pairs (picklable, JSON-able)
+Pair = tuple[str, int]
+Offsets = dict[Pair, int]
+
+
+class _Lookup(Protocol):
+    def __call__(self, consumer: "KafkaConsumer", pairs: Sequence[Pair],
+                 timeout_ms: float | None = ...) -> Offsets: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -36,36 +51,36 @@ class OffsetRange:
     end: int  # exclusive
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self.end - self.start
 
 
-def report_data_loss(fail_on_data_loss, message):
+def report_data_loss(fail_on_data_loss: bool, message: str) -> None:
     if fail_on_data_loss:
         raise KafkaDataLossError(message + "." + DATA_LOSS_ADVICE)
     log.warning("%s. Some data may have been lost; failOnDataLoss is false, so the query goes on", message)
 
 
-def topic_partitions(consumer, opts):
+def topic_partitions(consumer: "KafkaConsumer", opts: SourceOptions) -> list[Pair]:
     """The sorted (topic, partition) pairs the options select, as of now."""
     if opts.strategy == "assign":
         return sorted(set(opts.assign))
     if opts.strategy == "subscribe":
         _look_up_topics(consumer, opts.topics)
-        topics = opts.topics
+        topics: Sequence[str] = opts.topics
     else:
         # Java's Pattern.matcher(topic).matches(): the whole name must match
         # (topics() fetched the metadata of every topic: nothing more to ask)
-        pattern = re.compile(opts.pattern)
+        pattern = re.compile(opts.pattern or "")
         topics = sorted(t for t in consumer.topics() if pattern.fullmatch(t))
-    out = []
+    out: list[Pair] = []
     for topic in topics:
         parts = consumer.partitions_for_topic(topic)
         out.extend((topic, p) for p in sorted(parts or ()))
     return sorted(out)
 
 
-def _look_up_topics(consumer, topics):
+def _look_up_topics(consumer: "KafkaConsumer", topics: Sequence[str]) -> None:
     """Metadata of all `topics` in one request. partitions_for_topic() asks
     for a topic it has not seen, and every answer covers all the topics
     asked for so far: topic by topic, 10 topics of 1,000 partitions cost 10
@@ -85,18 +100,18 @@ def _look_up_topics(consumer, topics):
         pass  # partitions_for_topic() waits (and gives up) topic by topic, as without this look-up
 
 
-def _tps(pairs):
+def _tps(pairs: Iterable[Pair]) -> list[TopicPartition]:
     return [TopicPartition(t, p) for t, p in pairs]
 
 
-def earliest(consumer, pairs, timeout_ms=None):
+def earliest(consumer: "KafkaConsumer", pairs: Sequence[Pair], timeout_ms: float | None = None) -> Offsets:
     if not pairs:
         return {}
     got = consumer.beginning_offsets(_tps(pairs), timeout_ms)
     return {(tp.topic, tp.partition): off for tp, off in got.items()}
 
 
-def latest(consumer, pairs, timeout_ms=None):
+def latest(consumer: "KafkaConsumer", pairs: Sequence[Pair], timeout_ms: float | None = None) -> Offsets:
     # end_offsets honours the consumer's isolation_level: the last stable
     # offset with read_committed, as Spark's source reads it
     if not pairs:
@@ -105,7 +120,8 @@ def latest(consumer, pairs, timeout_ms=None):
     return {(tp.topic, tp.partition): off for tp, off in got.items()}
 
 
-def both_ends(consumer, earliest_pairs, latest_pairs=None):
+def both_ends(consumer: "KafkaConsumer", earliest_pairs: Sequence[Pair],
+              latest_pairs: Sequence[Pair] | None = None) -> tuple[Offsets, Offsets]:
     """({(t, p): earliest}, {(t, p): latest}): the ListOffsets of both ends
     sent at once, one request per end to each partition's leader, all in
     flight together (the broker answers one while the other is decoded;
@@ -118,7 +134,7 @@ def both_ends(consumer, earliest_pairs, latest_pairs=None):
     retry, refresh metadata and raise exactly as they always do."""
     latest_pairs = earliest_pairs if latest_pairs is None else latest_pairs
     wanted = {EARLIEST: list(earliest_pairs), LATEST: list(latest_pairs)}
-    found = {EARLIEST: {}, LATEST: {}}
+    found: dict[int, Offsets] = {EARLIEST: {}, LATEST: {}}
     # one request_timeout_ms for everything, fast path and fallback together
     # (a dead leader must not cost the timeout twice)
     timeout_ms = consumer.config["request_timeout_ms"]
@@ -128,7 +144,8 @@ def both_ends(consumer, earliest_pairs, latest_pairs=None):
             _list_offsets_at_once(consumer, wanted, found, deadline)
         except Exception as exc:  # the fallback below raises what matters, with the consumer's rules
             log.debug("pipelined ListOffsets failed (%s); asking partition sets in turn", exc)
-    for stamp, ask in ((EARLIEST, earliest), (LATEST, latest)):
+    asks: tuple[tuple[int, _Lookup], ...] = ((EARLIEST, earliest), (LATEST, latest))
+    for stamp, ask in asks:
         missing = [tp for tp in wanted[stamp] if tp not in found[stamp]]
         if missing:
             left_ms = (deadline - time.monotonic()) * 1000.0
@@ -140,7 +157,8 @@ def both_ends(consumer, earliest_pairs, latest_pairs=None):
     return found[EARLIEST], found[LATEST]
 
 
-def _list_offsets_at_once(consumer, wanted, found, deadline):
+def _list_offsets_at_once(consumer: "KafkaConsumer", wanted: Mapping[int, list[Pair]],
+                          found: dict[int, Offsets], deadline: float) -> None:
     from fastkc.errors import NodeNotReadyError
     from fastkc.fetch import list_offsets_results as _list_offsets_results
 
@@ -149,7 +167,7 @@ def _list_offsets_at_once(consumer, wanted, found, deadline):
     cluster = client.cluster
     # leaders: with `assign` no metadata was asked for yet
     _look_up_topics(consumer, sorted({t for pairs in wanted.values() for t, _ in pairs}))
-    requests = {}  # (timestamp, node) -> {TopicPartition: timestamp}
+    requests: dict[tuple[int, Any], dict[TopicPartition, int]] = {}  # (timestamp, node) -> {tp: timestamp}
     for stamp, pairs in wanted.items():
         for t, p in pairs:
             tp = TopicPartition(t, p)
@@ -157,7 +175,7 @@ def _list_offsets_at_once(consumer, wanted, found, deadline):
             if leader is not None:
                 requests.setdefault((stamp, leader), {})[tp] = stamp
     unsent = dict(requests)
-    answers = {}
+    answers: dict[tuple[int, Any], tuple[Any, Any]] = {}
     # each request goes out as soon as its leader's connection is ready
     while (unsent or len(answers) < len(requests)) and time.monotonic() < deadline:
         for key in [key for key in unsent if client.ready(key[1])]:
@@ -179,7 +197,7 @@ def _list_offsets_at_once(consumer, wanted, found, deadline):
                 found[stamp][(tp.topic, tp.partition)] = offset
 
 
-def _prefetch(spec, pairs):
+def _prefetch(spec: OffsetSpec, pairs: Sequence[Pair]) -> tuple[list[Pair], list[Pair]]:
     """The (earliest, latest) pairs an OffsetSpec will ask for."""
     if spec.kind == "earliest":
         return list(pairs), []
@@ -192,7 +210,8 @@ def _prefetch(spec, pairs):
     return [], []
 
 
-def resolve_both(consumer, starting, ending, pairs, *, no_match_strategy="error"):
+def resolve_both(consumer: "KafkaConsumer", starting: OffsetSpec, ending: OffsetSpec, pairs: Sequence[Pair], *,
+                 no_match_strategy: str = "error") -> tuple[Offsets, Offsets]:
     """(starts, ends): resolve() of both specs, with every earliest/latest
     lookup either needs made in one round (both_ends)."""
     start_e, start_l = _prefetch(starting, pairs)
@@ -203,15 +222,16 @@ def resolve_both(consumer, starting, ending, pairs, *, no_match_strategy="error"
     return starts, ends
 
 
-def resolve(consumer, spec, pairs, *, starting, no_match_strategy="error", known=None):
+def resolve(consumer: "KafkaConsumer", spec: OffsetSpec, pairs: Sequence[Pair], *, starting: bool,
+            no_match_strategy: str = "error", known: tuple[Offsets, Offsets] | None = None) -> Offsets:
     """{(t, p): offset} for `pairs` from an OffsetSpec (options.OffsetSpec).
     known: ({tp: earliest}, {tp: latest}) looked up already (resolve_both)."""
 
-    def lookup_earliest(wanted):
-        return _known_or_asked(consumer, wanted, known and known[0], earliest)
+    def lookup_earliest(wanted: Sequence[Pair]) -> Offsets:
+        return _known_or_asked(consumer, wanted, known[0] if known else None, earliest)
 
-    def lookup_latest(wanted):
-        return _known_or_asked(consumer, wanted, known and known[1], latest)
+    def lookup_latest(wanted: Sequence[Pair]) -> Offsets:
+        return _known_or_asked(consumer, wanted, known[1] if known else None, latest)
 
     if spec.kind == "earliest":
         return lookup_earliest(pairs)
@@ -243,10 +263,11 @@ def resolve(consumer, spec, pairs, *, starting, no_match_strategy="error", known
                     sorted("{0}-{1}".format(*tp) for tp in pairs)))
         stamps = dict(spec.by_partition)
     else:  # "timestamp": one for every partition
+        assert spec.timestamp is not None  # options.py sets it with the kind
         stamps = {tp: spec.timestamp for tp in pairs}
     found = consumer.offsets_for_times({TopicPartition(t, p): ts for (t, p), ts in stamps.items()})
     out = {}
-    missing = []
+    missing: list[Pair] = []
     for tp in pairs:
         hit = found[TopicPartition(*tp)]
         if hit is not None:
@@ -261,7 +282,8 @@ def resolve(consumer, spec, pairs, *, starting, no_match_strategy="error", known
     return out
 
 
-def _known_or_asked(consumer, wanted, known, ask):
+def _known_or_asked(consumer: "KafkaConsumer", wanted: Sequence[Pair], known: Offsets | None,
+                    ask: _Lookup) -> Offsets:
     if not known:
         return ask(consumer, wanted)
     out = {tp: known[tp] for tp in wanted if tp in known}
@@ -271,41 +293,42 @@ def _known_or_asked(consumer, wanted, known, ask):
     return out
 
 
-def split_ranges(ranges, min_partitions=None, max_records_per_partition=None):
+def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None = None,
+                 max_records_per_partition: int | None = None) -> list[OffsetRange]:
     """Drop empty ranges, cap each at max_records_per_partition, then split
     proportionally to size until there are about min_partitions."""
-    ranges = [r for r in ranges if r.size > 0]
+    kept = [r for r in ranges if r.size > 0]
     if max_records_per_partition is not None:
-        capped = []
-        for r in ranges:
+        capped: list[OffsetRange] = []
+        for r in kept:
             capped.extend(_divide(r, math.ceil(r.size / max_records_per_partition)))
-        ranges = capped
-    if min_partitions is not None and len(ranges) < min_partitions:
-        total = sum(r.size for r in ranges)
-        split = []
-        for r in ranges:
+        kept = capped
+    if min_partitions is not None and len(kept) < min_partitions:
+        total = sum(r.size for r in kept)
+        split: list[OffsetRange] = []
+        for r in kept:
             # round(), at least one part: Spark's rule for "close to the ideal size"
             parts = max(int(math.floor(r.size / total * min_partitions + 0.5)), 1)
             split.extend(_divide(r, parts))
-        ranges = split
-    return [r for r in ranges if r.size > 0]
+        kept = split
+    return [r for r in kept if r.size > 0]
 
 
-def _divide(r, parts):
+def _divide(r: OffsetRange, parts: int) -> list[OffsetRange]:
     if parts <= 1:
         return [r]
     bounds = [r.start + (r.size * i) // parts for i in range(parts + 1)]
     return [OffsetRange(r.topic, r.partition, bounds[i], bounds[i + 1]) for i in range(parts)]
 
 
-def rate_limit(limit, start, end):
+def rate_limit(limit: int, start: Mapping[Pair, int], end: Mapping[Pair, int]) -> Offsets:
     """Spark's share of `limit` rows across partitions by backlog.
     start/end: {(t, p): offset}; partitions in `end` only start at end (no backlog)."""
     sizes = {tp: e - start[tp] for tp, e in end.items() if tp in start and e - start[tp] > 0}
     total = sum(sizes.values())
     if total < 1:
         return dict(end)
-    out = {}
+    out: Offsets = {}
     for tp, e in end.items():
         if tp not in sizes:
             out[tp] = e
@@ -322,13 +345,13 @@ class TriggerDelay:
     trigger back while the backlog is below min_rows, but never longer than
     max_delay_ms after the last trigger that went ahead."""
 
-    def __init__(self, min_rows, max_delay_ms, clock):
+    def __init__(self, min_rows: int, max_delay_ms: float, clock: Callable[[], float]) -> None:
         self.min_rows = min_rows
         self.max_delay_ms = max_delay_ms
         self.clock = clock  # seconds, monotonic
         self.last_trigger = clock()
 
-    def hold(self, backlog):
+    def hold(self, backlog: int) -> bool:
         now = self.clock()
         if (now - self.last_trigger) * 1000 >= self.max_delay_ms or backlog >= self.min_rows:
             self.last_trigger = now
@@ -338,14 +361,14 @@ class TriggerDelay:
 
 # --- the offsets Spark checkpoints: {"topic": {"partition": next}} ---------------------
 
-def to_json_offsets(offsets):
-    out = {}
+def to_json_offsets(offsets: Mapping[Pair, int]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
     for (topic, part), off in sorted(offsets.items()):
         out.setdefault(topic, {})[str(part)] = int(off)
     return out
 
 
-def from_json_offsets(obj):
+def from_json_offsets(obj: Mapping[str, Mapping[str, int]] | None) -> Offsets:
     if obj is None:
         return {}
     return {(topic, int(part)): int(off) for topic, parts in obj.items() for part, off in parts.items()}

@@ -10,22 +10,39 @@ Kafka; a streaming query's progress lives in Spark's checkpoint as
 """
 import logging
 import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
 
 from fastkc.spark import options as _options
 from fastkc.spark import ranges as _ranges
+from fastkc.spark.options import SourceOptions
+from fastkc.spark.ranges import Offsets, Pair
+
+if TYPE_CHECKING:
+    from fastkc.consumer import KafkaConsumer
+    from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
 SOURCE_NAME = "fastkc"
 
 
-def spark_schema(include_headers):
+def spark_schema(include_headers: bool) -> StructType:
     """Spark's Kafka source schema (all fields nullable), + headers."""
     from pyspark.sql.types import (
-        ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType)
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
     fields = [
         StructField("key", BinaryType()),
@@ -49,18 +66,31 @@ class KafkaRangePartition(InputPartition):
     own (10,000 partitions are 10,000 pickles), so the consumer settings,
     the same for every task, travel once with the reader (ReadSettings)."""
 
-    def __init__(self, topic, partition, start, end):
+    value: tuple[str, int, int, int]
+
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
         super().__init__((topic, partition, start, end))
 
     # the value tuple is the whole state: pickled as a constructor call, not
     # as an instance dict (about a third of the bytes)
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type["KafkaRangePartition"], tuple[str, int, int, int]]:
         return KafkaRangePartition, self.value
 
-    topic = property(lambda self: self.value[0])
-    partition = property(lambda self: self.value[1])
-    start = property(lambda self: self.value[2])
-    end = property(lambda self: self.value[3])
+    @property
+    def topic(self) -> str:
+        return self.value[0]
+
+    @property
+    def partition(self) -> int:
+        return self.value[1]
+
+    @property
+    def start(self) -> int:
+        return self.value[2]
+
+    @property
+    def end(self) -> int:
+        return self.value[3]
 
 
 class ReadSettings:
@@ -70,37 +100,38 @@ class ReadSettings:
 
     __slots__ = ("consumer_config", "include_headers", "fail_on_data_loss", "poll_timeout_ms")
 
-    def __init__(self, consumer_config, include_headers, fail_on_data_loss, poll_timeout_ms):
+    def __init__(self, consumer_config: dict[str, Any], include_headers: bool, fail_on_data_loss: bool,
+                 poll_timeout_ms: int) -> None:
         self.consumer_config = consumer_config
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
         self.poll_timeout_ms = poll_timeout_ms
 
     @classmethod
-    def of(cls, opts):
+    def of(cls, opts: SourceOptions) -> "ReadSettings":
         return cls(opts.consumer_config, opts.include_headers, opts.fail_on_data_loss, opts.poll_timeout_ms)
 
-    def __getstate__(self):
+    def __getstate__(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
         for name, value in zip(self.__slots__, state):
             setattr(self, name, value)
 
 
-def _metadata_consumer(opts):
+def _metadata_consumer(opts: SourceOptions) -> "KafkaConsumer":
     from fastkc import KafkaConsumer
 
     return KafkaConsumer(**dict(opts.consumer_config, enable_auto_commit=False))
 
 
-def _make_partitions(range_list):
+def _make_partitions(range_list: Sequence[_ranges.OffsetRange]) -> list[InputPartition]:
     return [KafkaRangePartition(r.topic, r.partition, r.start, r.end) for r in range_list]
 
 
 # --- executors -----------------------------------------------------------------------
 
-def read_range(part, settings):
+def read_range(part: KafkaRangePartition, settings: ReadSettings) -> Iterator[Any]:
     """Yield pyarrow.RecordBatch objects holding exactly the records of
     [part.start, part.end) that the consumer's isolation level shows.
 
@@ -110,8 +141,10 @@ def read_range(part, settings):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    # (errors.py makes its code table's classes at import, which mypy cannot
+    # see; the ignore goes, as warn_unused_ignores says, once it declares them)
     from fastkc import KafkaConsumer
-    from fastkc.errors import OffsetOutOfRangeError
+    from fastkc.errors import OffsetOutOfRangeError  # type: ignore[attr-defined]
     from fastkc.records import arrow_schema
     from fastkc.structs import TopicPartition
 
@@ -167,12 +200,13 @@ def read_range(part, settings):
         consumer.close()
 
 
-def _out_of_range(consumer, tp, part, fail_on_data_loss):
+def _out_of_range(consumer: "KafkaConsumer", tp: "TopicPartition", part: KafkaRangePartition,
+                  fail_on_data_loss: bool) -> int | None:
     """The fetch position is outside the log: where to go on (None: stop).
     Below the log start the records were aged out or deleted; at or past the
     log end the partition was truncated or recreated. Both are data loss."""
-    position = consumer.position(tp)
-    earliest = consumer.beginning_offsets([tp])[tp]
+    position: int = consumer.position(tp)
+    earliest: int = consumer.beginning_offsets([tp])[tp]
     if position < earliest:
         _ranges.report_data_loss(
             fail_on_data_loss,
@@ -194,39 +228,39 @@ class FastkcDataSource(DataSource):
     decoded by fastkc."""
 
     @classmethod
-    def name(cls):
+    def name(cls) -> str:
         return SOURCE_NAME
 
-    def _include_headers(self):
+    def _include_headers(self) -> bool:
         return _options._scala_bool(
             {k.lower(): v for k, v in self.options.items()}.get("includeheaders", "false"), "includeHeaders")
 
-    def schema(self):
+    def schema(self) -> StructType:
         # Spark validates the options common to batch and streaming when the
         # DataFrame is created (load()); schema() is what runs then
         _options.validate_general(self.options)
         return spark_schema(self._include_headers())
 
-    def _check_schema(self, schema):
+    def _check_schema(self, schema: StructType | None) -> None:
         if schema is not None and schema.simpleString() != self.schema().simpleString():
             raise _options.SparkKafkaOptionError(
                 "requirement failed: Kafka source has a fixed schema and cannot be set with a custom one")
 
-    def reader(self, schema):
+    def reader(self, schema: StructType) -> "FastkcBatchReader":
         self._check_schema(schema)
         return FastkcBatchReader(_options.parse(self.options, streaming=False))
 
-    def streamReader(self, schema):
+    def streamReader(self, schema: StructType) -> "FastkcStreamReader":
         self._check_schema(schema)
         return FastkcStreamReader(_options.parse(self.options, streaming=True))
 
 
 class FastkcBatchReader(DataSourceReader):
-    def __init__(self, opts):
+    def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
         self.settings = ReadSettings.of(opts)
 
-    def partitions(self):
+    def partitions(self) -> list[InputPartition]:
         """Driver side, once per query: one Metadata request for the topic
         set, the ListOffsets of both ends sent together to every leader, one
         small InputPartition per range."""
@@ -242,7 +276,8 @@ class FastkcBatchReader(DataSourceReader):
         split = _ranges.split_ranges(planned, opts.min_partitions, opts.max_records_per_partition)
         return _make_partitions(split)
 
-    def read(self, partition):
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, KafkaRangePartition)  # the only kind partitions() makes
         return read_range(partition, self.settings)
 
 
@@ -252,17 +287,17 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     in the next trigger), with a short-lived consumer so that metadata is
     never stale."""
 
-    def __init__(self, opts):
+    def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
         self.settings = ReadSettings.of(opts)
-        self._available_now_end = None  # offsets frozen by prepareForTriggerAvailableNow
-        self._latest = None  # for reportLatestOffset
-        self._delay = None
+        self._available_now_end: Offsets | None = None  # offsets frozen by prepareForTriggerAvailableNow
+        self._latest: Offsets | None = None  # for reportLatestOffset
+        self._delay: _ranges.TriggerDelay | None = None
         if opts.min_offsets_per_trigger is not None:
             self._delay = _ranges.TriggerDelay(opts.min_offsets_per_trigger, opts.max_trigger_delay_ms,
                                                time.monotonic)
 
-    def _current(self):
+    def _current(self) -> tuple[list[Pair], Offsets, Offsets]:
         """(pairs, {tp: earliest}, {tp: latest}) right now."""
         consumer = _metadata_consumer(self.opts)
         try:
@@ -272,7 +307,7 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         finally:
             consumer.close()
 
-    def initialOffset(self):
+    def initialOffset(self) -> dict[str, dict[str, int]]:
         consumer = _metadata_consumer(self.opts)
         try:
             pairs = _ranges.topic_partitions(consumer, self.opts)
@@ -282,44 +317,46 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             consumer.close()
         return _ranges.to_json_offsets(start)
 
-    def getDefaultReadLimit(self):
+    def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger is not None:
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
         return ReadAllAvailable()
 
-    def prepareForTriggerAvailableNow(self):
+    def prepareForTriggerAvailableNow(self) -> None:
         pairs, _, latest = self._current()
         self._available_now_end = latest
 
-    def latestOffset(self, start=None, limit=None):
-        start = _ranges.from_json_offsets(start)
+    def latestOffset(self, start: dict[str, Any] | None = None,
+                     limit: ReadLimit | None = None) -> dict[str, dict[str, int]]:
+        # (Spark calls it with and without arguments, so both are optional here)
+        begun = _ranges.from_json_offsets(start)
         pairs, earliest, latest = self._current()
         if self._available_now_end is not None:
             # availableNow: never past what existed when the query began;
             # partitions created since wait for the next run
-            latest = {tp: min(off, self._available_now_end[tp])
-                      for tp, off in latest.items() if tp in self._available_now_end}
-        self._check_lost(start, latest)
+            frozen = self._available_now_end
+            latest = {tp: min(off, frozen[tp]) for tp, off in latest.items() if tp in frozen}
+        self._check_lost(begun, latest)
         # partitions new since `start` are read from their earliest offset
-        begin = {tp: start.get(tp, earliest.get(tp, 0)) for tp in latest}
+        begin = {tp: begun.get(tp, earliest.get(tp, 0)) for tp in latest}
         self._latest = latest
         if self._delay is not None and self._available_now_end is None:
             # (availableNow reads what there is: waiting for more could never end)
             if self._delay.hold(sum(max(0, off - begin[tp]) for tp, off in latest.items())):
-                return _ranges.to_json_offsets(start)
+                return _ranges.to_json_offsets(begun)
         if isinstance(limit, ReadMaxRows):
             end = _ranges.rate_limit(limit.max_rows, begin, latest)
         else:
             end = dict(latest)
-        for tp, off in start.items():
+        for tp, off in begun.items():
             if tp not in end:
                 end[tp] = off  # a vanished partition (failOnDataLoss=false) keeps its place
         for tp in end:
-            if tp in start and end[tp] < start[tp]:
-                end[tp] = start[tp]
+            if tp in begun and end[tp] < begun[tp]:
+                end[tp] = begun[tp]
         return _ranges.to_json_offsets(end)
 
-    def _check_lost(self, start, latest):
+    def _check_lost(self, start: Offsets, latest: Offsets) -> None:
         for tp, off in start.items():
             if tp not in latest:
                 _ranges.report_data_loss(
@@ -330,35 +367,36 @@ class FastkcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     self.opts.fail_on_data_loss,
                     "{0}-{1}'s offset was changed from {2} to {3}".format(tp[0], tp[1], off, latest[tp]))
 
-    def reportLatestOffset(self):
+    def reportLatestOffset(self) -> dict[str, dict[str, int]] | None:
         return None if self._latest is None else _ranges.to_json_offsets(self._latest)
 
-    def partitions(self, start, end):
-        start = _ranges.from_json_offsets(start)
-        end = _ranges.from_json_offsets(end)
-        new = [tp for tp in end if tp not in start]
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        begun = _ranges.from_json_offsets(start)
+        until = _ranges.from_json_offsets(end)
+        new = [tp for tp in until if tp not in begun]
         if new:
             consumer = _metadata_consumer(self.opts)
             try:
-                start.update(_ranges.earliest(consumer, new))
+                begun.update(_ranges.earliest(consumer, new))
             finally:
                 consumer.close()
-        planned = [_ranges.OffsetRange(t, p, start[(t, p)], e) for (t, p), e in sorted(end.items())]
+        planned = [_ranges.OffsetRange(t, p, begun[(t, p)], e) for (t, p), e in sorted(until.items())]
         split = _ranges.split_ranges(planned, self.opts.min_partitions)
         return _make_partitions(split)
 
-    def read(self, partition):
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, KafkaRangePartition)  # the only kind partitions() makes
         return read_range(partition, self.settings)
 
-    def commit(self, end):
+    def commit(self, end: dict[str, Any]) -> None:
         # Spark's Kafka source commits nothing to Kafka: progress is the checkpoint
         pass
 
-    def stop(self):
+    def stop(self) -> None:
         pass
 
 
-def register(spark):
+def register(spark: Any) -> None:
     """Register the `fastkc` source on a session (pyspark_fastkc does it
     automatically when fastkc is installed)."""
     spark.dataSource.register(FastkcDataSource)

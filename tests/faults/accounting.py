@@ -219,7 +219,7 @@ class Ledger:
         handed = defaultdict(lambda: -1)  # p → highest offset handed so far
         events = sorted([(t, 0, ("d", p, o, c)) for p, o, t, c in deliveries]
                         + [(t, 1, ("c", offs, c)) for t, c, offs in commits], key=lambda e: (e[0], e[1]))
-        for t, _, ev in events:
+        for _when, _, ev in events:
             if ev[0] == "d":
                 _, p, o, c = ev
                 handed[p] = max(handed[p], o)
@@ -236,7 +236,7 @@ class Ledger:
         dups = 0
         early = []
         last_commit = defaultdict(lambda: -1)
-        for t, kind, ev in events:
+        for _when, _kind, ev in events:
             if ev[0] == "c":
                 for p, off in ev[1].items():
                     last_commit[int(p)] = off

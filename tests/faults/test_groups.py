@@ -154,10 +154,10 @@ def test_members_sigkilled_mid_rebalance(cluster, tmp_path, protocol):
         wait(caught_up, 60, "the live members deliver everything produced")
     finally:
         producer.finish(timeout=60)
-        for m, p in procs.items():
+        for p in procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
-        for m, p in procs.items():
+        for p in procs.values():
             try:
                 p.wait(30)
             except subprocess.TimeoutExpired:

@@ -152,10 +152,10 @@ class ToxiproxyServer:
             try:
                 server.client.version()
                 return server
-            except OSError:
+            except OSError as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     server.stop()
-                    raise ToxiproxyError("toxiproxy-server did not answer on port {0}".format(port))
+                    raise ToxiproxyError("toxiproxy-server did not answer on port {0}".format(port)) from exc
                 time.sleep(0.05)
 
     def stop(self):

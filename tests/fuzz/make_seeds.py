@@ -278,7 +278,8 @@ def main():
             payload = fetch_response(version, blobs[0], aborted=aborted, tags=tags)
             _write("fetch", bytes([version - 4]) + payload)
     total = sum(
-        os.path.getsize(os.path.join(CORPUS, t, n)) for t in os.listdir(CORPUS) for n in os.listdir(os.path.join(CORPUS, t))
+        os.path.getsize(os.path.join(CORPUS, t, n))
+        for t in os.listdir(CORPUS) for n in os.listdir(os.path.join(CORPUS, t))
     )
     print("wrote seeds to {0} ({1} bytes)".format(CORPUS, total), file=sys.stderr)
 

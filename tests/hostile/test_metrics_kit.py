@@ -328,7 +328,8 @@ def test_importing_fastkc_imports_no_opentelemetry():
 def test_window_and_prefix_come_from_the_config():
     with FakeBroker(topics={"t": 1}, records=10) as broker:
         broker.script("Fetch", _scripted_fetch())
-        consumer = _reading_from_start(broker, metrics_num_samples=2, metrics_sample_window_ms=200, metric_group_prefix="app")
+        consumer = _reading_from_start(broker, metrics_num_samples=2, metrics_sample_window_ms=200,
+                                       metric_group_prefix="app")
         _poll_until(consumer, 10)
         fetch = consumer.metrics()["app-fetch-manager-metrics"]
         assert "app-coordinator-metrics" in consumer.metrics() and "app-metrics" in consumer.metrics()

@@ -23,7 +23,6 @@ import contextlib
 import pytest
 
 from fastkc import broker
-
 from tests.support.consumers import FASTKC, FLAVOUR_NAMES, load_flavour
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from benchmarks.e2e import common, curves, driver, run_java
+from fastkc.bench import common, curves, driver, run_java
 from tests.support.kafka_tools import unique_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -157,7 +157,7 @@ def test_a_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
     assert sum(ends.values()) == RECORDS
     ends_arg = ",".join("{0}={1}".format(p, ends[p]) for p in sorted(ends))
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.e2e.run_aiokafka", "--bootstrap", kafka_broker.bootstrap_servers,
+        [sys.executable, "-m", "fastkc.bench.run_aiokafka", "--bootstrap", kafka_broker.bootstrap_servers,
          "--topic", topic, "--partitions", str(PARTITIONS), "--expected", str(RECORDS - 1),
          "--ends", ends_arg, "--timeout", "60"],
         cwd=ROOT, capture_output=True, text=True, timeout=180)
@@ -331,7 +331,7 @@ def test_ends_must_name_every_partition():
 
 
 def test_the_java_steady_runner_says_when_javac_is_missing(monkeypatch, tmp_path):
-    from benchmarks.e2e import run_java_steady
+    from fastkc.bench import run_java_steady
 
     monkeypatch.setenv("FASTKC_CACHE", str(tmp_path))  # nothing compiled there yet
     monkeypatch.delenv("JAVA_HOME", raising=False)

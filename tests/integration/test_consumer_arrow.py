@@ -68,7 +68,7 @@ def _expected_row(written):
 def _as_comparable(row):
     import datetime
 
-    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
     out = dict(row)
     ts = out.pop("timestamp")
     delta = ts - epoch

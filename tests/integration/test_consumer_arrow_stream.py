@@ -209,7 +209,8 @@ def test_requested_schema_is_cast_or_left_for_the_caller_to_check(fastkc_flavour
     assert pa.RecordBatchReader._import_from_c_capsule(capsule).schema == other.schema
 
 
-def test_read_committed_stops_at_the_last_stable_offset_across_gaps(fastkc_flavour, polars, fastkc_consumer, kafka_broker):
+def test_read_committed_stops_at_the_last_stable_offset_across_gaps(fastkc_flavour, polars, fastkc_consumer,
+                                                                     kafka_broker):
     bootstrap = kafka_broker.bootstrap_servers
     topic = create_topic(bootstrap, unique_name("arrow-stream-tx"), partitions=2)
     with TransactionalWriter(bootstrap, compression="lz4") as tx:

@@ -62,11 +62,11 @@ def _sasl_configs(info, mechanism, password):
 @pytest.mark.broker
 @pytest.mark.parametrize("mechanism", SASL_MECHANISMS)
 def test_right_sasl_password_connects(flavour, secure_broker, mechanism):
-    from tests.support.kafka_tools import unique_name
-
     # The broker's admin creates a topic; alice must see it (SASL works, so
     # the wrong-password case below fails for the password alone).
     from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.support.kafka_tools import unique_name
 
     topic = unique_name("consumer-sasl")
     admin = AdminClient({"bootstrap.servers": secure_broker.bootstrap_servers})

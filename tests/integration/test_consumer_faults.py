@@ -192,7 +192,8 @@ def test_leader_moved_by_reassignment_consumption_continues(flavour, consumer_fa
     bootstrap = kafka_cluster.bootstrap_servers
     topic = unique_name("consumer-reassign")
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replica_assignment=[[1, 2, 3], [2, 3, 1]])])[topic].result(30)
+    new_topic = NewTopic(topic, num_partitions=PARTITIONS, replica_assignment=[[1, 2, 3], [2, 3, 1]])
+    admin.create_topics([new_topic])[topic].result(30)
     deadline = time.monotonic() + 30
     while [_leader_of(bootstrap, topic, p) for p in range(PARTITIONS)] != [1, 2]:
         assert time.monotonic() < deadline, "new topic has no leaders"

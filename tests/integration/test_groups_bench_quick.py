@@ -1,9 +1,9 @@
-"""benchmarks/rebalance runs (quick mode): one join measured per protocol,
+"""fastkc/bench/rebalance.py runs (quick mode): one join measured per protocol,
 so the runner cannot rot unnoticed. Asserts the measurement completes and is
 a real duration, never how fast it is."""
 import pytest
 
-from benchmarks.rebalance.run import measure, settled_at
+from fastkc.bench.rebalance import measure, settled_at
 
 
 @pytest.mark.parametrize("protocol,assignor", [("classic", "cooperative-sticky"), ("consumer", "range")])

@@ -164,7 +164,7 @@ def test_three_processes_kill_and_join(kafka_broker, tmp_path, protocol, assigno
     intervals = [ownership_intervals(evs, killed_at if i == 0 else end) for i, evs in enumerate(per_member)]
     for p in range(PARTITIONS):
         spans = sorted((s, e, i) for i, iv in enumerate(intervals) for s, e in iv.get(p, ()))
-        for (s1, e1, i1), (s2, e2, i2) in zip(spans, spans[1:]):
+        for (_s1, e1, i1), (s2, _e2, i2) in zip(spans, spans[1:]):
             assert i1 == i2 or s2 >= e1, "partition {0} owned by members {1} and {2} at once".format(p, i1, i2)
 
     # commits never pass what the application was handed

@@ -20,7 +20,6 @@ import pytest
 
 from fastkc import broker
 from fastkc.broker import kerberos
-
 from tests.support.consumers import assert_records_match, load_flavour, mixed_messages, poll_records
 from tests.support.kafka_tools import create_topic, produce, unique_name
 

@@ -217,7 +217,8 @@ def test_classic_group_round(kafka_broker, written):
             else:
                 body = {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]}
             fetched = conn.request("OffsetFetch", body, version=version)
-            parts = fetched["groups"][0]["topics"][0]["partitions"] if version >= 8 else fetched["topics"][0]["partitions"]
+            parts = (fetched["groups"][0]["topics"][0]["partitions"] if version >= 8
+                     else fetched["topics"][0]["partitions"])
             assert (parts[0]["committed_offset"], parts[0]["metadata"], parts[0]["error_code"]) == (5, "m", 0)
         left = conn.request("LeaveGroup", {"group_id": group, "members": [{"member_id": member}]})
         assert left["error_code"] == 0 and left["members"][0]["error_code"] == 0

@@ -139,7 +139,7 @@ def test_every_connection_reauthenticated_and_none_was_lost(reauth_run, case):
     # lived through the whole run: each re-authenticated many times
     long_lived = [c for c in result.connections if c[1] is not None]
     assert {c[0] for c in long_lived} == {"fetch", "group"}, result.connections
-    for label, node_id, reauths, lost, state in long_lived:
+    for _label, _node_id, reauths, lost, state in long_lived:
         assert reauths >= _expected_reauths(case, SECONDS), result.connections
         assert lost == 0 and state == "READY", result.connections
     assert metrics["successful-reauthentication-total"] == sum(c[2] for c in result.connections)

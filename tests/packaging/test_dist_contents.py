@@ -127,7 +127,8 @@ def test_each_wheel_holds_the_package_and_nothing_else(wheels):
                           if f.startswith("fastkc/") and f.endswith(".py") or f == "pyspark_fastkc.py")
     data_files = sorted(f for f in sources
                         if f.startswith("fastkc/") and (f.endswith((".pyi", "py.typed"))
-                                                        or f.startswith("fastkc/broker/resources/")))
+                                                        or f.startswith(("fastkc/broker/resources/",
+                                                                         "fastkc/bench/java/"))))
     for path, names, _ in wheels:
         tag = _wheel_tag(path)
         version = "{0}{1}".format(tag[2], tag[3:])  # cp313 -> 313
@@ -154,7 +155,7 @@ def test_one_wheel_per_interpreter(wheels):
 
 
 def test_wheel_license_metadata_and_entry_point(wheels):
-    for path, names, metadata in wheels:
+    for path, _names, metadata in wheels:
         meta = _metadata(metadata)
         _check_license_metadata(meta)
         assert meta["Requires-Python"] == ">=3.11"

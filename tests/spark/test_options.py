@@ -63,7 +63,8 @@ def test_kafka_options_map_to_consumer_keywords():
     assert config == {
         "bootstrap_servers": "h:1,h:2", "isolation_level": "read_committed", "fetch_max_wait_ms": 250,
         "check_crcs": False, "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": "alice", "sasl_plain_password": 's3"cret', "ssl_cafile": "/ca.pem",  # \" unescaped as Java's JAAS parser does
+        "sasl_plain_username": "alice", "sasl_plain_password": 's3"cret',  # \" unescaped as Java's JAAS parser does
+        "ssl_cafile": "/ca.pem",
         "ssl_check_hostname": False, "client_id": "fastkc-spark",
     }
 
@@ -87,7 +88,8 @@ def test_split_by_max_records_then_min_partitions():
     assert [(r.start, r.end) for r in capped] == [(0, 25), (25, 50), (50, 75), (75, 100)]
     split = sr.split_ranges([sr.OffsetRange("a", 0, 0, 90), sr.OffsetRange("b", 0, 0, 10)], min_partitions=10)
     # proportional to size: 9 parts of 10 for a, 1 for b; contiguous, nothing lost
-    assert [(r.topic, r.start, r.end) for r in split if r.topic == "a"] == [("a", i * 10, i * 10 + 10) for i in range(9)]
+    assert ([(r.topic, r.start, r.end) for r in split if r.topic == "a"]
+            == [("a", i * 10, i * 10 + 10) for i in range(9)])
     assert [(r.topic, r.start, r.end) for r in split if r.topic == "b"] == [("b", 0, 10)]
 
 

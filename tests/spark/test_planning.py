@@ -112,7 +112,8 @@ def test_planning_200_partitions_directly_and_in_a_session(spark, kafka_broker, 
     assert tasks == 2 * PER_TOPIC
     # and the tasks read exactly those records
     rows = spark.read.format("fastkc").options(**options).load().groupBy("topic").count().collect()
-    assert sorted((r["topic"], r["count"]) for r in rows) == [(t, PER_TOPIC * bench_planning.RECORDS_PER_PARTITION) for t in planned_topics]
+    assert sorted((r["topic"], r["count"]) for r in rows) == [
+        (t, PER_TOPIC * bench_planning.RECORDS_PER_PARTITION) for t in planned_topics]
 
 
 def test_spark_bench_quick_mode_in_the_shared_session(spark, kafka_broker, make_topic, tmp_path):

@@ -8,8 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.spark.option_cases import BATCH_CASES, STREAM_CASES
-from tests.support.kafka_tools import (
-    CODECS, Message, TransactionalWriter, _wait_for_leaders, produce, visible)
+from tests.support.kafka_tools import CODECS, Message, TransactionalWriter, _wait_for_leaders, produce, visible
 
 
 def _messages(count, partitions, tag=""):

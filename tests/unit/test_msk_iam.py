@@ -28,8 +28,8 @@ CONFIG = {"security_protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM"}
 
 def _construct(**extra):
     # 127.0.0.1:9 (discard): construction must fail before any connection
-    return KafkaConsumer(bootstrap_servers="127.0.0.1:9", bootstrap_timeout_ms=500, request_timeout_ms=300, fetch_max_wait_ms=100,
-                         **dict(CONFIG, **extra))
+    return KafkaConsumer(bootstrap_servers="127.0.0.1:9", bootstrap_timeout_ms=500, request_timeout_ms=300,
+                         fetch_max_wait_ms=100, **dict(CONFIG, **extra))
 
 
 def _no_secret(text):
@@ -104,14 +104,14 @@ def test_missing_botocore_is_a_configuration_error(env):
 
 def test_payload_fields(env):
     msk_iam.check_config(CONFIG)
-    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    before = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     payload = json.loads(msk_iam.new_exchange(CONFIG, HOST).first_message())
-    after = datetime.datetime.now(datetime.timezone.utc)
+    after = datetime.datetime.now(datetime.UTC)
     assert payload["version"] == "2020_10_22" and payload["host"] == HOST
     assert payload["action"] == "kafka-cluster:Connect" and payload["x-amz-expires"] == "900"
     assert payload["user-agent"].startswith("fastkc/")
     assert payload["x-amz-security-token"] == TOKEN
-    signed = datetime.datetime.strptime(payload["x-amz-date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
+    signed = datetime.datetime.strptime(payload["x-amz-date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.UTC)
     assert before <= signed <= after
     assert SECRET_KEY not in json.dumps(payload)
 
@@ -164,7 +164,7 @@ def test_each_authentication_signs_with_refreshed_credentials(env):
         issued.append(len(issued))
         # expires in 5 minutes: inside botocore's mandatory refresh window
         # (10 min), so every use refreshes -- one refresh per authentication
-        expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=5)
+        expiry = datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=5)
         return {"access_key": "AKIDROTATED{0}".format(len(issued)), "secret_key": SECRET_KEY, "token": TOKEN,
                 "expiry_time": expiry.isoformat()}
 
@@ -191,11 +191,11 @@ def test_a_slow_refresh_runs_off_the_polling_thread(env):
     # the connection a PendingStep at once, which later yields the payload
     def refresh():
         time.sleep(0.5)
-        expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+        expiry = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
         return {"access_key": "AKIDSLOWREFRESH", "secret_key": SECRET_KEY, "token": TOKEN,
                 "expiry_time": expiry.isoformat()}
 
-    expired = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).isoformat()
+    expired = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1)).isoformat()
     refreshable = botocore.credentials.RefreshableCredentials.create_from_metadata(
         {"access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "token": TOKEN, "expiry_time": expired}, refresh, "test")
     env.setattr(msk_iam, "_sources", {msk_iam._chain_key(): (refreshable, "eu-west-1")})
@@ -214,7 +214,7 @@ def test_a_failed_refresh_is_an_authentication_error_without_secrets(env):
     def refresh():
         raise RuntimeError("STS said no for " + SECRET_KEY)  # a message holding a secret must not leak
 
-    expired = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)).isoformat()
+    expired = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1)).isoformat()
     refreshable = botocore.credentials.RefreshableCredentials.create_from_metadata(
         {"access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "token": TOKEN, "expiry_time": expired}, refresh, "test")
     env.setattr(msk_iam, "_sources", {msk_iam._chain_key(): (refreshable, "eu-west-1")})

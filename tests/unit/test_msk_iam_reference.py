@@ -53,7 +53,7 @@ def reference():
 
 
 def _fixed_clock(monkeypatch, epoch):
-    moment = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(epoch, datetime.UTC)
     # botocore's SigV4 signers read the time through this one function
     monkeypatch.setattr(botocore.auth, "get_current_datetime",
                         lambda remove_tzinfo=True: moment.replace(tzinfo=None) if remove_tzinfo else moment)
@@ -79,7 +79,7 @@ def test_payload_matches_aws_reference_signer(reference, monkeypatch, host, regi
     # (real clock) gives the same fields, and only the time-bound ones differ.
     assert sorted(java_live) == sorted(java)
     assert {k for k in java if java_live[k] != java[k]} <= {"x-amz-date", "x-amz-credential", "x-amz-signature"}
-    assert java["x-amz-date"] == datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime(
+    assert java["x-amz-date"] == datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime(
         "%Y%m%dT%H%M%SZ")
     assert java["x-amz-expires"] == "900" and ("x-amz-security-token" in java) == bool(token)
 
@@ -118,7 +118,7 @@ def test_exchange_from_the_environment_matches_the_reference(reference, monkeypa
 @pytest.mark.parametrize("host,region,token,epoch", CASES, ids=IDS)
 def test_payload_matches_kafka_python(monkeypatch, host, region, token, epoch):
     kafka_msk = pytest.importorskip("kafka.net.sasl.msk")
-    moment = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(epoch, datetime.UTC)
     fake = types.SimpleNamespace(timezone=datetime.timezone,
                                  datetime=types.SimpleNamespace(now=lambda tz=None: moment))
     monkeypatch.setattr(kafka_msk, "datetime", fake)

@@ -59,7 +59,6 @@ def test_encode_decode_round_trip(case):
 
 # --- kafka-python's codec as an independent reader ---------------------------------
 def _kafka_python_class(name, response):
-    from kafka.protocol.api_message import ApiMessage
     import kafka.protocol.admin.configs  # noqa: F401  (import registers the classes)
     import kafka.protocol.admin.topics  # noqa: F401
     import kafka.protocol.consumer.fetch  # noqa: F401
@@ -69,6 +68,7 @@ def _kafka_python_class(name, response):
     import kafka.protocol.metadata.find_coordinator  # noqa: F401
     import kafka.protocol.metadata.metadata  # noqa: F401
     import kafka.protocol.sasl  # noqa: F401
+    from kafka.protocol.api_message import ApiMessage
 
     wanted = name + ("Response" if response else "Request")
     stack = [ApiMessage]

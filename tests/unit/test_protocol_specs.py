@@ -56,7 +56,8 @@ def resolve_clients_jar(version):
             )
             got = os.path.join(tmp, os.path.basename(jar))
             assert proc.returncode == 0 and os.path.exists(got), (
-                "mvn could not resolve kafka-clients {0}:\n{1}{2}".format(version, proc.stdout[-2000:], proc.stderr[-2000:])
+                "mvn could not resolve kafka-clients {0}:\n{1}{2}".format(
+                    version, proc.stdout[-2000:], proc.stderr[-2000:])
             )
             os.replace(got, jar)
     return jar
@@ -228,10 +229,12 @@ def test_declaration_matches_the_newest_spec_exactly(api, newest_specs):
         assert spec is not None, "Kafka {0} has no {1}{2} spec".format(NEWEST, api.name, side)
         assert spec["apiKey"] == api.key, "{0}{1}: key {2} != spec {3}".format(api.name, side, api.key, spec["apiKey"])
         assert parse_versions(spec["validVersions"]) == api.versions, (
-            "{0}{1}: versions {2} != spec {3}".format(api.name, side, _versions_text(api.versions), spec["validVersions"])
+            "{0}{1}: versions {2} != spec {3}".format(
+                api.name, side, _versions_text(api.versions), spec["validVersions"])
         )
         assert parse_versions(spec["flexibleVersions"]) == api.flexible, (
-            "{0}{1}: flexible {2} != spec {3}".format(api.name, side, _versions_text(api.flexible), spec["flexibleVersions"])
+            "{0}{1}: flexible {2} != spec {3}".format(
+                api.name, side, _versions_text(api.flexible), spec["flexibleVersions"])
         )
         _compare_exact(spec["fields"], struct, spec, api.name + side, problems)
     assert not problems, "\n".join(problems)

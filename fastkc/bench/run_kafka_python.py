@@ -3,12 +3,12 @@ beginning, poll() until the end offsets. Its defaults are the ones the other
 runners copy (check_crcs=True, read_uncommitted, 50 MiB / 1 MiB fetch sizes,
 500 records per poll); the crc32c package gives it the C checksum.
 """
-import sys
+from collections.abc import Sequence
 
-from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.split("\n\n")[0], argv)
     from kafka import KafkaConsumer, TopicPartition
     from kafka.record import util
@@ -25,10 +25,10 @@ def main(argv=None):
         consumer.seek_to_beginning(*tps)
         clock = Clock(args.timeout)
 
-        def poll_count():
+        def poll_count() -> int:
             return sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
 
-        def positions():
+        def positions() -> dict[int, int]:
             return {tp.partition: consumer.position(tp) for tp in tps}
 
         records = drain(poll_count, positions, args, clock)
@@ -41,4 +41,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -17,11 +17,17 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from benchmarks.e2e.common import finish, parse_args, peak_rss_bytes
+from fastkc.bench.common import finish, parse_args, peak_rss_bytes
+
+if TYPE_CHECKING:
+    from fastkc.broker.resolve import KafkaInstall
 
 
-def java_runner_args(description, argv):
+def java_runner_args(description: str,
+                     argv: Sequence[str] | None) -> tuple[argparse.Namespace, "KafkaInstall", str]:
     """The runner's arguments plus --kafka-version (the release whose jars
     to run, the broker's by default) → (args, the Kafka install, java)."""
     extra = argparse.ArgumentParser(add_help=False)
@@ -38,8 +44,9 @@ JVM_FLAGS = ["-Xmx512M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
              "-Djava.awt.headless=true"]
 
 
-def build_command(install, java, bootstrap, topic, num_records, config_path, group, timeout_ms):
-    major_minor = tuple(int(p) for p in install.version.split(".")[:2])
+def build_command(install: "KafkaInstall", java: str, bootstrap: str, topic: str, num_records: int,
+                  config_path: str, group: str, timeout_ms: int) -> list[str]:
+    major, minor = (int(p) for p in install.version.split(".")[:2])
     cmd = [java] + JVM_FLAGS + [
         "-cp", install.classpath,
         "-Dlog4j2.level=WARN",
@@ -49,7 +56,7 @@ def build_command(install, java, bootstrap, topic, num_records, config_path, gro
         "--group", group,
         "--timeout", str(timeout_ms),
     ]
-    if major_minor >= (4, 2):
+    if (major, minor) >= (4, 2):
         # 4.2 renamed --messages and --consumer.config (the old flags are deprecated).
         cmd += ["--num-records", str(num_records), "--command-config", config_path]
     else:
@@ -57,7 +64,7 @@ def build_command(install, java, bootstrap, topic, num_records, config_path, gro
     return cmd
 
 
-def parse_output(stdout):
+def parse_output(stdout: str) -> dict[str, str]:
     """{column: value} from the tool's CSV-like header and summary line."""
     lines = [line.strip() for line in stdout.splitlines() if line.strip()]
     for i, line in enumerate(lines):
@@ -72,7 +79,7 @@ def parse_output(stdout):
     raise RuntimeError("ConsumerPerformance printed no summary:\n" + stdout[-2000:])
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     args, install, java = java_runner_args(__doc__.split("\n\n")[0], argv)
     with tempfile.TemporaryDirectory(prefix="fastkc-bench-java-") as tmp:
         config_path = os.path.join(tmp, "consumer.properties")
@@ -99,4 +106,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,4 +1,4 @@
-// Kafka's Java consumer measured the way benchmarks/e2e/common.py measures the
+// Kafka's Java consumer measured the way fastkc/bench/common.py measures the
 // Python clients, so its steady-state figure compares like with like
 // (ConsumerPerformance only reports its own start -> end window).
 //

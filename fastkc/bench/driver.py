@@ -1,19 +1,19 @@
 """End-to-end consumer throughput at steady state: one topic, every client, interleaved rounds.
 
-    python -m benchmarks.e2e.driver [--records 2000000] [--record-size 100] [--partitions 8]
+    fastkc bench [--records 2000000] [--record-size 100] [--partitions 8]
         [--compression lz4] [--repeat 3] [--clients fastkc-records,fastkc-arrow,...]
         [--bootstrap HOST:PORT] [--json PATH] [--png PATH]
-    python -m benchmarks.e2e.driver --curve value-size|partitions|codecs|headers|all [...]
-    fastkc bench [same options]
+    fastkc bench --curve value-size|partitions|codecs|headers|all [...]
+    python -m fastkc.bench [same options]
 
 The topic is prepared once (created and written by Kafka's own Java
 ProducerPerformance through fastkc.sample_run.ensure_sample, so the demo and
 the benchmark share it) and then read from its beginning to its end offsets by
-each client in its own process (benchmarks/e2e/run_*.py). With --repeat N the
+each client in its own process (fastkc/bench/run_*.py). With --repeat N the
 clients take turns N times (round 1: every client once, then round 2, ...), so
 a drift in the machine's load spreads over all of them.
 
-The headline is the steady-state rate (benchmarks/e2e/common.py): from the
+The headline is the steady-state rate (fastkc/bench/common.py): from the
 first record delivered to the last, counting the records after the first
 delivery, rate = (records - records_in_first_delivery) / (t_last - t_first);
 the median over the rounds with the slowest and fastest run beside it.
@@ -25,11 +25,14 @@ like the others).
 
 Prints a Markdown table (with the load average, and each target as a ratio
 measured in this run, never asserted), then writes the JSON and a PNG chart
-(default: benchmarks/results/e2e.json and e2e.png; the table alone goes to
+(default: benchmarks/results/e2e.json and e2e.png in a checkout, else
+fastkc-bench-results/ in the working directory; the table alone goes to
 e2e.md beside the JSON). Any client that reads a different number of records
 than the topic holds, or fails, is reported as FAILED and the driver exits
-with status 1 after writing what it has. --curve runs benchmarks/e2e/curves.py
-instead (tables and charts per curve).
+with status 1 after writing what it has. With --curve, fastkc/bench/curves.py
+runs instead (tables and charts per curve; the choice is made by
+fastkc/bench/__main__.py's run(), so this module never imports curves.py,
+which builds on it).
 """
 import argparse
 import datetime
@@ -40,22 +43,44 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RESULTS = os.path.join(ROOT, "benchmarks", "results")
+Log = Callable[[str], None]
+# one runner's JSON result line, and a client's summary over its runs (JSON documents)
+Result = dict[str, Any]
+Summary = dict[str, Any]
+
+# The folder that holds the fastkc package the driver runs from: a checkout's
+# root, or site-packages. Each runner process is started there with it first on
+# PYTHONPATH, so it imports this same fastkc (never another copy that the
+# caller's directory or environment would put first).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def default_results_dir() -> str:
+    """benchmarks/results/ of the checkout fastkc runs from (the figures the
+    README quotes), else fastkc-bench-results/ in the working directory."""
+    checkout = os.path.join(PACKAGE_PARENT, "benchmarks", "results")
+    if os.path.isdir(checkout):
+        return checkout
+    return os.path.abspath("fastkc-bench-results")
+
+
+RESULTS = default_results_dir()
 
 # name → (runner module, mode); the order is the table's.
 CLIENTS = {
-    "fastkc-records": ("benchmarks.e2e.run_fastkc", "records"),
-    "fastkc-records-threaded": ("benchmarks.e2e.run_fastkc", "records-threaded"),
-    "fastkc-arrow": ("benchmarks.e2e.run_fastkc", "arrow"),
-    "ceiling": ("benchmarks.e2e.run_fastkc", "ceiling"),
-    "kafka-python": ("benchmarks.e2e.run_kafka_python", None),
-    "aiokafka": ("benchmarks.e2e.run_aiokafka", None),
-    "confluent-kafka": ("benchmarks.e2e.run_confluent", "default"),
-    "confluent-kafka-tuned": ("benchmarks.e2e.run_confluent", "tuned"),
-    "java-steady": ("benchmarks.e2e.run_java_steady", None),
-    "java": ("benchmarks.e2e.run_java", None),
+    "fastkc-records": ("fastkc.bench.run_fastkc", "records"),
+    "fastkc-records-threaded": ("fastkc.bench.run_fastkc", "records-threaded"),
+    "fastkc-arrow": ("fastkc.bench.run_fastkc", "arrow"),
+    "ceiling": ("fastkc.bench.run_fastkc", "ceiling"),
+    "kafka-python": ("fastkc.bench.run_kafka_python", None),
+    "aiokafka": ("fastkc.bench.run_aiokafka", None),
+    "confluent-kafka": ("fastkc.bench.run_confluent", "default"),
+    "confluent-kafka-tuned": ("fastkc.bench.run_confluent", "tuned"),
+    "java-steady": ("fastkc.bench.run_java_steady", None),
+    "java": ("fastkc.bench.run_java", None),
 }
 LABELS = {
     "fastkc-records": "fastkc poll() → records",
@@ -83,13 +108,13 @@ TARGETS = [
 ]
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="fastkc bench", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return parser.parse_args(argv)
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options, shared with `fastkc bench`."""
     parser.add_argument("--records", type=int, default=2_000_000, help="records in the topic (default 2000000)")
     parser.add_argument("--record-size", type=int, default=100, help="value bytes per record (default 100)")
@@ -108,7 +133,8 @@ def add_arguments(parser):
     parser.add_argument("--topic", default=None, help="topic name (default derived from the dataset's shape)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per client run")
     parser.add_argument("--json", default=None,
-                        help="where to write the results (default benchmarks/results/e2e.json; with --curve, "
+                        help="where to write the results (default benchmarks/results/e2e.json in a checkout, else "
+                        "./fastkc-bench-results/e2e.json; with --curve, "
                         "the curve's files go to the folder of this path)")
     parser.add_argument("--png", default=None, help="where to draw the chart (default beside the JSON)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
@@ -124,29 +150,29 @@ def add_arguments(parser):
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
-def log_to_stderr(message):
+def log_to_stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load_average():
+def load_average() -> str:
     return " ".join("{0:.2f}".format(x) for x in os.getloadavg())
 
 
-def machine_line():
+def machine_line() -> str:
     return "{0} {1}, {2} CPUs, load average {3}".format(
         platform.system(), platform.machine(), os.cpu_count(), load_average())
 
 
-def local_bootstrap(log):
+def local_bootstrap(log: Log) -> tuple[str, str]:
     """The local broker's address, starting it first if needed (as the demo does)."""
     from fastkc import broker
 
     st = broker.status()
-    info = st.info if st.running else broker.start(log=lambda m: log("fastkc: " + m))
+    info = st.info if st.running and st.info is not None else broker.start(log=lambda m: log("fastkc: " + m))
     return info.bootstrap_servers, info.kafka_version
 
 
-def prepare_topic(bootstrap, topic, args, log):
+def prepare_topic(bootstrap: str, topic: str, args: argparse.Namespace, log: Log) -> dict[int, int]:
     """Create and fill the topic unless it holds the dataset; return its end offsets."""
     from fastkc import sample_run
 
@@ -155,7 +181,7 @@ def prepare_topic(bootstrap, topic, args, log):
     return topic_ends(bootstrap, topic, args.partitions)
 
 
-def topic_ends(bootstrap, topic, partitions):
+def topic_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     from fastkc import sample_run
     from fastkc.net.blocking import BlockingConnection
 
@@ -170,7 +196,8 @@ def topic_ends(bootstrap, topic, partitions):
     return ends
 
 
-def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
+def run_client(name: str, bootstrap: str, topic: str, ends: Mapping[int, int], timeout: float,
+               kafka_version: str | None = None) -> Result:
     """One run of one client in its own process → its result dict (or an error dict)."""
     module, mode = CLIENTS[name]
     cmd = [sys.executable, "-m", module, "--bootstrap", bootstrap, "--topic", topic,
@@ -182,7 +209,7 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
     if name in ("java", "java-steady") and kafka_version:
         cmd += ["--kafka-version", kafka_version]
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = PACKAGE_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     # pyarrow imports numpy, whose bundled OpenBLAS starts a thread per core
     # that spins for a while (blas_thread_server: ~8 % of the Arrow runner's
     # profile, on the core the broker needs). No client here does linear
@@ -194,14 +221,14 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
     started = time.perf_counter()
     try:
         # The runner's own deadline fires first; this one only catches a wedged process.
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout + 120)
+        proc = subprocess.run(cmd, cwd=PACKAGE_PARENT, env=env, capture_output=True, text=True, timeout=timeout + 120)
     except subprocess.TimeoutExpired:
         return {"client": name, "error": "runner did not exit within {0:.0f}s".format(timeout + 120)}
     if proc.returncode != 0:
         return {"client": name, "error": "exit {0}: {1}".format(proc.returncode, proc.stderr.strip()[-2000:])}
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     try:
-        result = json.loads(lines[-1])
+        result: Result = json.loads(lines[-1])
     except (IndexError, ValueError):
         return {"client": name, "error": "no result line in its output:\n" + proc.stdout[-2000:]}
     result["process_seconds"] = time.perf_counter() - started
@@ -209,9 +236,10 @@ def run_client(name, bootstrap, topic, ends, timeout, kafka_version=None):
     return result
 
 
-def run_rounds(names, bootstrap, topic, ends, repeat, timeout, kafka_version, log):
+def run_rounds(names: Sequence[str], bootstrap: str, topic: str, ends: Mapping[int, int], repeat: int,
+               timeout: float, kafka_version: str | None, log: Log) -> dict[str, list[Result]]:
     """{client: [run result]}: `repeat` rounds, every client once per round, in turn."""
-    runs = {name: [] for name in names}
+    runs: dict[str, list[Result]] = {name: [] for name in names}
     for round_no in range(repeat):
         for name in names:
             result = run_client(name, bootstrap, topic, ends, timeout, kafka_version)
@@ -227,20 +255,20 @@ def run_rounds(names, bootstrap, topic, ends, repeat, timeout, kafka_version, lo
     return runs
 
 
-def has_steady(result):
-    return result.get("steady_seconds") is not None and result.get("steady_records")
+def has_steady(result: Result) -> bool:
+    return result.get("steady_seconds") is not None and bool(result.get("steady_records"))
 
 
-def run_rate(result):
+def run_rate(result: Result) -> float:
     """A run's headline rate: steady state when the runner measured it, else its own window."""
     if has_steady(result):
-        return result["steady_records"] / result["steady_seconds"]
-    return result["records"] / result["seconds"]
+        return float(result["steady_records"] / result["steady_seconds"])
+    return float(result["records"] / result["seconds"])
 
 
-def summarise(name, runs, record_size):
+def summarise(name: str, runs: Sequence[Result], record_size: int) -> Summary:
     ok = [r for r in runs if "error" not in r]
-    summary = {"client": name, "label": LABELS[name], "runs": runs}
+    summary: Summary = {"client": name, "label": LABELS[name], "runs": runs}
     if len(ok) != len(runs) or not ok:
         summary["status"] = "failed"
         summary["reason"] = next((r["error"] for r in runs if "error" in r), "no runs")
@@ -283,14 +311,15 @@ def summarise(name, runs, record_size):
     return summary
 
 
-def ratio(summaries, numerator, denominator):
+def ratio(summaries: Mapping[str, Summary], numerator: str, denominator: str) -> float | None:
     a, b = summaries.get(numerator), summaries.get(denominator)
     if not a or not b or a["status"] != "ok" or b["status"] != "ok":
         return None
-    return a["records_per_second"] / b["records_per_second"]
+    return float(a["records_per_second"] / b["records_per_second"])
 
 
-def target_ratio(summaries, numerator, denominators):
+def target_ratio(summaries: Mapping[str, Summary], numerator: str,
+                 denominators: Sequence[str]) -> tuple[float, str] | tuple[None, None]:
     """numerator ÷ the best of the denominators measured, and which one that was."""
     measured = [(summaries[d]["records_per_second"], d) for d in denominators
                 if d in summaries and summaries[d]["status"] == "ok"]
@@ -298,15 +327,15 @@ def target_ratio(summaries, numerator, denominators):
     if not measured or not a or a["status"] != "ok":
         return None, None
     best_rate, best = max(measured)
-    return a["records_per_second"] / best_rate, best
+    return float(a["records_per_second"] / best_rate), best
 
 
-def target_key(numerator, denominators):
+def target_key(numerator: str, denominators: Sequence[str]) -> str:
     return "{0}/{1}".format(numerator, "best-of(" + ",".join(denominators) + ")" if len(denominators) > 1
                             else denominators[0])
 
 
-def markdown_table(summaries, meta):
+def markdown_table(summaries: Mapping[str, Summary], meta: Mapping[str, Any]) -> str:
     lines = [
         "End-to-end consumption of {records:,} records × {record_size} B ({compression}, {partitions} partitions, "
         "Kafka {kafka_version}); {repeat} interleaved round(s), median and slowest–fastest run.".format(**meta),
@@ -347,15 +376,15 @@ def markdown_table(summaries, meta):
     return "\n".join(lines)
 
 
-def fmt_ratio(r):
+def fmt_ratio(r: float | None) -> str:
     return "—" if r is None else "{0:.2f}×".format(r)
 
 
-def fmt_ms(seconds):
+def fmt_ms(seconds: float | None) -> str:
     return "—" if seconds is None else "{0:,.0f} ms".format(seconds * 1000)
 
 
-def draw_chart(summaries, meta, path):
+def draw_chart(summaries: Mapping[str, Summary], meta: Mapping[str, Any], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -384,15 +413,16 @@ def draw_chart(summaries, meta, path):
     plt.close(fig)
 
 
-def git_commit():
+def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PACKAGE_PARENT,
+                             capture_output=True, text=True)
         return out.stdout.strip() or None
     except OSError:
         return None
 
 
-def client_names(text, default):
+def client_names(text: str | None, default: Iterable[str]) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()] if text else list(default)
     unknown = [n for n in names if n not in CLIENTS]
     if unknown or not names:
@@ -400,14 +430,14 @@ def client_names(text, default):
     return names
 
 
-def broker_for(args, log):
+def broker_for(args: argparse.Namespace, log: Log) -> tuple[str, str | None]:
     """(bootstrap, kafka version or None)."""
     if args.bootstrap:
         return args.bootstrap, args.kafka_version
     return local_bootstrap(log)
 
 
-def warm_up(bootstrap, topic, log):
+def warm_up(bootstrap: str, topic: str, log: Log) -> None:
     # One untimed pass through the broker, so whichever client goes first does not
     # pay for reading a topic written long ago from disk while the others hit the page cache.
     from fastkc import sample_run
@@ -416,14 +446,8 @@ def warm_up(bootstrap, topic, log):
     log("warm-up read: {0:,} records in {1:.2f}s (untimed)".format(warm.records, warm.seconds))
 
 
-def run(args, log=log_to_stderr):
-    if args.quiet:
-        def log(message):
-            pass
-    if args.curve:
-        from benchmarks.e2e import curves
-
-        return curves.run(args, log)
+def run(args: argparse.Namespace, log: Callable[[str], None] = log_to_stderr) -> int:
+    """One point: every client on one topic (`fastkc bench` without --curve)."""
     names = client_names(args.clients, CLIENTS)
     if args.repeat < 1 or args.records < 1 or args.partitions < 1 or args.record_size < 1:
         raise SystemExit("--repeat, --records, --partitions and --record-size must be positive")
@@ -451,7 +475,7 @@ def run(args, log=log_to_stderr):
         "repeat": args.repeat,
         "topic": topic,
         "kafka_version": kafka_version or "?",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": git_commit(),
         "python": sys.version.split()[0],
         "machine": machine_line(),
@@ -484,11 +508,3 @@ def run(args, log=log_to_stderr):
         log("FAILED: " + ", ".join(failed))
         return 1
     return 0
-
-
-def main(argv=None):
-    return run(parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

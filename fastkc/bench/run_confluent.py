@@ -15,14 +15,14 @@ although the application drains the queue far sooner: reading a backlog, the
 default client idles most of the time (its CPU seconds are a fraction of its
 wall time). The tuned row shows what the client does without that stall.
 """
-import sys
+from collections.abc import Sequence
 
-from benchmarks.e2e.common import Clock, drain, finish, parse_args
+from fastkc.bench.common import Clock, drain, finish, parse_args
 
 TUNED_FETCH_QUEUE_BACKOFF_MS = 10
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.split("\n\n")[0], argv)
     import confluent_kafka
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
@@ -47,14 +47,14 @@ def main(argv=None):
         consumer.assign(tps)
         clock = Clock(args.timeout)
 
-        def poll_count():
+        def poll_count() -> int:
             messages = consumer.consume(num_messages=500, timeout=1.0)
             for message in messages:
                 if message.error() is not None:
                     raise KafkaException(message.error())
             return len(messages)
 
-        def positions():
+        def positions() -> dict[int, int]:
             # position() is the offset after the last message handed to the application,
             # or a negative logical offset (OFFSET_INVALID) while none has been: on
             # these fresh topics that means offset 0 — what an empty partition's end is.
@@ -71,4 +71,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,7 +1,7 @@
 """What every end-to-end runner shares: its command line, the clock, the
 count check, peak RSS and the one JSON line it hands back to the driver.
 
-A runner is a separate process (`python -m benchmarks.e2e.run_<client>`), so
+A runner is a separate process (`python -m fastkc.bench.run_<client>`), so
 one client's heap, threads and garbage-collector state cannot slow down the
 next one. It reads the whole topic from the beginning to the end offsets the
 driver measured, then prints exactly one JSON object as its last stdout line:
@@ -30,6 +30,8 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 
 class CountMismatch(SystemExit):
@@ -48,7 +50,7 @@ KAFKA_PYTHON_STYLE_CONFIG = dict(
 )
 
 
-def parse_args(description, argv=None):
+def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
@@ -66,15 +68,16 @@ def parse_args(description, argv=None):
     return args
 
 
-def _parse_ends(text):
-    ends = {}
+def _parse_ends(text: str) -> dict[int, int]:
+    ends: dict[int, int] = {}
     for item in text.split(","):
         partition, _, offset = item.partition("=")
         ends[int(partition)] = int(offset)
     return ends
 
 
-def drain(poll_count, positions, args, clock):
+def drain(poll_count: Callable[[], int], positions: Callable[[], Mapping[int, int]], args: argparse.Namespace,
+          clock: "Clock") -> int:
     """Poll until the topic is read; returns the record count.
 
     poll_count() polls once and returns how many records it delivered;
@@ -85,7 +88,7 @@ def drain(poll_count, positions, args, clock):
     at the end: a count that reached the total early means records were
     delivered twice.
     """
-    expected = args.expected
+    expected: int = args.expected
     records = 0
     clock.start()
     while True:
@@ -104,31 +107,44 @@ def drain(poll_count, positions, args, clock):
     return records
 
 
-def _at_end(positions, ends):
+def _at_end(positions: Mapping[int, int], ends: Mapping[int, int]) -> bool:
     return all(positions.get(p, -1) >= end for p, end in ends.items())
+
+
+class SteadyFigures(Protocol):
+    """What finish() reads of a clock (Clock, or a tool's own figures)."""
+
+    @property
+    def first_delivery_records(self) -> int: ...
+
+    @property
+    def steady_seconds(self) -> float: ...
+
+    @property
+    def time_to_first_record(self) -> float | None: ...
 
 
 class Clock:
     """first poll, first record, last record; and a deadline so a stuck client
     fails instead of hanging."""
 
-    def __init__(self, timeout):
+    def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self.started = None
-        self.first_record = None
+        self.started = 0.0  # set by start()
+        self.first_record: float | None = None
         self.first_delivery_records = 0  # delivered at the steady clock's zero: not in its rate
-        self.last_record = None
+        self.last_record: float | None = None
         # CPU time of the whole process (every thread, so librdkafka's and the
         # asyncio loop's work counts too): on a shared machine, CPU seconds per
         # record vary less with the neighbours' load than wall time does.
-        self.cpu_started = None
-        self.cpu_last_record = None
+        self.cpu_started = 0.0
+        self.cpu_last_record: float | None = None
 
-    def start(self):
+    def start(self) -> None:
         self.cpu_started = time.process_time()
         self.started = time.perf_counter()
 
-    def saw_records(self, n):
+    def saw_records(self, n: int) -> None:
         """`n` (> 0) records were just handed to the application."""
         now = time.perf_counter()
         if self.first_record is None:
@@ -137,44 +153,46 @@ class Clock:
         self.last_record = now
         self.cpu_last_record = time.process_time()
 
-    def check_deadline(self, records_so_far, expected):
+    def check_deadline(self, records_so_far: int, expected: int) -> None:
         if time.perf_counter() - self.started > self.timeout:
             raise SystemExit("timed out after {0:.0f}s with {1:,} of {2:,} records".format(
                 self.timeout, records_so_far, expected))
 
     @property
-    def seconds(self):
+    def seconds(self) -> float:
         if self.last_record is None:
             return 0.0
         return self.last_record - self.started
 
     @property
-    def steady_seconds(self):
+    def steady_seconds(self) -> float:
         """first record -> last record; 0.0 when every record came in one delivery."""
-        if self.last_record is None:
+        if self.last_record is None or self.first_record is None:
             return 0.0
         return self.last_record - self.first_record
 
     @property
-    def time_to_first_record(self):
+    def time_to_first_record(self) -> float | None:
         if self.first_record is None:
             return None
         return self.first_record - self.started
 
     @property
-    def cpu_seconds(self):
+    def cpu_seconds(self) -> float:
         if self.cpu_last_record is None:
             return 0.0
         return self.cpu_last_record - self.cpu_started
 
 
-def peak_rss_bytes(children=False):
+def peak_rss_bytes(children: bool = False) -> int:
     """Peak resident set size; Linux reports ru_maxrss in KiB."""
     who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
     return resource.getrusage(who).ru_maxrss * 1024
 
 
-def finish(client, args, records, seconds, *, clock=None, peak_rss=None, cpu_seconds=None, **extra):
+def finish(client: str, args: argparse.Namespace, records: int, seconds: float, *,
+           clock: SteadyFigures | None = None,
+           peak_rss: int | None = None, cpu_seconds: float | None = None, **extra: Any) -> dict[str, Any]:
     """Check the count, then print the result line. Never returns normally on a mismatch.
 
     With `clock` (a Clock that saw every delivery) the steady-state figures go
@@ -184,7 +202,7 @@ def finish(client, args, records, seconds, *, clock=None, peak_rss=None, cpu_sec
             client, records, args.expected))
     if seconds <= 0:
         raise SystemExit("{0}: no time measured for {1:,} records".format(client, records))
-    result = {
+    result: dict[str, Any] = {
         "client": client,
         "records": records,
         "seconds": seconds,

@@ -1,4 +1,4 @@
-"""Kafka's Java consumer at steady state: benchmarks/e2e/java/SteadyStateConsumer.java
+"""Kafka's Java consumer at steady state: fastkc/bench/java/SteadyStateConsumer.java
 (assign, seekToBeginning, poll(Duration) until the end offsets; first poll,
 first record and last record timed like the Python runners), compiled on
 first use with `javac` against the kafka-clients jars of the harness's Kafka
@@ -11,25 +11,29 @@ import json
 import os
 import shutil
 import subprocess
-import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from benchmarks.e2e.common import finish, peak_rss_bytes
-from benchmarks.e2e.run_java import JVM_FLAGS, java_runner_args
+from fastkc.bench.common import finish, peak_rss_bytes
+from fastkc.bench.run_java import JVM_FLAGS, java_runner_args
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "SteadyStateConsumer.java")
 MAIN_CLASS = "SteadyStateConsumer"
+
+if TYPE_CHECKING:
+    from fastkc.broker.resolve import KafkaInstall
 
 
 class _Clock:
     """The figures the Java program measured, in the shape common.finish reads."""
 
-    def __init__(self, out):
-        self.first_delivery_records = out["first_delivery_records"]
-        self.steady_seconds = out["steady_seconds"] or 0.0
-        self.time_to_first_record = out["time_to_first_record_seconds"]
+    def __init__(self, out: Mapping[str, Any]) -> None:
+        self.first_delivery_records: int = out["first_delivery_records"]
+        self.steady_seconds: float = out["steady_seconds"] or 0.0
+        self.time_to_first_record: float | None = out["time_to_first_record_seconds"]
 
 
-def compiled_classes(install):
+def compiled_classes(install: "KafkaInstall") -> str:
     """The folder holding SteadyStateConsumer.class for this Kafka, compiling it if needed."""
     from fastkc.broker.resolve import cache_root
 
@@ -61,7 +65,7 @@ def compiled_classes(install):
     return out
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     args, install, java = java_runner_args(__doc__.split("\n\n")[0], argv)
     classes = compiled_classes(install)
     cmd = [java] + JVM_FLAGS + [
@@ -82,4 +86,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

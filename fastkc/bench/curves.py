@@ -24,13 +24,22 @@ MB/s of values, time to first record, peak RSS; the load average) and
 curve-<name>.png (records/s and MB/s against the varied parameter, one line
 per client, log x where the parameter is a number).
 """
+import argparse
 import datetime
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
-from benchmarks.e2e import driver
+from fastkc.bench import driver
+from fastkc.bench.driver import Log, Summary
+
+# a curve's x value: a number (value size, partitions, headers) or a codec name
+X = int | str
+# one measured point as the JSON document holds it
+PointResult = dict[str, Any]
 
 # What each curve runs unless --clients says otherwise: fastkc's two APIs,
 # their ceiling and the two fastest other clients; kafka-python and aiokafka
@@ -51,11 +60,11 @@ class Point:
 class Curve:
     name: str
     axis: str  # the x axis' label
-    values: tuple
+    values: tuple[X, ...]
     numeric: bool  # a number line (log x) rather than categories
     title: str  # what stays fixed
 
-    def point(self, x):
+    def point(self, x: X) -> Point:
         if self.name == "value-size":
             return Point(int(x), 8, "lz4", 0, "ProducerPerformance")
         if self.name == "partitions":
@@ -64,7 +73,7 @@ class Curve:
             return Point(100, 8, str(x), 0, "ProducerPerformance")
         return Point(100, 8, "lz4", int(x), "confluent-kafka")
 
-    def label(self, x):
+    def label(self, x: X) -> str:
         if self.name == "value-size":
             return size_label(int(x))
         return str(x)
@@ -81,17 +90,17 @@ CURVES = {
 }
 
 
-def size_label(n):
+def size_label(n: int) -> str:
     if n >= 1024 and n % 1024 == 0:
         return "{0} KiB".format(n // 1024)
     return "{0} B".format(n)
 
 
-def point_records(point, max_records, max_value_bytes):
+def point_records(point: Point, max_records: int, max_value_bytes: int) -> int:
     return max(1, min(max_records, max_value_bytes // point.value_size))
 
 
-def topic_name(point, records):
+def topic_name(point: Point, records: int) -> str:
     if point.producer == "ProducerPerformance":
         # the headline's naming: a point equal to the headline's dataset reads the same topic
         return "fastkc-sample-{0}x{1}-{2}-{3}p".format(records, point.value_size, point.compression,
@@ -100,12 +109,12 @@ def topic_name(point, records):
                                                         point.compression, point.partitions)
 
 
-def header_list(count):
+def header_list(count: int) -> list[tuple[str, bytes]]:
     """`count` headers of the kind applications attach (ids, types), 10–16 byte values."""
     return [("h{0}-trace-id".format(i), "{0:016x}".format(0x5EED0000 + i).encode()) for i in range(count)]
 
 
-def prepare_point(bootstrap, point, records, log):
+def prepare_point(bootstrap: str, point: Point, records: int, log: Log) -> tuple[str, dict[int, int]]:
     """Create and fill the point's topic unless it holds the dataset; its end offsets."""
     topic = topic_name(point, records)
     if point.producer == "ProducerPerformance":
@@ -126,7 +135,7 @@ def prepare_point(bootstrap, point, records, log):
 _LETTERS = bytes(65 + b % 26 for b in range(256))
 
 
-def produce_with_headers(bootstrap, topic, records, point, log):
+def produce_with_headers(bootstrap: str, topic: str, records: int, point: Point, log: Log) -> None:
     """Write the headers dataset with confluent-kafka's Producer: a fresh
     random A–Z payload per record, as ProducerPerformance writes them (one
     payload repeated would compress some twentyfold and turn the points into
@@ -149,7 +158,7 @@ def produce_with_headers(bootstrap, topic, records, point, log):
         sample_run.create_topic(conn, topic, point.partitions)
     log("loading {0:,} records of {1} B with {2} header(s) ({3}, {4} partitions) with confluent-kafka…".format(
         records, point.value_size, point.headers, point.compression, point.partitions))
-    errors = []
+    errors: list[Any] = []
     producer = Producer({
         "bootstrap.servers": bootstrap,
         "compression.type": point.compression,
@@ -160,16 +169,18 @@ def produce_with_headers(bootstrap, topic, records, point, log):
         "delivery.report.only.error": True,
     })
     size = point.value_size
-    headers = header_list(point.headers) or None
+    # (confluent-kafka's annotation takes str or bytes values)
+    headers: list[tuple[str, str | bytes | None]] | None = list(header_list(point.headers)) or None
 
-    def on_error(err, msg):
+    def on_error(err: Any, msg: Any) -> None:
         errors.append(err)
 
     produce = producer.produce
     for i in range(records):
         while True:
             try:
-                produce(topic, value=os.urandom(size).translate(_LETTERS), headers=headers, partition=i % point.partitions, on_delivery=on_error)
+                produce(topic, value=os.urandom(size).translate(_LETTERS), headers=headers,
+                        partition=i % point.partitions, on_delivery=on_error)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -180,7 +191,8 @@ def produce_with_headers(bootstrap, topic, records, point, log):
         raise RuntimeError("confluent-kafka producer: {0} undelivered, errors {1}".format(left, errors[:3]))
 
 
-def run_curve(curve, args, bootstrap, kafka_version, names, folder, log):
+def run_curve(curve: Curve, args: argparse.Namespace, bootstrap: str, kafka_version: str | None,
+              names: Sequence[str], folder: str, log: Log) -> list[str]:
     xs = curve.values
     if args.points:
         wanted = [p.strip() for p in args.points.split(",") if p.strip()]
@@ -188,7 +200,7 @@ def run_curve(curve, args, bootstrap, kafka_version, names, folder, log):
         if not xs:
             raise SystemExit("--points {0} names none of {1}'s values {2}".format(args.points, curve.name,
                                                                                    curve.values))
-    points = []
+    points: list[PointResult] = []
     for x in xs:
         point = curve.point(x)
         records = point_records(point, args.max_records, args.max_value_bytes)
@@ -201,7 +213,7 @@ def run_curve(curve, args, bootstrap, kafka_version, names, folder, log):
         points.append({"x": x, "label": curve.label(x), "dataset": dict(asdict(point), records=records,
                                                                          topic=topic),
                        "load_average": driver.load_average(), "clients": summaries})
-    meta = {
+    meta: dict[str, Any] = {
         "curve": curve.name,
         "axis": curve.axis,
         "fixed": curve.title,
@@ -210,7 +222,7 @@ def run_curve(curve, args, bootstrap, kafka_version, names, folder, log):
         "repeat": args.repeat,
         "clients": names,
         "kafka_version": kafka_version or "?",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": driver.git_commit(),
         "python": sys.version.split()[0],
         "machine": driver.machine_line(),
@@ -229,7 +241,7 @@ def run_curve(curve, args, bootstrap, kafka_version, names, folder, log):
     return [name for p in points for name, s in p["clients"].items() if s["status"] != "ok"]
 
 
-def _cell(summary, what):
+def _cell(summary: Summary, what: str) -> str:
     if summary["status"] != "ok":
         return "FAILED"
     if what == "rate":
@@ -243,7 +255,7 @@ def _cell(summary, what):
     return "{0:.0f}".format(summary["peak_rss_bytes"] / 2**20)
 
 
-def human(rate):
+def human(rate: float) -> str:
     if rate >= 1e6:
         return "{0:.2f} M".format(rate / 1e6)
     if rate >= 1e3:
@@ -251,7 +263,7 @@ def human(rate):
     return "{0:.0f}".format(rate)
 
 
-def curve_table(curve, points, names, meta):
+def curve_table(curve: Curve, points: Sequence[PointResult], names: Sequence[str], meta: Mapping[str, Any]) -> str:
     head = "| {0} | records | ".format(curve.axis) + " | ".join(driver.LABELS[n] for n in names) + " |"
     rule = "|---|---|" + "---|" * len(names)
     lines = [
@@ -280,7 +292,8 @@ def curve_table(curve, points, names, meta):
     return "\n".join(lines)
 
 
-def draw_curve(curve, points, names, meta, path):
+def draw_curve(curve: Curve, points: Sequence[PointResult], names: Sequence[str], meta: Mapping[str, Any],
+               path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -289,7 +302,11 @@ def draw_curve(curve, points, names, meta, path):
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     positions = [p["x"] for p in points] if curve.numeric else list(range(len(points)))
     for name in names:
-        xs, ys, mbs, lows, highs = [], [], [], [], []
+        xs: list[Any] = []
+        ys: list[float] = []
+        mbs: list[float] = []
+        lows: list[float] = []
+        highs: list[float] = []
         for pos, p in zip(positions, points):
             s = p["clients"][name]
             if s["status"] != "ok":
@@ -327,7 +344,7 @@ def draw_curve(curve, points, names, meta, path):
     plt.close(fig)
 
 
-def run(args, log):
+def run(args: argparse.Namespace, log: Callable[[str], None]) -> int:
     if args.repeat < 1 or args.max_records < 1 or args.max_value_bytes < 1:
         raise SystemExit("--repeat, --max-records and --max-value-bytes must be positive")
     names = driver.client_names(args.clients, CURVE_CLIENTS)
@@ -337,7 +354,7 @@ def run(args, log):
     folder = os.path.dirname(os.path.abspath(args.json)) if args.json else driver.RESULTS
     os.makedirs(folder, exist_ok=True)
     bootstrap, kafka_version = driver.broker_for(args, log)
-    failed = []
+    failed: list[str] = []
     for name in chosen:
         failed += run_curve(CURVES[name], args, bootstrap, kafka_version, names, folder, log)
     if failed:

@@ -1,12 +1,12 @@
 """Rebalance time: from a member joining until every member is consuming again.
 
-    python -m benchmarks.rebalance.run [--bootstrap HOST:PORT] [--repeat N] [--rate R]
+    python -m fastkc.bench.rebalance [--bootstrap HOST:PORT] [--repeat N] [--rate R]
     fastkc bench-rebalance [...]
 
 Two members of one client and protocol share a 12-partition topic under
 steady production (confluent-kafka's producer, `--rate` records/s); a third
 member process joins. Every member logs its listener calls and the records
-poll hands it (tests/support/group_worker.py). The rebalance is over at the
+poll hands it (fastkc/bench/group_worker.py). The rebalance is over at the
 first moment when the three own disjoint partitions covering the topic, each
 owns at least one, and each has been handed a record from every partition it
 owns since its last assignment change. The time from the third member's
@@ -26,8 +26,12 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fastkc.bench.driver import PACKAGE_PARENT
+from fastkc.bench.group_worker import read_events
+
 PARTITIONS = 12
 SCENARIOS = [
     ("fastkc", "classic", "range", "fastkc classic eager (range)"),
@@ -39,7 +43,7 @@ SCENARIOS = [
 ]
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", default=None, help="use this broker (default: start a local one)")
     parser.add_argument("--repeat", type=int, default=3, help="joins measured per scenario (median reported)")
     parser.add_argument("--rate", type=int, default=1200, help="records/s produced while measuring")
@@ -48,7 +52,7 @@ def add_arguments(parser):
 
 
 class _Producer(threading.Thread):
-    def __init__(self, bootstrap, topic, rate):
+    def __init__(self, bootstrap: str, topic: str, rate: int) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Producer
 
@@ -56,7 +60,7 @@ class _Producer(threading.Thread):
         self.topic, self.rate = topic, rate
         self.stop = threading.Event()
 
-    def run(self):
+    def run(self) -> None:
         i, start = 0, time.monotonic()
         while not self.stop.is_set():
             self.producer.produce(self.topic, value=b"x", partition=i % PARTITIONS)
@@ -68,30 +72,49 @@ class _Producer(threading.Thread):
         self.producer.flush(10)
 
 
-def _read(path):
-    out = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    return out
+def _runner_env() -> dict[str, str]:
+    # the member processes import the same fastkc as this one (see driver.PACKAGE_PARENT)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PACKAGE_PARENT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
 
 
-def _spawn(bootstrap, topic, group, out, client, protocol, assignor):
-    return subprocess.Popen([sys.executable, "-m", "tests.support.group_worker", bootstrap, topic, group, out,
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Create the topic (fastkc's own CreateTopics) and wait until every
+    partition has a leader, so the members' first assignment is the whole topic."""
+    from fastkc import sample_run
+    from fastkc.net.blocking import BlockingConnection
+
+    host, port = sample_run._split(bootstrap)
+    deadline = time.monotonic() + timeout
+    with BlockingConnection(host, port, timeout=timeout) as conn:
+        sample_run.create_topic(conn, topic, partitions)
+        while True:
+            md = conn.request("Metadata", {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+            (entry,) = md["topics"]
+            if (entry["error_code"] == 0 and len(entry["partitions"]) == partitions
+                    and all(p["leader_id"] >= 0 for p in entry["partitions"])):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError("topic {0} has no leader for every partition after {1}s".format(topic, timeout))
+            time.sleep(0.1)
+
+
+def _spawn(bootstrap: str, topic: str, group: str, out: str, client: str, protocol: str,
+           assignor: str) -> "subprocess.Popen[bytes]":
+    return subprocess.Popen([sys.executable, "-m", "fastkc.bench.group_worker", bootstrap, topic, group, out,
                              "--client", client, "--protocol", protocol, "--assignor", assignor,
                              "--commit-interval-ms", "1000"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=PACKAGE_PARENT, env=_runner_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def settled_at(logs, since):
+def settled_at(logs: Sequence[Sequence[dict[str, Any]]], since: float) -> float | None:
     """The first time after `since` at which the members own disjoint
     partitions covering the topic, each owns some, and each was handed a
     record from every partition it owns since its last assignment change."""
     events = sorted(((ev["t"], i, ev) for i, evs in enumerate(logs) for ev in evs), key=lambda x: (x[0], x[1]))
-    owned = [set() for _ in logs]
-    fresh = [set() for _ in logs]  # partitions handed a record since the last change
+    owned: list[set[int]] = [set() for _ in logs]
+    fresh: list[set[int]] = [set() for _ in logs]  # partitions handed a record since the last change
     for t, i, ev in events:
         kind = ev["e"]
         if kind == "assigned":
@@ -106,29 +129,27 @@ def settled_at(logs, since):
             continue
         if t < since:
             continue
-        union = set().union(*owned)
+        union: set[int] = set().union(*owned)
         if len(union) == PARTITIONS and sum(len(o) for o in owned) == PARTITIONS and all(owned) \
                 and all(o <= f for o, f in zip(owned, fresh)):
-            return t
+            return float(t)
     return None
 
 
-def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
-    from tests.support.kafka_tools import create_topic
-
+def measure(bootstrap: str, client: str, protocol: str, assignor: str, rate: int, timeout: float = 60.0) -> float:
     topic = "rebalance-" + uuid.uuid4().hex[:8]
     group = "rb-" + uuid.uuid4().hex[:8]
-    create_topic(bootstrap, topic, partitions=PARTITIONS)
+    create_topic(bootstrap, topic, PARTITIONS)
     producer = _Producer(bootstrap, topic, rate)
     producer.start()
     tmp = tempfile.mkdtemp(prefix="fastkc-rebalance-")
     paths = [os.path.join(tmp, "m{0}.jsonl".format(i)) for i in range(3)]
-    procs = []
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         for path in paths[:2]:
             procs.append(_spawn(bootstrap, topic, group, path, client, protocol, assignor))
         deadline = time.monotonic() + timeout
-        while settled_at([_read(p) for p in paths[:2]], 0) is None:
+        while settled_at([read_events(p) for p in paths[:2]], 0) is None:
             if time.monotonic() > deadline:
                 raise RuntimeError("the first two members never settled")
             time.sleep(0.1)
@@ -136,12 +157,12 @@ def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
         time.sleep(3.0)
         procs.append(_spawn(bootstrap, topic, group, paths[2], client, protocol, assignor))
         while True:
-            logs = [_read(p) for p in paths]
+            logs = [read_events(p) for p in paths]
             ready = [ev["t"] for ev in logs[2] if ev["e"] == "ready"]
             if ready:
                 done = settled_at(logs, ready[0])
                 if done is not None:
-                    return done - ready[0]
+                    return done - float(ready[0])
             if time.monotonic() > deadline + timeout:
                 raise RuntimeError("no settled group after the join")
             time.sleep(0.1)
@@ -158,9 +179,7 @@ def measure(bootstrap, client, protocol, assignor, rate, timeout=60.0):
         producer.join(15)
 
 
-def main(args):
-    if ROOT not in sys.path:
-        sys.path.insert(0, ROOT)
+def main(args: argparse.Namespace) -> int:
     started = None
     bootstrap = args.bootstrap
     if bootstrap is None:
@@ -170,12 +189,12 @@ def main(args):
         started = broker.start(name="bench-rebalance", data_dir=data_dir)
         bootstrap = started.bootstrap_servers
     only = set(args.only.split(",")) if args.only else None
-    results = []
+    results: list[dict[str, Any]] = []
     try:
         for client, protocol, assignor, label in SCENARIOS:
             if only and client not in only:
                 continue
-            times = []
+            times: list[float] = []
             for _ in range(args.repeat):
                 times.append(measure(bootstrap, client, protocol, assignor, args.rate))
             results.append({"scenario": label, "client": client, "protocol": protocol, "assignor": assignor,

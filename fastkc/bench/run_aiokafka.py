@@ -2,13 +2,14 @@
 getmany() until the end offsets (check_crcs=True, read_uncommitted, default
 fetch sizes, no max_records: getmany hands over whatever is buffered).
 """
+import argparse
 import asyncio
-import sys
+from collections.abc import Sequence
 
-from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, CountMismatch, _at_end, finish, parse_args
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, CountMismatch, _at_end, finish, parse_args
 
 
-async def consume(args):
+async def consume(args: argparse.Namespace) -> tuple[int, Clock]:
     from aiokafka import AIOKafkaConsumer
     from aiokafka.structs import TopicPartition
 
@@ -23,7 +24,7 @@ async def consume(args):
         await consumer.seek_to_beginning(*tps)
         clock = Clock(args.timeout)
 
-        async def positions():
+        async def positions() -> dict[int, int]:
             return {tp.partition: await consumer.position(tp) for tp in tps}
 
         # The loop of common.drain, with awaits: getmany and position are coroutines.
@@ -48,7 +49,7 @@ async def consume(args):
         await consumer.stop()
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.split("\n\n")[0], argv)
     import aiokafka
 
@@ -58,4 +59,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

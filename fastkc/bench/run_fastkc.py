@@ -9,8 +9,9 @@ CRC-checked, nothing decoded.
 """
 import importlib
 import sys
+from collections.abc import Sequence
 
-from benchmarks.e2e.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
 
 MODES = ("records", "records-threaded", "arrow", "ceiling")
 API = {"records": "KafkaConsumer.poll", "records-threaded": "KafkaConsumer.poll",
@@ -18,7 +19,7 @@ API = {"records": "KafkaConsumer.poll", "records-threaded": "KafkaConsumer.poll"
        "ceiling": "fastkc.bench_ceiling.CeilingReader.poll_raw"}
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.split("\n\n")[0], argv)
     mode = args.mode or "records"
     if mode not in MODES:
@@ -55,16 +56,21 @@ def main(argv=None):
         consumer.seek_to_beginning(*tps)
         clock = Clock(args.timeout)
         if mode in ("records", "records-threaded"):
-            def poll_count():
+            def poll_count() -> int:
                 return sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
         elif mode == "arrow":
-            def poll_count():
-                return consumer.poll_arrow(timeout_ms=1000).num_rows
+            def poll_count() -> int:
+                rows: int = consumer.poll_arrow(timeout_ms=1000).num_rows
+                return rows
         else:
-            def poll_count():
-                return reader.poll_raw(timeout_ms=1000)
+            ceiling = reader
+            assert ceiling is not None  # made above for this mode
 
-        def positions():
+            def poll_count() -> int:
+                checked: int = ceiling.poll_raw(timeout_ms=1000)
+                return checked
+
+        def positions() -> dict[int, int]:
             return {tp.partition: consumer.position(tp) for tp in tps}
 
         records = drain(poll_count, positions, args, clock)

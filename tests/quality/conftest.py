@@ -1,0 +1,15 @@
+"""The quality gates (tests/quality/): mypy, ruff, the compiled modules' stubs,
+the import graph, `fastkc bench` outside a checkout. They read the repository,
+never a broker."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_tool(args, timeout=600):
+    """`python -m <args>` from the repository root; (returncode, combined output)."""
+    proc = subprocess.run([sys.executable, "-m"] + list(args), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr

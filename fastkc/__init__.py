@@ -1,16 +1,14 @@
 """fastkc: a fast, kafka-python-compatible Kafka consumer."""
 from fastkc import _backend
+from fastkc._version import __version__ as __version__
+from fastkc.consumer import KafkaConsumer
+from fastkc.group import ConsumerRebalanceListener  # kafka-python exports it at the top too
 from fastkc.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
     TopicPartition,
 )
-
-__version__ = "0.1.0"
-
-from fastkc.consumer import KafkaConsumer  # noqa: E402  (needs __version__ for its ApiVersions)
-from fastkc.group import ConsumerRebalanceListener  # noqa: E402  (kafka-python exports it at the top too)
 
 #: "c" when the compiled core is in use, "python" for the pure-Python twin.
 backend = _backend.name

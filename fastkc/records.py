@@ -5,6 +5,7 @@ Both backends (compiled core and pure-Python twin) implement the same
 contract; `fastkc.backend` says which one is in use.
 """
 from fastkc import _backend
+from fastkc.arrow_schema import arrow_schema
 from fastkc.structs import ConsumerRecord, DecodedPartition
 
 __all__ = [
@@ -292,28 +293,3 @@ def arrow_builder(base=None, zero_copy=False):
     sum. zero_copy: key and value as binary_view pointing into the steps'
     input buffers (see decode_arrow)."""
     return _backend.impl.ArrowBuilder(base, zero_copy)
-
-
-def arrow_schema(zero_copy=False):
-    """key binary, value binary, topic string, partition int32, offset int64,
-    timestamp timestamp[us, UTC], timestampType int32,
-    headers list<struct<key: string, value: binary>> — all nullable.
-    zero_copy=True: key and value are binary_view (see decode_arrow)."""
-    import pyarrow as pa
-
-    kv = pa.binary_view() if zero_copy else pa.binary()
-    return pa.schema(
-        [
-            pa.field("key", kv),
-            pa.field("value", kv),
-            pa.field("topic", pa.string()),
-            pa.field("partition", pa.int32()),
-            pa.field("offset", pa.int64()),
-            pa.field("timestamp", pa.timestamp("us", tz="UTC")),
-            pa.field("timestampType", pa.int32()),
-            pa.field(
-                "headers",
-                pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])),
-            ),
-        ]
-    )

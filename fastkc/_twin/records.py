@@ -1080,7 +1080,7 @@ def _arrow_micros(raws):
 def _arrow_batch(raws, topic, partition):
     import pyarrow as pa
 
-    from fastkc.records import arrow_schema
+    from fastkc.arrow_schema import arrow_schema
 
     schema = arrow_schema()
     micros = _arrow_micros(raws)
@@ -1133,7 +1133,7 @@ def _as_views(batch):
     (the twin copies; only the layout differs, never a value)."""
     import pyarrow as pa
 
-    from fastkc.records import arrow_schema
+    from fastkc.arrow_schema import arrow_schema
 
     columns = list(batch.columns)
     columns[0] = columns[0].cast(pa.binary_view())
@@ -1171,7 +1171,7 @@ class ArrowBuilder:
     def finish(self):
         import pyarrow as pa
 
-        from fastkc.records import arrow_schema
+        from fastkc.arrow_schema import arrow_schema
 
         batches, self._batches, self._totals = self._batches, [], (0,) * 6
         if not batches:

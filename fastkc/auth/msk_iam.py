@@ -43,6 +43,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl
 
+from fastkc._version import __version__
 from fastkc.auth import Config, PendingStep
 
 # errors.py makes its code table's classes at import (globals()), which mypy
@@ -145,8 +146,7 @@ def new_exchange(config: Config, host: str) -> "MskIamExchange":
 
 
 def user_agent() -> str:
-    import fastkc
-    return "fastkc/{0}".format(fastkc.__version__)
+    return "fastkc/{0}".format(__version__)
 
 
 def signed_payload(host: str, credentials: _Credentials, region: str, agent: str | None = None) -> bytes:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
+from fastkc._version import __version__
 from fastkc.metrics import ConsumerMetrics, Metric, MetricName
 
 if TYPE_CHECKING:
@@ -150,7 +151,5 @@ def instrument(consumer: "KafkaConsumer", meter: Meter | None = None,
         raise ValueError("the consumer has metrics_enabled=False: nothing to export")
     if meter is None:
         provider = meter_provider if meter_provider is not None else otel_metrics.get_meter_provider()
-        import fastkc
-
-        meter = provider.get_meter(_METER_NAME, getattr(fastkc, "__version__", None))
+        meter = provider.get_meter(_METER_NAME, __version__)
     return OtelBridge(registry, meter)

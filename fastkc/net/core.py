@@ -107,6 +107,7 @@ import random
 import ssl
 
 from fastkc import _backend, auth
+from fastkc._version import __version__
 from fastkc.errors import (
     CorrelationIdError,
     IllegalStateError,
@@ -224,10 +225,6 @@ def pick_version(api_name, broker_versions):
 
 
 def _fastkc_version():
-    try:
-        from fastkc import __version__
-    except ImportError:  # pragma: no cover - a partial import during setup
-        return "0"
     return __version__
 
 

@@ -38,8 +38,8 @@ _ROOT = os.path.dirname(os.path.dirname(_HERE))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from fastkc.protocol import codec  # noqa: E402
 from fastkc.net.blocking import BlockingConnection  # noqa: E402
+from fastkc.protocol import codec  # noqa: E402
 from tests.support.kafka_tools import (  # noqa: E402
     CODECS,
     Message,

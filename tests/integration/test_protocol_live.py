@@ -8,8 +8,8 @@ import pytest
 
 from fastkc import records as fastkc_records
 from fastkc.errors import IllegalArgumentError
-from fastkc.protocol import codec
 from fastkc.net.blocking import BlockingConnection
+from fastkc.protocol import codec
 from fastkc.protocol.messages import ALL_APIS
 from tests.support.kafka_tools import Message, produce
 

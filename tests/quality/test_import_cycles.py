@@ -15,14 +15,8 @@ from tests.quality.conftest import ROOT
 
 # component (sorted modules) -> why it is still here
 KNOWN = {
-    ("fastkc", "fastkc.client", "fastkc.conn", "fastkc.consumer", "fastkc.group", "fastkc.group.classic",
-     "fastkc.group.kip848", "fastkc.group.member", "fastkc.group.transport"):
-        "fastkc.conn reads fastkc.__version__ in a function, and the package root imports the consumer and the "
-        "group, which import the client and conn; the classic and KIP-848 members import their own package "
-        "lazily (ConsumerGroupMetadata); goes with the connection core and the group restructuring",
-    ("fastkc._backend", "fastkc._twin.records", "fastkc.records"):
-        "the twin's Arrow path imports fastkc.records (arrow_schema) in a function, fastkc.records imports the "
-        "backend chooser, which imports the twin; goes with the one backend choice of the fetch restructuring",
+    ("fastkc.group", "fastkc.group.classic", "fastkc.group.kip848"):
+        "the classic and KIP-848 members import their own package lazily (ConsumerGroupMetadata)",
 }
 
 

@@ -24,8 +24,9 @@ application-side methods). `run(scenario, runner)` plays a scenario.
 Runners here: the machine driven directly (tests/unit/test_fetch_machine.py)
 and the sync driver over a scripted client; an asyncio driver adds its own.
 """
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from fastkc import errors
 from fastkc.protocol import codec
@@ -59,13 +60,13 @@ def metadata(partitions=(0, 1), leader_epoch=LEADER_EPOCH, leader=1):
 class Send:
     api: str
     node: int = 1
-    where: Optional[Callable[[dict], Any]] = None
+    where: Callable[[dict], Any] | None = None
 
 
 @dataclass
 class Reply:
-    build: Optional[Callable[[dict, int], Any]] = None
-    error: Optional[BaseException] = None
+    build: Callable[[dict, int], Any] | None = None
+    error: BaseException | None = None
 
 
 @dataclass

@@ -218,7 +218,9 @@ def test_translation_of_the_keys_that_differ():
         def assign(cls, cluster, members):
             return {}
 
-    decode = (lambda raw: raw)
+    def decode(raw):
+        return raw
+
     resolved = oconfig.resolve(
         partition_assignment_strategy=[AioSticky, AioRange, AioRoundRobin, Custom],
         connections_max_idle_ms=None, rebalance_timeout_ms=20000, max_poll_records=7,
@@ -538,7 +540,8 @@ def test_commit_offsets_stricter_than_aiokafka(offset):
 def test_commit_offsets_take_fastkc_and_aiokafka_keys():
     import fastkc.structs
 
-    got = ostructs.normalize_commit_offsets({astructs.TopicPartition("t", 1): fastkc.structs.OffsetAndMetadata(3, "m", 7)})
+    got = ostructs.normalize_commit_offsets(
+        {astructs.TopicPartition("t", 1): fastkc.structs.OffsetAndMetadata(3, "m", 7)})
     assert got == {ostructs.TopicPartition("t", 1): ostructs.OffsetAndMetadata(3, "m")}
 
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastkc import records as fastkc_records
-from fastkc.bench_ceiling import check_blob
 from fastkc._twin import records as twin
+from fastkc.bench_ceiling import check_blob
 from fastkc.errors import CorruptRecordError, InvalidRecordError, RecordCrcError
 from tests.support import batchgen as bg
 

@@ -5,7 +5,8 @@ import ssl
 import threading
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fastkc import auth, errors
 from fastkc.net import core as core_module

@@ -13,8 +13,8 @@ from fastkc.errors import (
     KafkaTimeoutError,
     ProtocolParseError,
 )
-from fastkc.protocol import codec
 from fastkc.net.blocking import BlockingConnection
+from fastkc.protocol import codec
 from fastkc.protocol.framing import Framer, frame
 
 BROKER_APIS = [(18, 0, 4), (3, 0, 12), (1, 4, 16), (12, 0, 4)]

@@ -46,9 +46,13 @@ class FakeClock:
     def __call__(self):
         return self.now
 
+    def sleep(self, seconds):
+        self.now += seconds
+
 
 class FakeTransport:
-    """find_coordinator / call / metadata / coordinator_lost, scripted."""
+    """request_any (FindCoordinator) / use_coordinator / call / metadata /
+    coordinator_lost, scripted."""
 
     def __init__(self, partitions=4):
         self.coordinator_id = None
@@ -65,10 +69,14 @@ class FakeTransport:
     def answer(self, api, response):
         self.script[api].append(response)
 
-    def find_coordinator(self, group_id, timeout_ms, key_type=0):
+    def request_any(self, api, body, timeout_ms):
+        assert api == "FindCoordinator" and body["key"] == "g"
         self.finds += 1
-        self.coordinator_id = 1
-        return 1
+        return {"throttle_time_ms": 0, "coordinators": [
+            {"key": "g", "node_id": 1, "host": "localhost", "port": 9092, "error_code": 0, "error_message": None}]}
+
+    def use_coordinator(self, coordinator):
+        self.coordinator_id = coordinator.node_id
 
     def coordinator_lost(self):
         self.lost += 1
@@ -125,7 +133,8 @@ def make(assignors=(RangePartitionAssignor,), protocol="classic", **configs):
     settings.update(configs)
     config = consumer_config(settings)
     transport, app, clock = FakeTransport(), FakeApp(), FakeClock()
-    member = make_group_member(config, app, transport=transport, clock=clock, start_thread=False)
+    member = make_group_member(config, app, transport=transport, clock=clock, sleep=clock.sleep,
+                               start_thread=False)
     listener = Recorder()
     member.subscribe([TOPIC], listener)
     return member, transport, app, clock, listener
@@ -315,7 +324,7 @@ def test_commit_errors_follow_the_java_client():
     assert body["topics"][0]["partitions"][0]["committed_metadata"] == "meta"
     assert body["topics"][0]["partitions"][0]["committed_leader_epoch"] == 2
     # NOT_COORDINATOR is retried (after finding the coordinator again)
-    member.state = MemberState.STABLE
+    member.machine.state = MemberState.STABLE  # as if the rebalance had completed (test shortcut)
     transport.answer("OffsetCommit", commit_response([0], NOT_COORDINATOR))
     transport.answer("OffsetCommit", commit_response([0]))
     member.commit_sync(offsets, 5000)
@@ -336,13 +345,13 @@ def test_commit_sync_times_out_when_the_coordinator_keeps_moving():
     for _ in range(50):
         transport.answer("OffsetCommit", commit_response([0], NOT_COORDINATOR))
 
-    real_commit = member._send_commit_locked
+    real_call = transport.call
 
-    def advancing(*args):
+    def advancing(api, body, timeout_ms):
         clock.now += 0.1
-        return real_commit(*args)
+        return real_call(api, body, timeout_ms)
 
-    member._send_commit_locked = advancing
+    transport.call = advancing
     with pytest.raises(KafkaTimeoutError):
         member.commit_sync({TPS[0]: OffsetAndMetadata(1, "", -1)}, 1000)
 
@@ -407,7 +416,7 @@ def test_kip848_join_reconcile_revoke_before_assign_and_fencing():
     transport.answer("OffsetFetch", offset_fetch_response({1: 40}))
     member.on_app_poll()
     assert listener.calls == [("assigned", [0, 1, 2, 3])] and app.seeks == [(TPS[1], 40, 3)]
-    assert member.state is Member848State.STABLE
+    assert member.state is Member848State.ACKNOWLEDGING
     # the acknowledgement reports what we own, by topic id
     transport.answer("ConsumerGroupHeartbeat", heartbeat_848(1))
     member.run_step()
@@ -468,7 +477,9 @@ def test_subscription_change_during_a_join_rejoins_after_it():
     assert member.state is MemberState.STABLE
     member.on_app_poll()  # the assignment is applied first
     member.run_step()
-    assert member.state is MemberState.UNJOINED
+    # the rejoin the change asked for: eager and owning, the application revokes first
+    assert member.state is MemberState.PREPARING
+    assert (MemberState.STABLE, MemberState.UNJOINED) in member.machine.transitions
     transport.call = real_call
     transport.answer("JoinGroup", join_response("m-1", generation=2, leader="m-0"))
     transport.answer("SyncGroup", sync_response(TPS))
@@ -516,7 +527,8 @@ def test_a_raising_listener_does_not_stop_the_hand_over_and_its_error_reaches_po
 def test_manual_assignment_starts_at_committed_offsets_and_is_auto_committed():
     config = consumer_config(dict(group_id="g", enable_auto_commit=True, auto_commit_interval_ms=1000))
     transport, app, clock = FakeTransport(), FakeApp(), FakeClock()
-    member = make_group_member(config, app, transport=transport, clock=clock, start_thread=False)
+    member = make_group_member(config, app, transport=transport, clock=clock, sleep=clock.sleep,
+                               start_thread=False)
     app.set_assignment(TPS[:2])
     app.positions_ = {TPS[1]: (50, -1)}  # already positioned (e.g. seek): left alone
     member.manual_assignment(TPS[:2])

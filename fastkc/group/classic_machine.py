@@ -241,11 +241,9 @@ class ClassicMachine(StateHolder):
         """What the application must do now, in this order; acknowledge with
         app_done(events) once done (also when a listener raised)."""
         events = []
-        if self.lost_pending and self.owned:
+        if self.lost_pending:  # also what PREPARING waits for: nothing is left to revoke
             events.append(PartitionsLost(list(self.owned)))
-        elif self.lost_pending:
-            events.append(PartitionsLost([]))
-        if self.state is _M.PREPARING and not self.prepared:
+        elif self.state is _M.PREPARING and not self.prepared:
             events.append(RevokeBeforeRejoin(list(self.owned)))
         if self.pending is not None:
             events.append(self.pending)
@@ -255,9 +253,9 @@ class ClassicMachine(StateHolder):
 
     def app_done(self, events):
         for event in events:
-            if isinstance(event, PartitionsLost):
-                self.lost_pending = False
-            elif isinstance(event, RevokeBeforeRejoin):
+            if isinstance(event, (PartitionsLost, RevokeBeforeRejoin)):
+                if isinstance(event, PartitionsLost):
+                    self.lost_pending = False
                 if self.state is _M.PREPARING:
                     self.prepared = True
             elif isinstance(event, AssignmentReceived):

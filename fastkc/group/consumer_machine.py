@@ -388,6 +388,8 @@ class ConsumerMachine(StateHolder):
             log.debug("group %s: metadata for the assignment failed: %s", self.group_id, cluster)
             return
         self.learn_topics(cluster)
+        if self.target_ids is not None and not self.applying:
+            self._resolve_target(now)
 
     def _on_heartbeat_response(self, response, now):
         code = response["error_code"]

@@ -37,7 +37,7 @@ from fastkc.errors import (
     UnknownMemberIdError,
     for_code,
 )
-from fastkc.group.coordinator_machine import is_coordinator_error, is_retriable
+from fastkc.group.coordinator_machine import CoordinatorUnknownError, is_coordinator_error, is_retriable
 from fastkc.group.machine import COORDINATOR, Request, StateHolder, Token, earliest
 from fastkc.structs import OffsetAndMetadata, TopicPartition
 
@@ -166,8 +166,13 @@ class CommitMachine:
             if op.state is not _O.QUEUED:
                 continue
             if op.deadline is not None and now >= op.deadline:
-                self._settle(op, KafkaTimeoutError("{0} not done in time: {1}".format(
-                    op.api, op.last_error or "the coordinator was not found")))
+                if op.retry:
+                    error = KafkaTimeoutError("{0} not done in time: {1}".format(
+                        op.api, op.last_error or "the coordinator was not found"))
+                else:  # sent once, never: the coordinator was not found
+                    error = CoordinatorUnknownError("group coordinator for {0!r} not found in time".format(
+                        self.group_id))
+                self._settle(op, error)
                 continue
             if not self.coordinator.known:
                 continue

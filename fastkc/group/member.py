@@ -40,7 +40,7 @@ import time
 from fastkc.errors import KafkaError, KafkaTimeoutError
 from fastkc.group.commit_machine import CommitCompleted, CommitMachine
 from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
-from fastkc.group.machine import COORDINATOR
+from fastkc.group.machine import COORDINATOR, earliest
 from fastkc.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -210,17 +210,14 @@ class GroupMemberBase:
         (io lock held)."""
         if self.commits.busy:
             self._drive(self.commits)
-        if self._subscription is None or self._closed:
-            return 1.0
-        self._before_requests()
-        self._drive(self.machine, chain=True)
+        member = self._subscription is not None and not self._closed
+        if member:
+            self._before_requests()
+            self._drive(self.machine, chain=True)
         now = self._clock()
         with self._lock:
-            deadline = self.machine.next_deadline()
-            if self.commits.busy:
-                commit_deadline = self.commits.next_deadline()
-                if commit_deadline is not None:
-                    deadline = commit_deadline if deadline is None else min(deadline, commit_deadline)
+            deadline = earliest(self.machine.next_deadline() if member else None,
+                                self.commits.next_deadline() if self.commits.busy else None)
         if deadline is None:
             return 1.0
         return max(0.0, min(deadline - now, 1.0))

@@ -16,11 +16,7 @@ import logging
 
 from fastkc.client import BrokerMetadata, KafkaClient
 from fastkc.errors import KafkaConnectionError, KafkaTimeoutError
-from fastkc.group.coordinator_machine import (  # noqa: F401  (re-exported: their old home)
-    COORDINATOR_ERRORS,
-    CoordinatorUnknownError,
-    is_coordinator_error,
-)
+from fastkc.group.coordinator_machine import CoordinatorUnknownError, is_coordinator_error
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,14 @@ from fastkc.client import ClusterMetadata, PartitionMetadata, TopicMetadata
 from fastkc.config import consumer_config
 from fastkc.errors import (
     CommitFailedError,
+    GroupAuthorizationFailedError,
     IllegalStateError,
     KafkaTimeoutError,
     RebalanceInProgressError,
 )
 from fastkc.group import make_group_member
 from fastkc.group.classic import MemberState
+from fastkc.group.coordinator_machine import CoordinatorUnknownError
 from fastkc.group.kip848 import Member848State
 from fastkc.protocol.consumer_protocol import (
     Assignment,
@@ -59,6 +61,7 @@ class FakeTransport:
         self.sent = []  # (api, body)
         self.script = collections.defaultdict(collections.deque)
         self.finds = 0
+        self.find_errors = collections.deque()  # FindCoordinator error codes to answer first
         self.lost = 0
         cluster = ClusterMetadata()
         cluster.topics[TOPIC] = TopicMetadata(TOPIC, TOPIC_ID, False, {
@@ -72,8 +75,10 @@ class FakeTransport:
     def request_any(self, api, body, timeout_ms):
         assert api == "FindCoordinator" and body["key"] == "g"
         self.finds += 1
+        error = self.find_errors.popleft() if self.find_errors else 0
         return {"throttle_time_ms": 0, "coordinators": [
-            {"key": "g", "node_id": 1, "host": "localhost", "port": 9092, "error_code": 0, "error_message": None}]}
+            {"key": "g", "node_id": 1, "host": "localhost", "port": 9092, "error_code": error,
+             "error_message": None}]}
 
     def use_coordinator(self, coordinator):
         self.coordinator_id = coordinator.node_id
@@ -543,3 +548,59 @@ def test_manual_assignment_starts_at_committed_offsets_and_is_auto_committed():
     body = transport.bodies("OffsetCommit")[0]
     assert body["generation_id_or_member_epoch"] == -1 and body["member_id"] == ""
     assert body["topics"][0]["partitions"][0]["committed_offset"] == 50
+
+
+def test_a_fatal_find_coordinator_error_reaches_poll_and_a_retriable_one_backs_off():
+    member, transport, app, clock, listener = make(retry_backoff_ms=100)
+    transport.find_errors.extend([15, 30])  # COORDINATOR_NOT_AVAILABLE, then GROUP_AUTHORIZATION_FAILED
+    assert member.run_step() == pytest.approx(0.1)  # retried after retry_backoff_ms
+    assert transport.finds == 1 and transport.bodies("JoinGroup") == []
+    clock.now += 0.1
+    member.run_step()
+    with pytest.raises(GroupAuthorizationFailedError):
+        member.on_app_poll()
+    member.on_app_poll()  # raised once
+
+
+def test_an_async_commit_whose_coordinator_is_never_found_fails_its_callback():
+    member, transport, app, clock, listener = make(retry_backoff_ms=100, request_timeout_ms=1000)
+    joined(member, transport, app)
+    transport.coordinator_lost()
+    member.coordinator.lost()
+    transport.find_errors.extend([15] * 20)
+    done = []
+    member.commit_async({TPS[0]: OffsetAndMetadata(1, "", -1)}, lambda offsets, err: done.append(err))
+    member._next_heartbeat = float("inf")
+    for _ in range(15):
+        clock.now += member.run_step()
+    member.on_app_poll()
+    assert len(done) == 1 and isinstance(done[0], CoordinatorUnknownError)
+    assert transport.bodies("OffsetCommit") == []
+
+
+def test_kip848_target_with_a_topic_id_the_client_does_not_know_is_resolved_by_metadata():
+    member, transport, app, clock, listener = make(protocol="consumer")
+    other_id = uuid.UUID(int=9).bytes
+    cluster = transport.client.cluster
+    # the group client has not seen topic "u" yet: the Metadata answer names it
+    refreshed = ClusterMetadata()
+    refreshed.topics = dict(cluster.topics)
+    refreshed.topics["u"] = TopicMetadata("u", other_id, False, {0: PartitionMetadata(0, 0, 0, (0,), (0,), 0)}, 0)
+    refreshed.topic_names_by_id = {TOPIC_ID: TOPIC, other_id: "u"}
+    asked = []
+
+    def metadata(topics, timeout_ms):
+        asked.append(topics)
+        return refreshed
+
+    transport.metadata = metadata
+    member.update_subscription([TOPIC, "u"])
+    answer = heartbeat_848(1, [0])
+    answer["assignment"]["topic_partitions"].append({"topic_id": other_id, "partitions": [0]})
+    transport.answer("ConsumerGroupHeartbeat", answer)
+    member.run_step()
+    assert asked == [[TOPIC, "u"]]
+    assert member.state is Member848State.RECONCILING
+    transport.answer("OffsetFetch", offset_fetch_response({}))
+    member.on_app_poll()
+    assert app.assigned == [TPS[0], TopicPartition("u", 0)]

@@ -70,3 +70,92 @@ def test_a_machine_sends_one_request_at_a_time_and_names_its_next_deadline():
     first = m.member.next_requests(m.now)
     assert [r.api for r in first] == ["Heartbeat"]
     assert m.member.next_requests(m.now) == [] and m.member.next_deadline() is None  # waiting for the answer
+
+
+# --- random walks: whatever the coordinator answers, the machines stay in their tables --------------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from fastkc.errors import IllegalStateError as _Illegal, KafkaConnectionError, KafkaError  # noqa: E402
+from fastkc.structs import OffsetAndMetadata  # noqa: E402
+
+_CODES = [gs.NONE, gs.NONE, gs.NONE, gs.COORDINATOR_LOAD_IN_PROGRESS, gs.COORDINATOR_NOT_AVAILABLE,
+          gs.NOT_COORDINATOR, gs.ILLEGAL_GENERATION, gs.UNKNOWN_MEMBER_ID, gs.REBALANCE_IN_PROGRESS,
+          gs.MEMBER_ID_REQUIRED, gs.FENCED_MEMBER_EPOCH, gs.GROUP_AUTHORIZATION_FAILED, gs.FENCED_INSTANCE_ID]
+
+
+def _answer(request, code, partitions):
+    api = request.api
+    if api == "FindCoordinator":
+        return gs.find_coordinator(code if code in (0, 14, 15, 30) else 0)
+    if api == "Metadata":
+        return gs.cluster()
+    if api == "JoinGroup":
+        return gs.join("m-1", members=[("m-1", gs.subscription())], error=code, leader="m-1")
+    if api == "SyncGroup":
+        return gs.sync(partitions, error=code)
+    if api == "Heartbeat":
+        return gs.heartbeat(code)
+    if api == "LeaveGroup":
+        return gs.leave(code)
+    if api == "ConsumerGroupHeartbeat":
+        epoch = request.body["member_epoch"]
+        return gs.heartbeat_848(max(epoch, 0) + 1, [tp.partition for tp in partitions], error=code)
+    if api == "OffsetCommit":
+        return gs.commit([0], code)
+    if api == "OffsetFetch":
+        return gs.offset_fetch({0: 1})
+    raise AssertionError(api)
+
+
+# mostly successful answers (so the walks reach STABLE, RECONCILING, ...), with errors, cut
+# connections, time passing and the application acting in between
+_ACTIONS = st.lists(st.tuples(
+    st.sampled_from(["answer"] * 8 + ["error", "fail", "tick", "tick", "app", "app", "commit", "leave",
+                                      "unsubscribe"]),
+    st.sampled_from(_CODES), st.integers(0, 4), st.floats(0.0, 4.0)), min_size=1, max_size=80)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(protocol=st.sampled_from(["classic", "consumer"]), actions=_ACTIONS)
+def test_random_answers_never_break_a_transition_table(protocol, actions):
+    m = gs.Machines(protocol, max_poll_interval_ms=20000)
+    m.member.set_subscription([gs.TOPIC])
+    for kind, code, count, seconds in actions:
+        if kind == "tick":
+            m.now += seconds
+        elif kind == "app":
+            events = m.member.take_events()
+            m.member.app_polled(m.now)
+            for event in events:
+                if type(event).__name__ in ("PartitionsLost", "RevokeBeforeRejoin"):
+                    m.member.owned = []
+                elif type(event).__name__ == "AssignmentReceived":
+                    m.member.owned = event.assignment.partitions()
+                elif type(event).__name__ == "Reconcile":
+                    m.member.owned = sorted(event.target)
+            m.member.app_done(events)
+        elif kind == "commit":
+            m.commits.commit({gs.TPS[0]: OffsetAndMetadata(5, "", -1)}, m.now, deadline=m.now + 2, retry=True)
+        elif kind == "leave":
+            m.member.leave("test", m.now)
+        elif kind == "unsubscribe":
+            m.member.set_subscription(None if m.member.subscription else [gs.TOPIC])
+        else:
+            if not m.outstanding:
+                m.collect()
+            if not m.outstanding:
+                continue
+            machine, request = m.outstanding.popleft()
+            if kind == "fail":
+                answer = KafkaConnectionError("cut")
+            else:
+                answer = _answer(request, code if kind == "error" else gs.NONE, gs.TPS[:count])
+            try:
+                machine.on_response(request.token, answer, m.now)
+            except _Illegal:
+                raise
+            except KafkaError as exc:
+                assert not exc.retriable, exc  # only what no retry fixes is raised
+        assert m.member.state in m.member._LEGAL
+        member_tokens = [r for mach, r in m.outstanding if mach is m.member]
+        assert len(member_tokens) <= 1  # one membership request at a time

@@ -236,13 +236,16 @@ class GroupMemberBase:
                 return
             for request in requests:
                 self._exchange(machine, request)
-            if chain:
+            if machine is self.commits:
+                if not self.commits.busy:  # else: the coordinator just found, or another operation
+                    return
+            elif chain:
                 # a found coordinator is found for the request that waited for it
                 found = any(r.api == "FindCoordinator" for r in requests) and self.coordinator.known
                 with self._lock:
                     if not (found or machine.follow_up_now):
                         return
-            elif not self.commits.busy:
+            else:
                 return
 
     def _exchange(self, machine, request):

@@ -604,3 +604,14 @@ def test_kip848_target_with_a_topic_id_the_client_does_not_know_is_resolved_by_m
     transport.answer("OffsetFetch", offset_fetch_response({}))
     member.on_app_poll()
     assert app.assigned == [TPS[0], TopicPartition("u", 0)]
+
+
+def test_close_with_an_async_commit_queued_leaves_without_rejoining():
+    member, transport, app, clock, listener = make()
+    joined(member, transport, app)
+    member.commit_async({TPS[0]: OffsetAndMetadata(4, "", -1)}, None)
+    transport.answer("OffsetCommit", commit_response([0]))
+    transport.answer("LeaveGroup", {"throttle_time_ms": 0, "error_code": 0, "members": []})
+    member.close(autocommit=False)
+    assert [api for api, _ in transport.sent[-2:]] == ["OffsetCommit", "LeaveGroup"]
+    assert len(transport.bodies("JoinGroup")) == 2 and member.state is MemberState.CLOSED

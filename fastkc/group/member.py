@@ -357,7 +357,9 @@ class GroupMemberBase:
         it makes one, is sent and its answer (or failure) read."""
         with self._lock:
             self.machine.leave(reason, self._clock())
-        self._drive(self.machine)
+            leaving = self.machine.state.name == "LEAVING"
+        if leaving:  # else nothing to send (a static member keeps its place): never ask for more
+            self._drive(self.machine)
 
     # --- subscription -----------------------------------------------------------------------
     def subscribe(self, topics, listener):

@@ -392,8 +392,11 @@ def test_static_member_sends_its_instance_id_and_does_not_leave():
     member, transport, app, clock, listener = make(group_instance_id="instance-1")
     joined(member, transport, app)
     assert all(b["group_instance_id"] == "instance-1" for b in transport.bodies("JoinGroup"))
+    joins = len(transport.bodies("JoinGroup"))
     member.close(autocommit=False)
     assert transport.bodies("LeaveGroup") == []
+    # nothing else either: a JoinGroup now would rebalance the group it keeps its place in
+    assert len(transport.bodies("JoinGroup")) == joins and member.state is MemberState.CLOSED
 
 
 def test_illegal_transitions_are_refused():

@@ -54,7 +54,7 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.group.coordinator_machine import is_coordinator_error, is_retriable
-from fastkc.group.machine import ANY_NODE, COORDINATOR, Request, StateHolder, Token, earliest
+from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
 from fastkc.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
@@ -344,19 +344,30 @@ class ClassicMachine(StateHolder):
         return []
 
     def next_deadline(self):
-        if self._token is not None or self.state is _M.CLOSED or self.subscription is None:
+        """When next_requests has something to do (DUE_NOW: at once); None
+        when only an answer or the application moves the member."""
+        if self._token is not None or self.state is _M.CLOSED:
             return None
-        if self.poll_timeout_expired:
+        if self.state in (_M.LEAVING, _M.ASSIGNING, _M.SYNCING):
+            return DUE_NOW
+        if self.subscription is None or self.poll_timeout_expired:
             return None  # the application's next poll moves us
         deadlines = []
         if self.state in (_M.STABLE, _M.PREPARING):
             deadlines.append(self.last_poll + self.config["max_poll_interval_ms"] / 1000.0)
+        join_due = None
         if self.state is _M.STABLE:
-            deadlines.append(self.next_heartbeat)
-        if self.state is _M.UNJOINED and self.retry_at is not None:
-            deadlines.append(self.retry_at)
-        if not self.coordinator.known:
-            deadlines.append(self.coordinator.next_deadline())
+            if self.rejoin_requested and self.pending is None and not self.applying:
+                return DUE_NOW
+            deadlines.append(self.coordinator.after_lookup(self.next_heartbeat))
+        elif self.state is _M.UNJOINED and self.pending is None and not self.applying:
+            if self.lost_pending or (self.rebalance_protocol is RebalanceProtocol.EAGER and self.owned):
+                return DUE_NOW  # to PREPARING, where the application acts
+            join_due = self.retry_at if self.retry_at is not None else DUE_NOW
+        elif self.state is _M.PREPARING and self.prepared:
+            join_due = self.retry_at if self.retry_at is not None else DUE_NOW
+        if join_due is not None:
+            deadlines.append(self.coordinator.after_lookup(join_due))
         return earliest(*deadlines)
 
     def _send(self, api, target, body, timeout_ms):

@@ -38,7 +38,7 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.group.coordinator_machine import CoordinatorUnknownError, is_coordinator_error, is_retriable
-from fastkc.group.machine import COORDINATOR, Request, StateHolder, Token, earliest
+from fastkc.group.machine import COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
 from fastkc.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ class CommitMachine:
         deadlines = [op.retry_at for op in self._ops if op.state is _O.BACKOFF]
         deadlines += [op.deadline for op in self._ops if op.deadline is not None and op.state is not _O.IN_FLIGHT]
         if any(op.state is _O.QUEUED for op in self._ops):
-            deadlines.append(self.coordinator.next_deadline())
+            deadlines.append(self.coordinator.after_lookup(DUE_NOW))  # sent once the coordinator is known
         return earliest(*deadlines)
 
     def owns(self, token):

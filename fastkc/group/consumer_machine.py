@@ -48,7 +48,7 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.group.coordinator_machine import is_coordinator_error, is_retriable
-from fastkc.group.machine import ANY_NODE, COORDINATOR, Request, StateHolder, Token, earliest
+from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
 from fastkc.protocol.consumer_protocol import heartbeat_topic_partitions, resolve_heartbeat_assignment
 
 log = logging.getLogger(__name__)
@@ -293,15 +293,27 @@ class ConsumerMachine(StateHolder):
                           self.config["request_timeout_ms"])
 
     def next_deadline(self):
-        if self._token is not None or self.state in (_S.CLOSED, _S.UNSUBSCRIBED, _S.FENCED) \
-                or self.subscription is None or self.poll_timeout_expired:
+        """When next_requests has something to do (DUE_NOW: at once); None
+        when only an answer or the application moves the member."""
+        if self._token is not None or self.state is _S.CLOSED:
             return None
-        deadlines = [self.next_heartbeat]
+        if self.state is _S.LEAVING or self._metadata_due is not None:
+            return DUE_NOW
+        if self.subscription is None or self.poll_timeout_expired or self.state in (_S.FENCED, _S.UNSUBSCRIBED):
+            return None
+        deadlines = []
         if self.state in _MEMBER:
             deadlines.append(self.last_poll + self.config["max_poll_interval_ms"] / 1000.0)
-        if not self.coordinator.known:
-            deadlines.append(self.coordinator.next_deadline())
+        if self.target_ids is not None and not self.applying:
+            deadlines.append(DUE_NOW if self._metadata_allowed_at() is None else self._metadata_allowed_at())
+        heartbeat = DUE_NOW if self.heartbeat_now else self.next_heartbeat
+        if {tp.topic for tp in self.owned} - set(self.topic_ids) and self._metadata_allowed_at() is not None:
+            heartbeat = max(heartbeat, self._metadata_allowed_at())  # the ids are looked up first
+        deadlines.append(self.coordinator.after_lookup(heartbeat))
         return earliest(*deadlines)
+
+    def _metadata_allowed_at(self):
+        return self._metadata_retry_at
 
     def _metadata_allowed(self, now):
         return self._metadata_retry_at is None or now >= self._metadata_retry_at

@@ -20,7 +20,7 @@ from fastkc.errors import (
     NotCoordinatorError,
     for_code,
 )
-from fastkc.group.machine import ANY_NODE, Request, StateHolder, Token
+from fastkc.group.machine import ANY_NODE, DUE_NOW, Request, StateHolder, Token
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,19 @@ class CoordinatorMachine(StateHolder):
         return [Request(ANY_NODE, "FindCoordinator", body, self._request_timeout_ms, self._token)]
 
     def next_deadline(self):
-        return self._retry_at if self.state is _C.UNKNOWN else None
+        """When a lookup may go out (DUE_NOW: at once); None while known or
+        while a lookup is on the wire."""
+        if self.state is not _C.UNKNOWN:
+            return None
+        return self._retry_at if self._retry_at is not None else DUE_NOW
+
+    def after_lookup(self, due):
+        """`due` for a request to the coordinator: not before a lookup may
+        go out when it is unknown; None while a lookup is on the wire."""
+        if self.state is _C.KNOWN:
+            return due
+        lookup = self.next_deadline()
+        return None if lookup is None else max(due, lookup)
 
     def owns(self, token):
         return token is not None and token is self._token

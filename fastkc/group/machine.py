@@ -11,7 +11,8 @@ driver the same way over its own connections) repeats:
         machine.on_response(request.token, answer, now)   # answer: the decoded
                                                            # response, or the
                                                            # exception that ended it
-    sleep until machine.next_deadline() (or until an answer / the application)
+    sleep until machine.next_deadline() (or until an answer / the application;
+                                         DUE_NOW: at once; None: only they move it)
 
 Targets: `COORDINATOR` (the group coordinator the CoordinatorMachine found;
 a driver that cannot reach it answers with CoordinatorUnknownError) or
@@ -68,6 +69,10 @@ class StateHolder:
                 self._machine_name, self.state.name, new.name))
         self.transitions.append((self.state, new))
         self.state = new
+
+
+#: a deadline that has passed already: the machine has a request to make now
+DUE_NOW = float("-inf")
 
 
 def earliest(*deadlines):

@@ -76,6 +76,7 @@ def test_a_machine_sends_one_request_at_a_time_and_names_its_next_deadline():
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from fastkc.errors import IllegalStateError as _Illegal, KafkaConnectionError, KafkaError  # noqa: E402
+from fastkc.group.machine import earliest  # noqa: E402
 from fastkc.structs import OffsetAndMetadata  # noqa: E402
 
 _CODES = [gs.NONE, gs.NONE, gs.NONE, gs.COORDINATOR_LOAD_IN_PROGRESS, gs.COORDINATOR_NOT_AVAILABLE,
@@ -115,7 +116,7 @@ _ACTIONS = st.lists(st.tuples(
     st.sampled_from(_CODES), st.integers(0, 4), st.floats(0.0, 4.0)), min_size=1, max_size=80)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(protocol=st.sampled_from(["classic", "consumer"]), actions=_ACTIONS)
 def test_random_answers_never_break_a_transition_table(protocol, actions):
     m = gs.Machines(protocol, max_poll_interval_ms=20000)
@@ -159,3 +160,16 @@ def test_random_answers_never_break_a_transition_table(protocol, actions):
         assert m.member.state in m.member._LEGAL
         member_tokens = [r for mach, r in m.outstanding if mach is m.member]
         assert len(member_tokens) <= 1  # one membership request at a time
+        # a deadline that has passed means a request now, or a state that waits no more:
+        # a driver sleeping until next_deadline() never spins, never oversleeps
+        if not m.outstanding:
+            due = _due(m)
+            m.collect()
+            if m.outstanding:  # requests now: the deadline had said so
+                assert due is not None and due <= m.now, (m.member.state, due, m.outstanding)
+            elif due is not None and due <= m.now:
+                assert _due(m) is None or _due(m) > m.now, (m.member.state, _due(m))
+
+
+def _due(m):
+    return earliest(m.member.next_deadline(), m.commits.next_deadline() if m.commits.busy else None)

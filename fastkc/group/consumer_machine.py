@@ -85,8 +85,10 @@ _LEGAL = {
     _S.CLOSED: set(),
 }
 _MEMBER = (_S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING)
+# ACKNOWLEDGING reads "<stable>": the partitions are the application's already
+# (fastkc's member said STABLE there before the machines had this state)
 KAFKA_PYTHON_STATE = {_S.UNSUBSCRIBED: "<unjoined>", _S.JOINING: "<rebalancing>", _S.RECONCILING: "<rebalancing>",
-                      _S.ACKNOWLEDGING: "<rebalancing>", _S.STABLE: "<stable>", _S.FENCED: "<unjoined>",
+                      _S.ACKNOWLEDGING: "<stable>", _S.STABLE: "<stable>", _S.FENCED: "<unjoined>",
                       _S.LEAVING: "<unjoined>", _S.CLOSED: "<unjoined>"}
 
 #: events for the application's thread

@@ -259,7 +259,8 @@ class ConsumerMachine(StateHolder):
         if self._token is not None or self.state is _S.CLOSED:
             return []
         if self.state is _S.LEAVING:
-            body = self._heartbeat_body()
+            # what we own goes with us; a topic whose id we never learned cannot be named (nor block leaving)
+            body = self._heartbeat_body([tp for tp in self.owned if tp.topic in self.topic_ids])
             body["member_epoch"] = LEAVE_STATIC_EPOCH if self.group_instance_id is not None else LEAVE_EPOCH
             return self._send("ConsumerGroupHeartbeat", COORDINATOR, body,
                               min(self.config["request_timeout_ms"], 5000))
@@ -324,15 +325,16 @@ class ConsumerMachine(StateHolder):
         self._token = Token(api)
         return [Request(target, api, body, timeout_ms, self._token)]
 
-    def _heartbeat_body(self):
-        ids = {tp.topic: self.topic_ids[tp.topic] for tp in self.owned if tp.topic in self.topic_ids}
+    def _heartbeat_body(self, owned=None):
+        owned = self.owned if owned is None else owned
+        ids = {tp.topic: self.topic_ids[tp.topic] for tp in owned if tp.topic in self.topic_ids}
         body = {
             "group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.member_epoch,
             "instance_id": self.group_instance_id, "rack_id": self.config["client_rack"] or None,
             "rebalance_timeout_ms": self.config["max_poll_interval_ms"],
             "subscribed_topic_names": list(self.subscription or ()), "subscribed_topic_regex": None,
             "server_assignor": self.config["group_remote_assignor"],
-            "topic_partitions": heartbeat_topic_partitions(self.owned, ids),
+            "topic_partitions": heartbeat_topic_partitions(owned, ids),
         }
         if self.pattern is not None and self.heartbeat_version >= 1:
             # KIP-848 v1: the broker matches the regex (RE2/J syntax; the

@@ -704,3 +704,15 @@ def kip848_poll_interval_expiry_leaves_then_loses_the_partitions():
         own([]),
         Send("ConsumerGroupHeartbeat", heartbeat_848(5, []), lambda b: b["member_epoch"] == 0),
     ]
+
+
+@scenario(protocol="consumer")
+def kip848_leaving_is_not_blocked_by_a_topic_id_never_learned():
+    return kip848_join() + [
+        own(TPS + [TopicPartition("x", 0)]),  # "x": no metadata ever named its id
+        Act(lambda m, now: m.member.leave("closing", now)),
+        Send("ConsumerGroupHeartbeat", heartbeat_848(-1),
+             lambda b: b["member_epoch"] == -1
+             and b["topic_partitions"] == [{"topic_id": TOPIC_ID, "partitions": [0, 1, 2, 3]}]),
+        Check(_is("UNSUBSCRIBED")),
+    ]

@@ -1,10 +1,15 @@
 """Consumer groups: the member that joins a group for KafkaConsumer.
 
-Layout:
+Layout — I/O-free state machines (every protocol decision; see machine.py):
+- machine.py              requests, targets, the transition-table state holder
+- coordinator_machine.py  FindCoordinator, coordinator lost, backoff
+- commit_machine.py       OffsetCommit / OffsetFetch and the Java client's commit rules
+- classic_machine.py      the classic protocol (JoinGroup/SyncGroup/Heartbeat), eager and cooperative
+- consumer_machine.py     the KIP-848 protocol (ConsumerGroupHeartbeat, server-side assignors)
+and the sync driver that moves their requests:
 - transport.py  the group's I/O (its own KafkaClient; blocking calls to the coordinator)
-- member.py     what both protocols share: threads, listener calls, commits, committed offsets
-- classic.py    the classic protocol (JoinGroup/SyncGroup/Heartbeat), eager and cooperative
-- kip848.py     the KIP-848 protocol (ConsumerGroupHeartbeat, server-side assignors)
+- member.py     threads, locks, listener calls, commits, committed offsets (both protocols)
+- classic.py / kip848.py  each protocol's events applied on the application's thread
 """
 from fastkc.group.member import ConsumerRebalanceListener
 from fastkc.structs import ConsumerGroupMetadata

@@ -1,52 +1,55 @@
-"""What every group member shares, whichever protocol it speaks: the
-threading contract, the rebalance listener, offset commits and fetches.
+"""The sync driver of the group state machines: what every group member
+shares, whichever protocol it speaks — the threading contract, the
+rebalance listener, offset commits and fetches.
 
-Threads (see DESIGN.md, "Groups"):
+The protocol decisions live in I/O-free machines (`coordinator_machine.py`,
+`commit_machine.py`, `classic_machine.py`, `consumer_machine.py`); this
+driver moves their requests over the blocking `GroupTransport` and hands
+their events to the application. See DESIGN.md, "The group state machines".
+
+Threads:
 - the application's thread calls KafkaConsumer.poll(); inside it the member
-  applies what the group decided (`on_app_poll`): listener callbacks,
-  assignment changes, committed positions, async-commit callbacks, auto
-  commits. Listener callbacks therefore always run on the application's
-  thread, inside poll (or commit/close), as the Java client runs them.
-- the group thread (`_run`) finds the coordinator, joins, heartbeats, sends
-  queued async commits, and leaves the group when the application stops
-  polling for longer than max_poll_interval_ms.
+  applies what the group decided (`on_app_poll`): the machine's events
+  (listener callbacks, assignment changes, committed positions),
+  async-commit callbacks, auto commits. Listener callbacks therefore always
+  run on the application's thread, inside poll (or commit/close), as the
+  Java client runs them.
+- the group thread (`_run`) sends what the membership machine asks for
+  (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, ConsumerGroupHeartbeat,
+  LeaveGroup after max_poll_interval_ms without a poll) and queued async
+  commits, and sleeps until the machines' next deadline or a kick.
 Two locks: `_io_lock` serialises every use of the group's own KafkaClient
 (the thread's steps, commits, offset fetches, leaving); `_lock` guards the
-state handed between the threads and is only ever held briefly, so the
-application's poll never waits behind a JoinGroup the broker holds open
-(cooperative members keep consuming during a rebalance). A Condition on
-`_lock` wakes the thread. The consumer's fetch client is only ever used from
-the application's thread.
+machines (every call into them holds it) and is only ever held briefly —
+never across a request — so the application's poll never waits behind a
+JoinGroup the broker holds open (cooperative members keep consuming during
+a rebalance). A Condition on `_lock` wakes the thread. The consumer's fetch
+client is only ever used from the application's thread.
 
 Commits carry the offset of the next record the application has not been
 handed (fetcher positions), the leader epoch of the last record handed out,
-and metadata; the error semantics are the Java client's (see `_commit_error`).
+and metadata; the error semantics are the Java client's (commit_machine.py).
 """
 import abc
-import contextlib
 import collections
+import contextlib
 import logging
 import threading
 import time
 
-from fastkc.errors import (
-    CommitFailedError,
-    FencedInstanceIdError,
-    IllegalGenerationError,
-    KafkaError,
-    KafkaTimeoutError,
-    RebalanceInProgressError,
-    StaleMemberEpochError,
-    UnknownMemberIdError,
-    for_code,
-)
-from fastkc.group.transport import CoordinatorUnknownError, is_coordinator_error
+from fastkc.errors import KafkaError, KafkaTimeoutError
+from fastkc.group.commit_machine import CommitCompleted, CommitMachine
+from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
+from fastkc.group.machine import COORDINATOR, earliest
 from fastkc.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
 NO_GENERATION = -1
 NO_EPOCH = -1
+#: how many request rounds one step of the group thread may chain (a
+#: JoinGroup's Metadata and SyncGroup; a heartbeat's metadata lookup)
+_MAX_ROUNDS = 8
 
 
 class ConsumerRebalanceListener(abc.ABC):
@@ -85,22 +88,24 @@ def call_listener(listener, method, partitions):
 
 
 class GroupMemberBase:
-    """Shared machinery; subclasses implement the membership protocol:
-    `_step()` (the group thread's work, lock held), `_apply_pending()`
-    (application-thread side), `_commit_identity()`, `_leave()`."""
+    """The driver; subclasses name their machine (`_make_machine`) and
+    handle its events on the application's thread (`_handle_events`)."""
 
     protocol_name = None  # "classic" / "consumer"
 
-    def __init__(self, config, transport, app, *, clock=time.monotonic, start_thread=True):
+    def __init__(self, config, transport, app, *, clock=time.monotonic, sleep=time.sleep, start_thread=True):
         """app: the consumer side, called only from the application's thread:
         app.positions() -> {tp: (offset, leader_epoch)} of assigned partitions
-        with a position; app.set_assignment(partitions); app.seek(tp, offset, epoch)."""
+        with a position; app.set_assignment(partitions); app.seek(tp, offset, epoch).
+        clock / sleep: injected together by tests (a fake clock that a fake
+        sleep advances)."""
         self.config = config
         self.group_id = config["group_id"]
         self.group_instance_id = config["group_instance_id"]
         self.transport = transport
         self.app = app
         self._clock = clock
+        self._sleep = sleep
         self._lock = threading.RLock()
         self._io_lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
@@ -108,16 +113,12 @@ class GroupMemberBase:
         self._closed = False
         self._thread = None
         self._thread_error = None  # fatal error of the group thread, raised from poll
-        self._subscription = None  # sorted list of topic names while subscribed
         self._listener = None
-        self._owned = []  # what the application holds (list of TopicPartition, assignment order)
-        self._last_poll = clock()
-        self._poll_timeout_expired = False
-        self._next_find = 0.0
-        # async commits: queued by the application, sent by the group thread,
-        # their callbacks run by the application in poll
-        self._commit_queue = collections.deque()
-        self._commit_done = collections.deque()
+        self.coordinator = CoordinatorMachine(self.group_id, config["retry_backoff_ms"], config["request_timeout_ms"])
+        self.machine = self._make_machine(config, self.coordinator, clock())
+        self.commits = CommitMachine(self.group_id, self.group_instance_id, self.coordinator, self.machine,
+                                     config["retry_backoff_ms"], config["request_timeout_ms"])
+        self._commit_done = collections.deque()  # (callback, offsets, error) for the application's poll
         self._auto_commit = bool(config["enable_auto_commit"])
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
         self._next_auto_commit = clock() + self._auto_commit_interval
@@ -125,6 +126,48 @@ class GroupMemberBase:
         self._listener_error = None  # raised from poll after the hand-over it interrupted
         self._manual = None  # partitions assign()ed by the application (no subscription)
         self._manual_unresolved = []  # of those, the ones still to start at committed offsets
+
+    # the machine's view, under the names the consumer-facing code uses
+    @property
+    def state(self):
+        return self.machine.state
+
+    @property
+    def member_id(self):
+        return self.machine.member_id
+
+    @property
+    def _owned(self):
+        return self.machine.owned
+
+    @_owned.setter
+    def _owned(self, partitions):
+        with self._lock:
+            self.machine.owned = list(partitions)
+
+    @property
+    def _subscription(self):
+        return self.machine.subscription
+
+    @property
+    def _last_poll(self):
+        return self.machine.last_poll
+
+    @_last_poll.setter
+    def _last_poll(self, now):
+        self.machine.last_poll = now
+
+    @property
+    def _next_heartbeat(self):
+        return self.machine.next_heartbeat
+
+    @_next_heartbeat.setter
+    def _next_heartbeat(self, when):
+        self.machine.next_heartbeat = when
+
+    def _set_state(self, new):
+        with self._lock:
+            self.machine._set_state(new)
 
     # --- lifecycle ------------------------------------------------------------------------
     def _ensure_thread(self):
@@ -150,7 +193,8 @@ class GroupMemberBase:
                 wait = self.run_step()
 
     def run_step(self):
-        """One step of the group thread (tests call it directly)."""
+        """One step of the group thread (tests call it directly); returns
+        how long to sleep before the next."""
         try:
             return self._step()
         except Exception as exc:  # keep the thread alive; fatal errors reach the application
@@ -160,6 +204,74 @@ class GroupMemberBase:
             log.warning("group thread error: %r", exc)
             self._thread_error = exc
             return 1.0
+
+    def _step(self):
+        """Queued async commits, then the membership machine's due requests
+        (io lock held)."""
+        if self.commits.busy:
+            self._drive(self.commits)
+        member = self._subscription is not None and not self._closed
+        if member:
+            self._before_requests()
+            self._drive(self.machine, chain=True)
+        now = self._clock()
+        with self._lock:
+            deadline = earliest(self.machine.next_deadline() if member else None,
+                                self.commits.next_deadline() if self.commits.busy else None)
+        if deadline is None:
+            return 1.0
+        return max(0.0, min(deadline - now, 1.0))
+
+    def _before_requests(self):
+        """What the driver tells the machine before asking for requests."""
+
+    def _drive(self, machine, chain=False):
+        """Send the machine's due requests and feed back their answers; with
+        chain, follow-ups it asks for at once (a JoinGroup's Metadata and
+        SyncGroup) go out in the same step (io lock held)."""
+        for _ in range(_MAX_ROUNDS):
+            with self._lock:
+                requests = machine.next_requests(self._clock())
+            if not requests:
+                return
+            for request in requests:
+                self._exchange(machine, request)
+            if machine is self.commits:
+                if not self.commits.busy:  # else: the coordinator just found, or another operation
+                    return
+            elif chain:
+                # a found coordinator is found for the request that waited for it
+                found = any(r.api == "FindCoordinator" for r in requests) and self.coordinator.known
+                with self._lock:
+                    if not (found or machine.follow_up_now):
+                        return
+            else:
+                return
+
+    def _exchange(self, machine, request):
+        """One request over the blocking transport; its answer, or the error
+        that ended it, goes back to the machine (io lock held)."""
+        try:
+            response = self._send(request)
+        except KafkaError as exc:
+            response = exc
+        with self._lock:
+            try:
+                machine.on_response(request.token, response, self._clock())
+            finally:
+                if not self.coordinator.known and self.transport.coordinator_id is not None:
+                    self.transport.coordinator_lost()
+
+    def _send(self, request):
+        if request.target == COORDINATOR:
+            coordinator = self.coordinator.coordinator
+            if coordinator is None:
+                raise CoordinatorUnknownError("no coordinator known")
+            self.transport.use_coordinator(coordinator)
+            return self.transport.call(request.api, request.body, request.timeout_ms)
+        if request.api == "Metadata":
+            return self.transport.metadata(request.body["topics"], request.timeout_ms)
+        return self.transport.request_any(request.api, request.body, request.timeout_ms)
 
     def _io(self, deadline, interrupt=None):
         """The group client, waited for until `deadline` (a JoinGroup the
@@ -180,21 +292,16 @@ class GroupMemberBase:
         if wake is not None:
             wake()
 
-    def _back_off(self, deadline, interrupt):
-        """retry_backoff_ms (not past `deadline`) before a retry; with an
+    def _wait_until(self, until, interrupt):
+        """Sleep until `until` (the machines' next deadline); with an
         interrupt, in short slices so a wakeup() ends it promptly."""
-        wait = min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock()))
-        if interrupt is None:
-            time.sleep(wait)
-            return
-        # sliced on the real clock: the injected one (tests) need not move while we sleep
-        until = time.monotonic() + wait
         while True:
-            interrupt()
-            left = until - time.monotonic()
+            if interrupt is not None:
+                interrupt()
+            left = until - self._clock()
             if left <= 0:
                 return
-            time.sleep(min(left, 0.02))
+            self._sleep(min(left, 0.02) if interrupt is not None else left)
 
     def _kick_thread(self):
         with self._lock:
@@ -225,14 +332,16 @@ class GroupMemberBase:
             try:
                 if acquired:
                     try:
-                        self._flush_async_commits_locked()
+                        if self.commits.busy:
+                            self._drive(self.commits)
                         self._leave("the consumer is being closed")
                     except Exception as exc:  # closing must close
                         log.debug("leaving the group failed: %s", exc)
                 else:
                     log.warning("group %s: the group client stayed busy; closing without LeaveGroup", self.group_id)
                 self._closed = True
-                self._mark_closed()
+                with self._lock:
+                    self.machine.close()
             finally:
                 if acquired:
                     self._io_lock.release()
@@ -242,6 +351,15 @@ class GroupMemberBase:
             if acquired and (self._thread is None or not self._thread.is_alive()):
                 self.transport.close()
             self._deliver_commit_callbacks()
+
+    def _leave(self, reason):
+        """Leave the group (io lock held): the machine's leave request, if
+        it makes one, is sent and its answer (or failure) read."""
+        with self._lock:
+            self.machine.leave(reason, self._clock())
+            leaving = self.machine.state.name == "LEAVING"
+        if leaving:  # else nothing to send (a static member keeps its place): never ask for more
+            self._drive(self.machine)
 
     # --- subscription -----------------------------------------------------------------------
     def subscribe(self, topics, listener):
@@ -256,11 +374,9 @@ class GroupMemberBase:
             self._set_subscription(topics)
 
     def _set_subscription(self, topics):
-        topics = sorted(set(topics))
-        if topics != self._subscription:
-            self._subscription = topics
-            self._subscription_changed()
-            self._kick_thread()
+        with self._lock:
+            if self.machine.set_subscription(topics):
+                self._kick_thread()
 
     def unsubscribe(self):
         """Revoke (listener), leave the group, forget the subscription."""
@@ -272,7 +388,8 @@ class GroupMemberBase:
                     log.warning("commit before unsubscribe failed: %s", exc)
             self._revoke_on_app_thread(list(self._owned), lost=False, commit=False)
         with self._io_lock:
-            self._subscription = None
+            with self._lock:
+                self.machine.set_subscription(None)
             self._leave("the consumer unsubscribed")
 
     def subscription(self):
@@ -287,18 +404,26 @@ class GroupMemberBase:
     def assignment(self):
         return set(self._owned)
 
+    def metadata_changed(self, partition_counts):
+        with self._lock:
+            if self.machine.metadata_changed(partition_counts):
+                self._kick_thread()
+
     # --- the application's side -------------------------------------------------------------
     def on_app_poll(self):
         """Called at the start of every KafkaConsumer.poll() round."""
-        self._last_poll = self._clock()
+        with self._lock:
+            expired = self.machine.poll_timeout_expired
+            self.machine.app_polled(self._clock())
+            if expired:
+                self._kick_thread()
         if self._thread_error is not None:
             error, self._thread_error = self._thread_error, None
             raise error
+        if self.machine.fatal_error is not None:
+            error, self.machine.fatal_error = self.machine.fatal_error, None
+            raise error
         self._deliver_commit_callbacks()
-        if self._poll_timeout_expired:
-            with self._lock:
-                self._poll_timeout_expired = False
-                self._kick_thread()
         if self._manual_unresolved and self._subscription is None:
             self._start_manual_at_committed()
         self._apply_pending()
@@ -308,6 +433,23 @@ class GroupMemberBase:
         if self._auto_commit and self._committable() and self._clock() >= self._next_auto_commit:
             self._next_auto_commit = self._clock() + self._auto_commit_interval
             self.commit_async(None, self.config["default_offset_commit_callback"])
+
+    def _apply_pending(self):
+        """The machine's events, handled on the application's thread, then
+        acknowledged (also when a listener or a commit raised)."""
+        with self._lock:
+            events = self.machine.take_events()
+        if not events:
+            return
+        try:
+            self._handle_events(events)
+        finally:
+            with self._lock:
+                self.machine.app_done(events)
+            self._kick_thread()
+
+    def _handle_events(self, events):
+        raise NotImplementedError
 
     def _revoke_on_app_thread(self, partitions, *, lost, commit):
         """Give partitions up: commit their positions first (auto commit,
@@ -322,15 +464,13 @@ class GroupMemberBase:
                     log.warning("commit before revocation failed: %s", exc)
         self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", partitions)
         gone = set(partitions)
-        with self._lock:
-            self._owned = [tp for tp in self._owned if tp not in gone]
+        self._owned = [tp for tp in self._owned if tp not in gone]
         self.app.set_assignment(list(self._owned))
 
     def _assign_on_app_thread(self, added, all_assigned):
         """Take partitions: fetch their committed offsets (falling back to
         auto_offset_reset when none), then tell the listener."""
-        with self._lock:
-            self._owned = list(all_assigned)
+        self._owned = list(all_assigned)
         self.app.set_assignment(list(all_assigned))
         if added:
             committed = self.fetch_committed(added, self.config["request_timeout_ms"])
@@ -392,21 +532,6 @@ class GroupMemberBase:
             out[tp] = value
         return out
 
-    def _commit_body(self, offsets):
-        generation, member_id = self._commit_identity()
-        by_topic = {}
-        for tp, om in offsets.items():
-            epoch = om.leader_epoch if om.leader_epoch is not None else -1
-            by_topic.setdefault(tp.topic, []).append({
-                "partition_index": tp.partition, "committed_offset": om.offset,
-                "committed_leader_epoch": epoch, "committed_metadata": om.metadata or "",
-            })
-        return {
-            "group_id": self.group_id, "generation_id_or_member_epoch": generation, "member_id": member_id,
-            "group_instance_id": self.group_instance_id, "retention_time_ms": -1,
-            "topics": [{"name": t, "partitions": parts} for t, parts in sorted(by_topic.items())],
-        }
-
     def commit_sync(self, offsets, timeout_ms, interrupt=None):
         """Commit and wait; retriable failures (coordinator moves, timeouts)
         are retried until timeout_ms. Raises CommitFailedError /
@@ -418,19 +543,9 @@ class GroupMemberBase:
             return
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         deadline = self._clock() + timeout_ms / 1000.0
-        while True:
-            with self._io(deadline, interrupt), self._interruptible(interrupt):
-                try:
-                    self._ensure_coordinator_locked(deadline)
-                    self._send_commit_locked(offsets, max(1.0, (deadline - self._clock()) * 1000.0))
-                    return
-                except KafkaError as exc:
-                    if not (exc.retriable or is_coordinator_error(exc)):
-                        raise
-                    last = exc
-            if self._clock() >= deadline:
-                raise KafkaTimeoutError("commit not done within {0} ms: {1}".format(timeout_ms, last))
-            self._back_off(deadline, interrupt)
+        with self._lock:
+            op = self.commits.commit(offsets, self._clock(), deadline=deadline, retry=True)
+        self._wait_for(op, deadline, interrupt)
 
     def commit_async(self, offsets, callback):
         """Queue a commit for the group thread; callback(offsets, response)
@@ -440,21 +555,45 @@ class GroupMemberBase:
         if not offsets:
             return
         with self._lock:
-            self._commit_queue.append((offsets, callback))
+            now = self._clock()
+            self.commits.commit(offsets, now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
+                                callback=callback, asynchronous=True)
             self._kick_thread()
         self._ensure_thread()
 
-    def _flush_async_commits_locked(self):
-        while self._commit_queue:
-            offsets, callback = self._commit_queue.popleft()
-            try:
-                self._ensure_coordinator_locked(self._clock() + self.config["request_timeout_ms"] / 1000.0)
-                self._send_commit_locked(offsets, self.config["request_timeout_ms"])
-                self._commit_done.append((callback, offsets, None))
-            except Exception as exc:
-                self._commit_done.append((callback, offsets, exc))
+    def _wait_for(self, op, deadline, interrupt):
+        """Drive the commit machine until `op` is settled (on the caller's
+        thread, io lock held for each round); raises its error."""
+        try:
+            while not op.done:
+                with self._io(deadline, interrupt), self._interruptible(interrupt):
+                    self._drive(self.commits)
+                if op.done:
+                    break
+                with self._lock:
+                    until = self.commits.next_deadline()
+                if until is None:  # nothing scheduled: an answer we wait for was dropped
+                    until = self._clock() + self.config["retry_backoff_ms"] / 1000.0
+                self._wait_until(min(until, deadline), interrupt)
+        except BaseException as exc:
+            with self._lock:
+                self.commits.cancel(op, exc)
+            raise
+        finally:
+            self._collect_commit_events()
+        if op.error is not None:
+            raise op.error
+        return op.result
+
+    def _collect_commit_events(self):
+        with self._lock:
+            for event in self.commits.take_events():
+                if isinstance(event, CommitCompleted):
+                    op = event.op
+                    self._commit_done.append((op.callback, op.offsets, op.error))
 
     def _deliver_commit_callbacks(self):
+        self._collect_commit_events()
         while True:
             try:
                 callback, offsets, error = self._commit_done.popleft()
@@ -465,44 +604,6 @@ class GroupMemberBase:
             if callback is not None:
                 callback(offsets, error)
 
-    def _send_commit_locked(self, offsets, timeout_ms):
-        self._check_can_commit()
-        identity_before = self._commit_identity()
-        response = self.transport.call("OffsetCommit", self._commit_body(offsets), timeout_ms)
-        first_error = None
-        for topic in response["topics"]:
-            for part in topic["partitions"]:
-                if part["error_code"] and first_error is None:
-                    first_error = part["error_code"]
-        if first_error:
-            raise self._commit_error(first_error, identity_before)
-
-    def _commit_error(self, code, identity):
-        """The Java client's reading of an OffsetCommit error."""
-        cls = for_code(code)
-        if is_coordinator_error(cls("")):
-            self.transport.coordinator_lost()
-            return cls("offset commit")
-        if cls is RebalanceInProgressError:
-            self._rebalance_needed("commit answered REBALANCE_IN_PROGRESS")
-            return RebalanceInProgressError(
-                "the group is rebalancing; the commit can be retried after the rebalance completes (poll)")
-        if cls in (UnknownMemberIdError, IllegalGenerationError):
-            self._member_fenced("commit answered {0}".format(cls.__name__))
-            return CommitFailedError(
-                "Commit cannot be completed since the group has already rebalanced and assigned the partitions "
-                "to another member (generation/member {0} is no longer current). The time between poll() calls "
-                "may be longer than max_poll_interval_ms, or poll() spends too long processing records.".format(
-                    identity))
-        if cls is StaleMemberEpochError:
-            # KIP-848: our epoch is behind the member's; a retry uses the newer one
-            return StaleMemberEpochError("offset commit with a stale member epoch {0}".format(identity[0]))
-        if cls is FencedInstanceIdError:
-            self._thread_error = cls("another consumer with group_instance_id {0!r} joined".format(
-                self.group_instance_id))
-            return self._thread_error
-        return cls("offset commit")
-
     # --- committed offsets -------------------------------------------------------------------
     def fetch_committed(self, partitions, timeout_ms, interrupt=None):
         """{tp: OffsetAndMetadata or None} by OffsetFetch (require_stable, so
@@ -511,96 +612,14 @@ class GroupMemberBase:
         if not partitions:
             return {}
         deadline = self._clock() + timeout_ms / 1000.0
-        by_topic = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        topics = [{"name": t, "partition_indexes": sorted(p)} for t, p in sorted(by_topic.items())]
-        body = {"group_id": self.group_id, "topics": topics, "require_stable": True,
-                "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]}
-        last = None
-        while True:
-            with self._io(deadline, interrupt), self._interruptible(interrupt):
-                try:
-                    self._ensure_coordinator_locked(deadline)
-                    response = self.transport.call("OffsetFetch", body, max(1.0, (deadline - self._clock()) * 1000))
-                    return self._read_offset_fetch(response, partitions)
-                except KafkaError as exc:
-                    if not (exc.retriable or is_coordinator_error(exc)):
-                        raise
-                    last = exc
-            if self._clock() >= deadline:
-                raise KafkaTimeoutError("committed offsets not fetched within {0} ms: {1}".format(timeout_ms, last))
-            self._back_off(deadline, interrupt)
-
-    def _read_offset_fetch(self, response, partitions):
-        if response.get("groups"):
-            group = response["groups"][0]
-            top_error, topics = group["error_code"], group["topics"]
-        else:
-            top_error, topics = response.get("error_code", 0), response["topics"]
-        if top_error:
-            cls = for_code(top_error)
-            if is_coordinator_error(cls("")):
-                self.transport.coordinator_lost()
-            raise cls("offset fetch for group {0}".format(self.group_id))
-        out = {tp: None for tp in partitions}
-        for topic in topics:
-            for part in topic["partitions"]:
-                tp = TopicPartition(topic["name"], part["partition_index"])
-                if part["error_code"]:
-                    cls = for_code(part["error_code"])
-                    raise cls("offset fetch for {0}".format(tp))
-                if part["committed_offset"] >= 0:
-                    out[tp] = OffsetAndMetadata(part["committed_offset"], part["metadata"] or "",
-                                                part["committed_leader_epoch"])
-        return out
-
-    # --- the coordinator ----------------------------------------------------------------------
-    def _ensure_coordinator_locked(self, deadline):
-        """Find the coordinator, retrying COORDINATOR_NOT_AVAILABLE and
-        friends with retry_backoff_ms until `deadline` (_io_lock held)."""
-        while self.transport.coordinator_id is None:
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise CoordinatorUnknownError("group coordinator for {0!r} not found in time".format(self.group_id))
-            try:
-                self.transport.find_coordinator(self.group_id, max(1.0, remaining * 1000.0))
-            except KafkaError as exc:
-                if not (exc.retriable or is_coordinator_error(exc)):
-                    raise
-                log.debug("FindCoordinator: %s", exc)
-                time.sleep(min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, remaining)))
-
-    # --- protocol hooks -----------------------------------------------------------------------
-    def _check_can_commit(self):
-        """Raise before sending when a subscribed member has no generation
-        (Java checks this client-side: such a commit would be accepted as a
-        "simple" commit and overwrite the new owner's progress)."""
-    def _subscription_changed(self):
-        raise NotImplementedError
-
-    def _rebalance_needed(self, reason):
-        raise NotImplementedError
-
-    def _member_fenced(self, reason):
-        raise NotImplementedError
-
-    def _commit_identity(self):
-        raise NotImplementedError
-
-    def _mark_closed(self):
-        raise NotImplementedError
-
-    def _apply_pending(self):
-        raise NotImplementedError
-
-    def _step(self):
-        raise NotImplementedError
-
-    def _leave(self, reason):
-        raise NotImplementedError
+        with self._lock:
+            op = self.commits.fetch(partitions, self._clock(), deadline=deadline)
+        return self._wait_for(op, deadline, interrupt)
 
     def group_metadata(self):
+        raise NotImplementedError
+
+    def _make_machine(self, config, coordinator, now):
         raise NotImplementedError
 
 

@@ -7,38 +7,22 @@ sockets and selector — and every use of it is serialised by the member's
 lock. The consumer's fetch client is never touched from the group thread.
 
 Everything here is I/O; the decisions (what an error code means, when to
-rejoin) live in the member classes, which tests drive with canned responses
-through a fake with the same three methods (`find_coordinator`, `call`,
-`metadata`).
+rejoin, where the coordinator is) live in the state machines
+(`*_machine.py`), which the driver (member.py) feeds with what this
+transport's `call` / `request_any` / `metadata` return; tests drive them
+through a fake with the same methods.
 """
 import logging
 
 from fastkc.client import BrokerMetadata, KafkaClient
-from fastkc.errors import (
-    CoordinatorLoadInProgressError,
-    CoordinatorNotAvailableError,
-    KafkaConnectionError,
-    KafkaError,
-    KafkaTimeoutError,
-    NotCoordinatorError,
-    for_code,
-)
+from fastkc.errors import KafkaConnectionError, KafkaTimeoutError
+from fastkc.group.coordinator_machine import CoordinatorUnknownError, is_coordinator_error
 
 log = logging.getLogger(__name__)
 
 # Highest versions the group speaks: OffsetCommit/OffsetFetch v10 name
 # topics by id only, which the commit path does not need.
 VERSION_CAPS = {"OffsetCommit": 9, "OffsetFetch": 9}
-
-#: Errors after which the coordinator must be looked up again (Java's
-#: markCoordinatorUnknown cases).
-COORDINATOR_ERRORS = (CoordinatorNotAvailableError, NotCoordinatorError, KafkaConnectionError)
-
-
-class CoordinatorUnknownError(KafkaError):
-    """The coordinator is not known or was lost; look it up again (retriable)."""
-
-    retriable = True
 
 
 class GroupTransport:
@@ -61,34 +45,21 @@ class GroupTransport:
             self.client.bootstrap(timeout_ms=timeout_ms)
             self._bootstrapped = True
 
-    # --- coordinator lookup -------------------------------------------------------------
-    def find_coordinator(self, group_id, timeout_ms, key_type=0):
-        """Look the coordinator of `group_id` up once; sets coordinator_id.
-        Raises the broker's error (COORDINATOR_NOT_AVAILABLE ... are retriable)."""
+    # --- the coordinator ------------------------------------------------------------------
+    def request_any(self, api_name, body, timeout_ms):
+        """A request to any broker (FindCoordinator): the decoded answer."""
         self._ensure_bootstrapped(timeout_ms)
-        response = self.client.request("FindCoordinator", {
-            "key": group_id, "key_type": key_type, "coordinator_keys": [group_id],
-        }, timeout_ms)
-        if response.get("coordinators"):
-            entry = response["coordinators"][0]
-        else:
-            entry = response
-        if entry["error_code"]:
-            raise for_code(entry["error_code"])(entry.get("error_message") or "FindCoordinator")
-        node_id = entry["node_id"]
-        if not entry["host"] or not 0 < entry["port"] < 65536 or node_id < 0:
-            # nothing could connect there: as if the coordinator were not known yet
-            log.warning("FindCoordinator named %r:%s (node %s), not a usable address", entry["host"], entry["port"],
-                        node_id)
-            raise CoordinatorNotAvailableError("coordinator advertised at {0!r}:{1}".format(
-                entry["host"], entry["port"]))
+        return self.client.request(api_name, body, timeout_ms)
+
+    def use_coordinator(self, coordinator):
+        """Address calls to `coordinator` (coordinator_machine.Coordinator),
+        remembering its address when our metadata does not know it yet."""
         cluster = self.client.cluster
-        known = cluster.brokers.get(node_id)
-        if known is None or (known.host, known.port) != (entry["host"], entry["port"]):
-            # a broker newer than our metadata: remember its address
-            cluster.brokers[node_id] = BrokerMetadata(node_id, entry["host"], entry["port"], None)
-        self.coordinator_id = node_id
-        return node_id
+        known = cluster.brokers.get(coordinator.node_id)
+        if known is None or (known.host, known.port) != (coordinator.host, coordinator.port):
+            cluster.brokers[coordinator.node_id] = BrokerMetadata(coordinator.node_id, coordinator.host,
+                                                                  coordinator.port, None)
+        self.coordinator_id = coordinator.node_id
 
     def coordinator_lost(self):
         if self.coordinator_id is not None:
@@ -183,16 +154,16 @@ class GroupTransport:
         return response
 
     def metadata(self, topics, timeout_ms):
-        """The group client's metadata for `topics`, refreshed now (the
-        leader's view for assignment, topic ids for KIP-848)."""
+        """The group client's metadata for `topics` (None: every topic),
+        refreshed now (the leader's view for assignment, topic ids for
+        KIP-848)."""
         self._ensure_bootstrapped(timeout_ms)
-        self.client.set_topics(topics)
-        self.client.wait_for_metadata(timeout_ms)
+        if topics is None:
+            self.client.wait_for_metadata(timeout_ms, all_topics=True)
+        else:
+            self.client.set_topics(topics)
+            self.client.wait_for_metadata(timeout_ms)
         return self.client.cluster
 
     def close(self):
         self.client.close()
-
-
-def is_coordinator_error(exc):
-    return isinstance(exc, COORDINATOR_ERRORS + (CoordinatorUnknownError, CoordinatorLoadInProgressError))

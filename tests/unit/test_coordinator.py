@@ -12,12 +12,14 @@ from fastkc.client import ClusterMetadata, PartitionMetadata, TopicMetadata
 from fastkc.config import consumer_config
 from fastkc.errors import (
     CommitFailedError,
+    GroupAuthorizationFailedError,
     IllegalStateError,
     KafkaTimeoutError,
     RebalanceInProgressError,
 )
 from fastkc.group import make_group_member
 from fastkc.group.classic import MemberState
+from fastkc.group.coordinator_machine import CoordinatorUnknownError
 from fastkc.group.kip848 import Member848State
 from fastkc.protocol.consumer_protocol import (
     Assignment,
@@ -46,15 +48,20 @@ class FakeClock:
     def __call__(self):
         return self.now
 
+    def sleep(self, seconds):
+        self.now += seconds
+
 
 class FakeTransport:
-    """find_coordinator / call / metadata / coordinator_lost, scripted."""
+    """request_any (FindCoordinator) / use_coordinator / call / metadata /
+    coordinator_lost, scripted."""
 
     def __init__(self, partitions=4):
         self.coordinator_id = None
         self.sent = []  # (api, body)
         self.script = collections.defaultdict(collections.deque)
         self.finds = 0
+        self.find_errors = collections.deque()  # FindCoordinator error codes to answer first
         self.lost = 0
         cluster = ClusterMetadata()
         cluster.topics[TOPIC] = TopicMetadata(TOPIC, TOPIC_ID, False, {
@@ -65,10 +72,16 @@ class FakeTransport:
     def answer(self, api, response):
         self.script[api].append(response)
 
-    def find_coordinator(self, group_id, timeout_ms, key_type=0):
+    def request_any(self, api, body, timeout_ms):
+        assert api == "FindCoordinator" and body["key"] == "g"
         self.finds += 1
-        self.coordinator_id = 1
-        return 1
+        error = self.find_errors.popleft() if self.find_errors else 0
+        return {"throttle_time_ms": 0, "coordinators": [
+            {"key": "g", "node_id": 1, "host": "localhost", "port": 9092, "error_code": error,
+             "error_message": None}]}
+
+    def use_coordinator(self, coordinator):
+        self.coordinator_id = coordinator.node_id
 
     def coordinator_lost(self):
         self.lost += 1
@@ -125,7 +138,8 @@ def make(assignors=(RangePartitionAssignor,), protocol="classic", **configs):
     settings.update(configs)
     config = consumer_config(settings)
     transport, app, clock = FakeTransport(), FakeApp(), FakeClock()
-    member = make_group_member(config, app, transport=transport, clock=clock, start_thread=False)
+    member = make_group_member(config, app, transport=transport, clock=clock, sleep=clock.sleep,
+                               start_thread=False)
     listener = Recorder()
     member.subscribe([TOPIC], listener)
     return member, transport, app, clock, listener
@@ -315,7 +329,7 @@ def test_commit_errors_follow_the_java_client():
     assert body["topics"][0]["partitions"][0]["committed_metadata"] == "meta"
     assert body["topics"][0]["partitions"][0]["committed_leader_epoch"] == 2
     # NOT_COORDINATOR is retried (after finding the coordinator again)
-    member.state = MemberState.STABLE
+    member.machine.state = MemberState.STABLE  # as if the rebalance had completed (test shortcut)
     transport.answer("OffsetCommit", commit_response([0], NOT_COORDINATOR))
     transport.answer("OffsetCommit", commit_response([0]))
     member.commit_sync(offsets, 5000)
@@ -336,13 +350,13 @@ def test_commit_sync_times_out_when_the_coordinator_keeps_moving():
     for _ in range(50):
         transport.answer("OffsetCommit", commit_response([0], NOT_COORDINATOR))
 
-    real_commit = member._send_commit_locked
+    real_call = transport.call
 
-    def advancing(*args):
+    def advancing(api, body, timeout_ms):
         clock.now += 0.1
-        return real_commit(*args)
+        return real_call(api, body, timeout_ms)
 
-    member._send_commit_locked = advancing
+    transport.call = advancing
     with pytest.raises(KafkaTimeoutError):
         member.commit_sync({TPS[0]: OffsetAndMetadata(1, "", -1)}, 1000)
 
@@ -378,8 +392,11 @@ def test_static_member_sends_its_instance_id_and_does_not_leave():
     member, transport, app, clock, listener = make(group_instance_id="instance-1")
     joined(member, transport, app)
     assert all(b["group_instance_id"] == "instance-1" for b in transport.bodies("JoinGroup"))
+    joins = len(transport.bodies("JoinGroup"))
     member.close(autocommit=False)
     assert transport.bodies("LeaveGroup") == []
+    # nothing else either: a JoinGroup now would rebalance the group it keeps its place in
+    assert len(transport.bodies("JoinGroup")) == joins and member.state is MemberState.CLOSED
 
 
 def test_illegal_transitions_are_refused():
@@ -407,7 +424,7 @@ def test_kip848_join_reconcile_revoke_before_assign_and_fencing():
     transport.answer("OffsetFetch", offset_fetch_response({1: 40}))
     member.on_app_poll()
     assert listener.calls == [("assigned", [0, 1, 2, 3])] and app.seeks == [(TPS[1], 40, 3)]
-    assert member.state is Member848State.STABLE
+    assert member.state is Member848State.ACKNOWLEDGING
     # the acknowledgement reports what we own, by topic id
     transport.answer("ConsumerGroupHeartbeat", heartbeat_848(1))
     member.run_step()
@@ -468,7 +485,9 @@ def test_subscription_change_during_a_join_rejoins_after_it():
     assert member.state is MemberState.STABLE
     member.on_app_poll()  # the assignment is applied first
     member.run_step()
-    assert member.state is MemberState.UNJOINED
+    # the rejoin the change asked for: eager and owning, the application revokes first
+    assert member.state is MemberState.PREPARING
+    assert (MemberState.STABLE, MemberState.UNJOINED) in member.machine.transitions
     transport.call = real_call
     transport.answer("JoinGroup", join_response("m-1", generation=2, leader="m-0"))
     transport.answer("SyncGroup", sync_response(TPS))
@@ -516,7 +535,8 @@ def test_a_raising_listener_does_not_stop_the_hand_over_and_its_error_reaches_po
 def test_manual_assignment_starts_at_committed_offsets_and_is_auto_committed():
     config = consumer_config(dict(group_id="g", enable_auto_commit=True, auto_commit_interval_ms=1000))
     transport, app, clock = FakeTransport(), FakeApp(), FakeClock()
-    member = make_group_member(config, app, transport=transport, clock=clock, start_thread=False)
+    member = make_group_member(config, app, transport=transport, clock=clock, sleep=clock.sleep,
+                               start_thread=False)
     app.set_assignment(TPS[:2])
     app.positions_ = {TPS[1]: (50, -1)}  # already positioned (e.g. seek): left alone
     member.manual_assignment(TPS[:2])
@@ -531,3 +551,70 @@ def test_manual_assignment_starts_at_committed_offsets_and_is_auto_committed():
     body = transport.bodies("OffsetCommit")[0]
     assert body["generation_id_or_member_epoch"] == -1 and body["member_id"] == ""
     assert body["topics"][0]["partitions"][0]["committed_offset"] == 50
+
+
+def test_a_fatal_find_coordinator_error_reaches_poll_and_a_retriable_one_backs_off():
+    member, transport, app, clock, listener = make(retry_backoff_ms=100)
+    transport.find_errors.extend([15, 30])  # COORDINATOR_NOT_AVAILABLE, then GROUP_AUTHORIZATION_FAILED
+    assert member.run_step() == pytest.approx(0.1)  # retried after retry_backoff_ms
+    assert transport.finds == 1 and transport.bodies("JoinGroup") == []
+    clock.now += 0.1
+    member.run_step()
+    with pytest.raises(GroupAuthorizationFailedError):
+        member.on_app_poll()
+    member.on_app_poll()  # raised once
+
+
+def test_an_async_commit_whose_coordinator_is_never_found_fails_its_callback():
+    member, transport, app, clock, listener = make(retry_backoff_ms=100, request_timeout_ms=1000)
+    joined(member, transport, app)
+    transport.coordinator_lost()
+    member.coordinator.lost()
+    transport.find_errors.extend([15] * 20)
+    done = []
+    member.commit_async({TPS[0]: OffsetAndMetadata(1, "", -1)}, lambda offsets, err: done.append(err))
+    member._next_heartbeat = float("inf")
+    for _ in range(15):
+        clock.now += member.run_step()
+    member.on_app_poll()
+    assert len(done) == 1 and isinstance(done[0], CoordinatorUnknownError)
+    assert transport.bodies("OffsetCommit") == []
+
+
+def test_kip848_target_with_a_topic_id_the_client_does_not_know_is_resolved_by_metadata():
+    member, transport, app, clock, listener = make(protocol="consumer")
+    other_id = uuid.UUID(int=9).bytes
+    cluster = transport.client.cluster
+    # the group client has not seen topic "u" yet: the Metadata answer names it
+    refreshed = ClusterMetadata()
+    refreshed.topics = dict(cluster.topics)
+    refreshed.topics["u"] = TopicMetadata("u", other_id, False, {0: PartitionMetadata(0, 0, 0, (0,), (0,), 0)}, 0)
+    refreshed.topic_names_by_id = {TOPIC_ID: TOPIC, other_id: "u"}
+    asked = []
+
+    def metadata(topics, timeout_ms):
+        asked.append(topics)
+        return refreshed
+
+    transport.metadata = metadata
+    member.update_subscription([TOPIC, "u"])
+    answer = heartbeat_848(1, [0])
+    answer["assignment"]["topic_partitions"].append({"topic_id": other_id, "partitions": [0]})
+    transport.answer("ConsumerGroupHeartbeat", answer)
+    member.run_step()
+    assert asked == [[TOPIC, "u"]]
+    assert member.state is Member848State.RECONCILING
+    transport.answer("OffsetFetch", offset_fetch_response({}))
+    member.on_app_poll()
+    assert app.assigned == [TPS[0], TopicPartition("u", 0)]
+
+
+def test_close_with_an_async_commit_queued_leaves_without_rejoining():
+    member, transport, app, clock, listener = make()
+    joined(member, transport, app)
+    member.commit_async({TPS[0]: OffsetAndMetadata(4, "", -1)}, None)
+    transport.answer("OffsetCommit", commit_response([0]))
+    transport.answer("LeaveGroup", {"throttle_time_ms": 0, "error_code": 0, "members": []})
+    member.close(autocommit=False)
+    assert [api for api, _ in transport.sent[-2:]] == ["OffsetCommit", "LeaveGroup"]
+    assert len(transport.bodies("JoinGroup")) == 2 and member.state is MemberState.CLOSED

@@ -1,0 +1,345 @@
+"""Offset commits and committed-offset fetches, I/O-free: OffsetCommit /
+OffsetFetch bodies, the Java client's reading of their errors, retries.
+
+Each commit or fetch is an operation (`CommitOp` / `FetchOp`) queued on the
+machine; `next_requests(now)` sends the ones due (after the coordinator
+lookup when it is unknown), `on_response` settles them. An operation is done
+with `.error` None (and `.result` for a fetch) or the error to raise.
+
+Retries (Java's rules): a synchronous commit or fetch (`retry=True`, with a
+deadline) retries what is retriable — the coordinator moved or is loading,
+a timeout — after retry_backoff_ms until its deadline (then
+KafkaTimeoutError naming the last error); an asynchronous commit is sent
+once (its callback gets the error). What the membership must react to goes
+to the member machine through three hooks, whichever protocol it speaks:
+
+- REBALANCE_IN_PROGRESS -> member.rebalance_needed(); RebalanceInProgressError
+- UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION -> member.fenced(); CommitFailedError
+- FENCED_INSTANCE_ID -> member.fatal(error) (raised from the next poll too)
+- STALE_MEMBER_EPOCH (KIP-848) -> retried with the member's newer epoch
+
+States of an operation: QUEUED -> IN_FLIGHT -> DONE, or IN_FLIGHT -> BACKOFF
+-> QUEUED (a retry), or QUEUED/BACKOFF -> DONE (refused before sending,
+deadline passed).
+"""
+import collections
+import enum
+import logging
+
+from fastkc.errors import (
+    CommitFailedError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    KafkaError,
+    KafkaTimeoutError,
+    RebalanceInProgressError,
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+    for_code,
+)
+from fastkc.group.coordinator_machine import CoordinatorUnknownError, is_coordinator_error, is_retriable
+from fastkc.group.machine import COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
+from fastkc.structs import OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+class OpState(enum.Enum):
+    QUEUED = "queued"
+    IN_FLIGHT = "in_flight"
+    BACKOFF = "backoff"
+    DONE = "done"
+
+
+_O = OpState
+
+
+class _Op(StateHolder):
+    _LEGAL = {
+        _O.QUEUED: {_O.IN_FLIGHT, _O.DONE},
+        _O.IN_FLIGHT: {_O.DONE, _O.BACKOFF},
+        _O.BACKOFF: {_O.QUEUED, _O.DONE},
+        _O.DONE: set(),
+    }
+    api = None
+
+    def __init__(self, deadline, retry, callback=None, asynchronous=False):
+        self._init_state(_O.QUEUED)
+        self.asynchronous = asynchronous  # settled through a CommitCompleted event
+        self.deadline = deadline  # None: no deadline (sent once)
+        self.retry = retry
+        self.callback = callback
+        self.error = None
+        self.result = None
+        self.last_error = None  # the last retriable failure
+        self.retry_at = None
+        self.token = None
+        self.identity = None  # the member identity the request carried
+
+    @property
+    def done(self):
+        return self.state is _O.DONE
+
+    def _finish(self, error=None, result=None):
+        self.error, self.result = error, result
+        self._set_state(_O.DONE)
+
+
+class CommitOp(_Op):
+    api = "OffsetCommit"
+    _machine_name = "offset commit"
+
+    def __init__(self, offsets, deadline, retry, callback=None, asynchronous=False):
+        super().__init__(deadline, retry, callback, asynchronous)
+        self.offsets = offsets
+
+
+class FetchOp(_Op):
+    api = "OffsetFetch"
+    _machine_name = "offset fetch"
+
+    def __init__(self, partitions, deadline, retry):
+        super().__init__(deadline, retry)
+        self.partitions = partitions
+
+
+#: an asynchronous commit settled (its callback runs on the application's thread)
+CommitCompleted = collections.namedtuple("CommitCompleted", "op")
+
+
+class CommitMachine:
+    """member: the membership machine (classic or KIP-848), for
+    `commit_identity()` -> (generation or epoch, member id),
+    `check_can_commit()` (raises before sending), `rebalance_needed(reason)`,
+    `fenced(reason)`, `fatal(error)`."""
+
+    def __init__(self, group_id, group_instance_id, coordinator, member, retry_backoff_ms, request_timeout_ms):
+        self.group_id = group_id
+        self.group_instance_id = group_instance_id
+        self.coordinator = coordinator
+        self.member = member
+        self._backoff = retry_backoff_ms / 1000.0
+        self._request_timeout_ms = request_timeout_ms
+        self._ops = collections.deque()  # in the order the application asked
+        self._by_token = {}
+        self._events = collections.deque()
+
+    # --- the application asks ------------------------------------------------------------
+    def commit(self, offsets, now, *, deadline=None, retry=False, callback=None, asynchronous=False):
+        """offsets: {TopicPartition: OffsetAndMetadata}, non-empty.
+        deadline bounds the coordinator lookup and (with retry) the retries;
+        an asynchronous commit's outcome is a CommitCompleted event."""
+        op = CommitOp(offsets, deadline, retry, callback, asynchronous)
+        self._ops.append(op)
+        return op
+
+    def fetch(self, partitions, now, *, deadline=None, retry=True):
+        op = FetchOp(list(partitions), deadline, retry)
+        self._ops.append(op)
+        return op
+
+    def cancel(self, op, error):
+        """The caller stopped waiting (wakeup): forget the operation; an
+        answer still on its way is ignored."""
+        if op.done:
+            return
+        if op.token is not None:
+            self._by_token.pop(op.token, None)
+        op._finish(error)
+        self._forget(op)
+
+    @property
+    def busy(self):
+        return bool(self._ops)
+
+    def take_events(self):
+        out = list(self._events)
+        self._events.clear()
+        return out
+
+    # --- the driver's side ------------------------------------------------------------------
+    def next_requests(self, now):
+        requests = []
+        for op in list(self._ops):
+            if op.state is _O.BACKOFF and now >= op.retry_at:
+                op._set_state(_O.QUEUED)
+            if op.state is not _O.QUEUED:
+                continue
+            if op.deadline is not None and now >= op.deadline:
+                if op.retry:
+                    error = KafkaTimeoutError("{0} not done in time: {1}".format(
+                        op.api, op.last_error or "the coordinator was not found"))
+                else:  # sent once, never: the coordinator was not found
+                    error = CoordinatorUnknownError("group coordinator for {0!r} not found in time".format(
+                        self.group_id))
+                self._settle(op, error)
+                continue
+            if not self.coordinator.known:
+                continue
+            try:
+                body = self._body(op)
+            except KafkaError as exc:  # refused before sending (no generation, a rebalance)
+                self._settle(op, exc)
+                continue
+            op.token = Token(op.api)
+            self._by_token[op.token] = op
+            op._set_state(_O.IN_FLIGHT)
+            timeout = self._request_timeout_ms if op.deadline is None else \
+                max(1.0, min(self._request_timeout_ms, (op.deadline - now) * 1000.0))
+            requests.append(Request(COORDINATOR, op.api, body, timeout, op.token))
+        if any(op.state is _O.QUEUED for op in self._ops) and not self.coordinator.known:
+            requests.extend(self.coordinator.next_requests(now))
+        return requests
+
+    def next_deadline(self):
+        deadlines = [op.retry_at for op in self._ops if op.state is _O.BACKOFF]
+        deadlines += [op.deadline for op in self._ops if op.deadline is not None and op.state is not _O.IN_FLIGHT]
+        if any(op.state is _O.QUEUED for op in self._ops):
+            deadlines.append(self.coordinator.after_lookup(DUE_NOW))  # sent once the coordinator is known
+        return earliest(*deadlines)
+
+    def owns(self, token):
+        return token in self._by_token or self.coordinator.owns(token)
+
+    def on_response(self, token, response, now):
+        if self.coordinator.owns(token):
+            try:
+                self.coordinator.on_response(token, response, now)
+            except KafkaError as exc:  # no retry finds this coordinator: every waiting op fails
+                for op in list(self._ops):
+                    if op.state is _O.QUEUED:
+                        self._settle(op, exc)
+            return
+        op = self._by_token.pop(token, None)
+        if op is None or op.state is not _O.IN_FLIGHT:
+            return
+        op.token = None
+        try:
+            if isinstance(response, BaseException):
+                if is_coordinator_error(response):
+                    self.coordinator.lost(now)
+                raise response
+            if isinstance(op, CommitOp):
+                self._read_commit(response, op.identity)
+                result = None
+            else:
+                result = self._read_fetch(response, op.partitions)
+        except KafkaError as exc:
+            if op.retry and is_retriable(exc) and (op.deadline is None or now < op.deadline):
+                op.last_error = exc
+                op.retry_at = now + self._backoff
+                if op.deadline is not None:
+                    op.retry_at = min(op.retry_at, op.deadline)
+                op._set_state(_O.BACKOFF)
+                return
+            if op.retry and is_retriable(exc):
+                exc = KafkaTimeoutError("{0} not done in time: {1}".format(op.api, exc))
+            self._settle(op, exc)
+            return
+        except Exception as exc:  # a malformed answer: the operation fails, the machine goes on
+            self._settle(op, exc)
+            return
+        self._settle(op, None, result)
+
+    def _settle(self, op, error, result=None):
+        op._finish(error, result)
+        self._forget(op)
+        if op.asynchronous:
+            self._events.append(CommitCompleted(op))
+
+    def _forget(self, op):
+        try:
+            self._ops.remove(op)
+        except ValueError:
+            pass
+
+    # --- bodies -------------------------------------------------------------------------
+    def _body(self, op):
+        if isinstance(op, CommitOp):
+            self.member.check_can_commit()
+            op.identity = self.member.commit_identity()
+            return self.commit_body(op.offsets, op.identity)
+        return self.fetch_body(op.partitions)
+
+    def commit_body(self, offsets, identity):
+        generation, member_id = identity
+        by_topic = {}
+        for tp, om in offsets.items():
+            epoch = om.leader_epoch if om.leader_epoch is not None else -1
+            by_topic.setdefault(tp.topic, []).append({
+                "partition_index": tp.partition, "committed_offset": om.offset,
+                "committed_leader_epoch": epoch, "committed_metadata": om.metadata or "",
+            })
+        return {
+            "group_id": self.group_id, "generation_id_or_member_epoch": generation, "member_id": member_id,
+            "group_instance_id": self.group_instance_id, "retention_time_ms": -1,
+            "topics": [{"name": t, "partitions": parts} for t, parts in sorted(by_topic.items())],
+        }
+
+    def fetch_body(self, partitions):
+        """require_stable: offsets with pending transactional commits are waited for."""
+        by_topic = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        topics = [{"name": t, "partition_indexes": sorted(p)} for t, p in sorted(by_topic.items())]
+        return {"group_id": self.group_id, "topics": topics, "require_stable": True,
+                "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]}
+
+    # --- answers --------------------------------------------------------------------------
+    def _read_commit(self, response, identity):
+        first_error = None
+        for topic in response["topics"]:
+            for part in topic["partitions"]:
+                if part["error_code"] and first_error is None:
+                    first_error = part["error_code"]
+        if first_error:
+            raise self.commit_error(first_error, identity)
+
+    def commit_error(self, code, identity):
+        """The Java client's reading of an OffsetCommit error (and its
+        effect on the membership)."""
+        cls = for_code(code)
+        if is_coordinator_error(cls("")):
+            self.coordinator.lost()
+            return cls("offset commit")
+        if cls is RebalanceInProgressError:
+            self.member.rebalance_needed("commit answered REBALANCE_IN_PROGRESS")
+            return RebalanceInProgressError(
+                "the group is rebalancing; the commit can be retried after the rebalance completes (poll)")
+        if cls in (UnknownMemberIdError, IllegalGenerationError):
+            self.member.fenced("commit answered {0}".format(cls.__name__))
+            return CommitFailedError(
+                "Commit cannot be completed since the group has already rebalanced and assigned the partitions "
+                "to another member (generation/member {0} is no longer current). The time between poll() calls "
+                "may be longer than max_poll_interval_ms, or poll() spends too long processing records.".format(
+                    identity))
+        if cls is StaleMemberEpochError:
+            # KIP-848: our epoch is behind the member's; a retry uses the newer one
+            return StaleMemberEpochError("offset commit with a stale member epoch {0}".format(identity[0]))
+        if cls is FencedInstanceIdError:
+            error = cls("another consumer with group_instance_id {0!r} joined".format(self.group_instance_id))
+            self.member.fatal(error)
+            return error
+        return cls("offset commit")
+
+    def _read_fetch(self, response, partitions):
+        if response.get("groups"):
+            group = response["groups"][0]
+            top_error, topics = group["error_code"], group["topics"]
+        else:
+            top_error, topics = response.get("error_code", 0), response["topics"]
+        if top_error:
+            cls = for_code(top_error)
+            if is_coordinator_error(cls("")):
+                self.coordinator.lost()
+            raise cls("offset fetch for group {0}".format(self.group_id))
+        out = {tp: None for tp in partitions}
+        for topic in topics:
+            for part in topic["partitions"]:
+                tp = TopicPartition(topic["name"], part["partition_index"])
+                if part["error_code"]:
+                    raise for_code(part["error_code"])("offset fetch for {0}".format(tp))
+                if part["committed_offset"] >= 0:
+                    out[tp] = OffsetAndMetadata(part["committed_offset"], part["metadata"] or "",
+                                                part["committed_leader_epoch"])
+        return out

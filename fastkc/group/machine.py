@@ -1,0 +1,81 @@
+"""What every group state machine shares: requests out, answers in, an
+explicit state with a legal-transition table.
+
+A machine never does I/O, never sleeps, never takes a lock and never reads a
+clock: `now` (seconds, any monotonic origin) comes with every call. A driver
+(today `member.py`'s thread over the blocking `GroupTransport`; an asyncio
+driver the same way over its own connections) repeats:
+
+    for request in machine.next_requests(now):
+        answer = <send request.api/request.body to request.target, wait>
+        machine.on_response(request.token, answer, now)   # answer: the decoded
+                                                           # response, or the
+                                                           # exception that ended it
+    sleep until machine.next_deadline() (or until an answer / the application;
+                                         DUE_NOW: at once; None: only they move it)
+
+Targets: `COORDINATOR` (the group coordinator the CoordinatorMachine found;
+a driver that cannot reach it answers with CoordinatorUnknownError) or
+`ANY_NODE` (FindCoordinator; "Metadata", answered with the driver's refreshed
+cluster view: `.topics` {name: TopicMetadata}, `.brokers`,
+`.topic_names_by_id`).
+
+Tokens are opaque to the driver; an answer whose token the machine no longer
+waits for (a reply that lost a race with a state change) is ignored.
+
+Errors: `on_response` raises only what no retry can fix (the driver hands it
+to the application); everything retriable is absorbed into the state and a
+deadline.
+"""
+import collections
+
+from fastkc.errors import IllegalStateError
+
+COORDINATOR = "coordinator"
+ANY_NODE = "any"
+
+#: one outgoing request: where to, the API name, its body (a dict the
+#: protocol codec encodes), how long the driver may wait for the answer, and
+#: the token to give back with it.
+Request = collections.namedtuple("Request", "target api body timeout_ms token")
+
+
+class Token:
+    """An opaque request token (identity compared), named for logs."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what):
+        self.what = what
+
+    def __repr__(self):
+        return "<token {0}>".format(self.what)
+
+
+class StateHolder:
+    """An enum state changed only through `_set_state`, which refuses any
+    transition its table does not list (IllegalStateError)."""
+
+    _LEGAL = {}
+    _machine_name = "group machine"
+
+    def _init_state(self, initial):
+        self.state = initial
+        self.transitions = collections.deque(maxlen=64)  # (from, to): for logs and tests
+
+    def _set_state(self, new):
+        if new not in self._LEGAL[self.state]:
+            raise IllegalStateError("{0}: illegal transition {1} -> {2}".format(
+                self._machine_name, self.state.name, new.name))
+        self.transitions.append((self.state, new))
+        self.state = new
+
+
+#: a deadline that has passed already: the machine has a request to make now
+DUE_NOW = float("-inf")
+
+
+def earliest(*deadlines):
+    """The earliest of the deadlines that are set (None when none is)."""
+    present = [d for d in deadlines if d is not None]
+    return min(present) if present else None

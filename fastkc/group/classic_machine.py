@@ -310,7 +310,7 @@ class ClassicMachine(StateHolder):
             return self._send("Metadata", ANY_NODE, {"topics": topics}, self.config["request_timeout_ms"])
         if self.state is _M.SYNCING:
             assignments, self._pending_assignments = self._pending_assignments, []
-            return self._send_sync(now, assignments)
+            return self._send_sync(assignments)
         if self.subscription is None or self.poll_timeout_expired:
             return []
         if self.state in (_M.STABLE, _M.PREPARING) and \
@@ -400,7 +400,7 @@ class ClassicMachine(StateHolder):
             "reason": None,
         }
 
-    def _send_sync(self, now, assignments=()):
+    def _send_sync(self, assignments):
         return self._send("SyncGroup", COORDINATOR, {
             "group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": self.group_instance_id, "protocol_type": "consumer",

@@ -46,7 +46,7 @@ class ClassicGroupMember(GroupMemberBase):
         return self.machine.assignors
 
     def group_metadata(self):
-        from fastkc.group import ConsumerGroupMetadata
+        from fastkc.structs import ConsumerGroupMetadata
 
         machine = self.machine
         return ConsumerGroupMetadata(self.group_id, machine.generation, machine.member_id, self.group_instance_id,

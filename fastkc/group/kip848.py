@@ -39,7 +39,7 @@ class ConsumerProtocolMember(GroupMemberBase):
         return self.machine.member_epoch
 
     def group_metadata(self):
-        from fastkc.group import ConsumerGroupMetadata
+        from fastkc.structs import ConsumerGroupMetadata
 
         machine = self.machine
         return ConsumerGroupMetadata(self.group_id, machine.member_epoch, machine.member_id, self.group_instance_id,

@@ -14,10 +14,7 @@ from tests.quality import import_graph
 from tests.quality.conftest import ROOT
 
 # component (sorted modules) -> why it is still here
-KNOWN = {
-    ("fastkc.group", "fastkc.group.classic", "fastkc.group.kip848"):
-        "the classic and KIP-848 members import their own package lazily (ConsumerGroupMetadata)",
-}
+KNOWN: dict = {}
 
 
 @pytest.fixture(scope="module")

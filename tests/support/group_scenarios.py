@@ -22,8 +22,13 @@ from fastkc.group.classic_machine import ClassicMachine
 from fastkc.group.commit_machine import CommitMachine
 from fastkc.group.consumer_machine import ConsumerMachine
 from fastkc.group.coordinator_machine import CoordinatorMachine
-from fastkc.protocol.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription, \
-    group_by_topic
+from fastkc.protocol.consumer_protocol import (
+    Assignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
+    group_by_topic,
+)
 from fastkc.structs import TopicPartition
 
 TOPIC = "t"

@@ -3,12 +3,17 @@ socket: the driver-neutral scenarios of tests/support/group_scenarios.py
 (the asyncio driver can play the same lists), the transition tables, and
 what a machine does with answers it no longer waits for."""
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from fastkc.errors import IllegalStateError
+from fastkc.errors import IllegalStateError, KafkaConnectionError, KafkaError
+from fastkc.errors import IllegalStateError as _Illegal
 from fastkc.group.classic_machine import ClassicState
 from fastkc.group.commit_machine import OpState
 from fastkc.group.consumer_machine import ConsumerState
 from fastkc.group.coordinator_machine import CoordinatorState
+from fastkc.group.machine import earliest
+from fastkc.structs import OffsetAndMetadata
 from tests.support import group_scenarios as gs
 
 
@@ -73,11 +78,6 @@ def test_a_machine_sends_one_request_at_a_time_and_names_its_next_deadline():
 
 
 # --- random walks: whatever the coordinator answers, the machines stay in their tables --------------
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
-
-from fastkc.errors import IllegalStateError as _Illegal, KafkaConnectionError, KafkaError  # noqa: E402
-from fastkc.group.machine import earliest  # noqa: E402
-from fastkc.structs import OffsetAndMetadata  # noqa: E402
 
 _CODES = [gs.NONE, gs.NONE, gs.NONE, gs.COORDINATOR_LOAD_IN_PROGRESS, gs.COORDINATOR_NOT_AVAILABLE,
           gs.NOT_COORDINATOR, gs.ILLEGAL_GENERATION, gs.UNKNOWN_MEMBER_ID, gs.REBALANCE_IN_PROGRESS,

@@ -7,8 +7,10 @@ repository's top-level folders or ends like a file or a folder; it is
 looked up from the repository root, the package (`net/core.py` means
 `fastkc/net/core.py`), then from the folder of any other path named on the
 same line (table rows say `fastkc/bench/` and then `java/`).
-Build outputs that git ignores are not in a checkout and are skipped.
+A wildcard must match something. Build outputs that git ignores are not in
+a checkout and are skipped.
 """
+import glob
 import os
 import re
 
@@ -24,16 +26,19 @@ def _named_paths(text):
     """(line number, token, the other path-like tokens of that line)."""
     for number, line in enumerate(text.splitlines(), 1):
         tokens = [t.rstrip(".,:;") for t in re.findall(r"`([^`\s]+)`", line)]
-        paths = [t for t in tokens if "/" in t and "*" not in t and "<" not in t and "{" not in t
+        paths = [t for t in tokens if "/" in t and "<" not in t and "{" not in t
                  and not t.startswith(("http", "-", "~")) and (t.startswith(_TOP) or _FILE_END.search(t))]
         for token in paths:
             yield number, token, paths
 
 
 def _exists(token, neighbours):
-    bases = [ROOT, os.path.join(ROOT, "fastkc")] + [os.path.join(ROOT, os.path.dirname(n.rstrip("/"))) for n in neighbours if n != token] \
-        + [os.path.join(ROOT, n) for n in neighbours if n != token and n.endswith("/")]
-    return any(os.path.exists(os.path.join(base, token)) for base in bases)
+    others = [n for n in neighbours if n != token]
+    bases = [ROOT, os.path.join(ROOT, "fastkc")]
+    bases += [os.path.join(ROOT, os.path.dirname(n.rstrip("/"))) for n in others]
+    bases += [os.path.join(ROOT, n) for n in others if n.endswith("/")]
+    # a wildcard (`group/*_machine.py`) must match at least one file
+    return any(glob.glob(os.path.join(base, token)) for base in bases)
 
 
 def test_every_path_in_design_exists():
@@ -57,3 +62,5 @@ def test_a_missing_path_is_caught():
     assert found == [("fastkc/fetcher.py", ["fastkc/fetcher.py"])]
     assert not _exists("fastkc/fetcher.py", ["fastkc/fetcher.py"])
     assert _exists("java/", ["fastkc/bench/", "java/"])
+    assert _exists("group/*_machine.py", ["group/*_machine.py"])
+    assert not _exists("group/*_nothing.py", ["group/*_nothing.py"])

@@ -1,6 +1,6 @@
 """SASL mechanisms: one module per mechanism family, one small interface.
 
-The connection (fastkc/conn.py) drives the SaslHandshake / SaslAuthenticate
+The connection core (fastkc/net/core.py) drives the SaslHandshake / SaslAuthenticate
 requests; a mechanism only turns server bytes into client bytes, so each one
 is I/O-free towards the broker and testable on its own. A mechanism module
 has:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 # (errors.py makes its code table's classes at import, which mypy cannot see;
 # the ignore goes, as warn_unused_ignores says, once it declares them)
-from fastkc.errors import (  # type: ignore[attr-defined]
+from fastkc.errors import (
     KafkaConfigurationError,
     KafkaError,
     UnknownTopicOrPartitionError,

@@ -257,7 +257,8 @@ class KafkaClient:
                 if conn is not None and (conn.state is ConnectionState.DISCONNECTED or answer):
                     # this attempt failed (connect, a handshake phase, or the Metadata request)
                     last_error = answer[0][1] if answer else conn.last_error
-                    if conn.state is not ConnectionState.DISCONNECTED:
+                    if conn.state is not ConnectionState.DISCONNECTED and last_error is not None:
+                        # (still up: the Metadata request failed, with its error)
                         conn.fail(last_error)
                     self._unregister(conn)
                     if isinstance(last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
@@ -619,9 +620,9 @@ class KafkaClient:
                 pass
         if lost and current is not None and conn.last_error is not None and conn.node_id is not None \
                 and not self._closed:
-            self._connection_lost(conn)
+            self._connection_lost(conn, conn.node_id)
 
-    def _connection_lost(self, conn: BrokerConnection) -> None:
+    def _connection_lost(self, conn: BrokerConnection, node_id: int) -> None:
         # a refused re-authentication (KIP-368) is not raised at once: the
         # connection had been authenticated, so reconnect; a refusal of the
         # new connection's authentication reaches the application from there
@@ -629,7 +630,7 @@ class KafkaClient:
             self._fatal_error = conn.last_error
         self.request_metadata_update()
         for listener in self.on_disconnect:
-            listener(conn.node_id)
+            listener(node_id)
 
     def _raise_fatal(self) -> None:
         if self._fatal_error is not None:

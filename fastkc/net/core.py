@@ -262,7 +262,7 @@ class ConnectionCore:
         self.api_versions_response = None
         #: api name -> the version requests use (highest common), filled lazily
         self.versions = {}
-        self.last_error = None
+        self.last_error: BaseException | None = None
         self.failures = 0
         #: the driver's clock reading before which no new attempt starts
         self.next_attempt = 0.0

@@ -107,7 +107,7 @@ class AioConnection:
         try:
             await asyncio.wait_for(loop.create_connection(lambda: _Protocol(self), self.host, self.port),
                                    timeout=remaining)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             core.transport_lost(KafkaTimeoutError("connecting to {0}:{1} timed out".format(self.host, self.port)),
                                 loop.time())
         except OSError as exc:
@@ -201,7 +201,7 @@ class AioConnection:
         if closed is not None and not closed.done():
             try:
                 await asyncio.wait_for(asyncio.shield(closed), 1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     # --- the driver's plumbing ------------------------------------------------------------

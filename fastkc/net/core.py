@@ -512,7 +512,8 @@ class ConnectionCore:
         mechanism = self.config["sasl_mechanism"]
         version = pick_version("SaslHandshake", self.api_versions)
         if version is None:
-            self._fail(UnsupportedSaslMechanismError("{0}:{1} does not speak SaslHandshake".format(self.host, self.port)))
+            self._fail(UnsupportedSaslMechanismError("{0}:{1} does not speak SaslHandshake".format(
+                self.host, self.port)))
             return
         try:
             self._sasl = auth.new_exchange(self.config, self.host)
@@ -581,7 +582,8 @@ class ConnectionCore:
         version = pick_version("SaslAuthenticate", self.api_versions)
         if version is None:
             self._fail(UnsupportedSaslMechanismError(
-                "{0}:{1} does not speak SaslAuthenticate (pre-1.0 brokers are not supported)".format(self.host, self.port)))
+                "{0}:{1} does not speak SaslAuthenticate (pre-1.0 brokers are not supported)".format(
+                    self.host, self.port)))
             return
         self._last_sasl_sent = self._now
         self._send_now("SaslAuthenticate", version, {"auth_bytes": auth_bytes}, self._sasl_answered, internal=True)

@@ -324,7 +324,7 @@ class BrokerConnection:
         else:
             self._flush()
 
-    def on_readable(self) -> list[tuple[InFlightRequest, bytes]]:
+    def on_readable(self) -> list[tuple[InFlightRequest, bytearray]]:
         """Read what the socket has; returns [(InFlightRequest, payload)] of the
         answers to caller requests (handshake answers are handled by the core)."""
         core = self.core
@@ -334,7 +334,7 @@ class BrokerConnection:
         sock = self.sock
         if sock is None:
             return []
-        answered: list[tuple[InFlightRequest, bytes]] = []
+        answered: list[tuple[InFlightRequest, bytearray]] = []
         tls = core.tls
         if tls and self._scratch is None:
             # one buffer for ciphertext, kept: a fresh 128 KB object per read

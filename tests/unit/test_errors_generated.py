@@ -24,7 +24,7 @@ def test_the_generated_classes_match_the_table():
     assert done.returncode == 0, done.stderr
 
 
-def test_a_table_row_without_its_class_is_seen():
+def test_a_new_table_row_gets_its_class_generated():
     gen = _generator()
     with open(errors.__file__) as f:
         source = f.read()
@@ -56,3 +56,15 @@ def test_an_unknown_code_keeps_its_errno():
     assert issubclass(cls, errors.UnknownError) and cls.errno == 4242
     assert cls.__name__ == cls.__qualname__ == "UnrecognizedBrokerError"
     assert errors.for_code(4242) is cls
+
+
+def test_a_table_edited_without_regenerating_refuses_to_import(tmp_path):
+    # the import-time check: a row whose class is missing stops the import
+    with open(errors.__file__) as f:
+        source = f.read()
+    table_end = '"""\n\n# kafka-python 3.0.12'
+    module = tmp_path / "stale_errors.py"
+    module.write_text(source.replace(table_end, "  999 BrandNewError  BRAND_NEW\n" + table_end, 1))
+    done = subprocess.run([sys.executable, "-c", "import stale_errors"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "no class BrandNewError for errno 999" in done.stderr, done.stderr

@@ -333,7 +333,7 @@ class KafkaConsumer:
         self,
         offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None,
         callback: Callable[[Mapping[TopicPartition, OffsetAndMetadata], Exception | None], Any] | None = None,
-    ) -> Any:
+    ) -> None:
         """Commit without waiting; callback(offsets, error_or_None) runs in a
         later poll() (or close) on this thread."""
         self._group().commit_async(offsets, callback or self.config["default_offset_commit_callback"])

@@ -50,20 +50,63 @@ FASTKC_PURE=1 asks for the twin on purpose (no warning).
 """
 import os
 import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from fastkc.structs import DecodedPartition, FetchResponse, ScanInfo
+
+if TYPE_CHECKING:
+    # re-exported for the type checker: nothing else names fastkc._core
+    from fastkc._core._records import ArrowBuilder as ArrowBuilder
+    from fastkc._core._records import RecordStream as RecordStream
+
+_Buffer = bytes | bytearray | memoryview
+# (deserializer, full_form) or None, as records.py normalises it
+_Deserializer = tuple[Callable[..., Any], bool] | None
+
+
+class RecordsBackend(Protocol):
+    """The contract above, as the type checker sees it. Its stream and
+    builder classes are typed as the compiled core's (fastkc/_core/_records.pyi):
+    the twin implements the same interface and is held to it by the
+    differential tests, not by the type checker (it is its oracle)."""
+
+    def decode_partition(
+        self, data: _Buffer, topic: str, partition: int, fetch_offset: int, stop_offset: int, check_crcs: bool,
+        read_committed: bool, aborted_transactions: Sequence[tuple[int, int]] | None,
+        key_deserializer: _Deserializer, value_deserializer: _Deserializer, max_decompressed_bytes: int,
+        max_batch_records: int = 0, /,
+    ) -> DecodedPartition: ...
+
+    def decode_partition_arrow(
+        self, data: _Buffer, topic: str, partition: int, fetch_offset: int, stop_offset: int, check_crcs: bool,
+        read_committed: bool, aborted_transactions: Sequence[tuple[int, int]] | None, max_decompressed_bytes: int,
+        max_batch_records: int = 0, /, zero_copy: bool = False,
+    ) -> DecodedPartition: ...
+
+    def scan_blob(self, data: _Buffer, /) -> ScanInfo: ...
+
+    def check_blob(self, data: _Buffer, topic: str, partition: int, position: int, /) -> tuple[int, int]: ...
+
+    @property
+    def RecordStream(self) -> "type[RecordStream]": ...
+
+    @property
+    def ArrowBuilder(self) -> "type[ArrowBuilder]": ...
 
 
 class FastkcBackendWarning(RuntimeWarning):
     pass
 
 
-def _choose():
+def _choose() -> tuple[str, RecordsBackend]:
     if os.environ.get("FASTKC_PURE", "") not in ("", "0"):
         from fastkc._twin import records as twin
 
-        return "python", twin
+        return "python", cast(RecordsBackend, twin)
     try:
         # the parser too: a build without it is no compiled core (one choice for both)
-        from fastkc._core import fetch as compiled_fetch
+        from fastkc._core import fetch as compiled_fetch  # noqa: F401 (imported to be there)
         from fastkc._core import records as compiled
     except ImportError as exc:
         from fastkc._twin import records as twin
@@ -75,7 +118,7 @@ def _choose():
             FastkcBackendWarning,
             stacklevel=3,
         )
-        return "python", twin
+        return "python", cast(RecordsBackend, twin)
     return "c", compiled
 
 
@@ -91,14 +134,14 @@ else:
 
     FETCH_MAX_VERSION = _get_api("Fetch").max_version
 
-    def parse_fetch_response(payload, version):
+    def parse_fetch_response(buf: _Buffer, version: int) -> FetchResponse:
         """The twin of the compiled parser: the generic codec's decode."""
         from fastkc.protocol import codec
 
-        correlation_id, body = codec.decode_response("Fetch", version, payload)
+        correlation_id, body = codec.decode_response("Fetch", version, buf)
         return codec.to_fetch_response(correlation_id, body, version)
 
-    def grow_bytearray(buf, size):
+    def grow_bytearray(buf: bytearray, size: int) -> None:
         """The twin of the compiled helper: resize in place (zero-filled here)."""
         if size < len(buf):
             del buf[size:]

@@ -51,7 +51,7 @@ import logging
 from collections import namedtuple
 
 from fastkc.errors import IllegalArgumentError, IllegalStateError
-from fastkc.protocol.codec import _EncodeError, _decode_struct, _encode_struct
+from fastkc.protocol.codec import _decode_struct, _encode_struct, _EncodeError
 from fastkc.protocol.consumer_protocol import (
     HIGHEST_VERSION,
     Assignment,

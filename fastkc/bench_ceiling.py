@@ -25,6 +25,8 @@ legacy message set is refused with ValueError, not guessed at, a bad CRC is
 a RecordCrcError and an impossible header or a cut batch an
 InvalidRecordError (both CorruptRecordErrors naming the batch).
 """
+from typing import Any
+
 from fastkc.errors import CorruptRecordError
 
 # The walk is the decoder's own (C, with the twin as its oracle): the batch
@@ -39,7 +41,7 @@ class CeilingReader:
     decoding them (see the module docstring). Takes KafkaConsumer's config;
     `consumer` is the underlying KafkaConsumer for assign/seek/position/close."""
 
-    def __init__(self, **config):
+    def __init__(self, **config: Any) -> None:
         from fastkc.consumer import KafkaConsumer
 
         if config.get("group_id") is not None:
@@ -49,7 +51,7 @@ class CeilingReader:
         self._fetcher = self.consumer._fetcher
         self._client = self.consumer._client
 
-    def poll_raw(self, timeout_ms=0):
+    def poll_raw(self, timeout_ms: float = 0) -> int:
         """Records CRC-checked from every buffered fetch (all of them, like
         poll_arrow() with max_records=None), waiting up to timeout_ms for
         some; 0 when none came in time."""
@@ -69,7 +71,7 @@ class CeilingReader:
                 fetcher.raise_pending()
                 return 0
 
-    def _take_buffered(self):
+    def _take_buffered(self) -> int:
         fetcher = self._fetcher
         total = 0
         for state in fetcher.states.values():
@@ -94,6 +96,6 @@ class CeilingReader:
                 fetcher._used_up(state, completed)
         return total
 
-    def close(self):
+    def close(self) -> None:
         self.consumer.close()
 

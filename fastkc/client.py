@@ -40,13 +40,14 @@ import contextlib
 import logging
 import selectors
 import socket
+import ssl
 import threading
 import time
-from collections import namedtuple
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
 
-from fastkc.config import build_ssl_context
-from fastkc.conn import EVENTS as CONN_EVENTS
-from fastkc.conn import BrokerConnection, ConnectionState
+from fastkc.config import Config, build_ssl_context
+from fastkc.conn import BrokerConnection
 from fastkc.errors import (
     AuthorizationError,
     IllegalStateError,
@@ -61,14 +62,42 @@ from fastkc.errors import (
     UnsupportedSaslMechanismError,
     for_code,
 )
+from fastkc.net.core import EVENTS as CONN_EVENTS
+from fastkc.net.core import ConnectionState
 from fastkc.protocol import codec
+from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
-BrokerMetadata = namedtuple("BrokerMetadata", ["node_id", "host", "port", "rack"])
-PartitionMetadata = namedtuple("PartitionMetadata", ["partition", "leader", "leader_epoch", "replicas", "isr",
-                                                     "error_code"])
-TopicMetadata = namedtuple("TopicMetadata", ["name", "topic_id", "is_internal", "partitions", "error_code"])
+#: a request or response body as the protocol codec reads and writes it
+Body = dict[str, Any]
+#: callback(response, error): the decoded body (or (payload, version) raw) or the error
+Callback = Callable[[Any, BaseException | None], None]
+
+
+class BrokerMetadata(NamedTuple):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class PartitionMetadata(NamedTuple):
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    error_code: int
+
+
+class TopicMetadata(NamedTuple):
+    name: str
+    topic_id: bytes | None
+    is_internal: bool
+    partitions: dict[int, PartitionMetadata]
+    error_code: int
+
 
 _NULL_TOPIC_ID = bytes(16)
 _WAKEUP = object()  # the selector key data of the wakeup socket
@@ -83,16 +112,16 @@ MAX_PARSE_FAILURES = 3
 class ClusterMetadata:
     """What the last Metadata response said, plus bookkeeping for refreshes."""
 
-    def __init__(self):
-        self.brokers = {}  # node_id -> BrokerMetadata
-        self.topics = {}  # name -> TopicMetadata
-        self.topic_names_by_id = {}  # topic_id bytes -> name
-        self.cluster_id = None
+    def __init__(self) -> None:
+        self.brokers: dict[int, BrokerMetadata] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        self.topic_names_by_id: dict[bytes, str] = {}
+        self.cluster_id: str | None = None
         self.controller_id = -1
-        self.last_refresh = None  # monotonic seconds of the last successful update
+        self.last_refresh: float | None = None  # monotonic seconds of the last successful update
         self.all_topics_known = False
 
-    def update(self, response, *, all_topics):
+    def update(self, response: Body, *, all_topics: bool) -> None:
         brokers = {}
         for b in response["brokers"]:
             if not b["host"] or not 0 < b["port"] < 65536 or b["node_id"] < 0:
@@ -124,13 +153,13 @@ class ClusterMetadata:
         self.all_topics_known = all_topics
         self.topic_names_by_id = {t.topic_id: t.name for t in self.topics.values() if t.topic_id is not None}
 
-    def partition(self, tp):
+    def partition(self, tp: TopicPartition) -> PartitionMetadata | None:
         topic = self.topics.get(tp.topic)
         if topic is None:
             return None
         return topic.partitions.get(tp.partition)
 
-    def leader_for(self, tp):
+    def leader_for(self, tp: TopicPartition) -> int | None:
         meta = self.partition(tp)
         if meta is None or meta.leader < 0:
             return None
@@ -138,43 +167,46 @@ class ClusterMetadata:
 
 
 class KafkaClient:
-    def __init__(self, config, *, clock=time.monotonic):
+    def __init__(self, config: Config, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self._clock = clock
         self._selector = selectors.DefaultSelector()
-        self._registered = {}  # conn -> (sock, events)
-        self._conns = {}  # node_id -> BrokerConnection
-        self._bootstrap_conn = None
+        # conn -> (sock, fd, events)
+        self._registered: dict[BrokerConnection, tuple[socket.socket, int, int]] = {}
+        self._conns: dict[int, BrokerConnection] = {}
+        self._bootstrap_conn: BrokerConnection | None = None
         self.cluster = ClusterMetadata()
-        self._ssl_context = None
+        self._ssl_context: ssl.SSLContext | None = None
         if config["security_protocol"] in ("SSL", "SASL_SSL"):
             self._ssl_context = build_ssl_context(config)
-        self._metadata_topics = set()  # topics the consumer needs
+        self._metadata_topics: set[str] = set()  # topics the consumer needs
         self.subscribe_all_topics = False  # a pattern subscription: every refresh asks for all topics
         self._metadata_wanted = False
         self._metadata_all_wanted = False
         self._metadata_in_flight = False
-        self._metadata_failed_at = None
-        self._fatal_error = None
-        self._parse_failures = {}  # (host, port, api name) -> unparseable responses in a row
-        self._wakeup_pair = None  # (read, write) sockets, when enable_wakeup() was called
+        self._metadata_failed_at: float | None = None
+        self._fatal_error: BaseException | None = None
+        # (host, port, api name) -> unparseable responses in a row
+        self._parse_failures: dict[tuple[str, int, str], int] = {}
+        # (read, write) sockets, when enable_wakeup() was called
+        self._wakeup_pair: tuple[socket.socket, socket.socket] | None = None
         # thread ident -> check(): raises to end that thread's blocking call
         # (the consumer's wakeup() in a commit() on the group's client)
-        self._interrupt_checks = {}
+        self._interrupt_checks: dict[int, Callable[[], None]] = {}
         self.bootstrapped = False
         #: api_key -> (min, max) of the broker the last bootstrap reached (its ApiVersions answer)
-        self.bootstrap_api_versions = None
+        self.bootstrap_api_versions: dict[int, tuple[int, int]] | None = None
         #: connection events over every connection this client made (conn.EVENTS):
         #: KIP-368 re-authentications, failed ones, authenticated connections lost
         self.counters = dict.fromkeys(CONN_EVENTS, 0)
         self._closed = False
         # lost-connection listeners (the fetcher resets fetch sessions)
-        self.on_disconnect = []
+        self.on_disconnect: list[Callable[[int], None]] = []
         # called after each metadata update (the fetcher checks leader epochs)
-        self.metadata_listeners = []
+        self.metadata_listeners: list[Callable[[], None]] = []
 
     # --- bootstrap ---------------------------------------------------------------
-    def bootstrap(self, timeout_ms=None):
+    def bootstrap(self, timeout_ms: float | None = None) -> None:
         """Connect to a bootstrap server and load the broker list from it.
 
         One attempt at a time: connect, TLS, ApiVersions, SASL and a Metadata
@@ -190,11 +222,13 @@ class KafkaClient:
         timeout_ms = self.config["bootstrap_timeout_ms"] if timeout_ms is None else timeout_ms
         deadline = self._clock() + timeout_ms / 1000.0
         servers = self.config["bootstrap_servers"]
-        conns = {}  # server index -> its BrokerConnection (keeps its backoff)
+        conns: dict[int, BrokerConnection] = {}  # server index -> its BrokerConnection (keeps its backoff)
         turn = 0
-        conn = None
-        answer = []
-        last_error = None
+        conn: BrokerConnection | None = None
+        # the Metadata request of the attempt: asked, and its (response, error) once answered
+        asked = False
+        answer: list[tuple[Any, BaseException | None]] = []
+        last_error: BaseException | None = None
         try:
             while True:
                 now = self._clock()
@@ -207,23 +241,24 @@ class KafkaClient:
                             candidate = conns[i] = self._new_connection(host, port)
                         if candidate.backoff_remaining(now) == 0:
                             conn, turn = candidate, i + 1
-                            answer = []
+                            asked, answer = False, []
                             conn.connect()
                             self._sync(conn)
                             break
-                elif conn.ready and not answer:
-                    answer.append(None)  # asked
+                elif conn.ready and not asked:
+                    asked = True
                     version = conn.version_for("Metadata")
                     conn.send("Metadata", {"topics": [], "allow_auto_topic_creation": False},
-                              _Decoding(self, conn, "Metadata", version, lambda r, e: answer.append((r, e)), False),
+                              _Decoding(self, conn, "Metadata", version, _collect_into(answer), False),
                               version=version)
                     self._sync(conn)
                 if conn is not None and _answered_ok(answer):
                     break  # the broker list is in
-                if conn is not None and (conn.state is ConnectionState.DISCONNECTED or len(answer) == 2):
+                if conn is not None and (conn.state is ConnectionState.DISCONNECTED or answer):
                     # this attempt failed (connect, a handshake phase, or the Metadata request)
-                    last_error = answer[1][1] if len(answer) == 2 else conn.last_error
-                    if conn.state is not ConnectionState.DISCONNECTED:
+                    last_error = answer[0][1] if answer else conn.last_error
+                    if conn.state is not ConnectionState.DISCONNECTED and last_error is not None:
+                        # (still up: the Metadata request failed, with its error)
                         conn.fail(last_error)
                     self._unregister(conn)
                     if isinstance(last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
@@ -255,7 +290,7 @@ class KafkaClient:
                 if other is not conn or not _answered_ok(answer):
                     self._unregister(other, lost=False)
                     other.close()
-        self.cluster.update(answer[1][0], all_topics=False)
+        self.cluster.update(answer[0][0], all_topics=False)
         self.cluster.last_refresh = self._clock()
         self.bootstrapped = True
         self.bootstrap_api_versions = dict(conn.api_versions)
@@ -273,7 +308,7 @@ class KafkaClient:
                 break
 
     # --- parse failures (see the module docstring) ------------------------------------------------
-    def parse_failed(self, conn, api_name, exc):
+    def parse_failed(self, conn: BrokerConnection, api_name: str, exc: ProtocolParseError) -> BaseException:
         """A response of `api_name` from `conn` could not be parsed: close the
         connection with backoff and return the error the caller must see — a
         retriable KafkaConnectionError below MAX_PARSE_FAILURES in a row from
@@ -290,7 +325,7 @@ class KafkaClient:
         handshake = not conn.established or api_name in ("SaslHandshake", "SaslAuthenticate")
         # the other requests on the connection lost it: theirs is the retriable error
         conn.fail(lost, backoff_failures=count)
-        error = exc if count >= MAX_PARSE_FAILURES else lost
+        error: BaseException = exc if count >= MAX_PARSE_FAILURES else lost
         if handshake:
             # an ApiVersions / SASL answer has no caller to hand the error to:
             # the attempt fails with it (bootstrap and _connection_lost read it)
@@ -298,12 +333,12 @@ class KafkaClient:
         self._sync(conn)
         return error
 
-    def parse_ok(self, conn, api_name):
+    def parse_ok(self, conn: BrokerConnection, api_name: str) -> None:
         if self._parse_failures:
             self._parse_failures.pop((conn.host, conn.port, api_name), None)
 
     # --- connections ---------------------------------------------------------------
-    def _conn(self, node_id):
+    def _conn(self, node_id: int) -> BrokerConnection | None:
         conn = self._conns.get(node_id)
         if conn is None:
             broker = self.cluster.brokers.get(node_id)
@@ -320,14 +355,14 @@ class KafkaClient:
                 self._conns[node_id] = conn
         return conn
 
-    def _new_connection(self, host, port, node_id=None):
+    def _new_connection(self, host: str, port: int, node_id: int | None = None) -> BrokerConnection:
         return BrokerConnection(host, port, self.config, node_id=node_id, ssl_context=self._ssl_context,
                                 clock=self._clock, on_parse_error=self.parse_failed, on_event=self._count)
 
-    def _count(self, conn, kind):
+    def _count(self, conn: BrokerConnection, kind: str) -> None:
         self.counters[kind] += 1
 
-    def ready(self, node_id):
+    def ready(self, node_id: int) -> bool:
         """True when a request can be sent to node_id now; otherwise starts
         connecting (respecting backoff) and returns False."""
         conn = self._conn(node_id)
@@ -337,22 +372,23 @@ class KafkaClient:
             if conn.maybe_reauthenticate():  # due: the exchange goes first, the caller waits for it
                 self._sync(conn)
                 return False
-            return conn.can_send()
+            return bool(conn.can_send())
         if conn.state is ConnectionState.DISCONNECTED:
             conn.connect()
             self._sync(conn)
         return False
 
-    def is_connected(self, node_id):
-        conn = self._conns.get(node_id)
-        return conn is not None and conn.established
+    def is_connected(self, node_id: int | None) -> bool:
+        conn = self._conns.get(node_id) if node_id is not None else None
+        return conn is not None and bool(conn.established)
 
-    def connection(self, node_id):
+    def connection(self, node_id: int) -> BrokerConnection | None:
         return self._conns.get(node_id)
 
-    def least_loaded_node(self):
+    def least_loaded_node(self) -> int | None:
         """A ready broker with the fewest requests in flight, else any known one."""
-        best, best_load = None, None
+        best: int | None = None
+        best_load: int | None = None
         for node_id, conn in self._conns.items():
             if conn.ready and (best_load is None or conn.in_flight_count() < best_load):
                 best, best_load = node_id, conn.in_flight_count()
@@ -365,7 +401,8 @@ class KafkaClient:
         return next(iter(self.cluster.brokers), None)
 
     # --- requests ------------------------------------------------------------------------
-    def send(self, node_id, api_name, body, callback, *, raw=False, version=None, timeout_ms=None):
+    def send(self, node_id: int, api_name: str, body: Body, callback: Callback, *, raw: bool = False,
+             version: int | None = None, timeout_ms: float | None = None) -> int:
         """Send a request to node_id (which must be ready()). The callback gets
         (decoded body, None) — or ((payload, version), None) when raw — or
         (None, error). timeout_ms: this request's own timeout, when not
@@ -380,15 +417,15 @@ class KafkaClient:
         self._sync(conn)
         return version
 
-    def request(self, api_name, body, timeout_ms, node_id=None):
+    def request(self, api_name: str, body: Body, timeout_ms: float, node_id: int | None = None) -> Any:
         """Send to node_id (least loaded when None) and wait for the answer,
         reconnecting and retrying on connection errors until timeout_ms."""
         deadline = self._clock() + timeout_ms / 1000.0
         while True:
             target = self.least_loaded_node() if node_id is None else node_id
             if target is not None and self.ready(target):
-                box = []
-                self.send(target, api_name, body, lambda r, e: box.append((r, e)))
+                box: list[tuple[Any, BaseException | None]] = []
+                self.send(target, api_name, body, _collect_into(box))
                 while not box:
                     remaining = deadline - self._clock()
                     if remaining <= 0:
@@ -407,30 +444,30 @@ class KafkaClient:
             self._raise_fatal()
 
     # --- metadata ------------------------------------------------------------------------
-    def add_topics(self, topics):
+    def add_topics(self, topics: Iterable[str]) -> None:
         new = set(topics) - self._metadata_topics
         if new:
             self._metadata_topics |= new
             self._metadata_wanted = True
 
-    def set_topics(self, topics):
-        topics = set(topics)
-        if topics - self._metadata_topics:
+    def set_topics(self, topics: Iterable[str]) -> None:
+        wanted = set(topics)
+        if wanted - self._metadata_topics:
             self._metadata_wanted = True
-        self._metadata_topics = topics
+        self._metadata_topics = wanted
 
-    def request_metadata_update(self, all_topics=False):
+    def request_metadata_update(self, all_topics: bool = False) -> None:
         self._metadata_wanted = True
         if all_topics:
             self._metadata_all_wanted = True
 
-    def metadata_due(self):
+    def metadata_due(self) -> bool:
         if self._metadata_wanted or self._metadata_all_wanted:
             return True
         last = self.cluster.last_refresh
         return last is None or self._clock() - last >= self.config["metadata_max_age_ms"] / 1000.0
 
-    def _maybe_refresh_metadata(self):
+    def _maybe_refresh_metadata(self) -> None:
         if self._metadata_in_flight or not self.bootstrapped or not self.metadata_due():
             return
         if self._metadata_failed_at is not None and \
@@ -440,16 +477,13 @@ class KafkaClient:
         if node_id is None or not self.ready(node_id):
             return
         all_topics = self._metadata_all_wanted or self.subscribe_all_topics
-        if all_topics:
-            topics = None
-        else:
-            topics = [{"name": t} for t in sorted(self._metadata_topics)]
+        topics: list[Body] | None = None if all_topics else [{"name": t} for t in sorted(self._metadata_topics)]
         body = {"topics": topics, "allow_auto_topic_creation": bool(self.config["allow_auto_create_topics"])}
         self._metadata_in_flight = True
         self._metadata_wanted = False
         self._metadata_all_wanted = False
 
-        def answered(response, error):
+        def answered(response: Body, error: BaseException | None) -> None:
             self._metadata_in_flight = False
             if error is not None:
                 if isinstance(error, ProtocolParseError):
@@ -471,7 +505,7 @@ class KafkaClient:
 
         self.send(node_id, "Metadata", body, answered)
 
-    def wait_for_metadata(self, timeout_ms, all_topics=False):
+    def wait_for_metadata(self, timeout_ms: float, all_topics: bool = False) -> None:
         """Refresh metadata now and wait for it (blocking API calls)."""
         before = self.cluster.last_refresh
         self.request_metadata_update(all_topics=all_topics)
@@ -485,7 +519,7 @@ class KafkaClient:
             self._raise_fatal()
 
     # --- the poll loop --------------------------------------------------------------------
-    def poll(self, timeout):
+    def poll(self, timeout: float) -> None:
         """Run the loop once: refresh metadata if due, wait up to `timeout`
         seconds for socket events (or the next deadline), handle them."""
         if self._closed:
@@ -507,13 +541,13 @@ class KafkaClient:
         self._close_idle(now)
         self._check_interrupt()
 
-    def _check_interrupt(self):
+    def _check_interrupt(self) -> None:
         if self._interrupt_checks:
             check = self._interrupt_checks.get(threading.get_ident())
             if check is not None:
                 check()
 
-    def _poll_sockets(self, wait):
+    def _poll_sockets(self, wait: float) -> None:
         if not self._registered:
             if wait > 0:
                 time.sleep(min(wait, 0.05) if wait != float("inf") else 0.05)
@@ -522,10 +556,11 @@ class KafkaClient:
         for key, mask in events:
             conn = key.data
             if conn is _WAKEUP:
-                try:
-                    self._wakeup_pair[0].recv(64)
-                except OSError:
-                    pass
+                if self._wakeup_pair is not None:
+                    try:
+                        self._wakeup_pair[0].recv(64)
+                    except OSError:
+                        pass
                 continue
             if mask & selectors.EVENT_WRITE:
                 conn.on_writable()
@@ -535,13 +570,13 @@ class KafkaClient:
                     request.callback(payload, None)
             self._sync(conn)
 
-    def _all_conns(self):
+    def _all_conns(self) -> list[BrokerConnection]:
         conns = list(self._conns.values())
         if self._bootstrap_conn is not None:
             conns.append(self._bootstrap_conn)
         return conns
 
-    def _close_idle(self, now):
+    def _close_idle(self, now: float) -> None:
         limit = self.config["connections_max_idle_ms"] / 1000.0
         for conn in list(self._conns.values()):
             if conn.ready and conn.idle_for(now) > limit:
@@ -553,7 +588,7 @@ class KafkaClient:
             self._bootstrap_conn.close()
             self._bootstrap_conn = None
 
-    def _sync(self, conn):
+    def _sync(self, conn: BrokerConnection) -> None:
         """Keep the selector registration in step with the connection's socket.
         Registrations are by file descriptor, so one whose socket was closed
         meanwhile (a connection failing inside a callback) still unregisters
@@ -576,7 +611,7 @@ class KafkaClient:
             self._selector.modify(fd, events, conn)
             self._registered[conn] = (sock, fd, events)
 
-    def _unregister(self, conn, lost=True):
+    def _unregister(self, conn: BrokerConnection, lost: bool = True) -> None:
         current = self._registered.pop(conn, None)
         if current is not None:
             try:
@@ -585,9 +620,9 @@ class KafkaClient:
                 pass
         if lost and current is not None and conn.last_error is not None and conn.node_id is not None \
                 and not self._closed:
-            self._connection_lost(conn)
+            self._connection_lost(conn, conn.node_id)
 
-    def _connection_lost(self, conn):
+    def _connection_lost(self, conn: BrokerConnection, node_id: int) -> None:
         # a refused re-authentication (KIP-368) is not raised at once: the
         # connection had been authenticated, so reconnect; a refusal of the
         # new connection's authentication reaches the application from there
@@ -595,17 +630,17 @@ class KafkaClient:
             self._fatal_error = conn.last_error
         self.request_metadata_update()
         for listener in self.on_disconnect:
-            listener(conn.node_id)
+            listener(node_id)
 
-    def _raise_fatal(self):
+    def _raise_fatal(self) -> None:
         if self._fatal_error is not None:
             error, self._fatal_error = self._fatal_error, None
             raise error
 
-    def raise_fatal(self):
+    def raise_fatal(self) -> None:
         self._raise_fatal()
 
-    def enable_wakeup(self):
+    def enable_wakeup(self) -> None:
         """Let another thread interrupt a poll (`wakeup()`): a socket pair
         whose read end the selector watches. Only the group's client needs
         it (close() interrupts a JoinGroup the coordinator holds open)."""
@@ -617,7 +652,7 @@ class KafkaClient:
             self._wakeup_pair = pair
 
     @contextlib.contextmanager
-    def interruptible(self, check):
+    def interruptible(self, check: Callable[[], None]) -> Iterator[None]:
         """Within the block, every poll() on the calling thread ends with
         check(), which raises to end the blocking call it serves (wakeup():
         WakeupException). Per thread, because the group's client is shared,
@@ -630,7 +665,7 @@ class KafkaClient:
         finally:
             self._interrupt_checks.pop(ident, None)
 
-    def wakeup(self):
+    def wakeup(self) -> None:
         """From any thread: make the poll in progress (or the next) return."""
         pair = self._wakeup_pair
         if pair is not None:
@@ -639,7 +674,7 @@ class KafkaClient:
             except OSError:  # full (a wakeup is pending anyway) or closed
                 pass
 
-    def close(self):
+    def close(self) -> None:
         if self._closed:
             return
         self._closed = True
@@ -660,7 +695,8 @@ class _Decoding:
 
     __slots__ = ("client", "conn", "api_name", "version", "callback", "raw")
 
-    def __init__(self, client, conn, api_name, version, callback, raw):
+    def __init__(self, client: KafkaClient, conn: BrokerConnection, api_name: str, version: int, callback: Callback,
+                 raw: bool) -> None:
         self.client = client
         self.conn = conn
         self.api_name = api_name
@@ -668,10 +704,11 @@ class _Decoding:
         self.callback = callback
         self.raw = raw
 
-    def __call__(self, payload, error):
+    def __call__(self, payload: bytes | None, error: BaseException | None) -> None:
         if error is not None:
             self.callback(None, error)
             return
+        assert payload is not None  # the connection calls back with a payload or an error
         if self.raw:
             self.callback((payload, self.version), None)
             return
@@ -701,7 +738,7 @@ _BROKER_VERSION_MARKERS = (
 )
 
 
-def infer_broker_version(api_versions):
+def infer_broker_version(api_versions: Mapping[int, tuple[int, int]]) -> tuple[int, ...]:
     """The broker release kafka-python reports as config["api_version"] for
     an ApiVersions answer ({api_key: (min, max)}): a tuple such as (4, 1);
     (0, 10, 0) when no marker matches (ApiVersions exists from 0.10)."""
@@ -712,12 +749,19 @@ def infer_broker_version(api_versions):
     return (0, 10, 0)
 
 
-def _answered_ok(answer):
-    """The bootstrap's Metadata box: [None (asked), (response, error)]."""
-    return len(answer) == 2 and answer[1][1] is None
+def _answered_ok(answer: list[tuple[Any, BaseException | None]]) -> bool:
+    """The bootstrap's Metadata box holds a good answer."""
+    return bool(answer) and answer[0][1] is None
 
 
-def broker_error(code, what):
+def _collect_into(box: list[Any]) -> Callback:
+    """A callback that appends (response, error) to `box`. A function, not a
+    lambda in the loop that rebinds `box`: each request's callback keeps the
+    list it was given."""
+    return lambda response, error: box.append((response, error))
+
+
+def broker_error(code: int, what: str) -> BaseException:
     """The typed error for a broker error code, with context."""
     return for_code(code)(what)
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 # (errors.py makes its code table's classes at import, which mypy cannot see;
 # the ignore goes, as warn_unused_ignores says, once it declares them)
-from fastkc.errors import (  # type: ignore[attr-defined]
+from fastkc.errors import (
     KafkaConfigurationError,
     KafkaError,
     UnknownTopicOrPartitionError,
@@ -752,7 +752,8 @@ class ConsumeRun:
             found = consumer.offsets_for_times({tp: from_ms for tp in partitions})
             ends = consumer.end_offsets([tp for tp, hit in found.items() if hit is None])
             for tp in partitions:
-                consumer.seek(tp, found[tp].offset if found[tp] is not None else ends[tp])
+                hit = found[tp]
+                consumer.seek(tp, hit.offset if hit is not None else ends[tp])
             return
         kind = spec.kind if spec is not None else "end"
         if kind in ("beginning", "stop"):

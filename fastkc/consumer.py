@@ -19,6 +19,10 @@ import logging
 import re
 import time
 from collections import deque
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastkc.client import KafkaClient, infer_broker_version
 from fastkc.config import CONSUMER_DEFAULTS, consumer_config
@@ -29,12 +33,29 @@ from fastkc.errors import (
     WakeupException,
 )
 from fastkc.fetch import EARLIEST, LATEST, Fetcher
-from fastkc.structs import OffsetAndTimestamp, TopicPartition
+from fastkc.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.arrow_stream import ArrowStream
+    from fastkc.metrics import ConsumerMetrics
 
 log = logging.getLogger(__name__)
 
 _EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
 _GROUP_WAKEUP_S = 0.05
+
+#: what poll() returns
+Records = dict[TopicPartition, list[ConsumerRecord]]
+#: (offset, leader_epoch) of a partition: its next record's offset and epoch
+Position = tuple[int, int]
+# a pyarrow.RecordBatch (pyarrow has no type information)
+_RecordBatch = Any
+# fastkc.fetch's Fetcher and its per-partition state, and fastkc.group's
+# member, are driven by their own helpers and not annotated yet (pyproject's
+# to-do list): Any until they are
+_Fetcher = Any
+_PartitionState = Any
+_GroupMember = Any
 
 
 class KafkaConsumer:
@@ -45,23 +66,23 @@ class KafkaConsumer:
     #: kafka-python's session_timeout_ms default for brokers before 3.0 (KIP-735)
     DEFAULT_SESSION_TIMEOUT_MS_PRE_KIP_735 = 30000
 
-    def __init__(self, *topics, **configs):
+    def __init__(self, *topics: str, **configs: Any) -> None:
         self.config = consumer_config(configs)
         self._api_version_configured = configs.get("api_version") is not None
         self._closed = False
         self._clock = time.monotonic
         self._client = KafkaClient(self.config, clock=self._clock)
-        self._fetcher = Fetcher(self._client, self.config)
+        self._fetcher: _Fetcher = Fetcher(self._client, self.config)
         self._metrics = self._make_metrics() if self.config["metrics_enabled"] else None
-        self._assignment = []
-        self._subscribed_topics = None  # set while subscribed (no group: all partitions assigned)
-        self._pattern = None
-        self._coordinator = None  # issue 5
+        self._assignment: list[TopicPartition] = []
+        # set while subscribed (no group: all partitions assigned)
+        self._subscribed_topics: set[str] | None = None
+        self._pattern: re.Pattern[str] | None = None
+        self._coordinator: _GroupMember | None = None
         # records the iterator has polled but not all yielded (_HandOut)
-        self._handout = None
-        self._consumer_timeout = None
+        self._handout: _HandOut | None = None
         # the ArrowStream being read (fastkc/arrow_stream.py): polls wait for its end
-        self._arrow_stream = None
+        self._arrow_stream: ArrowStream | None = None
         # wakeup(): a flag for the next poll and the client's wakeup socket
         # pair for the poll in progress (the group transport's mechanism)
         self._wakeup_pending = False
@@ -78,13 +99,15 @@ class KafkaConsumer:
             self.subscribe(topics)
 
     # --- context manager -------------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> "KafkaConsumer":
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.close()
 
-    def close(self, autocommit=True, timeout_ms=None):
+    def close(self, autocommit: bool = True, timeout_ms: float | None = None) -> None:
         """Close the connections. autocommit matters once groups exist."""
         if self._closed:
             return
@@ -113,13 +136,13 @@ class KafkaConsumer:
             if self._metrics is not None:
                 self._metrics.close()
 
-    def _set_broker_version(self):
+    def _set_broker_version(self) -> None:
         """config["api_version"]: as kafka-python, the broker release inferred
         from the bootstrap broker's ApiVersions answer unless configured."""
         if not self._api_version_configured and self._client.bootstrap_api_versions is not None:
             self.config["api_version"] = infer_broker_version(self._client.bootstrap_api_versions)
 
-    def bootstrap(self, timeout_ms=None, refresh=False):
+    def bootstrap(self, timeout_ms: float | None = None, refresh: bool = False) -> None:
         """Block until cluster metadata is bootstrapped (kafka-python 3):
         fastkc bootstraps at construction, so this returns at once unless
         refresh=True, which bootstraps anew from bootstrap_servers (within
@@ -132,7 +155,7 @@ class KafkaConsumer:
         self._set_broker_version()
         self._update_subscribed_assignment()
 
-    def wakeup(self):
+    def wakeup(self) -> None:
         """From any thread: make the blocking call in progress (or, when none
         is, the next one) raise WakeupException, once - Java's
         KafkaConsumer.wakeup(). The calls: poll(), poll_arrow(), iteration,
@@ -144,21 +167,21 @@ class KafkaConsumer:
         if coordinator is not None:
             coordinator.wake_caller()
 
-    def _maybe_raise_wakeup(self):
+    def _maybe_raise_wakeup(self) -> None:
         if self._wakeup_pending:
             self._wakeup_pending = False
             raise WakeupException("interrupted by wakeup()")
 
-    def _check_open(self):
+    def _check_open(self) -> None:
         if self._closed:
             raise IllegalStateError("KafkaConsumer is closed")
 
-    def bootstrap_connected(self):
+    def bootstrap_connected(self) -> bool:
         return not self._closed and self._client.bootstrapped and any(
             self._client.is_connected(n) for n in list(self._client._conns))
 
     # --- assignment ------------------------------------------------------------------
-    def assign(self, partitions):
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Manually assign a list of TopicPartition (replaces the assignment)."""
         self._check_open()
         if self._subscribed_topics is not None or self._pattern is not None:
@@ -170,16 +193,15 @@ class KafkaConsumer:
             # auto-committed, as in kafka-python and Java
             self._group().manual_assignment(self._assignment)
 
-    def _set_assignment(self, partitions):
-        partitions = list(partitions)
-        for tp in partitions:
+    def _set_assignment(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        given = list(partitions)
+        for tp in given:
             if not isinstance(tp, TopicPartition):
                 if isinstance(tp, tuple) and len(tp) == 2:
                     continue
                 raise TypeError("assign() takes TopicPartition objects, not {0!r}".format(tp))
-        partitions = [TopicPartition(*tp) for tp in partitions]
-        seen = []
-        for tp in partitions:
+        seen: list[TopicPartition] = []
+        for tp in (TopicPartition(*tp) for tp in given):
             if tp not in seen:
                 seen.append(tp)
         self._assignment = seen
@@ -192,10 +214,15 @@ class KafkaConsumer:
         if self._pattern is None:
             self._client.set_topics(set(self._subscribed_topics or ()) | {tp.topic for tp in seen})
 
-    def assignment(self):
+    def assignment(self) -> set[TopicPartition]:
         return set(self._assignment)
 
-    def subscribe(self, topics=(), pattern=None, listener=None):
+    def subscribe(
+        self,
+        topics: str | Iterable[str] | None = (),
+        pattern: str | re.Pattern[str] | None = None,
+        listener: Any = None,
+    ) -> None:
         """Without group_id, as kafka-python does: every partition of the
         topics (or of the topics matching `pattern`) is assigned to this
         consumer and the assignment follows metadata (new partitions, new
@@ -203,9 +230,7 @@ class KafkaConsumer:
         (group_protocol "classic" or "consumer"), which assigns partitions;
         `listener` (a ConsumerRebalanceListener) is called inside poll()."""
         self._check_open()
-        if isinstance(topics, str):
-            topics = [topics]
-        topics = list(topics or ())
+        topics = [topics] if isinstance(topics, str) else list(topics or ())
         if not topics and not pattern:
             raise ValueError("Must provide topics or pattern")
         if topics and pattern:
@@ -232,22 +257,23 @@ class KafkaConsumer:
             self._client.set_topics(self._subscribed_topics)
             self._client.request_metadata_update()
         if self._coordinator is not None:
-            if pattern is not None and hasattr(self._coordinator, "set_pattern"):
+            if self._pattern is not None and hasattr(self._coordinator, "set_pattern"):
                 self._coordinator.set_pattern(self._pattern.pattern)
             self._coordinator.subscribe(self._subscribed_topics, listener)
         self._update_subscribed_assignment()
 
-    def _update_subscribed_assignment(self):
+    def _update_subscribed_assignment(self) -> None:
         """Assign every known partition of the subscribed (or matching) topics."""
         if self._subscribed_topics is None:
             return
         cluster = self._client.cluster
-        if self._pattern is not None:
+        pattern = self._pattern
+        if pattern is not None:
             exclude = self.config["exclude_internal_topics"]
             self._subscribed_topics = {name for name, t in cluster.topics.items()
-                                       if t.error_code == 0 and self._pattern.match(name)
+                                       if t.error_code == 0 and pattern.match(name)
                                        and not (exclude and t.is_internal)}
-        wanted = []
+        wanted: list[TopicPartition] = []
         for topic in sorted(self._subscribed_topics):
             meta = cluster.topics.get(topic)
             if meta is None or meta.error_code != 0:
@@ -264,13 +290,13 @@ class KafkaConsumer:
         if set(wanted) != set(self._assignment):
             self._set_assignment(wanted)
 
-    def subscription(self):
+    def subscription(self) -> set[str] | None:
         """The subscribed topics (a set), or None without a subscription."""
         if self._subscribed_topics is None:
             return None
         return set(self._subscribed_topics)
 
-    def unsubscribe(self):
+    def unsubscribe(self) -> None:
         """Drop the subscription and the assignment."""
         self._check_open()
         if self._coordinator is not None and self._subscribed_topics is not None:
@@ -280,7 +306,7 @@ class KafkaConsumer:
         self._client.subscribe_all_topics = False
         self._set_assignment([])
 
-    def _group(self):
+    def _group(self) -> _GroupMember:
         """The group member (created on first use: committing with a group_id
         works without a subscription, as in kafka-python)."""
         self._check_open()
@@ -293,7 +319,9 @@ class KafkaConsumer:
             self._watch_group()
         return self._coordinator
 
-    def commit(self, offsets=None, timeout_ms=None):
+    def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None, timeout_ms: float | None = None
+    ) -> None:
         """Commit `offsets` ({TopicPartition: OffsetAndMetadata}; the
         positions of every assigned partition when None) and wait. Raises
         CommitFailedError / RebalanceInProgressError as the Java client does."""
@@ -301,34 +329,42 @@ class KafkaConsumer:
         group.commit_sync(offsets, timeout_ms, interrupt=self._maybe_raise_wakeup)
         group._deliver_commit_callbacks()
 
-    def commit_async(self, offsets=None, callback=None):
+    def commit_async(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None = None,
+        callback: Callable[[Mapping[TopicPartition, OffsetAndMetadata], Exception | None], Any] | None = None,
+    ) -> None:
         """Commit without waiting; callback(offsets, error_or_None) runs in a
         later poll() (or close) on this thread."""
         self._group().commit_async(offsets, callback or self.config["default_offset_commit_callback"])
 
-    def committed(self, partition, metadata=False, timeout_ms=None):
+    def committed(
+        self, partition: TopicPartition, metadata: bool = False, timeout_ms: float | None = None
+    ) -> int | OffsetAndMetadata | None:
         """The last committed offset of `partition` (None when none), or the
         OffsetAndMetadata when metadata=True."""
         if not isinstance(partition, TopicPartition):
             raise TypeError("partition must be a TopicPartition")
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
-        entry = self._group().fetch_committed([partition], timeout_ms, interrupt=self._maybe_raise_wakeup).get(partition)
+        found = self._group().fetch_committed([partition], timeout_ms, interrupt=self._maybe_raise_wakeup)
+        entry: OffsetAndMetadata | None = found.get(partition)
         if entry is None:
             return None
         return entry if metadata else entry.offset
 
-    def group_metadata(self):
+    def group_metadata(self) -> ConsumerGroupMetadata:
         """ConsumerGroupMetadata(group_id, generation_id, member_id,
         group_instance_id, state), kafka-python's snapshot."""
-        from fastkc.group import ConsumerGroupMetadata
-
         if self._coordinator is None:
             return ConsumerGroupMetadata(self.config["group_id"], -1, "", self.config["group_instance_id"],
                                          "<unjoined>")
-        return self._coordinator.group_metadata()
+        metadata: ConsumerGroupMetadata = self._coordinator.group_metadata()
+        return metadata
 
     # --- polling -----------------------------------------------------------------------
-    def poll(self, timeout_ms=0, max_records=None, update_offsets=True):
+    def poll(
+        self, timeout_ms: float | None = 0, max_records: int | None = None, update_offsets: bool = True
+    ) -> Records:
         """{TopicPartition: [ConsumerRecord]} of up to max_records
         (max_poll_records when None) records, waiting up to timeout_ms."""
         self._check_open()
@@ -352,7 +388,7 @@ class KafkaConsumer:
                 self._coordinator.on_app_poll()
             fetcher.raise_pending()
             self._client.raise_fatal()
-            records = fetcher.fetched_records(max_records, update_offsets, key_d, value_d)
+            records: Records = fetcher.fetched_records(max_records, update_offsets, key_d, value_d)
             if records:
                 # pipelining: the next fetches go out before the application
                 # sees these records
@@ -365,7 +401,7 @@ class KafkaConsumer:
                 fetcher.raise_pending()
                 return {}
 
-    def _poll_once(self, timeout):
+    def _poll_once(self, timeout: float) -> None:
         """Send what is due, then block in select for up to `timeout` s."""
         fetcher = self._fetcher
         fetcher.send_requests()
@@ -380,7 +416,7 @@ class KafkaConsumer:
         self._client.poll(timeout)
         fetcher.send_requests()
 
-    def _needs_retry_wakeup(self):
+    def _needs_retry_wakeup(self) -> bool:
         now = self._clock()
         for state in self._fetcher.states.values():
             if state.next_retry > now or state.reset_strategy is not None or state.awaiting_validation:
@@ -389,9 +425,10 @@ class KafkaConsumer:
                 return True
             if state.fetchable() and not self._client.is_connected(self._client.cluster.leader_for(state.tp)):
                 return True
-        return self._client.metadata_due()
+        due: bool = self._client.metadata_due()
+        return due
 
-    def poll_arrow(self, timeout_ms=0, max_records=None):
+    def poll_arrow(self, timeout_ms: float | None = 0, max_records: int | None = None) -> _RecordBatch:
         """One pyarrow.RecordBatch (fastkc.records.arrow_schema(zero_copy=
         arrow_zero_copy), topic and partition columns included) of up to max_records records (all that is
         buffered when None); an empty batch when nothing came within timeout_ms."""
@@ -399,7 +436,13 @@ class KafkaConsumer:
         self._check_no_stream()
         return self._poll_arrow(timeout_ms, max_records)
 
-    def arrow_stream(self, max_records=None, until="end", timeout_ms=None, batch_records=None):
+    def arrow_stream(
+        self,
+        max_records: int | None = None,
+        until: Literal["end"] | None = "end",
+        timeout_ms: float | None = None,
+        batch_records: int | None = None,
+    ) -> "ArrowStream":
         """The records as an Arrow stream (the PyCapsule protocol's
         __arrow_c_stream__): polars.from_arrow(stream), duckdb.sql('select
         ... from stream') and pyarrow.RecordBatchReader.from_stream(stream)
@@ -425,12 +468,12 @@ class KafkaConsumer:
         return ArrowStream(self, max_records=max_records, until=until, timeout_ms=timeout_ms,
                            batch_records=batch_records)
 
-    def _check_no_stream(self):
+    def _check_no_stream(self) -> None:
         if self._arrow_stream is not None:
             raise IllegalStateError("an arrow_stream of this consumer is being read: poll(), poll_arrow() and "
                                     "iteration are refused until it ends, is released or is closed")
 
-    def _poll_arrow(self, timeout_ms, max_records):
+    def _poll_arrow(self, timeout_ms: float | None, max_records: int | None) -> _RecordBatch:
         """poll_arrow() without the stream check (ArrowStream's pulls)."""
         import pyarrow as pa
 
@@ -441,7 +484,7 @@ class KafkaConsumer:
             raise ValueError("max_records must be a positive integer")
         if not self._assignment and self._subscribed_topics is None:
             raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
-        limit = max_records if max_records is not None else float("inf")
+        limit: float = max_records if max_records is not None else float("inf")
         self._rewind_iteration()
         deadline = self._clock() + max(0, timeout_ms if timeout_ms is not None else float("inf")) / 1000.0
         fetcher = self._fetcher
@@ -462,10 +505,10 @@ class KafkaConsumer:
                 return pa.RecordBatch.from_pylist([], schema=arrow_schema(zero_copy=self.config["arrow_zero_copy"]))
 
     # --- iteration ------------------------------------------------------------------------
-    def __iter__(self):
+    def __iter__(self) -> "KafkaConsumer":
         return self
 
-    def __next__(self):
+    def __next__(self) -> ConsumerRecord:
         self._check_open()
         self._check_no_stream()
         timeout_ms = self.config["consumer_timeout_ms"]
@@ -485,7 +528,7 @@ class KafkaConsumer:
             if deadline is not None and self._clock() >= deadline:
                 raise StopIteration
 
-    def _rewind_iteration(self, partitions=None):
+    def _rewind_iteration(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Give back what the iterator polled but did not yield (all
         partitions, or `partitions`): the fetcher's position goes back to the
         first record not handed out, so the next poll or iteration fetches it
@@ -500,7 +543,7 @@ class KafkaConsumer:
         if partitions is None:
             self._handout = None
 
-    def _handed_position(self, tp, state):
+    def _handed_position(self, tp: TopicPartition, state: _PartitionState) -> Position:
         """(offset, leader_epoch) after the last record handed to the
         application: the fetcher's position, unless the iterator still holds
         polled records of `tp` it has not yielded."""
@@ -511,7 +554,7 @@ class KafkaConsumer:
         return state.position, state.position_epoch
 
     # --- positions ---------------------------------------------------------------------------
-    def _assigned_state(self, partition):
+    def _assigned_state(self, partition: TopicPartition) -> _PartitionState:
         if not isinstance(partition, TopicPartition):
             raise TypeError("partition must be a TopicPartition")
         state = self._fetcher.states.get(partition)
@@ -519,7 +562,7 @@ class KafkaConsumer:
             raise IllegalStateError("Partition is not assigned: {0}".format(partition))
         return state
 
-    def seek(self, partition, offset):
+    def seek(self, partition: TopicPartition, offset: int) -> None:
         """Fetch from `offset` on the next poll."""
         self._check_open()
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
@@ -529,7 +572,7 @@ class KafkaConsumer:
             self._handout.take(partition)  # the new position rules
         self._fetcher.seek(partition, offset)
 
-    def _seek_to(self, partitions, strategy):
+    def _seek_to(self, partitions: Collection[TopicPartition], strategy: str) -> None:
         self._check_open()
         if not partitions:
             partitions = list(self._assignment)
@@ -542,13 +585,13 @@ class KafkaConsumer:
                 self._handout.take(tp)
             self._fetcher.request_reset(tp, strategy)
 
-    def seek_to_beginning(self, *partitions):
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         self._seek_to(partitions, "earliest")
 
-    def seek_to_end(self, *partitions):
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
         self._seek_to(partitions, "latest")
 
-    def position(self, partition, timeout_ms=None):
+    def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record poll() will return for `partition`,
         resolving a pending reset (blocking up to timeout_ms; request_timeout_ms
         when None, as committed() and end_offsets() do: the Java client bounds
@@ -570,25 +613,39 @@ class KafkaConsumer:
             state = self._assigned_state(partition)
         return self._handed_position(partition, state)[0]
 
-    def highwater(self, partition):
+    def highwater(self, partition: TopicPartition) -> int | None:
         """The last high watermark a fetch returned for `partition`, or None."""
-        return self._assigned_state(partition).highwater
+        highwater: int | None = self._assigned_state(partition).highwater
+        return highwater
 
-    def beginning_offsets(self, partitions, timeout_ms=None):
-        return self._offsets({tp: EARLIEST for tp in partitions}, timeout_ms, just_offsets=True)
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, int]:
+        found = self._list_offsets({tp: EARLIEST for tp in partitions}, timeout_ms)
+        return {tp: offset for tp, (offset, _, _) in found.items()}
 
-    def end_offsets(self, partitions, timeout_ms=None):
-        return self._offsets({tp: LATEST for tp in partitions}, timeout_ms, just_offsets=True)
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, int]:
+        found = self._list_offsets({tp: LATEST for tp in partitions}, timeout_ms)
+        return {tp: offset for tp, (offset, _, _) in found.items()}
 
-    def offsets_for_times(self, timestamps, timeout_ms=None):
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """{tp: OffsetAndTimestamp or None}: the earliest offset whose
         timestamp is >= the given one (None past the last record)."""
         for tp, ts in timestamps.items():
             if not isinstance(ts, int) or ts < 0:
                 raise ValueError("timestamp for {0} must be a non-negative int (ms), not {1!r}".format(tp, ts))
-        return self._offsets(dict(timestamps), timeout_ms, just_offsets=False)
+        found = self._list_offsets(dict(timestamps), timeout_ms)
+        return {tp: OffsetAndTimestamp(offset, ts, epoch) if offset >= 0 else None
+                for tp, (offset, ts, epoch) in found.items()}
 
-    def _offsets(self, timestamps, timeout_ms, just_offsets):
+    def _list_offsets(
+        self, timestamps: dict[TopicPartition, int], timeout_ms: float | None
+    ) -> dict[TopicPartition, tuple[int, int, int]]:
+        """{tp: (offset, timestamp, leader_epoch)} in the order of `timestamps`."""
         self._check_open()
         for tp in timestamps:
             if not isinstance(tp, TopicPartition):
@@ -598,19 +655,10 @@ class KafkaConsumer:
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         with self._client.interruptible(self._maybe_raise_wakeup):
             results = self._fetcher.list_offsets(timestamps, timeout_ms)
-        out = {}
-        for tp in timestamps:
-            offset, ts, epoch = results[tp]
-            if just_offsets:
-                out[tp] = offset
-            elif offset < 0:
-                out[tp] = None
-            else:
-                out[tp] = OffsetAndTimestamp(offset, ts, epoch)
-        return out
+        return {tp: results[tp] for tp in timestamps}
 
     # --- flow control ---------------------------------------------------------------------------
-    def pause(self, *partitions):
+    def pause(self, *partitions: TopicPartition) -> None:
         self._check_open()
         for tp in partitions:
             self._assigned_state(tp)
@@ -620,18 +668,18 @@ class KafkaConsumer:
         for tp in partitions:
             self._fetcher.pause(tp)
 
-    def resume(self, *partitions):
+    def resume(self, *partitions: TopicPartition) -> None:
         self._check_open()
         for tp in partitions:
             self._assigned_state(tp)
         for tp in partitions:
             self._fetcher.resume(tp)
 
-    def paused(self):
+    def paused(self) -> set[TopicPartition]:
         return {tp for tp, s in self._fetcher.states.items() if s.paused}
 
     # --- metadata ---------------------------------------------------------------------------------
-    def topics(self):
+    def topics(self) -> set[str]:
         """The set of topics the cluster has (internal ones hidden when
         exclude_internal_topics)."""
         self._check_open()
@@ -640,7 +688,7 @@ class KafkaConsumer:
         return {name for name, t in self._client.cluster.topics.items()
                 if t.error_code == 0 and not (exclude and t.is_internal)}
 
-    def partitions_for_topic(self, topic):
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
         """The set of partition ids of `topic`, or None when it does not exist."""
         self._check_open()
         cluster = self._client.cluster
@@ -658,7 +706,7 @@ class KafkaConsumer:
             return None
         return set(meta.partitions)
 
-    def metrics(self, raw=False):
+    def metrics(self, raw: bool = False) -> dict[Any, Any] | None:
         """kafka-python's metrics(): {group: {name: value}}, or with raw=True
         {MetricName: metric} (each with `metric_name` and `value()`); None
         with metrics_enabled=False. Groups and names are kafka-python's
@@ -679,7 +727,7 @@ class KafkaConsumer:
             return self._metrics.all_metrics()
         return self._metrics.grouped()
 
-    def _make_metrics(self):
+    def _make_metrics(self) -> "ConsumerMetrics":
         from fastkc.metrics import ConsumerMetrics
 
         metrics = ConsumerMetrics(self.config, self._clock, self._fetcher.metrics,
@@ -688,19 +736,22 @@ class KafkaConsumer:
         metrics.add_extra("buffered-bytes", metrics.fetch_group,
                           "The bytes of fetched data buffered, not yet consumed", self._fetcher.buffered_bytes)
         connections = "{0}-metrics".format(metrics.prefix)
+
+        def counter(kind: str) -> Callable[[], int]:
+            return lambda: self._connection_counters().get(kind, 0)
+
         for name, kind, description in (
                 ("successful-reauthentication-total", "reauthenticated",
                  "The total number of successful re-authentications of connections"),
                 ("failed-reauthentication-total", "reauth_failed",
                  "The total number of failed re-authentications of connections"),
                 ("connection-lost-total", "lost", "The total number of authenticated connections lost to a failure")):
-            metrics.add_extra(name, connections, description,
-                              lambda kind=kind: self._connection_counters().get(kind, 0))
+            metrics.add_extra(name, connections, description, counter(kind))
         self._fetcher.sensors = metrics
         metrics.reporters_ready()
         return metrics
 
-    def _connection_counters(self):
+    def _connection_counters(self) -> dict[str, int]:
         counters = dict(self._client.counters)
         transport = getattr(self._coordinator, "transport", None)
         group_client = getattr(transport, "client", None)
@@ -709,7 +760,7 @@ class KafkaConsumer:
                 counters[kind] = counters.get(kind, 0) + n
         return counters
 
-    def _watch_group(self):
+    def _watch_group(self) -> None:
         # the coordinator metrics: the group transport reports each answered request
         transport = getattr(self._coordinator, "transport", None)
         if self._metrics is not None and transport is not None:
@@ -720,21 +771,33 @@ class _GroupApp:
     """What the group member may do to the consumer (always on the
     application's thread, inside poll/commit/close)."""
 
-    def __init__(self, consumer):
+    def __init__(self, consumer: KafkaConsumer) -> None:
         self._consumer = consumer
 
-    def positions(self):
+    def positions(self) -> dict[TopicPartition, Position]:
         """What the application has been handed, per partition: commits
         (manual, auto, before revocation, on close) never go past it."""
         consumer = self._consumer
         return {tp: consumer._handed_position(tp, state)
                 for tp, state in consumer._fetcher.states.items() if state.position is not None}
 
-    def set_assignment(self, partitions):
+    def set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         self._consumer._set_assignment(partitions)
 
-    def seek(self, tp, offset, epoch):
+    def seek(self, tp: TopicPartition, offset: int, epoch: int | None) -> None:
         self._consumer._fetcher.seek(tp, offset, epoch if epoch is not None else -1)
+
+
+@dataclass(slots=True)
+class _Part:
+    """One partition's share of a poll the iterator is handing out."""
+
+    tp: TopicPartition
+    records: list[ConsumerRecord]
+    yielded: int
+    # (offset, epoch) the partition was at before the poll; offset None
+    # while it had no position
+    before: tuple[int | None, int] | None
 
 
 class _HandOut:
@@ -751,52 +814,53 @@ class _HandOut:
 
     __slots__ = ("_parts",)
 
-    def __init__(self, records_by_partition, positions_before):
-        # per partition, in poll order: [tp, records, yielded so far,
-        # (offset, epoch) the partition was at before the poll]
-        self._parts = deque([tp, records, 0, positions_before.get(tp)]
+    def __init__(self, records_by_partition: Records,
+                 positions_before: Mapping[TopicPartition, tuple[int | None, int]]) -> None:
+        # in poll order
+        self._parts = deque(_Part(tp, records, 0, positions_before.get(tp))
                             for tp, records in records_by_partition.items() if records)
 
-    def next_record(self):
+    def next_record(self) -> ConsumerRecord | None:
         parts = self._parts
         while parts:
             part = parts[0]
-            records = part[1]
-            i = part[2]
+            records = part.records
+            i = part.yielded
             if i < len(records):
-                part[2] = i + 1
+                part.yielded = i + 1
                 return records[i]
             parts.popleft()
         return None
 
-    def partitions(self):
-        return [part[0] for part in self._parts]
+    def partitions(self) -> list[TopicPartition]:
+        return [part.tp for part in self._parts]
 
-    def _find(self, tp):
+    def _find(self, tp: TopicPartition) -> _Part | None:
         for part in self._parts:
-            if part[0] == tp:
+            if part.tp == tp:
                 return part
         return None
 
-    def handed(self, tp):
+    def handed(self, tp: TopicPartition) -> Position | None:
         """(offset, epoch) after the last record of `tp` yielded, or None
         when every polled record of `tp` has been yielded (the fetcher's
         position rules then: it may be past control records)."""
         part = self._find(tp)
         if part is None:
             return None
-        records, i = part[1], part[2]
+        records, i = part.records, part.yielded
         if i >= len(records):
             return None
         if i == 0:
-            before = part[3]
-            if before is not None and before[0] is not None and before[0] <= records[0].offset:
-                return before
+            if part.before is not None:
+                offset, epoch = part.before
+                if offset is not None and offset <= records[0].offset:
+                    return offset, epoch
             return records[0].offset, records[0].leader_epoch
         last = records[i - 1]
         return last.offset + 1, last.leader_epoch
 
-    def take(self, tp):
+    def take(self, tp: TopicPartition) -> Position | None:
         """Forget `tp`'s records; what handed() said before."""
         handed = self.handed(tp)
         part = self._find(tp)

@@ -25,31 +25,43 @@ Threads and what they touch:
 import collections
 import logging
 import threading
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
 
+class PreparableStream(Protocol):
+    """What the worker needs of a job's stream (the backends' RecordStream)."""
+
+    def prepare(self, max_records: int, max_held_bytes: int | None) -> bool:
+        """Decode the next step ahead; False when there was nothing to do."""
+        ...
+
+
+_Job = tuple[PreparableStream, int, int | None]
+
+
 class DecodeWorker:
-    def __init__(self, name="fastkc-decode"):
+    def __init__(self, name: str = "fastkc-decode") -> None:
         self._name = name
-        self._jobs = collections.deque()
-        self._queued = set()  # id() of the streams in _jobs: a stream is queued once
+        self._jobs: collections.deque[_Job] = collections.deque()
+        self._queued: set[int] = set()  # id() of the streams in _jobs: a stream is queued once
         self._cond = threading.Condition(threading.Lock())
         self._stopping = False
         self._running = False  # a job is being prepared
-        self._thread = None
+        self._thread: threading.Thread | None = None
         # counters (tests and metrics): steps prepared, and jobs that found nothing to do
         self.prepared_steps = 0
         self.idle_jobs = 0
 
     @property
-    def started(self):
+    def started(self) -> bool:
         return self._thread is not None
 
-    def queued(self, stream):
+    def queued(self, stream: PreparableStream) -> bool:
         return id(stream) in self._queued
 
-    def submit(self, stream, max_records, max_held_bytes):
+    def submit(self, stream: PreparableStream, max_records: int, max_held_bytes: int | None) -> None:
         """Ask for stream.prepare(max_records, max_held_bytes) on the worker."""
         with self._cond:
             if self._stopping or id(stream) in self._queued:
@@ -61,7 +73,7 @@ class DecodeWorker:
                 self._thread.start()
             self._cond.notify_all()  # the worker, not only a wait_idle() caller
 
-    def _run(self):
+    def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._jobs and not self._stopping:
@@ -85,12 +97,12 @@ class DecodeWorker:
                 self._running = False
                 self._cond.notify_all()
 
-    def wait_idle(self, timeout=10.0):
+    def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until no job is queued or running (tests). True when idle."""
         with self._cond:
             return self._cond.wait_for(lambda: not self._jobs and not self._running, timeout)
 
-    def stop(self, timeout=5.0):
+    def stop(self, timeout: float = 5.0) -> bool:
         """Drop the queued jobs, let the step in progress finish and join the
         thread within `timeout` s. True when the thread is gone."""
         with self._cond:

@@ -4,9 +4,20 @@ These are stable: the consumer, the Spark source and the benchmarks call them.
 Both backends (compiled core and pure-Python twin) implement the same
 contract; `fastkc.backend` says which one is in use.
 """
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
 from fastkc import _backend
 from fastkc.arrow_schema import arrow_schema
-from fastkc.structs import ConsumerRecord, DecodedPartition
+from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
+
+if TYPE_CHECKING:
+    from fastkc._backend import ArrowBuilder, RecordStream
+
+_Buffer = bytes | bytearray | memoryview
+# a kafka-python Deserializer (deserialize(topic, headers, data)) or a plain
+# callable (fn(data)); what it returns is the user's
+Deserializer = Any
 
 __all__ = [
     "decode",
@@ -38,14 +49,15 @@ DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 _BYTES_PER_BUDGETED_RECORD = 64
 
 
-def batch_record_budget(max_decompressed_bytes):
+def batch_record_budget(max_decompressed_bytes: int) -> int:
     """The most records one batch may declare under a decompression budget."""
     return max(1, max_decompressed_bytes // _BYTES_PER_BUDGETED_RECORD)
+
 
 _ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 
-def _read_committed(isolation_level):
+def _read_committed(isolation_level: str) -> bool:
     if isolation_level not in _ISOLATION_LEVELS:
         raise ValueError(
             "isolation_level must be 'read_uncommitted' or 'read_committed', not {0!r}".format(
@@ -55,7 +67,7 @@ def _read_committed(isolation_level):
     return isolation_level == "read_committed"
 
 
-def _aborted_list(aborted_transactions):
+def _aborted_list(aborted_transactions: Iterable[tuple[int, int]] | None) -> list[tuple[int, int]]:
     # Normalised to a list of (producer_id, first_offset) int pairs, sorted by
     # first_offset as the Java client's priority queue orders them.
     if not aborted_transactions:
@@ -63,7 +75,7 @@ def _aborted_list(aborted_transactions):
     return sorted(((int(p), int(f)) for p, f in aborted_transactions), key=lambda t: t[1])
 
 
-def _deserializer_spec(deserializer):
+def _deserializer_spec(deserializer: Deserializer) -> tuple[Callable[..., Any], bool] | None:
     # kafka-python 3.x accepts a kafka.serializer.Deserializer (called as
     # deserialize(topic, headers, data)) or a plain callable (called as
     # fn(data), also for null data). The backends get (callable, full_form)
@@ -79,20 +91,20 @@ def _deserializer_spec(deserializer):
 
 
 def decode_partition(
-    data,
+    data: _Buffer,
     *,
-    topic="",
-    partition=-1,
-    fetch_offset=0,
-    stop_offset=None,
-    check_crcs=True,
-    isolation_level="read_uncommitted",
-    aborted_transactions=(),
-    key_deserializer=None,
-    value_deserializer=None,
-    max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
-    max_batch_records=None,
-):
+    topic: str = "",
+    partition: int = -1,
+    fetch_offset: int = 0,
+    stop_offset: int | None = None,
+    check_crcs: bool = True,
+    isolation_level: str = "read_uncommitted",
+    aborted_transactions: Iterable[tuple[int, int]] | None = (),
+    key_deserializer: Deserializer = None,
+    value_deserializer: Deserializer = None,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_batch_records: int | None = None,
+) -> DecodedPartition:
     """Like decode(), but also returns the offset to fetch next.
 
     stop_offset: exclusive upper bound; records at or past it are dropped
@@ -116,26 +128,26 @@ def decode_partition(
     )
 
 
-def _record_budget(max_batch_records, max_decompressed_bytes):
+def _record_budget(max_batch_records: int | None, max_decompressed_bytes: int) -> int:
     if max_batch_records is None:
         return batch_record_budget(max_decompressed_bytes)
     return max_batch_records
 
 
 def decode_partition_arrow(
-    data,
+    data: _Buffer,
     *,
-    topic="",
-    partition=-1,
-    fetch_offset=0,
-    stop_offset=None,
-    check_crcs=True,
-    isolation_level="read_uncommitted",
-    aborted_transactions=(),
-    max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
-    max_batch_records=None,
-    zero_copy=False,
-):
+    topic: str = "",
+    partition: int = -1,
+    fetch_offset: int = 0,
+    stop_offset: int | None = None,
+    check_crcs: bool = True,
+    isolation_level: str = "read_uncommitted",
+    aborted_transactions: Iterable[tuple[int, int]] | None = (),
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_batch_records: int | None = None,
+    zero_copy: bool = False,
+) -> DecodedPartition:
     """Like decode_arrow(), but also returns the offset to fetch next. Records
     that would pass one Arrow batch's int32 offsets raise ArrowCapacityError
     carrying the batch up to its next_offset (decode again from there)."""
@@ -155,7 +167,7 @@ def decode_partition_arrow(
     )
 
 
-def scan_blob(data):
+def scan_blob(data: _Buffer) -> ScanInfo:
     """The framing of a records blob, read from entry headers only, by the
     decoder's own framing rule: fastkc.structs.ScanInfo(complete_bytes,
     entries, next_offset, leader_epoch, tail, tail_offset, tail_size, reason).
@@ -163,7 +175,7 @@ def scan_blob(data):
     return _backend.impl.scan_blob(data)
 
 
-def check_blob(data, topic, partition, position):
+def check_blob(data: _Buffer, topic: str, partition: int, position: int) -> tuple[int, int]:
     """The benchmark ceiling's walk (fastkc.bench_ceiling): the complete v2
     batches of a fetched blob, framed by the decoder's rule and CRC-32C
     checked, nothing decompressed or parsed. Returns (records at or past
@@ -175,21 +187,21 @@ def check_blob(data, topic, partition, position):
 
 
 def record_stream(
-    data,
+    data: _Buffer,
     *,
-    topic="",
-    partition=-1,
-    fetch_offset=0,
-    stop_offset=None,
-    check_crcs=True,
-    isolation_level="read_uncommitted",
-    aborted_transactions=(),
-    key_deserializer=None,
-    value_deserializer=None,
-    max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
-    max_batch_records=None,
-    arrow=False,
-):
+    topic: str = "",
+    partition: int = -1,
+    fetch_offset: int = 0,
+    stop_offset: int | None = None,
+    check_crcs: bool = True,
+    isolation_level: str = "read_uncommitted",
+    aborted_transactions: Iterable[tuple[int, int]] | None = (),
+    key_deserializer: Deserializer = None,
+    value_deserializer: Deserializer = None,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_batch_records: int | None = None,
+    arrow: bool = False,
+) -> "RecordStream":
     """The resumable decoder over one partition's blob (Java's CompletedFetch
     walk): .records(n) (or .arrow(n) with arrow=True) hands out the next at
     most n records, decompressing a batch only when it is reached;
@@ -215,18 +227,18 @@ def record_stream(
 
 
 def decode(
-    data,
+    data: _Buffer,
     *,
-    topic="",
-    partition=-1,
-    fetch_offset=0,
-    check_crcs=True,
-    isolation_level="read_uncommitted",
-    aborted_transactions=(),
-    key_deserializer=None,
-    value_deserializer=None,
-    max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
-):
+    topic: str = "",
+    partition: int = -1,
+    fetch_offset: int = 0,
+    check_crcs: bool = True,
+    isolation_level: str = "read_uncommitted",
+    aborted_transactions: Iterable[tuple[int, int]] | None = (),
+    key_deserializer: Deserializer = None,
+    value_deserializer: Deserializer = None,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+) -> list[ConsumerRecord]:
     """Decode one partition's records blob into ConsumerRecord tuples.
 
     `data` is any bytes-like object holding zero or more record batches
@@ -236,7 +248,8 @@ def decode(
     aborted transactions are not returned. Malformed bytes raise
     fastkc.errors.CorruptRecordError (or a subclass).
     """
-    return decode_partition(
+    # DecodedPartition.records holds either form; decode_partition() gives the list
+    records: list[ConsumerRecord] = decode_partition(
         data,
         topic=topic,
         partition=partition,
@@ -248,20 +261,21 @@ def decode(
         value_deserializer=value_deserializer,
         max_decompressed_bytes=max_decompressed_bytes,
     ).records
+    return records
 
 
 def decode_arrow(
-    data,
+    data: _Buffer,
     *,
-    topic="",
-    partition=-1,
-    fetch_offset=0,
-    check_crcs=True,
-    isolation_level="read_uncommitted",
-    aborted_transactions=(),
-    max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES,
-    zero_copy=False,
-):
+    topic: str = "",
+    partition: int = -1,
+    fetch_offset: int = 0,
+    check_crcs: bool = True,
+    isolation_level: str = "read_uncommitted",
+    aborted_transactions: Iterable[tuple[int, int]] | None = (),
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    zero_copy: bool = False,
+) -> Any:
     """Decode one partition's records blob into a pyarrow.RecordBatch with
     the schema of Spark's Kafka source (see arrow_schema()).
 
@@ -284,7 +298,7 @@ def decode_arrow(
     ).records
 
 
-def arrow_builder(base=None, zero_copy=False):
+def arrow_builder(base: Sequence[int] | None = None, zero_copy: bool = False) -> "ArrowBuilder":
     """An ArrowBuilder of the backend in use: successive
     RecordStream.arrow(..., builder=b) steps (of any partitions) append to
     it, and b.finish() returns them as one pyarrow.RecordBatch. `base`: the

@@ -118,7 +118,10 @@ def consume_all(bootstrap: str, topic: str, *, progress: Callable[[int], object]
             if progress is not None:
                 progress(n_records)
         seconds = time.perf_counter() - started
-        wire_bytes = consumer.metrics()["consumer-fetch-manager-metrics"]["fetch-bytes-total"]
+        metrics = consumer.metrics()
+        if metrics is None:  # the caller turned metrics_enabled off
+            raise ValueError("the sample run reads fetch-bytes-total: metrics_enabled must stay on")
+        wire_bytes = metrics["consumer-fetch-manager-metrics"]["fetch-bytes-total"]
         return ConsumeResult(n_records, wire_bytes, seconds)
     finally:
         consumer.close()

@@ -90,15 +90,16 @@ import zlib
 from fastkc.errors import (
     ArrowCapacityError,
     DecompressedSizeLimitError,
-    RecordCountLimitError,
     InvalidRecordError,
+    RecordCountLimitError,
     RecordCrcError,
     RecordDecompressionError,
     UnsupportedCompressionError,
 )
 from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
 
-__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "check_blob", "RecordStream", "ArrowBuilder"]
+__all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "check_blob", "RecordStream",
+           "ArrowBuilder"]
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -976,7 +977,8 @@ class _Stream:
         if self.failure is None and not self.done and self.index >= len(self.batch):
             if _frame_entry(self.buf, self.pos, self.n)[0] in ("end", "cut"):
                 self.done = True
-        self.last_totals = (len(out),) + tuple(totals) if self.arrow_topic_len is not None else (len(out), 0, 0, 0, 0, 0)
+        self.last_totals = ((len(out),) + tuple(totals) if self.arrow_topic_len is not None
+                            else (len(out), 0, 0, 0, 0, 0))
         self.held = held
         if self.failure is not None:
             return out, self.failure.base_offset, self.failure

@@ -47,7 +47,7 @@ from fastkc.auth import Config, PendingStep
 
 # errors.py makes its code table's classes at import (globals()), which mypy
 # cannot see; the ignore goes (warn_unused_ignores says so) once it declares them
-from fastkc.errors import (  # type: ignore[attr-defined]
+from fastkc.errors import (
     KafkaConfigurationError,
     KafkaError,
     SaslAuthenticationFailedError,

@@ -72,7 +72,7 @@ from fastkc.auth.oauthbearer import AbstractTokenProvider, check_extensions
 
 # errors.py makes its code table's classes at import (globals()), which mypy
 # cannot see; the ignore goes (warn_unused_ignores says so) once it declares them
-from fastkc.errors import (  # type: ignore[attr-defined]
+from fastkc.errors import (
     KafkaConfigurationError,
     SaslAuthenticationFailedError,
 )

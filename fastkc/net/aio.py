@@ -27,6 +27,9 @@ with, and connect() may be called again for a new attempt.
 """
 import asyncio
 import socket
+import ssl
+from collections.abc import Mapping
+from typing import Any, cast
 
 from fastkc import auth
 from fastkc.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, ProtocolParseError
@@ -34,7 +37,7 @@ from fastkc.net.core import ConnectionCore, ConnectionState
 from fastkc.protocol import codec
 
 #: The core's keys and kafka-python's defaults for them (config overrides).
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {
     "client_id": "fastkc",
     "request_timeout_ms": 30000,
     "max_in_flight_requests_per_connection": 5,
@@ -47,7 +50,8 @@ _TLS_SCRATCH = 1 << 17
 
 
 class AioConnection:
-    def __init__(self, host, port, config=None, *, ssl_context=None):
+    def __init__(self, host: str, port: int, config: Mapping[str, Any] | None = None, *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host
         self.port = port
         settings = dict(DEFAULTS)
@@ -58,40 +62,45 @@ class AioConnection:
         self.core.offload = auth.PendingStep
         self.core.on_close = self._core_closed
         self.core.on_ready = self._core_ready
-        self._loop = None
-        self._transport = None
-        self._timer = None
-        self._timer_at = None
-        self._ready_waiter = None
-        self._closed_waiter = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._transport: asyncio.Transport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._ready_waiter: asyncio.Future[None] | None = None
+        self._closed_waiter: asyncio.Future[None] | None = None
         #: futures of request() calls waiting for room (in-flight limit,
         #: re-authentication): woken after every event
-        self._room_waiters = []
+        self._room_waiters: list[asyncio.Future[None]] = []
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<AioConnection {0}:{1} {2}>".format(self.host, self.port, self.core.state.value)
 
     @property
-    def state(self):
+    def state(self) -> ConnectionState:
         return self.core.state
 
     @property
-    def ready(self):
+    def ready(self) -> bool:
         return self.core.ready
 
     @property
-    def last_error(self):
+    def last_error(self) -> BaseException | None:
         return self.core.last_error
 
     @property
-    def api_versions(self):
+    def api_versions(self) -> dict[int, tuple[int, int]]:
         return self.core.api_versions
 
-    def version_for(self, api_name):
+    def version_for(self, api_name: str) -> int:
         return self.core.version_for(api_name)
 
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        assert loop is not None  # set by connect(), before the core has any event
+        return loop
+
     # --- connecting ------------------------------------------------------------------
-    async def connect(self):
+    async def connect(self) -> None:
         """Open the connection and run its handshake (TLS, ApiVersions, SASL);
         raise the typed error it failed with."""
         core = self.core
@@ -100,14 +109,16 @@ class AioConnection:
         if core.state is not ConnectionState.DISCONNECTED:
             raise NodeNotReadyError("connection to {0}:{1} is {2}".format(self.host, self.port, core.state.value))
         loop = self._loop = asyncio.get_running_loop()
-        self._ready_waiter = loop.create_future()
+        self._ready_waiter = waiter = loop.create_future()
         core.start_connecting(loop.time())
         self._reschedule()
-        remaining = max(0.0, core.next_deadline(loop.time()) - loop.time())
+        deadline = core.next_deadline(loop.time())
+        assert deadline is not None  # CONNECTING has its connect deadline
+        remaining = max(0.0, deadline - loop.time())
         try:
             await asyncio.wait_for(loop.create_connection(lambda: _Protocol(self), self.host, self.port),
                                    timeout=remaining)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             core.transport_lost(KafkaTimeoutError("connecting to {0}:{1} timed out".format(self.host, self.port)),
                                 loop.time())
         except OSError as exc:
@@ -116,7 +127,6 @@ class AioConnection:
         except BaseException:
             core.close()
             raise
-        waiter = self._ready_waiter
         if not waiter.done():
             try:
                 await asyncio.shield(waiter)
@@ -125,11 +135,11 @@ class AioConnection:
                 raise
         waiter.result()  # the error the handshake failed with, raised
 
-    def _core_ready(self):
+    def _core_ready(self) -> None:
         if self._ready_waiter is not None and not self._ready_waiter.done():
             self._ready_waiter.set_result(None)
 
-    def _core_closed(self, error):
+    def _core_closed(self, error: BaseException | None) -> None:
         """The core went DISCONNECTED: drop the transport and the timer
         before any request's future learns of it."""
         transport, self._transport = self._transport, None
@@ -144,7 +154,8 @@ class AioConnection:
         self._wake_room_waiters()
 
     # --- requests ----------------------------------------------------------------------
-    async def request(self, api_name, body, version=None, timeout_ms=None, raw=False):
+    async def request(self, api_name: str, body: dict[str, Any], version: int | None = None,
+                      timeout_ms: float | None = None, raw: bool = False) -> Any:
         """Send one request and await its answer: the decoded body (a dict),
         or with raw=True the payload after the size prefix, response header
         included. timeout_ms: this request's own timeout (request_timeout_ms
@@ -162,13 +173,13 @@ class AioConnection:
             if core.state not in (ConnectionState.READY, ConnectionState.REAUTHENTICATING):
                 raise NodeNotReadyError("connection to {0}:{1} is {2}".format(
                     self.host, self.port, core.state.value))
-            waiter = loop.create_future()
+            waiter: asyncio.Future[None] = loop.create_future()
             self._room_waiters.append(waiter)
             await waiter
         version = core.version_for(api_name) if version is None else version
-        answer = loop.create_future()
+        answer: asyncio.Future[bytearray] = loop.create_future()
 
-        def answered(payload, error):
+        def answered(payload: bytearray, error: BaseException | None) -> None:
             if answer.done():
                 return  # the caller cancelled: the answer was read, in order, and is dropped
             if error is not None:
@@ -191,7 +202,7 @@ class AioConnection:
         return decoded
 
     # --- closing ------------------------------------------------------------------------
-    async def close(self):
+    async def close(self) -> None:
         """Close now; requests in flight fail with KafkaConnectionError."""
         closed = self._closed_waiter
         if self.core.state is not ConnectionState.DISCONNECTED:
@@ -201,11 +212,11 @@ class AioConnection:
         if closed is not None and not closed.done():
             try:
                 await asyncio.wait_for(asyncio.shield(closed), 1.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     # --- the driver's plumbing ------------------------------------------------------------
-    def _after_event(self):
+    def _after_event(self) -> None:
         """After anything fed to the core: write what it emits, re-arm the
         timer for its next deadline, wake requests waiting for room."""
         core = self.core
@@ -214,18 +225,18 @@ class AioConnection:
             out = core.data_to_send()
             # a copy: the transport may keep a view of what it could not send yet
             transport.write(bytes(out))
-            core.sent(len(out), self._loop.time())
+            core.sent(len(out), self._running_loop().time())
         self._reschedule()
         self._wake_room_waiters()
 
-    def _wake_room_waiters(self):
+    def _wake_room_waiters(self) -> None:
         waiters, self._room_waiters = self._room_waiters, []
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
 
-    def _reschedule(self):
-        loop = self._loop
+    def _reschedule(self) -> None:
+        loop = self._running_loop()
         due = self.core.next_deadline(loop.time())
         if due == self._timer_at:
             return
@@ -234,28 +245,31 @@ class AioConnection:
         self._timer_at = due
         self._timer = None if due is None else loop.call_at(due, self._on_timer)
 
-    def _on_timer(self):
+    def _on_timer(self) -> None:
         self._timer = self._timer_at = None
-        self.core.tick(self._loop.time())
+        self.core.tick(self._running_loop().time())
         self._after_event()
 
 
 class _Protocol(asyncio.BufferedProtocol):
-    def __init__(self, conn):
+    def __init__(self, conn: AioConnection) -> None:
         self._conn = conn
         self._core = conn.core
-        self._scratch = bytearray(_TLS_SCRATCH) if conn.core.tls else None
-        self._scratch_view = memoryview(self._scratch) if self._scratch is not None else None
-        self._transport = None
+        # under TLS ciphertext is read here, the plaintext into the core's buffers
+        self._scratch_view = memoryview(bytearray(_TLS_SCRATCH)) if conn.core.tls else None
+        self._transport: asyncio.Transport | None = None
 
-    def _current(self):
+    def _current(self) -> bool:
         """This protocol's transport is still the connection's (not one
         given up, nor the previous attempt's)."""
         return self._transport is not None and self._conn._transport is self._transport
 
-    def connection_made(self, transport):
+    def connection_made(self, base_transport: asyncio.BaseTransport) -> None:
+        # create_connection() makes stream transports (a duck type under uvloop: no isinstance)
+        transport = cast(asyncio.Transport, base_transport)
         conn = self._conn
-        conn._closed_waiter = conn._loop.create_future()
+        loop = conn._running_loop()
+        conn._closed_waiter = loop.create_future()
         if self._core.state is not ConnectionState.CONNECTING:
             transport.abort()  # the attempt was given up (timed out) while the connect was under way
             return
@@ -266,22 +280,22 @@ class _Protocol(asyncio.BufferedProtocol):
             except OSError:
                 pass
         conn._transport = self._transport = transport
-        self._core.transport_connected(conn._loop.time())
+        self._core.transport_connected(loop.time())
         conn._after_event()
 
-    def get_buffer(self, sizehint):
-        if self._scratch is not None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._scratch_view is not None:
             return self._scratch_view
         if not self._current():
             return memoryview(bytearray(1 << 16))  # a stale transport's last bytes, dropped
         return self._core.get_buffer()
 
-    def buffer_updated(self, nbytes):
+    def buffer_updated(self, nbytes: int) -> None:
         conn = self._conn
         if not self._current():
             return
-        now = conn._loop.time()
-        if self._scratch is not None:
+        now = conn._running_loop().time()
+        if self._scratch_view is not None:
             answered = self._core.receive(self._scratch_view[:nbytes], now)
         else:
             answered = self._core.buffer_updated(nbytes, now)
@@ -289,23 +303,23 @@ class _Protocol(asyncio.BufferedProtocol):
             request.callback(payload, None)
         conn._after_event()
 
-    def eof_received(self):
+    def eof_received(self) -> bool:
         conn = self._conn
         if not self._current():
             return False
         self._core.transport_lost(KafkaConnectionError("{0}:{1} closed the connection".format(
-            conn.host, conn.port)), conn._loop.time())
+            conn.host, conn.port)), conn._running_loop().time())
         conn._after_event()
         return False
 
-    def connection_lost(self, exc):
+    def connection_lost(self, exc: Exception | None) -> None:
         conn = self._conn
         if self._current():
             conn._transport = None
             error = KafkaConnectionError("connection to {0}:{1} lost: {2}".format(conn.host, conn.port, exc)) \
                 if exc is not None else KafkaConnectionError("{0}:{1} closed the connection".format(
                     conn.host, conn.port))
-            self._core.transport_lost(error, conn._loop.time())
+            self._core.transport_lost(error, conn._running_loop().time())
             conn._after_event()
         if conn._closed_waiter is not None and not conn._closed_waiter.done():
             conn._closed_waiter.set_result(None)

@@ -24,7 +24,11 @@ After any of these but the last the connection is closed: the stream position
 is unknown, so it cannot be reused.
 """
 import socket
+import ssl
 import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
 
 from fastkc.errors import IllegalArgumentError, KafkaConnectionError, KafkaTimeoutError, ProtocolParseError
 from fastkc.net.core import ConnectionCore, ConnectionState
@@ -38,12 +42,13 @@ _RECV = 1 << 16
 
 
 class BlockingConnection:
-    def __init__(self, host, port, *, client_id="fastkc", timeout=10.0, ssl_context=None, config=None):
+    def __init__(self, host: str, port: int, *, client_id: str = "fastkc", timeout: float = 10.0,
+                 ssl_context: ssl.SSLContext | None = None, config: Mapping[str, Any] | None = None) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout = timeout
-        settings = {
+        settings: dict[str, Any] = {
             "client_id": client_id,
             "request_timeout_ms": timeout * 1000.0,
             "max_in_flight_requests_per_connection": 1,
@@ -55,11 +60,10 @@ class BlockingConnection:
         settings.update(config or {})
         self._core = ConnectionCore(host, port, settings, ssl_context=ssl_context)
         self._core.on_close = self._close_socket
-        self._sock = None
-        self._awaiting = None
+        self._sock: socket.socket | None = None
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
-        except socket.timeout:
+        except TimeoutError:
             raise KafkaTimeoutError("connecting to {0}:{1} timed out after {2}s".format(host, port, timeout)) from None
         except OSError as exc:
             raise KafkaConnectionError("cannot connect to {0}:{1}: {2}".format(host, port, exc)) from None
@@ -78,18 +82,20 @@ class BlockingConnection:
             raise
 
     # --- context manager ------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> "BlockingConnection":
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         if self._core.state is not ConnectionState.DISCONNECTED:
             self._core.close()
         self._close_socket(None)
 
-    def _close_socket(self, error):
+    def _close_socket(self, error: BaseException | None) -> None:
         sock, self._sock = self._sock, None
         if sock is not None:
             try:
@@ -98,20 +104,22 @@ class BlockingConnection:
                 pass
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._sock is None
 
     @property
-    def api_versions(self):
+    def api_versions(self) -> dict[int, tuple[int, int]]:
         """api_key -> (min, max) the broker supports, from ApiVersions."""
-        return self._core.api_versions
+        versions: dict[int, tuple[int, int]] = self._core.api_versions
+        return versions
 
     @property
-    def api_versions_response(self):
-        return self._core.api_versions_response
+    def api_versions_response(self) -> dict[str, Any] | None:
+        response: dict[str, Any] | None = self._core.api_versions_response
+        return response
 
     # --- versions ---------------------------------------------------------------
-    def pick_version(self, api_name, version=None):
+    def pick_version(self, api_name: str, version: int | None = None) -> int:
         """The version a request will use: the highest both sides speak when
         `version` is None, else `version` after checking both sides speak it."""
         api = get_api(api_name)
@@ -135,7 +143,7 @@ class BlockingConnection:
         return version
 
     # --- requests ---------------------------------------------------------------
-    def request(self, api_name, body, version=None):
+    def request(self, api_name: str, body: dict[str, Any], version: int | None = None) -> dict[str, Any]:
         """Send one request and return the decoded response body (a dict)."""
         version = self.pick_version(api_name, version)
         payload = self.request_raw(api_name, body, version=version)
@@ -148,7 +156,7 @@ class BlockingConnection:
             raise
         return decoded
 
-    def request_raw(self, api_name, body, version=None):
+    def request_raw(self, api_name: str, body: dict[str, Any], version: int | None = None) -> bytes:
         """Send one request; return the whole response payload after the size
         prefix, response header included."""
         if self._sock is None:
@@ -158,7 +166,7 @@ class BlockingConnection:
             # KIP-368: past the session's re-authentication point the broker
             # takes nothing but a new SASL exchange; it goes first
             self._run_until(lambda: self._core.ready, "SaslHandshake", None)
-        outcome = []
+        outcome: list[tuple[bytes, BaseException | None]] = []
         self._core.send(api_name, body, lambda payload, error: outcome.append((payload, error)), version,
                         now=time.monotonic())
         self._run_until(lambda: outcome, api_name, version)
@@ -172,14 +180,16 @@ class BlockingConnection:
             raise
         return payload
 
-    def _run_until(self, done, api_name, version):
+    def _run_until(self, done: Callable[[], object], api_name: str, version: int | None) -> None:
         """Move bytes between the socket and the core until done(); raise the
         core's error (the connection is then closed) when it fails first."""
         core = self._core
         while not done():
-            if core.state is ConnectionState.DISCONNECTED:
-                raise core.last_error
             sock = self._sock
+            if core.state is ConnectionState.DISCONNECTED or sock is None:
+                # (the socket goes only with the core's DISCONNECTED, which always names its error)
+                raise core.last_error or KafkaConnectionError("connection to {0}:{1} is closed".format(
+                    self.host, self.port))
             out = core.data_to_send()
             if out:
                 try:
@@ -198,7 +208,7 @@ class BlockingConnection:
             sock.settimeout(wait)
             try:
                 data = sock.recv(_RECV)
-            except socket.timeout:
+            except TimeoutError:
                 core.tick(time.monotonic())
                 continue
             except OSError as exc:

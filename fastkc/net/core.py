@@ -105,9 +105,12 @@ import enum
 import logging
 import random
 import ssl
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from fastkc import _backend, auth
 from fastkc._version import __version__
+from fastkc.config import Config
 from fastkc.errors import (
     CorrelationIdError,
     IllegalStateError,
@@ -128,10 +131,15 @@ from fastkc.protocol.messages import API_VERSIONS, get_api
 
 log = logging.getLogger("fastkc.conn")
 
+#: a caller's callback(payload, error)
+Callback = Callable[[Any, BaseException | None], None]
+#: what the driver collects: the callers' answered requests and their payloads
+Answered = list[tuple["InFlightRequest", bytearray]]
+
 # The compiled core resizes without zero-filling; the backend (fastkc._backend,
 # the one importer of fastkc._core) offers it as grow_bytearray. Without it a
 # frame's buffer grows zero-filled, which is only slower.
-_grow_bytearray = getattr(_backend, "grow_bytearray", None)
+_grow_bytearray: Callable[[bytearray, int], None] | None = getattr(_backend, "grow_bytearray", None)
 
 _UNSUPPORTED_VERSION = 35
 
@@ -186,7 +194,7 @@ _LEGAL_TRANSITIONS = {
 }
 
 
-def is_tls_alert(exc):
+def is_tls_alert(exc: BaseException) -> bool:
     """An alert the peer sent (OpenSSL reasons SSLV3_ALERT_*, TLSV1_ALERT_*,
     TLSV13_ALERT_*), as opposed to a local error or a plain EOF."""
     return isinstance(exc, ssl.SSLError) and "ALERT" in str(getattr(exc, "reason", None) or "")
@@ -195,7 +203,8 @@ def is_tls_alert(exc):
 class InFlightRequest:
     __slots__ = ("correlation_id", "api_name", "version", "callback", "deadline", "sent_at", "internal")
 
-    def __init__(self, correlation_id, api_name, version, callback, deadline, sent_at, internal=False):
+    def __init__(self, correlation_id: int, api_name: str, version: int, callback: Any, deadline: float,
+                 sent_at: float, internal: bool = False) -> None:
         self.correlation_id = correlation_id
         self.api_name = api_name
         self.version = version
@@ -209,11 +218,11 @@ class InFlightRequest:
         self.internal = internal
 
 
-def _deadline_of(request):
+def _deadline_of(request: InFlightRequest) -> float:
     return request.deadline
 
 
-def pick_version(api_name, broker_versions):
+def pick_version(api_name: str, broker_versions: Mapping[int, tuple[int, int]]) -> int | None:
     """The highest version of `api_name` both fastkc and the broker speak, or
     None when there is none. broker_versions: {api_key: (min, max)}."""
     api = get_api(api_name)
@@ -224,7 +233,7 @@ def pick_version(api_name, broker_versions):
     return hi if lo <= hi else None
 
 
-def _fastkc_version():
+def _fastkc_version() -> str:
     return __version__
 
 
@@ -241,45 +250,49 @@ class ConnectionCore:
     #: that may wait on a third party (all but _INSTANT_MECHANISMS: an
     #: OAUTHBEARER token provider may call HTTP) off the driver's thread;
     #: None: inline, kafka-python's behaviour. The core starts no thread.
-    offload = None
+    # (the work may hand back a PendingStep itself: GSSAPI's first step)
+    offload: Callable[[Callable[[], Any], Callable[[], BaseException], str], auth.PendingStep] | None = None
     #: KIP-368 re-authentication on/off. Only tests switch it off (the
     #: negative control: the broker must then close the connection at expiry).
     _reauth_enabled = True
 
-    def __init__(self, host, port, config, *, ssl_context=None):
+    def __init__(self, host: str, port: int, config: Config, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host
         self.port = port
         self.config = config
         self._ssl_context = ssl_context
-        self.on_close = None
-        self.on_ready = None
-        self.on_event = None
-        self.on_parse_error = None
+        self.on_close: Callable[[BaseException | None], None] | None = None
+        self.on_ready: Callable[[], None] | None = None
+        self.on_event: Callable[[str], None] | None = None
+        self.on_parse_error: Callable[[str, ProtocolParseError], object] | None = None
         self.state = ConnectionState.DISCONNECTED
         #: api_key -> (min, max) the broker speaks, from ApiVersions
-        self.api_versions = {}
+        self.api_versions: dict[int, tuple[int, int]] = {}
         #: the decoded ApiVersions answer (tools read the broker's features)
-        self.api_versions_response = None
+        self.api_versions_response: dict[str, Any] | None = None
         #: api name -> the version requests use (highest common), filled lazily
-        self.versions = {}
-        self.last_error = None
+        self.versions: dict[str, int] = {}
+        self.last_error: BaseException | None = None
         self.failures = 0
         #: the driver's clock reading before which no new attempt starts
         self.next_attempt = 0.0
         self._now = 0.0
         self.last_activity = 0.0
         self._next_correlation_id = 0
-        self._in_flight = collections.deque()
+        self._in_flight: collections.deque[InFlightRequest] = collections.deque()
         self._out = bytearray()
+        self._body_view: memoryview | None = None
         self._reset_frame()
         self._connect_deadline = 0.0
-        self._tls = self._tls_in = self._tls_out = None
-        self._sasl = None
-        self._sasl_pending = None
+        self._tls: ssl.SSLObject | None = None
+        self._tls_in: ssl.MemoryBIO | None = None
+        self._tls_out: ssl.MemoryBIO | None = None
+        self._sasl: auth.Exchange | None = None
+        self._sasl_pending: auth.PendingStep | None = None
         self._sasl_pending_deadline = 0.0
         self._last_sasl_sent = 0.0
         #: the driver's clock reading at which to re-authenticate (KIP-368), None: never
-        self._reauth_at = None
+        self._reauth_at: float | None = None
         self._reauth_started = 0.0
         #: the broker's last session_lifetime_ms (0: no re-authentication)
         self.session_lifetime_ms = 0
@@ -291,61 +304,69 @@ class ConnectionCore:
         #: authenticated connections lost to a failure (not a requested close)
         self.lost = 0
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<ConnectionCore {0}:{1} {2}>".format(self.host, self.port, self.state.value)
 
     # --- state ------------------------------------------------------------------
-    def _set_state(self, new_state):
+    def _set_state(self, new_state: ConnectionState) -> None:
         if new_state not in _LEGAL_TRANSITIONS[self.state]:
             raise IllegalStateError("connection {0}:{1}: illegal transition {2} -> {3}".format(
                 self.host, self.port, self.state.name, new_state.name))
         self.state = new_state
 
     @property
-    def ready(self):
+    def ready(self) -> bool:
         return self.state is ConnectionState.READY
 
     @property
-    def established(self):
+    def established(self) -> bool:
         """Connected and authenticated, possibly re-authenticating right now."""
         return self.state in (ConnectionState.READY, ConnectionState.REAUTHENTICATING)
 
     @property
-    def connecting(self):
+    def connecting(self) -> bool:
         return self.state not in (ConnectionState.READY, ConnectionState.REAUTHENTICATING,
                                   ConnectionState.DISCONNECTED)
 
     @property
-    def tls(self):
+    def tls(self) -> bool:
         """True when the transport carries TLS records (receive() wants
         ciphertext; get_buffer() is not for this connection)."""
         return self._ssl_context is not None
 
-    def in_flight_count(self):
+    def in_flight_count(self) -> int:
         return len(self._in_flight)
 
-    def oldest_in_flight(self):
+    def oldest_in_flight(self) -> InFlightRequest | None:
         """The request the next frame must answer (its api_name, version), or None."""
         return self._in_flight[0] if self._in_flight else None
 
-    def can_send(self):
+    def can_send(self) -> bool:
         return self.ready and len(self._in_flight) < self.config["max_in_flight_requests_per_connection"]
 
-    def backoff_remaining(self, now):
+    def backoff_remaining(self, now: float) -> float:
         return max(0.0, self.next_attempt - now)
 
-    def idle_for(self, now):
+    def idle_for(self, now: float) -> float:
         return now - self.last_activity if not self._in_flight else 0.0
 
-    def _reauthenticating(self):
+    def _reauthenticating(self) -> bool:
         return self.state is ConnectionState.REAUTHENTICATING
 
-    def _event(self, kind):
+    def _in_state(self, state: ConnectionState) -> bool:
+        # a method, not `self.state is ...` inline, where a step just taken
+        # may have changed the state (mypy would keep the older narrowing)
+        return self.state is state
+
+    def _disconnected(self) -> bool:
+        return self.state is ConnectionState.DISCONNECTED
+
+    def _event(self, kind: str) -> None:
         if self.on_event is not None:
             self.on_event(kind)
 
     # --- connecting ---------------------------------------------------------------
-    def start_connecting(self, now):
+    def start_connecting(self, now: float) -> None:
         """DISCONNECTED → CONNECTING: the driver is opening a transport. The
         connect (and TLS handshake) deadline starts now."""
         self._now = now
@@ -357,25 +378,26 @@ class ConnectionCore:
         self._connect_deadline = now + self.config["request_timeout_ms"] / 1000.0
         self.last_activity = now
 
-    def transport_connected(self, now):
+    def transport_connected(self, now: float) -> None:
         """The transport is up: start the TLS handshake, or ApiVersions."""
         self._now = now
         if self._ssl_context is None:
             self._start_api_versions()
             return
-        self._tls_in, self._tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._tls_in = tls_in = ssl.MemoryBIO()
+        self._tls_out = tls_out = ssl.MemoryBIO()
         try:
             # The name checked against the certificate, without a trailing
             # dot (an FQDN's "host." names the same host), as kafka-python does.
-            self._tls = self._ssl_context.wrap_bio(self._tls_in, self._tls_out,
-                                                   server_hostname=self.host.rstrip("."))
+            self._tls = self._ssl_context.wrap_bio(tls_in, tls_out, server_hostname=self.host.rstrip("."))
         except (ssl.SSLError, OSError, ValueError) as exc:
             self._fail(KafkaConnectionError("TLS setup with {0}:{1} failed: {2}".format(self.host, self.port, exc)))
             return
         self._set_state(ConnectionState.HANDSHAKE)
         self._tls_handshake()
 
-    def _tls_handshake(self):
+    def _tls_handshake(self) -> None:
+        assert self._tls is not None  # HANDSHAKE: transport_connected() made it
         try:
             self._tls.do_handshake()
         except ssl.SSLWantReadError:
@@ -395,12 +417,12 @@ class ConnectionCore:
         self._drain_tls_output()
         self._start_api_versions()
 
-    def _drain_tls_output(self):
+    def _drain_tls_output(self) -> None:
         if self._tls_out is not None and self._tls_out.pending:
             self._out += self._tls_out.read()
 
-    def _emit(self, data):
-        if self._tls is None:
+    def _emit(self, data: bytes) -> None:
+        if self._tls is None or self._tls_out is None:
             self._out += data
             return
         try:
@@ -411,14 +433,14 @@ class ConnectionCore:
             return
         self._out += self._tls_out.read()
 
-    def _start_api_versions(self, version=None):
+    def _start_api_versions(self, version: int | None = None) -> None:
         if self.state is not ConnectionState.API_VERSIONS:
             self._set_state(ConnectionState.API_VERSIONS)
         version = API_VERSIONS.max_version if version is None else version
-        body = {"client_software_name": "fastkc", "client_software_version": _fastkc_version()}
+        body: dict[str, Any] = {"client_software_name": "fastkc", "client_software_version": _fastkc_version()}
         self._send_now("ApiVersions", version, body, self._api_versions_answered, internal=True)
 
-    def _api_versions_answered(self, request, payload):
+    def _api_versions_answered(self, request: InFlightRequest, payload: bytearray) -> None:
         version = request.version
         try:
             _, start = codec.decode_response_header("ApiVersions", version, payload)
@@ -448,7 +470,7 @@ class ConnectionCore:
         else:
             self._become_ready()
 
-    def _handshake_parse_failed(self, exc):
+    def _handshake_parse_failed(self, exc: ProtocolParseError) -> None:
         """An ApiVersions or SASL answer could not be parsed: the owner's
         policy decides what the attempt failed with (last_error)."""
         if self.on_parse_error is None:
@@ -456,7 +478,7 @@ class ConnectionCore:
             return
         self.on_parse_error(exc.api or "handshake", exc)
 
-    def _become_ready(self):
+    def _become_ready(self) -> None:
         self._set_state(ConnectionState.READY)
         self.failures = 0
         self.last_error = None
@@ -464,7 +486,7 @@ class ConnectionCore:
             self.on_ready()
 
     # --- SASL -----------------------------------------------------------------------
-    def _auth_failed(self, error):
+    def _auth_failed(self, error: BaseException) -> None:
         """The broker (or the mechanism) refused the exchange. During a
         re-authentication the connection had been authenticated: say so, so
         the client reconnects instead of raising at once."""
@@ -472,7 +494,7 @@ class ConnectionCore:
             self.reauth_failed = True
         self._fail(error)
 
-    def _begin_reauthentication(self):
+    def _begin_reauthentication(self) -> None:
         """READY → REAUTHENTICATING: a new SaslHandshake + SaslAuthenticate
         exchange on this transport, behind whatever is in flight (the broker
         reads it after answering those)."""
@@ -483,7 +505,7 @@ class ConnectionCore:
                   self.config["sasl_mechanism"], self.session_lifetime_ms, len(self._in_flight))
         self._start_sasl()
 
-    def _schedule_reauthentication(self, lifetime_ms):
+    def _schedule_reauthentication(self, lifetime_ms: int | None) -> None:
         """Plan the next re-authentication from the broker's session lifetime,
         counted from when the last SaslAuthenticate left (before the broker
         started the session's clock, so the margin only grows)."""
@@ -494,25 +516,26 @@ class ConnectionCore:
         fraction = random.uniform(*REAUTH_WINDOW)
         self._reauth_at = self._last_sasl_sent + self.session_lifetime_ms * fraction / 1000.0
 
-    def reauthentication_due_in(self, now):
+    def reauthentication_due_in(self, now: float) -> float | None:
         """Seconds until this connection re-authenticates, or None."""
         if self._reauth_at is None:
             return None
         return self._reauth_at - now
 
-    def maybe_reauthenticate(self, now):
+    def maybe_reauthenticate(self, now: float) -> bool:
         """Start the re-authentication if it is due; True when one is under way."""
         if self.state is ConnectionState.READY and self._reauth_at is not None and self._reauth_enabled:
             if now >= self._reauth_at:
                 self._now = now
                 self._begin_reauthentication()
-        return self.state is ConnectionState.REAUTHENTICATING
+        return self._reauthenticating()
 
-    def _start_sasl(self):
+    def _start_sasl(self) -> None:
         mechanism = self.config["sasl_mechanism"]
         version = pick_version("SaslHandshake", self.api_versions)
         if version is None:
-            self._fail(UnsupportedSaslMechanismError("{0}:{1} does not speak SaslHandshake".format(self.host, self.port)))
+            self._fail(UnsupportedSaslMechanismError("{0}:{1} does not speak SaslHandshake".format(
+                self.host, self.port)))
             return
         try:
             self._sasl = auth.new_exchange(self.config, self.host)
@@ -522,7 +545,7 @@ class ConnectionCore:
         self._send_now("SaslHandshake", version, {"mechanism": mechanism}, self._sasl_handshake_answered,
                        internal=True)
 
-    def _sasl_handshake_answered(self, request, payload):
+    def _sasl_handshake_answered(self, request: InFlightRequest, payload: bytearray) -> None:
         try:
             _, answer = codec.decode_response("SaslHandshake", request.version, payload)
         except ProtocolParseError as exc:
@@ -534,23 +557,25 @@ class ConnectionCore:
                 self.config["sasl_mechanism"], self.host, self.port, what, answer["mechanisms"])
             self._auth_failed(for_code(answer["error_code"])(message))
             return
+        exchange = self._sasl
+        assert exchange is not None  # _start_sasl() made it before asking
         if self.offload is not None and self.config["sasl_mechanism"] not in _INSTANT_MECHANISMS:
             # an OAUTHBEARER token provider may fetch a token over HTTP: off
             # the driver's thread (an event loop must not stall on it)
             mechanism = self.config["sasl_mechanism"]
-            self._sasl_step(self.offload(self._sasl.first_message, lambda: KafkaTimeoutError(
+            self._sasl_step(self.offload(exchange.first_message, lambda: KafkaTimeoutError(
                 "SASL {0}: the first message for {1}:{2} was not ready within {3} ms".format(
                     mechanism, self.host, self.port, self.config["request_timeout_ms"])),
                 "fastkc-sasl-first-{0}".format(self.host)))
             return
         try:
-            first = self._sasl.first_message()
+            first = exchange.first_message()
         except KafkaError as exc:
             self._auth_failed(exc)
             return
         self._sasl_step(first)
 
-    def _sasl_step(self, message):
+    def _sasl_step(self, message: "bytes | auth.PendingStep") -> None:
         """Send a step's message, or, for a step still being computed off the
         driver's thread (auth.PendingStep: GSSAPI asking the KDC), keep it
         until tick() finds it done or past request_timeout_ms."""
@@ -561,7 +586,7 @@ class ConnectionCore:
             return
         self._sasl_send(message)
 
-    def _check_pending_step(self, now):
+    def _check_pending_step(self, now: float) -> None:
         pending = self._sasl_pending
         if pending is None:
             return
@@ -577,16 +602,17 @@ class ConnectionCore:
             self._sasl_pending = None
             self._auth_failed(pending.timeout_error())
 
-    def _sasl_send(self, auth_bytes):
+    def _sasl_send(self, auth_bytes: bytes) -> None:
         version = pick_version("SaslAuthenticate", self.api_versions)
         if version is None:
             self._fail(UnsupportedSaslMechanismError(
-                "{0}:{1} does not speak SaslAuthenticate (pre-1.0 brokers are not supported)".format(self.host, self.port)))
+                "{0}:{1} does not speak SaslAuthenticate (pre-1.0 brokers are not supported)".format(
+                    self.host, self.port)))
             return
         self._last_sasl_sent = self._now
         self._send_now("SaslAuthenticate", version, {"auth_bytes": auth_bytes}, self._sasl_answered, internal=True)
 
-    def _sasl_answered(self, request, payload):
+    def _sasl_answered(self, request: InFlightRequest, payload: bytearray) -> None:
         try:
             _, answer = codec.decode_response("SaslAuthenticate", request.version, payload)
         except ProtocolParseError as exc:
@@ -597,8 +623,10 @@ class ConnectionCore:
                 self.config["sasl_mechanism"], "re-authentication" if self._reauthenticating() else "authentication",
                 self.host, self.port, answer["error_message"])))
             return
+        exchange = self._sasl
+        assert exchange is not None  # the exchange this answer belongs to
         try:
-            reply = self._sasl.receive(answer["auth_bytes"])
+            reply = exchange.receive(answer["auth_bytes"])
         except KafkaError as exc:
             self._auth_failed(exc)
             return
@@ -619,7 +647,8 @@ class ConnectionCore:
             self._become_ready()
 
     # --- sending ---------------------------------------------------------------------
-    def send(self, api_name, body, callback, version=None, timeout_ms=None, *, now):
+    def send(self, api_name: str, body: dict[str, Any], callback: Callback, version: int | None = None,
+             timeout_ms: float | None = None, *, now: float) -> int:
         """Queue a caller's request; returns its correlation id. The callback
         gets (payload, None) or (None, error). timeout_ms: this request's own
         timeout (JoinGroup, which the coordinator may hold for the rebalance
@@ -634,7 +663,7 @@ class ConnectionCore:
         self._now = now
         return self._send_now(api_name, version, body, callback, timeout_ms)
 
-    def version_for(self, api_name):
+    def version_for(self, api_name: str) -> int:
         version = self.versions.get(api_name)
         if version is None:
             version = pick_version(api_name, self.api_versions)
@@ -644,7 +673,8 @@ class ConnectionCore:
             self.versions[api_name] = version
         return version
 
-    def _send_now(self, api_name, version, body, callback, timeout_ms=None, internal=False):
+    def _send_now(self, api_name: str, version: int, body: dict[str, Any], callback: Any,
+                  timeout_ms: float | None = None, internal: bool = False) -> int:
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         payload = codec.encode_request(api_name, version, body, correlation_id=correlation_id,
@@ -666,32 +696,33 @@ class ConnectionCore:
             self._emit(len(payload).to_bytes(4, "big") + payload)
         return correlation_id
 
-    def data_to_send(self):
+    def data_to_send(self) -> bytearray:
         """The bytes the transport must write next (a view valid until the
         next call into the core); empty when there are none."""
         return self._out
 
-    def sent(self, n, now):
+    def sent(self, n: int, now: float) -> None:
         """The transport wrote the first `n` bytes of data_to_send()."""
         if n:
             del self._out[:n]
             self.last_activity = now
 
-    def wants_output(self):
+    def wants_output(self) -> bool:
         return bool(self._out)
 
     # --- receiving --------------------------------------------------------------------
-    def _reset_frame(self):
+    def _reset_frame(self) -> None:
         self._head = bytearray(4)
         self._head_view = memoryview(self._head)
         self._head_got = 0
-        if getattr(self, "_body_view", None) is not None:
+        if self._body_view is not None:
             self._body_view.release()
-        self._body = self._body_view = None
+        self._body: bytearray | None = None
+        self._body_view = None
         self._body_got = 0
         self._body_size = 0
 
-    def get_buffer(self):
+    def get_buffer(self) -> memoryview:
         """Where the next plaintext bytes go: the rest of the 4-byte size, or
         the rest of the frame's payload buffer (grown ×4 when full). Read
         into it, then call buffer_updated(n, now). Two reads per frame,
@@ -701,13 +732,15 @@ class ConnectionCore:
             return self._head_view[self._head_got:]
         if self._body_got == len(self._body):
             self._grow_body()
+        assert self._body_view is not None  # made with the body
         return self._body_view[self._body_got:]
 
-    def _grow_body(self):
+    def _grow_body(self) -> None:
         """The frame's buffer is full but the frame is not: grow it ×4 (at
         most to the announced size), in place and unfilled (realloc remaps a
         large buffer's pages), so a big Fetch response costs about what one
         exact allocation did."""
+        assert self._body is not None and self._body_view is not None  # only for a frame's body
         self._body_view.release()
         size = min(self._body_size, 4 * len(self._body))
         if _grow_bytearray is not None:
@@ -716,7 +749,7 @@ class ConnectionCore:
             self._body += bytes(size - len(self._body))
         self._body_view = memoryview(self._body)
 
-    def buffer_updated(self, n, now, answered=None):
+    def buffer_updated(self, n: int, now: float, answered: Answered | None = None) -> Answered:
         """`n` plaintext bytes were written into get_buffer(). Returns the
         list of callers' (InFlightRequest, payload) answered so far."""
         self._now = now
@@ -752,30 +785,34 @@ class ConnectionCore:
             if self._body_got < self._body_size:
                 return answered
         payload = self._body
+        assert payload is not None and self._body_view is not None  # the frame's body, complete
         self._body_view.release()
         self._body = self._body_view = None
         self.last_activity = now
         self._take_frame(payload, answered)
         return answered
 
-    def receive(self, data, now):
+    def receive(self, data: bytes | bytearray | memoryview, now: float) -> Answered:
         """Bytes from the transport (TLS records when tls). Returns the
         callers' answered [(InFlightRequest, payload)], in order; the core's
         own steps (ApiVersions, SASL) are handled here. Stops at a failure."""
         self._now = now
-        answered = []
-        if self.state is ConnectionState.DISCONNECTED:
+        answered: Answered = []
+        if self._disconnected():
             return answered
-        if self._tls is not None:
+        tls = self._tls
+        n: int  # bytes read per step
+        if tls is not None and self._tls_in is not None:
             self._tls_in.write(data)
             if self.state is ConnectionState.HANDSHAKE:
                 self._tls_handshake()
-                if self.state is not ConnectionState.API_VERSIONS:
+                if not self._in_state(ConnectionState.API_VERSIONS):
                     return answered
-            while self.state is not ConnectionState.DISCONNECTED:
+            while not self._disconnected():
                 buf = self.get_buffer()
                 try:
-                    n = self._tls.read(min(len(buf), _TLS_READ), buf)
+                    # (typeshed says bytearray; any writable buffer is read into)
+                    n = tls.read(min(len(buf), _TLS_READ), buf)  # type: ignore[arg-type, assignment]
                 except ssl.SSLWantReadError:
                     break
                 except ssl.SSLZeroReturnError:
@@ -796,7 +833,7 @@ class ConnectionCore:
             return answered
         view = memoryview(data)
         pos, end = 0, len(view)
-        while pos < end and self.state is not ConnectionState.DISCONNECTED:
+        while pos < end and not self._disconnected():
             buf = self.get_buffer()
             n = min(len(buf), end - pos)
             buf[:n] = view[pos:pos + n]
@@ -805,7 +842,7 @@ class ConnectionCore:
             self.buffer_updated(n, now, answered)
         return answered
 
-    def _tls_refusal(self, exc):
+    def _tls_refusal(self, exc: ssl.SSLError) -> SslAuthenticationError | None:
         """SslAuthenticationError if `exc` is the broker refusing the TLS
         session, else None. With TLS 1.3 the client's side of the handshake
         ends before the server has checked the client's certificate, so a
@@ -819,7 +856,7 @@ class ConnectionCore:
                 self.host, self.port, exc))
         return None
 
-    def _take_frame(self, payload, answered):
+    def _take_frame(self, payload: bytearray, answered: Answered) -> None:
         if not self._in_flight:
             self._fail(CorrelationIdError("{0}:{1} sent a response nobody asked for".format(self.host, self.port)))
             return
@@ -843,7 +880,7 @@ class ConnectionCore:
             request.callback(request, payload)
 
     # --- time ------------------------------------------------------------------------
-    def tick(self, now):
+    def tick(self, now: float) -> None:
         """Fail the connection when its oldest request (or the connect) is
         overdue; poll a SASL step computed off-thread; start a
         re-authentication that is due."""
@@ -852,7 +889,7 @@ class ConnectionCore:
             return
         if self._sasl_pending is not None:
             self._check_pending_step(now)
-            if self.state is ConnectionState.DISCONNECTED:
+            if self._disconnected():
                 return
         if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE):
             if now > self._connect_deadline:
@@ -868,14 +905,14 @@ class ConnectionCore:
                 return
         self.maybe_reauthenticate(now)
 
-    def next_deadline(self, now=None):
+    def next_deadline(self, now: float | None = None) -> float | None:
         """When tick() must next run (the driver's clock), or None: a connect
         or request deadline, a re-authentication that is due, or soon for a
         SASL step computed on another thread (that thread cannot wake the
         driver)."""
         if self.state in (ConnectionState.CONNECTING, ConnectionState.HANDSHAKE):
             return self._connect_deadline
-        due = None
+        due: float | None = None
         if self._in_flight:
             due = min(r.deadline for r in self._in_flight)
         if self.state is ConnectionState.READY and self._reauth_at is not None and self._reauth_enabled:
@@ -886,7 +923,7 @@ class ConnectionCore:
         return due
 
     # --- failure and close -------------------------------------------------------------
-    def transport_lost(self, error, now):
+    def transport_lost(self, error: BaseException, now: float) -> None:
         """The transport failed or the peer closed it: fail with `error` (a
         typed KafkaError the driver made from what it saw)."""
         self._now = now
@@ -894,7 +931,7 @@ class ConnectionCore:
             return
         self._fail(error)
 
-    def fail(self, error, now, backoff_failures=0):
+    def fail(self, error: BaseException, now: float, backoff_failures: int = 0) -> None:
         """Fail with `error` (every in-flight request gets it) and back off
         before the next attempt, as for a lost connection; the backoff
         exponent is at least `backoff_failures` (the client's count of parse
@@ -903,7 +940,7 @@ class ConnectionCore:
         self.failures = max(self.failures, backoff_failures - 1)
         self._fail(error)
 
-    def _fail(self, error, extra=()):
+    def _fail(self, error: BaseException, extra: "Sequence[InFlightRequest]" = ()) -> None:
         self.last_error = error
         self.failures += 1
         if self._reauthenticating():
@@ -920,13 +957,13 @@ class ConnectionCore:
         log.debug("%s:%s failed: %s (next attempt in %.0f ms)", self.host, self.port, error, backoff_ms)
         self._teardown(error, extra)
 
-    def close(self, error=None):
+    def close(self, error: BaseException | None = None) -> None:
         """Close now (no backoff penalty); in-flight requests fail with `error`."""
         if error is not None:
             self.last_error = error
         self._teardown(error or KafkaConnectionError("connection to {0}:{1} closed".format(self.host, self.port)), ())
 
-    def _teardown(self, error, extra):
+    def _teardown(self, error: BaseException, extra: "Sequence[InFlightRequest]") -> None:
         was_up = self.state is not ConnectionState.DISCONNECTED
         if was_up:
             self._set_state(ConnectionState.DISCONNECTED)

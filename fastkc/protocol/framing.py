@@ -20,7 +20,7 @@ _SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME_SIZE = 1 << 30
 
 
-def frame(payload):
+def frame(payload: bytes) -> bytes:
     """Prefix one request or response payload with its size."""
     return _SIZE.pack(len(payload)) + payload
 
@@ -28,16 +28,16 @@ def frame(payload):
 class Framer:
     __slots__ = ("_buf", "_max", "_failed")
 
-    def __init__(self, max_frame_size=DEFAULT_MAX_FRAME_SIZE):
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self._buf = bytearray()
         self._max = max_frame_size
-        self._failed = None
+        self._failed: KafkaProtocolError | None = None
 
-    def buffered(self):
+    def buffered(self) -> int:
         """Bytes held that do not yet form a complete frame."""
         return len(self._buf)
 
-    def feed(self, chunk):
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[bytes]:
         """Add a chunk; return the list of payloads it completed (maybe empty)."""
         if self._failed is not None:
             raise self._failed

@@ -7,6 +7,7 @@ size <= 0 are dropped, minPartitions splits proportionally to range size,
 maxOffsetsPerTrigger is shared across partitions by backlog without starving
 small partitions.
 """
+import functools
 import logging
 import math
 import re
@@ -182,7 +183,7 @@ def _list_offsets_at_once(consumer: "KafkaConsumer", wanted: Mapping[int, list[P
             part = unsent.pop(key)
             try:
                 client.send(key[1], "ListOffsets", fetcher.list_offsets_body(part),
-                            lambda response, error, key=key: answers.__setitem__(key, (response, error)))
+                            functools.partial(_keep_answer, answers, key))
             except NodeNotReadyError:
                 answers[key] = (None, None)  # left to the fallback
         if unsent or len(answers) < len(requests):
@@ -195,6 +196,11 @@ def _list_offsets_at_once(consumer: "KafkaConsumer", wanted: Mapping[int, list[P
         for tp, code, offset, _epoch, _ts in _list_offsets_results(response):
             if code == 0 and tp in asked:
                 found[stamp][(tp.topic, tp.partition)] = offset
+
+
+def _keep_answer(answers: dict[tuple[int, Any], tuple[Any, Any]], key: tuple[int, Any], response: Any,
+                 error: BaseException | None) -> None:
+    answers[key] = (response, error)
 
 
 def _prefetch(spec: OffsetSpec, pairs: Sequence[Pair]) -> tuple[list[Pair], list[Pair]]:

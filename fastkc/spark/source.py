@@ -144,7 +144,7 @@ def read_range(part: KafkaRangePartition, settings: ReadSettings) -> Iterator[An
     # (errors.py makes its code table's classes at import, which mypy cannot
     # see; the ignore goes, as warn_unused_ignores says, once it declares them)
     from fastkc import KafkaConsumer
-    from fastkc.errors import OffsetOutOfRangeError  # type: ignore[attr-defined]
+    from fastkc.errors import OffsetOutOfRangeError
     from fastkc.records import arrow_schema
     from fastkc.structs import TopicPartition
 

@@ -75,6 +75,7 @@ import uuid
 from fastkc.protocol import codec
 from fastkc.protocol.framing import Framer, frame
 from fastkc.protocol.messages import ALL_APIS
+
 # Imported here, not when the first Fetch is answered: batchgen pulls in the
 # codec libraries (~0.6 s of CPU on a first import), which would otherwise be
 # charged to the client's CPU budget in whichever scenario answers a Fetch first.
@@ -117,10 +118,10 @@ def verify_msk_iam(auth_bytes, host, access_key, secret_key, token, region, now=
         return payload, "wrong session token"
     stamp = payload["x-amz-date"]
     try:
-        signed_at = datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
+        signed_at = datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.UTC)
     except ValueError:
         return payload, "x-amz-date is malformed"
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    now = now or datetime.datetime.now(datetime.UTC)
     if abs((now - signed_at).total_seconds()) > 900:
         return payload, "x-amz-date is more than 15 minutes off"
     if payload["x-amz-credential"] != "{0}/{1}/{2}/kafka-cluster/aws4_request".format(access_key, stamp[:8], region):
@@ -334,7 +335,7 @@ class _Link:
             while not self.closed and not self.broker._stop.is_set():
                 try:
                     chunk = self.sock.recv(1 << 16)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 except OSError:
                     break
@@ -450,7 +451,7 @@ class FakeBroker:
         while not self._stop.is_set():
             try:
                 sock, _ = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

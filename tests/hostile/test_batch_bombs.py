@@ -283,7 +283,7 @@ def test_cut_first_batch_of_a_partition_fetched_alone_is_a_typed_error_not_a_sil
     liar[8:12] = (10_000_000).to_bytes(4, "big")  # declares ~10 MB; the broker "sent" ~1 KB
     polls = 0
     with pytest.raises(errors.FetchProgressError) as info:
-        for polls in range(1, 10):
+        for polls in range(1, 10):  # noqa: B007 (read after the loop: how many polls it took)
             assert _round(client, fetcher, {0: bytes(liar)}) == {}
             client.now += 1.0
     assert polls <= 2  # one refetch, then the error

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from fastkc import errors
-from fastkc.config import consumer_config
 from fastkc.auth.scram import SaslExchange
+from fastkc.config import consumer_config
 from fastkc.conn import BrokerConnection, ConnectionState, pick_version
 from fastkc.protocol import codec
 from fastkc.protocol.framing import Framer, frame

@@ -603,7 +603,8 @@ def test_differential_against_kafka_python_encoder(data):
     correlation_id = data.draw(int32s)
 
     def kp_partition(p):
-        kw = {k: v for k, v in p.items() if k not in ("aborted_transactions", "diverging_epoch", "current_leader", "snapshot_id")}
+        kw = {k: v for k, v in p.items()
+              if k not in ("aborted_transactions", "diverging_epoch", "current_leader", "snapshot_id")}
         aborted = p["aborted_transactions"]
         kw["aborted_transactions"] = None if aborted is None else [P.AbortedTransaction(**a) for a in aborted]
         if "diverging_epoch" in p:
@@ -633,7 +634,8 @@ def test_differential_against_kafka_python_encoder(data):
     assert got.throttle_time_ms == body["throttle_time_ms"]
     assert got.error_code == body.get("error_code", 0)
     assert got.session_id == body.get("session_id", 0)
-    assert got.node_endpoints == [(n["node_id"], n["host"], n["port"], n["rack"]) for n in body.get("node_endpoints", [])]
+    assert got.node_endpoints == [(n["node_id"], n["host"], n["port"], n["rack"])
+                                  for n in body.get("node_endpoints", [])]
     assert len(got.topics) == len(body["responses"])
     for gt, bt in zip(got.topics, body["responses"]):
         if version >= 13:
@@ -652,7 +654,8 @@ def test_differential_against_kafka_python_encoder(data):
                 diverging_epoch=tuple(bp["diverging_epoch"].values()) if "diverging_epoch" in bp else None,
                 current_leader=tuple(bp["current_leader"].values()) if "current_leader" in bp else None,
                 snapshot_id=tuple(bp["snapshot_id"].values()) if "snapshot_id" in bp else None,
-                aborted_transactions=None if aborted is None else [(a["producer_id"], a["first_offset"]) for a in aborted],
+                aborted_transactions=(None if aborted is None
+                                      else [(a["producer_id"], a["first_offset"]) for a in aborted]),
                 preferred_read_replica=bp.get("preferred_read_replica", -1),
                 records=gp.records,
             )

@@ -14,8 +14,8 @@ import pytest
 
 from fastkc import records as R
 from fastkc.errors import CorruptRecordError
-from tests.hostile.test_batch_bombs import raw_batch
 from fastkc.structs import ConsumerRecord
+from tests.hostile.test_batch_bombs import raw_batch
 from tests.support import batchgen as bg
 
 VALUE = ConsumerRecord._fields.index("value")
@@ -46,7 +46,10 @@ def outcome(batch, cap=R.DEFAULT_MAX_DECOMPRESSED_BYTES, force_host=False):
         _records.force_lz4_host(False)
 
 
-def same(payload, count=len(VALUES), cap=R.DEFAULT_MAX_DECOMPRESSED_BYTES):
+_ALL_VALUES = len(VALUES)
+
+
+def same(payload, count=_ALL_VALUES, cap=R.DEFAULT_MAX_DECOMPRESSED_BYTES):
     batch = raw_batch(0, bg.LZ4, payload, count, count - 1)
     native = outcome(batch, cap)
     assert native == outcome(batch, cap, force_host=True)

@@ -41,7 +41,8 @@ def three_records(**kw):
         [
             g.Record(key=b"k0", value=b"v0", headers=[("a", b"1")], offset_delta=0, timestamp_delta=0),
             g.Record(key=None, value=b"v1", headers=[], offset_delta=1, timestamp_delta=5),
-            g.Record(key=b"k2", value=None, headers=[("b", None), ("\u00e9", b"xy")], offset_delta=2, timestamp_delta=-3),
+            g.Record(key=b"k2", value=None, headers=[("b", None), ("\u00e9", b"xy")], offset_delta=2,
+                     timestamp_delta=-3),
         ],
         **kw,
     )
@@ -383,15 +384,43 @@ def raw_record(fields):
 @pytest.mark.parametrize(
     "fields",
     [
-        pytest.param([b"\x00", g.overlong_varint(0, 11), g.varint(0), g.varint(-1), g.varint(-1), g.varint(0)], id="overlong-varlong"),
-        pytest.param([b"\x00", g.varint(0), g.overlong_varint(0, 6), g.varint(-1), g.varint(-1), g.varint(0)], id="overlong-varint"),
-        pytest.param([b"\x00", g.varint(0), b"\xff\xff\xff\xff\x7f", g.varint(-1), g.varint(-1), g.varint(0)], id="varint-overflow"),
-        pytest.param([b"\x00", g.varint(0), g.varint(0), g.varint(-2), g.varint(-1), g.varint(0)], id="key-length-minus-2"),
-        pytest.param([b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(-1)], id="negative-header-count"),
-        pytest.param([b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(1), g.varint(-1), g.varint(-1)], id="null-header-key"),
-        pytest.param([b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(1), g.varint(2), b"\xff\xfe", g.varint(-1)], id="header-key-not-utf8"),
-        pytest.param([b"\x00", g.varint(0), g.varint(0), g.varint(100), b"short", g.varint(-1), g.varint(0)], id="key-past-record-end"),
-        pytest.param([b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(3)], id="header-count-past-end"),
+        pytest.param(
+            [b"\x00", g.overlong_varint(0, 11), g.varint(0), g.varint(-1), g.varint(-1), g.varint(0)],
+            id="overlong-varlong",
+        ),
+        pytest.param(
+            [b"\x00", g.varint(0), g.overlong_varint(0, 6), g.varint(-1), g.varint(-1), g.varint(0)],
+            id="overlong-varint",
+        ),
+        pytest.param(
+            [b"\x00", g.varint(0), b"\xff\xff\xff\xff\x7f", g.varint(-1), g.varint(-1), g.varint(0)],
+            id="varint-overflow",
+        ),
+        pytest.param(
+            [b"\x00", g.varint(0), g.varint(0), g.varint(-2), g.varint(-1), g.varint(0)],
+            id="key-length-minus-2",
+        ),
+        pytest.param(
+            [b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(-1)],
+            id="negative-header-count",
+        ),
+        pytest.param(
+            [b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(1), g.varint(-1), g.varint(-1)],
+            id="null-header-key",
+        ),
+        pytest.param(
+            [b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(1), g.varint(2), b"\xff\xfe",
+             g.varint(-1)],
+            id="header-key-not-utf8",
+        ),
+        pytest.param(
+            [b"\x00", g.varint(0), g.varint(0), g.varint(100), b"short", g.varint(-1), g.varint(0)],
+            id="key-past-record-end",
+        ),
+        pytest.param(
+            [b"\x00", g.varint(0), g.varint(0), g.varint(-1), g.varint(-1), g.varint(3)],
+            id="header-count-past-end",
+        ),
     ],
 )
 def test_invalid_record_fields(backend, fields):
@@ -454,7 +483,8 @@ def test_legacy_structural_errors(backend):
     whole = g.legacy_message(1, 0, b"k", b"v")
     expect_error(InvalidRecordError, g.legacy_wrapper(1, 0, [None], codec=g.GZIP, inner_set=whole + whole[:20]))
     # inner magic differs from the wrapper's
-    expect_error(InvalidRecordError, g.legacy_wrapper(1, 0, [None], codec=g.GZIP, inner_set=g.legacy_message(0, 0, b"k", b"v")))
+    expect_error(InvalidRecordError,
+                 g.legacy_wrapper(1, 0, [None], codec=g.GZIP, inner_set=g.legacy_message(0, 0, b"k", b"v")))
 
 
 @pytest.mark.parametrize("codec", [g.GZIP, g.SNAPPY, g.LZ4, g.ZSTD])
@@ -527,7 +557,8 @@ def test_unknown_codec_legacy(backend, codec):
 def test_error_pickles_with_its_fields(backend):
     import pickle
 
-    err = expect_error(RecordCrcError, three_records() + g.bad_crc(three_records(base_offset=3)), topic="x", partition=1)
+    err = expect_error(RecordCrcError, three_records() + g.bad_crc(three_records(base_offset=3)),
+                       topic="x", partition=1)
     again = pickle.loads(pickle.dumps(err))
     assert (again.reason, again.offset, again.next_offset, again.records) == (err.reason, 3, 3, err.records)
 

@@ -14,7 +14,6 @@ import pytest
 from fastkc import records as R
 from fastkc.errors import CorruptRecordError, InvalidRecordError
 from tests.support import batchgen as g
-from tests.support import using_backend
 
 INT32_MAX = (1 << 31) - 1
 

@@ -288,7 +288,8 @@ def valid_blobs(draw):
         else:
             offset += len(msgs)
             parts.append(g.legacy_wrapper(magic, offset - 1, [(m["key"], m["value"], TS + m["ts_delta"]) for m in msgs],
-                                          codec=codec, timestamp=TS, log_append_time=draw(st.booleans()) and magic == 1))
+                                          codec=codec, timestamp=TS,
+                                          log_append_time=draw(st.booleans()) and magic == 1))
     for _ in range(draw(st.integers(0, 4))):  # magic 2 batches
         recs = draw(st.lists(record_strategy, max_size=6))
         records, delta = [], 0

@@ -137,6 +137,20 @@ class ClusterMetadata:
         return meta.leader
 
 
+def metadata_request_body(topics, all_topics, allow_auto_create_topics):
+    """The Metadata request a refresh sends (both clients, sync and asyncio):
+    every topic (a pattern subscription, topics()) or the named ones."""
+    names = None if all_topics else [{"name": t} for t in sorted(topics)]
+    return {"topics": names, "allow_auto_topic_creation": bool(allow_auto_create_topics)}
+
+
+def metadata_incomplete(cluster, topics):
+    """True when a wanted topic came back with an error or a partition
+    without leader (an election in progress): look again after the backoff."""
+    return any(t.error_code != 0 or any(p.leader < 0 for p in t.partitions.values())
+               for name, t in cluster.topics.items() if name in topics)
+
+
 class KafkaClient:
     def __init__(self, config, *, clock=time.monotonic):
         self.config = config
@@ -440,11 +454,7 @@ class KafkaClient:
         if node_id is None or not self.ready(node_id):
             return
         all_topics = self._metadata_all_wanted or self.subscribe_all_topics
-        if all_topics:
-            topics = None
-        else:
-            topics = [{"name": t} for t in sorted(self._metadata_topics)]
-        body = {"topics": topics, "allow_auto_topic_creation": bool(self.config["allow_auto_create_topics"])}
+        body = metadata_request_body(self._metadata_topics, all_topics, self.config["allow_auto_create_topics"])
         self._metadata_in_flight = True
         self._metadata_wanted = False
         self._metadata_all_wanted = False
@@ -461,9 +471,7 @@ class KafkaClient:
             self._metadata_failed_at = None
             self.cluster.update(response, all_topics=all_topics)
             self.cluster.last_refresh = self._clock()
-            retry = any(t.error_code != 0 or any(p.leader < 0 for p in t.partitions.values())
-                        for name, t in self.cluster.topics.items() if name in self._metadata_topics)
-            if retry:  # leader elections in progress: look again after the backoff
+            if metadata_incomplete(self.cluster, self._metadata_topics):  # leader elections in progress: look again after the backoff
                 self._metadata_wanted = True
                 self._metadata_failed_at = self._clock()
             for listener in self.metadata_listeners:

@@ -471,7 +471,8 @@ class KafkaClient:
             self._metadata_failed_at = None
             self.cluster.update(response, all_topics=all_topics)
             self.cluster.last_refresh = self._clock()
-            if metadata_incomplete(self.cluster, self._metadata_topics):  # leader elections in progress: look again after the backoff
+            # leader elections in progress: look again after the backoff
+            if metadata_incomplete(self.cluster, self._metadata_topics):
                 self._metadata_wanted = True
                 self._metadata_failed_at = self._clock()
             for listener in self.metadata_listeners:

@@ -104,7 +104,7 @@ class AioClient:
                     try:
                         await asyncio.wait_for(self._bootstrap_from(conn), max(0.001, deadline - now))
                         break
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         last_error = KafkaTimeoutError("bootstrap from {0}:{1} timed out".format(conn.host, conn.port))
                         await conn.close()
                     except _FATAL_CONNECT_ERRORS + (ProtocolParseError,):
@@ -329,7 +329,7 @@ class AioClient:
                 self._metadata_wake.clear()
                 try:
                     await asyncio.wait_for(self._metadata_wake.wait(), min(wait, self._idle_check_period()))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 self._close_idle()
                 continue
@@ -388,7 +388,7 @@ class AioClient:
                 raise KafkaTimeoutError("no metadata within {0} ms".format(timeout_ms))
             try:
                 await asyncio.wait_for(self._metadata_done.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     # --- the rest ------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ import re
 import time
 
 from fastkc.aio.client import AioClient
-from fastkc.aio.config import resolve
+from fastkc.aio.config import KEYS, resolve
 from fastkc.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
 from fastkc.aio.fetch_driver import AioFetchDriver
 from fastkc.aio.structs import OffsetAndTimestamp, TopicPartition, _is_topic_partition
@@ -344,7 +344,7 @@ class AIOKafkaConsumer:
             timeout = 0.1 if timeout is None else min(timeout, 0.1)
         try:
             await asyncio.wait_for(event.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         self._check_running()
 
@@ -528,6 +528,22 @@ class AIOKafkaConsumer:
             self._client.add_topics([topic])
             return None
         return set(meta.partitions)
+
+
+def _constructor_signature():
+    """AIOKafkaConsumer(*topics, <every keyword of fastkc.aio.config's table,
+    with its default>): the signature aiokafka's constructor has, from the one
+    table that checks the keywords (so the two cannot drift apart)."""
+    import inspect
+
+    kind = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+         inspect.Parameter("topics", inspect.Parameter.VAR_POSITIONAL)]
+        + [inspect.Parameter(key.name, kind, default=key.default) for key in KEYS])
+
+
+AIOKafkaConsumer.__init__.__signature__ = _constructor_signature()  # type: ignore[attr-defined]
 
 
 class _AioGroupApp:

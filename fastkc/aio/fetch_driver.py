@@ -88,7 +88,7 @@ class AioFetchDriver:
                 continue
             try:
                 await asyncio.wait_for(self._wake.wait(), wait)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     def send_requests(self):

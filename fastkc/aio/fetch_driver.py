@@ -19,8 +19,8 @@ answer arrived, so a getmany() waiting for records wakes. `list_offsets` is
 the sync driver's blocking ListOffsets loop as a coroutine.
 
 An error next_requests() raises (NoOffsetForPartitionError under
-auto_offset_reset='none') is kept and raised by the next getmany(), as the
-sync consumer's poll() raises it; the task goes on.
+auto_offset_reset='none') is kept and, if a new pass still raises it, raised
+by the next get call, as the sync consumer's poll() raises it; the task goes on.
 """
 import asyncio
 import logging
@@ -147,10 +147,17 @@ class AioFetchDriver:
         self.wake()
 
     def raise_pending(self):
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
+        """Raise what the application must see now: the machine's pending
+        error, or next_requests' (a partition without position under
+        auto_offset_reset='none'), looked at again now: a seek since the
+        task's last pass may have settled it."""
         self.machine.raise_pending()
+        if self._error is not None:
+            self._error = None
+            self.send_requests()
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
 
     async def close(self):
         """Stop the task, ask the brokers to drop our fetch sessions (bounded,

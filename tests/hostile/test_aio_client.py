@@ -135,7 +135,7 @@ def test_cancelled_lookup_and_get_mid_request_leave_the_consumer_usable():
                 for _ in range(5):
                     try:
                         await asyncio.wait_for(consumer.getmany(timeout_ms=5000), 0.05)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         cancelled += 1
                 got = await _drain(consumer, 10)
                 return end, cancelled, got

@@ -10,7 +10,6 @@ import asyncio
 import pytest
 
 from fastkc.aio.fetch_driver import AioFetchDriver
-
 from fastkc.client import ClusterMetadata
 from fastkc.config import consumer_config
 from fastkc.errors import NoOffsetForPartitionError

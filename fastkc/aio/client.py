@@ -47,6 +47,7 @@ from fastkc.errors import (
 )
 from fastkc.net.aio import AioConnection
 from fastkc.net.core import ConnectionState
+from fastkc.protocol import codec
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,6 @@ class AioClient:
             self._ssl_context = config.get("ssl_context") or build_ssl_context(config)
         self._conns = {}  # node_id -> AioConnection
         self._connecting = {}  # node_id -> the task of its connection attempt
-        self._request_tasks = set()  # send()'s tasks: kept so they are not collected mid-flight
         self._metadata_topics = set()
         self.subscribe_all_topics = False
         self._metadata_wanted = False
@@ -263,29 +263,30 @@ class AioClient:
             await asyncio.sleep(min(max(0.0, deadline - self._clock()), self.config["retry_backoff_ms"] / 1000.0))
 
     def send(self, node_id, api_name, body, callback, *, raw=False, version=None):
-        """Send to a ready node_id; callback(answer, error) runs when it is
-        answered (answer: the decoded body, or (payload, version) when raw).
-        The request runs in a task of its own: many are in flight at once."""
+        """Send to a ready node_id now (written before this returns: a get
+        call that never suspends still pipelines its next fetches);
+        callback(answer, error) runs when it is answered (answer: the decoded
+        body, or (payload, version) when raw)."""
         conn = self._conns.get(node_id)
         if conn is None or not conn.ready:
             raise NodeNotReadyError("broker {0} is not ready".format(node_id))
         version = conn.version_for(api_name) if version is None else version
 
-        async def run():
-            try:
-                payload = await conn.request(api_name, body, version=version, raw=raw)
-            except asyncio.CancelledError:
-                callback(None, KafkaConnectionError("the client is closing"))
-                raise
-            except Exception as exc:
-                callback(None, exc)
-                return
-            callback((payload, version) if raw else payload, None)
+        def answered(payload, error):
+            if error is not None:
+                callback(None, error)
+            elif raw:
+                callback((payload, version), None)
+            else:
+                try:
+                    _, decoded = codec.decode_response(api_name, version, payload)
+                except ProtocolParseError as exc:
+                    callback(None, self.parse_failed(node_id, api_name, exc))
+                    return
+                self.parse_ok(node_id, api_name)
+                callback(decoded, None)
 
-        task = asyncio.get_running_loop().create_task(run())
-        self._request_tasks.add(task)
-        task.add_done_callback(self._request_tasks.discard)
-        return version
+        return conn.send_nowait(api_name, body, answered, version=version)
 
     # --- metadata -------------------------------------------------------------------------------
     def add_topics(self, topics):
@@ -405,7 +406,7 @@ class AioClient:
         if self._closed:
             return
         self._closed = True
-        tasks = list(self._connecting.values()) + list(self._request_tasks)
+        tasks = list(self._connecting.values())
         if self._metadata_task is not None:
             tasks.append(self._metadata_task)
         for task in tasks:

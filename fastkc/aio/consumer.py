@@ -47,8 +47,11 @@ from fastkc.fetch import EARLIEST, LATEST
 log = logging.getLogger(__name__)
 
 _EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
-#: getmany()'s limit when max_poll_records is None (aiokafka: all that is buffered)
-_ALL = 1 << 62
+#: getmany()'s limit when max_records and max_poll_records are None. aiokafka
+#: then returns all that is buffered (its fetches are a partition's at a time);
+#: here one call's decoding is bounded so that it holds the loop for a few ms
+#: at most: what stays buffered comes with the next call.
+_GETMANY_CHUNK = 16384
 
 
 class AIOKafkaConsumer:
@@ -262,17 +265,22 @@ class AIOKafkaConsumer:
         return self._group
 
     async def _on_get(self, partitions):
-        """Before taking records: the group's decisions applied, errors raised."""
+        """Before taking records: one turn of the loop (answers read, timers
+        run: a loop of get calls that always find records never starves the
+        loop; cancelled here, a call has taken nothing), the group's
+        decisions applied, errors raised."""
+        self._check_running()
+        await asyncio.sleep(0)
         self._check_running()
         if self._group is not None:
             await self._group.on_app_poll()
             self._check_running()
         self._fetcher.raise_pending()
         self._client.raise_fatal()
-        if partitions:
-            for tp in partitions:
-                if tp not in self._machine.states:
-                    raise IllegalStateError("Partition {0} is not assigned".format(tp))
+        for tp in partitions:
+            # a partition not (or no longer) assigned just yields nothing, as in aiokafka
+            if not _is_topic_partition(tp):
+                raise TypeError("partitions must be TopicPartition namedtuples")
 
     # --- getting records -----------------------------------------------------------------
     async def getone(self, *partitions):
@@ -283,7 +291,7 @@ class AIOKafkaConsumer:
             records = self._machine.fetched_records(1, True, self._key_deserializer, self._value_deserializer,
                                                     wanted)
             if records:
-                self._fetcher.wake()
+                self._fetcher.send_requests()
                 for chunk in records.values():
                     return chunk[0]
             await self._wait_data(None)
@@ -294,7 +302,7 @@ class AIOKafkaConsumer:
         buffered when that is None too), waiting up to timeout_ms for some."""
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError("`max_records` must be a positive Integer")
-        limit = max_records or self._max_poll_records or _ALL
+        limit = max_records or self._max_poll_records or _GETMANY_CHUNK
         wanted = set(partitions) if partitions else None
         deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
         while True:
@@ -302,7 +310,9 @@ class AIOKafkaConsumer:
             records = self._machine.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
                                                     wanted)
             if records:
-                self._fetcher.wake()  # the buffer has room: the next fetches go out now
+                # pipelining, as the sync poll(): the next fetches are on the
+                # wire before the application sees these records
+                self._fetcher.send_requests()
                 return records
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -319,14 +329,14 @@ class AIOKafkaConsumer:
 
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError("`max_records` must be a positive Integer")
-        limit = max_records or self._max_poll_records or _ALL
+        limit = max_records or self._max_poll_records or (1 << 62)
         wanted = set(partitions) if partitions else None
         deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
         while True:
             await self._on_get(partitions)
             batches = self._machine.fetched_arrow(limit, wanted)
             if batches:
-                self._fetcher.wake()
+                self._fetcher.send_requests()
                 return batches[0]
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -73,6 +73,9 @@ class AIOKafkaConsumer:
         self._pattern = None
         self._listener = None
         self._group = None  # AioGroupDriver, with a group_id and a subscription or a commit
+        self._group_subscription = None  # subscribe()'s (topics, pattern, listener) with a group_id
+        self._pending_committed = []  # manually assigned partitions whose committed offsets are to be read
+        self._committed_tasks = set()
         self._client.metadata_listeners.append(self._metadata_updated)
         if topics:
             self.subscribe(topics)
@@ -94,12 +97,71 @@ class AIOKafkaConsumer:
         if self._aio_config.get("api_version") in (None, "auto") and self._client.bootstrap_api_versions:
             self._config["api_version"] = infer_broker_version(self._client.bootstrap_api_versions)
         self._fetcher.start()
+        self._look_up_committed()
         if self._subscribed_topics is not None and self._group is None:
             await self._client.wait_for_metadata(self._config["request_timeout_ms"],
                                                  all_topics=self._pattern is not None)
             self._update_subscribed_assignment()
         if self._group is not None:
-            await self._group.start()
+            await self._start_group()
+
+    async def _start_group(self):
+        """Start the group driver; with a subscription, as aiokafka's start():
+        metadata first (a pattern needs every topic's name), the subscription
+        handed over again with it, then wait until the group assigned."""
+        group = self._group
+        await group.start()
+        if self._subscribed_topics is None or self._group_subscription is None:
+            return
+        await self._client.wait_for_metadata(self._config["request_timeout_ms"],
+                                             all_topics=self._pattern is not None)
+        topics, pattern, listener = self._group_subscription
+        group.subscribe(topics=topics, pattern=pattern, listener=listener)
+        while not self._closed and not await group.wait_assignment(1.0):
+            pass
+
+    def _look_up_committed(self):
+        """A task reading the group's committed offsets of the partitions
+        assign() held (hold_for_committed), seeking them there, releasing
+        the rest to auto_offset_reset."""
+        partitions, self._pending_committed = self._pending_committed, []
+        if not partitions:
+            return
+
+        async def look_up():
+            committed = {}
+            try:
+                group = await self._running_group()
+                committed = await group.fetch_committed(list(partitions))
+            except Exception as exc:  # noqa: BLE001 - logged, and the partitions go by auto_offset_reset
+                log.warning("committed offsets of %s not read: %s", partitions, exc)
+            finally:
+                states = self._machine.states
+                for tp in partitions:
+                    state = states.get(tp)
+                    if state is None or not state.held:
+                        continue  # unassigned or sought meanwhile
+                    entry = committed.get(tp)
+                    if entry is not None and entry.offset >= 0:
+                        self._machine.seek(tp, entry.offset)
+                    else:
+                        self._machine.hold_for_committed(tp, False)
+                self._fetcher.wake()
+                if self._fetcher.data_event is not None:
+                    self._fetcher.data_event.set()  # position() waits on it
+
+        task = asyncio.get_running_loop().create_task(look_up())
+        self._committed_tasks.add(task)
+        task.add_done_callback(self._committed_tasks.discard)
+
+    async def _running_group(self):
+        """The group driver, started (commit() and committed() work without a
+        subscription, as in aiokafka)."""
+        group = self._group_driver()
+        if not self._started:
+            raise IllegalStateError("the consumer is not started: await start() first")
+        await group.start()
+        return group
 
     async def stop(self):
         """Commit (auto-commit), leave the group, close the connections; a
@@ -109,6 +171,8 @@ class AIOKafkaConsumer:
         self._closed = True
         if self._fetcher.data_event is not None:
             self._fetcher.data_event.set()  # waiting get calls wake and see the consumer stopped
+        for task in list(self._committed_tasks):
+            task.cancel()
         try:
             if self._group is not None:
                 try:
@@ -152,7 +216,17 @@ class AIOKafkaConsumer:
         for tp in partitions:
             if not _is_topic_partition(tp):
                 raise TypeError("partitions must be TopicPartition namedtuples")
+        before = set(self._machine.states)
         self._set_assignment([TopicPartition(tp.topic, tp.partition) for tp in partitions])
+        if self._config["group_id"] is not None:
+            # as aiokafka and Java: manually assigned partitions of a group
+            # start at its committed offsets (auto_offset_reset where none)
+            fresh = [tp for tp in self._assignment if tp not in before]
+            for tp in fresh:
+                self._machine.hold_for_committed(tp)
+            self._pending_committed.extend(fresh)
+            if self._started and not self._closed:
+                self._look_up_committed()
 
     def _set_assignment(self, partitions):
         seen = list(dict.fromkeys(partitions))
@@ -192,7 +266,11 @@ class AIOKafkaConsumer:
             if pattern is not None:
                 self._client.subscribe_all_topics = True
                 self._client.request_metadata_update(all_topics=True)
+            self._group_subscription = (topics, pattern, listener)
             group.subscribe(topics=topics, pattern=pattern, listener=listener)
+            if self._started and not self._closed:
+                # subscribed after start(): the group's task starts now (start() only spawns it)
+                asyncio.get_running_loop().create_task(group.start())
             return
         self._listener = listener
         if pattern is not None:
@@ -246,6 +324,7 @@ class AIOKafkaConsumer:
     def unsubscribe(self):
         if self._group is not None and self._subscribed_topics is not None:
             self._group.unsubscribe()
+        self._group_subscription = None
         self._subscribed_topics = None
         self._pattern = None
         self._client.subscribe_all_topics = False
@@ -260,8 +339,6 @@ class AIOKafkaConsumer:
             config = dict(self._config)
             config["rebalance_timeout_ms"] = self._driver_config["rebalance_timeout_ms"]
             self._group = AioGroupDriver(config, _AioGroupApp(self))
-            if self._started and not self._closed:
-                asyncio.get_running_loop().create_task(self._group.start())
         return self._group
 
     async def _on_get(self, partitions):
@@ -408,7 +485,7 @@ class AIOKafkaConsumer:
 
     async def seek_to_committed(self, *partitions):
         """Seek to the group's committed offsets; {tp: offset or None}."""
-        group = self._group_driver()
+        group = await self._running_group()
         if not partitions:
             partitions = list(self._machine.states)
         for tp in partitions:
@@ -509,17 +586,25 @@ class AIOKafkaConsumer:
         """Commit `offsets` ({tp: offset or OffsetAndMetadata}; the positions
         of the assignment when None) and wait for the answer."""
         self._check_running()
-        group = self._group_driver()
+        group = await self._running_group()
         if offsets is not None:
             from fastkc.aio.structs import normalize_commit_offsets
 
             offsets = normalize_commit_offsets(offsets)
+        elif self._group_subscription is None:
+            # a manual assignment: the group driver's assignment is the
+            # subscription's, so the positions are named here
+            offsets = _AioGroupApp(self).positions(self._assignment)
+            if not offsets:
+                return
         await group.commit(offsets)
 
     async def committed(self, partition):
         """The group's last committed offset of `partition`, or None."""
         self._check_running()
-        return await self._group_driver().committed(partition)
+        entry = await (await self._running_group()).committed(partition)
+        # aiokafka's committed() is the offset alone (None: nothing committed)
+        return getattr(entry, "offset", entry)
 
     # --- metadata ----------------------------------------------------------------------------
     async def topics(self):

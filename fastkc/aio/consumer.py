@@ -108,7 +108,11 @@ class AIOKafkaConsumer:
     async def _start_group(self):
         """Start the group driver; with a subscription, as aiokafka's start():
         metadata first (a pattern needs every topic's name), the subscription
-        handed over again with it, then wait until the group assigned."""
+        handed over again with it, then wait until the group assigned. The
+        wait is bounded by rebalance_timeout_ms where aiokafka's is not: the
+        group driver applies a rebalance inside get calls (the Java model),
+        so a member that joins while the others are not polling would
+        otherwise wait for them for ever."""
         group = self._group
         await group.start()
         if self._subscribed_topics is None or self._group_subscription is None:
@@ -117,8 +121,10 @@ class AIOKafkaConsumer:
                                              all_topics=self._pattern is not None)
         topics, pattern, listener = self._group_subscription
         group.subscribe(topics=topics, pattern=pattern, listener=listener)
-        while not self._closed and not await group.wait_assignment(1.0):
-            pass
+        deadline = time.monotonic() + self._driver_config["rebalance_timeout_ms"] / 1000.0
+        while not self._closed and time.monotonic() < deadline:
+            if await group.wait_assignment(min(1.0, max(0.0, deadline - time.monotonic()))):
+                break
 
     def _look_up_committed(self):
         """A task reading the group's committed offsets of the partitions

@@ -220,6 +220,24 @@ def test_no_position_under_none_raises_from_next_requests():
         runner.app.next_requests(runner.now, lambda node_id: runner)
 
 
+def test_a_held_partition_waits_for_its_committed_offset():
+    """hold_for_committed: no auto_offset_reset (not even 'none''s error)
+    while the driver looks up the group's committed offset; a seek ends the
+    hold (a Fetch from there), a release lets the reset policy run."""
+    runner = MachineRunner(fs.Scenario("probe", [], config={"auto_offset_reset": "none"}, assign=(fs.TP0, fs.TP1)))
+    machine = runner.app
+    for tp in (fs.TP0, fs.TP1):
+        machine.hold_for_committed(tp)
+    assert runner.pump() == []
+    machine.seek(fs.TP0, 7)
+    sent = runner.pump()
+    assert [(api, node) for node, api, _, _, _ in sent] == [("Fetch", 1)]
+    assert not machine.state(fs.TP0).held and machine.state(fs.TP1).held
+    machine.hold_for_committed(fs.TP1, False)
+    with pytest.raises(NoOffsetForPartitionError):
+        runner.pump()
+
+
 def test_lookups_are_builders_and_parsers():
     runner = MachineRunner(fs.Scenario("probe", []))
     by_node, missing = runner.app.list_offsets_requests({fs.TP0: -2, fs.TP1: -1})

@@ -51,7 +51,7 @@ _EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclus
 #: then returns all that is buffered (its fetches are a partition's at a time);
 #: here one call's decoding is bounded so that it holds the loop for a few ms
 #: at most: what stays buffered comes with the next call.
-_GETMANY_CHUNK = 16384
+_GETMANY_CHUNK = 4096
 
 
 class AIOKafkaConsumer:

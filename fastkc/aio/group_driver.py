@@ -60,6 +60,8 @@ _PATTERN_RECHECK_S = 1.0
 #: the longest the task sleeps without a deadline (a safety net: every
 #: change that matters wakes it)
 _IDLE_S = 1.0
+#: the shortest sleep after a step that sent nothing
+_MIN_WAIT_S = 0.005
 
 
 def _sorted_tps(tps):
@@ -92,6 +94,8 @@ class AioGroupDriver:
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
         self._next_auto_commit = None
         self._auto_commit_op = None
+        self._next_metadata_check = None
+        self._metadata_check = None  # the task checking partition counts
         self._listener = None
         self._pattern = None
         self._pattern_checked = None
@@ -178,24 +182,60 @@ class AioGroupDriver:
         if member and self.protocol == "consumer":
             self.machine.learn_topics(self.transport.cluster)
             self.machine.heartbeat_version = self.transport.coordinator_version("ConsumerGroupHeartbeat")
+        started = 0
         if member:
-            self._start_exchanges(self.machine, now)
+            started += self._start_exchanges(self.machine, now)
+            self._maybe_check_partition_counts(now)
         self._maybe_auto_commit(now)
         if self.commits.busy:
-            self._start_exchanges(self.commits, now)
+            started += self._start_exchanges(self.commits, now)
         deadline = earliest(self.machine.next_deadline() if member else None,
                             self.commits.next_deadline() if self.commits.busy else None,
-                            self._next_auto_commit if self._auto_commit and self._committable() else None)
+                            self._next_auto_commit if self._auto_commit and self._committable() else None,
+                            self._next_metadata_check if self._leader_checks() else None)
         if deadline is None:
             return _IDLE_S
-        return max(0.0, min(deadline - self._now(), _IDLE_S))
+        wait = min(deadline - self._now(), _IDLE_S)
+        # a deadline that passed with nothing to send (the machine waits for
+        # an answer or the application) must not spin the loop
+        return max(wait, 0.0 if started else _MIN_WAIT_S)
 
     def _start_exchanges(self, machine, now):
         loop = asyncio.get_running_loop()
-        for request in machine.next_requests(now):
+        requests = machine.next_requests(now)
+        for request in requests:
             task = loop.create_task(self._exchange(machine, request))
             self._inflight[task] = (machine, request)
             task.add_done_callback(self._exchange_done)
+        return len(requests)
+
+    # --- the classic leader watches partition counts (Java's metadata snapshot) -------------------
+    def _leader_checks(self):
+        return self.protocol == "classic" and getattr(self.machine, "leader_snapshot", None) is not None
+
+    def _maybe_check_partition_counts(self, now):
+        if not self._leader_checks() or self._metadata_check is not None:
+            return
+        if self._next_metadata_check is None:
+            self._next_metadata_check = now + self.config["metadata_max_age_ms"] / 1000.0
+        if now < self._next_metadata_check:
+            return
+        self._next_metadata_check = now + self.config["metadata_max_age_ms"] / 1000.0
+        self._metadata_check = asyncio.get_running_loop().create_task(self._check_partition_counts())
+
+    async def _check_partition_counts(self):
+        """The leader rejoins when a subscribed topic's partition count
+        changed since it assigned (ClassicMachine.metadata_changed)."""
+        try:
+            topics = list(self.machine.subscription or ())
+            cluster = await self.transport.metadata(topics, self.config["request_timeout_ms"])
+            counts = {name: len(meta.partitions) for name, meta in cluster.topics.items() if meta.error_code == 0}
+            if self.machine.metadata_changed(counts):
+                self._kick()
+        except KafkaError as exc:  # the next period looks again
+            log.debug("group %s: partition count check failed: %s", self.group_id, exc)
+        finally:
+            self._metadata_check = None
 
     def _exchange_done(self, task):
         self._inflight.pop(task, None)
@@ -205,12 +245,12 @@ class AioGroupDriver:
     async def _exchange(self, machine, request):
         try:
             response = await self._send(request)
-        except KafkaError as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure is an answer: the machine decides
             response = exc
         try:
             machine.on_response(request.token, response, self._now())
-        except KafkaError as exc:  # what no retry fixes: the member keeps its state, the app is told
-            log.warning("group %s: %s", self.group_id, exc)
+        except Exception as exc:  # noqa: BLE001 - no retry fixes it: the member keeps its state, the app is told
+            log.warning("group %s: %r", self.group_id, exc)
             self._fail(exc)
         finally:
             if not self.coordinator.known:
@@ -526,6 +566,8 @@ class AioGroupDriver:
             self._closed = True
             self.machine.close()
             tasks = list(self._inflight)
+            if self._metadata_check is not None:
+                tasks.append(self._metadata_check)
             if self._task is not None:
                 tasks.append(self._task)
             for task in tasks:

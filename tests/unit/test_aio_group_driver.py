@@ -503,3 +503,55 @@ def test_max_poll_interval_leaves_while_the_app_does_not_poll():
         broker.task.cancel()
 
     run(scenario())
+
+
+def test_the_classic_leader_rejoins_when_a_partition_count_changes():
+    async def scenario():
+        driver, transport, clock = await start_driver(metadata_max_age_ms=1000)
+        answers = classic_answers(Metadata=[gs.cluster(4)])
+        broker = Broker(transport, answers)
+        driver.subscribe(topics=[gs.TOPIC])
+        assert await driver.wait_assignment(5)
+        assert collections.Counter(broker.apis())["JoinGroup"] == 2
+        answers["Metadata"] = [gs.cluster(6)]
+        answers["JoinGroup"] = [gs.join("m-1", generation=2, members=[("m-1", gs.subscription())])]
+        clock.now += 1.5
+        driver._kick()
+        for _ in range(100):
+            await driver.on_app_poll()  # eager: the application revokes before the rejoin
+            await asyncio.sleep(0.01)
+            if collections.Counter(broker.apis())["JoinGroup"] == 3:
+                break
+        assert collections.Counter(broker.apis())["JoinGroup"] == 3, broker.apis()
+        await driver.stop(autocommit=False)
+        broker.task.cancel()
+
+    run(scenario())
+
+
+def test_a_pattern_subscription_follows_the_apps_matches():
+    import re
+
+    async def scenario():
+        app = RecordingApp()
+        driver, transport, clock = await start_driver(app=app)
+        broker = Broker(transport, classic_answers())
+        driver.subscribe(pattern="^t$")
+        assert app.calls == [("metadata", None)]
+        assert driver.subscription() == {gs.TOPIC}
+        assert await driver.wait_assignment(5)
+        app.topics_matching = lambda pattern: {gs.TOPIC, "u"} if pattern == re.compile("^t$") else set()
+        clock.now += 2.0
+        await driver.on_app_poll()
+        assert driver.subscription() == {gs.TOPIC, "u"}
+        driver.unsubscribe()
+        assert driver.subscription() == set() and driver.assignment() == set()
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if "LeaveGroup" in broker.apis():
+                break
+        assert "LeaveGroup" in broker.apis()
+        await driver.stop(autocommit=False)
+        broker.task.cancel()
+
+    run(scenario())

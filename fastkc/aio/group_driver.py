@@ -580,10 +580,14 @@ class AioGroupDriver:
         # a request the membership machine still waits for (a JoinGroup the
         # coordinator holds open) would queue the leave behind it on the
         # coordinator connection: start that connection afresh
-        if any(machine is self.machine and request.target == COORDINATOR
-               for machine, request in self._inflight.values()):
-            await self.transport.coordinator_lost()
+        held = any(machine is self.machine and request.target == COORDINATOR
+                   for machine, request in self._inflight.values())
+        # leave first: the request in flight is then one the machine no
+        # longer waits for, so the failure closing its connection brings is
+        # ignored instead of forgetting the coordinator the leave goes to
         self.machine.leave("the consumer is being closed", self._now())
+        if held and self.machine.state.name == "LEAVING":
+            await self.transport.coordinator_lost()
         # the task sends it (a static member has nothing to send: it keeps its place)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

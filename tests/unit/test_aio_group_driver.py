@@ -555,3 +555,26 @@ def test_a_pattern_subscription_follows_the_apps_matches():
         broker.task.cancel()
 
     run(scenario())
+
+
+def test_stop_during_a_held_join_leaves_over_a_fresh_coordinator_connection():
+    async def scenario():
+        driver, transport, clock = await start_driver()
+        answers = classic_answers()
+        broker = Broker(transport, answers)
+        driver.subscribe(topics=[gs.TOPIC])
+        assert await driver.wait_assignment(5)
+        lost = transport.lost
+        broker.hold.add("Heartbeat")  # stands for a request the coordinator holds open
+        clock.now += 3.0
+        driver._kick()
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if "Heartbeat" in broker.apis():
+                break
+        await driver.stop(autocommit=False)
+        assert broker.apis()[-1] == "LeaveGroup"
+        assert transport.lost == lost + 1
+        broker.task.cancel()
+
+    run(scenario())

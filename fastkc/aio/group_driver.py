@@ -187,6 +187,7 @@ class AioGroupDriver:
             started += self._start_exchanges(self.machine, now)
             self._maybe_check_partition_counts(now)
         self._maybe_auto_commit(now)
+        self._drop_commit_events()  # auto commits settle as events nobody else takes
         if self.commits.busy:
             started += self._start_exchanges(self.commits, now)
         deadline = earliest(self.machine.next_deadline() if member else None,

@@ -363,6 +363,9 @@ def test_auto_commit_is_a_timer_of_the_task_and_stop_commits():
                 break
         commits = [body for api, body in broker.seen if api == "OffsetCommit"]
         assert commits and commits[0]["topics"][0]["partitions"][0]["committed_offset"] == 11
+        driver._kick()
+        await settle()
+        assert not driver.commits.busy and driver.commits.take_events() == []  # settled events are not kept
         app.position_of = {gs.TPS[0]: 12}
         await driver.stop()
         commits = [body for api, body in broker.seen if api == "OffsetCommit"]

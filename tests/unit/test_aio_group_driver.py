@@ -406,13 +406,16 @@ def test_commit_errors_are_aiokafkas_and_fatal_errors_reach_on_app_poll():
             OffsetCommit=[gs.commit([0], gs.ILLEGAL_GENERATION), gs.commit([0])]))
         with pytest.raises(IllegalStateError):  # not started
             await AioGroupDriver(make_config(), RecordingApp(), transport=transport).commit({gs.TPS[0]: 1})
-        driver.subscribe(topics=[gs.TOPIC])
+        listener = AsyncListener()
+        driver.subscribe(topics=[gs.TOPIC], listener=listener)
         assert await driver.wait_assignment(5)
         with pytest.raises(CommitFailedError):
             await driver.commit({gs.TPS[0]: 1})
-        # fenced: the next poll hands the partitions over as lost (no listener: revoke_from_group)
+        # fenced: the next poll hands the partitions over as lost; aiokafka's
+        # listener has no on_partitions_lost, so it hears of a revocation
         await driver.on_app_poll()
         assert driver.assignment() == set()
+        assert listener.calls == [("assigned", [0, 1, 2, 3]), ("revoked", [0, 1, 2, 3])]
         with pytest.raises(RebalanceInProgressError):
             await driver.commit({gs.TPS[0]: 1})
         await driver.stop(autocommit=False)

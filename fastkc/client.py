@@ -43,7 +43,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from fastkc.config import Config, build_ssl_context
@@ -164,6 +164,20 @@ class ClusterMetadata:
         if meta is None or meta.leader < 0:
             return None
         return meta.leader
+
+
+def metadata_request_body(topics: Iterable[str], all_topics: bool, allow_auto_create_topics: bool) -> Body:
+    """The Metadata request a refresh sends (both clients, sync and asyncio):
+    every topic (a pattern subscription, topics()) or the named ones."""
+    names = None if all_topics else [{"name": t} for t in sorted(topics)]
+    return {"topics": names, "allow_auto_topic_creation": bool(allow_auto_create_topics)}
+
+
+def metadata_incomplete(cluster: ClusterMetadata, topics: Container[str]) -> bool:
+    """True when a wanted topic came back with an error or a partition
+    without leader (an election in progress): look again after the backoff."""
+    return any(t.error_code != 0 or any(p.leader < 0 for p in t.partitions.values())
+               for name, t in cluster.topics.items() if name in topics)
 
 
 class KafkaClient:
@@ -477,8 +491,7 @@ class KafkaClient:
         if node_id is None or not self.ready(node_id):
             return
         all_topics = self._metadata_all_wanted or self.subscribe_all_topics
-        topics: list[Body] | None = None if all_topics else [{"name": t} for t in sorted(self._metadata_topics)]
-        body = {"topics": topics, "allow_auto_topic_creation": bool(self.config["allow_auto_create_topics"])}
+        body = metadata_request_body(self._metadata_topics, all_topics, self.config["allow_auto_create_topics"])
         self._metadata_in_flight = True
         self._metadata_wanted = False
         self._metadata_all_wanted = False
@@ -495,9 +508,8 @@ class KafkaClient:
             self._metadata_failed_at = None
             self.cluster.update(response, all_topics=all_topics)
             self.cluster.last_refresh = self._clock()
-            retry = any(t.error_code != 0 or any(p.leader < 0 for p in t.partitions.values())
-                        for name, t in self.cluster.topics.items() if name in self._metadata_topics)
-            if retry:  # leader elections in progress: look again after the backoff
+            # leader elections in progress: look again after the backoff
+            if metadata_incomplete(self.cluster, self._metadata_topics):
                 self._metadata_wanted = True
                 self._metadata_failed_at = self._clock()
             for listener in self.metadata_listeners:

@@ -1,7 +1,8 @@
 """fastkc's asyncio front end: aiokafka 0.14's consumer API over fastkc's core.
 
-What exists today is everything the consumer class will be held to apart from
-the class itself (issue 12; the driver lands in the next round):
+- `fastkc.aio.consumer.AIOKafkaConsumer`: the consumer (issue 12), a thin
+  asyncio driver of the machines the sync consumer drives, over
+  `fastkc.aio.client` (connections, metadata) and `fastkc.aio.fetch_driver`;
 
 - `fastkc.aio.config`: aiokafka's constructor keywords, their defaults and
   checks, and their translation into fastkc's (kafka-python's) config keys;
@@ -11,13 +12,15 @@ the class itself (issue 12; the driver lands in the next round):
 - `fastkc.aio.structs`: aiokafka.structs' record and tuple types.
 
 `from fastkc.aio import X` offers the names aiokafka's package offers except
-its clients (AIOKafkaConsumer is still to come; there is no producer).
+its producer (there is none).
 """
 from fastkc.aio.abc import ConsumerRebalanceListener
+from fastkc.aio.consumer import AIOKafkaConsumer
 from fastkc.aio.errors import ConsumerStoppedError, IllegalOperation
 from fastkc.aio.structs import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 __all__ = [
+    "AIOKafkaConsumer",
     "ConsumerRebalanceListener",
     "ConsumerStoppedError",
     "IllegalOperation",

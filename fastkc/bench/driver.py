@@ -76,6 +76,7 @@ CLIENTS = {
     "fastkc-arrow": ("fastkc.bench.run_fastkc", "arrow"),
     "ceiling": ("fastkc.bench.run_fastkc", "ceiling"),
     "kafka-python": ("fastkc.bench.run_kafka_python", None),
+    "fastkc-aio": ("fastkc.bench.run_fastkc_aio", None),
     "aiokafka": ("fastkc.bench.run_aiokafka", None),
     "confluent-kafka": ("fastkc.bench.run_confluent", "default"),
     "confluent-kafka-tuned": ("fastkc.bench.run_confluent", "tuned"),
@@ -88,6 +89,7 @@ LABELS = {
     "fastkc-arrow": "fastkc poll_arrow() → Arrow",
     "ceiling": "ceiling: fastkc fetch + CRC, no decode",
     "kafka-python": "kafka-python 3.x",
+    "fastkc-aio": "fastkc.aio getmany() → records",
     "aiokafka": "aiokafka",
     "confluent-kafka": "confluent-kafka consume(500)",
     "confluent-kafka-tuned": "confluent-kafka consume(500), fetch.queue.backoff.ms=10",
@@ -105,6 +107,8 @@ TARGETS = [
     ("fastkc-records", ("kafka-python",), 10.0),
     ("fastkc-arrow", ("java",), 4.0),
     ("fastkc-arrow", ("ceiling",), 0.8),
+    ("fastkc-aio", ("aiokafka",), 5.0),
+    ("fastkc-aio", ("fastkc-records",), 0.9),
 ]
 
 

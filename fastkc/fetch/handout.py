@@ -176,8 +176,10 @@ class HandoutMixin:
         if self._in_line == state.tp:
             self._in_line = None
 
-    def fetched_records(self, max_records, update_offsets=True, key_deserializer=None, value_deserializer=None):
-        """{tp: [ConsumerRecord]} of up to max_records buffered records. A
+    def fetched_records(self, max_records, update_offsets=True, key_deserializer=None, value_deserializer=None,
+                        partitions=None):
+        """{tp: [ConsumerRecord]} of up to max_records buffered records (of
+        `partitions` only, when given: aiokafka's getmany(*partitions)). A
         CorruptRecordError is raised after the records before the bad batch
         were returned (here, or by the next call when some were returned)."""
         self._records_form = True
@@ -186,7 +188,7 @@ class HandoutMixin:
         for state in self._ordered_states():
             if remaining <= 0:
                 break
-            if state.paused or not state.buffered:
+            if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
                 continue
             tp = state.tp
             taken = []
@@ -300,9 +302,10 @@ class HandoutMixin:
             completed.stream = None
             completed.form = None
 
-    def fetched_arrow(self, max_records):
+    def fetched_arrow(self, max_records, partitions=None):
         """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
-        max_records buffered records across partitions, or an empty list;
+        max_records buffered records across partitions (of `partitions`
+        only, when given), or an empty list;
         positions advanced. The steps append to one ArrowBuilder (one copy of
         the data, no join afterwards); a step ends before the batch would pass
         Arrow's int32 offsets, and the rest is handed out by the next call."""
@@ -312,7 +315,7 @@ class HandoutMixin:
         for state in self._ordered_states():
             if remaining <= 0:
                 break
-            if state.paused or not state.buffered:
+            if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
                 continue
             tp = state.tp
             while state.buffered and remaining > 0:

@@ -45,7 +45,7 @@ from fastkc.errors import KafkaProtocolError
 from fastkc.fetch.handout import _PREPARE_AHEAD, HandoutMixin
 from fastkc.fetch.offsets import OffsetsMixin
 from fastkc.fetch.planner import PlannerMixin
-from fastkc.fetch.state import NO_EPOCH, PartitionState
+from fastkc.fetch.state import NO_EPOCH, FetchState, PartitionState
 
 log = logging.getLogger("fastkc.fetch")
 
@@ -194,6 +194,15 @@ class FetchMachine(OffsetsMixin, PlannerMixin, HandoutMixin):
         state = self.states[tp]
         self._drop_buffered(state)
         state.await_reset(strategy)
+
+    def hold_for_committed(self, tp, held=True):
+        """Keep a partition without position from auto_offset_reset while the
+        driver looks up its committed offset (an asyncio driver cannot block
+        in assign() as the sync one does); seek() or held=False ends it."""
+        state = self.states[tp]
+        state.held = held and state.fetch_state is FetchState.INITIALIZING
+        if not state.held:
+            self._replan()
 
     def pause(self, tp):
         self._replan()

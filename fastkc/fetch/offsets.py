@@ -39,10 +39,11 @@ class OffsetsMixin:
 
     def _ensure_reset_strategies(self):
         """INITIALIZING partitions get the auto_offset_reset policy (there are
-        no committed offsets without a group)."""
+        no committed offsets without a group), unless held: the driver is
+        looking up their committed offsets (hold_for_committed)."""
         policy = self.config["auto_offset_reset"]
         for tp, state in self.states.items():
-            if state.fetch_state is FetchState.INITIALIZING:
+            if state.fetch_state is FetchState.INITIALIZING and not state.held:
                 if policy == "none":
                     raise NoOffsetForPartitionError("no position for {0} and auto_offset_reset='none'".format(tp))
                 state.await_reset(policy)

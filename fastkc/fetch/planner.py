@@ -244,6 +244,7 @@ class PlannerMixin:
                     continue
                 state.highwater = part.high_watermark
                 state.last_stable_offset = part.last_stable_offset
+                state.fetched_at = now
                 state.log_start_offset = part.log_start_offset
                 if part.preferred_read_replica >= 0 and part.preferred_read_replica != node_id:
                     state.preferred_replica = part.preferred_read_replica

@@ -64,7 +64,7 @@ class PartitionState:
     __slots__ = ("tp", "fetch_state", "position", "position_epoch", "fetch_offset", "fetch_epoch", "paused",
                  "reset_strategy", "validation_in_flight", "highwater", "last_stable_offset", "log_start_offset",
                  "buffered", "preferred_replica", "preferred_replica_until", "reset_in_flight", "next_retry",
-                 "stalled", "no_progress")
+                 "stalled", "no_progress", "fetched_at", "held")
 
     def __init__(self, tp):
         self.tp = tp
@@ -88,6 +88,12 @@ class PartitionState:
         self.stalled = False
         # consecutive responses that could not advance the position (planner's _NO_PROGRESS_LIMIT)
         self.no_progress = 0
+        # the driver's clock reading of the last fetch answer that carried
+        # this partition (aiokafka's last_poll_timestamp), None before one
+        self.fetched_at = None
+        # the driver is looking up the group's committed offset: no
+        # auto_offset_reset until it seeks or releases (hold_for_committed)
+        self.held = False
 
     def transition(self, new_state):
         if new_state not in TRANSITIONS[self.fetch_state]:
@@ -111,6 +117,7 @@ class PartitionState:
         """A position known to be valid (an explicit seek, a reset's answer,
         a validation's verdict): FETCHING from it, nothing buffered."""
         self.transition(FetchState.FETCHING)
+        self.held = False
         self.position = offset
         self.position_epoch = epoch
         self.fetch_offset = offset
@@ -122,6 +129,7 @@ class PartitionState:
 
     def await_reset(self, strategy):
         self.transition(FetchState.AWAIT_RESET)
+        self.held = False
         self.reset_strategy = strategy
         self.position = None
         self.fetch_offset = None

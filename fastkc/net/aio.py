@@ -33,7 +33,7 @@ from typing import Any, cast
 
 from fastkc import auth
 from fastkc.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, ProtocolParseError
-from fastkc.net.core import ConnectionCore, ConnectionState
+from fastkc.net.core import Callback, ConnectionCore, ConnectionState
 from fastkc.protocol import codec
 
 #: The core's keys and kafka-python's defaults for them (config overrides).
@@ -200,6 +200,25 @@ class AioConnection:
             core.fail(exc, loop.time())
             raise
         return decoded
+
+    def send_nowait(self, api_name: str, body: dict[str, Any], callback: Callback, version: int | None = None,
+                    timeout_ms: float | None = None) -> int:
+        """Put a request on the wire now, without awaiting anything (the
+        asyncio fetch driver's pipelined fetches, sent from inside a get call
+        that does not suspend): callback(payload, error) runs when it is
+        answered, payload being the raw answer (header included). Raises
+        NodeNotReadyError when the connection cannot take a request now
+        (not ready, at its in-flight limit, re-authenticating). Returns the
+        version sent."""
+        core = self.core
+        if not core.can_send():
+            raise NodeNotReadyError("connection to {0}:{1} cannot take a request now ({2})".format(
+                self.host, self.port, core.state.value))
+        loop = self._loop or asyncio.get_running_loop()
+        version = core.version_for(api_name) if version is None else version
+        core.send(api_name, body, callback, version, timeout_ms, now=loop.time())
+        self._after_event()
+        return version
 
     # --- closing ------------------------------------------------------------------------
     async def close(self) -> None:

@@ -1,10 +1,15 @@
 """The fetch state machine on canned exchanges (tests/support/fetch_scenarios.py),
-run by two drivers: the machine driven directly through its I/O-free
-interface (next_requests / on_response / on_metadata), and the sync driver
-(fastkc.fetch.Fetcher) over a scripted KafkaClient. Every scenario must pass
-under both: the driver adds nothing to the protocol."""
+run by three drivers: the machine driven directly through its I/O-free
+interface (next_requests / on_response / on_metadata), the sync driver
+(fastkc.fetch.Fetcher) over a scripted KafkaClient, and the asyncio driver
+(fastkc.aio.fetch_driver.AioFetchDriver, its task running on a real event
+loop) over the same scripted client. Every scenario must pass under all
+three: the driver adds nothing to the protocol."""
+import asyncio
+
 import pytest
 
+from fastkc.aio.fetch_driver import AioFetchDriver
 from fastkc.client import ClusterMetadata
 from fastkc.config import consumer_config
 from fastkc.errors import NoOffsetForPartitionError
@@ -87,6 +92,75 @@ class SyncDriverRunner:
         self.app._metadata_updated()
 
 
+class _AioScriptedClient(ScriptedClient):
+    """ScriptedClient plus what the asyncio driver also listens to."""
+
+    def __init__(self):
+        super().__init__()
+        self.on_change = []
+
+
+class _AioApp:
+    """The application side as AIOKafkaConsumer reaches it: the machine's
+    methods, and the driver's raise_pending (it keeps next_requests' errors)."""
+
+    def __init__(self, driver):
+        self._driver = driver
+
+    def __getattr__(self, name):
+        if name == "raise_pending":
+            return self._driver.raise_pending
+        return getattr(self._driver.machine, name)
+
+
+class AioDriverRunner:
+    """AioFetchDriver's task on an event loop of its own over the scripted
+    client: a pump wakes the task and lets the loop run until it has made
+    its pass (what the task sends is what the pump returns)."""
+
+    def __init__(self, scenario):
+        self.client = _AioScriptedClient()
+        self.client.cluster.update(fs.metadata(), all_topics=False)
+        self.loop = asyncio.new_event_loop()
+        self.driver = AioFetchDriver(self.client, _config(scenario), period_ms=60_000, clock=lambda: self.client.now)
+        self.driver.machine.assign(list(scenario.assign))
+        self.driver._metadata_updated()
+        self.app = _AioApp(self.driver)
+        self.loop.run_until_complete(self._start())
+        _MADE.append(self)
+
+    async def _start(self):
+        self.driver.start()
+        await asyncio.sleep(0)
+
+    async def _pass(self):
+        self.driver.wake()
+        for _ in range(3):  # the task wakes, makes its pass, goes back to sleep
+            await asyncio.sleep(0)
+
+    def pump(self):
+        self.loop.run_until_complete(self._pass())
+        sent, self.client.sent = self.client.sent, []
+        return [(node_id, api, body, version, (callback, raw, version))
+                for node_id, api, body, callback, raw, version in sent]
+
+    answer = SyncDriverRunner.answer
+
+    def advance(self, seconds):
+        self.client.now += seconds
+
+    def metadata(self, answer):
+        self.client.cluster.update(answer, all_topics=False)
+        self.driver._metadata_updated()
+
+    def close_worker(self, timeout):
+        self.driver._closed = True
+        self.driver._task.cancel()
+        self.loop.run_until_complete(asyncio.gather(self.driver._task, return_exceptions=True))
+        self.loop.close()
+        return self.driver.machine.close_worker(timeout)
+
+
 @pytest.fixture(autouse=True)
 def _stop_workers():
     yield
@@ -94,7 +168,8 @@ def _stop_workers():
         assert _MADE.pop().close_worker(10)
 
 
-@pytest.mark.parametrize("runner", [MachineRunner, SyncDriverRunner], ids=["machine", "sync-driver"])
+@pytest.mark.parametrize("runner", [MachineRunner, SyncDriverRunner, AioDriverRunner],
+                         ids=["machine", "sync-driver", "aio-driver"])
 @pytest.mark.parametrize("scenario", fs.SCENARIOS, ids=[s.name for s in fs.SCENARIOS])
 def test_scenario(scenario, runner):
     fs.run(scenario, runner(scenario))
@@ -143,6 +218,24 @@ def test_no_position_under_none_raises_from_next_requests():
     runner = MachineRunner(fs.Scenario("probe", [], config={"auto_offset_reset": "none"}))
     with pytest.raises(NoOffsetForPartitionError):
         runner.app.next_requests(runner.now, lambda node_id: runner)
+
+
+def test_a_held_partition_waits_for_its_committed_offset():
+    """hold_for_committed: no auto_offset_reset (not even 'none''s error)
+    while the driver looks up the group's committed offset; a seek ends the
+    hold (a Fetch from there), a release lets the reset policy run."""
+    runner = MachineRunner(fs.Scenario("probe", [], config={"auto_offset_reset": "none"}, assign=(fs.TP0, fs.TP1)))
+    machine = runner.app
+    for tp in (fs.TP0, fs.TP1):
+        machine.hold_for_committed(tp)
+    assert runner.pump() == []
+    machine.seek(fs.TP0, 7)
+    sent = runner.pump()
+    assert [(api, node) for node, api, _, _, _ in sent] == [("Fetch", 1)]
+    assert not machine.state(fs.TP0).held and machine.state(fs.TP1).held
+    machine.hold_for_committed(fs.TP1, False)
+    with pytest.raises(NoOffsetForPartitionError):
+        runner.pump()
 
 
 def test_lookups_are_builders_and_parsers():

@@ -1,0 +1,441 @@
+"""The asyncio cluster client: bootstrap, one AioConnection per broker, the
+metadata cache and its refresh rules; the asyncio twin of fastkc.client.KafkaClient.
+
+    client = AioClient(config)           # fastkc's core config (kafka-python's keys)
+    await client.bootstrap()
+    client.ready(node_id)                # True, or starts connecting and says False
+    answer = await client.request("ListOffsets", body, node_id=1)
+    await client.close()
+
+What it shares with the sync client rather than copies: the metadata cache
+(`fastkc.client.ClusterMetadata`), the Metadata request body and the "look
+again" rule after a refresh (`fastkc.client.metadata_request_body` /
+`metadata_incomplete`), the connection core (each AioConnection drives a
+`fastkc.net.core.ConnectionCore`, which keeps the per-connection backoff:
+reconnect_backoff_ms doubling to reconnect_backoff_max_ms, jittered).
+
+One task of its own: `_metadata_loop`, which refreshes every
+metadata_max_age_ms and at once on `request_metadata_update()` (the fetch
+driver calls it when the fetch machine sets `metadata_wanted`, and every lost
+connection does), retry_backoff_ms apart after a failure, and closes
+connections idle past connections_max_idle_ms. Connecting to a broker is a
+task per attempt (`ready()` starts it); listeners in `on_change` are called
+when a connection becomes ready or metadata arrives, so the fetch driver
+wakes at once instead of on its next tick. A connection that fails calls the
+`on_disconnect` listeners with its node id (the fetch machine's
+on_node_lost).
+"""
+import asyncio
+import logging
+import time
+
+from fastkc.client import (
+    _FATAL_CONNECT_ERRORS,
+    MAX_PARSE_FAILURES,
+    ClusterMetadata,
+    metadata_incomplete,
+    metadata_request_body,
+)
+from fastkc.config import build_ssl_context
+from fastkc.errors import (
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NoBrokersAvailable,
+    NodeNotReadyError,
+    ProtocolParseError,
+)
+from fastkc.net.aio import AioConnection
+from fastkc.net.core import ConnectionState
+from fastkc.protocol import codec
+
+log = logging.getLogger(__name__)
+
+
+class AioClient:
+    def __init__(self, config):
+        self.config = config
+        self.cluster = ClusterMetadata()
+        self._ssl_context = None
+        if config["security_protocol"] in ("SSL", "SASL_SSL"):
+            self._ssl_context = config.get("ssl_context") or build_ssl_context(config)
+        self._conns = {}  # node_id -> AioConnection
+        self._connecting = {}  # node_id -> the task of its connection attempt
+        self._metadata_topics = set()
+        self.subscribe_all_topics = False
+        self._metadata_wanted = False
+        self._metadata_all_wanted = False
+        self._metadata_task = None
+        self._metadata_wake = None  # asyncio.Event, made on the running loop
+        self._metadata_done = None  # asyncio.Event: set after each refresh attempt
+        self._fatal_error = None
+        self._parse_failures = {}  # (host, port, api name) -> unparseable responses in a row
+        self.bootstrapped = False
+        self.bootstrap_api_versions = None
+        self._closed = False
+        self.on_disconnect = []  # listener(node_id): a connection failed
+        self.metadata_listeners = []  # listener(): metadata arrived
+        self.on_change = []  # listener(): something a waiting driver may act on (ready, metadata)
+
+    def _clock(self):
+        return time.monotonic()
+
+    # --- bootstrap -------------------------------------------------------------------------
+    async def bootstrap(self, timeout_ms=None):
+        """Connect to one bootstrap server after the other (each with its own
+        backoff) until one answers Metadata; as KafkaClient.bootstrap:
+        authentication / TLS / authorization errors and a parse failure are
+        raised at once, else NoBrokersAvailable after bootstrap_timeout_ms."""
+        timeout_ms = self.config["bootstrap_timeout_ms"] if timeout_ms is None else timeout_ms
+        deadline = self._clock() + timeout_ms / 1000.0
+        servers = self.config["bootstrap_servers"]
+        conns = [self._new_connection(host, port) for host, port in servers]
+        last_error = None
+        turn = 0
+        try:
+            while True:
+                now = self._clock()
+                waits = [c.core.backoff_remaining(now) for c in conns]
+                ready_at = [i for i, w in enumerate(waits) if w == 0]
+                if ready_at:
+                    i = min(ready_at, key=lambda k: (k - turn) % len(conns))
+                    turn = i + 1
+                    conn = conns[i]
+                    try:
+                        await asyncio.wait_for(self._bootstrap_from(conn), max(0.001, deadline - now))
+                        break
+                    except TimeoutError:
+                        last_error = KafkaTimeoutError("bootstrap from {0}:{1} timed out".format(conn.host, conn.port))
+                        await conn.close()
+                    except _FATAL_CONNECT_ERRORS + (ProtocolParseError,):
+                        raise
+                    except (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError) as exc:
+                        last_error = exc
+                        if conn.core.state is not ConnectionState.DISCONNECTED:
+                            await conn.close()
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    raise NoBrokersAvailable("Unable to bootstrap from {0} within {1} ms{2}".format(
+                        ",".join("{0}:{1}".format(h, p) for h, p in servers), timeout_ms,
+                        " (last error: {0})".format(last_error) if last_error else ""))
+                now = self._clock()
+                await asyncio.sleep(min([remaining] + [c.core.backoff_remaining(now) for c in conns]))
+        except BaseException:
+            for other in conns:
+                await other.close()
+            raise
+        for other in conns:
+            if other is not conn:
+                await other.close()
+        self.bootstrapped = True
+        self.bootstrap_api_versions = dict(conn.api_versions)
+        # the bootstrap connection serves the broker it reached, else it is spare
+        for broker in self.cluster.brokers.values():
+            if (broker.host, broker.port) == (conn.host, conn.port) and broker.node_id not in self._conns:
+                self._adopt(broker.node_id, conn)
+                break
+        else:
+            await conn.close()
+        self._start_metadata_loop()
+
+    async def _bootstrap_from(self, conn):
+        await conn.connect()
+        response = await conn.request("Metadata", {"topics": [], "allow_auto_topic_creation": False})
+        self.cluster.update(response, all_topics=False)
+        self.cluster.last_refresh = self._clock()
+
+    # --- connections ---------------------------------------------------------------------------
+    def _new_connection(self, host, port):
+        return AioConnection(host, port, self.config, ssl_context=self._ssl_context)
+
+    def _adopt(self, node_id, conn):
+        self._conns[node_id] = conn
+        core_closed = conn.core.on_close
+
+        def closed(error, conn=conn):
+            core_closed(error)
+            if error is not None and not self._closed and self._conns.get(node_id) is conn:
+                self._connection_lost(node_id, conn, error)
+
+        conn.core.on_close = closed
+
+    def _connection_lost(self, node_id, conn, error):
+        if isinstance(error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)) and not conn.core.reauth_failed:
+            self._fatal_error = error
+        self.request_metadata_update()
+        for listener in list(self.on_disconnect):
+            listener(node_id)
+        self._changed()
+
+    def _conn(self, node_id):
+        conn = self._conns.get(node_id)
+        broker = self.cluster.brokers.get(node_id)
+        if conn is None or (conn.core.state is ConnectionState.DISCONNECTED and broker is not None
+                            and (broker.host, broker.port) != (conn.host, conn.port)):
+            if broker is None:
+                return None
+            # a new broker, or one that moved: a connection for its address
+            conn = self._new_connection(broker.host, broker.port)
+            self._adopt(node_id, conn)
+        return conn
+
+    def connection(self, node_id):
+        return self._conns.get(node_id)
+
+    def ready(self, node_id):
+        """True when a request can go to node_id now; otherwise starts
+        connecting (unless backing off or under way) and returns False."""
+        if self._closed:
+            return False
+        conn = self._conn(node_id)
+        if conn is None:
+            return False
+        if conn.ready:
+            return conn.core.can_send()
+        if conn.state is ConnectionState.DISCONNECTED and node_id not in self._connecting \
+                and conn.core.backoff_remaining(self._clock()) == 0:
+            task = asyncio.get_running_loop().create_task(self._connect(node_id, conn))
+            self._connecting[node_id] = task
+        return False
+
+    def is_connected(self, node_id):
+        conn = self._conns.get(node_id)
+        return conn is not None and conn.core.established
+
+    async def _connect(self, node_id, conn):
+        try:
+            await conn.connect()
+        except _FATAL_CONNECT_ERRORS as exc:
+            self._fatal_error = exc
+        except Exception as exc:  # the core keeps the backoff; the machine's retry path runs
+            log.debug("connecting to broker %s failed: %s", node_id, exc)
+        finally:
+            self._connecting.pop(node_id, None)
+            self._changed()
+
+    def least_loaded_node(self):
+        """A ready broker with the fewest requests in flight, else one not backing off."""
+        best, best_load = None, None
+        for node_id, conn in self._conns.items():
+            if conn.ready and (best_load is None or conn.core.in_flight_count() < best_load):
+                best, best_load = node_id, conn.core.in_flight_count()
+        if best is not None:
+            return best
+        now = self._clock()
+        for node_id in self.cluster.brokers:
+            conn = self._conns.get(node_id)
+            if conn is None or conn.core.backoff_remaining(now) == 0:
+                return node_id
+        return next(iter(self.cluster.brokers), None)
+
+    async def _ready_connection(self, node_id, deadline):
+        while True:
+            if self._closed:
+                raise IllegalStateError("the client is closed")
+            self.raise_fatal()
+            target = self.least_loaded_node() if node_id is None else node_id
+            if target is not None and self.ready(target):
+                return target, self._conns[target]
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise KafkaTimeoutError("broker {0} not ready in time".format(target))
+            task = self._connecting.get(target)
+            if task is not None:
+                await asyncio.wait([asyncio.shield(task)], timeout=remaining)
+            else:
+                await asyncio.sleep(min(remaining, self.config["retry_backoff_ms"] / 1000.0))
+
+    # --- requests ----------------------------------------------------------------------------
+    async def request(self, api_name, body, timeout_ms=None, node_id=None, raw=False, version=None):
+        """Send to node_id (least loaded when None), connecting first, and
+        await the answer; retriable failures are retried until timeout_ms
+        (request_timeout_ms when None)."""
+        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        deadline = self._clock() + timeout_ms / 1000.0
+        while True:
+            target, conn = await self._ready_connection(node_id, deadline)
+            try:
+                return await conn.request(api_name, body, version=version, raw=raw,
+                                          timeout_ms=max(1.0, (deadline - self._clock()) * 1000.0))
+            except Exception as exc:
+                if not getattr(exc, "retriable", False) or self._clock() >= deadline:
+                    raise
+            await asyncio.sleep(min(max(0.0, deadline - self._clock()), self.config["retry_backoff_ms"] / 1000.0))
+
+    def send(self, node_id, api_name, body, callback, *, raw=False, version=None):
+        """Send to a ready node_id now (written before this returns: a get
+        call that never suspends still pipelines its next fetches);
+        callback(answer, error) runs when it is answered (answer: the decoded
+        body, or (payload, version) when raw)."""
+        conn = self._conns.get(node_id)
+        if conn is None or not conn.ready:
+            raise NodeNotReadyError("broker {0} is not ready".format(node_id))
+        version = conn.version_for(api_name) if version is None else version
+
+        def answered(payload, error):
+            if error is not None:
+                callback(None, error)
+            elif raw:
+                callback((payload, version), None)
+            else:
+                try:
+                    _, decoded = codec.decode_response(api_name, version, payload)
+                except ProtocolParseError as exc:
+                    callback(None, self.parse_failed(node_id, api_name, exc))
+                    return
+                self.parse_ok(node_id, api_name)
+                callback(decoded, None)
+
+        return conn.send_nowait(api_name, body, answered, version=version)
+
+    # --- metadata -------------------------------------------------------------------------------
+    def add_topics(self, topics):
+        new = set(topics) - self._metadata_topics
+        if new:
+            self._metadata_topics |= new
+            self.request_metadata_update()
+
+    def set_topics(self, topics):
+        topics = set(topics)
+        if topics - self._metadata_topics:
+            self.request_metadata_update()
+        self._metadata_topics = topics
+
+    def request_metadata_update(self, all_topics=False):
+        self._metadata_wanted = True
+        if all_topics:
+            self._metadata_all_wanted = True
+        if self._metadata_wake is not None:
+            self._metadata_wake.set()
+
+    def _metadata_due_in(self):
+        if self._metadata_wanted or self._metadata_all_wanted:
+            return 0.0
+        last = self.cluster.last_refresh
+        if last is None:
+            return 0.0
+        return max(0.0, last + self.config["metadata_max_age_ms"] / 1000.0 - self._clock())
+
+    def _start_metadata_loop(self):
+        if self._metadata_task is None:
+            self._metadata_wake = asyncio.Event()
+            self._metadata_done = asyncio.Event()
+            self._metadata_task = asyncio.get_running_loop().create_task(self._metadata_loop())
+
+    async def _metadata_loop(self):
+        backoff = self.config["retry_backoff_ms"] / 1000.0
+        while not self._closed:
+            wait = self._metadata_due_in()
+            if wait > 0:
+                self._metadata_wake.clear()
+                try:
+                    await asyncio.wait_for(self._metadata_wake.wait(), min(wait, self._idle_check_period()))
+                except TimeoutError:
+                    pass
+                self._close_idle()
+                continue
+            ok = await self._refresh_metadata()
+            self._metadata_done.set()
+            self._metadata_done = asyncio.Event()
+            if not ok or self._metadata_wanted:
+                await asyncio.sleep(backoff)  # a failure, or leaders being elected: look again after the backoff
+
+    def _idle_check_period(self):
+        return max(0.1, min(30.0, self.config["connections_max_idle_ms"] / 1000.0 / 2))
+
+    def _close_idle(self):
+        limit = self.config["connections_max_idle_ms"] / 1000.0
+        now = self._clock()
+        for node_id, conn in list(self._conns.items()):
+            if conn.ready and conn.core.idle_for(now) > limit:
+                self._conns.pop(node_id, None)  # a requested close: no loss reported
+                asyncio.get_running_loop().create_task(conn.close())
+
+    async def _refresh_metadata(self):
+        all_topics = self._metadata_all_wanted or self.subscribe_all_topics
+        self._metadata_wanted = self._metadata_all_wanted = False
+        body = metadata_request_body(self._metadata_topics, all_topics, self.config["allow_auto_create_topics"])
+        try:
+            response = await self.request("Metadata", body)
+        except asyncio.CancelledError:
+            raise
+        except ProtocolParseError as exc:
+            self._fatal_error = exc
+            self._metadata_wanted = True
+            return False
+        except Exception as exc:
+            log.debug("metadata refresh failed: %s", exc)
+            self._metadata_wanted = True
+            self._metadata_all_wanted = self._metadata_all_wanted or all_topics
+            return False
+        self.cluster.update(response, all_topics=all_topics)
+        self.cluster.last_refresh = self._clock()
+        if metadata_incomplete(self.cluster, self._metadata_topics):
+            self._metadata_wanted = True
+        for listener in list(self.metadata_listeners):
+            listener()
+        self._changed()
+        return True
+
+    async def wait_for_metadata(self, timeout_ms, all_topics=False):
+        """Refresh metadata now and wait for it."""
+        deadline = self._clock() + timeout_ms / 1000.0
+        before = self.cluster.last_refresh
+        self.request_metadata_update(all_topics=all_topics)
+        while self.cluster.last_refresh == before or (all_topics and not self.cluster.all_topics_known):
+            self.raise_fatal()
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise KafkaTimeoutError("no metadata within {0} ms".format(timeout_ms))
+            try:
+                await asyncio.wait_for(self._metadata_done.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    # --- the rest ------------------------------------------------------------------------------
+    def _changed(self):
+        for listener in list(self.on_change):
+            listener()
+
+    def raise_fatal(self):
+        if self._fatal_error is not None:
+            error, self._fatal_error = self._fatal_error, None
+            raise error
+
+    async def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        tasks = list(self._connecting.values())
+        if self._metadata_task is not None:
+            tasks.append(self._metadata_task)
+        for task in tasks:
+            task.cancel()
+        for conn in list(self._conns.values()):
+            await conn.close()
+        self._conns.clear()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # --- parse failures (fastkc.client's policy) ----------------------------------------------------
+    def parse_failed(self, node_id, api_name, exc):
+        """A response of `api_name` from node_id could not be parsed: close
+        that connection (with backoff) and return the error the caller must
+        see: a retriable KafkaConnectionError below MAX_PARSE_FAILURES in a
+        row, the ProtocolParseError itself from then on (as KafkaClient)."""
+        conn = self._conns.get(node_id)
+        key = (conn.host, conn.port, api_name) if conn is not None else (node_id, api_name)
+        count = self._parse_failures.get(key, 0) + 1
+        self._parse_failures[key] = count
+        log.warning("%s response from broker %s could not be parsed (%d in a row): %s", api_name, node_id, count, exc)
+        lost = KafkaConnectionError("broker {0} closed after an unparseable {1} response ({2} of {3} tolerated): "
+                                    "{4}".format(node_id, api_name, count, MAX_PARSE_FAILURES, exc))
+        lost.__cause__ = exc
+        if conn is not None and conn.core.state is not ConnectionState.DISCONNECTED:
+            conn.core.fail(lost, self._clock(), backoff_failures=count)
+        return exc if count >= MAX_PARSE_FAILURES else lost
+
+    def parse_ok(self, node_id, api_name):
+        conn = self._conns.get(node_id)
+        if self._parse_failures and conn is not None:
+            self._parse_failures.pop((conn.host, conn.port, api_name), None)

@@ -1,0 +1,697 @@
+"""AIOKafkaConsumer: aiokafka 0.14's consumer API over fastkc's I/O-free machines.
+
+    consumer = AIOKafkaConsumer("topic", bootstrap_servers="host:9092", group_id="g")
+    await consumer.start()
+    async for record in consumer: ...
+    batch = await consumer.getmany(timeout_ms=100)      # {tp: [record]}
+    table = await consumer.getmany_arrow(timeout_ms=100)  # one pyarrow.RecordBatch
+    await consumer.stop()
+
+A thin asyncio driver, never a thread running the sync consumer:
+- `fastkc.aio.client.AioClient`: connections (fastkc.net.aio), metadata;
+- `fastkc.aio.fetch_driver.AioFetchDriver`: one task driving the
+  `FetchMachine` the sync consumer drives;
+- `fastkc.aio.group_driver.AioGroupDriver` (with a group_id): the group
+  machines; this class is its `app` (`_AioGroupApp`).
+
+Records are fastkc's C-built `fastkc.structs.ConsumerRecord`s, handed out as
+the decoder makes them (no Python object per record is rebuilt): they carry
+every attribute of aiokafka's ConsumerRecord (topic, partition, offset,
+timestamp, timestamp_type, key, value, checksum, serialized_key_size,
+serialized_value_size, headers) plus kafka-python's leader_epoch and
+serialized_header_size; they are tuples (aiokafka's is a dataclass), and
+headers is a list of (str, bytes) tuples (aiokafka: a tuple of them).
+
+Decoding runs on the loop inside getmany()/getone(), in steps the fetch
+machine bounds (a step ends at the decode budget, fastkc.config.decode_budget),
+so no single call holds the loop for more than one step's worth: measure
+with `python -m fastkc.bench.run_fastkc_aio --stall` (see DESIGN.md).
+
+Cancellation: records leave the machine (and positions advance) only in
+the synchronous part of a get call that returns them; a get cancelled while
+it waits has taken nothing, so nothing is lost.
+"""
+import asyncio
+import logging
+import re
+import time
+
+from fastkc.aio.client import AioClient
+from fastkc.aio.config import KEYS, resolve
+from fastkc.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
+from fastkc.aio.fetch_driver import AioFetchDriver
+from fastkc.aio.structs import OffsetAndTimestamp, TopicPartition, _is_topic_partition
+from fastkc.client import infer_broker_version
+from fastkc.fetch import EARLIEST, LATEST
+
+log = logging.getLogger(__name__)
+
+_EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
+#: getmany()'s limit when max_records and max_poll_records are None. aiokafka
+#: then returns all that is buffered (its fetches are a partition's at a time);
+#: here one call's decoding is bounded so that it holds the loop for a few ms
+#: at most: what stays buffered comes with the next call.
+_GETMANY_CHUNK = 4096
+
+
+class AIOKafkaConsumer:
+    def __init__(self, *topics, **configs):
+        resolved = resolve(**configs)
+        self._aio_config = resolved.aio
+        self._config = resolved.core
+        self._driver_config = resolved.driver
+        self._key_deserializer = resolved.driver["key_deserializer"]
+        self._value_deserializer = resolved.driver["value_deserializer"]
+        self._max_poll_records = resolved.driver["max_poll_records"]
+        self._client = AioClient(self._config)
+        self._fetcher = AioFetchDriver(self._client, self._config, period_ms=resolved.driver["consumer_timeout_ms"])
+        self._machine = self._fetcher.machine
+        self._started = False
+        self._closed = False
+        self._assignment = []
+        self._subscribed_topics = None  # a set while subscribed
+        self._pattern = None
+        self._listener = None
+        self._group = None  # AioGroupDriver, with a group_id and a subscription or a commit
+        self._group_subscription = None  # subscribe()'s (topics, pattern, listener) with a group_id
+        self._pending_committed = []  # manually assigned partitions whose committed offsets are to be read
+        self._committed_tasks = set()
+        self._client.metadata_listeners.append(self._metadata_updated)
+        if topics:
+            self.subscribe(topics)
+
+    # --- lifecycle -------------------------------------------------------------------------
+    async def start(self):
+        """Bootstrap, start the fetch task (and the group's, when subscribed with a group_id)."""
+        if self._closed:
+            raise ConsumerStoppedError()
+        if self._started:
+            return
+        self._started = True
+        try:
+            await self._client.bootstrap()
+        except BaseException:
+            await self._client.close()
+            self._closed = True
+            raise
+        if self._aio_config.get("api_version") in (None, "auto") and self._client.bootstrap_api_versions:
+            self._config["api_version"] = infer_broker_version(self._client.bootstrap_api_versions)
+        self._fetcher.start()
+        self._look_up_committed()
+        if self._subscribed_topics is not None and self._group is None:
+            await self._client.wait_for_metadata(self._config["request_timeout_ms"],
+                                                 all_topics=self._pattern is not None)
+            self._update_subscribed_assignment()
+        if self._group is not None:
+            await self._start_group()
+
+    async def _start_group(self):
+        """Start the group driver; with a subscription, as aiokafka's start():
+        metadata first (a pattern needs every topic's name), the subscription
+        handed over again with it, then wait until the group assigned. The
+        wait is bounded by rebalance_timeout_ms where aiokafka's is not: the
+        group driver applies a rebalance inside get calls (the Java model),
+        so a member that joins while the others are not polling would
+        otherwise wait for them for ever."""
+        group = self._group
+        await group.start()
+        if self._subscribed_topics is None or self._group_subscription is None:
+            return
+        await self._client.wait_for_metadata(self._config["request_timeout_ms"],
+                                             all_topics=self._pattern is not None)
+        topics, pattern, listener = self._group_subscription
+        group.subscribe(topics=topics, pattern=pattern, listener=listener)
+        deadline = time.monotonic() + self._driver_config["rebalance_timeout_ms"] / 1000.0
+        while not self._closed and time.monotonic() < deadline:
+            if await group.wait_assignment(min(1.0, max(0.0, deadline - time.monotonic()))):
+                break
+
+    def _look_up_committed(self):
+        """A task reading the group's committed offsets of the partitions
+        assign() held (hold_for_committed), seeking them there, releasing
+        the rest to auto_offset_reset."""
+        partitions, self._pending_committed = self._pending_committed, []
+        if not partitions:
+            return
+
+        async def look_up():
+            committed = {}
+            try:
+                group = await self._running_group()
+                committed = await group.fetch_committed(list(partitions))
+            except Exception as exc:  # noqa: BLE001 - logged, and the partitions go by auto_offset_reset
+                log.warning("committed offsets of %s not read: %s", partitions, exc)
+            finally:
+                states = self._machine.states
+                for tp in partitions:
+                    state = states.get(tp)
+                    if state is None or not state.held:
+                        continue  # unassigned or sought meanwhile
+                    entry = committed.get(tp)
+                    if entry is not None and entry.offset >= 0:
+                        self._machine.seek(tp, entry.offset)
+                    else:
+                        self._machine.hold_for_committed(tp, False)
+                self._fetcher.wake()
+                if self._fetcher.data_event is not None:
+                    self._fetcher.data_event.set()  # position() waits on it
+
+        task = asyncio.get_running_loop().create_task(look_up())
+        self._committed_tasks.add(task)
+        task.add_done_callback(self._committed_tasks.discard)
+
+    async def _running_group(self):
+        """The group driver, started (commit() and committed() work without a
+        subscription, as in aiokafka)."""
+        group = self._group_driver()
+        if not self._started:
+            raise IllegalStateError("the consumer is not started: await start() first")
+        await group.start()
+        return group
+
+    async def stop(self):
+        """Commit (auto-commit), leave the group, close the connections; a
+        get call waiting now raises ConsumerStoppedError. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._fetcher.data_event is not None:
+            self._fetcher.data_event.set()  # waiting get calls wake and see the consumer stopped
+        for task in list(self._committed_tasks):
+            task.cancel()
+        try:
+            if self._group is not None:
+                try:
+                    await self._group.stop(autocommit=self._config["enable_auto_commit"])
+                except Exception:  # stopping must stop
+                    log.warning("leaving the group failed", exc_info=True)
+            if self._started:
+                await self._fetcher.close()
+        finally:
+            self._machine.close_worker()
+            await self._client.close()
+
+    async def __aenter__(self):
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        await self.stop()
+
+    def __aiter__(self):
+        if self._closed:
+            raise ConsumerStoppedError()
+        return self
+
+    async def __anext__(self):
+        try:
+            return await self.getone()
+        except ConsumerStoppedError:
+            raise StopAsyncIteration from None
+
+    def _check_running(self):
+        if self._closed:
+            raise ConsumerStoppedError()
+
+    # --- assignment ----------------------------------------------------------------------
+    def assign(self, partitions):
+        """Manually assign partitions (replaces the assignment)."""
+        if self._subscribed_topics is not None:
+            raise IllegalStateError(_EXCLUSIVE)
+        partitions = list(partitions)
+        for tp in partitions:
+            if not _is_topic_partition(tp):
+                raise TypeError("partitions must be TopicPartition namedtuples")
+        before = set(self._machine.states)
+        self._set_assignment([TopicPartition(tp.topic, tp.partition) for tp in partitions])
+        if self._config["group_id"] is not None:
+            # as aiokafka and Java: manually assigned partitions of a group
+            # start at its committed offsets (auto_offset_reset where none)
+            fresh = [tp for tp in self._assignment if tp not in before]
+            for tp in fresh:
+                self._machine.hold_for_committed(tp)
+            self._pending_committed.extend(fresh)
+            if self._started and not self._closed:
+                self._look_up_committed()
+
+    def _set_assignment(self, partitions):
+        seen = list(dict.fromkeys(partitions))
+        self._assignment = seen
+        self._machine.assign(seen)
+        if self._pattern is None:
+            self._client.set_topics(set(self._subscribed_topics or ()) | {tp.topic for tp in seen})
+        self._fetcher.wake()
+
+    def assignment(self):
+        if self._group is not None and self._subscribed_topics is not None:
+            return set(self._group.assignment())
+        return set(self._assignment)
+
+    def subscribe(self, topics=(), pattern=None, listener=None):
+        """Subscribe to topics or a pattern. With a group_id the group
+        assigns (listener: a ConsumerRebalanceListener, its callbacks run
+        inside get calls); without one every partition of the topics is
+        assigned here and follows metadata."""
+        if isinstance(topics, str):
+            topics = [topics]
+        topics = list(topics or ())
+        if not topics and pattern is None:
+            raise ValueError("You should provide either `topics` or `pattern`")
+        if topics and pattern is not None:
+            raise IllegalStateError(_EXCLUSIVE)
+        if self._assignment and self._subscribed_topics is None:
+            raise IllegalStateError(_EXCLUSIVE)
+        if listener is not None:
+            from fastkc.aio.abc import check_listener
+
+            check_listener(listener)
+        if self._config["group_id"] is not None:
+            group = self._group_driver()
+            self._subscribed_topics = set(topics)
+            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            if pattern is not None:
+                self._client.subscribe_all_topics = True
+                self._client.request_metadata_update(all_topics=True)
+            self._group_subscription = (topics, pattern, listener)
+            group.subscribe(topics=topics, pattern=pattern, listener=listener)
+            if self._started and not self._closed:
+                # subscribed after start(): the group's task starts now (start() only spawns it)
+                asyncio.get_running_loop().create_task(group.start())
+            return
+        self._listener = listener
+        if pattern is not None:
+            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            self._subscribed_topics = set()
+            self._client.subscribe_all_topics = True
+            self._client.request_metadata_update(all_topics=True)
+        else:
+            self._pattern = None
+            self._subscribed_topics = set(topics)
+            self._client.subscribe_all_topics = False
+            self._client.set_topics(self._subscribed_topics)
+            self._client.request_metadata_update()
+        self._update_subscribed_assignment()
+
+    def _metadata_updated(self):
+        if self._group is None:
+            self._update_subscribed_assignment()
+        else:
+            self._group_notify_metadata()
+
+    def _group_notify_metadata(self):
+        wake = getattr(self._group, "metadata_changed", None)
+        if wake is not None:
+            wake()
+
+    def _update_subscribed_assignment(self):
+        """No group: every known partition of the subscribed (or matching) topics."""
+        if self._subscribed_topics is None or self._group is not None:
+            return
+        cluster = self._client.cluster
+        if self._pattern is not None:
+            exclude = self._config["exclude_internal_topics"]
+            self._subscribed_topics = {name for name, t in cluster.topics.items()
+                                       if t.error_code == 0 and self._pattern.match(name)
+                                       and not (exclude and t.is_internal)}
+        wanted = []
+        for topic in sorted(self._subscribed_topics):
+            meta = cluster.topics.get(topic)
+            if meta is None or meta.error_code != 0:
+                continue
+            wanted.extend(TopicPartition(topic, p) for p in sorted(meta.partitions))
+        if set(wanted) != set(self._assignment):
+            self._set_assignment(wanted)
+
+    def subscription(self):
+        if self._group is not None and self._subscribed_topics is not None:
+            return set(self._group.subscription())
+        return set(self._subscribed_topics) if self._subscribed_topics is not None else set()
+
+    def unsubscribe(self):
+        if self._group is not None and self._subscribed_topics is not None:
+            self._group.unsubscribe()
+        self._group_subscription = None
+        self._subscribed_topics = None
+        self._pattern = None
+        self._client.subscribe_all_topics = False
+        self._set_assignment([])
+
+    def _group_driver(self):
+        if self._config["group_id"] is None:
+            raise IllegalOperation("Requires group_id")
+        if self._group is None:
+            from fastkc.aio.group_driver import AioGroupDriver
+
+            config = dict(self._config)
+            config["rebalance_timeout_ms"] = self._driver_config["rebalance_timeout_ms"]
+            self._group = AioGroupDriver(config, _AioGroupApp(self))
+        return self._group
+
+    async def _on_get(self, partitions):
+        """Before taking records: one turn of the loop (answers read, timers
+        run: a loop of get calls that always find records never starves the
+        loop; cancelled here, a call has taken nothing), the group's
+        decisions applied, errors raised."""
+        self._check_running()
+        await asyncio.sleep(0)
+        self._check_running()
+        if self._group is not None:
+            await self._group.on_app_poll()
+            self._check_running()
+        self._fetcher.raise_pending()
+        self._client.raise_fatal()
+        for tp in partitions:
+            # a partition not (or no longer) assigned just yields nothing, as in aiokafka
+            if not _is_topic_partition(tp):
+                raise TypeError("partitions must be TopicPartition namedtuples")
+
+    # --- getting records -----------------------------------------------------------------
+    async def getone(self, *partitions):
+        """The next record (of `partitions` only, when given); waits for one."""
+        wanted = set(partitions) if partitions else None
+        while True:
+            await self._on_get(partitions)
+            records = self._machine.fetched_records(1, True, self._key_deserializer, self._value_deserializer,
+                                                    wanted)
+            if records:
+                self._fetcher.send_requests()
+                for chunk in records.values():
+                    return chunk[0]
+            await self._wait_data(None)
+
+    async def getmany(self, *partitions, timeout_ms=0, max_records=None):
+        """{TopicPartition: [record]}: what is buffered (of `partitions` only,
+        when given), up to max_records (max_poll_records when None; all
+        buffered when that is None too), waiting up to timeout_ms for some."""
+        if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
+            raise ValueError("`max_records` must be a positive Integer")
+        limit = max_records or self._max_poll_records or _GETMANY_CHUNK
+        wanted = set(partitions) if partitions else None
+        deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
+        while True:
+            await self._on_get(partitions)
+            records = self._machine.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
+                                                    wanted)
+            if records:
+                # pipelining, as the sync poll(): the next fetches are on the
+                # wire before the application sees these records
+                self._fetcher.send_requests()
+                return records
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return {}
+            await self._wait_data(remaining)
+
+    async def getmany_arrow(self, *partitions, timeout_ms=0, max_records=None):
+        """getmany()'s records as one pyarrow.RecordBatch in poll_arrow()'s
+        schema (fastkc.records.arrow_schema(zero_copy=arrow_zero_copy));
+        empty when nothing came within timeout_ms."""
+        import pyarrow as pa
+
+        from fastkc.records import arrow_schema
+
+        if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
+            raise ValueError("`max_records` must be a positive Integer")
+        limit = max_records or self._max_poll_records or (1 << 62)
+        wanted = set(partitions) if partitions else None
+        deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
+        while True:
+            await self._on_get(partitions)
+            batches = self._machine.fetched_arrow(limit, wanted)
+            if batches:
+                self._fetcher.send_requests()
+                return batches[0]
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return pa.RecordBatch.from_pylist([], schema=arrow_schema(zero_copy=self._config["arrow_zero_copy"]))
+            await self._wait_data(remaining)
+
+    async def _wait_data(self, timeout):
+        """Wait for the next answer (or stop(), or the group's next step)."""
+        event = self._fetcher.data_event
+        if event is None:
+            raise IllegalStateError("the consumer is not started: await start() first")
+        event.clear()
+        if self._group is not None:
+            # the group's decisions are applied inside get calls: look at least every 100 ms
+            timeout = 0.1 if timeout is None else min(timeout, 0.1)
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            pass
+        self._check_running()
+
+    # --- positions --------------------------------------------------------------------------
+    def _state(self, partition):
+        if not _is_topic_partition(partition):
+            raise TypeError("partition must be a TopicPartition")
+        state = self._machine.states.get(partition)
+        if state is None:
+            raise IllegalStateError("No current assignment for partition {0}".format(partition))
+        return state
+
+    def seek(self, partition, offset):
+        """Fetch from `offset` next."""
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise ValueError("Offset must be a positive integer")
+        self._state(partition)
+        self._machine.seek(partition, offset)
+        self._fetcher.wake()
+
+    async def _seek_to(self, partitions, strategy):
+        self._check_running()
+        if not partitions:
+            partitions = list(self._machine.states)
+        for tp in partitions:
+            self._state(tp)
+        for tp in partitions:
+            self._machine.request_reset(tp, strategy)
+        self._fetcher.wake()
+        deadline = time.monotonic() + self._config["request_timeout_ms"] / 1000.0
+        return await self._wait_positions(partitions, deadline)
+
+    async def _wait_positions(self, partitions, deadline):
+        """Wait until every partition's position is known; False at the deadline."""
+        while True:
+            states = [self._machine.states.get(tp) for tp in partitions]
+            if all(s is None or s.position is not None for s in states):
+                return True
+            self._fetcher.raise_pending()
+            self._client.raise_fatal()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            await self._wait_data(remaining)
+
+    async def seek_to_beginning(self, *partitions):
+        return await self._seek_to(partitions, "earliest")
+
+    async def seek_to_end(self, *partitions):
+        return await self._seek_to(partitions, "latest")
+
+    async def seek_to_committed(self, *partitions):
+        """Seek to the group's committed offsets; {tp: offset or None}."""
+        group = await self._running_group()
+        if not partitions:
+            partitions = list(self._machine.states)
+        for tp in partitions:
+            self._state(tp)
+        committed = await group.fetch_committed(list(partitions))
+        out = {}
+        for tp in partitions:
+            entry = committed.get(tp)
+            if entry is None:
+                out[tp] = None
+                continue
+            out[tp] = entry.offset
+            if tp in self._machine.states:
+                self._machine.seek(tp, entry.offset)
+        self._fetcher.wake()
+        return out
+
+    async def position(self, partition):
+        """The offset of the next record a get call returns, waiting for a
+        reset to resolve."""
+        self._check_running()
+        while True:
+            state = self._state(partition)
+            if state.position is not None:
+                return state.position
+            await self._on_get(())
+            self._fetcher.wake()
+            await self._wait_data(None)
+
+    def highwater(self, partition):
+        return self._state(partition).highwater
+
+    def last_stable_offset(self, partition):
+        return self._state(partition).last_stable_offset
+
+    def last_poll_timestamp(self, partition):
+        """The wall-clock time (ms) of the last fetch answer that carried
+        `partition`, or None before one."""
+        fetched_at = self._state(partition).fetched_at
+        if fetched_at is None:
+            return None
+        return int((time.time() - (time.monotonic() - fetched_at)) * 1000)
+
+    async def beginning_offsets(self, partitions):
+        return await self._offsets({tp: EARLIEST for tp in partitions}, just_offsets=True)
+
+    async def end_offsets(self, partitions):
+        return await self._offsets({tp: LATEST for tp in partitions}, just_offsets=True)
+
+    async def offsets_for_times(self, timestamps):
+        """{tp: OffsetAndTimestamp or None}: the earliest offset whose
+        timestamp is >= the given one (None past the last record)."""
+        for tp, ts in timestamps.items():
+            if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+                raise ValueError("The target time for partition {0} is {1}. The target time cannot be "
+                                 "negative.".format(tp, ts))
+        return await self._offsets(dict(timestamps), just_offsets=False)
+
+    async def _offsets(self, timestamps, just_offsets):
+        self._check_running()
+        for tp in timestamps:
+            if not _is_topic_partition(tp):
+                raise TypeError("partitions must be TopicPartition namedtuples")
+        if not timestamps:
+            return {}
+        results = await self._fetcher.list_offsets(timestamps, self._config["request_timeout_ms"])
+        out = {}
+        for tp in timestamps:
+            offset, ts, _epoch = results[tp]
+            if just_offsets:
+                out[tp] = offset
+            elif offset < 0:
+                out[tp] = None
+            else:
+                out[tp] = OffsetAndTimestamp(offset, ts)
+        return out
+
+    # --- flow control --------------------------------------------------------------------------
+    def pause(self, *partitions):
+        for tp in partitions:
+            self._state(tp)
+        for tp in partitions:
+            self._machine.pause(tp)
+        self._fetcher.wake()
+
+    def resume(self, *partitions):
+        for tp in partitions:
+            self._state(tp)
+        for tp in partitions:
+            self._machine.resume(tp)
+        self._fetcher.wake()
+
+    def paused(self):
+        return {tp for tp, s in self._machine.states.items() if s.paused}
+
+    # --- committing (the group) -----------------------------------------------------------------
+    async def commit(self, offsets=None):
+        """Commit `offsets` ({tp: offset or OffsetAndMetadata}; the positions
+        of the assignment when None) and wait for the answer."""
+        self._check_running()
+        group = await self._running_group()
+        if offsets is not None:
+            from fastkc.aio.structs import normalize_commit_offsets
+
+            offsets = normalize_commit_offsets(offsets)
+        elif self._group_subscription is None:
+            # a manual assignment: the group driver's assignment is the
+            # subscription's, so the positions are named here
+            offsets = _AioGroupApp(self).positions(self._assignment)
+            if not offsets:
+                return
+        await group.commit(offsets)
+
+    async def committed(self, partition):
+        """The group's last committed offset of `partition`, or None."""
+        self._check_running()
+        entry = await (await self._running_group()).committed(partition)
+        # aiokafka's committed() is the offset alone (None: nothing committed)
+        return getattr(entry, "offset", entry)
+
+    # --- metadata ----------------------------------------------------------------------------
+    async def topics(self):
+        """Every topic of the cluster (internal ones hidden when exclude_internal_topics)."""
+        self._check_running()
+        await self._client.wait_for_metadata(self._config["request_timeout_ms"], all_topics=True)
+        exclude = self._config["exclude_internal_topics"]
+        return {name for name, t in self._client.cluster.topics.items()
+                if t.error_code == 0 and not (exclude and t.is_internal)}
+
+    def partitions_for_topic(self, topic):
+        """The partition ids of `topic` the cached metadata knows, or None
+        (as aiokafka: no lookup; the topic is added to the next refresh)."""
+        meta = self._client.cluster.topics.get(topic)
+        if meta is None or meta.error_code != 0:
+            self._client.add_topics([topic])
+            return None
+        return set(meta.partitions)
+
+
+def _constructor_signature():
+    """AIOKafkaConsumer(*topics, <every keyword of fastkc.aio.config's table,
+    with its default>): the signature aiokafka's constructor has, from the one
+    table that checks the keywords (so the two cannot drift apart)."""
+    import inspect
+
+    kind = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+         inspect.Parameter("topics", inspect.Parameter.VAR_POSITIONAL)]
+        + [inspect.Parameter(key.name, kind, default=key.default) for key in KEYS])
+
+
+AIOKafkaConsumer.__init__.__signature__ = _constructor_signature()  # type: ignore[attr-defined]
+
+
+class _AioGroupApp:
+    """What the group driver may do to the consumer (on the loop, inside get
+    calls and commits: fastkc.aio.group_driver's `app`)."""
+
+    def __init__(self, consumer):
+        self._consumer = consumer
+
+    def positions(self, partitions=None):
+        from fastkc.aio.structs import OffsetAndMetadata
+
+        states = self._consumer._machine.states
+        tps = states if partitions is None else partitions
+        out = {}
+        for tp in tps:
+            state = states.get(tp)
+            if state is not None and state.position is not None:
+                out[tp] = OffsetAndMetadata(state.position, "")
+        return out
+
+    def assign_from_group(self, partitions):
+        self._consumer._set_assignment(list(partitions))
+
+    def revoke_from_group(self, partitions):
+        gone = set(partitions)
+        self._consumer._set_assignment([tp for tp in self._consumer._assignment if tp not in gone])
+
+    def topics_matching(self, pattern):
+        consumer = self._consumer
+        pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+        exclude = consumer._config["exclude_internal_topics"]
+        return {name for name, t in consumer._client.cluster.topics.items()
+                if t.error_code == 0 and pattern.match(name) and not (exclude and t.is_internal)}
+
+    def request_metadata_for(self, topics):
+        client = self._consumer._client
+        if topics is None:
+            client.subscribe_all_topics = True
+            client.request_metadata_update(all_topics=True)
+        else:
+            client.set_topics(set(topics) | {tp.topic for tp in self._consumer._assignment})
+            client.request_metadata_update()
+
+    def start_from_committed(self, committed):
+        machine = self._consumer._machine
+        for tp, entry in committed.items():
+            if entry is not None and tp in machine.states:
+                machine.seek(tp, entry.offset)
+        self._consumer._fetcher.wake()

@@ -1,0 +1,248 @@
+"""The asyncio driver of the fetch machine (fastkc.fetch.FetchMachine): one
+task, `_run`, moves the machine's requests over an AioClient.
+
+Each pass asks `machine.next_requests(now, link)` for what is due (resets,
+validations, fetches), sends each through `client.send` (a task per request:
+they are pipelined, several brokers at once), and sleeps until the machine's
+next_deadline(), a wake-up, or consumer_timeout_ms (aiokafka's period of its
+fetch task) passes. Wake-ups: an answer, a connection ready, metadata,
+assign/seek/pause/resume, records handed out (buffer room). Answers go to
+`machine.on_response`; a raw Fetch payload the parser refused goes through
+the client's parse-failure policy, as in the sync driver
+(fastkc/fetch/driver.py). Lost connections and metadata reach the machine
+through the client's listeners; the machine's metadata_wanted becomes a
+client.request_metadata_update().
+
+Nothing decodes here: the application's getmany() takes records from the
+machine (`fetched_records`), on the loop. `data_event` is set whenever an
+answer arrived, so a getmany() waiting for records wakes. `list_offsets` is
+the sync driver's blocking ListOffsets loop as a coroutine.
+
+An error next_requests() raises (NoOffsetForPartitionError under
+auto_offset_reset='none') is kept and, if a new pass still raises it, raised
+by the next get call, as the sync consumer's poll() raises it; the task goes on.
+"""
+import asyncio
+import logging
+import time
+
+from fastkc.errors import IncompatibleBrokerVersion, KafkaTimeoutError, NodeNotReadyError
+from fastkc.fetch.machine import FetchMachine
+
+log = logging.getLogger(__name__)
+
+
+class _Link:
+    """What the machine asks of a ready connection: the versions it speaks."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def version_for(self, api_name):
+        try:
+            return self.conn.version_for(api_name)
+        except IncompatibleBrokerVersion:
+            return None
+
+
+class AioFetchDriver:
+    def __init__(self, client, config, *, period_ms=200, clock=time.monotonic):
+        self.client = client
+        self.config = config
+        self._clock = clock
+        self._period = period_ms / 1000.0
+        self.machine = FetchMachine(config, client.cluster, clock=clock)
+        self._task = None
+        self._wake = None
+        #: set when an answer arrived (records may be buffered, a position known)
+        self.data_event = None
+        self._error = None  # raised by the next raise_pending()
+        self._closed = False
+        client.on_disconnect.append(self._node_lost)
+        client.metadata_listeners.append(self._metadata_updated)
+        client.on_change.append(self.wake)
+
+    # --- the task ------------------------------------------------------------------------------
+    def start(self):
+        self._wake = asyncio.Event()
+        self.data_event = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def wake(self):
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _run(self):
+        machine = self.machine
+        while not self._closed:
+            self._wake.clear()
+            self.send_requests()
+            wait = self._period
+            due = machine.next_deadline()
+            if due is not None:
+                wait = min(wait, max(0.0, due - self._clock()))
+            if self._wake.is_set():
+                await asyncio.sleep(0)  # let the answers' callbacks and the application run first
+                continue
+            try:
+                await asyncio.wait_for(self._wake.wait(), wait)
+            except TimeoutError:
+                pass
+
+    def send_requests(self):
+        """One pass: send what the machine says is due now."""
+        machine = self.machine
+        try:
+            requests = machine.next_requests(self._clock(), self._link)
+        except Exception as exc:  # NoOffsetForPartitionError: the application's next getmany raises it
+            self._error = exc
+            requests = []
+        finally:
+            self._flush_metadata_wish()
+        for request in requests:
+            self._send(request)
+
+    def _link(self, node_id):
+        if not self.client.ready(node_id):
+            return None
+        conn = self.client.connection(node_id)
+        return None if conn is None else _Link(conn)
+
+    def _flush_metadata_wish(self):
+        if self.machine.metadata_wanted:
+            self.machine.metadata_wanted = False
+            self.client.request_metadata_update()
+
+    def _send(self, request, done=None):
+        machine = self.machine
+        node_id, api, token = request.node_id, request.api, request.token
+
+        def answered(result, error):
+            failure = machine.on_response(token, error if error is not None else result, self._clock())
+            if request.raw:
+                if failure is not None:
+                    machine.fail_later(self.client.parse_failed(node_id, api, failure))
+                elif error is None:
+                    self.client.parse_ok(node_id, api)
+            self._flush_metadata_wish()
+            self.data_event.set()
+            self.wake()
+            if done is not None:
+                done()
+
+        try:
+            self.client.send(node_id, api, request.body, answered, raw=request.raw, version=request.version)
+        except NodeNotReadyError as exc:  # gone between link() and now: the machine retries
+            answered(None, exc)
+
+    def _node_lost(self, node_id):
+        self.machine.on_node_lost(node_id)
+        self.wake()
+
+    def _metadata_updated(self):
+        self.machine.on_metadata(self.client.cluster)
+        self._flush_metadata_wish()
+        self.wake()
+
+    def raise_pending(self):
+        """Raise what the application must see now: the machine's pending
+        error, or next_requests' (a partition without position under
+        auto_offset_reset='none'), looked at again now: a seek since the
+        task's last pass may have settled it."""
+        self.machine.raise_pending()
+        if self._error is not None:
+            self._error = None
+            self.send_requests()
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
+
+    async def close(self):
+        """Stop the task, ask the brokers to drop our fetch sessions (bounded,
+        never fatal), stop the decode worker."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        try:
+            await asyncio.wait_for(self._close_sessions(), 1.0)
+        except Exception:  # closing must close, whatever the brokers do
+            log.debug("closing fetch sessions failed", exc_info=True)
+        self.machine.close_worker()
+
+    async def _close_sessions(self):
+        pending = {}
+
+        def link(node_id):
+            conn = self.client.connection(node_id)
+            return None if conn is None or not conn.ready or not conn.core.can_send() else _Link(conn)
+
+        loop = asyncio.get_running_loop()
+        for request in self.machine.close_session_requests(link):
+            future = pending[request.node_id] = loop.create_future()
+            self._send(request, done=lambda f=future: f.done() or f.set_result(None))
+        if pending:
+            await asyncio.gather(*pending.values())
+
+    # --- offset lookups (beginning_offsets, end_offsets, offsets_for_times) -----------------------
+    async def list_offsets(self, timestamps, timeout_ms):
+        """ListOffsets: {tp: timestamp} -> {tp: (offset, timestamp,
+        leader_epoch)}, retried on retriable errors until timeout_ms (the sync
+        driver's loop, awaiting instead of polling)."""
+        machine = self.machine
+        client = self.client
+        deadline = self._clock() + timeout_ms / 1000.0
+        backoff = self.config["retry_backoff_ms"] / 1000.0
+        results = {}
+        remaining_tps = dict(timestamps)
+        looked_up_metadata = False
+        while remaining_tps:
+            by_node, missing = machine.list_offsets_requests(remaining_tps)
+            if missing:
+                # a partition with no known leader may yet appear: refresh
+                # metadata every retry_backoff_ms until timeout_ms
+                client.add_topics({tp.topic for tp in missing})
+                if looked_up_metadata:
+                    await asyncio.sleep(min(backoff, self._time_left(deadline, timeout_ms, missing)))
+                await self._wait_metadata(deadline, timeout_ms, missing)
+                looked_up_metadata = True
+                continue
+            retry = False
+            for node_id, part in by_node.items():
+                left = self._time_left(deadline, timeout_ms)
+                try:
+                    response = await client.request("ListOffsets", machine.list_offsets_body(part), left * 1000.0,
+                                                    node_id=node_id)
+                except KafkaTimeoutError:
+                    raise
+                except Exception as exc:
+                    if getattr(exc, "retriable", False):
+                        retry = True
+                        continue
+                    raise
+                answered, again = machine.list_offsets_answer(part, response)
+                retry = retry or again
+                for tp, result in answered.items():
+                    results[tp] = result
+                    del remaining_tps[tp]
+            if retry and remaining_tps:
+                await asyncio.sleep(min(backoff, max(0.0, deadline - self._clock())))
+                await self._wait_metadata(deadline, timeout_ms)
+        return results
+
+    async def _wait_metadata(self, deadline, timeout_ms, missing=()):
+        left = self._time_left(deadline, timeout_ms, missing)
+        try:
+            await self.client.wait_for_metadata(left * 1000.0)
+        except KafkaTimeoutError:
+            self._time_left(self._clock(), timeout_ms, missing)
+            raise
+
+    def _time_left(self, deadline, timeout_ms, missing=()):
+        left = deadline - self._clock()
+        if left <= 0:
+            detail = "; no leader known for {0}".format(sorted(missing)) if missing else ""
+            raise KafkaTimeoutError("ListOffsets did not complete within {0} ms{1}".format(timeout_ms, detail))
+        return left

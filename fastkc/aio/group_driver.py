@@ -1,0 +1,612 @@
+"""The asyncio driver of the group state machines (fastkc/group/*_machine.py)
+for `fastkc.aio.AIOKafkaConsumer`: the same CoordinatorMachine,
+ClassicMachine / ConsumerMachine (group_protocol) and CommitMachine the sync
+member drives, moved by asyncio instead of a thread. No protocol decision is
+made here.
+
+On the loop:
+- one task (`_run`) asks the machines for their due requests, starts one
+  exchange task per request (over `AioGroupTransport`'s own connections,
+  never the fetch client's), sleeps until the machines' next deadline, the
+  auto-commit timer or a wake-up. Heartbeats therefore go out whenever the
+  application is not holding the loop, also between getmany calls; the
+  machines enforce max_poll_interval_ms from the last `on_app_poll`.
+- an exchange task awaits one answer and feeds it (or the error that ended
+  it) to the machine that asked, then wakes the task. A machine keeps at
+  most one request of its own in flight, so a JoinGroup the coordinator
+  holds open never stops a commit from being sent, and cancelling an
+  awaited commit()/committed() leaves the exchange (and the driver) alone.
+- the application's coroutines (getone/getmany call `on_app_poll`) apply
+  the machines' events: revoke before assign, lost after fencing, listener
+  callbacks awaited when they are coroutines, committed offsets read for
+  new partitions. A commit inside a callback works: the task keeps running.
+- auto commit is a timer of the task (auto_commit_interval_ms), never while
+  an assignment change is being applied.
+
+Errors are fastkc's classes, which are aiokafka's names (fastkc.aio.errors):
+CommitFailedError, RebalanceInProgressError, IllegalStateError,
+KafkaTimeoutError; an error no retry fixes (authorization, a fenced static
+member) is raised from the next on_app_poll.
+
+The application side (`app`), called on the loop, never awaited:
+  app.positions(partitions) -> {tp: OffsetAndMetadata}   positions to commit
+  app.assign_from_group(partitions)   the whole new assignment (fetch them)
+  app.revoke_from_group(partitions)   stop fetching these
+  app.topics_matching(pattern) -> set of topic names (pattern subscriptions)
+  app.request_metadata_for(topics)    the fetch client's metadata must cover
+                                      these (None: every topic)
+  app.start_from_committed({tp: OffsetAndMetadata or None})   optional: the
+      committed offsets of partitions just assigned (None: none committed),
+      before on_partitions_assigned runs
+"""
+import asyncio
+import logging
+import re
+
+from fastkc.aio.abc import call_listener
+from fastkc.aio.group_transport import AioGroupTransport
+from fastkc.assignors import partition_changes
+from fastkc.errors import IllegalStateError, KafkaError
+from fastkc.group import classic_machine, consumer_machine
+from fastkc.group.commit_machine import CommitCompleted, CommitMachine
+from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
+from fastkc.group.machine import COORDINATOR, earliest
+from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger(__name__)
+
+#: pattern matches are looked at again at most this often (seconds)
+_PATTERN_RECHECK_S = 1.0
+#: the longest the task sleeps without a deadline (a safety net: every
+#: change that matters wakes it)
+_IDLE_S = 1.0
+#: the shortest sleep after a step that sent nothing
+_MIN_WAIT_S = 0.005
+
+
+def _sorted_tps(tps):
+    return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
+
+
+class AioGroupDriver:
+    def __init__(self, config, app, *, listener_runner=None, transport=None, clock=None):
+        """config: fastkc's core consumer config (kafka-python names);
+        listener_runner: `async fn(listener, method, partitions)` that runs
+        one listener callback (default: call it, await a coroutine);
+        transport / clock: tests inject a scripted transport and a clock."""
+        self.config = config
+        self.app = app
+        self.group_id = config["group_id"]
+        self.group_instance_id = config["group_instance_id"]
+        self.protocol = config.get("group_protocol", "classic")
+        self.transport = transport if transport is not None else AioGroupTransport(config)
+        self._clock = clock
+        self._listener_runner = listener_runner or _run_listener
+        self.coordinator = CoordinatorMachine(self.group_id, config["retry_backoff_ms"], config["request_timeout_ms"])
+        now = self._now_or_zero()
+        if self.protocol == "consumer":
+            self.machine = consumer_machine.ConsumerMachine(config, self.coordinator, now)
+        else:
+            self.machine = classic_machine.ClassicMachine(config, self.coordinator, now)
+        self.commits = CommitMachine(self.group_id, self.group_instance_id, self.coordinator, self.machine,
+                                     config["retry_backoff_ms"], config["request_timeout_ms"])
+        self._auto_commit = bool(config["enable_auto_commit"])
+        self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
+        self._next_auto_commit = None
+        self._auto_commit_op = None
+        self._next_metadata_check = None
+        self._metadata_check = None  # the task checking partition counts
+        self._listener = None
+        self._pattern = None
+        self._pattern_checked = None
+        self._task = None
+        self._wake = None  # asyncio.Event: the task has work
+        self._changed = []  # futures of coroutines waiting for any answer
+        self._inflight = {}  # exchange task -> (machine, request)
+        self._apply_lock = None
+        self._applying = False
+        self._error = None  # what no retry fixes, raised from the next on_app_poll
+        self._closed = False
+
+    def _now(self):
+        return self._clock() if self._clock is not None else asyncio.get_running_loop().time()
+
+    def _now_or_zero(self):
+        if self._clock is not None:
+            return self._clock()
+        try:
+            return asyncio.get_running_loop().time()
+        except RuntimeError:
+            return 0.0  # made off the loop: start() sets the poll clock again
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    async def start(self):
+        """Spawn the group task on the running loop (once)."""
+        if self._task is not None:
+            return
+        if self._closed:
+            raise IllegalStateError("the group driver was stopped")
+        self._wake = asyncio.Event()
+        self._apply_lock = asyncio.Lock()
+        now = self._now()
+        self.machine.last_poll = now
+        self._next_auto_commit = now + self._auto_commit_interval
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="fastkc-group-{0}".format(
+            self.group_id))
+
+    def _kick(self):
+        if self._wake is not None:
+            self._wake.set()
+
+    def _notify(self):
+        """Something was answered: wake the task and every waiter."""
+        self._kick()
+        waiters, self._changed = self._changed, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _wait_changed(self, timeout):
+        waiter = asyncio.get_running_loop().create_future()
+        self._changed.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, max(0.0, timeout))
+        except TimeoutError:
+            pass
+
+    async def _run(self):
+        try:
+            while not self._closed:
+                self._wake.clear()
+                try:
+                    wait = self._step()
+                except Exception as exc:  # noqa: BLE001 - the task must live; the app sees it from poll
+                    log.warning("group %s: %r", self.group_id, exc)
+                    self._fail(exc)
+                    wait = self.config["retry_backoff_ms"] / 1000.0
+                if wait > 0:
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), wait)
+                    except TimeoutError:
+                        pass
+                else:
+                    await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            pass
+
+    def _step(self):
+        """Start the exchanges the machines ask for; the seconds to sleep."""
+        now = self._now()
+        # with no subscription the membership machine asks only for a leave
+        member = not self._closed
+        if member and self.protocol == "consumer":
+            self.machine.learn_topics(self.transport.cluster)
+            self.machine.heartbeat_version = self.transport.coordinator_version("ConsumerGroupHeartbeat")
+        started = 0
+        if member:
+            started += self._start_exchanges(self.machine, now)
+            self._maybe_check_partition_counts(now)
+        self._maybe_auto_commit(now)
+        self._drop_commit_events()  # auto commits settle as events nobody else takes
+        if self.commits.busy:
+            started += self._start_exchanges(self.commits, now)
+        deadline = earliest(self.machine.next_deadline() if member else None,
+                            self.commits.next_deadline() if self.commits.busy else None,
+                            self._next_auto_commit if self._auto_commit and self._committable() else None,
+                            self._next_metadata_check if self._leader_checks() else None)
+        if deadline is None:
+            return _IDLE_S
+        wait = min(deadline - self._now(), _IDLE_S)
+        # a deadline that passed with nothing to send (the machine waits for
+        # an answer or the application) must not spin the loop
+        return max(wait, 0.0 if started else _MIN_WAIT_S)
+
+    def _start_exchanges(self, machine, now):
+        loop = asyncio.get_running_loop()
+        requests = machine.next_requests(now)
+        for request in requests:
+            task = loop.create_task(self._exchange(machine, request))
+            self._inflight[task] = (machine, request)
+            task.add_done_callback(self._exchange_done)
+        return len(requests)
+
+    # --- the classic leader watches partition counts (Java's metadata snapshot) -------------------
+    def _leader_checks(self):
+        return self.protocol == "classic" and getattr(self.machine, "leader_snapshot", None) is not None
+
+    def _maybe_check_partition_counts(self, now):
+        if not self._leader_checks() or self._metadata_check is not None:
+            return
+        if self._next_metadata_check is None:
+            self._next_metadata_check = now + self.config["metadata_max_age_ms"] / 1000.0
+        if now < self._next_metadata_check:
+            return
+        self._next_metadata_check = now + self.config["metadata_max_age_ms"] / 1000.0
+        self._metadata_check = asyncio.get_running_loop().create_task(self._check_partition_counts())
+
+    async def _check_partition_counts(self):
+        """The leader rejoins when a subscribed topic's partition count
+        changed since it assigned (ClassicMachine.metadata_changed)."""
+        try:
+            topics = list(self.machine.subscription or ())
+            cluster = await self.transport.metadata(topics, self.config["request_timeout_ms"])
+            counts = {name: len(meta.partitions) for name, meta in cluster.topics.items() if meta.error_code == 0}
+            if self.machine.metadata_changed(counts):
+                self._kick()
+        except KafkaError as exc:  # the next period looks again
+            log.debug("group %s: partition count check failed: %s", self.group_id, exc)
+        finally:
+            self._metadata_check = None
+
+    def _exchange_done(self, task):
+        self._inflight.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            self._fail(task.exception())
+
+    async def _exchange(self, machine, request):
+        try:
+            response = await self._send(request)
+        except Exception as exc:  # noqa: BLE001 - every failure is an answer: the machine decides
+            response = exc
+        try:
+            machine.on_response(request.token, response, self._now())
+        except Exception as exc:  # noqa: BLE001 - no retry fixes it: the member keeps its state, the app is told
+            log.warning("group %s: %r", self.group_id, exc)
+            self._fail(exc)
+        finally:
+            if not self.coordinator.known:
+                await self.transport.coordinator_lost()
+            self._notify()
+
+    async def _send(self, request):
+        if request.target == COORDINATOR:
+            coordinator = self.coordinator.coordinator
+            if coordinator is None:
+                raise CoordinatorUnknownError("no coordinator known")
+            return await self.transport.call(coordinator, request.api, request.body, request.timeout_ms)
+        if request.api == "Metadata":
+            return await self.transport.metadata(request.body["topics"], request.timeout_ms)
+        return await self.transport.request_any(request.api, request.body, request.timeout_ms)
+
+    def _fail(self, exc):
+        if isinstance(exc, KafkaError) and (exc.retriable or is_coordinator_error(exc)):
+            return
+        if self._error is None:
+            self._error = exc
+
+    # --- subscription ----------------------------------------------------------------------------
+    def subscribe(self, topics=(), pattern=None, listener=None):
+        """Join the group for `topics`, or for the topics matching `pattern`
+        (a str or compiled regex; the app's metadata says which match)."""
+        if self._closed:
+            raise IllegalStateError("the group driver was stopped")
+        self._listener = listener
+        if pattern is not None:
+            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            if self.protocol == "consumer":
+                self.machine.set_pattern(self._pattern.pattern)
+            self.app.request_metadata_for(None)
+            topics = self.app.topics_matching(self._pattern)
+            self._pattern_checked = None
+        else:
+            self._pattern = None
+            topics = set(topics)
+            self.app.request_metadata_for(set(topics))
+        self.machine.set_subscription(set(topics))
+        self._kick()
+
+    def unsubscribe(self):
+        """Stop fetching the assignment, leave the group, forget the
+        subscription. As aiokafka, no listener callback runs."""
+        owned = list(self.machine.owned)
+        self.machine.owned = []
+        if owned:
+            self.app.revoke_from_group(owned)
+        self._pattern = None
+        if self.machine.subscription is not None:
+            self.machine.set_subscription(None)
+            self.machine.leave("the consumer unsubscribed", self._now())
+        self._kick()
+
+    def subscription(self):
+        subscription = self.machine.subscription
+        return set() if subscription is None else set(subscription)
+
+    def assignment(self):
+        return set(self.machine.owned)
+
+    def _maybe_update_pattern(self, now):
+        if self._pattern is None:
+            return
+        if self._pattern_checked is not None and now - self._pattern_checked < _PATTERN_RECHECK_S:
+            return
+        self._pattern_checked = now
+        topics = set(self.app.topics_matching(self._pattern))
+        if set(self.machine.subscription or ()) != topics and self.machine.set_subscription(topics):
+            self._kick()
+
+    # --- the application's side ---------------------------------------------------------------------
+    async def on_app_poll(self):
+        """Called by every getone/getmany before fetching: the poll clock,
+        then what the group decided, applied (listener callbacks awaited)."""
+        now = self._now()
+        expired = getattr(self.machine, "poll_timeout_expired", False)
+        self.machine.app_polled(now)
+        if expired:
+            self._kick()
+        self._raise_error()
+        self._maybe_update_pattern(now)
+        await self._apply_pending()
+        self._raise_error()
+
+    def _raise_error(self):
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        if self.machine.fatal_error is not None:
+            error, self.machine.fatal_error = self.machine.fatal_error, None
+            raise error
+
+    async def wait_assignment(self, timeout):
+        """Wait (seconds) until the group gave this member partitions,
+        applying them as on_app_poll does; True when it has some."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            await self._apply_pending()
+            if self.machine.owned:
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0 or self._closed:
+                return False
+            await self._wait_changed(remaining)
+
+    async def _apply_pending(self):
+        if self._apply_lock is None:
+            return
+        async with self._apply_lock:
+            events = self.machine.take_events()
+            if not events:
+                return
+            self._applying = True
+            try:
+                for event in events:
+                    await self._handle_event(event)
+            finally:
+                self._applying = False
+                self.machine.app_done(events)
+                self._kick()
+
+    async def _handle_event(self, event):
+        owned = list(self.machine.owned)
+        if isinstance(event, (classic_machine.PartitionsLost, consumer_machine.PartitionsLost)):
+            if owned:
+                await self._revoke(owned, lost=True)
+        elif isinstance(event, classic_machine.RevokeBeforeRejoin):
+            if owned:  # eager: everything goes back before we rejoin
+                await self._revoke(owned, lost=False)
+        elif isinstance(event, classic_machine.AssignmentReceived):
+            assignment = event.assignment
+            subscribed = set(self.machine.subscription or ())
+            assigned = [tp for tp in assignment.partitions() if tp.topic in subscribed]
+            if len(assigned) != len(assignment.partitions()):
+                log.warning("group %s: assigned partitions of topics not subscribed to were ignored", self.group_id)
+            revoked, added = partition_changes(owned, assigned)
+            if revoked:
+                await self._revoke(_sorted_tps(revoked), lost=False)
+            await self._assign([tp for tp in assigned if tp in added], assigned)
+            assignor = self.machine.assignors_by_name.get(event.protocol)
+            if assignor is not None:
+                assignor.on_assignment(assignment, event.generation)
+            self.machine.assignment_applied(bool(revoked))
+        elif isinstance(event, consumer_machine.Reconcile):
+            target = event.target
+            revoked = set(owned) - target
+            if revoked:
+                await self._revoke(_sorted_tps(revoked), lost=False)
+            kept = [tp for tp in self.machine.owned if tp in target]
+            await self._assign(_sorted_tps(target - set(kept)), kept + _sorted_tps(target - set(kept)))
+
+    async def _revoke(self, partitions, *, lost):
+        """Give partitions up: commit their positions first (auto commit;
+        not when lost: the group has moved on), the listener, stop fetching."""
+        if not lost and self._auto_commit:
+            positions = self._positions(partitions)
+            if positions:
+                try:
+                    await self.commit(positions)
+                except KafkaError as exc:
+                    log.warning("group %s: commit before revocation failed: %s", self.group_id, exc)
+        await self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", partitions)
+        gone = set(partitions)
+        self.machine.owned = [tp for tp in self.machine.owned if tp not in gone]
+        self.app.revoke_from_group(list(partitions))
+
+    async def _assign(self, added, all_assigned):
+        """Take partitions: fetching starts at their committed offsets
+        (auto_offset_reset where none), then the listener hears of the
+        whole assignment (aiokafka's on_partitions_assigned)."""
+        self.machine.owned = list(all_assigned)
+        self.app.assign_from_group(list(all_assigned))
+        start = getattr(self.app, "start_from_committed", None)
+        if added and start is not None:
+            try:
+                committed = await self.fetch_committed(added)
+            except KafkaError as exc:  # the app falls back to auto_offset_reset... not silently
+                log.warning("group %s: committed offsets of %s not read: %s", self.group_id, added, exc)
+                committed = dict.fromkeys(added)
+            start(committed)
+        await self._call_listener("on_partitions_assigned", all_assigned)
+
+    async def _call_listener(self, method, partitions):
+        """aiokafka logs a failing callback and goes on with the rebalance
+        (stopping half way would leave the group inconsistent)."""
+        listener = self._listener
+        if listener is None:
+            return
+        if method == "on_partitions_lost" and getattr(listener, method, None) is None:
+            method = "on_partitions_revoked"  # aiokafka's listener has no lost: it is told of a revocation
+        try:
+            await self._listener_runner(listener, method, _sorted_tps(partitions))
+        except Exception as exc:  # noqa: BLE001 - as aiokafka: logged, the rebalance goes on
+            log.exception("group %s: %s raised %r", self.group_id, method, exc)
+
+    def _committable(self):
+        return bool(self.machine.owned) and self.machine.subscription is not None
+
+    def _positions(self, partitions=None):
+        partitions = self.machine.owned if partitions is None else partitions
+        if not partitions:
+            return {}
+        return dict(self.app.positions(list(partitions)))
+
+    def _maybe_auto_commit(self, now):
+        if not self._auto_commit or self._next_auto_commit is None or now < self._next_auto_commit:
+            return
+        self._next_auto_commit = now + self._auto_commit_interval
+        if self._applying or not self._committable():
+            return
+        if self._auto_commit_op is not None and not self._auto_commit_op.done:
+            return  # the last one still going
+        offsets = self._positions()
+        if offsets:
+            self._auto_commit_op = self.commits.commit(
+                self._normalise(offsets), now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
+                asynchronous=True)
+
+    # --- commits ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _normalise(offsets):
+        out = {}
+        for tp, value in offsets.items():
+            if not isinstance(tp, TopicPartition):
+                raise TypeError("commit offsets are keyed by TopicPartition, not {0!r}".format(tp))
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = OffsetAndMetadata(value, "", -1)
+            elif isinstance(value, tuple) and not isinstance(value, OffsetAndMetadata) and len(value) in (2, 3):
+                value = OffsetAndMetadata(*value) if len(value) == 3 else OffsetAndMetadata(value[0], value[1], -1)
+            if not isinstance(value, OffsetAndMetadata):
+                raise TypeError("commit offsets must be OffsetAndMetadata, not {0!r}".format(value))
+            if not isinstance(value.offset, int) or value.offset < 0:
+                raise ValueError("commit offset for {0} must be a non-negative int".format(tp))
+            out[tp] = value
+        return out
+
+    async def commit(self, offsets=None):
+        """Commit `offsets` ({tp: OffsetAndMetadata or int}; None: the app's
+        positions of the assignment) and wait; retriable failures are
+        retried until request_timeout_ms (then KafkaTimeoutError).
+        CommitFailedError / RebalanceInProgressError as the Java client."""
+        self._check_running()
+        offsets = self._normalise(self._positions() if offsets is None else offsets)
+        if not offsets:
+            return
+        now = self._now()
+        op = self.commits.commit(offsets, now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
+                                 retry=True)
+        await self._wait_for(op)
+
+    async def committed(self, tp):
+        """The committed OffsetAndMetadata of `tp`, or None."""
+        return (await self.fetch_committed([tp])).get(tp)
+
+    async def fetch_committed(self, partitions):
+        """{tp: OffsetAndMetadata or None} for `partitions` (OffsetFetch,
+        require_stable)."""
+        self._check_running()
+        partitions = list(partitions)
+        if not partitions:
+            return {}
+        now = self._now()
+        op = self.commits.fetch(partitions, now, deadline=now + self.config["request_timeout_ms"] / 1000.0)
+        return await self._wait_for(op)
+
+    def _check_running(self):
+        if self._task is None or self._closed:
+            raise IllegalStateError("the group driver is not running (start() it first)")
+
+    async def _wait_for(self, op):
+        """Until `op` is settled by the machine; cancelling the wait
+        cancels the operation (its answer, if one comes, is dropped)."""
+        self._kick()
+        try:
+            while not op.done:
+                await self._wait_changed(_IDLE_S)
+        except BaseException as exc:
+            self.commits.cancel(op, exc)
+            raise
+        finally:
+            self._drop_commit_events()
+        if op.error is not None:
+            raise op.error
+        return op.result
+
+    def _drop_commit_events(self):
+        """Completion events are for the sync consumer's commit_async
+        callbacks; here each caller awaits its own operation."""
+        for event in self.commits.take_events():
+            if isinstance(event, CommitCompleted) and event.op.error is not None and event.op is self._auto_commit_op:
+                log.warning("group %s: auto commit failed: %s", self.group_id, event.op.error)
+
+    # --- stopping ---------------------------------------------------------------------------------------
+    async def stop(self, autocommit=True):
+        """Commit (autocommit and enable_auto_commit), leave the group (a
+        static member keeps its place), close the connections."""
+        if self._closed:
+            return
+        timeout = self.config["request_timeout_ms"] / 1000.0
+        try:
+            if self._task is not None and autocommit and self._auto_commit and self._committable():
+                try:
+                    await self.commit()
+                except KafkaError as exc:
+                    log.warning("group %s: commit on stop failed: %s", self.group_id, exc)
+            if self._task is not None:
+                await self._leave(timeout)
+        finally:
+            self._closed = True
+            self.machine.close()
+            tasks = list(self._inflight)
+            if self._metadata_check is not None:
+                tasks.append(self._metadata_check)
+            if self._task is not None:
+                tasks.append(self._task)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._notify()
+            await self.transport.close()
+
+    async def _leave(self, timeout):
+        # a request the membership machine still waits for (a JoinGroup the
+        # coordinator holds open) would queue the leave behind it on the
+        # coordinator connection: start that connection afresh
+        held = any(machine is self.machine and request.target == COORDINATOR
+                   for machine, request in self._inflight.values())
+        # leave first: the request in flight is then one the machine no
+        # longer waits for, so the failure closing its connection brings is
+        # ignored instead of forgetting the coordinator the leave goes to
+        self.machine.leave("the consumer is being closed", self._now())
+        if held and self.machine.state.name == "LEAVING":
+            await self.transport.coordinator_lost()
+        # the task sends it (a static member has nothing to send: it keeps its place)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self._kick()
+        while self.machine.state.name == "LEAVING" and loop.time() < deadline:
+            await self._wait_changed(deadline - loop.time())
+        if self.machine.state.name == "LEAVING":
+            log.warning("group %s: the leave was not answered within %.1f s", self.group_id, timeout)
+
+    def group_metadata(self):
+        machine = self.machine
+        if self.protocol == "consumer":
+            generation, states = machine.member_epoch, consumer_machine.KAFKA_PYTHON_STATE
+        else:
+            generation, states = machine.generation, classic_machine.KAFKA_PYTHON_STATE
+        return ConsumerGroupMetadata(self.group_id, generation, machine.member_id, self.group_instance_id,
+                                     states[machine.state])
+
+
+async def _run_listener(listener, method, partitions):
+    await call_listener(getattr(listener, method), partitions)

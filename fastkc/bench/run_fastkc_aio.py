@@ -1,0 +1,98 @@
+"""fastkc.aio AIOKafkaConsumer: assign every partition, seek to the beginning,
+getmany() until the end offsets, as the aiokafka runner does (check_crcs=True,
+read_uncommitted, default fetch sizes, no max_records: getmany hands over
+whatever is buffered). A ticker task on the same loop (1 ms sleeps) records
+the longest time the loop was held: longest_loop_stall_ms in the result.
+"""
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, CountMismatch, _at_end, finish, parse_args
+
+_TICK_S = 0.001
+
+
+class LoopStallMeter:
+    """A task that sleeps _TICK_S at a time: the longest gap between two of
+    its wake-ups beyond the sleep itself is the longest the loop was held."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(_TICK_S)
+            now = time.perf_counter()
+            self.longest = max(self.longest, now - last - _TICK_S)
+            last = now
+
+    async def stop(self) -> float:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        return self.longest
+
+
+async def consume(args: argparse.Namespace) -> tuple[int, Clock, float]:
+    from fastkc.aio import AIOKafkaConsumer, TopicPartition
+
+    tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
+    consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap, **KAFKA_PYTHON_STYLE_CONFIG)
+    await consumer.start()
+    meter = LoopStallMeter()
+    try:
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        clock = Clock(args.timeout)
+
+        async def positions() -> dict[int, int]:
+            return {tp.partition: await consumer.position(tp) for tp in tps}
+
+        records = 0
+        meter.start()
+        clock.start()
+        while True:
+            batches = await consumer.getmany(timeout_ms=1000)
+            n = sum(len(batch) for batch in batches.values())
+            if n:
+                records += n
+                clock.saw_records(n)
+                if records >= args.expected:
+                    break
+            elif _at_end(await positions(), args.ends):
+                break
+            clock.check_deadline(records, args.expected)
+        stall = await meter.stop()
+        where = await positions()
+        if not _at_end(where, args.ends):
+            raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
+        return records, clock, stall
+    finally:
+        await meter.stop()
+        await consumer.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(__doc__.split("\n\n")[0], argv)
+    import fastkc
+
+    if fastkc.backend != "c":
+        raise SystemExit("fastkc backend is {0!r}, not the compiled core: build it first "
+                         "(python setup.py build_ext --inplace)".format(fastkc.backend))
+    records, clock, stall = asyncio.run(consume(args))
+    finish("fastkc.aio getmany", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
+           api="fastkc.aio.AIOKafkaConsumer.getmany", backend=fastkc.backend,
+           longest_loop_stall_ms=round(stall * 1000.0, 2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -550,8 +550,10 @@ class AioGroupDriver:
 
     # --- stopping ---------------------------------------------------------------------------------------
     async def stop(self, autocommit=True):
-        """Commit (autocommit and enable_auto_commit), leave the group (a
-        static member keeps its place), close the connections."""
+        """Commit (autocommit and enable_auto_commit), revoke the owned
+        partitions through the listener (the Java client's close(); aiokafka
+        skips it), leave the group (a static member keeps its place), close
+        the connections."""
         if self._closed:
             return
         timeout = self.config["request_timeout_ms"] / 1000.0
@@ -561,6 +563,12 @@ class AioGroupDriver:
                     await self.commit()
                 except KafkaError as exc:
                     log.warning("group %s: commit on stop failed: %s", self.group_id, exc)
+            if self._task is not None and self.machine.owned and self.machine.subscription is not None:
+                async with self._apply_lock:
+                    # the machine keeps its owned list: a KIP-848 leave names them
+                    owned = _sorted_tps(self.machine.owned)
+                    await self._call_listener("on_partitions_revoked", owned)
+                    self.app.revoke_from_group(owned)
             if self._task is not None:
                 await self._leave(timeout)
         finally:

@@ -225,16 +225,23 @@ class GroupMemberBase:
     def _before_requests(self):
         """What the driver tells the machine before asking for requests."""
 
-    def _drive(self, machine, chain=False):
+    def _drive(self, machine, chain=False, deadline=None):
         """Send the machine's due requests and feed back their answers; with
         chain, follow-ups it asks for at once (a JoinGroup's Metadata and
-        SyncGroup) go out in the same step (io lock held)."""
+        SyncGroup) go out in the same step (io lock held). deadline: a
+        caller's bound (commit_sync's timeout_ms) that no request may outlast
+        -- a FindCoordinator made for a commit has the request timeout of its
+        own, longer than what the commit was given."""
         for _ in range(_MAX_ROUNDS):
             with self._lock:
                 requests = machine.next_requests(self._clock())
             if not requests:
                 return
             for request in requests:
+                if deadline is not None:
+                    left_ms = max(1.0, (deadline - self._clock()) * 1000.0)
+                    if request.timeout_ms is None or request.timeout_ms > left_ms:
+                        request = request._replace(timeout_ms=left_ms)
                 self._exchange(machine, request)
             if machine is self.commits:
                 if not self.commits.busy:  # else: the coordinator just found, or another operation
@@ -567,7 +574,7 @@ class GroupMemberBase:
         try:
             while not op.done:
                 with self._io(deadline, interrupt), self._interruptible(interrupt):
-                    self._drive(self.commits)
+                    self._drive(self.commits, deadline=deadline)
                 if op.done:
                     break
                 with self._lock:

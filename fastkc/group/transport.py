@@ -41,14 +41,19 @@ class GroupTransport:
         self.on_answer = None
 
     def _ensure_bootstrapped(self, timeout_ms):
-        if not self._bootstrapped:
-            self.client.bootstrap(timeout_ms=timeout_ms)
-            self._bootstrapped = True
+        """Bootstrap once; returns what is left of timeout_ms for the call
+        that needed it (the two share one bound, never twice timeout_ms)."""
+        if self._bootstrapped:
+            return timeout_ms
+        started = self.client._clock()
+        self.client.bootstrap(timeout_ms=timeout_ms)
+        self._bootstrapped = True
+        return max(1.0, timeout_ms - (self.client._clock() - started) * 1000.0)
 
     # --- the coordinator ------------------------------------------------------------------
     def request_any(self, api_name, body, timeout_ms):
         """A request to any broker (FindCoordinator): the decoded answer."""
-        self._ensure_bootstrapped(timeout_ms)
+        timeout_ms = self._ensure_bootstrapped(timeout_ms)
         return self.client.request(api_name, body, timeout_ms)
 
     def use_coordinator(self, coordinator):
@@ -157,7 +162,7 @@ class GroupTransport:
         """The group client's metadata for `topics` (None: every topic),
         refreshed now (the leader's view for assignment, topic ids for
         KIP-848)."""
-        self._ensure_bootstrapped(timeout_ms)
+        timeout_ms = self._ensure_bootstrapped(timeout_ms)
         if topics is None:
             self.client.wait_for_metadata(timeout_ms, all_topics=True)
         else:

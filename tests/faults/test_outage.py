@@ -115,8 +115,10 @@ def test_outage_poll_commit_close(cluster):
     figures["duplicates"] = len(got) - len(set(got))
     assert figures["refused_longest_poll_s"] < 1.5 and figures["blackhole_longest_poll_s"] < 1.5
     assert figures["refused_cpu_share"] < 0.3 and figures["blackhole_cpu_share"] < 0.3
-    assert figures["refused_commit_s"] < 6.0 and figures["blackhole_commit_s"] < 6.0
-    assert figures["blackhole_close_s"] < 6.0
+    # commit(timeout_ms=3000) and close(timeout_ms=3000): the bound plus slack for
+    # a loaded machine (a lookup carrying its own 5 s request timeout once took 6.5 s)
+    assert figures["refused_commit_s"] < 4.5 and figures["blackhole_commit_s"] < 4.5
+    assert figures["blackhole_close_s"] < 4.5
     record(dict(scenario="outage: refused / blackholed, application thread", **figures))
 
 

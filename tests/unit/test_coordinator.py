@@ -361,6 +361,29 @@ def test_commit_sync_times_out_when_the_coordinator_keeps_moving():
         member.commit_sync({TPS[0]: OffsetAndMetadata(1, "", -1)}, 1000)
 
 
+def test_commit_sync_bounds_the_coordinator_lookup_it_needs_by_its_own_timeout():
+    # With every connection refused, a FindCoordinator made for a commit used
+    # to carry the full request_timeout_ms: commit_sync(timeout_ms=3000) took
+    # 6.5 s in the fault campaign's outage (tests/faults/test_outage.py).
+    member, transport, app, clock, listener = make(request_timeout_ms=5000, retry_backoff_ms=100)
+    joined(member, transport, app)
+    transport.coordinator_lost()
+    member.coordinator.lost()
+    asked = []
+
+    def refused(api, body, timeout_ms):
+        asked.append(timeout_ms)
+        clock.now += timeout_ms / 1000.0  # the lookup waits its whole timeout, then fails
+        raise KafkaTimeoutError("FindCoordinator: no broker answered")
+
+    transport.request_any = refused
+    started = clock.now
+    with pytest.raises(KafkaTimeoutError):
+        member.commit_sync({TPS[0]: OffsetAndMetadata(1, "", -1)}, 3000)
+    assert asked and max(asked) <= 3000
+    assert clock.now - started <= 3.0 + 0.2  # the bound, plus at most one retry backoff's slack
+
+
 def test_commit_async_callback_runs_in_poll():
     member, transport, app, clock, listener = make()
     joined(member, transport, app)

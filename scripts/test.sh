@@ -39,10 +39,14 @@ step "the test suite: corpus, C kernels, hostile brokers, integration (real brok
 # FASTKC_REQUIRE_MSK_REFERENCE AWS's missing reference signer (AWS_MSK_IAM),
 # FASTKC_REQUIRE_KERBEROS a missing KDC or gssapi binding (GSSAPI),
 # FASTKC_REQUIRE_POLARS / _DUCKDB a missing interop extra (arrow_stream()),
-# FASTKC_REQUIRE_KCAT a missing kcat (`fastkc consume`'s differential tests).
-# One session: the fault campaign run beside it as a second session once
-# lost its limit_data recovery window (no records for 30 s; 1 run in 2), so
-# they stay in series until that is understood.
+# FASTKC_REQUIRE_KCAT a missing kcat (`fastkc consume`'s differential tests),
+# FASTKC_REQUIRE_AIO a missing fastkc.aio.AIOKafkaConsumer (tests/integration_aio/).
+# One session: the fault campaign run beside it as a second session once saw
+# a fresh consumer deliver nothing in its first 30 s (test_toxic[limit_data]'s
+# warm-up, before any toxic; 1 run in 3). tests/faults/runner.py now prints
+# the producer's counts, the consumer's state and fastkc's last log lines when
+# that happens; in series until it is understood.
 FASTKC_REQUIRE_C=1 FASTKC_REQUIRE_CONSUMER=1 FASTKC_REQUIRE_FAULTS=1 FASTKC_REQUIRE_MSK_REFERENCE=1 \
     FASTKC_REQUIRE_KERBEROS=1 FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 FASTKC_REQUIRE_KCAT=1 \
+    FASTKC_REQUIRE_AIO=1 \
     $PY -m pytest -q --durations=25

@@ -50,8 +50,9 @@ fastkc additions (not in aiokafka 0.14): group_protocol ("classic" or
 import warnings
 from dataclasses import dataclass
 
-from fastkc import __version__
+from fastkc._version import __version__
 from fastkc.aio.errors import ConfigTypeError, ConfigValueError
+
 # aiokafka's default assignor is its RoundRobinPartitionAssignor: fastkc's has
 # the same protocol name ("roundrobin"), so mixed groups agree on it
 from fastkc.assignors import RoundRobinPartitionAssignor

@@ -26,25 +26,12 @@ import asyncio
 import logging
 import time
 
-from fastkc.errors import IncompatibleBrokerVersion, KafkaTimeoutError, NodeNotReadyError
-from fastkc.fetch.machine import FetchMachine
+from fastkc.errors import KafkaTimeoutError, NodeNotReadyError
+from fastkc.fetch.machine import ConnectionLink, FetchMachine, list_offsets_time_left
 
 log = logging.getLogger(__name__)
 
 
-class _Link:
-    """What the machine asks of a ready connection: the versions it speaks."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn):
-        self.conn = conn
-
-    def version_for(self, api_name):
-        try:
-            return self.conn.version_for(api_name)
-        except IncompatibleBrokerVersion:
-            return None
 
 
 class AioFetchDriver:
@@ -108,7 +95,7 @@ class AioFetchDriver:
         if not self.client.ready(node_id):
             return None
         conn = self.client.connection(node_id)
-        return None if conn is None else _Link(conn)
+        return None if conn is None else ConnectionLink(conn)
 
     def _flush_metadata_wish(self):
         if self.machine.metadata_wanted:
@@ -177,7 +164,7 @@ class AioFetchDriver:
 
         def link(node_id):
             conn = self.client.connection(node_id)
-            return None if conn is None or not conn.ready or not conn.core.can_send() else _Link(conn)
+            return None if conn is None or not conn.ready or not conn.core.can_send() else ConnectionLink(conn)
 
         loop = asyncio.get_running_loop()
         for request in self.machine.close_session_requests(link):
@@ -241,8 +228,4 @@ class AioFetchDriver:
             raise
 
     def _time_left(self, deadline, timeout_ms, missing=()):
-        left = deadline - self._clock()
-        if left <= 0:
-            detail = "; no leader known for {0}".format(sorted(missing)) if missing else ""
-            raise KafkaTimeoutError("ListOffsets did not complete within {0} ms{1}".format(timeout_ms, detail))
-        return left
+        return list_offsets_time_left(deadline, self._clock(), timeout_ms, missing)

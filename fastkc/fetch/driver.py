@@ -6,26 +6,10 @@ offset lookups' waiting loop. Everything else is the machine's, reached
 through this object as the consumer always did (`fetcher.states`,
 `fetcher.fetched_records(...)`)."""
 from fastkc.errors import (
-    IncompatibleBrokerVersion,
     KafkaTimeoutError,
     NodeNotReadyError,
 )
-from fastkc.fetch.machine import FetchMachine
-
-
-class _ConnLink:
-    """What the machine asks of a ready connection: the versions it speaks."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn):
-        self.conn = conn
-
-    def version_for(self, api_name):
-        try:
-            return self.conn.version_for(api_name)
-        except IncompatibleBrokerVersion:
-            return None
+from fastkc.fetch.machine import ConnectionLink, FetchMachine, list_offsets_time_left
 
 
 class Fetcher:
@@ -56,7 +40,7 @@ class Fetcher:
         if not self.client.ready(node_id):
             return None
         conn = self.client.connection(node_id)
-        return None if conn is None else _ConnLink(conn)
+        return None if conn is None else ConnectionLink(conn)
 
     def _flush_metadata_wish(self):
         if self.machine.metadata_wanted:
@@ -110,7 +94,7 @@ class Fetcher:
             if not self.client.is_connected(node_id):
                 return None
             conn = self.client.connection(node_id)
-            return None if conn is None or not conn.can_send() else _ConnLink(conn)
+            return None if conn is None or not conn.can_send() else ConnectionLink(conn)
 
         for request in self.machine.close_session_requests(link):
             pending.add(request.node_id)
@@ -184,8 +168,4 @@ class Fetcher:
             self.client.poll(until - self._clock())
 
     def _time_left(self, deadline, timeout_ms, missing=()):
-        left = deadline - self._clock()
-        if left <= 0:
-            detail = "; no leader known for {0}".format(sorted(missing)) if missing else ""
-            raise KafkaTimeoutError("ListOffsets did not complete within {0} ms{1}".format(timeout_ms, detail))
-        return left
+        return list_offsets_time_left(deadline, self._clock(), timeout_ms, missing)

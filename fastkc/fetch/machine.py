@@ -36,12 +36,12 @@ codes.py (error code -> reaction, from fastkc.errors).
 """
 import logging
 import time
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from fastkc import records as fastkc_records
 from fastkc.config import decode_budget
 from fastkc.decode_worker import DecodeWorker
-from fastkc.errors import KafkaProtocolError
+from fastkc.errors import IncompatibleBrokerVersion, KafkaProtocolError, KafkaTimeoutError
 from fastkc.fetch.handout import _PREPARE_AHEAD, HandoutMixin
 from fastkc.fetch.offsets import OffsetsMixin
 from fastkc.fetch.planner import PlannerMixin
@@ -54,7 +54,7 @@ class Request(NamedTuple):
     node_id: int
     api: str
     body: dict
-    version: Optional[int]  # the version the body was built for; None: any the driver picks
+    version: int | None  # the version the body was built for; None: any the driver picks
     raw: bool  # answer wanted as (payload bytes, version), undecoded
     token: Any  # hand back to on_response
 
@@ -213,3 +213,28 @@ class FetchMachine(OffsetsMixin, PlannerMixin, HandoutMixin):
         self._replan()
         self.states[tp].paused = False
 
+
+class ConnectionLink:
+    """What the machine asks of a ready connection (next_requests' `link`):
+    the versions it speaks. Both drivers hand their connections over in it."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def version_for(self, api_name):
+        try:
+            return self.conn.version_for(api_name)
+        except IncompatibleBrokerVersion:
+            return None
+
+
+def list_offsets_time_left(deadline, now, timeout_ms, missing=()):
+    """Seconds left of an offset lookup (both drivers' waiting loops), or the
+    KafkaTimeoutError naming the partitions still without a leader."""
+    left = deadline - now
+    if left <= 0:
+        detail = "; no leader known for {0}".format(sorted(missing)) if missing else ""
+        raise KafkaTimeoutError("ListOffsets did not complete within {0} ms{1}".format(timeout_ms, detail))
+    return left

@@ -4,7 +4,7 @@ table in the same file (_BROKER_ERROR_TABLE), between the BEGIN/END markers.
 The classes used to be built with type() at import time, which no type
 checker can see; written out as source they are plain classes that mypy and
 editors know, and the table stays the one place a code is added.
-tests/unit/test_errors_generated.py fails when the file and the table differ.
+tests/quality/test_errors_generated.py fails when the file and the table differ.
 
   python3 scripts/gen_broker_errors.py          # rewrite the block in place
   python3 scripts/gen_broker_errors.py --check  # exit 1 if it is out of date

@@ -26,8 +26,9 @@ import asyncio
 import logging
 import time
 
-from fastkc.errors import KafkaTimeoutError, NodeNotReadyError
-from fastkc.fetch.machine import ConnectionLink, FetchMachine, list_offsets_time_left
+from fastkc.errors import NodeNotReadyError
+from fastkc.fetch.machine import ConnectionLink, FetchMachine
+from fastkc.fetch.offsets import AwaitMetadata, BackOff, offset_lookup
 
 log = logging.getLogger(__name__)
 
@@ -176,56 +177,28 @@ class AioFetchDriver:
     # --- offset lookups (beginning_offsets, end_offsets, offsets_for_times) -----------------------
     async def list_offsets(self, timestamps, timeout_ms):
         """ListOffsets: {tp: timestamp} -> {tp: (offset, timestamp,
-        leader_epoch)}, retried on retriable errors until timeout_ms (the sync
-        driver's loop, awaiting instead of polling)."""
-        machine = self.machine
+        leader_epoch)}, retried on retriable errors until timeout_ms: the
+        steps of fastkc.fetch.offsets.offset_lookup, awaited."""
+        steps = offset_lookup(self.machine, timestamps, timeout_ms, self._clock, self.config["retry_backoff_ms"])
+        outcome = None
+        while True:
+            try:
+                step = steps.send(outcome)
+            except StopIteration as done:
+                return done.value
+            outcome = await self._perform(step)
+
+    async def _perform(self, step):
         client = self.client
-        deadline = self._clock() + timeout_ms / 1000.0
-        backoff = self.config["retry_backoff_ms"] / 1000.0
-        results = {}
-        remaining_tps = dict(timestamps)
-        looked_up_metadata = False
-        while remaining_tps:
-            by_node, missing = machine.list_offsets_requests(remaining_tps)
-            if missing:
-                # a partition with no known leader may yet appear: refresh
-                # metadata every retry_backoff_ms until timeout_ms
-                client.add_topics({tp.topic for tp in missing})
-                if looked_up_metadata:
-                    await asyncio.sleep(min(backoff, self._time_left(deadline, timeout_ms, missing)))
-                await self._wait_metadata(deadline, timeout_ms, missing)
-                looked_up_metadata = True
-                continue
-            retry = False
-            for node_id, part in by_node.items():
-                left = self._time_left(deadline, timeout_ms)
-                try:
-                    response = await client.request("ListOffsets", machine.list_offsets_body(part), left * 1000.0,
-                                                    node_id=node_id)
-                except KafkaTimeoutError:
-                    raise
-                except Exception as exc:
-                    if getattr(exc, "retriable", False):
-                        retry = True
-                        continue
-                    raise
-                answered, again = machine.list_offsets_answer(part, response)
-                retry = retry or again
-                for tp, result in answered.items():
-                    results[tp] = result
-                    del remaining_tps[tp]
-            if retry and remaining_tps:
-                await asyncio.sleep(min(backoff, max(0.0, deadline - self._clock())))
-                await self._wait_metadata(deadline, timeout_ms)
-        return results
-
-    async def _wait_metadata(self, deadline, timeout_ms, missing=()):
-        left = self._time_left(deadline, timeout_ms, missing)
+        if isinstance(step, BackOff):
+            await asyncio.sleep(step.seconds)
+            return None
         try:
-            await self.client.wait_for_metadata(left * 1000.0)
-        except KafkaTimeoutError:
-            self._time_left(self._clock(), timeout_ms, missing)
-            raise
-
-    def _time_left(self, deadline, timeout_ms, missing=()):
-        return list_offsets_time_left(deadline, self._clock(), timeout_ms, missing)
+            if isinstance(step, AwaitMetadata):
+                if step.topics:
+                    client.add_topics(step.topics)
+                await client.wait_for_metadata(step.seconds * 1000.0)
+                return None
+            return await client.request("ListOffsets", step.body, step.seconds * 1000.0, node_id=step.node_id)
+        except Exception as exc:  # the lookup decides: retry, or raise it
+            return exc

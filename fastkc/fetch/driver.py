@@ -6,10 +6,10 @@ offset lookups' waiting loop. Everything else is the machine's, reached
 through this object as the consumer always did (`fetcher.states`,
 `fetcher.fetched_records(...)`)."""
 from fastkc.errors import (
-    KafkaTimeoutError,
     NodeNotReadyError,
 )
-from fastkc.fetch.machine import ConnectionLink, FetchMachine, list_offsets_time_left
+from fastkc.fetch.machine import ConnectionLink, FetchMachine
+from fastkc.fetch.offsets import AwaitMetadata, BackOff, offset_lookup
 
 
 class Fetcher:
@@ -103,69 +103,31 @@ class Fetcher:
 
     # --- blocking lookups (beginning_offsets, end_offsets, offsets_for_times) ------------------
     def list_offsets(self, timestamps, timeout_ms):
-        """Blocking ListOffsets: {tp: timestamp} → {tp: (offset, timestamp,
-        leader_epoch)}, retried on retriable errors until timeout_ms."""
-        machine = self.machine
-        deadline = self._clock() + timeout_ms / 1000.0
-        results = {}
-        remaining_tps = dict(timestamps)
-        looked_up_metadata = False
-        while remaining_tps:
-            by_node, missing = machine.list_offsets_requests(remaining_tps)
-            if missing:
-                # A partition with no known leader, even one past its topic's
-                # count, may yet appear (partitions added, topic created,
-                # leader elected): as kafka-python and the Java client do,
-                # refresh metadata every retry_backoff_ms until timeout_ms,
-                # then KafkaTimeoutError naming them.
-                self.client.add_topics({tp.topic for tp in missing})
-                if looked_up_metadata:
-                    self._back_off(deadline, timeout_ms, missing)
-                self._wait_metadata(deadline, timeout_ms, missing)
-                looked_up_metadata = True
-                continue
-            retry = False
-            for node_id, part in by_node.items():
-                left = self._time_left(deadline, timeout_ms)
-                try:
-                    response = self.client.request("ListOffsets", machine.list_offsets_body(part), left * 1000.0,
-                                                   node_id=node_id)
-                except KafkaTimeoutError:
-                    raise
-                except Exception as exc:
-                    if getattr(exc, "retriable", False):
-                        retry = True
-                        continue
-                    raise
-                answered, again = machine.list_offsets_answer(part, response)
-                retry = retry or again
-                for tp, result in answered.items():
-                    results[tp] = result
-                    del remaining_tps[tp]
-            if retry and remaining_tps:
-                # paced by retry_backoff_ms: a broker that keeps answering
-                # without the partitions must not be asked in a tight loop
-                pause = min(self.config["retry_backoff_ms"] / 1000.0, max(0.0, deadline - self._clock()))
-                end = self._clock() + pause
-                while self._clock() < end:
-                    self.client.poll(end - self._clock())
-                self.client.request_metadata_update()
-                self._wait_metadata(deadline, timeout_ms)
-        return results
+        """Blocking ListOffsets: {tp: timestamp} -> {tp: (offset, timestamp,
+        leader_epoch)}, retried on retriable errors until timeout_ms: the
+        steps of fastkc.fetch.offsets.offset_lookup, performed blocking."""
+        steps = offset_lookup(self.machine, timestamps, timeout_ms, self._clock, self.config["retry_backoff_ms"])
+        outcome = None
+        while True:
+            try:
+                step = steps.send(outcome)
+            except StopIteration as done:
+                return done.value
+            outcome = self._perform(step)
 
-    def _wait_metadata(self, deadline, timeout_ms, missing=()):
-        left = self._time_left(deadline, timeout_ms, missing)
+    def _perform(self, step):
+        client = self.client
+        if isinstance(step, BackOff):
+            until = self._clock() + step.seconds
+            while self._clock() < until:
+                client.poll(until - self._clock())
+            return None
         try:
-            self.client.wait_for_metadata(left * 1000.0)
-        except KafkaTimeoutError:
-            self._time_left(self._clock(), timeout_ms, missing)  # the same message as any other expiry
-            raise
-
-    def _back_off(self, deadline, timeout_ms, missing):
-        left = self._time_left(deadline, timeout_ms, missing)
-        until = self._clock() + min(left, self.config["retry_backoff_ms"] / 1000.0)
-        while self._clock() < until:
-            self.client.poll(until - self._clock())
-
-    def _time_left(self, deadline, timeout_ms, missing=()):
-        return list_offsets_time_left(deadline, self._clock(), timeout_ms, missing)
+            if isinstance(step, AwaitMetadata):
+                if step.topics:
+                    client.add_topics(step.topics)
+                client.wait_for_metadata(step.seconds * 1000.0)
+                return None
+            return client.request("ListOffsets", step.body, step.seconds * 1000.0, node_id=step.node_id)
+        except Exception as exc:  # the lookup decides: retry, or raise it
+            return exc

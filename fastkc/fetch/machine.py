@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from fastkc import records as fastkc_records
 from fastkc.config import decode_budget
 from fastkc.decode_worker import DecodeWorker
-from fastkc.errors import IncompatibleBrokerVersion, KafkaProtocolError, KafkaTimeoutError
+from fastkc.errors import IncompatibleBrokerVersion, KafkaProtocolError
 from fastkc.fetch.handout import _PREPARE_AHEAD, HandoutMixin
 from fastkc.fetch.offsets import OffsetsMixin
 from fastkc.fetch.planner import PlannerMixin
@@ -228,13 +228,3 @@ class ConnectionLink:
             return self.conn.version_for(api_name)
         except IncompatibleBrokerVersion:
             return None
-
-
-def list_offsets_time_left(deadline, now, timeout_ms, missing=()):
-    """Seconds left of an offset lookup (both drivers' waiting loops), or the
-    KafkaTimeoutError naming the partitions still without a leader."""
-    left = deadline - now
-    if left <= 0:
-        detail = "; no leader known for {0}".format(sorted(missing)) if missing else ""
-        raise KafkaTimeoutError("ListOffsets did not complete within {0} ms{1}".format(timeout_ms, detail))
-    return left

@@ -1,9 +1,10 @@
 """Positions from the broker: offset resets and lookups (ListOffsets) and
 KIP-320 truncation validation (OffsetForLeaderEpoch), as request builders
 and response handlers of the fetch machine. No waiting happens here: the
-blocking lookups (beginning_offsets, end_offsets, offsets_for_times) loop in
-the driver (fastkc/fetch/driver.py) over `list_offsets_requests` /
-`list_offsets_answer`.
+application's lookups (beginning_offsets, end_offsets, offsets_for_times) are
+`offset_lookup`, a generator of steps (ask a leader, wait for metadata, back
+off) that each driver performs its own way -- blocking (fastkc/fetch/driver.py)
+or awaiting (fastkc/aio/fetch_driver.py) -- and sends the outcome back.
 
 Truncation, as the Java client does it: after a leader change the position
 is validated with OffsetForLeaderEpoch before fetching resumes, and a Fetch
@@ -12,6 +13,7 @@ the position for the position's epoch, the position moves to that end offset
 -- or, with auto_offset_reset='none', LogTruncationError is raised from poll.
 """
 import logging
+from typing import NamedTuple
 
 from fastkc import errors
 from fastkc.errors import LogTruncationError, NoOffsetForPartitionError
@@ -24,6 +26,90 @@ log = logging.getLogger("fastkc.fetch")
 EARLIEST = -2
 LATEST = -1
 RESET_TIMESTAMPS = {"earliest": EARLIEST, "latest": LATEST}
+
+
+class AskLeader(NamedTuple):
+    """Send this ListOffsets body to node_id within `seconds`; the outcome
+    is the decoded answer or the exception that ended the request."""
+    node_id: int
+    body: dict
+    seconds: float
+
+
+class AwaitMetadata(NamedTuple):
+    """Add `topics` to the wanted ones, refresh metadata and wait for it
+    within `seconds`; the outcome is None or the KafkaTimeoutError."""
+    topics: frozenset
+    seconds: float
+
+
+class BackOff(NamedTuple):
+    """Wait `seconds` (retry_backoff_ms) while the connections go on; no outcome."""
+    seconds: float
+
+
+def list_offsets_time_left(deadline, now, timeout_ms, missing=()):
+    """Seconds left of an offset lookup (both drivers' waiting loops), or the
+    KafkaTimeoutError naming the partitions still without a leader."""
+    left = deadline - now
+    if left <= 0:
+        detail = "; no leader known for {0}".format(sorted(missing)) if missing else ""
+        raise errors.KafkaTimeoutError("ListOffsets did not complete within {0} ms{1}".format(timeout_ms, detail))
+    return left
+
+
+def offset_lookup(machine, timestamps, timeout_ms, clock, retry_backoff_ms):
+    """The lookup of {tp: timestamp} -> {tp: (offset, timestamp, leader_epoch)}
+    as steps, retried on retriable errors until timeout_ms, as kafka-python
+    and the Java client retry it: a partition without a known leader (even
+    one past its topic's count: partitions may be added, a topic created, a
+    leader elected) gets a metadata refresh every retry_backoff_ms; a leader
+    that answers with a retriable error or without the partition is asked
+    again after the backoff and a refresh. Yields AskLeader / AwaitMetadata /
+    BackOff and takes each one's outcome; returns the results or raises
+    KafkaTimeoutError (naming the partitions still without a leader) or the
+    partition's error."""
+    deadline = clock() + timeout_ms / 1000.0
+    backoff = retry_backoff_ms / 1000.0
+
+    def left(missing=()):
+        return list_offsets_time_left(deadline, clock(), timeout_ms, missing)
+
+    def refreshed(outcome, missing=()):
+        if isinstance(outcome, errors.KafkaTimeoutError):
+            left(missing)  # the same message as any other expiry
+            raise outcome
+
+    results = {}
+    remaining = dict(timestamps)
+    looked_up_metadata = False
+    while remaining:
+        by_node, missing = machine.list_offsets_requests(remaining)
+        if missing:
+            if looked_up_metadata:
+                yield BackOff(min(backoff, left(missing)))
+            refreshed((yield AwaitMetadata(frozenset(tp.topic for tp in missing), left(missing))), missing)
+            looked_up_metadata = True
+            continue
+        retry = False
+        for node_id, part in by_node.items():
+            answer = yield AskLeader(node_id, machine.list_offsets_body(part), left())
+            if isinstance(answer, BaseException):
+                if isinstance(answer, errors.KafkaTimeoutError) or not getattr(answer, "retriable", False):
+                    raise answer
+                retry = True
+                continue
+            answered, again = machine.list_offsets_answer(part, answer)
+            retry = retry or again
+            for tp, result in answered.items():
+                results[tp] = result
+                del remaining[tp]
+        if retry and remaining:
+            # paced by retry_backoff_ms: a broker that keeps answering
+            # without the partitions must not be asked in a tight loop
+            yield BackOff(min(backoff, max(0.0, deadline - clock())))
+            refreshed((yield AwaitMetadata(frozenset(), left())))
+    return results
 
 
 def list_offsets_results(response):

@@ -1,6 +1,8 @@
 """fastkc/errors.py's broker error classes are written out by
 scripts/gen_broker_errors.py from the error-code table in the same file (so
-type checkers see them); these tests hold the two together."""
+type checkers see them); these tests hold the two together. A source-tree
+check (it runs the repository's script), so it lives in tests/quality, not
+in tests/unit, which also runs against installed wheels outside the tree."""
 import importlib.util
 import os
 import subprocess

@@ -45,7 +45,10 @@ Where the same name means something else in aiokafka and in kafka-python
 - fetch_max_wait_ms must stay below request_timeout_ms (aiokafka does not
   check, and its fetches then time out).
 fastkc additions (not in aiokafka 0.14): group_protocol ("classic" or
-"consumer", KIP-848) and group_remote_assignor, as in fastkc's sync consumer.
+"consumer", KIP-848) and group_remote_assignor, as in fastkc's sync consumer;
+decode_threads: 1 (the default) decompresses and parses fetched batches on a
+thread of the consumer's own, with the GIL released, so a large batch never
+holds the event loop; 0 does it on the loop (no thread hand-off per step).
 """
 import warnings
 from dataclasses import dataclass
@@ -147,9 +150,10 @@ KEYS = (
     # fastkc additions
     Key("group_protocol", "classic", "group_protocol", SAME),
     Key("group_remote_assignor", None, "opt_str", SAME),
+    Key("decode_threads", 1, "decode_threads", DRIVER),
 )
 KEYS_BY_NAME = {key.name: key for key in KEYS}
-FASTKC_ADDITIONS = ("group_protocol", "group_remote_assignor")
+FASTKC_ADDITIONS = ("group_protocol", "group_remote_assignor", "decode_threads")
 
 
 def _is_int(value):
@@ -227,6 +231,10 @@ def _check(key, value):
     if check == "security_protocol":
         if value not in SECURITY_PROTOCOLS:
             _value_error(name, "must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, value))
+        return value
+    if check == "decode_threads":
+        if not _is_int(value) or value not in (0, 1):
+            _value_error(name, "must be 0 (decode on the event loop) or 1 (a decode thread), not {0!r}".format(value))
         return value
     if check == "group_protocol":
         if value not in ("classic", "consumer"):

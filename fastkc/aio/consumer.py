@@ -22,10 +22,13 @@ serialized_value_size, headers) plus kafka-python's leader_epoch and
 serialized_header_size; they are tuples (aiokafka's is a dataclass), and
 headers is a list of (str, bytes) tuples (aiokafka: a tuple of them).
 
-Decoding runs on the loop inside getmany()/getone(), in steps the fetch
-machine bounds (a step ends at the decode budget, fastkc.config.decode_budget),
-so no single call holds the loop for more than one step's worth: measure
-with `python -m fastkc.bench.run_fastkc_aio --stall` (see DESIGN.md).
+Decoding is split as the decode worker splits it: a step's phase 1 (CRC
+checks, decompression, parsing into descriptors; C with the GIL released)
+runs on the consumer's decode thread (decode_threads=1, the default) while
+the loop goes on, and getmany()/getone() only build records from prepared
+steps on the loop, at most 4096 a call without max_records: a large or badly
+compressed batch never holds the loop. The bench runner reports the longest
+hold it saw (`longest_loop_stall_ms`, `python -m fastkc.bench.run_fastkc_aio`).
 
 Cancellation: records leave the machine (and positions advance) only in
 the synchronous part of a get call that returns them; a get cancelled while
@@ -35,6 +38,7 @@ import asyncio
 import logging
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from fastkc.aio.client import AioClient
 from fastkc.aio.config import KEYS, resolve
@@ -52,6 +56,11 @@ _EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclus
 #: here one call's decoding is bounded so that it holds the loop for a few ms
 #: at most: what stays buffered comes with the next call.
 _GETMANY_CHUNK = 4096
+#: records per step prepared on the decode thread: a take's count, within
+#: these bounds (getone()'s one record would cost a thread hand-off each; a
+#: step of more than _PREPARE_MAX holds descriptors for records far ahead)
+_PREPARE_MIN = 1024
+_PREPARE_MAX = 16384
 
 
 class AIOKafkaConsumer:
@@ -66,6 +75,15 @@ class AIOKafkaConsumer:
         self._client = AioClient(self._config)
         self._fetcher = AioFetchDriver(self._client, self._config, period_ms=resolved.driver["consumer_timeout_ms"])
         self._machine = self._fetcher.machine
+        # phase 1 of the decode steps off the loop (module docstring): one
+        # thread, started with the first step to prepare; the twin's streams
+        # cannot prepare and decode on the loop
+        from fastkc import records as fastkc_records
+
+        self._offload_decode = resolved.driver["decode_threads"] == 1 and hasattr(
+            getattr(fastkc_records._backend.impl, "RecordStream", None), "prepare")
+        self._decode_thread = None
+        self._preparing = None  # (CompletedFetch, asyncio future of its step being prepared)
         self._started = False
         self._closed = False
         self._assignment = []
@@ -189,6 +207,9 @@ class AIOKafkaConsumer:
                 await self._fetcher.close()
         finally:
             self._machine.close_worker()
+            if self._decode_thread is not None:
+                # a step being prepared finishes on its own (milliseconds); nothing waits for it
+                self._decode_thread.shutdown(wait=False, cancel_futures=True)
             await self._client.close()
 
     async def __aenter__(self):
@@ -366,13 +387,51 @@ class AIOKafkaConsumer:
                 raise TypeError("partitions must be TopicPartition namedtuples")
 
     # --- getting records -----------------------------------------------------------------
+    async def _take(self, limit, wanted):
+        """Records taken from the machine (positions advanced) with no decoding
+        on the loop: when the take stops at a fetch whose next step is not
+        prepared, that step is prepared on the decode thread, awaited when
+        nothing was taken, else left to finish while the application works.
+        Cancelled while it waits, a call has taken nothing: the step being
+        prepared stays in its stream for the next call."""
+        machine = self._machine
+        while True:
+            records = machine.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
+                                              wanted, prepared_only=self._offload_decode)
+            unprepared = machine.unprepared
+            if unprepared is None:
+                return records
+            step = self._prepare(unprepared, limit)
+            if records:
+                return records
+            await asyncio.shield(step)
+            self._check_running()
+
+    def _prepare(self, completed, limit):
+        """The future of `completed`'s next step prepared on the decode thread:
+        as many records as a take asks for (at least _PREPARE_MIN), so that a
+        take uses up a prepared step and the next one is prepared while the
+        application works on what it took."""
+        if self._preparing is not None and self._preparing[0] is completed:
+            return self._preparing[1]
+        if self._decode_thread is None:
+            self._decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastkc-aio-decode")
+        step = asyncio.get_running_loop().run_in_executor(
+            self._decode_thread, self._machine.prepare_step, completed, min(max(limit, _PREPARE_MIN), _PREPARE_MAX))
+        self._preparing = (completed, step)
+        step.add_done_callback(lambda _: self._step_prepared(completed))
+        return step
+
+    def _step_prepared(self, completed):
+        if self._preparing is not None and self._preparing[0] is completed:
+            self._preparing = None
+
     async def getone(self, *partitions):
         """The next record (of `partitions` only, when given); waits for one."""
         wanted = set(partitions) if partitions else None
         while True:
             await self._on_get(partitions)
-            records = self._machine.fetched_records(1, True, self._key_deserializer, self._value_deserializer,
-                                                    wanted)
+            records = await self._take(1, wanted)
             if records:
                 self._fetcher.send_requests()
                 for chunk in records.values():
@@ -390,8 +449,7 @@ class AIOKafkaConsumer:
         deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
         while True:
             await self._on_get(partitions)
-            records = self._machine.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
-                                                    wanted)
+            records = await self._take(limit, wanted)
             if records:
                 # pipelining, as the sync poll(): the next fetches are on the
                 # wire before the application sees these records

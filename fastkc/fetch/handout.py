@@ -51,7 +51,7 @@ class CompletedFetch:
     through a decoder stream (see module docstring)."""
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "stream",
-                 "form", "tally", "records_out")
+                 "form", "tally", "records_out", "nothing_to_prepare")
 
     def __init__(self, tp, fetch_offset, data, aborted, next_offset, leader_epoch, nbytes):
         self.tp = tp
@@ -70,6 +70,11 @@ class CompletedFetch:
         # and the records handed out from this fetch, added per step
         self.tally = None
         self.records_out = 0
+        # set by an off-thread prepare() of the records stream that found
+        # nothing to do with no step kept: the stream is used up or failed,
+        # so what is left of it (the end, or its sticky error) is cheap to
+        # take on the caller's thread (fetched_records(prepared_only=True))
+        self.nothing_to_prepare = False
 
 
 
@@ -177,16 +182,24 @@ class HandoutMixin:
             self._in_line = None
 
     def fetched_records(self, max_records, update_offsets=True, key_deserializer=None, value_deserializer=None,
-                        partitions=None):
+                        partitions=None, prepared_only=False):
         """{tp: [ConsumerRecord]} of up to max_records buffered records (of
         `partitions` only, when given: aiokafka's getmany(*partitions)). A
         CorruptRecordError is raised after the records before the bad batch
-        were returned (here, or by the next call when some were returned)."""
+        were returned (here, or by the next call when some were returned).
+
+        prepared_only (the asyncio driver's takes): hand out only records of
+        steps already prepared (RecordStream.prepare, run off this thread by
+        the caller), so that no decompression or parsing runs here; the take
+        stops at the first stream that has nothing prepared, and
+        `self.unprepared` names it (its CompletedFetch) for the caller to
+        prepare. Without it, `unprepared` is None."""
         self._records_form = True
+        self.unprepared = None
         out = {}
         remaining = max_records
         for state in self._ordered_states():
-            if remaining <= 0:
+            if remaining <= 0 or self.unprepared is not None:
                 break
             if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
                 continue
@@ -197,12 +210,25 @@ class HandoutMixin:
                 stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
                 if stream is None:
                     break
-                if self._worker is not None:
+                step = min(remaining, _STEP_RECORDS)
+                if prepared_only and hasattr(stream, "prepare"):  # the twin's streams decode inline
+                    # `preparing` is read first and without the lock: `prepared`
+                    # takes it, and a prepare() in progress holds it
+                    ready = 0 if stream.preparing else stream.prepared
+                    if ready:
+                        step = min(step, ready)  # more would run a real step here
+                        self.decode_steps["prepared"] += 1
+                    elif completed.nothing_to_prepare:
+                        self.decode_steps["inline"] += 1  # the end or the sticky error: no decoding left
+                    else:
+                        self.unprepared = completed
+                        break
+                elif self._worker is not None:
                     # where this step's phase 1 comes from (metrics: how much the worker took over)
                     self.decode_steps["waited" if stream.preparing else
                                       "prepared" if stream.pending else "inline"] += 1
                 try:
-                    chunk = stream.records(min(remaining, _STEP_RECORDS), self._max_held)
+                    chunk = stream.records(step, self._max_held)
                 except CorruptRecordError as exc:
                     good = list(getattr(exc, "records", None) or ())
                     if good:
@@ -253,21 +279,49 @@ class HandoutMixin:
                 self.sensors.partition_position(state)  # lag and lead: once per partition per poll
         if self._worker is not None and out and update_offsets:
             self._prepare_ahead(key_deserializer, value_deserializer)
+        if prepared_only and self.unprepared is None and update_offsets:
+            self.unprepared = self._next_to_prepare(key_deserializer, value_deserializer, partitions)
         return out
 
-    def _prepare_ahead(self, key_deserializer, value_deserializer):
-        """Hand the worker the next steps the next poll() will need: the
-        first buffered fetch of the partitions in the order that poll will
-        take them (the in-line one first), _PREPARE_AHEAD of them."""
+    def _next_to_prepare(self, key_deserializer, value_deserializer, partitions):
+        """After a prepared_only take that stopped for its count: the fetch
+        the next take will start with, when its stream has nothing prepared,
+        so the caller prepares it while the application handles these
+        records (the next take then finds it ready)."""
+        for state in self._take_order():
+            if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
+                continue
+            completed = state.buffered[0]
+            stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
+            if stream is None or not hasattr(stream, "prepare") or stream.preparing:
+                return None
+            if stream.prepared or completed.nothing_to_prepare:
+                return None
+            return completed
+        return None
+
+    def _take_order(self):
+        """The partitions in the order the next take will visit them (as
+        _ordered_states() will give them, without moving its rotation): the
+        in-line one first."""
         states = list(self.states.values())
         if not states:
-            return
+            return states
         start = self._next_partition % len(states)  # where _ordered_states() will start next
         order = states[start:] + states[:start]
         in_line = self.states.get(self._in_line) if self._in_line is not None else None
         if in_line is not None and in_line.buffered and order[0] is not in_line:
             order.remove(in_line)
             order.insert(0, in_line)
+        return order
+
+    def _prepare_ahead(self, key_deserializer, value_deserializer):
+        """Hand the worker the next steps the next poll() will need: the
+        first buffered fetch of the partitions in the order that poll will
+        take them (the in-line one first), _PREPARE_AHEAD of them."""
+        order = self._take_order()
+        if not order:
+            return
         ahead = 0
         for state in order:
             if ahead >= _PREPARE_AHEAD:
@@ -285,6 +339,19 @@ class HandoutMixin:
             ahead += 1
             if not stream.done and not stream.pending:
                 self._worker.submit(stream, _PREPARE_RECORDS, self._prepare_held)
+
+    def prepare_step(self, completed, max_records=_PREPARE_RECORDS):
+        """Prepare the next step (at most max_records) of `completed`'s records
+        stream (the one fetched_records(prepared_only=True) named). Runs on the asyncio
+        driver's decode thread: it touches only that stream (which has its
+        own lock) and the fetch's nothing_to_prepare flag, never the
+        machine's state; a fetch dropped meanwhile (seek, pause, unassign)
+        gets a step nobody reads, freed with it."""
+        stream = completed.stream
+        if stream is None or completed.form != "records":
+            return
+        if not stream.prepare(max_records, self._prepare_held) and not stream.prepared:
+            completed.nothing_to_prepare = True
 
     def close_worker(self, timeout=5.0):
         """Stop and join the decode worker (close()); True when it is gone."""

@@ -100,6 +100,7 @@ class FetchMachine(OffsetsMixin, PlannerMixin, HandoutMixin):
         # record steps poll() took from a step the worker had prepared, had
         # to wait for (the worker was on it), or decoded itself
         self.decode_steps = {"prepared": 0, "waited": 0, "inline": 0}
+        self.unprepared = None  # fetched_records(prepared_only=True): the fetch it stopped at
         # poll_arrow() was called last: no record streams are prepared for
         # fetches as they arrive (the Arrow form would start its own)
         self._records_form = True

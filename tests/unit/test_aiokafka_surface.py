@@ -199,7 +199,14 @@ def test_translation_defaults():
     assert core["consumer_timeout_ms"] == float("inf")
     assert core["max_poll_records"] == 500  # the core's step; getmany's cap is the driver's
     assert resolved.driver == {"key_deserializer": None, "value_deserializer": None, "rebalance_timeout_ms": 10000,
-                               "consumer_timeout_ms": 200, "max_poll_records": None}
+                               "consumer_timeout_ms": 200, "max_poll_records": None, "decode_threads": 1}
+
+
+def test_decode_threads():
+    assert oconfig.resolve(decode_threads=0).driver["decode_threads"] == 0
+    for bad in (2, -1, True, "1", None):
+        with pytest.raises(ValueError, match="decode_threads"):
+            oconfig.resolve(decode_threads=bad)
 
 
 def test_translation_of_the_keys_that_differ():

@@ -412,19 +412,16 @@ class AIOKafkaConsumer:
         as many records as a take asks for (at least _PREPARE_MIN), so that a
         take uses up a prepared step and the next one is prepared while the
         application works on what it took."""
-        if self._preparing is not None and self._preparing[0] is completed:
+        # a step of this fetch still being prepared is the one to wait for
+        # (a finished one says nothing about the fetch's next step)
+        if self._preparing is not None and self._preparing[0] is completed and not self._preparing[1].done():
             return self._preparing[1]
         if self._decode_thread is None:
             self._decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastkc-aio-decode")
         step = asyncio.get_running_loop().run_in_executor(
             self._decode_thread, self._machine.prepare_step, completed, min(max(limit, _PREPARE_MIN), _PREPARE_MAX))
         self._preparing = (completed, step)
-        step.add_done_callback(lambda _: self._step_prepared(completed))
         return step
-
-    def _step_prepared(self, completed):
-        if self._preparing is not None and self._preparing[0] is completed:
-            self._preparing = None
 
     async def getone(self, *partitions):
         """The next record (of `partitions` only, when given); waits for one."""

@@ -48,6 +48,12 @@ class BackOff(NamedTuple):
     seconds: float
 
 
+#: what offset_lookup yields; a step's outcome goes back in through send()
+LookupStep = AskLeader | AwaitMetadata | BackOff
+#: {tp: (offset, timestamp, leader_epoch)}: a lookup's result
+LookupResults = dict[TopicPartition, tuple[int, int, int]]
+
+
 def list_offsets_time_left(deadline, now, timeout_ms, missing=()):
     """Seconds left of an offset lookup (both drivers' waiting loops), or the
     KafkaTimeoutError naming the partitions still without a leader."""

@@ -35,6 +35,8 @@ are raised from `on_response`.
 import collections
 import enum
 import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from fastkc.assignors import (
     CooperativeStickyAssignor,
@@ -101,6 +103,8 @@ KAFKA_PYTHON_STATE = {_M.UNJOINED: "<unjoined>", _M.PREPARING: "<rebalancing>", 
 PartitionsLost = collections.namedtuple("PartitionsLost", "partitions")
 RevokeBeforeRejoin = collections.namedtuple("RevokeBeforeRejoin", "partitions")
 AssignmentReceived = collections.namedtuple("AssignmentReceived", "generation protocol assignment")
+#: what take_events() hands the application
+Event = PartitionsLost | RevokeBeforeRejoin | AssignmentReceived
 #: the member left the group because the application stopped polling
 PollTimeoutExpired = collections.namedtuple("PollTimeoutExpired", "max_poll_interval_ms")
 
@@ -165,7 +169,7 @@ class ClassicMachine(StateHolder):
         self.fatal_error = None  # a commit answered FENCED_INSTANCE_ID: raised from the next poll
 
     # --- what the application (through the driver) tells the machine ------------------------
-    def set_subscription(self, topics):
+    def set_subscription(self, topics: Iterable[str] | None) -> bool:
         topics = None if topics is None else sorted(set(topics))
         if topics == self.subscription:
             return False
@@ -174,7 +178,7 @@ class ClassicMachine(StateHolder):
             self.rebalance_needed("subscription changed")
         return True
 
-    def app_polled(self, now):
+    def app_polled(self, now: float) -> None:
         self.last_poll = now
         self.poll_timeout_expired = False
 
@@ -201,7 +205,7 @@ class ClassicMachine(StateHolder):
         """A commit answered FENCED_INSTANCE_ID: the driver raises it from poll."""
         self.fatal_error = error
 
-    def metadata_changed(self, partition_counts):
+    def metadata_changed(self, partition_counts: Mapping[str, int]) -> bool:
         """The leader rejoins when a subscribed topic's partition count
         changes (Java's metadata snapshot check); True when it will."""
         snap = self.leader_snapshot
@@ -214,7 +218,7 @@ class ClassicMachine(StateHolder):
                 return True
         return False
 
-    def close(self):
+    def close(self) -> None:
         if self.state is not _M.CLOSED:
             self._set_state(_M.CLOSED)
         self._token = None
@@ -237,7 +241,7 @@ class ClassicMachine(StateHolder):
                                 "generation (it left after max_poll_interval_ms without poll(), or was removed)")
 
     # --- the application's side ----------------------------------------------------------------
-    def take_events(self):
+    def take_events(self) -> list[Event]:
         """What the application must do now, in this order; acknowledge with
         app_done(events) once done (also when a listener raised)."""
         events = []
@@ -251,7 +255,8 @@ class ClassicMachine(StateHolder):
             self.applying = True
         return events
 
-    def app_done(self, events):
+    def app_done(self, events: Iterable[object]) -> None:
+        # any iterable of events: the ones this machine did not emit are ignored
         for event in events:
             if isinstance(event, (PartitionsLost, RevokeBeforeRejoin)):
                 if isinstance(event, PartitionsLost):
@@ -267,7 +272,7 @@ class ClassicMachine(StateHolder):
             self.rebalance_needed("partitions revoked in a cooperative rebalance")
 
     # --- leaving -------------------------------------------------------------------------------
-    def leave(self, reason, now):
+    def leave(self, reason: str, now: float) -> None:
         """Start leaving: LeaveGroup goes out with the next requests (a
         dynamic member that joined, with a known coordinator); else the
         membership is forgotten at once."""
@@ -297,7 +302,7 @@ class ClassicMachine(StateHolder):
         it follow at once."""
         return self.state in (_M.ASSIGNING, _M.SYNCING) and self._token is None
 
-    def next_requests(self, now):
+    def next_requests(self, now: float) -> list[Request]:
         if self._token is not None or self.state is _M.CLOSED:
             return []  # one request at a time
         if self.state is _M.LEAVING:
@@ -343,7 +348,7 @@ class ClassicMachine(StateHolder):
             }, min(self.config["request_timeout_ms"], self._session))
         return []
 
-    def next_deadline(self):
+    def next_deadline(self) -> float | None:
         """When next_requests has something to do (DUE_NOW: at once); None
         when only an answer or the application moves the member."""
         if self._token is not None or self.state is _M.CLOSED:
@@ -411,7 +416,7 @@ class ClassicMachine(StateHolder):
     def owns(self, token):
         return token is not None and token is self._token
 
-    def on_response(self, token, response, now):
+    def on_response(self, token: Token, response: Any, now: float) -> None:
         if self.coordinator.owns(token):
             self.coordinator.on_response(token, response, now)
             return

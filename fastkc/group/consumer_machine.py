@@ -38,6 +38,8 @@ import collections
 import enum
 import logging
 import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from fastkc.errors import (
     CommitFailedError,
@@ -94,6 +96,8 @@ KAFKA_PYTHON_STATE = {_S.UNSUBSCRIBED: "<unjoined>", _S.JOINING: "<rebalancing>"
 #: events for the application's thread
 PartitionsLost = collections.namedtuple("PartitionsLost", "partitions")
 Reconcile = collections.namedtuple("Reconcile", "target")  # a set of TopicPartition
+#: what take_events() hands the application
+Event = PartitionsLost | Reconcile
 
 
 class ConsumerMachine(StateHolder):
@@ -133,7 +137,7 @@ class ConsumerMachine(StateHolder):
         self._fenced_after_leave = False
 
     # --- what the application (through the driver) tells the machine ------------------------
-    def set_subscription(self, topics):
+    def set_subscription(self, topics: Iterable[str] | None) -> bool:
         topics = None if topics is None else sorted(set(topics))
         if topics == self.subscription:
             return False
@@ -147,7 +151,7 @@ class ConsumerMachine(StateHolder):
         self.pattern = pattern
         self.heartbeat_now = True
 
-    def app_polled(self, now):
+    def app_polled(self, now: float) -> None:
         self.last_poll = now
         self.poll_timeout_expired = False
 
@@ -166,7 +170,7 @@ class ConsumerMachine(StateHolder):
     def fatal(self, error):
         self.fatal_error = error
 
-    def metadata_changed(self, partition_counts):
+    def metadata_changed(self, partition_counts: Mapping[str, int]) -> bool:
         """Partition counts are the broker's to watch under KIP-848."""
         return False
 
@@ -178,7 +182,7 @@ class ConsumerMachine(StateHolder):
                 self.topic_names[meta.topic_id] = name
         self.topic_names.update(getattr(cluster, "topic_names_by_id", None) or {})
 
-    def close(self):
+    def close(self) -> None:
         if self.state is not _S.CLOSED:
             self._set_state(_S.CLOSED)
         self._token = None
@@ -201,7 +205,7 @@ class ConsumerMachine(StateHolder):
                                 "(it left after max_poll_interval_ms without poll(), or was fenced)")
 
     # --- the application's side ----------------------------------------------------------------
-    def take_events(self):
+    def take_events(self) -> list[Event]:
         if self.state is _S.FENCED:
             return [PartitionsLost(list(self.owned))]
         if self.state is _S.RECONCILING and self.pending is not None and not self.applying:
@@ -209,7 +213,8 @@ class ConsumerMachine(StateHolder):
             return [Reconcile(self.pending)]
         return []
 
-    def app_done(self, events):
+    def app_done(self, events: Iterable[object]) -> None:
+        # any iterable of events: the ones this machine did not emit are ignored
         for event in events:
             if isinstance(event, PartitionsLost):
                 if self.state is _S.FENCED and self.subscription is not None:
@@ -224,7 +229,7 @@ class ConsumerMachine(StateHolder):
                 self.heartbeat_now = True  # acknowledge at once
 
     # --- leaving -------------------------------------------------------------------------------
-    def leave(self, reason, now, fenced_after=False):
+    def leave(self, reason: str, now: float, fenced_after: bool = False) -> None:
         """A heartbeat with epoch -1 (-2 for a static member) goes out with
         the next requests when the member holds an epoch and the coordinator
         is known; else the membership is forgotten at once."""
@@ -255,7 +260,7 @@ class ConsumerMachine(StateHolder):
         """Metadata the heartbeat or the target waits for: asked at once."""
         return self._token is None and self._metadata_due is not None
 
-    def next_requests(self, now):
+    def next_requests(self, now: float) -> list[Request]:
         if self._token is not None or self.state is _S.CLOSED:
             return []
         if self.state is _S.LEAVING:
@@ -295,7 +300,7 @@ class ConsumerMachine(StateHolder):
         return self._send("ConsumerGroupHeartbeat", COORDINATOR, self._heartbeat_body(),
                           self.config["request_timeout_ms"])
 
-    def next_deadline(self):
+    def next_deadline(self) -> float | None:
         """When next_requests has something to do (DUE_NOW: at once); None
         when only an answer or the application moves the member."""
         if self._token is not None or self.state is _S.CLOSED:
@@ -371,7 +376,7 @@ class ConsumerMachine(StateHolder):
     def owns(self, token):
         return token is not None and token is self._token
 
-    def on_response(self, token, response, now):
+    def on_response(self, token: Token, response: Any, now: float) -> None:
         if self.coordinator.owns(token):
             self.coordinator.on_response(token, response, now)
             return

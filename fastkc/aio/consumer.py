@@ -525,9 +525,11 @@ class AIOKafkaConsumer:
             if entry is None:
                 out[tp] = None
                 continue
-            out[tp] = entry.offset
+            offset = entry.offset
+            assert offset is not None  # the commit machine makes an entry only of an offset >= 0
+            out[tp] = offset
             if tp in self._machine.states:
-                self._machine.seek(tp, entry.offset)
+                self._machine.seek(tp, offset)
         self._fetcher.wake()
         return out
 

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from fastkc.client import KafkaClient, infer_broker_version
 from fastkc.config import CONSUMER_DEFAULTS, consumer_config
@@ -37,6 +37,7 @@ from fastkc.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetad
 
 if TYPE_CHECKING:
     from fastkc.arrow_stream import ArrowStream
+    from fastkc.group.member import GroupMemberBase
     from fastkc.metrics import ConsumerMetrics
 
 log = logging.getLogger(__name__)
@@ -50,9 +51,8 @@ Records = dict[TopicPartition, list[ConsumerRecord]]
 Position = tuple[int, int]
 # a pyarrow.RecordBatch (pyarrow has no type information)
 _RecordBatch = Any
-# fastkc.group's member is driven by its own helpers and not annotated yet
-# (pyproject's to-do list): Any until it is
-_GroupMember = Any
+# the group member: fastkc.group's classic or KIP-848 one (make_group_member)
+_GroupMember: TypeAlias = "GroupMemberBase[Any]"
 
 
 class KafkaConsumer:

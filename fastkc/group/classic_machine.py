@@ -535,6 +535,7 @@ class ClassicMachine(StateHolder[ClassicState]):
         topics = sorted({t for m in members for t in m.metadata.topics})
         try:
             snapshot = StaticCluster.from_metadata(_only(cluster, topics))
+            assert self.protocol is not None  # the JoinGroup answer that made us leader named it
             assignor = self.assignors_by_name[self.protocol]
             result = assignor.assign(snapshot, members)
             if self.rebalance_protocol is RebalanceProtocol.COOPERATIVE and \

@@ -671,6 +671,7 @@ def _constructor_signature() -> Any:
         + [inspect.Parameter(key.name, kind, default=key.default) for key in KEYS])
 
 
+# inspect.signature() reads __signature__; typeshed's functions do not declare it
 AIOKafkaConsumer.__init__.__signature__ = _constructor_signature()  # type: ignore[attr-defined]
 
 

@@ -81,7 +81,8 @@ class AioClient:
         self._closed = False
         self.on_disconnect: list[Callable[[int], None]] = []  # listener(node_id): a connection failed
         self.metadata_listeners: list[Callable[[], None]] = []  # listener(): metadata arrived
-        self.on_change: list[Callable[[], None]] = []  # listener(): something a waiting driver may act on (ready, metadata)
+        # listener(): something a waiting driver may act on (ready, metadata)
+        self.on_change: list[Callable[[], None]] = []
 
     def _clock(self) -> float:
         return time.monotonic()

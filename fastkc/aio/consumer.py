@@ -393,8 +393,8 @@ class AIOKafkaConsumer:
         wanted = set(partitions) if partitions else None
         while True:
             await self._on_get(partitions)
-            records: Records = self._machine.fetched_records(1, True, self._key_deserializer, self._value_deserializer,
-                                                    wanted)
+            records: Records = self._machine.fetched_records(1, True, self._key_deserializer,
+                                                             self._value_deserializer, wanted)
             if records:
                 self._fetcher.send_requests()
                 for chunk in records.values():
@@ -413,8 +413,8 @@ class AIOKafkaConsumer:
         deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
         while True:
             await self._on_get(partitions)
-            records: Records = self._machine.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
-                                                    wanted)
+            records: Records = self._machine.fetched_records(limit, True, self._key_deserializer,
+                                                             self._value_deserializer, wanted)
             if records:
                 # pipelining, as the sync poll(): the next fetches are on the
                 # wire before the application sees these records

@@ -48,12 +48,12 @@ from typing import Any, Protocol
 from fastkc.aio.abc import ConsumerRebalanceListener, call_listener
 from fastkc.aio.group_transport import AioGroupTransport, GroupTransport
 from fastkc.assignors import partition_changes
+from fastkc.config import Config
 from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
 from fastkc.group.commit_machine import CommitCompleted, CommitMachine, CommitOp, FetchOp
 from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
 from fastkc.group.machine import COORDINATOR, Request, earliest
-from fastkc.config import Config
 from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)

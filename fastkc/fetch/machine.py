@@ -95,7 +95,8 @@ class FetchMachine(OffsetsMixin, PlannerMixin, HandoutMixin):
         # decompressed bytes and records, decompressed bytes held per step
         self._max_decompressed, self._max_batch_records, self._max_held = decode_budget(config)
         self._arrow_zero_copy = bool(config.get("arrow_zero_copy", False))
-        self._in_line: TopicPartition | None = None  # the partition whose buffered fetch poll() left mid-way: drained first
+        # the partition whose buffered fetch poll() left mid-way: drained first
+        self._in_line: TopicPartition | None = None
         # the decode worker (decode_threads=1); only the compiled core's
         # streams can prepare a step off the polling thread
         self._worker: DecodeWorker | None = None

@@ -18,7 +18,6 @@ fetch_offset = position, and a response is accepted only if it answers the
 fetch_offset the partition still has (anything else is stale and dropped).
 """
 import logging
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from fastkc import _backend

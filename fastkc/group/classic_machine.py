@@ -45,6 +45,7 @@ from fastkc.assignors import (
     StaticCluster,
     validate_cooperative_assignment,
 )
+from fastkc.config import Config
 from fastkc.errors import (
     CommitFailedError,
     CoordinatorLoadInProgressError,
@@ -55,7 +56,6 @@ from fastkc.errors import (
     UnknownMemberIdError,
     for_code,
 )
-from fastkc.config import Config
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
 from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
 from fastkc.protocol.consumer_protocol import (
@@ -166,7 +166,8 @@ class ClassicMachine(StateHolder[ClassicState]):
         self.protocol: str | None = None
         self.leader_id: str | None = None
         self.subscription: list[str] | None = None  # sorted topic names while subscribed
-        self.owned: list[TopicPartition] = []  # what the application holds (assignment order); the driver keeps it current
+        # what the application holds (assignment order); the driver keeps it current
+        self.owned: list[TopicPartition] = []
         # what the application has to do
         self.pending: AssignmentReceived | None = None  # waiting for the application
         self.applying = False  # the application is applying an assignment: no rejoin meanwhile

@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from fastkc.config import Config
 from fastkc.errors import (
     CommitFailedError,
     FencedMemberEpochError,
@@ -48,7 +49,6 @@ from fastkc.errors import (
     UnreleasedInstanceIdError,
     for_code,
 )
-from fastkc.config import Config
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
 from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
 from fastkc.protocol.consumer_protocol import heartbeat_topic_partitions, resolve_heartbeat_assignment

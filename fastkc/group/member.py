@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ContextManager, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from fastkc.config import Config
 from fastkc.errors import KafkaError, KafkaTimeoutError
@@ -349,11 +349,11 @@ class GroupMemberBase(Generic[Machine]):
         interrupt()'s error when it raises meanwhile."""
         return _IoSlot(self._io_lock, max(0.0, deadline - self._clock()), interrupt)
 
-    def _interruptible(self, interrupt: Interrupt | None) -> ContextManager[object]:
+    def _interruptible(self, interrupt: Interrupt | None) -> contextlib.AbstractContextManager[object]:
         hook = getattr(self.transport, "interruptible", None)  # test fakes have none
         if interrupt is None or hook is None:
             return contextlib.nullcontext()
-        block: ContextManager[object] = hook(interrupt)
+        block: contextlib.AbstractContextManager[object] = hook(interrupt)
         return block
 
     def wake_caller(self) -> None:
@@ -584,7 +584,8 @@ class GroupMemberBase(Generic[Machine]):
                 if tp in wanted}
 
     # --- commits ------------------------------------------------------------------------------
-    def _normalise_offsets(self, offsets: Mapping[TopicPartition, Any] | None) -> dict[TopicPartition, OffsetAndMetadata]:
+    def _normalise_offsets(self, offsets: Mapping[TopicPartition, Any] | None,
+                           ) -> dict[TopicPartition, OffsetAndMetadata]:
         if offsets is None:
             return self._positions()
         out: dict[TopicPartition, OffsetAndMetadata] = {}

@@ -14,7 +14,8 @@ through a fake with the same methods.
 """
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, ContextManager
+from contextlib import AbstractContextManager
+from typing import Any
 
 from fastkc.client import BrokerMetadata, ClusterMetadata, KafkaClient
 from fastkc.config import Config
@@ -84,7 +85,7 @@ class GroupTransport:
         self._aborted = True
         self.client.wakeup()
 
-    def interruptible(self, check: Callable[[], None]) -> ContextManager[None]:
+    def interruptible(self, check: Callable[[], None]) -> AbstractContextManager[None]:
         """The calls of this thread within the block end with check()'s
         error after each wait (KafkaClient.interruptible)."""
         return self.client.interruptible(check)

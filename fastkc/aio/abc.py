@@ -13,8 +13,7 @@ plain method): the asyncio driver awaits it before the SASL step.
 """
 import abc
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from fastkc.structs import TopicPartition
 
@@ -28,14 +27,14 @@ class ConsumerRebalanceListener(abc.ABC):
     new owner's second."""
 
     @abc.abstractmethod
-    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Any:
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Awaitable[None] | None:
         """Called (function or coroutine) after fetching stopped and before
         the rebalance starts, with the partitions of the last assignment.
         With manual commits, commit what was consumed here. Not called by
         stop()."""
 
     @abc.abstractmethod
-    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any:
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Awaitable[None] | None:
         """Called (function or coroutine) after the new assignment is known
         and before fetching starts again, with the whole new assignment."""
 
@@ -63,7 +62,7 @@ def check_listener(listener: object) -> ConsumerRebalanceListener | None:
     return listener
 
 
-async def call_listener(callback: Callable[[list[TopicPartition]], Any], partitions: list[TopicPartition]) -> Any:
+async def call_listener(callback: Callable[[list[TopicPartition]], object], partitions: list[TopicPartition]) -> object:
     """Run one listener callback the way aiokafka does: call it, and await
     what it returned if that is a coroutine (as aiokafka, only a coroutine:
     a future returned by a plain function is not waited for). Exceptions

@@ -32,6 +32,7 @@ the synchronous part of a get call that returns them; a get cancelled while
 it waits has taken nothing, so nothing is lost.
 """
 import asyncio
+import inspect
 import logging
 import re
 import time
@@ -51,7 +52,7 @@ from fastkc.fetch.state import PartitionState
 from fastkc.structs import ConsumerRecord
 
 if TYPE_CHECKING:
-    from fastkc.aio.group_driver import AioGroupDriver
+    from fastkc.aio.group_driver import AioGroupDriver, Committed
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ class AIOKafkaConsumer:
             return
 
         async def look_up() -> None:
-            committed: dict[TopicPartition, Any] = {}
+            committed: Committed = {}
             try:
                 group = await self._running_group()
                 committed = await group.fetch_committed(list(partitions))
@@ -170,7 +171,7 @@ class AIOKafkaConsumer:
                     if state is None or not state.held:
                         continue  # unassigned or sought meanwhile
                     entry = committed.get(tp)
-                    if entry is not None and entry.offset >= 0:
+                    if entry is not None and entry.offset is not None and entry.offset >= 0:
                         self._machine.seek(tp, entry.offset)
                     else:
                         self._machine.hold_for_committed(tp, False)
@@ -658,12 +659,10 @@ def _offsets_only(looked_up: dict[TopicPartition, tuple[int, int]]) -> dict[Topi
     return {tp: offset for tp, (offset, _ts) in looked_up.items()}
 
 
-def _constructor_signature() -> Any:
+def _constructor_signature() -> inspect.Signature:
     """AIOKafkaConsumer(*topics, <every keyword of fastkc.aio.config's table,
     with its default>): the signature aiokafka's constructor has, from the one
     table that checks the keywords (so the two cannot drift apart)."""
-    import inspect
-
     kind = inspect.Parameter.KEYWORD_ONLY
     return inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
@@ -715,9 +714,10 @@ class _AioGroupApp:
             client.set_topics(set(topics) | {tp.topic for tp in self._consumer._assignment})
             client.request_metadata_update()
 
-    def start_from_committed(self, committed: Mapping[TopicPartition, Any]) -> None:
+    def start_from_committed(self, committed: "Committed") -> None:
         machine = self._consumer._machine
         for tp, entry in committed.items():
             if entry is not None and tp in machine.states:
+                assert entry.offset is not None  # the commit machine makes an entry only of an offset >= 0
                 machine.seek(tp, entry.offset)
         self._consumer._fetcher.wake()

@@ -75,15 +75,16 @@ Committed = dict[TopicPartition, OffsetAndMetadata | None]
 ListenerRunner = Callable[[ConsumerRebalanceListener, str, list[TopicPartition]], Awaitable[object]]
 #: a membership machine (group_protocol picks which)
 Membership = classic_machine.ClassicMachine | consumer_machine.ConsumerMachine
-#: what commit() takes per partition
-CommitValue = OffsetAndMetadata | int | tuple[Any, ...]
+#: what commit() takes per partition: fastkc's OffsetAndMetadata, an offset, or an
+#: (offset, metadata[, leader_epoch]) tuple (fastkc.aio's two-field OffsetAndMetadata is one)
+CommitValue = OffsetAndMetadata | int | tuple[int, str] | tuple[int, str, int]
 
 
 class GroupApp(Protocol):
     """The application side (module docstring); start_from_committed is
     optional and looked up with getattr."""
 
-    def positions(self, partitions: Iterable[TopicPartition] | None = None) -> Mapping[TopicPartition, Any]: ...
+    def positions(self, partitions: Iterable[TopicPartition] | None = None) -> Mapping[TopicPartition, CommitValue]: ...
 
     def assign_from_group(self, partitions: Iterable[TopicPartition]) -> None: ...
 
@@ -416,7 +417,7 @@ class AioGroupDriver:
                 self.machine.app_done(events)
                 self._kick()
 
-    async def _handle_event(self, event: Any) -> None:
+    async def _handle_event(self, event: object) -> None:
         owned = list(self.machine.owned)
         if isinstance(event, (classic_machine.PartitionsLost, consumer_machine.PartitionsLost)):
             if owned:
@@ -496,7 +497,7 @@ class AioGroupDriver:
     def _committable(self) -> bool:
         return bool(self.machine.owned) and self.machine.subscription is not None
 
-    def _positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, Any]:
+    def _positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, CommitValue]:
         tps = list(self.machine.owned if partitions is None else partitions)
         if not tps:
             return {}

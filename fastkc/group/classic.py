@@ -6,7 +6,7 @@ application's thread: the machine's events turned into listener calls,
 commits and assignment changes, in the Java client's order.
 """
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 from fastkc.assignors import AbstractPartitionAssignor, RebalanceProtocol, partition_changes
 from fastkc.config import Config
@@ -54,7 +54,7 @@ class ClassicGroupMember(GroupMemberBase[ClassicMachine]):
         return ConsumerGroupMetadata(self.group_id, machine.generation, machine.member_id, self.group_instance_id,
                                      KAFKA_PYTHON_STATE[machine.state])
 
-    def _handle_events(self, events: list[Any]) -> None:
+    def _handle_events(self, events: Sequence[object]) -> None:
         for event in events:
             if isinstance(event, PartitionsLost):
                 if self._owned:

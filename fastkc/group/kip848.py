@@ -7,7 +7,7 @@ the application's thread — revoke before assign, lost partitions after
 fencing.
 """
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 from fastkc.config import Config
 from fastkc.group.consumer_machine import (
@@ -72,7 +72,7 @@ class ConsumerProtocolMember(GroupMemberBase[ConsumerMachine]):
         version: int = conn.version_for("ConsumerGroupHeartbeat")
         return version
 
-    def _handle_events(self, events: list[Any]) -> None:
+    def _handle_events(self, events: Sequence[object]) -> None:
         for event in events:
             if isinstance(event, PartitionsLost):
                 if self._owned:

@@ -33,10 +33,11 @@ and metadata; the error semantics are the Java client's (commit_machine.py).
 import abc
 import collections
 import contextlib
+import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -58,7 +59,7 @@ from fastkc.group.coordinator_machine import (
     is_coordinator_error,
 )
 from fastkc.group.machine import COORDINATOR, Request, earliest
-from fastkc.structs import OffsetAndMetadata, TopicPartition
+from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
     from fastkc.client import ClusterMetadata
@@ -190,7 +191,7 @@ class GroupMemberBase(Generic[Machine]):
 
     # the machine's view, under the names the consumer-facing code uses
     @property
-    def state(self) -> Any:  # the machine's state enum (ClassicState or ConsumerState)
+    def state(self) -> enum.Enum:  # the machine's state (ClassicState or ConsumerState)
         return self.machine.state
 
     @property
@@ -519,7 +520,7 @@ class GroupMemberBase(Generic[Machine]):
                 self.machine.app_done(events)
             self._kick_thread()
 
-    def _handle_events(self, events: list[Any]) -> None:
+    def _handle_events(self, events: Sequence[object]) -> None:
         raise NotImplementedError
 
     def _revoke_on_app_thread(self, partitions: list[TopicPartition], *, lost: bool, commit: bool) -> None:
@@ -584,7 +585,7 @@ class GroupMemberBase(Generic[Machine]):
                 if tp in wanted}
 
     # --- commits ------------------------------------------------------------------------------
-    def _normalise_offsets(self, offsets: Mapping[TopicPartition, Any] | None,
+    def _normalise_offsets(self, offsets: Mapping[TopicPartition, object] | None,
                            ) -> dict[TopicPartition, OffsetAndMetadata]:
         if offsets is None:
             return self._positions()
@@ -604,7 +605,7 @@ class GroupMemberBase(Generic[Machine]):
             out[tp] = value
         return out
 
-    def commit_sync(self, offsets: Mapping[TopicPartition, Any] | None, timeout_ms: float | None,
+    def commit_sync(self, offsets: Mapping[TopicPartition, object] | None, timeout_ms: float | None,
                     interrupt: Interrupt | None = None) -> None:
         """Commit and wait; retriable failures (coordinator moves, timeouts)
         are retried until timeout_ms. Raises CommitFailedError /
@@ -620,7 +621,7 @@ class GroupMemberBase(Generic[Machine]):
             op = self.commits.commit(normalised, self._clock(), deadline=deadline, retry=True)
         self._wait_for(op, deadline, interrupt)
 
-    def commit_async(self, offsets: Mapping[TopicPartition, Any] | None, callback: CommitCallback | None) -> None:
+    def commit_async(self, offsets: Mapping[TopicPartition, object] | None, callback: CommitCallback | None) -> None:
         """Queue a commit for the group thread; callback(offsets, response)
         runs in a later poll on the application's thread (response is None on
         success, else the exception)."""
@@ -696,7 +697,7 @@ class GroupMemberBase(Generic[Machine]):
         assert committed is not None  # a settled fetch without an error has its result
         return committed
 
-    def group_metadata(self) -> Any:  # fastkc.structs.ConsumerGroupMetadata
+    def group_metadata(self) -> ConsumerGroupMetadata:
         raise NotImplementedError
 
     def _make_machine(self, config: Config, coordinator: CoordinatorMachine, now: float) -> Machine:

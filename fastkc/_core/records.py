@@ -5,13 +5,13 @@ fastkc/_core/_records.pyx; this module only names the contract's entry points.
 """
 from fastkc._core._records import (
     ArrowBuilder,
+    RecordStream,
     check_blob,
     crc32c,
     crc32c_implementation,
     decode_partition,
     decode_partition_arrow,
     force_crc32c_software,
-    RecordStream,
     scan_blob,
 )
 

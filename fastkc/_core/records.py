@@ -11,6 +11,8 @@ from fastkc._core._records import (
     crc32c_implementation,
     decode_partition,
     decode_partition_arrow,
+    decode_share,
+    decode_share_arrow,
     force_crc32c_software,
     scan_blob,
 )
@@ -22,6 +24,8 @@ __all__ = [
     "crc32c_implementation",
     "decode_partition",
     "decode_partition_arrow",
+    "decode_share",
+    "decode_share_arrow",
     "force_crc32c_software",
     "RecordStream",
     "scan_blob",

@@ -83,6 +83,13 @@ block length) is rejected before decompressing; streaming stops at cap+1 bytes
 → DecompressedSizeLimitError. The cap is per batch (per legacy wrapper).
 Arrow: timestamps are ms*1000 in int64 microseconds; a timestamp whose
 microseconds overflow int64 → InvalidRecordError (decode_partition_arrow only).
+Share decodes (decode_share*, KIP-932): the same walk from fetch offset 0 with
+no transaction filter; of the records it keeps, those whose offset is in an
+acquired range and above every record compared before are handed out (each
+offset once) with the range's delivery count, before the Arrow timestamp
+check; gaps = acquired offsets with no record; an error also carries
+ShareFailure (fastkc/share_ranges.py) from the bad entry's base offset and
+the last offset its header claims.
 """
 import struct
 import zlib
@@ -99,7 +106,8 @@ from fastkc.errors import (
     RecordDecompressionError,
     UnsupportedCompressionError,
 )
-from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
+from fastkc.share_ranges import share_failure, share_gaps
+from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo, ShareDecoded, ShareRecord
 
 __all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "check_blob", "RecordStream",
            "ArrowBuilder"]
@@ -476,6 +484,7 @@ class _Raw:
         "value",
         "headers",
         "checksum",
+        "delivery_count",
     )
 
     def __init__(self, leader_epoch: int, offset: int, timestamp: int | None, timestamp_type: int | None,
@@ -488,6 +497,7 @@ class _Raw:
         self.value = value
         self.headers = headers
         self.checksum = checksum
+        self.delivery_count = 0  # set by the share filter (_Stream._share_keep)
 
 
 def _nullable_bytes_varint(r: _Reader, what: str) -> bytes | None:
@@ -875,7 +885,7 @@ class _Stream:
 
     def __init__(self, data: _Buffer, fetch_offset: int, stop_offset: int, check_crcs: bool, read_committed: bool,
                  aborted: Sequence[tuple[int, int]], cap: int, max_records: int,
-                 arrow_topic_len: int | None = None) -> None:
+                 arrow_topic_len: int | None = None, acquired: Sequence[tuple[int, int, int]] | None = None) -> None:
         self.buf = _as_buffer(data)
         self.n = len(self.buf)
         self.pos = 0
@@ -898,6 +908,11 @@ class _Stream:
         self.held = 0  # decompressed bytes of batches finished in the last step
         # (RecordCount, payload bytes) of the v2 data batch last opened
         self.opened_sizes: tuple[int, int] | None = None
+        # the share filter (fkc_share_keep): sorted acquired ranges, the
+        # cursor over them, and one past the last record compared to them
+        self.acquired = acquired
+        self.share_index = 0
+        self.share_floor = INT64_MIN
 
     def _open_next(self) -> None:
         kind, entry_len, reason = _frame_entry(self.buf, self.pos, self.n)
@@ -906,6 +921,7 @@ class _Stream:
             return
         pos = self.pos
         base_offset = struct.unpack_from(">q", self.buf, pos)[0]
+        batch_last = _entry_last_offset(self.buf, pos, self.n, base_offset)
         self.batch, self.index, self.floor, self.blob_len = [], 0, self.next_offset, 0
         try:
             if kind == "malformed":
@@ -923,18 +939,40 @@ class _Stream:
             floor = self.next_offset
             kept = [r for r in records
                     if r.offset >= floor and (self.stop_offset < 0 or r.offset < self.stop_offset)]
+            if self.acquired is not None:
+                kept = self._share_keep(kept)
             if self.arrow_topic_len is not None:
                 _arrow_micros(kept)
         except _Bad as bad:
             self.batch = []
             self.done = True
-            self.failure = _Failed(bad.error_class, bad.reason, base_offset)
+            self.failure = _Failed(bad.error_class, bad.reason, base_offset, batch_last)
             return
         self.next_offset = max(self.next_offset, batch_next)
         self.pos = end
         self.batch = kept
         self.blob_len = blob_len
         self.opened_sizes = sizes
+
+    def _share_keep(self, records: Sequence[_Raw]) -> list[_Raw]:
+        """Java's ShareCompletedFetch rule, over ranges: a record is handed
+        out when its offset is acquired and past every record compared
+        before it (so an offset is never handed out twice), with its range's
+        delivery count; the cursor over the ranges only moves forward."""
+        acquired = self.acquired
+        assert acquired is not None  # called only by a share stream
+        out = []
+        for r in records:
+            if r.offset < self.share_floor:
+                continue
+            self.share_floor = r.offset + 1
+            while self.share_index < len(acquired) and acquired[self.share_index][1] < r.offset:
+                self.share_index += 1
+            if self.share_index == len(acquired) or r.offset < acquired[self.share_index][0]:
+                continue
+            r.delivery_count = acquired[self.share_index][2]
+            out.append(r)
+        return out
 
     def _direct(self, taken: int, max_records: float, totals: Sequence[int]) -> bool:
         """Whether the C Arrow step parses the batch just opened straight
@@ -1016,11 +1054,23 @@ class _Stream:
 
 
 class _Failed(Exception):
-    def __init__(self, error_class: type[CorruptRecordError], reason: str, base_offset: int) -> None:
+    def __init__(self, error_class: type[CorruptRecordError], reason: str, base_offset: int, batch_last: int) -> None:
         super().__init__(reason)
         self.error_class = error_class
         self.reason = reason
         self.base_offset = base_offset
+        self.batch_last = batch_last  # the entry's last offset as its header says (share decodes reject up to it)
+
+
+def _entry_last_offset(buf: bytes | memoryview, pos: int, n: int, base_offset: int) -> int:
+    """The last offset an entry's header claims (fkc_entry_last_offset): a v2
+    batch's BaseOffset + LastOffsetDelta when readable and sane, else the
+    base offset (a legacy entry's offset is its last message's)."""
+    if n - pos >= 27 and buf[pos + 16] == 2:
+        delta: int = struct.unpack_from(">i", buf, pos + 23)[0]
+        if delta >= 0 and base_offset + delta <= INT64_MAX:
+            return base_offset + delta
+    return base_offset
 
 
 def _deserialize(spec: _Deserializer, topic: str, headers: _Headers, data: bytes | None) -> Any:
@@ -1039,29 +1089,28 @@ def _header_size(headers: _Headers) -> int:
 
 
 def _build_records(raws: Sequence[_Raw], topic: str, partition: int, key_deserializer: _Deserializer,
-                   value_deserializer: _Deserializer) -> list[ConsumerRecord]:
+                   value_deserializer: _Deserializer, share: bool = False) -> list[Any]:
     out = []
     # Deserialize in record order, key before value (kafka-python's order).
     for r in raws:
         key = _deserialize(key_deserializer, topic, r.headers, r.key)
         value = _deserialize(value_deserializer, topic, r.headers, r.value)
-        out.append(
-            ConsumerRecord(
-                topic,
-                partition,
-                r.leader_epoch,
-                r.offset,
-                r.timestamp,
-                r.timestamp_type,
-                key,
-                value,
-                r.headers,
-                r.checksum,
-                len(r.key) if r.key is not None else -1,
-                len(r.value) if r.value is not None else -1,
-                _header_size(r.headers),
-            )
+        fields = (
+            topic,
+            partition,
+            r.leader_epoch,
+            r.offset,
+            r.timestamp,
+            r.timestamp_type,
+            key,
+            value,
+            r.headers,
+            r.checksum,
+            len(r.key) if r.key is not None else -1,
+            len(r.value) if r.value is not None else -1,
+            _header_size(r.headers),
         )
+        out.append(ShareRecord(*fields, r.delivery_count) if share else ConsumerRecord(*fields))
     return out
 
 
@@ -1107,12 +1156,12 @@ def _arrow_micros(raws: Sequence[_Raw]) -> list[int | None]:
     return micros
 
 
-def _arrow_batch(raws: Sequence[_Raw], topic: str, partition: int) -> _RecordBatch:
+def _arrow_batch(raws: Sequence[_Raw], topic: str, partition: int, share: bool = False) -> _RecordBatch:
     import pyarrow as pa
 
-    from fastkc.arrow_schema import arrow_schema
+    from fastkc.arrow_schema import arrow_schema, share_arrow_schema
 
-    schema = arrow_schema()
+    schema = share_arrow_schema() if share else arrow_schema()
     micros = _arrow_micros(raws)
     columns = [
         [r.key for r in raws],
@@ -1124,6 +1173,8 @@ def _arrow_batch(raws: Sequence[_Raw], topic: str, partition: int) -> _RecordBat
         [r.timestamp_type if r.timestamp_type is not None else -1 for r in raws],
         [[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in raws],
     ]
+    if share:
+        columns.append([r.delivery_count for r in raws])
     arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -1158,17 +1209,18 @@ def decode_partition_arrow(
     return DecodedPartition(batch, next_offset)
 
 
-def _as_views(batch: _RecordBatch) -> _RecordBatch:
+def _as_views(batch: _RecordBatch, share: bool = False) -> _RecordBatch:
     """The zero-copy schema's form of a batch: key and value as binary_view
     (the twin copies; only the layout differs, never a value)."""
     import pyarrow as pa
 
-    from fastkc.arrow_schema import arrow_schema
+    from fastkc.arrow_schema import arrow_schema, share_arrow_schema
 
     columns = list(batch.columns)
     columns[0] = columns[0].cast(pa.binary_view())
     columns[1] = columns[1].cast(pa.binary_view())
-    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(zero_copy=True))
+    schema = share_arrow_schema(zero_copy=True) if share else arrow_schema(zero_copy=True)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _clamped_totals(base: Sequence[int] | None) -> _Totals:
@@ -1311,3 +1363,55 @@ class RecordStream:
     def held_bytes(self) -> int:
         s = self._stream
         return s.held + (s.blob_len if s.index < len(s.batch) else 0)
+
+
+# --- share groups (KIP-932) --------------------------------------------------------------------
+def _share_stream(data: _Buffer, topic: str, acquired: Sequence[tuple[int, int, int]], check_crcs: bool,
+                  max_decompressed_bytes: int, max_batch_records: int, arrow: bool) -> _Stream:
+    # no position (fetch offset 0: every acquired offset is >= 0) and no
+    # transaction filter: the broker never acquires aborted data for a
+    # read_committed share group (SharePartition archives it), and a
+    # ShareFetch answer carries no aborted transactions
+    return _Stream(data, 0, -1, check_crcs, False, [], max_decompressed_bytes, max_batch_records,
+                   arrow_topic_len=len(topic.encode("utf-8")) if arrow else None, acquired=acquired)
+
+
+def _share_error(failure: _Failed, topic: str, partition: int, records: Any,
+                 acquired: Sequence[tuple[int, int, int]], delivered: Sequence[int]) -> CorruptRecordError:
+    error = failure.error_class(failure.reason, topic, partition, failure.base_offset, records, failure.base_offset)
+    error.share = share_failure(acquired, delivered, failure.base_offset, failure.batch_last)
+    return error
+
+
+def decode_share(data: _Buffer, topic: str, partition: int, acquired: Sequence[tuple[int, int, int]],
+                 check_crcs: bool, key_deserializer: _Deserializer, value_deserializer: _Deserializer,
+                 max_decompressed_bytes: int, max_batch_records: int = 0) -> ShareDecoded:
+    """Backend contract: see fastkc/_backend.py. ShareDecoded(list of ShareRecord, gaps)."""
+    stream = _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max_batch_records, False)
+    raws, _next_offset, failure = stream.step(float("inf"))
+    out = _build_records(raws, topic, partition, key_deserializer, value_deserializer, share=True)
+    delivered = [r.offset for r in raws]
+    if failure is not None:
+        raise _share_error(failure, topic, partition, out, acquired, delivered) from None
+    return ShareDecoded(out, share_gaps(acquired, delivered))
+
+
+def decode_share_arrow(data: _Buffer, topic: str, partition: int, acquired: Sequence[tuple[int, int, int]],
+                       check_crcs: bool, max_decompressed_bytes: int, max_batch_records: int = 0,
+                       zero_copy: bool = False) -> ShareDecoded:
+    """Backend contract: see fastkc/_backend.py. ShareDecoded(pyarrow.RecordBatch with delivery_count, gaps)."""
+    stream = _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max_batch_records, True)
+    raws, next_offset, failure = stream.step(float("inf"))
+    batch = _arrow_batch(raws, topic, partition, share=True)
+    if zero_copy:
+        batch = _as_views(batch, share=True)
+    delivered = [r.offset for r in raws]
+    if failure is not None:
+        raise _share_error(failure, topic, partition, batch, acquired, delivered) from None
+    if not stream.finished():  # only Arrow's int32 offsets stop a one-step decode early
+        error = ArrowCapacityError(
+            "the records from offset {0} on do not fit one Arrow batch's int32 offsets".format(next_offset),
+            topic, partition, next_offset, batch, next_offset)
+        error.share = share_failure(acquired, delivered, next_offset, next_offset - 1)
+        raise error
+    return ShareDecoded(batch, share_gaps(acquired, delivered))

@@ -354,8 +354,12 @@ class ShareFetchMachine:
             # a lost connection or a timeout: the broker's session state is unknown; start anew
             log.info("%s to broker %s failed: %s", token.what, token.node_id, response)
             session.reset()
-            self._settle(token, {}, response if isinstance(response, KafkaError) else KafkaError(repr(response)))
+            error = response if isinstance(response, KafkaError) else KafkaError(repr(response))
+            self._settle(token, {}, error)
             self.metadata_wanted = True
+            if not error.retriable:
+                # the client's parse-failure policy gave up on this broker's answers: the application hears it
+                self.fatal_error = error
             return
         code = response["error_code"]
         session.answered(code)

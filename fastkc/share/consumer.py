@@ -425,6 +425,7 @@ class KafkaShareConsumer:
         if member.assignment_version != self._assignment_version:
             self._assignment_version = member.assignment_version
             self._fetch.set_assignment(member.assignment)
+        self._fetch.member_id = member.member_id  # the client's id (KIP-1082); kept if the broker echoes another
         for request in self._fetch.next_requests(now, fetch and member.member_epoch > 0):
             self._send(request, self._fetch, now)
         if self._fetch.metadata_wanted:

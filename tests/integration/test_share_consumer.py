@@ -227,3 +227,27 @@ def test_renew_extends_the_lock_where_the_broker_speaks_kip_1222(kafka_broker, m
             assert share.commit_sync(timeout_ms=5000) == {TopicPartition(topic, 0): None}
         share.acknowledge(record, AcknowledgeType.ACCEPT)
         assert share.commit_sync(timeout_ms=5000) == {TopicPartition(topic, 0): None}
+
+
+def test_three_members_share_one_partition_without_duplicates(kafka_broker, make_topic):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    # thirty batches of ten: a broker acquires whole batches (max_records is rounded up to a batch boundary)
+    written = [w for _ in range(30) for w in write(bootstrap, topic, 10)]
+    group = share_group(bootstrap)
+    members = [consumer(bootstrap, group, topic, max_poll_records=20) for _ in range(3)]
+    got = {index: [] for index in range(3)}
+    try:
+        deadline = time.monotonic() + 45
+        while sum(len(v) for v in got.values()) < 300 and time.monotonic() < deadline:
+            for index, member in enumerate(members):
+                for records in member.poll(timeout_ms=100).values():
+                    got[index].extend(records)
+        assignments = [member.assignment() for member in members]
+    finally:
+        for member in members:
+            member.close(timeout_ms=5000)
+    offsets = [r.offset for records in got.values() for r in records]
+    assert sorted(offsets) == [w.offset for w in written]  # each record once, none lost
+    assert assignments == [{TopicPartition(topic, 0)}] * 3  # one partition, shared by all
+    assert sum(1 for records in got.values() if records) >= 2  # the work was shared

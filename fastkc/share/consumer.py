@@ -202,42 +202,38 @@ class KafkaShareConsumer:
         """Records acquired for this member, up to max_records
         (max_poll_records when None), waiting up to timeout_ms for the first.
         Implicit mode: ACCEPTs what the previous poll delivered first."""
-        self._start_poll()
-        limit = self._limit(max_records)
-        deadline = self._clock() + max(0.0, timeout_ms) / 1000.0
-        while True:
-            self._run_once(fetch=True)
-            if self._fetch.buffered():
-                records = self._fetch.hand_out(limit)
-                if records:
-                    self._deliver_callbacks()
-                    return records
-                continue
-            if self._wait(deadline):
-                self._deliver_callbacks()
-                return {}
+        records: ShareRecords | None = self._poll_for(timeout_ms, max_records, self._fetch.hand_out)
+        return records or {}
 
     def poll_arrow(self, timeout_ms: float = 0, max_records: int | None = None) -> Any:
         """poll()'s records as one pyarrow.RecordBatch (the records' Arrow
         schema plus delivery_count); an empty batch when none came."""
+        batches = self._poll_for(timeout_ms, max_records, self._fetch.hand_out_arrow)
+        if batches:
+            return _one_batch(batches)
+        import pyarrow as pa
+
+        from fastkc.records import share_arrow_schema
+
+        return pa.RecordBatch.from_pylist([], schema=share_arrow_schema())
+
+    def _poll_for(self, timeout_ms: float, max_records: int | None, hand_out: Callable[[int], Any]) -> Any:
+        """The poll loop both forms share: hand_out(limit)'s first non-empty
+        answer, or None when timeout_ms passed without one."""
         self._start_poll()
         limit = self._limit(max_records)
         deadline = self._clock() + max(0.0, timeout_ms) / 1000.0
         while True:
             self._run_once(fetch=True)
             if self._fetch.buffered():
-                batches = self._fetch.hand_out_arrow(limit)
-                if batches:
+                handed = hand_out(limit)
+                if handed:
                     self._deliver_callbacks()
-                    return _one_batch(batches)
-                continue
+                    return handed
+                continue  # only gaps: the buffer shrank, look again
             if self._wait(deadline):
                 self._deliver_callbacks()
-                import pyarrow as pa
-
-                from fastkc.records import share_arrow_schema
-
-                return pa.RecordBatch.from_pylist([], schema=share_arrow_schema())
+                return None
 
     def _start_poll(self) -> None:
         self._check_open()

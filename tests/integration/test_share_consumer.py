@@ -54,6 +54,15 @@ def drain(share, want, timeout=30.0, ack=None):
     return got
 
 
+def first_batch(share, timeout=30.0):
+    """poll_arrow() until a batch with rows comes (or timeout: the last, empty one)."""
+    deadline = time.monotonic() + timeout
+    batch = share.poll_arrow(timeout_ms=500)
+    while not batch.num_rows and time.monotonic() < deadline:
+        batch = share.poll_arrow(timeout_ms=500)
+    return batch
+
+
 def test_one_consumer_reads_every_record_once_implicitly(kafka_broker, make_topic):
     bootstrap = kafka_broker.bootstrap_servers
     topic = make_topic(partitions=2)
@@ -162,12 +171,7 @@ def test_poll_arrow_and_acknowledge_batch(kafka_broker, make_topic):
     written = write(bootstrap, topic, 12)
     group = share_group(bootstrap)
     with consumer(bootstrap, group, topic, share_acknowledgement_mode="explicit") as share:
-        batch = None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            batch = share.poll_arrow(timeout_ms=500)
-            if batch.num_rows:
-                break
+        batch = first_batch(share)
         assert batch.num_rows == 12
         assert batch.column("value").to_pylist() == [w.value for w in written]
         assert batch.column("delivery_count").to_pylist() == [1] * 12
@@ -179,12 +183,7 @@ def test_poll_arrow_and_acknowledge_batch(kafka_broker, make_topic):
         with pytest.raises(errors.IllegalStateError):
             share.acknowledge_batch(batch, AcknowledgeType.ACCEPT)  # all acknowledged already
         assert share.commit_sync(timeout_ms=10000) == {TopicPartition(topic, 0): None}
-        again = None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            again = share.poll_arrow(timeout_ms=500)
-            if again.num_rows:
-                break
+        again = first_batch(share)
         assert again.column("offset").to_pylist() == [0, 1, 2, 3]
         assert again.column("delivery_count").to_pylist() == [2] * 4
         share.acknowledge_batch(again, AcknowledgeType.ACCEPT)

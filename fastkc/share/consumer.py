@@ -187,10 +187,20 @@ class KafkaShareConsumer:
         return set(self._member.subscription or ())
 
     def unsubscribe(self) -> None:
-        """Leave the group: what was delivered is acknowledged first as close() does."""
+        """Leave the group, within request_timeout_ms: implicit mode ACCEPTs
+        what was delivered first; records still buffered are RELEASEd (the
+        empty assignment hands them back); explicit mode's unacknowledged
+        records stay delivered (acknowledge them, or close() releases them)."""
         self._check_open()
+        self._implicit_accept()
         self._member.set_subscription(None)
         self._member.leave()
+        deadline = self._clock() + self.config["request_timeout_ms"] / 1000.0
+        while True:
+            self._run_once(fetch=False)
+            if not (self._member.leaving or self._fetch.acks_outstanding()) or self._wait(deadline):
+                break
+        self._deliver_callbacks()
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions the broker assigned to this member (shared with others)."""

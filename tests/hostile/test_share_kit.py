@@ -18,9 +18,11 @@ class ShareFakeBroker(FakeBroker):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.acks = []  # (api, epoch, topic_id, partition, batches)
+        self.heartbeats = []  # (member_id, member_epoch) as they came
         self._handed = set()
 
     def _on_ShareGroupHeartbeat(self, header, body):
+        self.heartbeats.append((body["member_id"], body["member_epoch"]))
         leaving = body["member_epoch"] == -1
         assignment = None if leaving else {"topic_partitions": [
             {"topic_id": self.topic_ids[name], "partitions": list(range(count))}
@@ -123,3 +125,35 @@ def test_a_silent_broker_costs_bounded_waits():
         started = time.monotonic()
         share.close(timeout_ms=1500)
         assert time.monotonic() - started < 3.0
+
+
+def test_wakeup_interrupts_a_waiting_poll_once():
+    import threading
+
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        share = share_consumer(broker)
+        assert poll_until(share)
+        timer = threading.Timer(0.3, share.wakeup)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(errors.WakeupException):
+            share.poll(timeout_ms=5000)
+        assert time.monotonic() - started < 2.0
+        assert share.poll(timeout_ms=100) == {}  # once
+        timer.join()
+        share.close(timeout_ms=1000)
+
+
+def test_unsubscribe_accepts_what_was_delivered_and_leaves():
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        share = share_consumer(broker)
+        assert poll_until(share)
+        share.unsubscribe()
+        assert share.subscription() == set() and share.assignment() == set()
+        assert broker.heartbeats[0][1] == 0 and broker.heartbeats[-1][1] == -1  # joined with 0, left with -1
+        assert len({member for member, _ in broker.heartbeats}) == 1  # one client-made id throughout
+        assert [(api, batches) for api, _, _, _, batches in broker.acks] == [
+            ("ShareAcknowledge", [{"first_offset": 0, "last_offset": 2, "acknowledge_types": [1]}])]
+        with pytest.raises(errors.IllegalStateError, match="not subscribed"):
+            share.poll()
+        share.close(timeout_ms=1000)

@@ -250,3 +250,24 @@ def test_three_members_share_one_partition_without_duplicates(kafka_broker, make
     assert sorted(offsets) == [w.offset for w in written]  # each record once, none lost
     assert assignments == [{TopicPartition(topic, 0)}] * 3  # one partition, shared by all
     assert sum(1 for records in got.values() if records) >= 2  # the work was shared
+
+
+def test_a_busy_application_stays_in_the_group(kafka_broker, make_topic):
+    """The member heartbeats from its thread: through 12 s without a call
+    (the harness's share session timeout is 10 s) the broker keeps answering
+    its heartbeats, never fences it, and the late acknowledgements succeed
+    (a 20 s lock)."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    write(bootstrap, topic, 5)
+    group = share_group(bootstrap, **{"share.record.lock.duration.ms": 20000})
+    with consumer(bootstrap, group, topic, share_acknowledgement_mode="explicit") as share:
+        got = drain(share, 5)
+        before = share._heartbeat.heartbeats_answered
+        time.sleep(12)
+        assert share._heartbeat.heartbeats_answered - before >= 5  # the broker's 1 s interval, while we slept
+        for record in got:
+            share.acknowledge(record)
+        assert share.commit_sync(timeout_ms=10000) == {TopicPartition(topic, 0): None}
+        assert share._member.fenced_count == 0
+    assert len(got) == 5

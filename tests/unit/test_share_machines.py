@@ -506,3 +506,84 @@ def test_share_config_refuses_unknown_and_group_only_keys_by_name():
         share_config({"group_id": "g", "max_poll_records": 0})
     assert share_config({"group_id": "g", "share_acknowledgement_mode": "explicit"})[
         "share_acknowledgement_mode"] == "explicit"
+
+
+# --- the member's thread (heartbeat.py) over a fake transport ---------------------------------------------
+class FakeTransport:
+    def __init__(self, heartbeat_error=0):
+        self.calls = []
+        self.heartbeat_error = heartbeat_error
+        self.closed = False
+
+    def request_any(self, api, body, timeout_ms):
+        self.calls.append(api)
+        return {"error_code": 0, "node_id": NODE, "host": "h", "port": 9092}
+
+    def metadata(self, topics, timeout_ms):
+        return Cluster({TOPIC_ID: "t"})
+
+    def use_coordinator(self, coordinator):
+        pass
+
+    def call(self, api, body, timeout_ms):
+        self.calls.append((api, body["member_epoch"]))
+        if self.heartbeat_error:
+            return heartbeat_answer(-1, error_code=self.heartbeat_error)
+        return heartbeat_answer(-1 if body["member_epoch"] == -1 else 1, ((TOPIC_ID, [0]),), interval=50)
+
+    def abort(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def wait_until(predicate, timeout=5.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_the_member_thread_joins_heartbeats_leaves_and_stops():
+    from fastkc.share.heartbeat import ShareHeartbeat
+
+    member = ShareMemberMachine("g", CoordinatorMachine("g", 100, 30000))
+    changes = []
+    transport = FakeTransport()
+    heartbeat = ShareHeartbeat(member, dict(CONFIG), on_change=lambda: changes.append(1), transport=transport)
+    heartbeat.start()
+    with heartbeat.lock:
+        member.set_subscription(["t"])
+    heartbeat.kick()
+    assert wait_until(lambda: member.assignment == {TP0})
+    assert changes == [1]
+    assert wait_until(lambda: heartbeat.heartbeats_answered >= 3)  # 50 ms interval, nobody calling
+    with heartbeat.lock:
+        member.leave()
+    heartbeat.kick()
+    assert wait_until(lambda: member.state is ShareMemberState.UNSUBSCRIBED)
+    assert ("ShareGroupHeartbeat", -1) in transport.calls
+    heartbeat.stop(2.0)
+    assert not heartbeat._thread.is_alive() and transport.closed
+
+
+def test_the_member_threads_fatal_error_reaches_the_application():
+    from fastkc.share.heartbeat import ShareHeartbeat
+
+    member = ShareMemberMachine("g", CoordinatorMachine("g", 100, 30000))
+    heartbeat = ShareHeartbeat(member, dict(CONFIG), transport=FakeTransport(
+        heartbeat_error=errors.GroupAuthorizationFailedError.errno))
+    heartbeat.start()
+    with heartbeat.lock:
+        member.set_subscription(["t"])
+    heartbeat.kick()
+    try:
+        assert wait_until(lambda: heartbeat._error is not None)
+        with pytest.raises(errors.GroupAuthorizationFailedError):
+            heartbeat.raise_error()
+        heartbeat.raise_error()  # once
+    finally:
+        heartbeat.stop(2.0)

@@ -271,3 +271,29 @@ def test_a_busy_application_stays_in_the_group(kafka_broker, make_topic):
         assert share.commit_sync(timeout_ms=10000) == {TopicPartition(topic, 0): None}
         assert share._member.fenced_count == 0
     assert len(got) == 5
+
+
+def test_a_fenced_member_rejoins_with_its_id_and_its_acknowledgements_are_answered(kafka_broker, make_topic):
+    """The member's thread stalls past the session timeout (the test holds its
+    lock 13 s): the broker drops the member, the next heartbeat is answered
+    UNKNOWN_MEMBER_ID, the member joins again (epoch 0, same id). Records
+    delivered before stay acknowledgeable: Kafka 4.3.1 still holds them for
+    this member id within their lock, and accepts the acknowledgements."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    write(bootstrap, topic, 5)
+    group = share_group(bootstrap, **{"share.record.lock.duration.ms": 30000})
+    with consumer(bootstrap, group, topic, share_acknowledgement_mode="explicit") as share:
+        got = drain(share, 5)
+        member_id = share._member.member_id
+        with share._heartbeat.lock:
+            time.sleep(13)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (share._member.fenced_count and share._member.member_epoch > 0):
+            time.sleep(0.05)
+        assert share._member.fenced_count == 1 and share._member.member_epoch > 0
+        assert share._member.member_id == member_id
+        for record in got:
+            share.acknowledge(record)
+        assert share.commit_sync(timeout_ms=10000) == {TopicPartition(topic, 0): None}
+        assert drain(share, 1, timeout=3.0) == []  # settled: nothing comes back

@@ -164,7 +164,11 @@ class KafkaShareConsumer:
         self._ack_callback: AckCallback | None = None
         self._callback_queue: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         if topics:
-            self.subscribe(topics)
+            try:
+                self.subscribe(topics)
+            except BaseException:
+                self.close(timeout_ms=0)
+                raise
 
     # --- context manager ---------------------------------------------------------------------------
     def __enter__(self) -> KafkaShareConsumer:
@@ -252,6 +256,10 @@ class KafkaShareConsumer:
             if self._fetch.buffered():
                 handed = hand_out(limit)
                 if handed:
+                    if not self._fetch.buffered():
+                        # the next ShareFetch goes out now, while the application works on these (Java's
+                        # background thread fetches as soon as its buffer is empty)
+                        self._run_once(fetch=True)
                     self._deliver_callbacks()
                     return handed
                 continue  # only gaps: the buffer shrank, look again

@@ -14,8 +14,10 @@ Rules (Java's ShareConsumeRequestManager, where it has one):
 - A ShareFetch goes to a leader only while the application polls and none
   of that leader's assigned partitions has buffered records; it carries the
   acknowledgements pending for that leader's partitions (piggy-backed).
-  Pending acknowledgements for a leader no fetch is going to travel in a
-  ShareAcknowledge at once: acknowledgements never wait for the next poll.
+  While the application polls, acknowledgements for a leader whose records
+  are still buffered wait for that next ShareFetch (as Java's do); they go
+  in a ShareAcknowledge at once for a commit or close (fetch=False), for a
+  RENEW, and for a leader this member fetches nothing from.
 - A new session (epoch 0) cannot carry acknowledgements and a
   ShareAcknowledge cannot open one: acknowledgements for a leader whose
   session was lost fail (the broker released those records when the
@@ -277,8 +279,13 @@ class ShareFetchMachine:
             renewing = any(self.acks[tp].has_renew() for tp in ack_tps)
             if fetch_tps and not renewing:
                 requests.append(self._fetch(session, fetch_tps, ack_tps))
-            elif ack_tps:
+            elif ack_tps and (renewing or not by_node.get(node)):
+                # a commit or close (fetch=False), a RENEW (its lock is running out), or a leader this
+                # member fetches nothing from: no ShareFetch will carry them
                 requests.append(self._acknowledge(session, ack_tps, closing=False))
+            # else: the leader's records are still buffered; the acknowledgements ride the ShareFetch
+            # that follows once the application has taken them (Java's rule: poll's acknowledgements
+            # go with the next fetch), or a commit sends them
         return requests
 
     def _take_acks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[int, int]]:

@@ -305,14 +305,15 @@ def test_one_request_in_flight_per_leader():
     assert len(machine.next_requests(0.3, fetch=True)) == 1
 
 
-def test_acks_go_in_a_share_acknowledge_when_no_fetch_goes_to_that_leader():
+def test_while_polling_acks_wait_for_the_next_fetch_and_a_commit_sends_them_at_once():
     machine = fetch_machine()
     first_fetch(machine, part(0, [(0, 9, 1)]))
     machine.hand_out(4)  # six records stay buffered: no fetch to that leader
     machine.acknowledge(TP0, 0, A)
     machine.acknowledge(TP0, 1, R)
     machine.acknowledge(TP0, 3, J)
-    [req] = machine.next_requests(1.0, fetch=True)
+    assert machine.next_requests(1.0, fetch=True) == []  # they wait for the ShareFetch after the buffer
+    [req] = machine.next_requests(1.0, fetch=False)  # a commit
     assert req.api == "ShareAcknowledge" and req.body["share_session_epoch"] == 1
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 2, 3: 3}}
     machine.on_response(req.token, ack_answer((0, 0)), 1.1)
@@ -435,8 +436,8 @@ def test_records_of_a_partition_no_longer_assigned_are_released():
     machine = fetch_machine()
     first_fetch(machine, part(0, [(0, 1, 1)]), part(1, [(5, 5, 1)]))
     machine.set_assignment([TP1])
-    [req] = machine.next_requests(1.0, fetch=True)
-    assert req.api == "ShareAcknowledge"  # TP1's record is still buffered: no fetch
+    assert machine.next_requests(1.0, fetch=True) == []  # TP1's record is still buffered: no fetch yet
+    [req] = machine.next_requests(1.0, fetch=False)
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 2, 1: 2}}
 
 
@@ -587,3 +588,13 @@ def test_the_member_threads_fatal_error_reaches_the_application():
         heartbeat.raise_error()  # once
     finally:
         heartbeat.stop(2.0)
+
+
+def test_acks_for_a_leader_this_member_no_longer_fetches_from_go_at_once():
+    machine = fetch_machine()
+    first_fetch(machine, part(0, [(0, 1, 1)]))
+    machine.hand_out(100)
+    machine.acknowledge_delivered(A)
+    machine.set_assignment([])
+    [req] = machine.next_requests(1.0, fetch=True)
+    assert req.api == "ShareAcknowledge" and acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 1}}

@@ -598,3 +598,19 @@ def test_acks_for_a_leader_this_member_no_longer_fetches_from_go_at_once():
     machine.set_assignment([])
     [req] = machine.next_requests(1.0, fetch=True)
     assert req.api == "ShareAcknowledge" and acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 1}}
+
+
+@pytest.mark.parametrize("module", ["member_machine", "session", "acknowledgements", "fetch_machine"])
+def test_the_share_machines_import_nothing_that_does_io_or_keeps_time(module):
+    import ast
+    import importlib
+    import pathlib
+
+    path = pathlib.Path(importlib.import_module("fastkc.share." + module).__file__)
+    imported = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported.isdisjoint({"socket", "selectors", "select", "time", "threading", "asyncio", "os"}), imported

@@ -602,15 +602,9 @@ def test_acks_for_a_leader_this_member_no_longer_fetches_from_go_at_once():
 
 @pytest.mark.parametrize("module", ["member_machine", "session", "acknowledgements", "fetch_machine"])
 def test_the_share_machines_import_nothing_that_does_io_or_keeps_time(module):
-    import ast
     import importlib
-    import pathlib
 
-    path = pathlib.Path(importlib.import_module("fastkc.share." + module).__file__)
-    imported = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert imported.isdisjoint({"socket", "selectors", "select", "time", "threading", "asyncio", "os"}), imported
+    from tests.support.imports import IO_AND_TIME, top_level_imports
+
+    imported = top_level_imports(importlib.import_module("fastkc.share." + module).__file__)
+    assert imported.isdisjoint(IO_AND_TIME), imported

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 from fastkc.errors import (
     IllegalStateError,
+    InvalidAcquiredRecordsError,
     KafkaError,
     UnsupportedVersionError,
     for_code,
@@ -53,12 +54,19 @@ from fastkc.fetch import codes
 from fastkc.group.machine import Request
 from fastkc.share.acknowledgements import GAP, AcknowledgeType, PartitionAcks, to_batches
 from fastkc.share.session import SessionPartition, ShareSession
+from fastkc.share_ranges import checked_acquired
 from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
 #: the first ShareFetch / ShareAcknowledge version that takes RENEW (KIP-1222)
 RENEW_VERSION = 2
+#: the most acquired offsets one partition's answer may name. Every acquired
+#: offset is tracked on its own until settled (as Java's Acknowledgements
+#: map does; a compacted batch's missing offsets become GAPs one by one), so
+#: this bounds the memory a broker's answer can demand: ShareFetch asks for
+#: max_poll_records, which a broker exceeds only to reach a batch boundary.
+MAX_ACQUIRED_OFFSETS = 2_000_000
 
 
 class AckResult(NamedTuple):
@@ -415,13 +423,33 @@ class ShareFetchMachine:
             elif reaction == codes.FAIL:
                 self.fatal_error = error
             log.debug("ShareFetch %s: %s", tp, error)
-        acquired = [(a["first_offset"], a["last_offset"], a["delivery_count"]) for a in part["acquired_records"]]
+        acquired = self._checked_acquired(tp, part["acquired_records"])
         if acquired and tp in self.assignment:
             self.buffer.append(CompletedShareFetch(tp, topic_id, part["records"] or b"", acquired))
         elif acquired:
             # acquired for a partition this member no longer holds: hand it back
             self._release(CompletedShareFetch(tp, topic_id, b"", acquired))
         return ack_error
+
+    def _checked_acquired(self, tp: TopicPartition, ranges: Iterable[Mapping[str, int]]) -> list[tuple[int, int, int]]:
+        """A partition's AcquiredRecords, or [] and a typed error for the
+        application when they cannot be true (unsorted, overlapping, bad
+        counts) or name more offsets than MAX_ACQUIRED_OFFSETS: nothing of
+        them is buffered or acknowledged, and the broker delivers them again
+        when their lock expires."""
+        try:
+            acquired = checked_acquired([(r["first_offset"], r["last_offset"], r["delivery_count"]) for r in ranges],
+                                        tp.topic, tp.partition)
+        except InvalidAcquiredRecordsError as exc:
+            self.fatal_error = exc
+            return []
+        span = sum(last - first + 1 for first, last, _ in acquired)
+        if span > MAX_ACQUIRED_OFFSETS:
+            self.fatal_error = InvalidAcquiredRecordsError(
+                "{0} acquired offsets in one answer, more than the {1} a share consumer tracks".format(
+                    span, MAX_ACQUIRED_OFFSETS), tp.topic, tp.partition, 0)
+            return []
+        return acquired
 
     def _settle(self, token: ShareFetchToken, answered: Mapping[TopicPartition, KafkaError | None],
                 error: KafkaError | None) -> None:

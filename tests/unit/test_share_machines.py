@@ -608,3 +608,18 @@ def test_the_share_machines_import_nothing_that_does_io_or_keeps_time(module):
 
     imported = top_level_imports(importlib.import_module("fastkc.share." + module).__file__)
     assert imported.isdisjoint(IO_AND_TIME), imported
+
+
+@pytest.mark.parametrize("ranges", [
+    [(5, 3, 1)],  # first > last
+    [(0, 5, 1), (3, 8, 1)],  # overlapping
+    [(0, 1, 0)],  # delivery count 0
+    [(0, (1 << 62), 1)],  # more offsets than a consumer tracks
+], ids=["reversed", "overlapping", "count-0", "huge"])
+def test_impossible_acquired_ranges_are_a_typed_error_and_nothing_is_tracked(ranges):
+    machine = fetch_machine()
+    first_fetch(machine, part(0, ranges))
+    assert not machine.buffered() and machine.unacknowledged() == 0 and not machine.acks_outstanding()
+    with pytest.raises(errors.InvalidAcquiredRecordsError):
+        machine.next_requests(1.0, fetch=True)
+    assert len(machine.next_requests(1.0, fetch=True)) == 1  # raised once; fetching goes on

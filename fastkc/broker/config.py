@@ -142,6 +142,17 @@ def node_properties(node: NodePlan, all_nodes: Sequence[NodePlan], *, security: 
         "group.consumer.session.timeout.ms": 10000,
         "group.consumer.min.heartbeat.interval.ms": 500,
         "group.consumer.heartbeat.interval.ms": 1000,
+        # Share groups (KIP-932) are on in Kafka 4.2+ as formatted (share.version=1
+        # is in the 4.3 feature mapping). Their defaults suit production, not
+        # tests: a 5 s heartbeat and a 45 s minimum session make a killed member
+        # take most of a minute to leave. The record lock stays 30 s by default;
+        # lowering its floor lets a test give one group a short lock through the
+        # group config share.record.lock.duration.ms.
+        "group.share.min.heartbeat.interval.ms": 500,
+        "group.share.heartbeat.interval.ms": 1000,
+        "group.share.min.session.timeout.ms": 3000,
+        "group.share.session.timeout.ms": 10000,
+        "group.share.min.record.lock.duration.ms": 1000,
         "broker.heartbeat.interval.ms": 500,
         # The default 128 MiB cleaner buffer is most of a test broker's heap.
         "log.cleaner.dedupe.buffer.size": 2097152,

@@ -99,6 +99,12 @@ def test_table_and_chart(quick_run):
                clients["confluent-kafka-tuned"]["records_per_second"])
     (vs_librdkafka,) = [t for t in document["targets"] if t["at_least"] == 2.5]
     assert vs_librdkafka["ratio"] == pytest.approx(clients["fastkc-records"]["records_per_second"] / best)
+    # the same target taken round by round: run i of fastkc over run i of the better librdkafka row
+    against = clients[vs_librdkafka["against"]]["runs"]
+    assert vs_librdkafka["round_by_round"] == pytest.approx(
+        [driver.run_rate(a) / driver.run_rate(b) for a, b in zip(clients["fastkc-records"]["runs"], against)])
+    assert len(vs_librdkafka["round_by_round"]) == len(against) >= 1
+    assert "round by round" in table
     assert (out / "e2e.md").read_text().strip() == table.strip()
     with open(out / "e2e.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"

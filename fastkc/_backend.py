@@ -11,6 +11,16 @@ for the reference implementation):
                    check_crcs, read_committed, aborted_transactions,
                    max_decompressed_bytes, max_batch_records=0) -> DecodedPartition
                    (records is a pyarrow.RecordBatch)
+  decode_share(data, topic, partition, acquired, check_crcs,
+                   key_deserializer, value_deserializer,
+                   max_decompressed_bytes, max_batch_records=0) -> ShareDecoded
+  decode_share_arrow(data, topic, partition, acquired, check_crcs,
+                   max_decompressed_bytes, max_batch_records=0,
+                   zero_copy=False) -> ShareDecoded (records: a RecordBatch
+                   with a delivery_count column)
+      (acquired: checked (first, last, delivery_count) int triples, sorted
+      and disjoint, fastkc.share_ranges.checked_acquired; a corrupt batch
+      raises its CorruptRecordError with .share set)
   scan_blob(data) -> fastkc.structs.ScanInfo (the framing, headers only)
   check_blob(data, topic, partition, position) -> (records, next_offset)
       (the benchmark ceiling's CRC-only walk of complete v2 batches)
@@ -53,7 +63,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from fastkc.structs import DecodedPartition, FetchResponse, ScanInfo
+from fastkc.structs import DecodedPartition, FetchResponse, ScanInfo, ShareDecoded
 
 if TYPE_CHECKING:
     # re-exported for the type checker: nothing else names fastkc._core
@@ -83,6 +93,17 @@ class RecordsBackend(Protocol):
         read_committed: bool, aborted_transactions: Sequence[tuple[int, int]] | None, max_decompressed_bytes: int,
         max_batch_records: int = 0, /, zero_copy: bool = False,
     ) -> DecodedPartition: ...
+
+    def decode_share(
+        self, data: _Buffer, topic: str, partition: int, acquired: Sequence[tuple[int, int, int]], check_crcs: bool,
+        key_deserializer: _Deserializer, value_deserializer: _Deserializer, max_decompressed_bytes: int,
+        max_batch_records: int = 0, /,
+    ) -> ShareDecoded: ...
+
+    def decode_share_arrow(
+        self, data: _Buffer, topic: str, partition: int, acquired: Sequence[tuple[int, int, int]], check_crcs: bool,
+        max_decompressed_bytes: int, max_batch_records: int = 0, /, zero_copy: bool = False,
+    ) -> ShareDecoded: ...
 
     def scan_blob(self, data: _Buffer, /) -> ScanInfo: ...
 

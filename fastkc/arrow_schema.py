@@ -28,3 +28,12 @@ def arrow_schema(zero_copy: bool = False) -> Any:  # a pyarrow.Schema (pyarrow i
             ),
         ]
     )
+
+
+def share_arrow_schema(zero_copy: bool = False) -> Any:
+    """arrow_schema(zero_copy) plus `delivery_count` int16 (not null): the
+    Arrow form of a share group's records (decode_share_arrow), each with how
+    many times the broker has delivered it."""
+    import pyarrow as pa
+
+    return arrow_schema(zero_copy).append(pa.field("delivery_count", pa.int16(), nullable=False))

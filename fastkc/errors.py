@@ -78,6 +78,28 @@ class ProtocolParseError(KafkaProtocolError):
         return (self.__class__, (self.reason, self.api, self.version, self.position))
 
 
+class InvalidAcquiredRecordsError(KafkaProtocolError):
+    """A ShareFetch answer's AcquiredRecords for one partition cannot be true:
+    a range with FirstOffset > LastOffset, a negative offset, ranges out of
+    order or overlapping, a DeliveryCount outside 1..32767. Raised by
+    fastkc.records.decode_share before anything is decoded.
+
+    Attributes: topic, partition (as passed), index (the first bad range's
+    position in the list), reason."""
+
+    def __init__(self, reason: str = "", topic: str = "", partition: int = -1, index: int = -1) -> None:
+        self.reason = reason
+        self.topic = topic
+        self.partition = partition
+        self.index = index
+        super().__init__(
+            "{0} (topic={1!r}, partition={2}, range {3})".format(reason, topic, partition, index)
+        )
+
+    def __reduce__(self) -> tuple[type[typing.Self], tuple[str, str, int, int]]:
+        return (self.__class__, (self.reason, self.topic, self.partition, self.index))
+
+
 class BrokerResponseError(KafkaError):
     # None on the base class as in kafka-python; every code's class sets them
     errno: int | None = None
@@ -114,6 +136,10 @@ class CorruptRecordError(BrokerResponseError):
     # Java's CorruptRecordException is a RetriableException (kafka-python 3.0.12
     # says False; listed in tests/unit/parity_exceptions.py)
     retriable = True
+    # Set by fastkc.records.decode_share / decode_share_arrow only: a
+    # fastkc.structs.ShareFailure saying what becomes of the acquired offsets
+    # the decode did not hand out (None for every other decoder)
+    share: typing.Any = None
 
     def __init__(
         self,

@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fastkc import _backend
-from fastkc.arrow_schema import arrow_schema
-from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
+from fastkc.arrow_schema import arrow_schema, share_arrow_schema
+from fastkc.share_ranges import checked_acquired
+from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo, ShareDecoded, ShareRecord
 
 if TYPE_CHECKING:
     from fastkc._backend import ArrowBuilder, RecordStream
@@ -24,7 +25,11 @@ __all__ = [
     "decode_arrow",
     "decode_partition",
     "decode_partition_arrow",
+    "decode_share",
+    "decode_share_arrow",
     "ConsumerRecord",
+    "ShareDecoded",
+    "ShareRecord",
     "DecodedPartition",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "arrow_builder",
@@ -32,6 +37,7 @@ __all__ = [
     "batch_record_budget",
     "record_stream",
     "scan_blob",
+    "share_arrow_schema",
 ]
 
 # Per batch. Kafka's own limit on a batch is message.max.bytes (1 MiB by
@@ -307,3 +313,95 @@ def arrow_builder(base: Sequence[int] | None = None, zero_copy: bool = False) ->
     sum. zero_copy: key and value as binary_view pointing into the steps'
     input buffers (see decode_arrow)."""
     return _backend.impl.ArrowBuilder(base, zero_copy)
+
+
+# Acquired ranges as a ShareFetch answer gives them: (FirstOffset,
+# LastOffset inclusive, DeliveryCount) per range
+AcquiredRanges = Iterable[Sequence[int]]
+
+
+def decode_share(
+    data: _Buffer,
+    *,
+    topic: str,
+    partition: int,
+    acquired: AcquiredRanges,
+    check_crcs: bool = True,
+    key_deserializer: Deserializer = None,
+    value_deserializer: Deserializer = None,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_batch_records: int | None = None,
+) -> ShareDecoded:
+    """Decode one partition of a ShareFetch answer (KIP-932 share groups):
+    `data` is its Records (whole batches, which may start before and end
+    after what was acquired), `acquired` its AcquiredRecords as
+    (first_offset, last_offset inclusive, delivery_count) ranges.
+
+    Returns ShareDecoded(records, gaps): a ShareRecord (ConsumerRecord's
+    fields + delivery_count) for each data record whose offset is acquired,
+    in offset order, each offset at most once; records outside every range
+    are dropped before any Python object is made for them. `gaps`: the
+    acquired offsets with no record to hand out (compacted away, control
+    records, nothing there in the complete batches), as (first, last)
+    ranges; the consumer acknowledges them as GAP (type 0), as the Java
+    client's ShareCompletedFetch does, so none stays acquired silently.
+
+    Aborted transactional data is not filtered here: a ShareFetch answer has
+    no aborted transactions, and the broker itself never acquires aborted
+    data for a read_committed share group.
+
+    Bad ranges (first > last, negative, unsorted, overlapping, a
+    delivery_count outside 1..32767) raise InvalidAcquiredRecordsError before
+    anything is decoded. Bad bytes raise the CorruptRecordError subclass
+    decode() raises (topic, partition, offset, and `records`: those before
+    the bad batch) with `.share` a ShareFailure: what to acknowledge for the
+    acquired offsets not handed out -- gaps (GAP), rejected (REJECT: inside
+    the bad batch, as Java's rejectRecordBatch) and released (RELEASE: past
+    it; the decode stops at the bad batch, Java would read on). A trailing
+    partial batch ends the decode silently, as in decode(); the acquired
+    offsets in it are gaps, as in Java (a broker acquires whole batches only).
+    """
+    ranges = checked_acquired(acquired, topic, partition)
+    return _backend.impl.decode_share(
+        data,
+        topic,
+        partition,
+        ranges,
+        bool(check_crcs),
+        _deserializer_spec(key_deserializer),
+        _deserializer_spec(value_deserializer),
+        max_decompressed_bytes,
+        _record_budget(max_batch_records, max_decompressed_bytes),
+    )
+
+
+def decode_share_arrow(
+    data: _Buffer,
+    *,
+    topic: str,
+    partition: int,
+    acquired: AcquiredRanges,
+    check_crcs: bool = True,
+    zero_copy: bool = False,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+    max_batch_records: int | None = None,
+) -> tuple[Any, list[tuple[int, int]]]:
+    """decode_share() into a pyarrow.RecordBatch of share_arrow_schema():
+    decode_arrow()'s columns plus `delivery_count` (int16), filled in the same
+    pass. Returns (batch, gaps); errors as decode_share() (with `records` a
+    RecordBatch). A result past one Arrow batch's int32 offsets raises
+    ArrowCapacityError, its `.share.released` the acquired offsets from its
+    next_offset on. zero_copy: see decode_arrow()."""
+    ranges = checked_acquired(acquired, topic, partition)
+    extra = {"zero_copy": True} if zero_copy else {}
+    decoded = _backend.impl.decode_share_arrow(
+        data,
+        topic,
+        partition,
+        ranges,
+        bool(check_crcs),
+        max_decompressed_bytes,
+        _record_budget(max_batch_records, max_decompressed_bytes),
+        **extra,
+    )
+    return decoded.records, decoded.gaps

@@ -29,6 +29,55 @@ class ConsumerRecord(typing.NamedTuple):
     serialized_header_size: int  # -1 without headers
 
 
+class ShareRecord(typing.NamedTuple):
+    """A record a share group (KIP-932) handed this consumer: ConsumerRecord's
+    fields in its order, then how many times the broker has delivered it
+    (the acquired range's DeliveryCount, >= 1)."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    offset: int
+    timestamp: int | None
+    timestamp_type: int | None
+    key: typing.Any
+    value: typing.Any
+    headers: list[tuple[str, bytes | None]]
+    checksum: int | None
+    serialized_key_size: int
+    serialized_value_size: int
+    serialized_header_size: int
+    delivery_count: int
+
+
+class ShareDecoded(typing.NamedTuple):
+    """One partition of a ShareFetch answer, decoded (fastkc.records.decode_share):
+    the records inside the acquired ranges, and the acquired offsets that have
+    no record to hand out (compacted away, control records, past the last
+    complete batch), as (first, last inclusive) ranges in offset order. The
+    consumer acknowledges the gaps as GAP (AcknowledgeType 0, Java's
+    Acknowledgements.addGap) so none stays acquired until its lock expires."""
+
+    records: typing.Any  # list[ShareRecord], or a pyarrow.RecordBatch from decode_share_arrow
+    gaps: list[tuple[int, int]]
+
+
+class ShareFailure(typing.NamedTuple):
+    """What a share decode that hit a corrupt batch leaves unresolved, beside
+    the error's `records` (handed out before the batch), by the Java client's
+    ShareCompletedFetch rules: `gaps` (acquired, below the bad batch, no
+    record: acknowledge GAP), `rejected` (acquired inside the bad batch's
+    offsets, BaseOffset..BaseOffset+LastOffsetDelta as its header says:
+    acknowledge REJECT, as Java's rejectRecordBatch does, so a poison batch is
+    not redelivered forever), `released` (acquired past the bad batch: the
+    decode stopped there, so acknowledge RELEASE and the broker delivers them
+    again; Java decodes on past the batch, which a stopped decoder cannot)."""
+
+    gaps: list[tuple[int, int]]
+    rejected: list[tuple[int, int]]
+    released: list[tuple[int, int]]
+
+
 class TopicPartition(typing.NamedTuple):
     topic: str
     partition: int

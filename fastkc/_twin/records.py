@@ -96,7 +96,8 @@ from fastkc.errors import (
     RecordDecompressionError,
     UnsupportedCompressionError,
 )
-from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
+from fastkc.share_ranges import share_failure, share_gaps
+from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo, ShareDecoded, ShareRecord
 
 __all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "check_blob", "RecordStream",
            "ArrowBuilder"]
@@ -455,6 +456,7 @@ class _Raw:
         "value",
         "headers",
         "checksum",
+        "delivery_count",
     )
 
     def __init__(self, leader_epoch, offset, timestamp, timestamp_type, key, value, headers, checksum):
@@ -466,6 +468,7 @@ class _Raw:
         self.value = value
         self.headers = headers
         self.checksum = checksum
+        self.delivery_count = 0  # set by the share filter (_Stream._share_keep)
 
 
 def _nullable_bytes_varint(r, what):
@@ -849,7 +852,7 @@ class _Stream:
     end at the same records (see fkc_stream_step)."""
 
     def __init__(self, data, fetch_offset, stop_offset, check_crcs, read_committed, aborted, cap, max_records,
-                 arrow_topic_len=None):
+                 arrow_topic_len=None, acquired=None):
         self.buf = _as_buffer(data)
         self.n = len(self.buf)
         self.pos = 0
@@ -871,6 +874,11 @@ class _Stream:
         self.last_totals = (0, 0, 0, 0, 0, 0)
         self.held = 0  # decompressed bytes of batches finished in the last step
         self.opened_sizes = None  # (RecordCount, payload bytes) of the v2 data batch last opened
+        # the share filter (fkc_share_keep): sorted acquired ranges, the
+        # cursor over them, and one past the last record compared to them
+        self.acquired = acquired
+        self.share_index = 0
+        self.share_floor = INT64_MIN
 
     def _open_next(self):
         kind, entry_len, reason = _frame_entry(self.buf, self.pos, self.n)
@@ -879,6 +887,7 @@ class _Stream:
             return
         pos = self.pos
         base_offset = struct.unpack_from(">q", self.buf, pos)[0]
+        batch_last = _entry_last_offset(self.buf, pos, self.n, base_offset)
         self.batch, self.index, self.floor, self.blob_len = [], 0, self.next_offset, 0
         try:
             if kind == "malformed":
@@ -896,18 +905,39 @@ class _Stream:
             floor = self.next_offset
             kept = [r for r in records
                     if r.offset >= floor and (self.stop_offset < 0 or r.offset < self.stop_offset)]
+            if self.acquired is not None:
+                kept = self._share_keep(kept)
             if self.arrow_topic_len is not None:
                 _arrow_micros(kept)
         except _Bad as bad:
             self.batch = []
             self.done = True
-            self.failure = _Failed(bad.error_class, bad.reason, base_offset)
+            self.failure = _Failed(bad.error_class, bad.reason, base_offset, batch_last)
             return
         self.next_offset = max(self.next_offset, batch_next)
         self.pos = end
         self.batch = kept
         self.blob_len = blob_len
         self.opened_sizes = sizes
+
+    def _share_keep(self, records):
+        """Java's ShareCompletedFetch rule, over ranges: a record is handed
+        out when its offset is acquired and past every record compared
+        before it (so an offset is never handed out twice), with its range's
+        delivery count; the cursor over the ranges only moves forward."""
+        acquired = self.acquired
+        out = []
+        for r in records:
+            if r.offset < self.share_floor:
+                continue
+            self.share_floor = r.offset + 1
+            while self.share_index < len(acquired) and acquired[self.share_index][1] < r.offset:
+                self.share_index += 1
+            if self.share_index == len(acquired) or r.offset < acquired[self.share_index][0]:
+                continue
+            r.delivery_count = acquired[self.share_index][2]
+            out.append(r)
+        return out
 
     def _direct(self, taken, max_records, totals):
         """Whether the C Arrow step parses the batch just opened straight
@@ -989,11 +1019,23 @@ class _Stream:
 
 
 class _Failed(Exception):
-    def __init__(self, error_class, reason, base_offset):
+    def __init__(self, error_class, reason, base_offset, batch_last):
         super().__init__(reason)
         self.error_class = error_class
         self.reason = reason
         self.base_offset = base_offset
+        self.batch_last = batch_last  # the entry's last offset as its header says (share decodes reject up to it)
+
+
+def _entry_last_offset(buf, pos, n, base_offset):
+    """The last offset an entry's header claims (fkc_entry_last_offset): a v2
+    batch's BaseOffset + LastOffsetDelta when readable and sane, else the
+    base offset (a legacy entry's offset is its last message's)."""
+    if n - pos >= 27 and buf[pos + 16] == 2:
+        delta = struct.unpack_from(">i", buf, pos + 23)[0]
+        if delta >= 0 and base_offset + delta <= INT64_MAX:
+            return base_offset + delta
+    return base_offset
 
 
 def _deserialize(spec, topic, headers, data):
@@ -1011,29 +1053,28 @@ def _header_size(headers):
     return sum(len(k.encode("utf-8")) + (len(v) if v is not None else 0) for k, v in headers)
 
 
-def _build_records(raws, topic, partition, key_deserializer, value_deserializer):
+def _build_records(raws, topic, partition, key_deserializer, value_deserializer, share=False):
     out = []
     # Deserialize in record order, key before value (kafka-python's order).
     for r in raws:
         key = _deserialize(key_deserializer, topic, r.headers, r.key)
         value = _deserialize(value_deserializer, topic, r.headers, r.value)
-        out.append(
-            ConsumerRecord(
-                topic,
-                partition,
-                r.leader_epoch,
-                r.offset,
-                r.timestamp,
-                r.timestamp_type,
-                key,
-                value,
-                r.headers,
-                r.checksum,
-                len(r.key) if r.key is not None else -1,
-                len(r.value) if r.value is not None else -1,
-                _header_size(r.headers),
-            )
+        fields = (
+            topic,
+            partition,
+            r.leader_epoch,
+            r.offset,
+            r.timestamp,
+            r.timestamp_type,
+            key,
+            value,
+            r.headers,
+            r.checksum,
+            len(r.key) if r.key is not None else -1,
+            len(r.value) if r.value is not None else -1,
+            _header_size(r.headers),
         )
+        out.append(ShareRecord(*fields, r.delivery_count) if share else ConsumerRecord(*fields))
     return out
 
 
@@ -1079,12 +1120,12 @@ def _arrow_micros(raws):
     return micros
 
 
-def _arrow_batch(raws, topic, partition):
+def _arrow_batch(raws, topic, partition, share=False):
     import pyarrow as pa
 
-    from fastkc.arrow_schema import arrow_schema
+    from fastkc.arrow_schema import arrow_schema, share_arrow_schema
 
-    schema = arrow_schema()
+    schema = share_arrow_schema() if share else arrow_schema()
     micros = _arrow_micros(raws)
     columns = [
         [r.key for r in raws],
@@ -1096,6 +1137,8 @@ def _arrow_batch(raws, topic, partition):
         [r.timestamp_type if r.timestamp_type is not None else -1 for r in raws],
         [[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in raws],
     ]
+    if share:
+        columns.append([r.delivery_count for r in raws])
     arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -1130,17 +1173,18 @@ def decode_partition_arrow(
     return DecodedPartition(batch, next_offset)
 
 
-def _as_views(batch):
+def _as_views(batch, share=False):
     """The zero-copy schema's form of a batch: key and value as binary_view
     (the twin copies; only the layout differs, never a value)."""
     import pyarrow as pa
 
-    from fastkc.arrow_schema import arrow_schema
+    from fastkc.arrow_schema import arrow_schema, share_arrow_schema
 
     columns = list(batch.columns)
     columns[0] = columns[0].cast(pa.binary_view())
     columns[1] = columns[1].cast(pa.binary_view())
-    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(zero_copy=True))
+    schema = share_arrow_schema(zero_copy=True) if share else arrow_schema(zero_copy=True)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 class ArrowBuilder:
@@ -1270,3 +1314,51 @@ class RecordStream:
     def held_bytes(self):
         s = self._stream
         return s.held + (s.blob_len if s.index < len(s.batch) else 0)
+
+
+# --- share groups (KIP-932) --------------------------------------------------------------------
+def _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max_batch_records, arrow):
+    # no position (fetch offset 0: every acquired offset is >= 0) and no
+    # transaction filter: the broker never acquires aborted data for a
+    # read_committed share group (SharePartition archives it), and a
+    # ShareFetch answer carries no aborted transactions
+    return _Stream(data, 0, -1, check_crcs, False, [], max_decompressed_bytes, max_batch_records,
+                   arrow_topic_len=len(topic.encode("utf-8")) if arrow else None, acquired=acquired)
+
+
+def _share_error(failure, topic, partition, records, acquired, delivered):
+    error = failure.error_class(failure.reason, topic, partition, failure.base_offset, records, failure.base_offset)
+    error.share = share_failure(acquired, delivered, failure.base_offset, failure.batch_last)
+    return error
+
+
+def decode_share(data, topic, partition, acquired, check_crcs, key_deserializer, value_deserializer,
+                 max_decompressed_bytes, max_batch_records=0):
+    """Backend contract: see fastkc/_backend.py. ShareDecoded(list of ShareRecord, gaps)."""
+    stream = _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max_batch_records, False)
+    raws, _next_offset, failure = stream.step(float("inf"))
+    out = _build_records(raws, topic, partition, key_deserializer, value_deserializer, share=True)
+    delivered = [r.offset for r in raws]
+    if failure is not None:
+        raise _share_error(failure, topic, partition, out, acquired, delivered) from None
+    return ShareDecoded(out, share_gaps(acquired, delivered))
+
+
+def decode_share_arrow(data, topic, partition, acquired, check_crcs, max_decompressed_bytes, max_batch_records=0,
+                       zero_copy=False):
+    """Backend contract: see fastkc/_backend.py. ShareDecoded(pyarrow.RecordBatch with delivery_count, gaps)."""
+    stream = _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max_batch_records, True)
+    raws, next_offset, failure = stream.step(float("inf"))
+    batch = _arrow_batch(raws, topic, partition, share=True)
+    if zero_copy:
+        batch = _as_views(batch, share=True)
+    delivered = [r.offset for r in raws]
+    if failure is not None:
+        raise _share_error(failure, topic, partition, batch, acquired, delivered) from None
+    if not stream.finished():  # only Arrow's int32 offsets stop a one-step decode early
+        error = ArrowCapacityError(
+            "the records from offset {0} on do not fit one Arrow batch's int32 offsets".format(next_offset),
+            topic, partition, next_offset, batch, next_offset)
+        error.share = share_failure(acquired, delivered, next_offset, next_offset - 1)
+        raise error
+    return ShareDecoded(batch, share_gaps(acquired, delivered))

@@ -55,6 +55,8 @@ EXCEPTIONS = {
     "errors.extra:RecordCrcError": _RECORD_ERROR,
     "errors.extra:RecordDecompressionError": _RECORD_ERROR,
     "errors.extra:UnsupportedCompressionError": _RECORD_ERROR,
+    "errors.extra:InvalidAcquiredRecordsError": "a ShareFetch answer's impossible acquired ranges (a "
+                                                "KafkaProtocolError subclass; kafka-python has no share consumer)",
     "errors.extra:ProtocolParseError": "a response that does not parse (a KafkaProtocolError subclass)",
     "errors.extra:NoBrokersAvailable": "kafka-python 2.x's name for a failed bootstrap, kept as a "
                                        "KafkaTimeoutError subclass (what kafka-python 3 raises there)",
@@ -72,6 +74,9 @@ EXCEPTIONS = {
                                     "all value types in fastkc.structs (same fields, same order)",
     "structs.extra:DecodedPartition": "fastkc.records.decode_partition()'s result",
     "structs.extra:ScanInfo": "fastkc.records.scan_blob()'s result",
+    "structs.extra:ShareRecord": "a share group's record (KIP-932; kafka-python has no share consumer)",
+    "structs.extra:ShareDecoded": "fastkc.records.decode_share()'s result",
+    "structs.extra:ShareFailure": "what a share decode stopped by a corrupt batch leaves to acknowledge",
     "structs.extra:FetchResponse": "the compiled Fetch parser's result types",
     "structs.extra:FetchTopicResponse": "the compiled Fetch parser's result types",
     "structs.extra:FetchPartitionResponse": "the compiled Fetch parser's result types",

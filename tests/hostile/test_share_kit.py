@@ -1,0 +1,125 @@
+"""KafkaShareConsumer against the fake broker: canned share-group answers,
+then hostile bytes and silence on ShareFetch — a typed error or a bounded
+wait, never a hang or a silent loop."""
+import time
+
+import pytest
+
+from fastkc import KafkaShareConsumer, errors
+from tests.hostile.kit import FakeBroker, garbage, silence, truncated
+from tests.support.batchgen import Record, record_batch
+
+
+class ShareFakeBroker(FakeBroker):
+    """FakeBroker plus a one-member share group: every partition assigned,
+    each partition's `records` records acquired once (delivery count 1),
+    acknowledgements recorded in `acks` as they come."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.acks = []  # (api, epoch, topic_id, partition, batches)
+        self._handed = set()
+
+    def _on_ShareGroupHeartbeat(self, header, body):
+        leaving = body["member_epoch"] == -1
+        assignment = None if leaving else {"topic_partitions": [
+            {"topic_id": self.topic_ids[name], "partitions": list(range(count))}
+            for name, count in self.topics.items()]}
+        return {"error_code": 0, "error_message": None, "member_id": body["member_id"],
+                "member_epoch": -1 if leaving else 1, "heartbeat_interval_ms": 1000, "assignment": assignment}
+
+    def _record_acks(self, api, body):
+        for topic in body["topics"]:
+            for part in topic["partitions"]:
+                if part["acknowledgement_batches"]:
+                    self.acks.append((api, body["share_session_epoch"], topic["topic_id"],
+                                      part["partition_index"], part["acknowledgement_batches"]))
+
+    def _on_ShareFetch(self, header, body):
+        self._record_acks("ShareFetch", body)
+        responses = []
+        for name, count in self.topics.items():
+            parts = []
+            for partition in range(count):
+                if (name, partition) in self._handed:
+                    continue
+                self._handed.add((name, partition))
+                recs = [Record(value=b"v%d" % i, offset_delta=i, timestamp_delta=i) for i in range(self.records)]
+                parts.append({"partition_index": partition, "error_code": 0, "acknowledge_error_code": 0,
+                              "current_leader": {"leader_id": 1, "leader_epoch": 0},
+                              "records": record_batch(recs, base_offset=0),
+                              "acquired_records": [{"first_offset": 0, "last_offset": self.records - 1,
+                                                    "delivery_count": 1}]})
+            if parts:
+                responses.append({"topic_id": self.topic_ids[name], "partitions": parts})
+        if not responses:
+            self._stop.wait(min(body["max_wait_ms"], 200) / 1000.0)
+        return {"error_code": 0, "acquisition_lock_timeout_ms": 30000, "responses": responses}
+
+    def _on_ShareAcknowledge(self, header, body):
+        self._record_acks("ShareAcknowledge", body)
+        return {"error_code": 0, "acquisition_lock_timeout_ms": 30000, "responses": [
+            {"topic_id": t["topic_id"], "partitions": [{"partition_index": p["partition_index"], "error_code": 0}
+                                                       for p in t["partitions"]]} for t in body["topics"]]}
+
+
+def share_consumer(broker, **configs):
+    configs.setdefault("request_timeout_ms", 1000)
+    configs.setdefault("fetch_max_wait_ms", 100)
+    return KafkaShareConsumer("t", bootstrap_servers=broker.bootstrap, group_id="g", **configs)
+
+
+def poll_until(share, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        records = share.poll(timeout_ms=200)
+        if records:
+            return records
+    return {}
+
+
+def test_the_canned_group_reads_and_acknowledges_on_close():
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        share = share_consumer(broker)
+        records = poll_until(share)
+        assert [r.value for r in records[next(iter(records))]] == [b"v0", b"v1", b"v2"]
+        share.close(timeout_ms=3000)
+        assert ("ShareAcknowledge", -1) in [(api, epoch) for api, epoch, *_ in broker.acks]
+        [(_, _, _, partition, batches)] = [a for a in broker.acks if a[1] == -1]
+        assert partition == 0 and batches == [{"first_offset": 0, "last_offset": 2, "acknowledge_types": [1]}]
+        assert broker.errors == []
+
+
+@pytest.mark.parametrize("action", [garbage(), truncated()], ids=["garbage", "truncated"])
+def test_a_broker_answering_share_fetch_with_garbage_gives_a_typed_error_in_bounded_time(action):
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        broker.script("ShareFetch", action)
+        share = share_consumer(broker, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50)
+        started = time.monotonic()
+        with pytest.raises(errors.ProtocolParseError):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                share.poll(timeout_ms=200)
+        assert time.monotonic() - started < 10
+        assert broker.count("ShareFetch") >= 3  # the client's parse-failure policy: a bounded number of tries
+        share.close(timeout_ms=1000)
+
+
+def test_a_silent_broker_costs_bounded_waits():
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        share = share_consumer(broker)
+        assert poll_until(share)
+        broker.script("ShareFetch", silence())
+        broker.script("ShareAcknowledge", silence())
+        for _ in range(3):
+            started = time.monotonic()
+            assert share.poll(timeout_ms=300) == {}
+            assert time.monotonic() - started < 1.5
+        started = time.monotonic()
+        results = share.commit_sync(timeout_ms=500)
+        assert time.monotonic() - started < 2.0
+        assert results and all(isinstance(e, (errors.KafkaTimeoutError, errors.KafkaConnectionError))
+                               for e in results.values())
+        started = time.monotonic()
+        share.close(timeout_ms=1500)
+        assert time.monotonic() - started < 3.0

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from fastkc import AcknowledgeType, KafkaShareConsumer, TopicPartition, errors
 from tests.conftest import SHARE_DELIVERY_COUNT_LIMIT, SHARE_RECORD_LOCK_MS, SHARE_SESSION_TIMEOUT_MS
 from tests.support.kafka_tools import Message, create_topic, produce, unique_name
 from tests.support.share import set_share_auto_offset_reset
@@ -42,23 +43,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FASTKC, CONFLUENT = "fastkc", "confluent"
 
 
-def _fastkc_has_share_consumer():
-    try:
-        from fastkc import KafkaShareConsumer  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @pytest.fixture(params=[FASTKC, CONFLUENT])
 def flavour(request):
     """Each scenario runs for fastkc and, side by side, for confluent-kafka's
-    ShareConsumer (the reference: a test it fails is a wrong test). fastkc's
-    share consumer is written beside these tests (issue 14); until it exists
-    its cases skip, unless FASTKC_REQUIRE_SHARE=1 makes them fail."""
-    if (request.param == FASTKC and not _fastkc_has_share_consumer()
-            and os.environ.get("FASTKC_REQUIRE_SHARE") != "1"):
-        pytest.skip("fastkc.KafkaShareConsumer does not exist yet")
+    ShareConsumer (the reference: a scenario it fails is a wrong test)."""
     return request.param
 
 
@@ -334,3 +322,69 @@ def test_the_delivery_count_limit_archives_the_record(scenario, flavour):
     for key in s.written:
         counts = [dc for dc, _, _ in deliveries[key]]
         assert counts == list(range(1, SHARE_DELIVERY_COUNT_LIMIT + 1)), (key, deliveries[key])
+
+
+# --- bad input: typed errors, nothing lost ----------------------------------------------------------
+def _poll_until(share, want, timeout=30.0):
+    """Records handed by `share` until `want` came (or the timeout)."""
+    got = []
+    deadline = time.monotonic() + timeout
+    while len(got) < want and time.monotonic() < deadline:
+        got += [record for records in share.poll(timeout_ms=300).values() for record in records]
+    return got
+
+
+@pytest.mark.timeout(90)
+def test_bad_acknowledgements_raise_typed_errors_and_lose_nothing(share_broker, tmp_path):
+    """A record acknowledged twice (before and after its commit), acknowledged
+    by a consumer it was not delivered to, and acknowledged after close():
+    IllegalStateError each time, and still every record ends ACCEPTed once —
+    the first answer stands, and what the closed consumer held goes to the
+    other member with its delivery count one higher."""
+    bootstrap = share_broker.bootstrap_servers
+    s = Scenario(bootstrap, FASTKC, str(tmp_path), partitions=1)
+    s.produce(10)
+    tp = TopicPartition(s.topic, 0)
+
+    def member():
+        return KafkaShareConsumer(s.topic, bootstrap_servers=bootstrap, group_id=s.group,
+                                  share_acknowledgement_mode="explicit", request_timeout_ms=10000)
+
+    accepted = Counter()
+    first, second = member(), member()
+    try:
+        handed = _poll_until(first, 2)
+        assert len(handed) >= 2 and all(r.delivery_count == 1 for r in handed)
+        stranger, kept = handed[0], handed[-1]
+        second.poll(timeout_ms=300)  # a member of the group too
+        with pytest.raises(errors.IllegalStateError, match="not delivered"):
+            second.acknowledge(stranger)
+        with pytest.raises(errors.IllegalStateError, match="not delivered"):
+            second.acknowledge_batch([stranger])
+        first.acknowledge(stranger)  # still the first member's to settle
+        with pytest.raises(errors.IllegalStateError, match="acknowledged already"):
+            first.acknowledge(stranger, AcknowledgeType.REJECT)
+        for record in handed[1:-1]:
+            first.acknowledge(record)
+        assert first.commit_sync(timeout_ms=10000) == {tp: None}
+        accepted.update(r.offset for r in handed[:-1])
+        with pytest.raises(errors.IllegalStateError):
+            first.acknowledge(stranger)  # twice, after its commit
+        first.close(timeout_ms=10000)
+        with pytest.raises(errors.IllegalStateError, match="closed"):
+            first.acknowledge(kept)
+        # what the first member held unsettled (kept, and whatever it acquired but had not
+        # handed out yet) comes to the second, one delivery later; nothing else comes again
+        rest = _poll_until(second, 10 - len(accepted), timeout=30.0)
+        for record in rest:
+            second.acknowledge(record)
+        assert second.commit_sync(timeout_ms=10000) == {tp: None}
+        accepted.update(r.offset for r in rest)
+        assert kept.offset in [r.offset for r in rest]
+        assert all(r.delivery_count == 2 for r in rest), [(r.offset, r.delivery_count) for r in rest]
+    finally:
+        first.close(timeout_ms=5000)
+        second.close(timeout_ms=5000)
+    assert accepted == Counter(range(10)), accepted
+    s.nothing_left(seconds=3.0)
+    s.cleanup()

@@ -81,6 +81,8 @@ CLIENTS = {
     "confluent-kafka": ("fastkc.bench.run_confluent", "default"),
     "confluent-kafka-tuned": ("fastkc.bench.run_confluent", "tuned"),
     # share groups (KIP-932): each run reads the topic through a fresh share group
+    "share-fastkc": ("fastkc.bench.run_share_fastkc", "records"),
+    "share-fastkc-arrow": ("fastkc.bench.run_share_fastkc", "arrow"),
     "share-confluent": ("fastkc.bench.run_share_confluent", None),
     "java-steady": ("fastkc.bench.run_java_steady", None),
     "java": ("fastkc.bench.run_java", None),
@@ -95,6 +97,8 @@ LABELS = {
     "aiokafka": "aiokafka",
     "confluent-kafka": "confluent-kafka consume(500)",
     "confluent-kafka-tuned": "confluent-kafka consume(500), fetch.queue.backoff.ms=10",
+    "share-fastkc": "share group: fastkc KafkaShareConsumer.poll(), implicit acks",
+    "share-fastkc-arrow": "share group: fastkc poll_arrow() + acknowledge_batch(ACCEPT)",
     "share-confluent": "share group: confluent-kafka ShareConsumer.poll() (Preview), implicit acks",
     "java-steady": "Java KafkaConsumer poll() (steady-state runner)",
     "java": "Java ConsumerPerformance (its own clock †)",

@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         consumer.close()
     finish("confluent-kafka" + (" tuned" if mode == "tuned" else ""), args, records, clock.seconds,
-           clock=clock, cpu_seconds=clock.cpu_seconds, version=confluent_kafka.version()[0],
+           clock=clock, cpu_seconds=clock.cpu_seconds, version=confluent_kafka.__version__,
            librdkafka=confluent_kafka.libversion()[0],
            config={k: v for k, v in config.items() if k != "bootstrap.servers"})
 

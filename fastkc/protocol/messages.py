@@ -511,6 +511,30 @@ results                   []      0+
 """,
 )
 
+# Group configs (share.auto.offset.reset) are set on a GROUP resource (type
+# 32); the bench prepares each round's fresh share group with it.
+INCREMENTAL_ALTER_CONFIGS = declare(
+    "IncrementalAlterConfigs", 44, "0-1", "1+",
+    request="""
+resources             []      0+
+  resource_type       int8    0+
+  resource_name       string  0+
+  configs             []      0+
+    name              string  0+
+    config_operation  int8    0+
+    value             string  0+  null=0+
+validate_only         bool    0+
+""",
+    response="""
+throttle_time_ms  int32   0+
+responses         []      0+
+  error_code      int16   0+
+  error_message   string  0+  null=0+
+  resource_type   int8    0+
+  resource_name   string  0+
+""",
+)
+
 # Share groups (KIP-932). Kafka's specs number these fields from version 0
 # (the early-access versions Kafka 4.1 removed) while the valid versions start
 # at 1, so the field ranges below read "0+" as Kafka's do.
@@ -681,6 +705,7 @@ ALL_APIS = (
     CREATE_TOPICS,
     DELETE_TOPICS,
     DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
     SHARE_GROUP_HEARTBEAT,
     SHARE_GROUP_DESCRIBE,
     SHARE_FETCH,

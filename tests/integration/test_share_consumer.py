@@ -297,3 +297,23 @@ def test_a_fenced_member_rejoins_with_its_id_and_its_acknowledgements_are_answer
             share.acknowledge(record)
         assert share.commit_sync(timeout_ms=10000) == {TopicPartition(topic, 0): None}
         assert drain(share, 1, timeout=3.0) == []  # settled: nothing comes back
+
+
+def test_renew_refused_by_the_group_config_is_a_typed_result_and_the_record_stays_held(kafka_broker, make_topic):
+    """Two signals say RENEW is not available: a leader below ShareAcknowledge
+    v2 (acknowledge() raises UnsupportedVersionError, unit-tested), and the
+    group config share.renew.acknowledge.enable=false, which Kafka 4.3.1
+    answers per partition with INVALID_RECORD_STATE ("Renewing acquisition
+    locks is not enabled for the group"); the record can still be settled."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    write(bootstrap, topic, 1)
+    group = share_group(bootstrap, **{"share.renew.acknowledge.enable": "false"})
+    with consumer(bootstrap, group, topic, share_acknowledgement_mode="explicit") as share:
+        [record] = drain(share, 1)
+        share.acknowledge(record, AcknowledgeType.RENEW)
+        [(partition, error)] = share.commit_sync(timeout_ms=5000).items()
+        assert partition == TopicPartition(topic, 0)
+        assert isinstance(error, errors.InvalidRecordStateError) and "not enabled" in str(error)
+        share.acknowledge(record, AcknowledgeType.ACCEPT)
+        assert share.commit_sync(timeout_ms=5000) == {TopicPartition(topic, 0): None}

@@ -182,11 +182,10 @@ class KafkaShareConsumer:
     def subscribe(self, topics: Iterable[str]) -> None:
         """Join the share group for these topics (replaces the subscription)."""
         self._check_open()
-        if isinstance(topics, str):
-            topics = [topics]
-        wanted = sorted(set(topics))
-        if not wanted or not all(isinstance(t, str) and t for t in wanted):
-            raise IllegalArgumentError("subscribe() needs one or more topic names")
+        given = [topics] if isinstance(topics, str) else list(topics)
+        if not given or not all(isinstance(t, str) and t for t in given):
+            raise IllegalArgumentError("subscribe() needs one or more topic names, not {0!r}".format(topics))
+        wanted = sorted(set(given))
         self._client.set_topics(wanted)
         with self._heartbeat.lock:
             self._member.set_subscription(wanted)

@@ -265,6 +265,17 @@ def first_fetch(machine, *parts):
     return req
 
 
+def accepted_then_fetch(acquired):
+    """A machine whose first fetch acquired `acquired` on TP0, handed out and
+    ACCEPTed, and the ShareFetch that carries those acknowledgements."""
+    machine = fetch_machine()
+    first_fetch(machine, part(0, acquired))
+    machine.hand_out(100)
+    machine.acknowledge_delivered(A)
+    [req] = machine.next_requests(1.0, fetch=True)
+    return machine, req
+
+
 def test_first_share_fetch_opens_the_session_with_every_partition_and_no_acks():
     machine = fetch_machine()
     req = first_fetch(machine, part(0, [(0, 2, 1)]))
@@ -280,11 +291,7 @@ def test_first_share_fetch_opens_the_session_with_every_partition_and_no_acks():
 
 
 def test_implicit_acks_ride_the_next_share_fetch_and_their_answer_is_a_result():
-    machine = fetch_machine()
-    first_fetch(machine, part(0, [(0, 2, 1)]))
-    machine.hand_out(100)
-    machine.acknowledge_delivered(A)
-    [req] = machine.next_requests(1.0, fetch=True)
+    machine, req = accepted_then_fetch([(0, 2, 1)])
     assert req.api == "ShareFetch" and req.body["share_session_epoch"] == 1
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 1, 2: 1}}
     assert req.body["topics"][0]["partitions"] == [{"partition_index": 0, "acknowledgement_batches": [
@@ -332,11 +339,7 @@ def test_gaps_are_acknowledged_as_gap():
 
 
 def test_a_lost_session_fails_its_acks_and_the_next_fetch_opens_a_new_one():
-    machine = fetch_machine()
-    first_fetch(machine, part(0, [(0, 1, 1)]))
-    machine.hand_out(100)
-    machine.acknowledge_delivered(A)
-    [req] = machine.next_requests(1.0, fetch=True)
+    machine, req = accepted_then_fetch([(0, 1, 1)])
     machine.on_response(req.token, fetch_answer(error_code=errors.ShareSessionNotFoundError.errno), 1.0)
     [result] = machine.take_results()
     assert isinstance(result.error, errors.ShareSessionNotFoundError) and result.offsets == {0, 1}
@@ -357,11 +360,7 @@ def test_acks_pending_for_a_reset_session_fail_at_once():
 
 
 def test_a_connection_error_resets_the_session_and_fails_the_acks_it_carried():
-    machine = fetch_machine()
-    first_fetch(machine, part(0, [(0, 1, 1)]))
-    machine.hand_out(100)
-    machine.acknowledge_delivered(A)
-    [req] = machine.next_requests(1.0, fetch=True)
+    machine, req = accepted_then_fetch([(0, 1, 1)])
     machine.on_response(req.token, errors.KafkaConnectionError("reset by peer"), 1.0)
     [result] = machine.take_results()
     assert isinstance(result.error, errors.KafkaConnectionError)

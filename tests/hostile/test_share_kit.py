@@ -157,3 +157,17 @@ def test_unsubscribe_accepts_what_was_delivered_and_leaves():
         with pytest.raises(errors.IllegalStateError, match="not subscribed"):
             share.poll()
         share.close(timeout_ms=1000)
+
+
+def test_a_coordinator_answering_heartbeats_with_garbage_gives_a_typed_error_in_bounded_time():
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        broker.script("ShareGroupHeartbeat", garbage())
+        share = share_consumer(broker, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50)
+        started = time.monotonic()
+        with pytest.raises(errors.ProtocolParseError):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                share.poll(timeout_ms=200)
+        assert time.monotonic() - started < 10
+        assert broker.count("ShareFetch") == 0  # never a member: nothing fetched
+        share.close(timeout_ms=1000)

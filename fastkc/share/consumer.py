@@ -63,6 +63,10 @@ _NOT_SHARE_KEYS = frozenset((
 ))
 SHARE_DEFAULTS: Config = {key: value for key, value in CONSUMER_DEFAULTS.items() if key not in _NOT_SHARE_KEYS}
 SHARE_DEFAULTS["share_acknowledgement_mode"] = "implicit"
+# Java's share.acquire.mode (KIP-1206, ShareFetch v2): "batch_optimized" lets
+# the broker round max_poll_records up to whole batches; "record_limit" makes
+# it a strict limit (a slow handler holds no more records than it asked for)
+SHARE_DEFAULTS["share_acquire_mode"] = "batch_optimized"
 SHARE_DEFAULTS["heartbeat_interval_ms"] = 5000  # the broker's group.share.heartbeat.interval.ms rules once joined
 ACKNOWLEDGEMENT_MODES = ("implicit", "explicit")
 #: close()'s bound when the caller gives none (Java's default close timeout)
@@ -86,14 +90,20 @@ def share_config(configs: Mapping[str, Any]) -> Config:
     if mode not in ACKNOWLEDGEMENT_MODES:
         raise KafkaConfigurationError("share_acknowledgement_mode must be 'implicit' or 'explicit', not {0!r}".format(
             mode))
+    acquire = configs.get("share_acquire_mode", "batch_optimized")
+    if acquire not in ("batch_optimized", "record_limit"):
+        raise KafkaConfigurationError(
+            "share_acquire_mode must be 'batch_optimized' or 'record_limit', not {0!r}".format(acquire))
     group_id = configs.get("group_id")
     if not isinstance(group_id, str) or not group_id:
         raise KafkaConfigurationError("group_id is required: the share group's name (a non-empty str)")
-    plain = {key: value for key, value in configs.items() if key != "share_acknowledgement_mode"}
+    plain = {key: value for key, value in configs.items()
+             if key not in ("share_acknowledgement_mode", "share_acquire_mode")}
     if "heartbeat_interval_ms" not in plain:
         plain["heartbeat_interval_ms"] = SHARE_DEFAULTS["heartbeat_interval_ms"]
     config = consumer_config(plain)
     config["share_acknowledgement_mode"] = mode
+    config["share_acquire_mode"] = acquire
     return config
 
 
@@ -498,7 +508,8 @@ class KafkaShareConsumer:
         for node in set(leaders.values()):
             conn = self._client.connection(node)
             if conn is not None and conn.established:
-                self._fetch.versions[node] = conn.version_for("ShareAcknowledge")
+                # RENEW (ShareAcknowledge) and record_limit (ShareFetch) both came with v2 of both APIs
+                self._fetch.versions[node] = min(conn.version_for("ShareAcknowledge"), conn.version_for("ShareFetch"))
 
     def _send(self, request: Request, machine: Any, now: float) -> None:
         node = int(request.target)  # the fetch machine addresses leaders by node id

@@ -60,7 +60,11 @@ from fastkc.structs import TopicPartition
 log = logging.getLogger(__name__)
 
 #: the first ShareFetch / ShareAcknowledge version that takes RENEW (KIP-1222)
+#: and ShareFetch's acquire mode (KIP-1206)
 RENEW_VERSION = 2
+#: ShareFetch v2's ShareAcquireMode (KIP-1206): whole batches (max_records a
+#: soft limit, rounded up to batch boundaries) or at most max_records
+ACQUIRE_MODES = {"batch_optimized": 0, "record_limit": 1}
 #: the most acquired offsets one partition's answer may name. Every acquired
 #: offset is tracked on its own until settled (as Java's Acknowledgements
 #: map does; a compacted batch's missing offsets become GAPs one by one), so
@@ -253,6 +257,13 @@ class ShareFetchMachine:
                     self.metadata_wanted = True
                     continue
                 by_node.setdefault(leader, []).append(tp)
+        if self.config["share_acquire_mode"] == "record_limit":
+            for node in by_node:
+                version = self.versions.get(node)
+                if version is not None and version < RENEW_VERSION:
+                    # a v1 broker would ignore the mode and hand out whole batches: say so, before anything moves
+                    raise UnsupportedVersionError("share_acquire_mode='record_limit' needs ShareFetch v2 (KIP-1206); "
+                                                  "broker {0} speaks v{1}".format(node, version))
         acks_by_node: dict[int, list[TopicPartition]] = {}
         for tp, acks in self.acks.items():
             if not acks.pending:
@@ -326,6 +337,7 @@ class ShareFetchMachine:
             "max_wait_ms": config["fetch_max_wait_ms"], "min_bytes": config["fetch_min_bytes"],
             "max_bytes": config["fetch_max_bytes"], "max_records": config["max_poll_records"],
             "batch_size": config["max_poll_records"],
+            "share_acquire_mode": ACQUIRE_MODES[config["share_acquire_mode"]],
             "topics": self._topics(named),
             "forgotten_topics_data": [{"topic_id": t, "partitions": p} for t, p in forgotten_topics.items()],
         }

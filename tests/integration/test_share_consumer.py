@@ -317,3 +317,21 @@ def test_renew_refused_by_the_group_config_is_a_typed_result_and_the_record_stay
         assert isinstance(error, errors.InvalidRecordStateError) and "not enabled" in str(error)
         share.acknowledge(record, AcknowledgeType.ACCEPT)
         assert share.commit_sync(timeout_ms=5000) == {TopicPartition(topic, 0): None}
+
+
+@pytest.mark.parametrize("mode", ["batch_optimized", "record_limit"])
+def test_acquire_mode(kafka_broker, make_topic, mode):
+    """One producer batch of 100 records, max_poll_records=10: batch_optimized
+    acquires the whole batch (the rest waits in the buffer, its lock
+    running); record_limit (KIP-1206) acquires ten at a time."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    written = write(bootstrap, topic, 100)
+    group = share_group(bootstrap)
+    with consumer(bootstrap, group, topic, max_poll_records=10, share_acquire_mode=mode) as share:
+        first = drain(share, 1)
+        held = sum(len(c.acquired_offsets()) for c in share._fetch.buffer)
+        rest = drain(share, 100 - len(first))
+    assert len(first) == 10
+    assert held == (90 if mode == "batch_optimized" else 0)
+    assert sorted(r.offset for r in first + rest) == [w.offset for w in written]

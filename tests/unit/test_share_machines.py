@@ -622,3 +622,23 @@ def test_impossible_acquired_ranges_are_a_typed_error_and_nothing_is_tracked(ran
     with pytest.raises(errors.InvalidAcquiredRecordsError):
         machine.next_requests(1.0, fetch=True)
     assert len(machine.next_requests(1.0, fetch=True)) == 1  # raised once; fetching goes on
+
+
+def test_record_limit_is_sent_as_acquire_mode_1_and_refused_by_name_on_a_v1_broker():
+    config = share_config({"group_id": "g", "share_acquire_mode": "record_limit"})
+    machine = ShareFetchMachine(config, "g", "m", decode=fake_decode)
+    machine.set_routes({"t": TOPIC_ID}, {TP0: NODE})
+    machine.set_assignment([TP0])
+    machine.versions[NODE] = 2
+    [req] = machine.next_requests(0.0, fetch=True)
+    assert req.body["share_acquire_mode"] == 1
+    assert fetch_machine().next_requests(0.0, fetch=True)[0].body["share_acquire_mode"] == 0
+    old = ShareFetchMachine(config, "g", "m", decode=fake_decode)
+    old.set_routes({"t": TOPIC_ID}, {TP0: NODE})
+    old.set_assignment([TP0])
+    old.versions[NODE] = 1
+    with pytest.raises(errors.UnsupportedVersionError, match="KIP-1206"):
+        old.next_requests(0.0, fetch=True)
+    assert old.in_flight == {}  # nothing half-made
+    with pytest.raises(errors.KafkaConfigurationError, match="share_acquire_mode"):
+        share_config({"group_id": "g", "share_acquire_mode": "strict"})

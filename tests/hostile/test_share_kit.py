@@ -109,7 +109,8 @@ def test_a_broker_answering_share_fetch_with_garbage_gives_a_typed_error_in_boun
 
 def test_a_silent_broker_costs_bounded_waits():
     with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
-        share = share_consumer(broker)
+        # requests time out after 3 s: commit_sync's own 500 ms bound is what ends its wait
+        share = share_consumer(broker, request_timeout_ms=3000)
         assert poll_until(share)
         broker.script("ShareFetch", silence())
         broker.script("ShareAcknowledge", silence())
@@ -120,8 +121,7 @@ def test_a_silent_broker_costs_bounded_waits():
         started = time.monotonic()
         results = share.commit_sync(timeout_ms=500)
         assert time.monotonic() - started < 2.0
-        assert results and all(isinstance(e, (errors.KafkaTimeoutError, errors.KafkaConnectionError))
-                               for e in results.values())
+        assert results and all(isinstance(e, errors.KafkaTimeoutError) for e in results.values())
         started = time.monotonic()
         share.close(timeout_ms=1500)
         assert time.monotonic() - started < 3.0

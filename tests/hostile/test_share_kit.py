@@ -80,6 +80,20 @@ def poll_until(share, timeout=5.0):
     return {}
 
 
+def polls_raise_parse_error(broker, stage, action, bound=10.0):
+    """Script `stage` with `action`, poll a new consumer: ProtocolParseError
+    within `bound` seconds (the client's parse-failure limit, then the
+    application). Returns the consumer, still to close."""
+    broker.script(stage, action)
+    share = share_consumer(broker, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50)
+    started = time.monotonic()
+    with pytest.raises(errors.ProtocolParseError):
+        while time.monotonic() - started < bound:
+            share.poll(timeout_ms=200)
+    assert time.monotonic() - started < bound
+    return share
+
+
 def test_the_canned_group_reads_and_acknowledges_on_close():
     with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
         share = share_consumer(broker)
@@ -95,15 +109,9 @@ def test_the_canned_group_reads_and_acknowledges_on_close():
 @pytest.mark.parametrize("action", [garbage(), truncated()], ids=["garbage", "truncated"])
 def test_a_broker_answering_share_fetch_with_garbage_gives_a_typed_error_in_bounded_time(action):
     with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
-        broker.script("ShareFetch", action)
-        share = share_consumer(broker, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50)
-        started = time.monotonic()
-        with pytest.raises(errors.ProtocolParseError):
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                share.poll(timeout_ms=200)
-        assert time.monotonic() - started < 10
+        share = polls_raise_parse_error(broker, "ShareFetch", action)
         assert broker.count("ShareFetch") >= 3  # the client's parse-failure policy: a bounded number of tries
+        share.close(timeout_ms=1000)
         share.close(timeout_ms=1000)
 
 
@@ -161,13 +169,6 @@ def test_unsubscribe_accepts_what_was_delivered_and_leaves():
 
 def test_a_coordinator_answering_heartbeats_with_garbage_gives_a_typed_error_in_bounded_time():
     with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
-        broker.script("ShareGroupHeartbeat", garbage())
-        share = share_consumer(broker, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50)
-        started = time.monotonic()
-        with pytest.raises(errors.ProtocolParseError):
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                share.poll(timeout_ms=200)
-        assert time.monotonic() - started < 10
+        share = polls_raise_parse_error(broker, "ShareGroupHeartbeat", garbage())
         assert broker.count("ShareFetch") == 0  # never a member: nothing fetched
         share.close(timeout_ms=1000)

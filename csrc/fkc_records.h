@@ -39,6 +39,12 @@
  *     transactional batches are left out. next_offset = one past the last complete batch
  *     processed (magic 2: BaseOffset + LastOffsetDelta + 1; legacy: the
  *     last (inner) message offset + 1), never lower than fetch_offset.
+ *   - Share decodes (opts->share, KIP-932): the same walk, and a record is
+ *     kept only when its offset lies in an acquired range and is past every
+ *     record compared before it, stamped with the range's delivery count
+ *     (fkc_share_keep, where a record is kept); fkc_share_gaps() then says
+ *     which acquired offsets got no record. Errors also carry the bad
+ *     entry's last offset (error_batch_last).
  *   - Offsets and timestamps are computed in checked int64 arithmetic: a
  *     result that does not fit is InvalidRecordError, never wrapped.
  *   - Descriptors point into the input blob or into decompressed buffers the

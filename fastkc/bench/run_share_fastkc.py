@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from fastkc.bench.common import Clock, finish, parse_args
+from fastkc.bench.common import Clock, finish, parse_args, require_compiled_core, runner_mode
 from fastkc.bench.share_group import ShareLedger, drain_share, fresh_share_group
 
 MODES = ("records", "arrow")
@@ -24,15 +24,10 @@ API = {"records": "KafkaShareConsumer.poll (implicit acknowledgement)",
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.split("\n\n")[0], argv)
-    mode = args.mode or "records"
-    if mode not in MODES:
-        raise SystemExit("unknown fastkc share mode {0!r} ({1})".format(mode, ", ".join(MODES)))
+    mode = runner_mode(args, MODES, "fastkc share")
     import fastkc
 
-    if fastkc.backend != "c":
-        # Benchmarking the pure-Python twin by accident would be a silent slowdown.
-        raise SystemExit("fastkc backend is {0!r}, not the compiled core: build it first "
-                         "(python setup.py build_ext --inplace)".format(fastkc.backend))
+    require_compiled_core()
     from fastkc import AcknowledgeType, KafkaShareConsumer
 
     pc: Any = None

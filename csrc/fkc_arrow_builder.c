@@ -22,12 +22,13 @@ enum {
     FKC_R_TIMESTAMP_TYPE, FKC_R_KEY_VALID, FKC_R_VALUE_VALID, FKC_R_TIMESTAMP_VALID, FKC_R_HEADERS_VALID,
     FKC_R_TOPIC_OFFSETS, FKC_R_PARTITION, FKC_R_KEY_DATA, FKC_R_VALUE_DATA, FKC_R_HKEY_OFFSETS,
     FKC_R_HVALUE_OFFSETS, FKC_R_HVALUE_VALID, FKC_R_HKEY_DATA, FKC_R_HVALUE_DATA, FKC_R_KEY_VIEWS,
-    FKC_R_VALUE_VIEWS, FKC_R_COUNT
+    FKC_R_VALUE_VIEWS, FKC_R_DELIVERY_COUNT, FKC_R_COUNT
 };
 
 typedef struct fkc_caps {
     size_t rows, headers, key, value, hkey, hvalue;
     int views; /* zero-copy: the key and value views */
+    int share; /* share decode: the delivery_count column */
 } fkc_caps;
 
 static size_t fkc_slot(size_t nbytes)
@@ -114,6 +115,7 @@ static size_t fkc_layout(const fkc_caps *c, size_t at[FKC_R_COUNT])
         fkc_bitmap_bytes(c->rows), fkc_bitmap_bytes(c->rows), fkc_bitmap_bytes(c->rows), fkc_bitmap_bytes(c->rows),
         (c->rows + 1) * 4, c->rows * 4, c->key, c->value, (c->headers + 1) * 4, (c->headers + 1) * 4,
         fkc_bitmap_bytes(c->headers), c->hkey, c->hvalue, c->views ? c->rows * 16 : 0, c->views ? c->rows * 16 : 0,
+        c->share ? c->rows * 2 : 0,
     };
     size_t total = 0;
     for (int i = 0; i < FKC_R_COUNT; i++) {
@@ -135,6 +137,7 @@ static void fkc_caps_of(const fkc_arrow_builder *b, fkc_caps *c)
     c->hkey = b->hkey_data.cap;
     c->hvalue = b->hvalue_data.cap;
     c->views = b->zero_copy;
+    c->share = b->share;
 }
 
 /* Move the builder onto a new arena with capacities *c (each >= what is
@@ -218,6 +221,7 @@ static int fkc_regrow(fkc_arrow_builder *b, const fkc_caps *c)
     FKC_MOVE(hvalue_data.data, FKC_R_HVALUE_DATA, b->hvalue_data.len);
     FKC_MOVE(key_views, FKC_R_KEY_VIEWS, c->views ? n * 16 : 0);
     FKC_MOVE(value_views, FKC_R_VALUE_VIEWS, c->views ? n * 16 : 0);
+    FKC_MOVE(delivery_count, FKC_R_DELIVERY_COUNT, c->share ? n * 2 : 0);
 #undef FKC_MOVE
     b->topic_offsets = (int32_t *)(void *)(arena + at[FKC_R_TOPIC_OFFSETS]);
     b->partition = (int32_t *)(void *)(arena + at[FKC_R_PARTITION]);
@@ -252,7 +256,7 @@ fkc_arrow_builder *fkc_builder_new(void)
     if (b == NULL)
         return NULL;
     b->region = -1;
-    fkc_caps c = {0, 0, 0, 0, 0, 0, 0};
+    fkc_caps c = {0, 0, 0, 0, 0, 0, 0, 0};
     if (!fkc_regrow(b, &c)) {
         free(b);
         return NULL;
@@ -570,6 +574,7 @@ enum {
     FKC_BNODE_HEADER_STRUCT,
     FKC_BNODE_HEADER_KEY,
     FKC_BNODE_HEADER_VALUE,
+    FKC_BNODE_DELIVERY_COUNT, /* share decodes only: the batch's ninth child */
     FKC_BNODE_COUNT
 };
 
@@ -580,7 +585,7 @@ typedef struct fkc_builder_export_data {
     void *owned[FKC_OWNED_MAX]; /* every buffer, freed with the last node */
     size_t owned_count;
     struct ArrowArray nodes[FKC_BNODE_COUNT];
-    struct ArrowArray *batch_children[8];
+    struct ArrowArray *batch_children[9];
     struct ArrowArray *headers_child[1];
     struct ArrowArray *struct_children[2];
     const void *buffers[FKC_BNODE_COUNT][3];
@@ -662,8 +667,9 @@ int fkc_builder_export(fkc_arrow_builder *b, struct ArrowArray *out)
     fkc_arrow_builder fresh;
     memset(&fresh, 0, sizeof fresh);
     fresh.zero_copy = b->zero_copy;
+    fresh.share = b->share;
     fresh.region = -1;
-    fkc_caps none = {0, 0, 0, 0, 0, 0, b->zero_copy};
+    fkc_caps none = {0, 0, 0, 0, 0, 0, b->zero_copy, b->share};
     if (data == NULL || topic_data == NULL || (b->zero_copy && (view_buffers == NULL || variadic_sizes == NULL)) ||
         !fkc_regrow(&fresh, &none)) {
         free(data);
@@ -738,6 +744,8 @@ int fkc_builder_export(fkc_arrow_builder *b, struct ArrowArray *out)
     buf[FKC_BNODE_HEADER_VALUE][0] = b->hvalue_nulls ? b->hvalue_validity : NULL;
     buf[FKC_BNODE_HEADER_VALUE][1] = b->hvalue_offsets;
     buf[FKC_BNODE_HEADER_VALUE][2] = b->hvalue_data.data;
+    buf[FKC_BNODE_DELIVERY_COUNT][0] = NULL;
+    buf[FKC_BNODE_DELIVERY_COUNT][1] = b->delivery_count;
     data->owned[0] = b->arena;
     data->owned[1] = topic_data;
     data->owned_count = 2;
@@ -765,11 +773,12 @@ int fkc_builder_export(fkc_arrow_builder *b, struct ArrowArray *out)
 
     for (int i = 0; i < 8; i++)
         data->batch_children[i] = &data->nodes[FKC_BNODE_KEY + i];
+    data->batch_children[8] = &data->nodes[FKC_BNODE_DELIVERY_COUNT];
     data->headers_child[0] = &data->nodes[FKC_BNODE_HEADER_STRUCT];
     data->struct_children[0] = &data->nodes[FKC_BNODE_HEADER_KEY];
     data->struct_children[1] = &data->nodes[FKC_BNODE_HEADER_VALUE];
     int64_t len = (int64_t)n, hlen = (int64_t)h;
-    fkc_builder_node(data, FKC_BNODE_BATCH, len, 0, 1, 8, data->batch_children);
+    fkc_builder_node(data, FKC_BNODE_BATCH, len, 0, 1, b->share ? 9 : 8, data->batch_children);
     fkc_builder_node(data, FKC_BNODE_KEY, len, b->key_nulls, key_buffers, 0, NULL);
     fkc_builder_node(data, FKC_BNODE_VALUE, len, b->value_nulls, value_buffers, 0, NULL);
     if (b->zero_copy) {
@@ -785,7 +794,12 @@ int fkc_builder_export(fkc_arrow_builder *b, struct ArrowArray *out)
     fkc_builder_node(data, FKC_BNODE_HEADER_STRUCT, hlen, 0, 1, 2, data->struct_children);
     fkc_builder_node(data, FKC_BNODE_HEADER_KEY, hlen, 0, 3, 0, NULL);
     fkc_builder_node(data, FKC_BNODE_HEADER_VALUE, hlen, b->hvalue_nulls, 3, 0, NULL);
+    fkc_builder_node(data, FKC_BNODE_DELIVERY_COUNT, len, 0, 2, 0, NULL);
     data->refs = FKC_BNODE_COUNT;
+    if (!b->share) { /* not a child: never released through the batch */
+        data->nodes[FKC_BNODE_DELIVERY_COUNT].release = NULL;
+        data->refs--;
+    }
     *out = data->nodes[FKC_BNODE_BATCH];
     data->nodes[FKC_BNODE_BATCH].release = NULL;
 

@@ -7,7 +7,9 @@
  * Contract
  *   - Columns follow fastkc.records.arrow_schema(): key/value binary (int32
  *     offsets), topic string, partition int32, offset int64, timestamp µs,
- *     timestampType int32, headers list<struct<key string, value binary>>.
+ *     timestampType int32, headers list<struct<key string, value binary>>;
+ *     with `share` set (a share decode), a ninth column delivery_count int16
+ *     (fastkc.records.share_arrow_schema()), written by the same append.
  *   - Capacity is reserved per batch before its records are written
  *     (fkc_builder_reserve: rows for the batch's RecordCount, bytes for its
  *     payload length, both already bounded by the bytes the batch holds), so
@@ -130,6 +132,11 @@ typedef struct fkc_arrow_builder {
     fkc_zc_keep *keeps;      /* released with the exported batch */
     size_t keep_count, keep_cap;
     int32_t region;          /* variadic index of the batch being parsed into the columns, -1 none */
+
+    /* Share decode (set before the first append, as zero_copy): each row's
+     * delivery count, from the acquired range the record fell in. */
+    int share;
+    int16_t *delivery_count; /* rows_cap, when share */
     const uint8_t *region_base;
     size_t region_len;
 } fkc_arrow_builder;
@@ -265,6 +272,8 @@ static inline __attribute__((always_inline)) void fkc_builder_append(fkc_arrow_b
         b->timestamp_nulls++;
     }
     b->timestamp_type[i] = rec->timestamp_type;
+    if (b->share)
+        b->delivery_count[i] = rec->delivery_count;
     if (rec->header_count > 0)
         fkc_builder_append_headers(b, rec);
     else

@@ -85,6 +85,13 @@ typedef struct fkc_stream {
     size_t aborted_set_count;
     size_t aborted_set_capacity;
     int64_t batch_offset; /* base offset of the batch being decoded, for errors */
+    int64_t batch_last;   /* its last offset as its header says (fkc_entry_last_offset), for errors */
+
+    /* Share filter (opts->share): the first acquired range not yet passed,
+     * and one past the last record compared with the ranges (no offset is
+     * handed out twice); both only move forward. */
+    size_t share_index;
+    int64_t share_floor;
 
     /* Arrow totals already handed out into the caller's output that this
      * step's records will be appended to (poll_arrow joins the steps of
@@ -111,6 +118,7 @@ typedef struct fkc_stream {
 
     int error;            /* sticky: once set, the stream is done */
     int64_t error_offset;
+    int64_t error_batch_last;
     char error_reason[256];
 } fkc_decoder;
 
@@ -126,6 +134,7 @@ static int fkc_fail(fkc_decoder *d, int kind, const char *fmt, ...)
         va_end(ap);
         d->error = kind;
         d->error_offset = d->batch_offset;
+        d->error_batch_last = d->batch_last;
     }
     return kind;
 }
@@ -250,6 +259,24 @@ static int fkc_keep_offset(const fkc_decoder *d, const fkc_decode_opts *o, int64
     return 1;
 }
 
+/* The share filter (fkc_decode_opts.share): 1 when the record at `offset`
+ * is acquired and past every record compared before it; then *count is its
+ * range's delivery count. Java's ShareCompletedFetch compares each record
+ * with the next acquired offset; with ranges the same rule is a floor (one
+ * past the last record compared) and a forward-only range cursor. */
+static inline int fkc_share_keep(fkc_decoder *d, const fkc_decode_opts *o, int64_t offset, int16_t *count)
+{
+    if (offset < d->share_floor)
+        return 0;
+    d->share_floor = offset < INT64_MAX ? offset + 1 : INT64_MAX;
+    while (d->share_index < o->acquired_n && o->acquired_last[d->share_index] < offset)
+        d->share_index++;
+    if (d->share_index == o->acquired_n || offset < o->acquired_first[d->share_index])
+        return 0;
+    *count = o->acquired_count[d->share_index];
+    return 1;
+}
+
 static void fkc_advance(fkc_decoder *d, int64_t next)
 {
     if (next > d->next_offset)
@@ -310,11 +337,13 @@ static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec)
 /* Keep or drop a decoded record (already written at records[count]); also
  * the Arrow-only check that the timestamp fits int64 microseconds. Inlined:
  * it runs once per record, and its error path is kept out of line. */
-static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *d, const fkc_record *rec)
+static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *d, fkc_record *rec)
 {
     const fkc_decode_opts *o = d->opts;
     if (!fkc_keep_offset(d, o, rec->offset))
         return FKC_OK;
+    if (o->share && !fkc_share_keep(d, o, rec->offset, &rec->delivery_count))
+        return FKC_OK; /* not acquired: no descriptor, no row */
     if (o->arrow_timestamps && rec->timestamp_type >= 0) {
         int64_t us;
         if (__builtin_mul_overflow(rec->timestamp, (int64_t)1000, &us))
@@ -1016,6 +1045,21 @@ int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, 
 
 /* ---- framing -------------------------------------------------------- */
 
+/* The last offset an entry's header claims: a v2 batch's BaseOffset +
+ * LastOffsetDelta when both are readable and the sum is sane, else the base
+ * offset (a legacy entry's offset is that of its last message). Errors
+ * carry it, so a share decode can reject the bad batch's acquired offsets. */
+static int64_t fkc_entry_last_offset(const uint8_t *p, size_t avail, int64_t base_offset)
+{
+    if (avail >= 27 && p[16] == 2) {
+        int32_t delta = (int32_t)fkc_load_be32(p + 23);
+        int64_t last;
+        if (delta >= 0 && !__builtin_add_overflow(base_offset, (int64_t)delta, &last))
+            return last;
+    }
+    return base_offset;
+}
+
 enum { FKC_FRAME_END, FKC_FRAME_COMPLETE, FKC_FRAME_CUT, FKC_FRAME_MALFORMED };
 
 /* The one framing rule, used by the scan and by the decoder alike. Java's
@@ -1187,7 +1231,10 @@ static void fkc_stream_init(fkc_decoder *d, const uint8_t *data, size_t len, con
     d->batch_floor = opts->fetch_offset;
     d->leader_epoch = -1;
     d->batch_offset = -1;
+    d->batch_last = -1;
     d->error_offset = -1;
+    d->error_batch_last = -1;
+    d->share_floor = INT64_MIN;
 }
 
 static void fkc_release_held(fkc_decoder *d)
@@ -1241,6 +1288,7 @@ static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
     }
     const uint8_t *batch = d->data + pos;
     d->batch_offset = avail >= 8 ? (int64_t)fkc_load_be64(batch) : -1;
+    d->batch_last = fkc_entry_last_offset(batch, avail, d->batch_offset);
     d->batch.count = 0;
     d->batch_index = 0;
     d->batch_floor = d->next_offset;
@@ -1497,6 +1545,7 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
     out->key_bytes = out->value_bytes = out->header_count = out->header_key_bytes = out->header_value_bytes = 0;
     out->error = FKC_OK;
     out->error_offset = -1;
+    out->error_batch_last = -1;
     out->error_reason[0] = 0;
     out->host = d->opts->host;
     d->mark_count = 0;
@@ -1580,6 +1629,7 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
     if (d->error != FKC_OK) {
         out->error = d->error;
         out->error_offset = d->error_offset;
+        out->error_batch_last = d->error_batch_last;
         memcpy(out->error_reason, d->error_reason, sizeof out->error_reason);
         out->next_offset = d->error_offset;
     }
@@ -1605,6 +1655,7 @@ int fkc_stream_step_arrow(fkc_stream *d, size_t max_records, size_t max_held_byt
     out->key_bytes = out->value_bytes = out->header_count = out->header_key_bytes = out->header_value_bytes = 0;
     out->error = FKC_OK;
     out->error_offset = -1;
+    out->error_batch_last = -1;
     out->error_reason[0] = 0;
     out->host = d->opts->host;
     fkc_release_held(d);
@@ -1695,6 +1746,7 @@ int fkc_stream_step_arrow(fkc_stream *d, size_t max_records, size_t max_held_byt
     if (d->error != FKC_OK) {
         out->error = d->error;
         out->error_offset = d->error_offset;
+        out->error_batch_last = d->error_batch_last;
         memcpy(out->error_reason, d->error_reason, sizeof out->error_reason);
         out->next_offset = d->error_offset;
     }
@@ -1725,6 +1777,8 @@ int fkc_decode_arrow(const uint8_t *data, size_t len, const fkc_decode_opts *opt
         /* only the Arrow limits stop a one-step decode early */
         r->error = FKC_ERR_ARROW_LIMIT;
         r->error_offset = r->next_offset;
+        /* no batch is at fault: nothing at or past next_offset to reject */
+        r->error_batch_last = r->next_offset > INT64_MIN ? r->next_offset - 1 : INT64_MIN;
         snprintf(r->error_reason, sizeof r->error_reason,
                  "the records from offset %lld on do not fit one Arrow batch's int32 offsets",
                  (long long)r->next_offset);
@@ -1763,6 +1817,8 @@ int fkc_decode_records(const uint8_t *data, size_t len, const fkc_decode_opts *o
         /* only the Arrow limits stop a one-step decode early */
         r->error = FKC_ERR_ARROW_LIMIT;
         r->error_offset = r->next_offset;
+        /* no batch is at fault: nothing at or past next_offset to reject */
+        r->error_batch_last = r->next_offset > INT64_MIN ? r->next_offset - 1 : INT64_MIN;
         snprintf(r->error_reason, sizeof r->error_reason,
                  "the records from offset %lld on do not fit one Arrow batch's int32 offsets",
                  (long long)r->next_offset);
@@ -1802,4 +1858,74 @@ void fkc_decode_result_free(fkc_decode_result *r)
     r->blobs = NULL;
     r->records = NULL;
     r->count = r->capacity = r->blob_count = r->blob_capacity = 0;
+}
+
+/* ---- share decode: the gaps ------------------------------------------- */
+
+typedef struct fkc_pairs {
+    int64_t *data;
+    size_t count;
+    size_t capacity; /* in pairs */
+} fkc_pairs;
+
+static int fkc_pairs_add(fkc_pairs *p, int64_t first, int64_t last)
+{
+    if (p->count == p->capacity) {
+        size_t cap = p->capacity ? p->capacity * 2 : 16;
+        if (cap > SIZE_MAX / (2 * sizeof(int64_t)))
+            return 0;
+        int64_t *grown = (int64_t *)realloc(p->data, cap * 2 * sizeof(int64_t));
+        if (grown == NULL)
+            return 0;
+        p->data = grown;
+        p->capacity = cap;
+    }
+    p->data[2 * p->count] = first;
+    p->data[2 * p->count + 1] = last;
+    p->count++;
+    return 1;
+}
+
+int fkc_share_gaps(const fkc_decode_opts *o, const int64_t *offsets, size_t stride, size_t n, int64_t **pairs,
+                   size_t *count)
+{
+    fkc_pairs out = {NULL, 0, 0};
+    const uint8_t *at = (const uint8_t *)offsets;
+    size_t i = 0, r = 0;
+    /* `next`: the first offset of range r not yet accounted for (handed
+     * out or reported); every offset is inside a range and increasing, so
+     * the holes before it in range r are gaps, and ranges it passes are
+     * gaps from `next` to their end. */
+    int64_t next = o->acquired_n ? o->acquired_first[0] : 0;
+    int ok = 1;
+    for (; i < n && r < o->acquired_n && ok; i++, at += stride) {
+        int64_t offset;
+        memcpy(&offset, at, sizeof offset);
+        while (ok && r < o->acquired_n && o->acquired_last[r] < offset) {
+            if (next <= o->acquired_last[r])
+                ok = fkc_pairs_add(&out, next, o->acquired_last[r]);
+            if (++r < o->acquired_n)
+                next = o->acquired_first[r];
+        }
+        if (!ok || r == o->acquired_n)
+            break;
+        if (next < offset)
+            ok = fkc_pairs_add(&out, next, offset - 1);
+        next = offset < INT64_MAX ? offset + 1 : INT64_MAX; /* (checked ranges end below it anyway) */
+    }
+    for (; ok && r < o->acquired_n; r++) {
+        if (next <= o->acquired_last[r])
+            ok = fkc_pairs_add(&out, next, o->acquired_last[r]);
+        if (r + 1 < o->acquired_n)
+            next = o->acquired_first[r + 1];
+    }
+    if (!ok) {
+        free(out.data);
+        *pairs = NULL;
+        *count = 0;
+        return 0;
+    }
+    *pairs = out.data;
+    *count = out.count;
+    return 1;
 }

@@ -39,6 +39,12 @@
  *     transactional batches are left out. next_offset = one past the last complete batch
  *     processed (magic 2: BaseOffset + LastOffsetDelta + 1; legacy: the
  *     last (inner) message offset + 1), never lower than fetch_offset.
+ *   - Share decodes (opts->share, KIP-932): the same walk, and a record is
+ *     kept only when its offset lies in an acquired range and is past every
+ *     record compared before it, stamped with the range's delivery count
+ *     (fkc_share_keep, where a record is kept); fkc_share_gaps() then says
+ *     which acquired offsets got no record. Errors also carry the bad
+ *     entry's last offset (error_batch_last).
  *   - Offsets and timestamps are computed in checked int64 arithmetic: a
  *     result that does not fit is InvalidRecordError, never wrapped.
  *   - Descriptors point into the input blob or into decompressed buffers the
@@ -76,6 +82,7 @@ typedef struct fkc_record {
     uint32_t checksum;      /* legacy: the message CRC; unused for magic 2 */
     int8_t timestamp_type;  /* 0 CreateTime, 1 LogAppendTime, -1 none (magic 0) */
     int8_t magic;           /* 0, 1 or 2: decides whether `checksum` is meaningful */
+    int16_t delivery_count; /* share decodes only: the acquired range's DeliveryCount (fits the padding) */
 } fkc_record;
 
 typedef struct fkc_decode_opts {
@@ -94,6 +101,20 @@ typedef struct fkc_decode_opts {
     int arrow_limits;               /* 1: a step ends before its Arrow columns would pass int32 offsets */
     size_t arrow_topic_len;         /* topic bytes per record in the Arrow topic column */
     const fkc_codec_host *host;     /* decompression primitives */
+
+    /* Share decode (KIP-932), when `share` is 1: only records whose offset
+     * lies in one of the acquired ranges [acquired_first[i],
+     * acquired_last[i]] are kept, each stamped with acquired_count[i], and
+     * each offset at most once (a record at or below one already compared
+     * is dropped, as the Java client's ShareCompletedFetch walks its
+     * acquired offsets). The ranges are sorted and disjoint (the caller
+     * checked; unsorted ones could only drop records, never read out of
+     * bounds). A cursor over them moves forward only: O(records + ranges). */
+    int share;
+    const int64_t *acquired_first;
+    const int64_t *acquired_last;
+    const int16_t *acquired_count;
+    size_t acquired_n;
 } fkc_decode_opts;
 
 typedef struct fkc_decode_result {
@@ -113,6 +134,9 @@ typedef struct fkc_decode_result {
 
     int error;            /* fkc_error_kind; FKC_OK when the whole blob decoded */
     int64_t error_offset; /* base offset of the failing batch, -1 if unreadable */
+    int64_t error_batch_last; /* its last offset as its header says (BaseOffset + LastOffsetDelta when
+                               * readable and sane, else error_offset): a share decode rejects the
+                               * acquired offsets up to it */
     char error_reason[256];
 
     fkc_blob *blobs;      /* decompressed buffers the descriptors point into */
@@ -129,6 +153,15 @@ void fkc_decode_result_free(fkc_decode_result *result);
 
 /* Recompute the byte totals of result->records[0..count) (Arrow sizing). */
 void fkc_result_totals(fkc_decode_result *result);
+
+/* The gaps of a share decode: the acquired offsets of opts' ranges that the
+ * n handed-out offsets (strictly increasing, as a share decode hands them
+ * out, each inside a range; `stride` bytes apart from `offsets`) do not
+ * hold, as (first, last) pairs in offset order: *pairs (malloc'd, NULL when
+ * none; free() it) holds 2 * *count int64. One merge pass. Returns 0 when
+ * memory runs out (*pairs NULL). */
+int fkc_share_gaps(const fkc_decode_opts *opts, const int64_t *offsets, size_t stride, size_t n, int64_t **pairs,
+                   size_t *count);
 
 /* ---- framing ------------------------------------------------------------ */
 

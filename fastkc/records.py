@@ -360,6 +360,11 @@ def decode_share(
     it; the decode stops at the bad batch, Java would read on). A trailing
     partial batch ends the decode silently, as in decode(); the acquired
     offsets in it are gaps, as in Java (a broker acquires whole batches only).
+
+    A deserializer's exception propagates as in decode(), with nothing
+    handed out: a consumer that wants Java's rule (the record that fails to
+    deserialize is released, the others delivered) decodes without
+    deserializers and applies them record by record itself.
     """
     ranges = checked_acquired(acquired, topic, partition)
     return _backend.impl.decode_share(

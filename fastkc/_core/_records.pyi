@@ -3,7 +3,7 @@
 from collections.abc import Callable, Sequence
 from typing import Any, final
 
-from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo
+from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo, ShareDecoded
 
 _Buffer = bytes | bytearray | memoryview
 # (deserializer, takes the whole ConsumerRecord) or None for raw bytes
@@ -33,6 +33,27 @@ def decode_partition(
     max_decompressed_bytes: int,
     max_batch_records: int = 0,
 ) -> DecodedPartition: ...
+def decode_share(
+    data: _Buffer,
+    topic: str,
+    partition: int,
+    acquired: Sequence[tuple[int, int, int]],
+    check_crcs: bool,
+    key_deserializer: _Deserializer,
+    value_deserializer: _Deserializer,
+    max_decompressed_bytes: int,
+    max_batch_records: int = 0,
+) -> ShareDecoded: ...
+def decode_share_arrow(
+    data: _Buffer,
+    topic: str,
+    partition: int,
+    acquired: Sequence[tuple[int, int, int]],
+    check_crcs: bool,
+    max_decompressed_bytes: int,
+    max_batch_records: int = 0,
+    zero_copy: bool = False,
+) -> ShareDecoded: ...
 def decode_partition_arrow(
     data: _Buffer,
     topic: str,

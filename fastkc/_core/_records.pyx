@@ -17,7 +17,7 @@ The input is read through the buffer protocol (bytes, bytearray, memoryview
 slices of a larger response buffer): no copy.
 """
 cimport cython
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strlen
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
@@ -31,7 +31,9 @@ import lz4.frame
 import zstandard
 
 from fastkc import errors as _errors
+from fastkc.share_ranges import share_failure as _share_failure
 from fastkc.structs import ConsumerRecord as _ConsumerRecord, DecodedPartition as _DecodedPartition
+from fastkc.structs import ShareDecoded as _ShareDecoded, ShareRecord as _ShareRecord
 
 
 cdef extern from "Python.h":
@@ -111,6 +113,11 @@ cdef extern from "fkc_records.h":
         int arrow_limits
         size_t arrow_topic_len
         const fkc_codec_host *host
+        int share
+        const int64_t *acquired_first
+        const int64_t *acquired_last
+        const int16_t *acquired_count
+        size_t acquired_n
     ctypedef struct fkc_decode_result:
         fkc_record *records
         size_t count
@@ -123,7 +130,10 @@ cdef extern from "fkc_records.h":
         uint64_t header_value_bytes
         int error
         int64_t error_offset
+        int64_t error_batch_last
         char error_reason[256]
+    int fkc_share_gaps(const fkc_decode_opts *opts, const int64_t *offsets, size_t stride, size_t n,
+                       int64_t **pairs, size_t *count) nogil
     int fkc_decode_records(const uint8_t *data, size_t length, const fkc_decode_opts *opts,
                            fkc_decode_result *result) nogil
     void fkc_decode_result_free(fkc_decode_result *result)
@@ -182,6 +192,7 @@ cdef extern from "fkc_arrow_builder.h":
         int64_t *offset
         uint64_t base[6]
         int zero_copy
+        int share
     int fkc_builder_keep(fkc_arrow_builder *b, void *owner, fkc_codec_release_fn release, void *ctx)
     fkc_arrow_builder *fkc_builder_new()
     uint64_t fkc_arena_reuse_count()
@@ -205,6 +216,7 @@ cdef extern from "fkc_pybuild.h":
         PyObject *value_fn
         int value_full
         int untrack
+        int share
     object fkc_py_build_list(const fkc_build_ctx *b, const fkc_decode_result *res, size_t count)
 
 
@@ -445,11 +457,18 @@ cdef class _Phase1:
     cdef ArrowBuilder builder  # the Arrow form's columns
     cdef object partition
     cdef bint zero_copy
+    cdef object acquired  # share decode: the checked (first, last, count) ranges, else None
+    cdef int64_t *acquired_bounds  # their firsts then lasts (opts points into it)
+    cdef int16_t *acquired_counts
+    cdef fkc_decode_opts opts  # kept: the share gaps are computed against its ranges
 
     def __cinit__(self):
         self.builder = None
         self.partition = 0
         self.zero_copy = False
+        self.acquired = None
+        self.acquired_bounds = NULL
+        self.acquired_counts = NULL
         self.have_view = False
         self.have_result = False
         self.aborted = NULL
@@ -461,26 +480,49 @@ cdef class _Phase1:
         if self.have_view:
             PyBuffer_Release(&self.view)
         free(self.aborted)
+        free(self.acquired_bounds)
+        free(self.acquired_counts)
+
+    cdef _fill_share(self):
+        # The share filter's ranges as C arrays (checked by fastkc.share_ranges)
+        cdef Py_ssize_t n = len(self.acquired)
+        cdef Py_ssize_t i
+        self.acquired_bounds = <int64_t *>malloc(2 * n * sizeof(int64_t) + 1)
+        self.acquired_counts = <int16_t *>malloc(n * sizeof(int16_t) + 1)
+        if self.acquired_bounds == NULL or self.acquired_counts == NULL:
+            raise MemoryError()
+        for i in range(n):
+            first, last, count = self.acquired[i]
+            self.acquired_bounds[i] = first
+            self.acquired_bounds[n + i] = last
+            self.acquired_counts[i] = count
+        self.opts.share = 1
+        self.opts.acquired_first = self.acquired_bounds
+        self.opts.acquired_last = self.acquired_bounds + n
+        self.opts.acquired_count = self.acquired_counts
+        self.opts.acquired_n = <size_t>n
 
     cdef run(self, data, int64_t fetch_offset, int64_t stop_offset, bint check_crcs, bint read_committed,
              aborted_transactions, max_decompressed_bytes, max_batch_records, bint arrow, topic):
-        cdef fkc_decode_opts opts
         cdef int rc
         PyObject_GetBuffer(data, &self.view, PyBUF_SIMPLE)
         self.have_view = True
-        self.aborted = _fill_opts(&opts, self.state, &self.host, fetch_offset, stop_offset, check_crcs,
+        self.aborted = _fill_opts(&self.opts, self.state, &self.host, fetch_offset, stop_offset, check_crcs,
                                   read_committed, aborted_transactions, max_decompressed_bytes, max_batch_records,
                                   arrow, topic)
+        if self.acquired is not None:
+            self._fill_share()
         if arrow:
             self.builder = ArrowBuilder(None, self.zero_copy)
+            self.builder.b.share = self.opts.share
             self.builder._segment(topic, self.partition)
             self.builder._keep_input(data)
             with nogil:
-                rc = fkc_decode_arrow(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts,
+                rc = fkc_decode_arrow(<const uint8_t *>self.view.buf, <size_t>self.view.len, &self.opts,
                                       self.builder.b, &self.result)
         else:
             with nogil:
-                rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &opts,
+                rc = fkc_decode_records(<const uint8_t *>self.view.buf, <size_t>self.view.len, &self.opts,
                                         &self.result)
         self.have_result = True
         return rc
@@ -609,12 +651,14 @@ def decode_partition(data, topic, partition, fetch_offset, stop_offset, check_cr
     return _DecodedPartition(records, p.result.next_offset)
 
 
-cdef _build_records(const fkc_decode_result *result, topic, partition, key_deserializer, value_deserializer):
+cdef _build_records(const fkc_decode_result *result, topic, partition, key_deserializer, value_deserializer,
+                    bint share=False):
     cdef fkc_build_ctx b
     cdef int gc_was_enabled
     key_fn, key_full = _deserializer_parts(key_deserializer)
     value_fn, value_full = _deserializer_parts(value_deserializer)
-    b.record_type = <PyTypeObject *>_record_type
+    b.record_type = <PyTypeObject *>(_ShareRecord if share else _record_type)
+    b.share = 1 if share else 0
     b.topic = <PyObject *>topic
     b.partition = <PyObject *>partition
     b.key_fn = <PyObject *>key_fn if key_fn is not None else NULL
@@ -655,17 +699,21 @@ cdef _build_records(const fkc_decode_result *result, topic, partition, key_deser
 
 cdef object _schema = None
 cdef object _view_schema = None
+cdef object _share_schema = None
+cdef object _share_view_schema = None
 cdef object _import_batch = None
 
 
 cdef _arrow_init():
-    global _schema, _view_schema, _import_batch
+    global _schema, _view_schema, _share_schema, _share_view_schema, _import_batch
     if _schema is None:
         import pyarrow
-        from fastkc.records import arrow_schema
+        from fastkc.records import arrow_schema, share_arrow_schema
 
         _import_batch = pyarrow.RecordBatch._import_from_c
         _view_schema = arrow_schema(zero_copy=True)
+        _share_schema = share_arrow_schema()
+        _share_view_schema = share_arrow_schema(zero_copy=True)
         _schema = arrow_schema()
 
 
@@ -749,7 +797,11 @@ cdef class ArrowBuilder:
         if not ok:
             raise MemoryError("fastkc: out of memory for Arrow columns")
         try:
-            return _import_batch(<size_t>&exported, _view_schema if self.b.zero_copy else _schema)
+            if self.b.share:
+                schema = _share_view_schema if self.b.zero_copy else _share_schema
+            else:
+                schema = _view_schema if self.b.zero_copy else _schema
+            return _import_batch(<size_t>&exported, schema)
         finally:
             if exported.release != NULL:
                 exported.release(&exported)
@@ -769,6 +821,68 @@ def decode_partition_arrow(data, topic, partition, fetch_offset, stop_offset, ch
     if rc != FKC_OK:
         _raise_error(p, topic, partition, batch)
     return _DecodedPartition(batch, p.result.next_offset)
+
+
+# ---------------------------------------------------------------------------
+# Share groups (KIP-932): the one walk with the range filter (fkc_share_keep)
+
+
+cdef list _share_gaps(_Phase1 p, const int64_t *offsets, size_t stride, size_t n):
+    # the gaps in C (fkc_share_gaps: one merge pass), as (first, last) tuples
+    cdef int64_t *pairs = NULL
+    cdef size_t count = 0
+    cdef size_t i
+    cdef int ok
+    with nogil:
+        ok = fkc_share_gaps(&p.opts, offsets, stride, n, &pairs, &count)
+    if not ok:
+        raise MemoryError("fastkc: out of memory for share gaps")
+    try:
+        return [(pairs[2 * i], pairs[2 * i + 1]) for i in range(count)]
+    finally:
+        free(pairs)
+
+
+cdef _raise_share_error(_Phase1 p, topic, partition, records, delivered):
+    # decode()'s typed error, plus what becomes of the acquired offsets not
+    # handed out (fastkc.structs.ShareFailure; the rare path, in Python)
+    try:
+        _raise_error(p, topic, partition, records)
+    except _errors.CorruptRecordError as error:
+        error.share = _share_failure(p.acquired, delivered, p.result.error_offset, p.result.error_batch_last)
+        raise
+
+
+def decode_share(data, topic, partition, acquired, check_crcs, key_deserializer, value_deserializer,
+                 max_decompressed_bytes, max_batch_records=0):
+    """Backend contract: see fastkc/_backend.py. ShareDecoded(list of ShareRecord, gaps)."""
+    cdef _Phase1 p = _Phase1()
+    p.acquired = acquired
+    # no position and no transaction filter (see fastkc/_twin/records.py _share_stream)
+    rc = p.run(data, 0, -1, check_crcs, False, (), max_decompressed_bytes, max_batch_records, False, topic)
+    records = _build_records(&p.result, topic, partition, key_deserializer, value_deserializer, True)
+    if rc != FKC_OK:
+        _raise_share_error(p, topic, partition, records, [r.offset for r in records])
+    offsets = &p.result.records[0].offset if p.result.count else NULL
+    return _ShareDecoded(records, _share_gaps(p, offsets, sizeof(fkc_record), p.result.count))
+
+
+def decode_share_arrow(data, topic, partition, acquired, check_crcs, max_decompressed_bytes, max_batch_records=0,
+                       zero_copy=False):
+    """Backend contract: see fastkc/_backend.py. ShareDecoded(pyarrow.RecordBatch with delivery_count, gaps)."""
+    cdef _Phase1 p = _Phase1()
+    p.partition = partition
+    p.zero_copy = bool(zero_copy)
+    p.acquired = acquired
+    rc = p.run(data, 0, -1, check_crcs, False, (), max_decompressed_bytes, max_batch_records, True, topic)
+    if rc == FKC_ERR_HOST or rc == FKC_ERR_NOMEM:
+        _raise_error(p, topic, partition, None)
+    # the gaps from the offset column before the export moves it
+    gaps = _share_gaps(p, p.builder.b.offset, sizeof(int64_t), p.builder.b.rows) if rc == FKC_OK else None
+    batch = p.builder.finish()
+    if rc != FKC_OK:
+        _raise_share_error(p, topic, partition, batch, batch.column("offset").to_pylist())
+    return _ShareDecoded(batch, gaps)
 
 
 # ---------------------------------------------------------------------------

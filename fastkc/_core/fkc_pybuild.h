@@ -3,7 +3,7 @@
  * instances, built with the CPython API (kept out of csrc/, which has none).
  *
  * Each record is allocated through the namedtuple type's tp_alloc with its
- * 13 slots filled directly, as namedtuple.__new__ would produce, but without
+ * 13 slots (14 for a share decode's ShareRecord) filled directly, as namedtuple.__new__ would produce, but without
  * the Python-level call. Shared objects (topic, partition, None, small ints)
  * are reference-counted, not recreated.
  *
@@ -28,6 +28,7 @@ typedef struct fkc_build_ctx {
     PyObject *value_fn;
     int value_full;
     int untrack;        /* 1: untrack each record and its headers list (see _records.pyx) */
+    int share;          /* 1: record_type is ShareRecord: a 14th slot, the delivery count */
 } fkc_build_ctx;
 
 /* Integer fields repeat: leader_epoch, timestamp_type, the serialized sizes
@@ -72,7 +73,7 @@ typedef struct fkc_key_cache {
 
 /* One cache per repeating field, alive for one fkc_py_build_list call. */
 typedef struct fkc_int_caches {
-    fkc_int_cache leader_epoch, timestamp, timestamp_type, key_size, value_size, header_size;
+    fkc_int_cache leader_epoch, timestamp, timestamp_type, key_size, value_size, header_size, delivery_count;
     fkc_key_cache header_keys[FKC_KEY_CACHE_SLOTS]; /* by header position */
 } fkc_int_caches;
 
@@ -101,6 +102,7 @@ static void fkc_int_caches_clear(fkc_int_caches *c)
     Py_CLEAR(c->key_size.obj);
     Py_CLEAR(c->value_size.obj);
     Py_CLEAR(c->header_size.obj);
+    Py_CLEAR(c->delivery_count.obj);
     for (int i = 0; i < FKC_KEY_CACHE_SLOTS; i++)
         Py_CLEAR(c->header_keys[i].str);
 }
@@ -168,21 +170,22 @@ static PyObject *fkc_py_deserialize(PyObject *fn, int full, PyObject *topic, PyO
     return out;
 }
 
-/* Build one ConsumerRecord. Returns a new reference or NULL with an exception. */
+/* Build one ConsumerRecord (or ShareRecord). Returns a new reference or NULL with an exception. */
 static PyObject *fkc_py_record(const fkc_build_ctx *b, fkc_int_caches *ints, const fkc_record *rec)
 {
     PyObject *r;
+    const Py_ssize_t slots = b->share ? 14 : 13;
     if (b->untrack) {
         /* Allocated untracked from the start (what tp_alloc + untrack would
          * leave, without linking into and out of the GC list per record).
          * PyObject_GC_NewVar sets the type (a new reference for heap types,
          * as tp_alloc does) and the size; the slots are zeroed here. */
-        r = (PyObject *)PyObject_GC_NewVar(PyTupleObject, b->record_type, 13);
+        r = (PyObject *)PyObject_GC_NewVar(PyTupleObject, b->record_type, slots);
         if (r == NULL)
             return NULL;
-        memset(((PyTupleObject *)r)->ob_item, 0, 13 * sizeof(PyObject *));
+        memset(((PyTupleObject *)r)->ob_item, 0, (size_t)slots * sizeof(PyObject *));
     } else {
-        r = b->record_type->tp_alloc(b->record_type, 13);
+        r = b->record_type->tp_alloc(b->record_type, slots);
         if (r == NULL)
             return NULL;
     }
@@ -245,6 +248,11 @@ static PyObject *fkc_py_record(const fkc_build_ctx *b, fkc_int_caches *ints, con
     if ((v = fkc_py_int_cached(&ints->header_size, rec->header_size)) == NULL)
         goto fail;
     PyTuple_SET_ITEM(r, 12, v);
+    if (b->share) {
+        if ((v = fkc_py_int_cached(&ints->delivery_count, rec->delivery_count)) == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(r, 13, v);
+    }
     if (b->untrack)
         PyObject_GC_UnTrack(PyTuple_GET_ITEM(r, 8)); /* the headers list */
     return r;

@@ -10,13 +10,12 @@ from fastkc._core._records import (
     crc32c_implementation,
     decode_partition,
     decode_partition_arrow,
+    decode_share,
+    decode_share_arrow,
     force_crc32c_software,
     RecordStream,
     scan_blob,
 )
-# The share decode's C path is not written yet: the twin stands in, so the
-# contract is whole under either backend meanwhile.
-from fastkc._twin.records import decode_share, decode_share_arrow
 
 __all__ = [
     "ArrowBuilder",

@@ -83,6 +83,13 @@ block length) is rejected before decompressing; streaming stops at cap+1 bytes
 → DecompressedSizeLimitError. The cap is per batch (per legacy wrapper).
 Arrow: timestamps are ms*1000 in int64 microseconds; a timestamp whose
 microseconds overflow int64 → InvalidRecordError (decode_partition_arrow only).
+Share decodes (decode_share*, KIP-932): the same walk from fetch offset 0 with
+no transaction filter; of the records it keeps, those whose offset is in an
+acquired range and above every record compared before are handed out (each
+offset once) with the range's delivery count, before the Arrow timestamp
+check; gaps = acquired offsets with no record; an error also carries
+ShareFailure (fastkc/share_ranges.py) from the bad entry's base offset and
+the last offset its header claims.
 """
 import struct
 import zlib

@@ -48,6 +48,18 @@
  * Arrow form (fkc_decode_arrow, and stream steps of k into one shared
  * fkc_arrow_builder) must give row for row what the descriptors say, the
  * same error kind and offset, and export/release cleanly.
+ *
+ * The share decode (opts.share, KIP-932) runs on every input too, with
+ * acquired ranges derived from the input (bytes 1-2 and its size seed a
+ * small generator: up to 6 sorted, disjoint ranges over offsets 0..~100,
+ * delivery counts 1..5): its records must be exactly the plain decode's
+ * records that the Java rule admits (acquired, past every record compared
+ * before), each with its range's delivery count; the gaps (fkc_share_gaps)
+ * and the handed-out offsets must partition the acquired offsets; errors
+ * must be the plain decode's (same kind and offset) with error_batch_last
+ * >= error_offset; steps of k join to the one-shot result; and the Arrow
+ * form (a ninth delivery_count column) must agree row for row and export
+ * and release cleanly.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -544,6 +556,169 @@ static void check_scan(const uint8_t *blob, size_t len, const fkc_decode_opts *o
     }
 }
 
+/* ---- share decode ---------------------------------------------------- */
+
+#define SHARE_MAX_RANGES 6
+
+typedef struct share_ranges {
+    int64_t first[SHARE_MAX_RANGES];
+    int64_t last[SHARE_MAX_RANGES];
+    int16_t count[SHARE_MAX_RANGES];
+    size_t n;
+} share_ranges;
+
+/* Sorted, disjoint ranges from a seed (xorshift32). */
+static void make_ranges(uint32_t seed, share_ranges *out)
+{
+    uint32_t x = seed ? seed : 0x9e3779b9u;
+#define NEXT() (x ^= x << 13, x ^= x >> 17, x ^= x << 5, x)
+    out->n = NEXT() % (SHARE_MAX_RANGES + 1);
+    int64_t at = (int64_t)(NEXT() % 16);
+    for (size_t i = 0; i < out->n; i++) {
+        int64_t length = 1 + (int64_t)(NEXT() % 12);
+        out->first[i] = at;
+        out->last[i] = at + length - 1;
+        out->count[i] = (int16_t)(1 + NEXT() % 5);
+        at += length + (int64_t)(NEXT() % 4);
+    }
+#undef NEXT
+}
+
+/* Which range holds `offset`, or -1. */
+static int range_of(const share_ranges *a, int64_t offset)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->first[i] <= offset && offset <= a->last[i])
+            return (int)i;
+    return -1;
+}
+
+static void check_share_arrow(const uint8_t *blob, size_t len, const fkc_decode_opts *so, const fkc_decode_result *sr)
+{
+    fkc_arrow_builder *b = fkc_builder_new();
+    if (b == NULL)
+        return;
+    b->share = 1;
+    static const uint8_t topic[] = "fuzz-topic";
+    CHECK(fkc_builder_segment(b, topic, sizeof topic - 1, 7));
+    fkc_decode_result r;
+    int rc = fkc_decode_arrow(blob, len, so, b, &r);
+    CHECK(rc == sr->error && r.error_offset == sr->error_offset && b->rows == sr->count);
+    for (size_t i = 0; i < b->rows; i++) {
+        check_row(b, i, &sr->records[i]);
+        CHECK(b->delivery_count[i] == sr->records[i].delivery_count);
+    }
+    fkc_decode_result_free(&r);
+    struct ArrowArray root;
+    if (fkc_builder_export(b, &root)) {
+        CHECK(root.n_children == 9 && root.length == (int64_t)sr->count);
+        struct ArrowArray moved = *root.children[8]; /* delivery_count */
+        CHECK(moved.length == (int64_t)sr->count && moved.n_buffers == 2);
+        root.children[8]->release = NULL;
+        root.release(&root);
+        moved.release(&moved);
+    }
+    fkc_builder_free(b);
+}
+
+static void check_share(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, uint32_t seed, size_t k)
+{
+    share_ranges a;
+    make_ranges(seed, &a);
+    fkc_decode_opts so = *opts;
+    so.fetch_offset = 0;
+    so.stop_offset = -1;
+    so.read_committed = 0;
+    so.aborted_count = 0;
+    fkc_decode_opts plain_opts = so;
+    so.share = 1;
+    so.acquired_first = a.first;
+    so.acquired_last = a.last;
+    so.acquired_count = a.count;
+    so.acquired_n = a.n;
+
+    fkc_decode_result plain, sr;
+    fkc_decode_records(blob, len, &plain_opts, &plain);
+    int rc = fkc_decode_records(blob, len, &so, &sr);
+    /* the filter changes which records are kept, never the walk (with
+     * Arrow timestamps a dropped record's timestamp is not checked) */
+    if (!so.arrow_timestamps)
+        CHECK(rc == plain.error && sr.error_offset == plain.error_offset);
+    if (rc != FKC_OK && rc != FKC_ERR_ARROW_LIMIT)
+        CHECK(sr.error_batch_last >= sr.error_offset);
+    /* the Java rule over the plain records (up to where the share decode
+     * stopped), when both walks ended alike */
+    int64_t floor = INT64_MIN;
+    size_t j = 0;
+    int alike = rc == plain.error && sr.error_offset == plain.error_offset;
+    for (size_t i = 0; alike && i < plain.count && j < sr.count; i++) {
+        const fkc_record *p = &plain.records[i];
+        if (p->offset < floor)
+            continue;
+        floor = p->offset < INT64_MAX ? p->offset + 1 : INT64_MAX;
+        int at = range_of(&a, p->offset);
+        if (at < 0)
+            continue;
+        const fkc_record *q = &sr.records[j++];
+        /* (bytes compared: a compressed batch is decompressed by each decode) */
+        CHECK(q->offset == p->offset && same_bytes(q->key, q->key_len, p->key, p->key_len) &&
+              same_bytes(q->value, q->value_len, p->value, p->value_len) && q->delivery_count == a.count[at]);
+    }
+    if (alike)
+        CHECK(j == sr.count);
+
+    /* gaps and handed-out offsets partition the acquired offsets */
+    int64_t *pairs = NULL;
+    size_t gaps = 0;
+    if (fkc_share_gaps(&so, sr.count ? &sr.records[0].offset : NULL, sizeof(fkc_record), sr.count, &pairs, &gaps)) {
+        size_t g = 0, d = 0;
+        for (size_t ri = 0; ri < a.n; ri++) {
+            for (int64_t o = a.first[ri]; o <= a.last[ri]; o++) {
+                int handed = d < sr.count && sr.records[d].offset == o;
+                int in_gap = g < gaps && pairs[2 * g] <= o && o <= pairs[2 * g + 1];
+                CHECK(handed != in_gap);
+                if (handed)
+                    d++;
+                if (in_gap && o == pairs[2 * g + 1])
+                    g++;
+            }
+        }
+        CHECK(d == sr.count && g == gaps);
+        free(pairs);
+    }
+
+    /* steps of k join to the one-shot result */
+    fkc_stream *s = fkc_stream_new(blob, len, &so);
+    if (s != NULL) {
+        fkc_decode_result out;
+        memset(&out, 0, sizeof out);
+        size_t seen = 0;
+        for (size_t guard = 0; guard < len + 8 && !fkc_stream_done(s); guard++) {
+            int src = fkc_stream_step(s, k, SIZE_MAX, &out);
+            for (size_t i = 0; i < out.count; i++) {
+                CHECK(seen + i < sr.count);
+                CHECK(out.records[i].offset == sr.records[seen + i].offset &&
+                      out.records[i].delivery_count == sr.records[seen + i].delivery_count);
+            }
+            seen += out.count;
+            if (src != FKC_OK) {
+                CHECK(src == rc && out.error_offset == sr.error_offset);
+                break;
+            }
+            if (out.count == 0)
+                break;
+        }
+        if (rc != FKC_ERR_ARROW_LIMIT)
+            CHECK(seen == sr.count);
+        fkc_decode_result_free(&out);
+        fkc_stream_free(s);
+    }
+    if (so.arrow_timestamps)
+        check_share_arrow(blob, len, &so, &sr);
+    fkc_decode_result_free(&sr);
+    fkc_decode_result_free(&plain);
+}
+
 static void decode_and_check(const uint8_t *blob, size_t len, const fkc_decode_opts *opts, const host_state *st,
                              size_t k, size_t max_held)
 {
@@ -655,6 +830,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(blob, data + 3, len);
 
     decode_and_check(blob, len, &opts, &st, k, max_held);
+    check_share(blob, len, &opts, ((uint32_t)data[1] << 24) ^ ((uint32_t)data[2] << 16) ^ (uint32_t)size, k);
     if (opts.check_crcs) {
         /* structural mutations must reach past the CRC too */
         opts.check_crcs = 0;

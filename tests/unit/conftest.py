@@ -31,6 +31,12 @@ def twin_backend():
     return twin
 
 
+@pytest.fixture(scope="module")
+def both(compiled_backend, twin_backend):
+    """(compiled core, twin) for the differential tests."""
+    return compiled_backend, twin_backend
+
+
 @pytest.fixture(params=["python", "c"])
 def backend(request):
     """Each test using this runs once per backend, through fastkc.records."""

@@ -109,6 +109,15 @@ def blobs(draw, max_batches=5):
     return b"".join(parts), start, offset
 
 
+def flipped(data, blob):
+    """`blob` (not empty) with 1-4 random bytes XORed with random masks."""
+    corrupt = bytearray(blob)
+    for _ in range(data.draw(st.integers(1, 4))):
+        pos = data.draw(st.integers(0, len(blob) - 1))
+        corrupt[pos] ^= data.draw(st.integers(1, 255))
+    return bytes(corrupt)
+
+
 def damaged(data, blob):
     """`blob` as a broker or the network may hand it over: half the time cut
     at any byte, a quarter of the rest with one byte flipped (hostile tails
@@ -191,11 +200,6 @@ def _values_only(result):
     return result[:-1] + (result[-1][1] if isinstance(result[-1], tuple) else result[-1],)
 
 
-@pytest.fixture(scope="module")
-def both(compiled_backend, twin_backend):
-    return compiled_backend, twin_backend
-
-
 # --- tests --------------------------------------------------------------------------------------------
 @property_settings(fast_examples=80, slow_examples=3000)
 @given(data=st.data())
@@ -228,10 +232,7 @@ def test_random_flips_agree(both, data):
     blob, start, end = data.draw(blobs(max_batches=3))
     if not blob:
         return
-    corrupt = bytearray(blob)
-    for _ in range(data.draw(st.integers(1, 4))):
-        pos = data.draw(st.integers(0, len(blob) - 1))
-        corrupt[pos] ^= data.draw(st.integers(1, 255))
+    corrupt = flipped(data, blob)
     kw = dict(
         fetch_offset=start,
         # mostly without CRCs, so the flips reach the parsers and codecs
@@ -240,7 +241,7 @@ def test_random_flips_agree(both, data):
         aborted_transactions=[(1, start)],
         max_decompressed_bytes=data.draw(st.sampled_from([R.DEFAULT_MAX_DECOMPRESSED_BYTES, 500])),
     )
-    assert_backends_agree(compiled, twin, bytes(corrupt), **kw)
+    assert_backends_agree(compiled, twin, corrupt, **kw)
 
 
 @property_settings(fast_examples=40, slow_examples=1000)

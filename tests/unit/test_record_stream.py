@@ -24,11 +24,6 @@ from tests.unit.test_differential import PIDS, _comparable, blobs, damaged, outc
 INT32_MAX = (1 << 31) - 1
 
 
-@pytest.fixture(scope="module")
-def both(compiled_backend, twin_backend):
-    return compiled_backend, twin_backend
-
-
 def _stream_kw(kw):
     return {k: v for k, v in kw.items() if k not in ("arrow",)}
 

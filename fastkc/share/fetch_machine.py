@@ -492,7 +492,8 @@ class ShareFetchMachine:
 
     def _first_decode(self, completed: CompletedShareFetch, arrow: bool) -> None:
         """Decode a completed fetch for the first time: its gaps become GAP
-        acknowledgements; a decoding error settles it and is raised."""
+        acknowledgements, its released offsets RELEASE; a decoding error
+        settles it and is raised."""
         decoder = self._decode_arrow if arrow else self._decode
         assert decoder is not None
         try:
@@ -501,20 +502,22 @@ class ShareFetchMachine:
             self.buffer.remove(completed)
             self._settle_failed_decode(completed, exc)
             raise
+        # both forms answer ShareDecoded(records, gaps, released): records a list or an Arrow batch
         if arrow:
-            batch, gaps = out
-            completed.arrow = batch
+            completed.arrow = out.records
         else:
             completed.decoded = collections.deque(out.records)
-            gaps = out.gaps
         acks = self._partition_acks(completed.partition)
-        gap_offsets = set()
-        for first, last in gaps:
-            for offset in range(first, last + 1):
-                acks.gap(offset)
-                gap_offsets.add(offset)
+        settled: set[int] = set()
+        for ranges, kind in ((out.gaps, GAP), (getattr(out, "released", None) or (), int(AcknowledgeType.RELEASE))):
+            # gaps: acquired offsets without a record (archived by GAP); released: offsets inside a cut
+            # trailing batch, which may hold records these bytes lack (delivered again by RELEASE)
+            for first, last in ranges:
+                for offset in range(first, last + 1):
+                    acks.pending[offset] = kind
+                    settled.add(offset)
         offsets = completed.acquired_offsets()
-        completed.remaining = {o: c for o, c in offsets.items() if o not in gap_offsets}
+        completed.remaining = {o: c for o, c in offsets.items() if o not in settled}
 
     def _settle_failed_decode(self, completed: CompletedShareFetch, exc: BaseException) -> None:
         """A fetch that failed to decode hands out nothing: its gaps (the
@@ -541,7 +544,7 @@ class ShareFetchMachine:
         out = decoder(completed.data, **self._decode_args(completed, _runs(completed.remaining), arrow))
         completed.arrow = completed.decoded = None
         if arrow:
-            completed.arrow = out[0]
+            completed.arrow = out.records
         else:
             completed.decoded = collections.deque(out.records)
 

@@ -22,7 +22,7 @@ TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_DNS, "t").bytes
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 NODE = 1
 Rec = collections.namedtuple("Rec", "topic partition offset delivery_count value")
-Decoded = collections.namedtuple("Decoded", "records gaps")
+Decoded = collections.namedtuple("Decoded", "records gaps released", defaults=((),))
 
 
 # --- the acknowledgement ledger and its wire form -------------------------------------------------
@@ -209,7 +209,7 @@ def fake_decode_arrow(data, **kwargs):
         "partition": pa.array([r.partition for r in rows], pa.int32()),
         "offset": pa.array([r.offset for r in rows], pa.int64()),
         "delivery_count": pa.array([r.delivery_count for r in rows], pa.int16())})
-    return batch, decoded.gaps
+    return Decoded(batch, decoded.gaps)
 
 
 def broken_decode(data, **kwargs):
@@ -642,3 +642,15 @@ def test_record_limit_is_sent_as_acquire_mode_1_and_refused_by_name_on_a_v1_brok
     assert old.in_flight == {}  # nothing half-made
     with pytest.raises(errors.KafkaConfigurationError, match="share_acquire_mode"):
         share_config({"group_id": "g", "share_acquire_mode": "strict"})
+
+
+def test_offsets_the_decoder_releases_are_acknowledged_as_release():
+    def decode_with_cut_tail(data, *, topic, partition, acquired, **kwargs):
+        return Decoded([Rec(topic, partition, 0, 1, b"v0")], [(1, 1)], [(2, 3)])
+
+    machine = fetch_machine(decode=decode_with_cut_tail)
+    first_fetch(machine, part(0, [(0, 3, 1)]))
+    assert [r.offset for r in machine.hand_out(100)[TP0]] == [0]
+    assert not machine.buffered()
+    [req] = machine.next_requests(1.0, fetch=False)
+    assert acks_in(req.body) == {(TOPIC_ID, 0): {1: GAP, 2: int(R), 3: int(R)}}

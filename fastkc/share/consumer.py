@@ -41,9 +41,8 @@ from fastkc.errors import (
     WakeupException,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine
-from fastkc.group.machine import Request
 from fastkc.share.acknowledgements import AcknowledgeType
-from fastkc.share.fetch_machine import AckResult, ShareFetchMachine
+from fastkc.share.fetch_machine import AckResult, ShareFetchMachine, ShareRequest
 from fastkc.share.heartbeat import ShareHeartbeat
 from fastkc.share.member_machine import ShareMemberMachine
 from fastkc.structs import TopicPartition
@@ -168,7 +167,7 @@ class KafkaShareConsumer:
         self._assignment_version = 0
         self._fenced_seen = 0
         # requests the machines made whose broker was not ready yet: (request, machine, first tried)
-        self._unsent: list[tuple[Request, Any, float]] = []
+        self._unsent: list[tuple[ShareRequest, Any, float]] = []
         self._answers: list[tuple[Any, object, Any]] = []  # (machine, token, answer) after a client poll
         self._waiters: list[_Waiter] = []
         self._ack_callback: AckCallback | None = None
@@ -511,8 +510,8 @@ class KafkaShareConsumer:
                 # RENEW (ShareAcknowledge) and record_limit (ShareFetch) both came with v2 of both APIs
                 self._fetch.versions[node] = min(conn.version_for("ShareAcknowledge"), conn.version_for("ShareFetch"))
 
-    def _send(self, request: Request, machine: Any, now: float) -> None:
-        node = int(request.target)  # the fetch machine addresses leaders by node id
+    def _send(self, request: ShareRequest, machine: Any, now: float) -> None:
+        node = request.target  # the fetch machine addresses leaders by node id
         if not self._client.ready(node):
             self._unsent.append((request, machine, now))
             return
@@ -524,7 +523,7 @@ class KafkaShareConsumer:
             return
         waiting, self._unsent = self._unsent, []
         for request, machine, first in waiting:
-            node = int(request.target)
+            node = request.target
             if self._client.ready(node):
                 self._client.send(node, request.api, request.body, self._collector(machine, request.token),
                                   timeout_ms=request.timeout_ms)

@@ -3,6 +3,7 @@ from fastkc import _backend
 from fastkc._version import __version__ as __version__
 from fastkc.consumer import KafkaConsumer
 from fastkc.group import ConsumerRebalanceListener  # kafka-python exports it at the top too
+from fastkc.share import AcknowledgeType, KafkaShareConsumer
 from fastkc.structs import (
     ConsumerRecord,
     OffsetAndMetadata,
@@ -16,6 +17,8 @@ backend = _backend.name
 __all__ = [
     "backend",
     "KafkaConsumer",
+    "KafkaShareConsumer",
+    "AcknowledgeType",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "OffsetAndMetadata",

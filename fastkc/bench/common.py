@@ -51,6 +51,24 @@ KAFKA_PYTHON_STYLE_CONFIG = dict(
 )
 
 
+def runner_mode(args: argparse.Namespace, modes: Sequence[str], client: str) -> str:
+    """The --mode asked for (the first of `modes` when none); exits on one the runner does not have."""
+    mode: str = args.mode or modes[0]
+    if mode not in modes:
+        raise SystemExit("unknown {0} mode {1!r} ({2})".format(client, mode, ", ".join(modes)))
+    return mode
+
+
+def require_compiled_core() -> None:
+    """Exit unless fastkc runs on its compiled core: benchmarking the
+    pure-Python twin by accident would be a silent slowdown."""
+    import fastkc
+
+    if fastkc.backend != "c":
+        raise SystemExit("fastkc backend is {0!r}, not the compiled core: build it first "
+                         "(python setup.py build_ext --inplace)".format(fastkc.backend))
+
+
 def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--bootstrap", required=True)

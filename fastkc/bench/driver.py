@@ -80,6 +80,10 @@ CLIENTS = {
     "aiokafka": ("fastkc.bench.run_aiokafka", None),
     "confluent-kafka": ("fastkc.bench.run_confluent", "default"),
     "confluent-kafka-tuned": ("fastkc.bench.run_confluent", "tuned"),
+    # share groups (KIP-932): each run reads the topic through a fresh share group
+    "share-fastkc": ("fastkc.bench.run_share_fastkc", "records"),
+    "share-fastkc-arrow": ("fastkc.bench.run_share_fastkc", "arrow"),
+    "share-confluent": ("fastkc.bench.run_share_confluent", None),
     "java-steady": ("fastkc.bench.run_java_steady", None),
     "java": ("fastkc.bench.run_java", None),
 }
@@ -93,9 +97,14 @@ LABELS = {
     "aiokafka": "aiokafka",
     "confluent-kafka": "confluent-kafka consume(500)",
     "confluent-kafka-tuned": "confluent-kafka consume(500), fetch.queue.backoff.ms=10",
+    "share-fastkc": "share group: fastkc KafkaShareConsumer.poll(), implicit acks",
+    "share-fastkc-arrow": "share group: fastkc poll_arrow() + acknowledge_batch(ACCEPT)",
+    "share-confluent": "share group: confluent-kafka ShareConsumer.poll() (Preview), implicit acks",
     "java-steady": "Java KafkaConsumer poll() (steady-state runner)",
     "java": "Java ConsumerPerformance (its own clock †)",
 }
+# The rows of fastkc itself (drawn in its colour).
+FASTKC_ROWS = ("fastkc", "share-fastkc")
 # Clients whose runner reports only its own start → end window (no first-record clock).
 OWN_CLOCK = {"java"}
 CLOCK_MARK = {"steady": "", "own": " †", "one-delivery": " ‡"}
@@ -422,7 +431,7 @@ def draw_chart(summaries: Mapping[str, Summary], meta: Mapping[str, Any], path: 
     lows = [s["records_per_second_min"] / 1e6 for s in measured]
     highs = [s["records_per_second_max"] / 1e6 for s in measured]
     spread = [[rate - low for rate, low in zip(rates, lows)], [high - rate for rate, high in zip(rates, highs)]]
-    colours = ["#1f77b4" if s["client"] == "ceiling" else "#d62728" if s["client"].startswith("fastkc")
+    colours = ["#1f77b4" if s["client"] == "ceiling" else "#d62728" if s["client"].startswith(FASTKC_ROWS)
                else "#7f7f7f" for s in measured]
     bars = ax.barh(labels, rates, xerr=spread, capsize=3, ecolor="#333333", color=colours)
     for bar, rate, high in zip(bars, rates, highs):

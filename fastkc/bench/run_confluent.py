@@ -17,7 +17,7 @@ wall time). The tuned row shows what the client does without that stall.
 """
 from collections.abc import Sequence
 
-from fastkc.bench.common import Clock, drain, finish, parse_args
+from fastkc.bench.common import Clock, drain, finish, parse_args, runner_mode
 
 TUNED_FETCH_QUEUE_BACKOFF_MS = 10
 
@@ -27,9 +27,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import confluent_kafka
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-    mode = args.mode or "default"
-    if mode not in ("default", "tuned"):
-        raise SystemExit("unknown confluent-kafka mode {0!r} (default or tuned)".format(mode))
+    mode = runner_mode(args, ("default", "tuned"), "confluent-kafka")
     config = {
         "bootstrap.servers": args.bootstrap,
         "group.id": "fastkc-bench-confluent",
@@ -65,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         consumer.close()
     finish("confluent-kafka" + (" tuned" if mode == "tuned" else ""), args, records, clock.seconds,
-           clock=clock, cpu_seconds=clock.cpu_seconds, version=confluent_kafka.version()[0],
+           clock=clock, cpu_seconds=clock.cpu_seconds, version=confluent_kafka.__version__,
            librdkafka=confluent_kafka.libversion()[0],
            config={k: v for k, v in config.items() if k != "bootstrap.servers"})
 

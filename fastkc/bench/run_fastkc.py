@@ -11,7 +11,15 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
+from fastkc.bench.common import (
+    KAFKA_PYTHON_STYLE_CONFIG,
+    Clock,
+    drain,
+    finish,
+    parse_args,
+    require_compiled_core,
+    runner_mode,
+)
 
 MODES = ("records", "records-threaded", "arrow", "ceiling")
 API = {"records": "KafkaConsumer.poll", "records-threaded": "KafkaConsumer.poll",
@@ -21,15 +29,10 @@ API = {"records": "KafkaConsumer.poll", "records-threaded": "KafkaConsumer.poll"
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.split("\n\n")[0], argv)
-    mode = args.mode or "records"
-    if mode not in MODES:
-        raise SystemExit("unknown fastkc mode {0!r} ({1})".format(mode, ", ".join(MODES)))
+    mode = runner_mode(args, MODES, "fastkc")
     import fastkc
 
-    if fastkc.backend != "c":
-        # Benchmarking the pure-Python twin by accident would be a silent slowdown.
-        raise SystemExit("fastkc backend is {0!r}, not the compiled core: build it first "
-                         "(python setup.py build_ext --inplace)".format(fastkc.backend))
+    require_compiled_core()
     from fastkc import KafkaConsumer
     from fastkc.structs import TopicPartition
 

@@ -17,6 +17,7 @@ from fastkc.bench.common import (
     _at_end,
     finish,
     parse_args,
+    require_compiled_core,
 )
 
 
@@ -63,9 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.split("\n\n")[0], argv)
     import fastkc
 
-    if fastkc.backend != "c":
-        raise SystemExit("fastkc backend is {0!r}, not the compiled core: build it first "
-                         "(python setup.py build_ext --inplace)".format(fastkc.backend))
+    require_compiled_core()
     records, clock, meter = asyncio.run(consume(args))
     finish("fastkc.aio getmany", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
            api="fastkc.aio.AIOKafkaConsumer.getmany", backend=fastkc.backend,

@@ -511,6 +511,181 @@ results                   []      0+
 """,
 )
 
+# Group configs (share.auto.offset.reset) are set on a GROUP resource (type
+# 32); the bench prepares each round's fresh share group with it.
+INCREMENTAL_ALTER_CONFIGS = declare(
+    "IncrementalAlterConfigs", 44, "0-1", "1+",
+    request="""
+resources             []      0+
+  resource_type       int8    0+
+  resource_name       string  0+
+  configs             []      0+
+    name              string  0+
+    config_operation  int8    0+
+    value             string  0+  null=0+
+validate_only         bool    0+
+""",
+    response="""
+throttle_time_ms  int32   0+
+responses         []      0+
+  error_code      int16   0+
+  error_message   string  0+  null=0+
+  resource_type   int8    0+
+  resource_name   string  0+
+""",
+)
+
+# Share groups (KIP-932). Kafka's specs number these fields from version 0
+# (the early-access versions Kafka 4.1 removed) while the valid versions start
+# at 1, so the field ranges below read "0+" as Kafka's do.
+SHARE_GROUP_HEARTBEAT = declare(
+    "ShareGroupHeartbeat", 76, "1", "0+",
+    request="""
+group_id                string    0+
+member_id               string    0+
+member_epoch            int32     0+
+rack_id                 string    0+  null=0+ default=null
+subscribed_topic_names  [string]  0+  null=0+ default=null
+""",
+    response="""
+throttle_time_ms         int32    0+
+error_code               int16    0+
+error_message            string   0+  null=0+ default=null
+member_id                string   0+  null=0+ default=null
+member_epoch             int32    0+
+heartbeat_interval_ms    int32    0+
+assignment               {}       0+  null=0+ default=null
+  topic_partitions       []       0+
+    topic_id             uuid     0+
+    partitions           [int32]  0+
+""",
+)
+
+SHARE_GROUP_DESCRIBE = declare(
+    "ShareGroupDescribe", 77, "1", "0+",
+    request="""
+group_ids                      [string]  0+
+include_authorized_operations  bool      0+
+""",
+    response="""
+throttle_time_ms              int32     0+
+groups                        []        0+
+  error_code                  int16     0+
+  error_message               string    0+  null=0+ default=null
+  group_id                    string    0+
+  group_state                 string    0+
+  group_epoch                 int32     0+
+  assignment_epoch            int32     0+
+  assignor_name               string    0+
+  members                     []        0+
+    member_id                 string    0+
+    rack_id                   string    0+  null=0+ default=null
+    member_epoch              int32     0+
+    client_id                 string    0+
+    client_host               string    0+
+    subscribed_topic_names    [string]  0+
+    assignment                {}        0+
+      topic_partitions        []        0+
+        topic_id              uuid      0+
+        topic_name            string    0+
+        partitions            [int32]   0+
+  authorized_operations       int32     0+  default=-2147483648
+""",
+)
+
+SHARE_FETCH = declare(
+    "ShareFetch", 78, "1-2", "0+",
+    request="""
+group_id                     string   0+  null=0+ default=null
+member_id                    string   0+  null=0+
+share_session_epoch          int32    0+
+max_wait_ms                  int32    0+
+min_bytes                    int32    0+
+max_bytes                    int32    0+  default=0x7fffffff
+max_records                  int32    1+
+batch_size                   int32    1+
+share_acquire_mode           int8     2+  default=0
+is_renew_ack                 bool     2+  default=false
+topics                       []       0+
+  topic_id                   uuid     0+
+  partitions                 []       0+
+    partition_index          int32    0+
+    partition_max_bytes      int32    0
+    acknowledgement_batches  []       0+
+      first_offset           int64    0+
+      last_offset            int64    0+
+      acknowledge_types      [int8]   0+
+forgotten_topics_data        []       0+
+  topic_id                   uuid     0+
+  partitions                 [int32]  0+
+""",
+    response="""
+throttle_time_ms               int32    0+
+error_code                     int16    0+
+error_message                  string   0+  null=0+ default=null
+acquisition_lock_timeout_ms    int32    1+
+responses                      []       0+
+  topic_id                     uuid     0+
+  partitions                   []       0+
+    partition_index            int32    0+
+    error_code                 int16    0+
+    error_message              string   0+  null=0+ default=null
+    acknowledge_error_code     int16    0+
+    acknowledge_error_message  string   0+  null=0+ default=null
+    current_leader             {}       0+
+      leader_id                int32    0+
+      leader_epoch             int32    0+
+    records                    records  0+  null=0
+    acquired_records           []       0+
+      first_offset             int64    0+
+      last_offset              int64    0+
+      delivery_count           int16    0+
+node_endpoints                 []       0+
+  node_id                      int32    0+
+  host                         string   0+
+  port                         int32    0+
+  rack                         string   0+  null=0+ default=null
+""",
+)
+
+SHARE_ACKNOWLEDGE = declare(
+    "ShareAcknowledge", 79, "1-2", "0+",
+    request="""
+group_id                     string   0+  null=0+ default=null
+member_id                    string   0+  null=0+
+share_session_epoch          int32    0+
+is_renew_ack                 bool     2+  default=false
+topics                       []       0+
+  topic_id                   uuid     0+
+  partitions                 []       0+
+    partition_index          int32    0+
+    acknowledgement_batches  []       0+
+      first_offset           int64    0+
+      last_offset            int64    0+
+      acknowledge_types      [int8]   0+
+""",
+    response="""
+throttle_time_ms             int32   0+
+error_code                   int16   0+
+error_message                string  0+  null=0+ default=null
+acquisition_lock_timeout_ms  int32   2+
+responses                    []      0+
+  topic_id                   uuid    0+
+  partitions                 []      0+
+    partition_index          int32   0+
+    error_code               int16   0+
+    error_message            string  0+  null=0+ default=null
+    current_leader           {}      0+
+      leader_id              int32   0+
+      leader_epoch           int32   0+
+node_endpoints               []      0+
+  node_id                    int32   0+
+  host                       string  0+
+  port                       int32   0+
+  rack                       string  0+  null=0+ default=null
+""",
+)
+
 ALL_APIS = (
     API_VERSIONS,
     METADATA,
@@ -530,6 +705,11 @@ ALL_APIS = (
     CREATE_TOPICS,
     DELETE_TOPICS,
     DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+    SHARE_GROUP_HEARTBEAT,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_FETCH,
+    SHARE_ACKNOWLEDGE,
 )
 
 APIS_BY_NAME = {api.name: api for api in ALL_APIS}

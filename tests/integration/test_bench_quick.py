@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from fastkc.bench import common, curves, driver, run_java
+from fastkc.bench import common, curves, driver, run_java, share_group
 from tests.support.kafka_tools import unique_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -150,10 +150,67 @@ def test_one_tiny_curve_point(kafka_broker, tmp_path):
         consumer.close()
 
 
-def test_a_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
+# The share-group rows (KIP-932) and the acknowledgement each one measures.
+SHARE_ROWS = {name: ack for name, ack in {
+    "share-fastkc": "implicit", "share-fastkc-arrow": "explicit", "share-confluent": "implicit"}.items()
+    if name in driver.CLIENTS}
+
+
+def test_share_rows_read_the_topic_through_fresh_share_groups(quick_run):
+    proc, out, _ = quick_run
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "share-confluent" in SHARE_ROWS
+    clients = json.loads((out / "e2e.json").read_text())["clients"]
+    groups = []
+    for name, acknowledgement in SHARE_ROWS.items():
+        summary = clients[name]
+        assert summary["status"] == "ok", (name, summary.get("reason"))
+        (run,) = summary["runs"]
+        # the ledger checked every offset once before the runner printed its line
+        assert run["records"] == RECORDS, name
+        assert run["acknowledgement"] == acknowledgement, name
+        assert run["time_to_first_record_seconds"] > 0, name  # the group join is in it
+        groups.append(run["group"])
+    assert len(set(groups)) == len(groups)  # each run its own share group
+
+
+def test_a_share_runner_that_sees_duplicates_or_losses_fails():
+    ledger = share_group.ShareLedger()
+    ledger.add(0, 3, 0 + 1 + 2)
+    ledger.add(1, 2, 0 + 1)
+    ledger.check({0: 3, 1: 2})
+    twice = share_group.ShareLedger()
+    twice.add(0, 3, 0 + 1 + 1)  # offset 1 twice, offset 2 never: the count alone would pass
+    with pytest.raises(common.CountMismatch, match="partition 0: 3 records"):
+        twice.check({0: 3})
+    short = share_group.ShareLedger()
+    short.add(0, 2, 0 + 1)
+    with pytest.raises(common.CountMismatch, match="the topic holds 3"):
+        short.check({0: 3})
+    stray = share_group.ShareLedger()
+    stray.add(0, 1, 0)
+    stray.add(5, 1, 0)
+    with pytest.raises(common.CountMismatch, match=r"partitions \[5\]"):
+        stray.check({0: 1})
+
+
+def test_a_share_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
     proc, _, topic = quick_run
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # The topic was written by this module's run; its true end offsets, then a claim one short.
+    ends = _true_ends(kafka_broker, topic)
+    # One record more claimed than partition 1 holds: the runner must wait out its idle limit and fail.
+    result = subprocess.run(
+        [sys.executable, "-m", "fastkc.bench.run_share_confluent", "--bootstrap", kafka_broker.bootstrap_servers,
+         "--topic", topic, "--partitions", str(PARTITIONS), "--expected", str(RECORDS + 1),
+         "--ends", "0={0},1={1}".format(ends[0], ends[1] + 1), "--timeout", "90"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert result.returncode != 0
+    assert result.stdout.strip() == ""  # no result line for the driver to take
+    assert "partition 1: {0:,} records".format(ends[1]) in result.stderr, result.stderr[-3000:]
+
+
+def _true_ends(kafka_broker, topic):
+    """The topic's end offsets as the broker reports them (written once by this module's run)."""
     from fastkc import sample_run
     from fastkc.net.blocking import BlockingConnection
 
@@ -161,6 +218,14 @@ def test_a_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
     with BlockingConnection(host, port, timeout=30.0) as conn:
         _, ends = sample_run.topic_layout(conn, topic)
     assert sum(ends.values()) == RECORDS
+    return ends
+
+
+def test_a_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
+    proc, _, topic = quick_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # The topic was written by this module's run; its true end offsets, then a claim one short.
+    ends = _true_ends(kafka_broker, topic)
     ends_arg = ",".join("{0}={1}".format(p, ends[p]) for p in sorted(ends))
     result = subprocess.run(
         [sys.executable, "-m", "fastkc.bench.run_aiokafka", "--bootstrap", kafka_broker.bootstrap_servers,

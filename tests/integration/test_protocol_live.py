@@ -44,9 +44,22 @@ def written(kafka_broker):
     return topic, produce(kafka_broker.bootstrap_servers, topic, messages)
 
 
+# Advertised only where the broker has share groups on (the share.version feature, Kafka 4.1+)
+SHARE_GROUP_APIS = ("ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge")
+
+
+def _features(conn):
+    return {f["name"]: f["max_version_level"] for f in conn.api_versions_response["finalized_features"]}
+
+
 def test_api_versions_negotiated_on_connect(kafka_broker):
     with _connect(kafka_broker) as conn:
+        share_groups = _features(conn).get("share.version", 0) >= 1
         for api in ALL_APIS:
+            if api.name in SHARE_GROUP_APIS:
+                assert (api.key in conn.api_versions) == share_groups, api.name
+                if not share_groups:
+                    continue
             assert api.key in conn.api_versions, api.name
             lo, hi = conn.api_versions[api.key]
             assert lo <= hi
@@ -228,8 +241,7 @@ def test_consumer_group_heartbeat_join_and_leave(kafka_broker, written):
     topic, _ = written
     group = "protocol-live-848-%d" % time.time_ns()
     with _connect(kafka_broker) as conn:
-        features = {f["name"]: f["max_version_level"] for f in conn.api_versions_response["finalized_features"]}
-        if features.get("group.version", 0) < 1:
+        if _features(conn).get("group.version", 0) < 1:
             pytest.skip("the broker has not enabled KIP-848 groups (group.version feature)")
         _find_coordinator(conn, group, 6)
         body = {"group_id": group, "member_id": "fastkc-member-id-000001", "member_epoch": 0,
@@ -239,6 +251,65 @@ def test_consumer_group_heartbeat_join_and_leave(kafka_broker, written):
         assert answer["member_epoch"] >= 1 and answer["heartbeat_interval_ms"] > 0
         body.update(member_epoch=-1)  # leave the group
         assert conn.request("ConsumerGroupHeartbeat", body)["error_code"] == 0
+
+
+def test_share_group_apis_join_fetch_acknowledge_describe_and_leave(kafka_broker, written):
+    """ShareGroupHeartbeat, ShareFetch (v1 and v2), ShareAcknowledge and
+    ShareGroupDescribe as declared, against the real broker; the group is
+    set to start at the earliest offset with IncrementalAlterConfigs first."""
+    topic, messages = written
+    group = "protocol-live-share-%d" % time.time_ns()
+    member = "fastkc-share-member-00001"
+    with _connect(kafka_broker) as conn:
+        if _features(conn).get("share.version", 0) < 1:
+            pytest.skip("the broker has not enabled share groups (share.version feature)")
+        altered = conn.request("IncrementalAlterConfigs", {"resources": [{
+            "resource_type": 32, "resource_name": group,  # a GROUP resource
+            "configs": [{"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}]})
+        assert [r["error_code"] for r in altered["responses"]] == [0], altered
+        _find_coordinator(conn, group, 6)
+        topic_id = conn.request("Metadata", {"topics": [{"name": topic}]})["topics"][0]["topic_id"]
+        epoch, assigned, deadline = 0, [], time.monotonic() + 30
+        while not assigned:
+            answer = conn.request("ShareGroupHeartbeat", {"group_id": group, "member_id": member,
+                                                          "member_epoch": epoch, "subscribed_topic_names": [topic]})
+            assert answer["error_code"] == 0, answer
+            epoch = answer["member_epoch"]
+            if answer["assignment"] is not None:
+                assigned = answer["assignment"]["topic_partitions"]
+            assert time.monotonic() < deadline, "no assignment"
+            time.sleep(0.2)
+        assert [(t["topic_id"], sorted(t["partitions"])) for t in assigned] == [(topic_id, [0, 1])]
+        partitions = [{"partition_index": 0, "acknowledgement_batches": []}]
+        fetch = {"group_id": group, "member_id": member, "share_session_epoch": 0, "max_wait_ms": 5000,
+                 "min_bytes": 1, "max_records": 100, "batch_size": 100,
+                 "topics": [{"topic_id": topic_id, "partitions": partitions}]}
+        answer = conn.request("ShareFetch", fetch, version=1)
+        assert answer["error_code"] == 0 and answer["acquisition_lock_timeout_ms"] > 0, answer
+        (part,) = answer["responses"][0]["partitions"]
+        assert part["error_code"] == 0 and part["records"]
+        assert part["acquired_records"] == [{"first_offset": 0, "last_offset": len(messages) - 1,
+                                             "delivery_count": 1}]
+        # the acquired range REJECTed in a ShareFetch v2 (KIP-1222's version) of the same session
+        partitions[0]["acknowledgement_batches"] = [
+            {"first_offset": 0, "last_offset": len(messages) - 1, "acknowledge_types": [3]}]
+        fetch.update(share_session_epoch=1, max_wait_ms=0)
+        answer = conn.request("ShareFetch", fetch, version=2)
+        (part,) = answer["responses"][0]["partitions"]
+        assert (answer["error_code"], part["error_code"], part["acknowledge_error_code"]) == (0, 0, 0), answer
+        assert part["acquired_records"] == []  # rejected: never delivered again
+        # closing the session (epoch -1) through ShareAcknowledge
+        answer = conn.request("ShareAcknowledge", {"group_id": group, "member_id": member,
+                                                   "share_session_epoch": -1, "topics": []})
+        assert answer["error_code"] == 0, answer
+        described = conn.request("ShareGroupDescribe", {"group_ids": [group], "include_authorized_operations": True})
+        (described_group,) = described["groups"]
+        assert (described_group["error_code"], described_group["assignor_name"]) == (0, "simple")
+        (described_member,) = described_group["members"]
+        assert described_member["member_id"] == member
+        assert described_member["assignment"]["topic_partitions"][0]["topic_name"] == topic
+        left = conn.request("ShareGroupHeartbeat", {"group_id": group, "member_id": member, "member_epoch": -1})
+        assert (left["error_code"], left["member_epoch"]) == (0, -1)
 
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4])

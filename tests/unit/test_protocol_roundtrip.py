@@ -131,7 +131,10 @@ def _normalise(v):
     return v
 
 
-DIFF_CASES = [c for c in CASES if c[0] != "ConsumerGroupHeartbeat"]  # kafka-python 3.0 lacks it
+# kafka-python 3.0 has no classes for these (it knows only their API keys)
+_NOT_IN_KAFKA_PYTHON = frozenset(
+    ["ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge"])
+DIFF_CASES = [c for c in CASES if c[0] not in _NOT_IN_KAFKA_PYTHON]
 
 
 @pytest.mark.parametrize("case", DIFF_CASES, ids=_case_id)

@@ -1,0 +1,634 @@
+"""Share fetching, I/O-free: which partitions go to which leader,
+acknowledgements on the way there, answers turned into buffered records.
+
+The driver repeats (see fastkc/group/machine.py for the shape):
+
+    machine.set_routes(topic_ids, leaders)          # from the cluster view
+    for request in machine.next_requests(now, fetch=<the application polls>):
+        <send request.api/request.body to broker request.target>
+        machine.on_response(request.token, answer, now)  # a dict or the exception
+    records = machine.hand_out(max_records) / machine.hand_out_arrow(max_records)
+
+Rules (Java's ShareConsumeRequestManager, where it has one):
+- One request in flight per leader: a share session's epochs are sequential.
+- A ShareFetch goes to a leader only while the application polls and none
+  of that leader's assigned partitions has buffered records; it carries the
+  acknowledgements pending for that leader's partitions (piggy-backed).
+  While the application polls, acknowledgements for a leader whose records
+  are still buffered wait for that next ShareFetch (as Java's do); they go
+  in a ShareAcknowledge at once for a commit or close (fetch=False), for a
+  RENEW, and for a leader this member fetches nothing from.
+- A new session (epoch 0) cannot carry acknowledgements and a
+  ShareAcknowledge cannot open one: acknowledgements for a leader whose
+  session was lost fail (the broker released those records when the
+  session went; they are delivered again).
+- close(): a ShareAcknowledge with epoch -1 to every leader with a session,
+  carrying the last acknowledgements and RELEASE for every record acquired
+  and not acknowledged (delivered or still buffered).
+- Answers: a partition's acknowledge_error_code settles the
+  acknowledgements sent for it (results for commit_sync / commit_async / the
+  callback); its error_code gets the fetch path's reaction (fastkc/fetch/
+  codes.py: refresh metadata, fail, retry); records and acquired ranges are
+  kept raw and decoded (fastkc.records.decode_share) when handed out, so
+  poll() and poll_arrow() read the same buffer.
+- A batch that fails to decode (bad CRC, a deserializer's error) is
+  released, not rejected (Java rejects a corrupt batch): the broker's
+  delivery count limit archives a poison batch, and nothing is lost to a
+  client-side fault. The error is raised from the poll that met it.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from fastkc.errors import (
+    IllegalStateError,
+    InvalidAcquiredRecordsError,
+    KafkaError,
+    UnsupportedVersionError,
+    for_code,
+)
+from fastkc.fetch import codes
+from fastkc.share.acknowledgements import GAP, AcknowledgeType, PartitionAcks, to_batches
+from fastkc.share.session import SessionPartition, ShareSession
+from fastkc.share_ranges import checked_acquired
+from fastkc.structs import TopicPartition
+
+log = logging.getLogger(__name__)
+
+#: the first ShareFetch / ShareAcknowledge version that takes RENEW (KIP-1222)
+#: and ShareFetch's acquire mode (KIP-1206)
+RENEW_VERSION = 2
+#: ShareFetch v2's ShareAcquireMode (KIP-1206): whole batches (max_records a
+#: soft limit, rounded up to batch boundaries) or at most max_records
+ACQUIRE_MODES = {"batch_optimized": 0, "record_limit": 1}
+#: the most acquired offsets one partition's answer may name. Every acquired
+#: offset is tracked on its own until settled (as Java's Acknowledgements
+#: map does; a compacted batch's missing offsets become GAPs one by one), so
+#: this bounds the memory a broker's answer can demand: ShareFetch asks for
+#: max_poll_records, which a broker exceeds only to reach a batch boundary.
+MAX_ACQUIRED_OFFSETS = 2_000_000
+
+
+class AckResult(NamedTuple):
+    """The broker's answer to one partition's acknowledgements: the
+    offsets settled and the error (None: accepted)."""
+
+    partition: TopicPartition
+    offsets: frozenset[int]
+    error: KafkaError | None
+
+
+class ShareRequest(NamedTuple):
+    """One request for the driver: the leader's node id, the API, its body
+    (a dict the protocol codec encodes), how long to wait for the answer,
+    and the token to hand back with it."""
+
+    target: int
+    api: str
+    body: dict[str, Any]
+    timeout_ms: int
+    token: ShareFetchToken
+
+
+class ShareFetchToken:
+    """What one request carried (the driver hands it back with the answer):
+    its leader, the acknowledgements by partition, whether it fetched, the
+    session epoch it used, whether it closed the session."""
+
+    __slots__ = ("what", "node_id", "acks", "fetched", "epoch", "closing")
+
+    def __init__(self, what: str, node_id: int, acks: dict[TopicPartition, dict[int, int]], fetched: bool,
+                 epoch: int, closing: bool) -> None:
+        self.what = what
+        self.node_id = node_id
+        self.acks = acks
+        self.fetched = fetched
+        self.epoch = epoch
+        self.closing = closing
+
+
+class CompletedShareFetch:
+    """One partition's records and acquired ranges from one answer, kept raw
+    until handed out; `remaining` are the acquired offsets with a record not
+    handed out yet (None: not decoded yet)."""
+
+    __slots__ = ("partition", "topic_id", "data", "acquired", "remaining", "decoded", "arrow")
+
+    def __init__(self, partition: TopicPartition, topic_id: bytes, data: bytes,
+                 acquired: list[tuple[int, int, int]]) -> None:
+        self.partition = partition
+        self.topic_id = topic_id
+        self.data = data
+        self.acquired = acquired
+        self.remaining: dict[int, int] | None = None  # offset -> delivery count
+        self.decoded: collections.deque[Any] | None = None  # records not handed out, in offset order
+        self.arrow: Any = None  # an Arrow batch not handed out
+
+    def acquired_offsets(self) -> dict[int, int]:
+        if self.remaining is not None:
+            return dict(self.remaining)
+        return {offset: count for first, last, count in self.acquired for offset in range(first, last + 1)}
+
+
+def _runs(offsets: Mapping[int, int]) -> list[tuple[int, int, int]]:
+    """{offset: delivery count} -> acquired ranges (first, last, count)."""
+    runs: list[tuple[int, int, int]] = []
+    for offset in sorted(offsets):
+        count = offsets[offset]
+        if runs and runs[-1][1] == offset - 1 and runs[-1][2] == count:
+            runs[-1] = (runs[-1][0], offset, count)
+        else:
+            runs.append((offset, offset, count))
+    return runs
+
+
+Decoder = Callable[..., Any]
+
+
+class ShareFetchMachine:
+    def __init__(self, config: Mapping[str, Any], group_id: str, member_id: str, *,
+                 decode: Decoder | None = None, decode_arrow: Decoder | None = None) -> None:
+        self.config = config
+        self.group_id = group_id
+        self.member_id = member_id
+        self._decode = decode
+        self._decode_arrow = decode_arrow
+        self.assignment: frozenset[TopicPartition] = frozenset()
+        self.topic_ids: dict[str, bytes] = {}
+        self.leaders: dict[TopicPartition, int] = {}
+        self.sessions: dict[int, ShareSession] = {}
+        self.in_flight: dict[int, ShareFetchToken] = {}
+        self.acks: dict[TopicPartition, PartitionAcks] = {}
+        self.buffer: collections.deque[CompletedShareFetch] = collections.deque()
+        self.results: list[AckResult] = []
+        self.metadata_wanted = False
+        self.fatal_error: BaseException | None = None
+        self.acquisition_lock_timeout_ms: int | None = None
+        self.versions: dict[int, int] = {}  # node -> its ShareAcknowledge version (the driver's)
+        self.closing = False
+
+    # --- what the driver tells the machine -------------------------------------------------------
+    def set_routes(self, topic_ids: Mapping[str, bytes], leaders: Mapping[TopicPartition, int]) -> None:
+        self.topic_ids = dict(topic_ids)
+        self.leaders = dict(leaders)
+
+    def set_assignment(self, assignment: Iterable[TopicPartition]) -> None:
+        """The member's new assignment. Buffered records of partitions it
+        no longer holds are released (another member may take them now)."""
+        self.assignment = frozenset(assignment)
+        kept: collections.deque[CompletedShareFetch] = collections.deque()
+        for completed in self.buffer:
+            if completed.partition in self.assignment:
+                kept.append(completed)
+            else:
+                self._release(completed)
+        self.buffer = kept
+
+    def fenced(self) -> None:
+        """The broker dropped this member and released what it held: buffered
+        records are dropped (nothing to acknowledge); delivered ones stay
+        delivered so the application's acknowledgements still get an answer
+        (the broker's error) instead of vanishing."""
+        self.assignment = frozenset()
+        self.buffer.clear()
+
+    def _partition_acks(self, tp: TopicPartition) -> PartitionAcks:
+        acks = self.acks.get(tp)
+        if acks is None:
+            acks = self.acks[tp] = PartitionAcks()
+        return acks
+
+    def _release(self, completed: CompletedShareFetch) -> None:
+        acks = self._partition_acks(completed.partition)
+        for offset in completed.acquired_offsets():
+            acks.pending[offset] = int(AcknowledgeType.RELEASE)
+
+    # --- the application's acknowledgements -------------------------------------------------------
+    def acknowledge(self, tp: TopicPartition, offset: int, kind: AcknowledgeType) -> None:
+        acks = self.acks.get(tp)
+        what = "record {0}-{1}@{2}".format(tp.topic, tp.partition, offset)
+        if acks is None:
+            raise IllegalStateError("{0} was not delivered by this consumer".format(what))
+        if kind is AcknowledgeType.RENEW:
+            self.check_renew(tp)
+        acks.acknowledge(offset, kind, what)
+
+    def check_renew(self, tp: TopicPartition) -> None:
+        """RENEW needs ShareAcknowledge v2 (KIP-1222) from the partition's leader."""
+        leader = self.leaders.get(tp)
+        version = self.versions.get(leader) if leader is not None else None
+        if version is None or version < RENEW_VERSION:
+            raise UnsupportedVersionError(
+                "RENEW needs ShareAcknowledge v{0}+ (KIP-1222); the leader of {1} speaks {2}".format(
+                    RENEW_VERSION, tp, "an unknown version" if version is None else "v{0}".format(version)))
+
+    def acknowledge_delivered(self, kind: AcknowledgeType) -> int:
+        """Every delivered record settled as `kind` (implicit mode)."""
+        return sum(acks.acknowledge_all(kind) for acks in self.acks.values())
+
+    def unacknowledged(self) -> int:
+        return sum(len(acks.delivered) for acks in self.acks.values())
+
+    def acks_outstanding(self) -> bool:
+        return any(acks.pending or acks.sent for acks in self.acks.values())
+
+    def take_results(self) -> list[AckResult]:
+        results, self.results = self.results, []
+        return results
+
+    # --- requests ----------------------------------------------------------------------------------
+    def start_close(self) -> None:
+        """From now on every leader gets one final ShareAcknowledge (epoch
+        -1): acknowledgements, RELEASE for the rest."""
+        self.closing = True
+        for acks in self.acks.values():
+            acks.acknowledge_all(AcknowledgeType.RELEASE)
+        while self.buffer:
+            self._release(self.buffer.popleft())
+
+    def close_done(self) -> bool:
+        return self.closing and not self.in_flight and not self.acks_outstanding() and \
+            not any(session.is_open for session in self.sessions.values())
+
+    def next_requests(self, now: float, fetch: bool) -> list[ShareRequest]:
+        """Requests to send now. fetch: the application is polling (a
+        ShareFetch may acquire records)."""
+        if self.fatal_error is not None:
+            error, self.fatal_error = self.fatal_error, None
+            raise error
+        buffered_nodes = {self.leaders.get(completed.partition) for completed in self.buffer}
+        by_node: dict[int, list[TopicPartition]] = {}
+        if fetch and not self.closing:
+            for tp in sorted(self.assignment):
+                leader = self.leaders.get(tp)
+                if leader is None or tp.topic not in self.topic_ids:
+                    self.metadata_wanted = True
+                    continue
+                by_node.setdefault(leader, []).append(tp)
+        if self.config["share_acquire_mode"] == "record_limit":
+            for node in by_node:
+                version = self.versions.get(node)
+                if version is not None and version < RENEW_VERSION:
+                    # a v1 broker would ignore the mode and hand out whole batches: say so, before anything moves
+                    raise UnsupportedVersionError("share_acquire_mode='record_limit' needs ShareFetch v2 (KIP-1206); "
+                                                  "broker {0} speaks v{1}".format(node, version))
+        acks_by_node: dict[int, list[TopicPartition]] = {}
+        for tp, acks in self.acks.items():
+            if not acks.pending:
+                continue
+            leader = self.leaders.get(tp)
+            if leader is None or tp.topic not in self.topic_ids:
+                self.metadata_wanted = True
+                continue
+            acks_by_node.setdefault(leader, []).append(tp)
+        requests: list[ShareRequest] = []
+        nodes = set(by_node) | set(acks_by_node)
+        if self.closing:
+            nodes |= {node for node, session in self.sessions.items() if session.is_open}
+        for node in sorted(nodes):
+            if node in self.in_flight:
+                continue
+            session = self.sessions.get(node)
+            if session is None:
+                session = self.sessions[node] = ShareSession(node)
+            ack_tps = acks_by_node.get(node, [])
+            if self.closing:
+                if session.is_open:
+                    requests.append(self._acknowledge(session, ack_tps, closing=True))
+                else:
+                    self._fail_acks(ack_tps, _no_session(node))
+                continue
+            fetch_tps = by_node.get(node, []) if node not in buffered_nodes else []
+            if not session.is_open and ack_tps:
+                # a new session cannot carry them: the records went with the old one
+                self._fail_acks(ack_tps, _no_session(node))
+                ack_tps = []
+            renewing = any(self.acks[tp].has_renew() for tp in ack_tps)
+            if fetch_tps and not renewing:
+                requests.append(self._fetch(session, fetch_tps, ack_tps))
+            elif ack_tps and (renewing or not by_node.get(node)):
+                # a commit or close (fetch=False), a RENEW (its lock is running out), or a leader this
+                # member fetches nothing from: no ShareFetch will carry them
+                requests.append(self._acknowledge(session, ack_tps, closing=False))
+            # else: the leader's records are still buffered; the acknowledgements ride the ShareFetch
+            # that follows once the application has taken them (Java's rule: poll's acknowledgements
+            # go with the next fetch), or a commit sends them
+        return requests
+
+    def _take_acks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[int, int]]:
+        return {tp: self.acks[tp].take() for tp in tps if self.acks[tp].pending}
+
+    def _topics(self, partitions: Mapping[TopicPartition, dict[int, int] | None]) -> list[dict[str, Any]]:
+        """{tp: acks or None} -> the request's topics (by id, in order)."""
+        topics: dict[bytes, list[dict[str, Any]]] = {}
+        for tp, acks in partitions.items():
+            entry: dict[str, Any] = {"partition_index": tp.partition}
+            entry["acknowledgement_batches"] = [batch._asdict() for batch in to_batches(acks or {})]
+            topics.setdefault(self.topic_ids[tp.topic], []).append(entry)
+        return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]
+
+    def _fetch(self, session: ShareSession, fetch_tps: list[TopicPartition],
+               ack_tps: list[TopicPartition]) -> ShareRequest:
+        wanted: list[SessionPartition] = [(self.topic_ids[tp.topic], tp.partition) for tp in fetch_tps]
+        epoch, added, forgotten = session.build_fetch(wanted)
+        acks = self._take_acks(ack_tps)
+        by_key = {(self.topic_ids[tp.topic], tp.partition): tp for tp in fetch_tps}
+        named: dict[TopicPartition, dict[int, int] | None] = {by_key[key]: None for key in added}
+        for tp, tp_acks in acks.items():
+            named[tp] = tp_acks
+        forgotten_topics: dict[bytes, list[int]] = {}
+        for topic_id, partition in forgotten:
+            forgotten_topics.setdefault(topic_id, []).append(partition)
+        config = self.config
+        body = {
+            "group_id": self.group_id, "member_id": self.member_id, "share_session_epoch": epoch,
+            "max_wait_ms": config["fetch_max_wait_ms"], "min_bytes": config["fetch_min_bytes"],
+            "max_bytes": config["fetch_max_bytes"], "max_records": config["max_poll_records"],
+            "batch_size": config["max_poll_records"],
+            "share_acquire_mode": ACQUIRE_MODES[config["share_acquire_mode"]],
+            "topics": self._topics(named),
+            "forgotten_topics_data": [{"topic_id": t, "partitions": p} for t, p in forgotten_topics.items()],
+        }
+        token = ShareFetchToken("ShareFetch", session.node_id, acks, True, epoch, False)
+        self.in_flight[session.node_id] = token
+        # the broker may hold a ShareFetch for max_wait_ms: the answer's timeout includes it
+        timeout = config["request_timeout_ms"] + config["fetch_max_wait_ms"]
+        return ShareRequest(session.node_id, "ShareFetch", body, timeout, token)
+
+    def _acknowledge(self, session: ShareSession, ack_tps: list[TopicPartition], closing: bool) -> ShareRequest:
+        acks = self._take_acks(ack_tps)
+        epoch = session.close_epoch() if closing else session.epoch
+        body: dict[str, Any] = {
+            "group_id": self.group_id, "member_id": self.member_id, "share_session_epoch": epoch,
+            "topics": self._topics(dict(acks)),
+        }
+        if any(AcknowledgeType.RENEW in tp_acks.values() for tp_acks in acks.values()):
+            body["is_renew_ack"] = True
+        token = ShareFetchToken("ShareAcknowledge", session.node_id, acks, False, epoch, closing)
+        self.in_flight[session.node_id] = token
+        return ShareRequest(session.node_id, "ShareAcknowledge", body, self.config["request_timeout_ms"], token)
+
+    def _fail_acks(self, tps: Iterable[TopicPartition], error: KafkaError) -> None:
+        for tp in tps:
+            taken = self.acks[tp].take()
+            self.acks[tp].answered(taken)
+            if taken:
+                self.results.append(AckResult(tp, frozenset(taken), error))
+
+    # --- answers -----------------------------------------------------------------------------------
+    def owns(self, token: object) -> bool:
+        return isinstance(token, ShareFetchToken) and self.in_flight.get(token.node_id) is token
+
+    def on_response(self, token: object, response: Any, now: float) -> None:
+        if not self.owns(token):
+            return
+        assert isinstance(token, ShareFetchToken)
+        del self.in_flight[token.node_id]
+        session = self.sessions[token.node_id]
+        if isinstance(response, BaseException):
+            # a lost connection or a timeout: the broker's session state is unknown; start anew
+            log.info("%s to broker %s failed: %s", token.what, token.node_id, response)
+            session.reset()
+            error = response if isinstance(response, KafkaError) else KafkaError(repr(response))
+            self._settle(token, {}, error)
+            self.metadata_wanted = True
+            if not error.retriable:
+                # the client's parse-failure policy gave up on this broker's answers: the application hears it
+                self.fatal_error = error
+            return
+        code = response["error_code"]
+        session.answered(code)
+        lock = response.get("acquisition_lock_timeout_ms")
+        if lock:
+            self.acquisition_lock_timeout_ms = lock
+        if code:
+            cls = for_code(code)
+            error = cls("{0}: {1}".format(token.what, response.get("error_message") or ""))
+            log.info("%s to broker %s: %s", token.what, token.node_id, error)
+            self._settle(token, {}, error)
+            if not (cls.retriable or cls.invalid_metadata or code in codes.SESSION_ERRORS):
+                self.fatal_error = error
+            elif cls.invalid_metadata:
+                self.metadata_wanted = True
+            return
+        answered: dict[TopicPartition, KafkaError | None] = {}
+        names = {topic_id: name for name, topic_id in self.topic_ids.items()}
+        for topic in response["responses"]:
+            name = names.get(topic["topic_id"])
+            if name is None:
+                continue  # a topic deleted meanwhile: its records cannot be named
+            for part in topic["partitions"]:
+                tp = TopicPartition(name, part["partition_index"])
+                answered[tp] = self._partition_answer(token, tp, topic["topic_id"], part)
+        self._settle(token, answered, None)
+
+    def _partition_answer(self, token: ShareFetchToken, tp: TopicPartition, topic_id: bytes,
+                          part: Mapping[str, Any]) -> KafkaError | None:
+        """One partition of an answer; returns its acknowledgement error."""
+        ack_code = part.get("acknowledge_error_code", 0) if token.fetched else part["error_code"]
+        ack_error = None
+        if ack_code:
+            ack_error = for_code(ack_code)("{0} acknowledgements: {1}".format(
+                tp, part.get("acknowledge_error_message" if token.fetched else "error_message") or ""))
+        if not token.fetched:
+            if ack_code and for_code(ack_code).invalid_metadata:
+                self.metadata_wanted = True
+            return ack_error
+        code = part["error_code"]
+        if code:
+            reaction = codes.reaction(code)
+            error = for_code(code)("ShareFetch {0}: {1}".format(tp, part.get("error_message") or ""))
+            if reaction == codes.REFRESH_METADATA:
+                self.metadata_wanted = True
+            elif reaction == codes.FAIL:
+                self.fatal_error = error
+            log.debug("ShareFetch %s: %s", tp, error)
+        acquired = self._checked_acquired(tp, part["acquired_records"])
+        if acquired and tp in self.assignment:
+            self.buffer.append(CompletedShareFetch(tp, topic_id, part["records"] or b"", acquired))
+        elif acquired:
+            # acquired for a partition this member no longer holds: hand it back
+            self._release(CompletedShareFetch(tp, topic_id, b"", acquired))
+        return ack_error
+
+    def _checked_acquired(self, tp: TopicPartition, ranges: Iterable[Mapping[str, int]]) -> list[tuple[int, int, int]]:
+        """A partition's AcquiredRecords, or [] and a typed error for the
+        application when they cannot be true (unsorted, overlapping, bad
+        counts) or name more offsets than MAX_ACQUIRED_OFFSETS: nothing of
+        them is buffered or acknowledged, and the broker delivers them again
+        when their lock expires."""
+        try:
+            acquired = checked_acquired([(r["first_offset"], r["last_offset"], r["delivery_count"]) for r in ranges],
+                                        tp.topic, tp.partition)
+        except InvalidAcquiredRecordsError as exc:
+            self.fatal_error = exc
+            return []
+        span = sum(last - first + 1 for first, last, _ in acquired)
+        if span > MAX_ACQUIRED_OFFSETS:
+            self.fatal_error = InvalidAcquiredRecordsError(
+                "{0} acquired offsets in one answer, more than the {1} a share consumer tracks".format(
+                    span, MAX_ACQUIRED_OFFSETS), tp.topic, tp.partition, 0)
+            return []
+        return acquired
+
+    def _settle(self, token: ShareFetchToken, answered: Mapping[TopicPartition, KafkaError | None],
+                error: KafkaError | None) -> None:
+        for tp, offsets in token.acks.items():
+            self.acks[tp].answered(offsets)
+            result = error if error is not None else answered.get(tp)
+            self.results.append(AckResult(tp, frozenset(offsets), result))
+        if token.closing:
+            self.sessions[token.node_id].reset()
+            self.sessions[token.node_id].closed = True
+
+    # --- handing records out -----------------------------------------------------------------------
+    def buffered(self) -> bool:
+        return bool(self.buffer)
+
+    def _decode_args(self, completed: CompletedShareFetch, acquired: list[tuple[int, int, int]],
+                     arrow: bool) -> dict[str, Any]:
+        from fastkc.config import decode_budget
+
+        max_decompressed, max_records, _ = decode_budget(self.config)
+        args = {"topic": completed.partition.topic, "partition": completed.partition.partition,
+                "acquired": acquired, "check_crcs": self.config["check_crcs"],
+                "max_decompressed_bytes": max_decompressed, "max_batch_records": max_records}
+        if not arrow:  # Arrow columns hold the bytes as they are
+            args["key_deserializer"] = self.config["key_deserializer"]
+            args["value_deserializer"] = self.config["value_deserializer"]
+        return args
+
+    def _first_decode(self, completed: CompletedShareFetch, arrow: bool) -> None:
+        """Decode a completed fetch for the first time: its gaps become GAP
+        acknowledgements, its released offsets RELEASE; a decoding error
+        settles it and is raised."""
+        decoder = self._decode_arrow if arrow else self._decode
+        assert decoder is not None
+        try:
+            out = decoder(completed.data, **self._decode_args(completed, completed.acquired, arrow))
+        except Exception as exc:
+            self.buffer.remove(completed)
+            self._settle_failed_decode(completed, exc)
+            raise
+        # both forms answer ShareDecoded(records, gaps, released): records a list or an Arrow batch
+        if arrow:
+            completed.arrow = out.records
+        else:
+            completed.decoded = collections.deque(out.records)
+        acks = self._partition_acks(completed.partition)
+        settled: set[int] = set()
+        for ranges, kind in ((out.gaps, GAP), (getattr(out, "released", None) or (), int(AcknowledgeType.RELEASE))):
+            # gaps: acquired offsets without a record (archived by GAP); released: offsets inside a cut
+            # trailing batch, which may hold records these bytes lack (delivered again by RELEASE)
+            for first, last in ranges:
+                for offset in range(first, last + 1):
+                    acks.pending[offset] = kind
+                    settled.add(offset)
+        offsets = completed.acquired_offsets()
+        completed.remaining = {o: c for o, c in offsets.items() if o not in settled}
+
+    def _settle_failed_decode(self, completed: CompletedShareFetch, exc: BaseException) -> None:
+        """A fetch that failed to decode hands out nothing: its gaps (the
+        decoder's `.share`, when it says) are GAP, everything else acquired is
+        RELEASEd. Java REJECTs a corrupt batch; fastkc releases it, so a fault
+        on the way (a proxy, a bit flip) costs a redelivery, not the records,
+        and a batch corrupt on the broker's disk is archived by the broker
+        once group.share.delivery.count.limit is reached."""
+        acks = self._partition_acks(completed.partition)
+        failure = getattr(exc, "share", None)
+        gaps: set[int] = set()
+        for first, last in getattr(failure, "gaps", None) or ():
+            gaps.update(range(first, last + 1))
+        for offset in completed.acquired_offsets():
+            acks.pending[offset] = GAP if offset in gaps else int(AcknowledgeType.RELEASE)
+        log.warning("%s: acquired records %s could not be decoded (%s); released", completed.partition,
+                    _runs(completed.acquired_offsets())[:3], exc)
+
+    def _redecode(self, completed: CompletedShareFetch, arrow: bool) -> None:
+        """A remainder asked for in the other form: decode again, only the
+        offsets not handed out."""
+        decoder = self._decode_arrow if arrow else self._decode
+        assert decoder is not None and completed.remaining is not None
+        out = decoder(completed.data, **self._decode_args(completed, _runs(completed.remaining), arrow))
+        completed.arrow = completed.decoded = None
+        if arrow:
+            completed.arrow = out.records
+        else:
+            completed.decoded = collections.deque(out.records)
+
+    def hand_out(self, max_records: int) -> dict[TopicPartition, list[Any]]:
+        """Up to max_records buffered records (decoded now), which become
+        delivered."""
+        out: dict[TopicPartition, list[Any]] = {}
+        count = 0
+        while self.buffer and count < max_records:
+            completed = self.buffer[0]
+            if completed.remaining is None:
+                self._first_decode(completed, arrow=False)
+            elif completed.decoded is None:
+                self._redecode(completed, arrow=False)
+            assert completed.decoded is not None and completed.remaining is not None
+            acks = self._partition_acks(completed.partition)
+            records = out.setdefault(completed.partition, [])
+            while completed.decoded and count < max_records:
+                record = completed.decoded.popleft()
+                acks.deliver(record.offset, record.delivery_count)
+                completed.remaining.pop(record.offset, None)
+                records.append(record)
+                count += 1
+            if not completed.decoded:
+                self._finish(completed)
+            if not records:
+                del out[completed.partition]
+        return out
+
+    def hand_out_arrow(self, max_records: int) -> list[Any]:
+        """Up to max_records buffered records as Arrow batches (one per
+        partition fetch), which become delivered."""
+        batches: list[Any] = []
+        count = 0
+        while self.buffer and count < max_records:
+            completed = self.buffer[0]
+            if completed.remaining is None:
+                self._first_decode(completed, arrow=True)
+            elif completed.arrow is None:
+                self._redecode(completed, arrow=True)
+            assert completed.remaining is not None
+            batch = completed.arrow
+            take = min(batch.num_rows, max_records - count)
+            part, rest = batch.slice(0, take), batch.slice(take)
+            acks = self._partition_acks(completed.partition)
+            for offset, delivery_count in zip(part.column("offset").to_pylist(),
+                                              part.column("delivery_count").to_pylist()):
+                acks.deliver(offset, delivery_count)
+                completed.remaining.pop(offset, None)
+            if take:
+                batches.append(part)
+            count += take
+            completed.arrow = rest
+            completed.decoded = None
+            if rest.num_rows == 0:
+                self._finish(completed)
+        return batches
+
+    def _finish(self, completed: CompletedShareFetch) -> None:
+        self.buffer.popleft()
+        if completed.remaining:
+            # acquired offsets the decoder gave no record and no gap for: never leave them acquired
+            log.warning("%s: acquired offsets %s had no record; releasing them", completed.partition,
+                        sorted(completed.remaining)[:10])
+            acks = self._partition_acks(completed.partition)
+            for offset in completed.remaining:
+                acks.pending[offset] = int(AcknowledgeType.RELEASE)
+            completed.remaining = {}
+
+
+def _no_session(node: int) -> KafkaError:
+    from fastkc.errors import ShareSessionNotFoundError
+
+    return ShareSessionNotFoundError(
+        "the share session with broker {0} was lost; the broker released its records (they are delivered "
+        "again)".format(node))

@@ -1,0 +1,49 @@
+"""Share-group (KIP-932) helpers for the tests and the bench, on the real broker.
+
+A share group starts reading at the LATEST offset unless its group config
+`share.auto.offset.reset` says otherwise, and that config must be in place
+before the first member joins (the broker fixes a partition's start offset
+when the group first acquires records from it). Group configs are set with
+IncrementalAlterConfigs on a GROUP resource; confluent-kafka's AdminClient
+sends it, so no fastkc code is involved in preparing what fastkc is tested on.
+"""
+import time
+
+# Kafka's accepted values (GroupConfig in Kafka 4.3.1); "by_duration:<ISO-8601>" also exists.
+AUTO_OFFSET_RESETS = ("earliest", "latest")
+
+
+def set_group_configs(bootstrap, group, configs, *, timeout=30.0):
+    """Set (incrementally) the given group configs of share group `group`,
+    then wait until DescribeConfigs shows them: the coordinator applies an
+    alteration through its log, and a member joining before that would start
+    with the old values."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    wanted = {name: str(value) for name, value in configs.items()}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in wanted.items()])
+    (future,) = admin.incremental_alter_configs([resource], request_timeout=timeout).values()
+    future.result(timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        (described,) = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)],
+                                              request_timeout=timeout).values()
+        entries = described.result(timeout)
+        seen = {name: entries[name].value for name in wanted if name in entries}
+        if seen == wanted:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError("group {0}: configs {1} still read {2} after {3}s".format(group, wanted, seen, timeout))
+        time.sleep(0.1)
+
+
+def set_share_auto_offset_reset(bootstrap, group, reset="earliest", *, timeout=30.0):
+    """Make share group `group` start at the `reset` end of each partition
+    ("earliest" to read what was written before the first member joined).
+    Call it before the group's first member joins."""
+    if reset not in AUTO_OFFSET_RESETS and not reset.startswith("by_duration:"):
+        raise ValueError("share.auto.offset.reset is earliest, latest or by_duration:<ISO-8601 duration>, "
+                         "not {0!r}".format(reset))
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": reset}, timeout=timeout)

@@ -1134,13 +1134,18 @@ void fkc_scan_blob(const uint8_t *data, size_t len, fkc_scan_info *info)
         const uint8_t *p = data + pos;
         int64_t base_offset = (int64_t)fkc_load_be64(p);
         int64_t next; /* fkc_frame_entry proved it fits */
+        int codec;    /* the low three bits of Attributes: v2 int16 at 21, legacy int8 at 17 */
         if (p[16] == 2) {
             next = base_offset + (int64_t)(int32_t)fkc_load_be32(p + 23) + 1;
             info->leader_epoch = (int32_t)fkc_load_be32(p + 12);
+            codec = p[22] & 0x07;
         } else {
             next = base_offset + 1; /* a wrapper's offset is that of its last inner message */
             info->leader_epoch = -1;
+            codec = p[17] & 0x07;
         }
+        if (codec == FKC_CODEC_GZIP || codec == FKC_CODEC_SNAPPY || codec == FKC_CODEC_ZSTD)
+            info->slow_codec_bytes += entry_len;
         if (next > info->next_offset)
             info->next_offset = next;
         info->entries++;

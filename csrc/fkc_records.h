@@ -180,6 +180,11 @@ typedef struct fkc_scan_info {
     int64_t tail_offset;    /* BaseOffset of the cut / malformed entry, -1 when fewer than 8 bytes */
     int64_t tail_size;      /* its declared size with the 12-byte log overhead, -1 when unreadable */
     char reason[128];       /* why the tail is malformed */
+    /* bytes of the complete entries compressed with gzip, snappy or zstd:
+     * the codecs whose decompression costs milliseconds per MiB (lz4 and
+     * none cost a fraction of one), so a driver that must not hold its
+     * thread (fastkc.aio's event loop) decodes those fetches elsewhere */
+    size_t slow_codec_bytes;
 } fkc_scan_info;
 
 void fkc_scan_blob(const uint8_t *data, size_t len, fkc_scan_info *info);

@@ -157,6 +157,9 @@ class ScanInfo(typing.NamedTuple):
     tail_offset: int
     tail_size: int
     reason: str
+    # bytes of the complete entries compressed with gzip, snappy or zstd
+    # (the codecs that cost milliseconds per MiB to decompress)
+    slow_codec_bytes: int = 0
 
 
 # --- Fetch response, as parsed by the compiled core (fastkc/_core/fetch.py)

@@ -150,6 +150,7 @@ cdef extern from "fkc_records.h":
         int64_t tail_offset
         int64_t tail_size
         char reason[128]
+        size_t slow_codec_bytes
     void fkc_scan_blob(const uint8_t *data, size_t length, fkc_scan_info *info) nogil
     enum:
         FKC_CHECK_OK
@@ -893,7 +894,8 @@ def scan_blob(data):
     """Backend contract: see fastkc/_backend.py. The framing of a records
     blob from entry headers only: ScanInfo(complete_bytes, entries,
     next_offset (None without a complete entry), leader_epoch, tail
-    ('none' | 'cut' | 'malformed'), tail_offset, tail_size, reason)."""
+    ('none' | 'cut' | 'malformed'), tail_offset, tail_size, reason,
+    slow_codec_bytes)."""
     cdef Py_buffer view
     cdef fkc_scan_info info
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
@@ -904,7 +906,8 @@ def scan_blob(data):
         PyBuffer_Release(&view)
     return _ScanInfo(info.complete_bytes, info.entries, info.next_offset if info.entries else None,
                      info.leader_epoch, _TAILS[info.tail], info.tail_offset, info.tail_size,
-                     info.reason.decode("utf-8", "replace") if info.tail == FKC_TAIL_MALFORMED else "")
+                     info.reason.decode("utf-8", "replace") if info.tail == FKC_TAIL_MALFORMED else "",
+                     info.slow_codec_bytes)
 
 
 from fastkc.structs import ScanInfo as _ScanInfo

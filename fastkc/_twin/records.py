@@ -801,22 +801,27 @@ def scan_blob(data: _Buffer) -> ScanInfo:
     entries = 0
     next_offset: int | None = None
     epoch = -1
+    slow = 0  # bytes of complete entries compressed with gzip, snappy or zstd
     while True:
         kind, entry_len, reason = _frame_entry(buf, pos, n)
         if kind == "end":
-            return ScanInfo(pos, entries, next_offset, epoch, "none", -1, -1, "")
+            return ScanInfo(pos, entries, next_offset, epoch, "none", -1, -1, "", slow)
         if kind != "complete":
             avail = n - pos
             tail_offset = struct.unpack_from(">q", buf, pos)[0] if avail >= 8 else -1
             tail_size = struct.unpack_from(">i", buf, pos + 8)[0] + _LOG_OVERHEAD if avail >= 12 else -1
-            return ScanInfo(pos, entries, next_offset, epoch, kind, tail_offset, tail_size, reason)
+            return ScanInfo(pos, entries, next_offset, epoch, kind, tail_offset, tail_size, reason, slow)
         base_offset = struct.unpack_from(">q", buf, pos)[0]
         if buf[pos + 16] == 2:
             (epoch,) = struct.unpack_from(">i", buf, pos + 12)
             nxt = base_offset + struct.unpack_from(">i", buf, pos + 23)[0] + 1
+            codec = buf[pos + 22] & 0x07  # Attributes, int16 at 21
         else:
             epoch = -1
             nxt = base_offset + 1
+            codec = buf[pos + 17] & 0x07  # Attributes, int8 at 17
+        if codec in (1, 2, 4):  # gzip, snappy, zstd
+            slow += entry_len
         next_offset = nxt if next_offset is None else max(next_offset, nxt)
         entries += 1
         pos += entry_len

@@ -301,6 +301,7 @@ class PlannerMixin(MachineParts):
         complete = info.complete_bytes
         completed = CompletedFetch(tp, sent, data if complete == len(data) else data[:complete], aborted,
                                    next_offset, info.leader_epoch, complete)
+        completed.slow_codec_bytes = info.slow_codec_bytes
         if tally is not None:
             tally.pending += 1
             completed.tally = tally

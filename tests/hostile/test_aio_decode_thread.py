@@ -106,34 +106,43 @@ def test_large_compressed_batches_are_decoded_off_the_loop(decode_threads):
 
 
 @pytest.mark.timeout(90)  # the spin it guards against never yields to asyncio's own timeouts
-def test_many_small_batches_over_several_partitions_every_record_once():
+@pytest.mark.parametrize("codec", [bg.GZIP, bg.ZSTD, bg.LZ4, bg.NONE])
+def test_many_small_batches_over_several_partitions_every_record_once(codec):
     """Steps the size of a take: a take uses a prepared step up and names the
     same fetch for the next one, many times over (a finished preparation
-    must never stand for the next one: that spun for ever once)."""
+    must never stand for the next one: that spun for ever once). Fetches of
+    gzip or zstd batches are prepared on the decode thread; lz4 and
+    uncompressed ones, whose phase 1 costs less than the hand-off, are
+    decoded on the loop (fastkc.fetch.handout.worth_preparing)."""
     count, partitions = 40 * 512, 3
     batches = [(base, bg.record_batch(bg.records_from_values([b"%d" % i for i in range(base, base + 512)]),
-                                      base_offset=base, codec=bg.LZ4)) for base in range(0, count, 512)]
+                                      base_offset=base, codec=codec)) for base in range(0, count, 512)]
     with FakeBroker(topics={TOPIC: partitions}, records=count) as broker:
         broker.script("Fetch", answer(_serving(batches)))
 
         async def scenario():
             consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, max_partition_fetch_bytes=256 * 1024,
                                         **FAST)
+            watch = _Watch(consumer)
             await consumer.start()
             try:
                 tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
                 consumer.assign(tps)
                 got = await _drain(consumer, count * partitions)
-                return got, dict(consumer._machine.decode_steps)
+                return got, dict(consumer._machine.decode_steps), watch.threads
             finally:
                 await consumer.stop()
 
-        got, steps = asyncio.run(asyncio.wait_for(scenario(), 60))
+        got, steps, threads = asyncio.run(asyncio.wait_for(scenario(), 60))
     for p in range(partitions):
         mine = [r for r in got if r.partition == p]
         assert [r.offset for r in mine] == list(range(count)), p
         assert all(r.value == b"%d" % r.offset for r in mine)
-    assert steps["inline"] == 0 and steps["prepared"] > 0
+    if codec in (bg.GZIP, bg.ZSTD):
+        assert steps["inline"] == 0 and steps["prepared"] > 0, steps
+        assert set(threads) == {"fastkc-aio-decode_0"}
+    else:
+        assert steps["prepared"] == 0 and steps["inline"] > 0 and threads == [], steps
 
 
 BAD = 5  # the offset of the one-record batch with a wrong CRC

@@ -105,3 +105,20 @@ def test_batch_length_and_last_offset_delta_at_the_limits(backend):
     info = R.scan_blob(exact(bytes(batch)))
     assert info.tail == "cut" and info.tail_size == INT32_MAX + 12
     assert R.decode_partition(exact(bytes(batch))).records == []
+
+
+def test_scan_counts_the_bytes_of_slow_codecs(backend):
+    """scan_blob's slow_codec_bytes (what fastkc.aio decodes off its loop):
+    the complete entries compressed with gzip, snappy or zstd, v2 batches
+    and legacy wrappers alike; lz4, uncompressed and a cut tail count nothing."""
+    values = [b"value %d" % i * 20 for i in range(30)]
+    gzip = g.record_batch(g.records_from_values(values), base_offset=0, codec=g.GZIP)
+    lz4 = g.record_batch(g.records_from_values(values), base_offset=30, codec=g.LZ4)
+    zstd = g.record_batch(g.records_from_values(values), base_offset=60, codec=g.ZSTD)
+    plain = g.record_batch(g.records_from_values(values), base_offset=90)
+    snappy = g.legacy_wrapper(1, 129, [(None, values[i], 1_700_000_000_000) for i in range(10)], codec=g.SNAPPY)
+    cut = g.record_batch(g.records_from_values(values), base_offset=130, codec=g.GZIP)[:-10]
+    info = R.scan_blob(gzip + lz4 + zstd + plain + snappy + cut)
+    assert info.tail == "cut" and info.entries == 5
+    assert info.slow_codec_bytes == len(gzip) + len(zstd) + len(snappy)
+    assert R.scan_blob(lz4 + plain).slow_codec_bytes == 0

@@ -148,8 +148,10 @@ name, impl = _choose()
 
 if name == "c":
     from fastkc._core._fetch import grow_bytearray
-    from fastkc._core.fetch import MAX_VERSION as FETCH_MAX_VERSION
-    from fastkc._core.fetch import parse_fetch_response
+    from fastkc._core.fetch import MAX_VERSION as _COMPILED_FETCH_MAX_VERSION
+    from fastkc._core.fetch import parse_fetch_response as parse_fetch_response  # re-exported (the fetch planner)
+
+    FETCH_MAX_VERSION = _COMPILED_FETCH_MAX_VERSION
 else:
     from fastkc.protocol.messages import get_api as _get_api
 

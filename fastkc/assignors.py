@@ -48,7 +48,8 @@ like the Java client's. Protocol names match Java's and librdkafka's:
 import abc
 import enum
 import logging
-from collections import namedtuple
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fastkc.errors import IllegalArgumentError, IllegalStateError
 from fastkc.protocol.codec import _decode_struct, _encode_struct, _EncodeError
@@ -64,7 +65,33 @@ from fastkc.protocol.schema import parse_struct
 from fastkc.protocol.types import Reader, Writer, _Malformed
 from fastkc.structs import TopicPartition
 
+if TYPE_CHECKING:
+    from fastkc.client import BrokerMetadata, TopicMetadata
+
 log = logging.getLogger(__name__)
+
+#: {member_id: [TopicPartition]}: an assignment being built
+Lists = dict[str, list[TopicPartition]]
+#: what assign() returns: {member_id: Assignment}
+Assignments = dict[str, Assignment]
+#: what assign() takes as members: [GroupMember-like objects] (kafka-python's
+#: JoinGroupResponseMember too) or {member_id: subscription} (kafka-python 2)
+Members = Iterable[Any] | Mapping[str, Any]
+
+
+class PartitionSource(Protocol):
+    """What assign() reads of its cluster argument (StaticCluster; any
+    object with this method; partition_racks(topic) is optional)."""
+
+    def partitions_for_topic(self, topic: str) -> Collection[int] | None: ...
+
+
+class MetadataView(Protocol):
+    """What StaticCluster.from_metadata reads: `topics` (and `brokers`,
+    looked up with getattr)."""
+
+    @property
+    def topics(self) -> "Mapping[str, TopicMetadata]": ...
 
 DEFAULT_GENERATION = -1
 
@@ -80,7 +107,10 @@ class RebalanceProtocol(enum.IntEnum):
 
 #: One group member as an assignor sees it (the JoinGroup response member,
 #: its metadata decoded).
-GroupMember = namedtuple("GroupMember", ["member_id", "group_instance_id", "metadata"])
+class GroupMember(NamedTuple):
+    member_id: str
+    group_instance_id: str | None
+    metadata: Subscription
 
 
 class AbstractPartitionAssignor(abc.ABC):
@@ -88,22 +118,22 @@ class AbstractPartitionAssignor(abc.ABC):
 
     @property
     @abc.abstractmethod
-    def name(self):
+    def name(self) -> str:
         """The protocol name this assignor is announced under in JoinGroup."""
 
-    def supported_protocols(self):
+    def supported_protocols(self) -> list[RebalanceProtocol]:
         return [RebalanceProtocol.EAGER]
 
     @abc.abstractmethod
-    def assign(self, cluster, members):
+    def assign(self, cluster: PartitionSource, members: Members) -> Assignments:
         """{member_id: Assignment} for every member in `members`."""
 
     @abc.abstractmethod
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> Subscription:
         """The Subscription this member sends for `topics`."""
 
     @abc.abstractmethod
-    def on_assignment(self, assignment, generation):
+    def on_assignment(self, assignment: Assignment, generation: int) -> None:
         """Called with this member's Assignment once a rebalance completes."""
 
 
@@ -120,49 +150,52 @@ class StaticCluster:
     racks: {topic: {partition: iterable of the racks its replicas are on}}
     """
 
-    def __init__(self, partitions, racks=None):
-        self._partitions = {}
+    def __init__(self, partitions: Mapping[str, int | Iterable[int]],
+                 racks: Mapping[str, Mapping[int, Iterable[str]]] | None = None) -> None:
+        self._partitions: dict[str, frozenset[int]] = {}
         for topic, spec in partitions.items():
             ids = range(spec) if isinstance(spec, int) else spec
             self._partitions[topic] = frozenset(ids)
         self._racks = {t: {p: frozenset(r) for p, r in by_p.items()} for t, by_p in (racks or {}).items()}
 
     @classmethod
-    def from_metadata(cls, metadata):
+    def from_metadata(cls, metadata: MetadataView) -> "StaticCluster":
         """A snapshot of the client's metadata cache (fastkc.client's
         ClusterMetadata, or anything with `topics` {name: .partitions
         {partition: .replicas}} and `brokers` {node_id: .rack}): partitions
         per topic and the racks of each partition's replicas, which the
         leader's assignor needs for rack-aware assignment."""
-        partitions, racks = {}, {}
-        brokers = getattr(metadata, "brokers", None) or {}
+        partitions: dict[str, list[int]] = {}
+        racks: dict[str, dict[int, list[str]]] = {}
+        brokers: Mapping[int, BrokerMetadata] = getattr(metadata, "brokers", None) or {}
         for name, topic in metadata.topics.items():
             by_partition = topic.partitions
             if not by_partition:
                 continue
             partitions[name] = list(by_partition)
             racks[name] = {
-                p: [brokers[r].rack for r in meta.replicas if r in brokers and brokers[r].rack]
+                p: [rack for rack in (brokers[r].rack for r in meta.replicas if r in brokers) if rack]
                 for p, meta in by_partition.items()
             }
         return cls(partitions, racks)
 
-    def partitions_for_topic(self, topic):
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
         parts = self._partitions.get(topic)
         return set(parts) if parts is not None else None
 
-    def partition_racks(self, topic):
+    def partition_racks(self, topic: str) -> dict[int, frozenset[str]]:
         return dict(self._racks.get(topic, {}))
 
 
-def _members_of(members):
+def _members_of(members: Members) -> list[GroupMember]:
     """Normalise `members` to [GroupMember] in the order given. Metadata
     still in wire form (bytes) is decoded here; metadata without a `topics`
     attribute is refused rather than read as "subscribes to nothing"."""
+    given: Iterable[Any] = members
     if isinstance(members, dict):
-        members = [GroupMember(member_id, None, meta) for member_id, meta in members.items()]
-    out = []
-    for m in members:
+        given = [GroupMember(member_id, None, meta) for member_id, meta in members.items()]
+    out: list[GroupMember] = []
+    for m in given:
         meta = m.metadata
         if isinstance(meta, (bytes, bytearray, memoryview)):
             meta = decode_subscription(meta)
@@ -176,29 +209,29 @@ def _members_of(members):
     return out
 
 
-def _topics_of(subscription):
+def _topics_of(subscription: object) -> list[str]:
     return list(getattr(subscription, "topics", None) or ())
 
 
-def _owned_of(subscription):
-    out = []
+def _owned_of(subscription: object) -> list[TopicPartition]:
+    out: list[TopicPartition] = []
     for item in getattr(subscription, "owned_partitions", None) or ():
         topic, partitions = (item.topic, item.partitions) if hasattr(item, "topic") else item
         out.extend(TopicPartition(topic, p) for p in partitions)
     return out
 
 
-def _rack_of(subscription):
-    rack = getattr(subscription, "rack_id", None)
+def _rack_of(subscription: object) -> str | None:
+    rack: str | None = getattr(subscription, "rack_id", None)
     return rack or None  # Java treats "" as no rack
 
 
-def _generation_of(subscription):
-    gen = getattr(subscription, "generation_id", DEFAULT_GENERATION)
+def _generation_of(subscription: object) -> int:
+    gen: int | None = getattr(subscription, "generation_id", DEFAULT_GENERATION)
     return DEFAULT_GENERATION if gen is None or gen < 0 else gen
 
 
-def _member_sort_key(member):
+def _member_sort_key(member: GroupMember) -> tuple[int, bytes]:
     """Java's MemberInfo order: static members by instance id first, then
     dynamic ones by member id."""
     if member.group_instance_id is not None:
@@ -206,7 +239,7 @@ def _member_sort_key(member):
     return (1, java_string_key(member.member_id))
 
 
-def _sorted_members(members):
+def _sorted_members(members: Iterable[GroupMember]) -> list[GroupMember]:
     """Members in Java's MemberInfo order. Java sorts (stably) a list built
     from its HashMap of members, so members that compare equal (static
     members sharing an instance id, which a live group does not allow but a
@@ -215,7 +248,7 @@ def _sorted_members(members):
     return sorted((by_id[mid] for mid in java_hash_order(list(by_id))), key=_member_sort_key)
 
 
-def _java_string_hash(s):
+def _java_string_hash(s: str) -> int:
     data = java_string_key(s)
     h = 0
     for i in range(0, len(data), 2):
@@ -223,30 +256,30 @@ def _java_string_hash(s):
     return h
 
 
-def java_hash_order(keys):
+def java_hash_order(keys: Iterable[str]) -> list[str]:
     """The iteration order of a java.util.HashMap (or HashSet) of these
     string keys, inserted in the given order with default sizing: by bucket
     ((h ^ h >>> 16) & (capacity - 1)), insertion order within a bucket (a
     resize keeps it). Buckets of 8+ colliding keys, which Java turns into
     trees, are not modelled. Java's sticky assignor decides some ties by this
     order, so reproducing its output needs it."""
-    keys = list(keys)
+    ordered = list(keys)
     capacity = 16
-    while len(keys) > capacity * 3 // 4:
+    while len(ordered) > capacity * 3 // 4:
         capacity *= 2
 
-    def bucket(key):
+    def bucket(key: str) -> int:
         h = _java_string_hash(key)
         return (h ^ (h >> 16)) & (capacity - 1)
 
-    return sorted(keys, key=bucket)  # stable: insertion order within a bucket
+    return sorted(ordered, key=bucket)  # stable: insertion order within a bucket
 
 
-def _partitions_per_topic(cluster, topics):
+def _partitions_per_topic(cluster: PartitionSource, topics: Iterable[str]) -> dict[str, list[int]]:
     """{topic: sorted partition ids} for the topics with known partitions,
     in the iteration order of Java's HashMap of them (which fixes the order
     partitions are added to a range member's list)."""
-    out = {}
+    out: dict[str, list[int]] = {}
     for topic in java_hash_order(topics):
         parts = cluster.partitions_for_topic(topic)
         if parts:
@@ -256,14 +289,15 @@ def _partitions_per_topic(cluster, topics):
     return {t: out[t] for t in java_hash_order(list(out))}
 
 
-def _partition_racks(cluster, topic):
-    fn = getattr(cluster, "partition_racks", None)
+def _partition_racks(cluster: PartitionSource, topic: str) -> dict[int, frozenset[str]]:
+    fn: Callable[[str], Mapping[int, Iterable[str]] | None] | None = getattr(cluster, "partition_racks", None)
     if fn is None:
         return {}
     return {p: frozenset(r for r in racks if r) for p, racks in (fn(topic) or {}).items()}
 
 
-def _use_rack_aware(consumer_racks, partition_racks_union, racks_per_partition, prefer=False):
+def _use_rack_aware(consumer_racks: Iterable[str], partition_racks_union: Iterable[str],
+                    racks_per_partition: Mapping[TopicPartition, frozenset[str]], prefer: bool = False) -> bool:
     """Java's rule: rack-aware only when some consumer rack hosts a replica,
     and (unless preferred) when not every partition is on every rack anyway."""
     if not consumer_racks or not (set(consumer_racks) & set(partition_racks_union)):
@@ -274,15 +308,15 @@ def _use_rack_aware(consumer_racks, partition_racks_union, racks_per_partition, 
     return not all(r == union for r in racks_per_partition.values())
 
 
-def _assignments(member_ids, lists):
+def _assignments(member_ids: Iterable[str], lists: Mapping[str, list[TopicPartition]]) -> Assignments:
     return {m: Assignment(HIGHEST_VERSION, group_by_topic(lists.get(m, []), sort=False), None) for m in member_ids}
 
 
-def _all_topics(members):
+def _all_topics(members: Iterable[GroupMember]) -> list[str]:
     """All subscribed topics, in the insertion order of Java's HashSet built
     by iterating the members' HashMap (topics of a member in the order its
     subscription lists them)."""
-    seen = {}
+    seen: dict[str, None] = {}
     by_id = {m.member_id: m for m in members}
     for mid in java_hash_order(list(by_id)):
         for topic in _topics_of(by_id[mid].metadata):
@@ -296,7 +330,8 @@ def _all_topics(members):
 class _TopicRangeState:
     """One topic's state while the range assignor works through it."""
 
-    def __init__(self, topic, partitions, consumers, replica_racks):
+    def __init__(self, topic: str, partitions: list[int], consumers: list[tuple[str, str | None]],
+                 replica_racks: Mapping[int, frozenset[str]]) -> None:
         self.topic = topic
         # consumers: [(member_id, rack or None)] in member order
         self.consumers = consumers
@@ -306,26 +341,27 @@ class _TopicRangeState:
         self.per_consumer = len(partitions) // len(consumers) if consumers else 0
         self.with_extra = len(partitions) % len(consumers) if consumers else 0
         racks_here = {rack for _, rack in consumers if rack is not None}
+        self.partition_racks: dict[TopicPartition, frozenset[str]]
         if racks_here:
             self.partition_racks = {TopicPartition(topic, p): replica_racks.get(p, frozenset()) for p in partitions}
         else:
             self.partition_racks = {}
-        union = set()
+        union: set[str] = set()
         for racks in self.partition_racks.values():
             union |= racks
         self.needs_rack_aware = _use_rack_aware(racks_here, union, self.partition_racks)
 
-    def racks_match(self, consumer, tp):
+    def racks_match(self, consumer: str, tp: TopicPartition) -> bool:
         rack = self.rack_of.get(consumer)
         if rack is None:
             return True
         return rack in self.partition_racks.get(tp, ())
 
-    def max_assignable(self, consumer):
+    def max_assignable(self, consumer: str) -> int:
         room = self.per_consumer + (1 if self.with_extra > 0 else 0) - self.assigned_count[consumer]
         return max(0, room)
 
-    def on_assigned(self, consumer, tps):
+    def on_assigned(self, consumer: str, tps: list[TopicPartition]) -> None:
         self.assigned_count[consumer] += len(tps)
         if self.assigned_count[consumer] > self.per_consumer:
             self.with_extra -= 1
@@ -348,13 +384,13 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
     name = "range"
     version = HIGHEST_VERSION
 
-    def assign(self, cluster, members):
-        members = _members_of(members)
-        ordered = _sorted_members(members)
-        rack_of = {m.member_id: _rack_of(m.metadata) for m in members}
-        per_topic = _partitions_per_topic(cluster, _all_topics(members))
-        subscribed = {m.member_id: set(_topics_of(m.metadata)) for m in members}
-        states = []
+    def assign(self, cluster: PartitionSource, members: Members) -> Assignments:
+        group = _members_of(members)
+        ordered = _sorted_members(group)
+        rack_of = {m.member_id: _rack_of(m.metadata) for m in group}
+        per_topic = _partitions_per_topic(cluster, _all_topics(group))
+        subscribed = {m.member_id: set(_topics_of(m.metadata)) for m in group}
+        states: list[_TopicRangeState] = []
         for topic, partitions in per_topic.items():
             consumers = [(m.member_id, rack_of[m.member_id]) for m in ordered if topic in subscribed[m.member_id]]
             if not consumers:
@@ -362,7 +398,7 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
             racks = _partition_racks(cluster, topic) if any(r for _, r in consumers) else {}
             states.append(_TopicRangeState(topic, partitions, consumers, racks))
 
-        lists = {m.member_id: [] for m in members}
+        lists: Lists = {m.member_id: [] for m in group}
         rack_aware = any(s.needs_rack_aware for s in states)
         if rack_aware:
             self._assign_with_rack_matching(states, lists)
@@ -371,14 +407,15 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
         if rack_aware:
             for parts in lists.values():
                 parts.sort(key=lambda tp: (java_string_key(tp.topic), tp.partition))
-        return _assignments([m.member_id for m in members], lists)
+        return _assignments([m.member_id for m in group], lists)
 
     @staticmethod
-    def _assign(consumer, tps, state, lists):
+    def _assign(consumer: str, tps: list[TopicPartition], state: _TopicRangeState, lists: Lists) -> None:
         lists[consumer].extend(tps)
         state.on_assigned(consumer, tps)
 
-    def _assign_ranges(self, state, may_assign, lists):
+    def _assign_ranges(self, state: _TopicRangeState, may_assign: Callable[[str, TopicPartition], bool],
+                       lists: Lists) -> None:
         for consumer, _ in state.consumers:
             if not state.unassigned:
                 break
@@ -387,8 +424,8 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
             if picked:
                 self._assign(consumer, picked, state, lists)
 
-    def _assign_with_rack_matching(self, states, lists):
-        groups = {}
+    def _assign_with_rack_matching(self, states: list[_TopicRangeState], lists: Lists) -> None:
+        groups: dict[tuple[tuple[tuple[str, str | None], ...], int], list[_TopicRangeState]] = {}
         for state in states:
             key = (tuple(state.consumers), len(state.partition_racks))
             groups.setdefault(key, []).append(state)
@@ -398,7 +435,8 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
             elif group[0].needs_rack_aware:
                 self._assign_ranges(group[0], group[0].racks_match, lists)
 
-    def _assign_co_partitioned(self, consumers, num_partitions, group, lists):
+    def _assign_co_partitioned(self, consumers: Sequence[tuple[str, str | None]], num_partitions: int,
+                               group: list[_TopicRangeState], lists: Lists) -> None:
         remaining = [c for c, _ in consumers]
         for p in range(num_partitions):
             tps = [TopicPartition(s.topic, p) for s in group]
@@ -418,10 +456,10 @@ class RangePartitionAssignor(AbstractPartitionAssignor):
                 if not remaining:
                     break
 
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> Subscription:
         return Subscription(self.version, sorted(topics, key=java_string_key), None)
 
-    def on_assignment(self, assignment, generation):
+    def on_assignment(self, assignment: Assignment, generation: int) -> None:
         pass
 
 
@@ -441,12 +479,12 @@ class RoundRobinPartitionAssignor(AbstractPartitionAssignor):
     name = "roundrobin"
     version = HIGHEST_VERSION
 
-    def assign(self, cluster, members):
-        members = _members_of(members)
-        ordered = _sorted_members(members)
-        subscribed = {m.member_id: set(_topics_of(m.metadata)) for m in members}
-        lists = {m.member_id: [] for m in members}
-        topics = sorted({t for m in members for t in _topics_of(m.metadata)}, key=java_string_key)
+    def assign(self, cluster: PartitionSource, members: Members) -> Assignments:
+        group = _members_of(members)
+        ordered = _sorted_members(group)
+        subscribed = {m.member_id: set(_topics_of(m.metadata)) for m in group}
+        lists: Lists = {m.member_id: [] for m in group}
+        topics = sorted({t for m in group for t in _topics_of(m.metadata)}, key=java_string_key)
         cursor = 0
         for topic in topics:
             parts = cluster.partitions_for_topic(topic)
@@ -459,12 +497,12 @@ class RoundRobinPartitionAssignor(AbstractPartitionAssignor):
                     cursor = (cursor + 1) % len(ordered)
                 lists[ordered[cursor].member_id].append(TopicPartition(topic, p))
                 cursor = (cursor + 1) % len(ordered)
-        return _assignments([m.member_id for m in members], lists)
+        return _assignments([m.member_id for m in group], lists)
 
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> Subscription:
         return Subscription(self.version, sorted(topics, key=java_string_key), None)
 
-    def on_assignment(self, assignment, generation):
+    def on_assignment(self, assignment: Assignment, generation: int) -> None:
         pass
 
 
@@ -485,7 +523,7 @@ generation  int32  0+  default=-1
 """)
 
 
-def encode_sticky_user_data(partitions, generation):
+def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: int) -> bytes:
     """The eager sticky assignor's user data (layout 1): previously owned
     partitions grouped per topic, and the generation they belong to."""
     w = Writer()
@@ -501,7 +539,7 @@ def encode_sticky_user_data(partitions, generation):
     return w.getvalue()
 
 
-def decode_sticky_user_data(data):
+def decode_sticky_user_data(data: bytes | None) -> tuple[list[TopicPartition], int]:
     """(owned partitions, generation) from sticky user data, as Java reads
     it: layout 1, else layout 0 (generation unknown: -1); bytes that fit
     neither mean no usable history ([], -1), never an error — a member's
@@ -514,12 +552,13 @@ def decode_sticky_user_data(data):
         except _Malformed:
             continue
         parts = [TopicPartition(e["topic"], p) for e in body["previous_assignment"] for p in e["partitions"]]
-        return parts, body["generation"] if layout == 1 else DEFAULT_GENERATION
+        generation: int = body["generation"] if layout == 1 else DEFAULT_GENERATION
+        return parts, generation
     log.warning("ignoring sticky user data that fits no known layout (%d bytes)", len(data))
     return [], DEFAULT_GENERATION
 
 
-def encode_cooperative_user_data(generation):
+def encode_cooperative_user_data(generation: int) -> bytes:
     """The cooperative-sticky user data: the generation as an int32, for
     leaders that read it there (members older than subscription v2)."""
     w = Writer()
@@ -530,13 +569,14 @@ def encode_cooperative_user_data(generation):
     return w.getvalue()
 
 
-def decode_cooperative_user_data(data):
+def decode_cooperative_user_data(data: bytes | None) -> int:
     """The generation in cooperative-sticky user data; -1 when absent or
     unreadable (Java's fallback)."""
     if data is None:
         return DEFAULT_GENERATION
     try:
-        return _decode_struct(_COOPERATIVE_USER_DATA, Reader(data), 0, False)["generation"]
+        generation: int = _decode_struct(_COOPERATIVE_USER_DATA, Reader(data), 0, False)["generation"]
+        return generation
     except _Malformed:
         return DEFAULT_GENERATION
 
@@ -547,14 +587,15 @@ def decode_cooperative_user_data(data):
 class _RackInfo:
     """Which racks consumers and partition replicas are on (Java's RackInfo)."""
 
-    def __init__(self, member_order, subscriptions, partitions_per_topic, cluster):
-        consumers_by_rack = {}
+    def __init__(self, member_order: Iterable[str], subscriptions: Mapping[str, object],
+                 partitions_per_topic: Mapping[str, list[int]], cluster: PartitionSource) -> None:
+        consumers_by_rack: dict[str, list[str]] = {}
         for mid in member_order:
             rack = _rack_of(subscriptions[mid])
             if rack is not None:
                 consumers_by_rack.setdefault(rack, []).append(mid)
-        partition_racks = {}
-        union = set()
+        partition_racks: dict[TopicPartition, frozenset[str]] = {}
+        union: set[str] = set()
         if consumers_by_rack:
             for topic, parts in partitions_per_topic.items():
                 by_p = _partition_racks(cluster, topic)
@@ -562,6 +603,8 @@ class _RackInfo:
                     racks = by_p.get(p, frozenset())
                     partition_racks[TopicPartition(topic, p)] = racks
                     union |= racks
+        self.consumer_racks: dict[str, str]
+        self.partition_racks: dict[TopicPartition, frozenset[str]]
         if _use_rack_aware(consumers_by_rack, union, partition_racks):
             self.consumer_racks = {c: rack for rack, cs in consumers_by_rack.items() for c in cs}
             self.partition_racks = partition_racks
@@ -575,16 +618,16 @@ class _RackInfo:
             tp: sum(len(consumers_by_rack.get(r, ())) for r in racks) for tp, racks in partition_racks.items()
         }
 
-    def racks_mismatch(self, consumer, tp):
+    def racks_mismatch(self, consumer: str, tp: TopicPartition) -> bool:
         rack = self.consumer_racks.get(consumer)
         return rack is not None and rack not in self.partition_racks.get(tp, ())
 
-    def sort_by_rack_consumers(self, partitions):
+    def sort_by_rack_consumers(self, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
         if not self.consumers_by_partition:
             return list(partitions)
         return sorted(partitions, key=lambda tp: self.consumers_by_partition.get(tp, 0))
 
-    def next_rack_consumer(self, tp, consumers, first):
+    def next_rack_consumer(self, tp: TopicPartition, consumers: Sequence[str], first: int) -> int:
         racks = self.partition_racks.get(tp)
         if not racks:
             return -1
@@ -596,7 +639,7 @@ class _RackInfo:
         return -1
 
 
-def _tp_key(tp):
+def _tp_key(tp: TopicPartition) -> tuple[bytes, int]:
     return (java_string_key(tp.topic), tp.partition)
 
 
@@ -604,20 +647,20 @@ class _ListIterator:
     """java.util.Iterator over a list, with remove() (used where Java's
     round robin removes members while iterating)."""
 
-    def __init__(self, items):
+    def __init__(self, items: list[str]) -> None:
         self.items = items
         self.cursor = 0
         self.last = -1
 
-    def has_next(self):
+    def has_next(self) -> bool:
         return self.cursor < len(self.items)
 
-    def next(self):
+    def next(self) -> str:
         self.last = self.cursor
         self.cursor += 1
         return self.items[self.last]
 
-    def remove(self):
+    def remove(self) -> None:
         if self.last < 0:
             raise IllegalStateError("iterator remove() without next()")
         del self.items[self.last]
@@ -630,26 +673,28 @@ class _ConstrainedBuilder:
     of what it owns, the rest is dealt round robin (rack-matched first).
     Follows Java's ConstrainedAssignmentBuilder step by step."""
 
-    def __init__(self, partitions_per_topic, rack_info, owned, member_order, multiply_claimed):
+    def __init__(self, partitions_per_topic: Mapping[str, list[int]], rack_info: _RackInfo,
+                 owned: Mapping[str, list[TopicPartition]], member_order: list[str],
+                 multiply_claimed: set[TopicPartition]) -> None:
         self.partitions_per_topic = partitions_per_topic
         self.rack_info = rack_info
         self.owned = owned
         self.member_order = member_order
         self.multiply_claimed = multiply_claimed
-        self.maybe_revoked = {}
-        self.transferring = {}
+        self.maybe_revoked: dict[TopicPartition, str] = {}
+        self.transferring: dict[TopicPartition, str] = {}
         total = sum(len(p) for p in partitions_per_topic.values())
         n = len(owned)
         self.min_quota = total // n
         self.max_quota = -(-total // n)
         self.expected_over_min = total % n
         self.current_over_min = 0
-        self.under_min = []
-        self.exactly_min = []
-        self.assignment = {m: [] for m in owned}
-        self.assigned = []
+        self.under_min: list[str] = []
+        self.exactly_min: list[str] = []
+        self.assignment: Lists = {m: [] for m in owned}
+        self.assigned: list[TopicPartition] = []
 
-    def build(self):
+    def build(self) -> Lists:
         self._assign_owned()
         assigned = set(self.assigned)
         unassigned = [
@@ -666,9 +711,9 @@ class _ConstrainedBuilder:
         self._verify_unfilled()
         return self.assignment
 
-    def _assign_owned(self):
+    def _assign_owned(self) -> None:
         for consumer in self.member_order:
-            kept = []
+            kept: list[TopicPartition] = []
             for tp in self.owned[consumer]:
                 if self.rack_info.racks_mismatch(consumer, tp):
                     self.maybe_revoked[tp] = consumer
@@ -697,13 +742,13 @@ class _ConstrainedBuilder:
                 if self.current_over_min < self.expected_over_min:
                     self.exactly_min.append(consumer)
 
-    def _assign_rack_aware_round_robin(self, unassigned):
+    def _assign_rack_aware_round_robin(self, unassigned: list[TopicPartition]) -> list[TopicPartition]:
         if not self.rack_info.consumer_racks:
             return unassigned
-        left = []
+        left: list[TopicPartition] = []
         next_index = 0
         for tp in unassigned:
-            consumer = None
+            consumer: str | None = None
             index = self.rack_info.next_rack_consumer(tp, self.under_min, next_index)
             if index >= 0:
                 consumer = self.under_min[index]
@@ -730,7 +775,7 @@ class _ConstrainedBuilder:
                 left.append(tp)
         return left
 
-    def _assign_round_robin(self, unassigned):
+    def _assign_round_robin(self, unassigned: list[TopicPartition]) -> None:
         it = _ListIterator(self.under_min)
         for tp in unassigned:
             if it.has_next():
@@ -749,14 +794,14 @@ class _ConstrainedBuilder:
             elif count == self.max_quota:
                 self.current_over_min += 1
 
-    def _assign_new(self, tp, consumer):
+    def _assign_new(self, tp: TopicPartition, consumer: str) -> int:
         self.assignment[consumer].append(tp)
         previous = self.maybe_revoked.get(tp)
         if (previous is not None and previous != consumer) or tp in self.multiply_claimed:
             self.transferring[tp] = consumer
         return len(self.assignment[consumer])
 
-    def _verify_unfilled(self):
+    def _verify_unfilled(self) -> None:
         if not self.under_min:
             return
         if self.current_over_min != self.expected_over_min:
@@ -764,6 +809,10 @@ class _ConstrainedBuilder:
         for consumer in self.under_min:
             if len(self.assignment[consumer]) != self.min_quota:
                 raise IllegalStateError("sticky assignor: member {0} is below its quota".format(consumer))
+
+
+#: one hand-over of a chain: (from member, topic, to member, owned partitions may move)
+Move = tuple[str, str, str, bool]
 
 
 class _GeneralBuilder:
@@ -789,25 +838,28 @@ class _GeneralBuilder:
     topic to anyone subscribed to it), which keeps a rebalance of hundreds of
     members and thousands of partitions fast."""
 
-    def __init__(self, partitions_per_topic, rack_info, owned, member_order, subscriptions):
+    def __init__(self, partitions_per_topic: Mapping[str, list[int]], rack_info: _RackInfo,
+                 owned: Mapping[str, list[TopicPartition]], member_order: list[str],
+                 subscriptions: Mapping[str, object]) -> None:
         self.partitions_per_topic = partitions_per_topic
         self.rack_info = rack_info
         self.owned = owned
         self.member_order = member_order
         self.subscribed = {m: set(_topics_of(subscriptions[m])) for m in member_order}
 
-    def build(self):
+    def build(self) -> Lists:
         topics = self.partitions_per_topic
         existing = {TopicPartition(t, p) for t, parts in topics.items() for p in parts}
         order = sorted(self.member_order, key=java_string_key)
         potential = {m: sum(len(topics[t]) for t in self.subscribed[m] if t in topics) for m in order}
         self.rank = {m: (potential[m], i) for i, m in enumerate(order)}
-        self.eligible = {t: sorted((m for m in order if t in self.subscribed[m]), key=self.rank.get) for t in topics}
+        self.eligible = {t: sorted((m for m in order if t in self.subscribed[m]), key=self.rank.__getitem__)
+                         for t in topics}
         self.load = {m: 0 for m in order}
         # holdings[m][topic] = ([newly given], [owned]) partitions, in the order received
-        self.holdings = {m: {} for m in order}
-        self.kept_of = {m: set() for m in order}
-        taken = set()
+        self.holdings: dict[str, dict[str, tuple[list[TopicPartition], list[TopicPartition]]]] = {m: {} for m in order}
+        self.kept_of: dict[str, set[TopicPartition]] = {m: set() for m in order}
+        taken: set[TopicPartition] = set()
         for m in order:
             for tp in sorted(self.owned[m], key=_tp_key):
                 if tp in existing and tp.topic in self.subscribed[m] and tp not in taken:
@@ -831,32 +883,32 @@ class _GeneralBuilder:
             for m in order
         }
 
-    def _rack_mismatch(self, member, tp):
+    def _rack_mismatch(self, member: str, tp: TopicPartition) -> bool:
         return bool(self.rack_info.consumer_racks) and self.rack_info.racks_mismatch(member, tp)
 
-    def _give(self, member, tp):
+    def _give(self, member: str, tp: TopicPartition) -> None:
         new, owned = self.holdings[member].setdefault(tp.topic, ([], []))
         (owned if tp in self.kept_of[member] else new).append(tp)
         self.load[member] += 1
 
-    def _take(self, member, topic, allow_owned):
+    def _take(self, member: str, topic: str, allow_owned: bool) -> TopicPartition:
         new, owned = self.holdings[member][topic]
         tp = new.pop() if new else owned.pop()
         assert allow_owned or tp not in self.kept_of[member]
         self.load[member] -= 1
         return tp
 
-    def _movable_topics(self, member, allow_owned):
+    def _movable_topics(self, member: str, allow_owned: bool) -> list[str]:
         return [t for t, (new, owned) in self.holdings[member].items() if new or (allow_owned and owned)]
 
-    def _find_path(self):
+    def _find_path(self) -> list[Move] | None:
         """[(from, topic, to, allow_owned)] evening out two members, or None."""
         load, rank = self.load, self.rank
         donors = sorted(load, key=lambda m: (-load[m], rank[m]))
         floor = min(load.values())
-        best_taker = {}  # topic -> its least-loaded eligible member, this call
+        best_taker: dict[str, str] = {}  # topic -> its least-loaded eligible member, this call
 
-        def taker(topic):
+        def taker(topic: str) -> str:
             v = best_taker.get(topic)
             if v is None:
                 v = best_taker[topic] = min(self.eligible[topic], key=lambda m: (load[m], rank[m]))
@@ -876,7 +928,7 @@ class _GeneralBuilder:
             # then chains. A member reached from a donor that found no target
             # has no target either (what it reaches, the donor reached, and
             # its own load is no higher), so it is not searched again.
-            dead = set()
+            dead: set[str] = set()
             for src in donors:
                 top = load[src]
                 if top - 2 < floor:
@@ -889,15 +941,15 @@ class _GeneralBuilder:
                 dead |= path
         return None
 
-    def _chain_from(self, src, top, allow_owned):
+    def _chain_from(self, src: str, top: int, allow_owned: bool) -> list[Move] | set[str]:
         """The shortest chain from src to a member with at most top - 2
         partitions, as a path; else the set of members src reaches."""
         load, rank = self.load, self.rank
-        parent = {src: None}
-        seen_topics = set()
+        parent: dict[str, tuple[str, str] | None] = {src: None}
+        seen_topics: set[str] = set()
         frontier = [src]
         while frontier:
-            reached = []
+            reached: list[str] = []
             for u in frontier:
                 for topic in self._movable_topics(u, allow_owned):
                     if topic in seen_topics:
@@ -912,14 +964,16 @@ class _GeneralBuilder:
             targets = [v for v in reached if load[v] + 2 <= top]
             if targets:
                 v = min(targets, key=lambda m: (load[m], rank[m]))
-                path = []
-                while parent[v] is not None:
-                    u, topic = parent[v]
+                path: list[Move] = []
+                step = parent[v]
+                while step is not None:
+                    u, topic = step
                     path.append((u, topic, v, allow_owned))
                     v = u
+                    step = parent[v]
                 path.reverse()
                 return path
-            frontier = sorted(reached, key=rank.get)
+            frontier = sorted(reached, key=rank.__getitem__)
         return set(parent)
 
 
@@ -928,33 +982,34 @@ class _AbstractStickyAssignor(AbstractPartitionAssignor):
 
     version = HIGHEST_VERSION
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._generation = DEFAULT_GENERATION
         # None until the first assignment: a member that never had one sends
         # no sticky history at all (null user data), as Java's does
-        self._owned = None
+        self._owned: list[TopicPartition] | None = None
         # set by assign(): partitions moving to another member in the
         # constrained path (None in the general path: computed instead)
-        self._transferring = None
+        self._transferring: dict[TopicPartition, str] | None = None
 
-    def _member_data(self, subscription):
+    def _member_data(self, subscription: object) -> tuple[list[TopicPartition], int]:
         """(owned partitions, generation) the assignor trusts for a member."""
         raise NotImplementedError
 
-    def _sticky_assign(self, cluster, members):
-        members = _members_of(members)
-        subscriptions = {m.member_id: m.metadata for m in members}
+    def _sticky_assign(self, cluster: PartitionSource, members: Members,
+                       ) -> tuple[Lists, dict[str, Subscription], Lists]:
+        group = _members_of(members)
+        subscriptions = {m.member_id: m.metadata for m in group}
         # Java iterates its HashMap of members; its order decides ties
-        member_order = java_hash_order([m.member_id for m in members])
-        per_topic = _partitions_per_topic(cluster, _all_topics(members))
+        member_order = java_hash_order([m.member_id for m in group])
+        per_topic = _partitions_per_topic(cluster, _all_topics(group))
         all_topics = set(per_topic)
         existing = {TopicPartition(t, p) for t, parts in per_topic.items() for p in parts}
 
-        owned = {}
-        owner_of = {}
-        generation_of = {}
-        multiply_claimed = set()
-        first_topics = None
+        owned: Lists = {}
+        owner_of: dict[TopicPartition, str] = {}
+        generation_of: dict[str, int] = {}
+        multiply_claimed: set[TopicPartition] = set()
+        first_topics: set[str] | None = None
         all_equal = True
         for mid in member_order:
             topics = set(_topics_of(subscriptions[mid]))
@@ -969,7 +1024,7 @@ class _AbstractStickyAssignor(AbstractPartitionAssignor):
             # differ only for members that fill one and not the other
             # (kafka-python's v0 subscriptions, for one)
             generation_of[mid] = _generation_of(subscriptions[mid])
-            mine = []
+            mine: list[TopicPartition] = []
             owned[mid] = mine
             for tp in claimed:
                 # Java keeps claims on any topic with metadata; a partition the
@@ -993,7 +1048,7 @@ class _AbstractStickyAssignor(AbstractPartitionAssignor):
                         owned[other].remove(tp)
                     owner_of[tp] = mid
         rack_info = _RackInfo(member_order, subscriptions, per_topic, cluster)
-        if not members:
+        if not group:
             return {}, subscriptions, owned
         if all_equal:
             builder = _ConstrainedBuilder(per_topic, rack_info, owned, member_order, multiply_claimed)
@@ -1004,7 +1059,7 @@ class _AbstractStickyAssignor(AbstractPartitionAssignor):
             self._transferring = None
         return result, subscriptions, owned
 
-    def on_assignment(self, assignment, generation):
+    def on_assignment(self, assignment: Assignment, generation: int) -> None:
         self._owned = list(assignment.partitions()) if hasattr(assignment, "partitions") else []
         self._generation = generation
 
@@ -1017,16 +1072,16 @@ class StickyPartitionAssignor(_AbstractStickyAssignor):
 
     name = "sticky"
 
-    def _member_data(self, subscription):
+    def _member_data(self, subscription: object) -> tuple[list[TopicPartition], int]:
         return decode_sticky_user_data(getattr(subscription, "user_data", None))
 
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> Subscription:
         user_data = None
         if self._owned is not None:
             user_data = encode_sticky_user_data(self._owned, self._generation)
         return Subscription(self.version, sorted(topics, key=java_string_key), user_data)
 
-    def assign(self, cluster, members):
+    def assign(self, cluster: PartitionSource, members: Members) -> Assignments:
         result, _, _ = self._sticky_assign(cluster, members)
         return _assignments([m.member_id for m in _members_of(members)], result)
 
@@ -1040,17 +1095,17 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
 
     name = "cooperative-sticky"
 
-    def supported_protocols(self):
+    def supported_protocols(self) -> list[RebalanceProtocol]:
         return [RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER]
 
-    def _member_data(self, subscription):
+    def _member_data(self, subscription: object) -> tuple[list[TopicPartition], int]:
         owned = _owned_of(subscription)
         generation = _generation_of(subscription)
         if generation != DEFAULT_GENERATION:
             return owned, generation
         return owned, decode_cooperative_user_data(getattr(subscription, "user_data", None))
 
-    def metadata(self, topics):
+    def metadata(self, topics: Iterable[str]) -> Subscription:
         return Subscription(
             self.version,
             sorted(topics, key=java_string_key),
@@ -1059,7 +1114,7 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
             self._generation,
         )
 
-    def assign(self, cluster, members):
+    def assign(self, cluster: PartitionSource, members: Members) -> Assignments:
         result, subscriptions, _ = self._sticky_assign(cluster, members)
         transferring = self._transferring
         if transferring is None:
@@ -1074,11 +1129,12 @@ class CooperativeStickyAssignor(_AbstractStickyAssignor):
 # --------------------------------------------------------------------------
 # cooperative bookkeeping for the coordinator
 # --------------------------------------------------------------------------
-def _moving_partitions(owned_by_member, assigned_by_member):
+def _moving_partitions(owned_by_member: Mapping[str, Iterable[TopicPartition]],
+                       assigned_by_member: Mapping[str, list[TopicPartition]]) -> dict[TopicPartition, str]:
     """{partition: new owner} for partitions added to one member while
     revoked from another (Java's computePartitionsTransferringOwnership)."""
-    added = {}
-    revoked = set()
+    added: dict[TopicPartition, str] = {}
+    revoked: set[TopicPartition] = set()
     for member, assigned in assigned_by_member.items():
         owned = set(owned_by_member.get(member, ()))
         assigned_set = set(assigned)
@@ -1089,14 +1145,16 @@ def _moving_partitions(owned_by_member, assigned_by_member):
     return {tp: m for tp, m in added.items() if tp in revoked}
 
 
-def partition_changes(owned, assigned):
+def partition_changes(owned: Iterable[TopicPartition], assigned: Iterable[TopicPartition],
+                      ) -> tuple[set[TopicPartition], set[TopicPartition]]:
     """(revoked, added) for one member: what the coordinator revokes and what
     it hands the listener after a cooperative rebalance."""
-    owned, assigned = set(owned), set(assigned)
-    return owned - assigned, assigned - owned
+    before, after = set(owned), set(assigned)
+    return before - after, after - before
 
 
-def validate_cooperative_assignment(owned_by_member, assignments):
+def validate_cooperative_assignment(owned_by_member: Mapping[str, Iterable[TopicPartition]],
+                                    assignments: Mapping[str, Assignment | Iterable[TopicPartition]]) -> None:
     """Raise IllegalStateError if an assignment gives a member a partition
     that another member still owns and is losing in this round: under the
     cooperative protocol a partition must be revoked (one rebalance) before
@@ -1105,11 +1163,12 @@ def validate_cooperative_assignment(owned_by_member, assignments):
 
     owned_by_member: {member_id: iterable of TopicPartition}
     assignments: {member_id: Assignment or iterable of TopicPartition}"""
-    assigned = {}
+    assigned: dict[str, list[TopicPartition]] = {}
     for member, value in assignments.items():
         parts = value.partitions() if hasattr(value, "partitions") else value
         assigned[member] = list(parts)
-    added, revoked = set(), set()
+    added: set[TopicPartition] = set()
+    revoked: set[TopicPartition] = set()
     for member, parts in assigned.items():
         gone, new = partition_changes(owned_by_member.get(member, ()), parts)
         added |= new

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from fastkc.client import KafkaClient, infer_broker_version
 from fastkc.config import CONSUMER_DEFAULTS, consumer_config
@@ -32,11 +32,12 @@ from fastkc.errors import (
     UnknownTopicOrPartitionError,
     WakeupException,
 )
-from fastkc.fetch import EARLIEST, LATEST, Fetcher
+from fastkc.fetch import EARLIEST, LATEST, Fetcher, PartitionState
 from fastkc.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 if TYPE_CHECKING:
     from fastkc.arrow_stream import ArrowStream
+    from fastkc.group.member import GroupMemberBase
     from fastkc.metrics import ConsumerMetrics
 
 log = logging.getLogger(__name__)
@@ -50,12 +51,8 @@ Records = dict[TopicPartition, list[ConsumerRecord]]
 Position = tuple[int, int]
 # a pyarrow.RecordBatch (pyarrow has no type information)
 _RecordBatch = Any
-# fastkc.fetch's Fetcher and its per-partition state, and fastkc.group's
-# member, are driven by their own helpers and not annotated yet (pyproject's
-# to-do list): Any until they are
-_Fetcher = Any
-_PartitionState = Any
-_GroupMember = Any
+# the group member: fastkc.group's classic or KIP-848 one (make_group_member)
+_GroupMember: TypeAlias = "GroupMemberBase[Any]"
 
 
 class KafkaConsumer:
@@ -72,7 +69,7 @@ class KafkaConsumer:
         self._closed = False
         self._clock = time.monotonic
         self._client = KafkaClient(self.config, clock=self._clock)
-        self._fetcher: _Fetcher = Fetcher(self._client, self.config)
+        self._fetcher = Fetcher(self._client, self.config)
         self._metrics = self._make_metrics() if self.config["metrics_enabled"] else None
         self._assignment: list[TopicPartition] = []
         # set while subscribed (no group: all partitions assigned)
@@ -543,7 +540,7 @@ class KafkaConsumer:
         if partitions is None:
             self._handout = None
 
-    def _handed_position(self, tp: TopicPartition, state: _PartitionState) -> Position:
+    def _handed_position(self, tp: TopicPartition, state: PartitionState) -> Position:
         """(offset, leader_epoch) after the last record handed to the
         application: the fetcher's position, unless the iterator still holds
         polled records of `tp` it has not yielded."""
@@ -551,13 +548,14 @@ class KafkaConsumer:
             handed = self._handout.handed(tp)
             if handed is not None:
                 return handed
+        assert state.position is not None  # both callers pass a partition whose position is known
         return state.position, state.position_epoch
 
     # --- positions ---------------------------------------------------------------------------
-    def _assigned_state(self, partition: TopicPartition) -> _PartitionState:
+    def _assigned_state(self, partition: TopicPartition) -> PartitionState:
         if not isinstance(partition, TopicPartition):
             raise TypeError("partition must be a TopicPartition")
-        state = self._fetcher.states.get(partition)
+        state: PartitionState | None = self._fetcher.states.get(partition)
         if state is None:
             raise IllegalStateError("Partition is not assigned: {0}".format(partition))
         return state

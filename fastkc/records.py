@@ -337,7 +337,7 @@ def decode_share(
     after what was acquired), `acquired` its AcquiredRecords as
     (first_offset, last_offset inclusive, delivery_count) ranges.
 
-    Returns ShareDecoded(records, gaps): a ShareRecord (ConsumerRecord's
+    Returns ShareDecoded(records, gaps, released): a ShareRecord (ConsumerRecord's
     fields + delivery_count) for each data record whose offset is acquired,
     in offset order, each offset at most once; records outside every range
     are dropped before any Python object is made for them. `gaps`: the
@@ -359,7 +359,10 @@ def decode_share(
     the bad batch, as Java's rejectRecordBatch) and released (RELEASE: past
     it; the decode stops at the bad batch, Java would read on). A trailing
     partial batch ends the decode silently, as in decode(); the acquired
-    offsets in it are gaps, as in Java (a broker acquires whole batches only).
+    offsets in it (from its base offset on) are `released`, not gaps: Java
+    counts them as gaps, but they may hold records these bytes cut off, and
+    a GAP archives an offset (a broker acquires whole batches only, so only
+    a faulty one gets here).
 
     A deserializer's exception propagates as in decode(), with nothing
     handed out: a consumer that wants Java's rule (the record that fails to
@@ -367,7 +370,7 @@ def decode_share(
     deserializers and applies them record by record itself.
     """
     ranges = checked_acquired(acquired, topic, partition)
-    return _backend.impl.decode_share(
+    decoded = _backend.impl.decode_share(
         data,
         topic,
         partition,
@@ -378,6 +381,34 @@ def decode_share(
         max_decompressed_bytes,
         _record_budget(max_batch_records, max_decompressed_bytes),
     )
+    return _release_cut_tail(data, decoded)
+
+
+def _release_cut_tail(data: _Buffer, decoded: ShareDecoded) -> ShareDecoded:
+    """Move the gaps at or past a cut trailing batch to `released`: the
+    bytes end inside that batch, so the offsets may hold records we could
+    not read. Java counts them as gaps, and a GAP archives an offset; a
+    broker acquires whole batches only, so only a faulty one gets here, and
+    then nothing is lost (RELEASE: delivered again, up to the delivery limit)."""
+    if not decoded.gaps:
+        return decoded
+    info = _backend.impl.scan_blob(data)
+    if info.tail != "cut":
+        return decoded
+    # the cut entry's base offset when its header got that far, else one past the complete entries
+    cut_at = info.tail_offset if info.tail_offset >= 0 else info.next_offset
+    if cut_at is None:
+        cut_at = -1  # nothing complete and the base offset unreadable: release every gap
+    gaps, released = [], []
+    for first, last in decoded.gaps:
+        if last < cut_at:
+            gaps.append((first, last))
+        elif first >= cut_at:
+            released.append((first, last))
+        else:
+            gaps.append((first, cut_at - 1))
+            released.append((cut_at, last))
+    return decoded._replace(gaps=gaps, released=released)
 
 
 def decode_share_arrow(
@@ -390,10 +421,10 @@ def decode_share_arrow(
     zero_copy: bool = False,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     max_batch_records: int | None = None,
-) -> tuple[Any, list[tuple[int, int]]]:
+) -> ShareDecoded:
     """decode_share() into a pyarrow.RecordBatch of share_arrow_schema():
     decode_arrow()'s columns plus `delivery_count` (int16), filled in the same
-    pass. Returns (batch, gaps); errors as decode_share() (with `records` a
+    pass. Returns ShareDecoded(batch, gaps, released); errors as decode_share() (with `records` a
     RecordBatch). A result past one Arrow batch's int32 offsets raises
     ArrowCapacityError, its `.share.released` the acquired offsets from its
     next_offset on. zero_copy: see decode_arrow()."""
@@ -409,4 +440,4 @@ def decode_share_arrow(
         _record_budget(max_batch_records, max_decompressed_bytes),
         **extra,
     )
-    return decoded.records, decoded.gaps
+    return _release_cut_tail(data, decoded)

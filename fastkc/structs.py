@@ -56,10 +56,16 @@ class ShareDecoded(typing.NamedTuple):
     no record to hand out (compacted away, control records, past the last
     complete batch), as (first, last inclusive) ranges in offset order. The
     consumer acknowledges the gaps as GAP (AcknowledgeType 0, Java's
-    Acknowledgements.addGap) so none stays acquired until its lock expires."""
+    Acknowledgements.addGap) so none stays acquired until its lock expires,
+    and the released ones as RELEASE."""
 
     records: typing.Any  # list[ShareRecord], or a pyarrow.RecordBatch from decode_share_arrow
     gaps: list[tuple[int, int]]
+    # Acquired offsets inside a cut trailing batch (from its base offset on):
+    # records may be there that these bytes do not hold, so they are
+    # RELEASEd (delivered again), never GAPped (a GAP archives the offset).
+    # A broker acquires whole batches only; only a faulty one fills this.
+    released: list[tuple[int, int]] = []
 
 
 class ShareFailure(typing.NamedTuple):

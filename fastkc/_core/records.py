@@ -5,6 +5,7 @@ fastkc/_core/_records.pyx; this module only names the contract's entry points.
 """
 from fastkc._core._records import (
     ArrowBuilder,
+    RecordStream,
     check_blob,
     crc32c,
     crc32c_implementation,
@@ -13,7 +14,6 @@ from fastkc._core._records import (
     decode_share,
     decode_share_arrow,
     force_crc32c_software,
-    RecordStream,
     scan_blob,
 )
 

@@ -93,9 +93,12 @@ the last offset its header claims.
 """
 import struct
 import zlib
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from fastkc.errors import (
     ArrowCapacityError,
+    CorruptRecordError,
     DecompressedSizeLimitError,
     InvalidRecordError,
     RecordCountLimitError,
@@ -108,6 +111,24 @@ from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo, ShareDeco
 
 __all__ = ["decode_partition", "decode_partition_arrow", "crc32c", "xxh32", "scan_blob", "check_blob", "RecordStream",
            "ArrowBuilder"]
+
+#: what the decoder reads: any contiguous bytes-like object
+_Buffer = bytes | bytearray | memoryview
+#: what it indexes (bytes stay bytes, the rest become a byte memoryview)
+_Bytes = bytes | memoryview
+#: (deserializer, takes the whole record) or None for raw bytes (fastkc/_backend.py)
+_Deserializer = tuple[Callable[..., Any], bool] | None
+#: rows, key bytes, value bytes, header count, header key bytes, header value bytes (six
+#: counts; the compiled core's stub says so in its type, the twin keeps a plain tuple)
+_Totals = tuple[int, ...]
+#: a record's headers: (key, value or None)
+_Headers = list[tuple[str, bytes | None]]
+#: a v2 record as parsed: (timestamp delta, offset delta, key, value, headers)
+_ParsedRecord = tuple[int, int, bytes | None, bytes | None, _Headers]
+#: a legacy message as parsed: (offset, crc, attributes, timestamp, key, value)
+_Legacy = tuple[int, int, int, int | None, bytes | None, bytes | None]
+# a pyarrow.RecordBatch (pyarrow has no type information)
+_RecordBatch = Any
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -127,18 +148,18 @@ class _Bad(Exception):
     """Internal: a problem found while decoding one batch. Turned into the
     public error (with records so far and next_offset) at the top level."""
 
-    def __init__(self, error_class, reason):
+    def __init__(self, error_class: type[CorruptRecordError], reason: str) -> None:
         super().__init__(reason)
         self.error_class = error_class
         self.reason = reason
 
 
-def _invalid(reason):
+def _invalid(reason: str) -> _Bad:
     return _Bad(InvalidRecordError, reason)
 
 
 # --- checksums ------------------------------------------------------------------------
-def _make_crc32c_table():
+def _make_crc32c_table() -> list[int]:
     table = []
     for n in range(256):
         c = n
@@ -151,7 +172,7 @@ def _make_crc32c_table():
 _CRC32C_TABLE = _make_crc32c_table()
 
 
-def crc32c(data, crc=0):
+def crc32c(data: _Buffer, crc: int = 0) -> int:
     """CRC-32C (Castagnoli), bitwise-table reference implementation."""
     table = _CRC32C_TABLE
     c = crc ^ 0xFFFFFFFF
@@ -160,7 +181,7 @@ def crc32c(data, crc=0):
     return c ^ 0xFFFFFFFF
 
 
-def crc32c_implementation():
+def crc32c_implementation() -> str:
     return "python"
 
 
@@ -168,11 +189,11 @@ _P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 3747613
 _M32 = 0xFFFFFFFF
 
 
-def _rotl32(x, r):
+def _rotl32(x: int, r: int) -> int:
     return ((x << r) | (x >> (32 - r))) & _M32
 
 
-def xxh32(data, seed=0):
+def xxh32(data: _Buffer, seed: int = 0) -> int:
     """XXH32, only needed to repair magic-0 LZ4 header checksums."""
     data = bytes(data)
     n = len(data)
@@ -215,13 +236,13 @@ class _Reader:
     the byte position (`base` maps positions inside a decompressed payload
     or sub-slice back to something a human can find)."""
 
-    def __init__(self, buf, pos, end, where):
+    def __init__(self, buf: _Bytes, pos: int, end: int, where: str) -> None:
         self.buf = buf
         self.pos = pos
         self.end = end
         self.where = where  # e.g. "batch at byte 123, decompressed payload"
 
-    def _need(self, n, what):
+    def _need(self, n: int, what: str) -> None:
         if n > self.end - self.pos:
             raise _invalid(
                 "{0}: {1} needs {2} bytes at position {3}, only {4} left".format(
@@ -229,19 +250,19 @@ class _Reader:
                 )
             )
 
-    def fixed(self, fmt, size, what):
+    def fixed(self, fmt: str, size: int, what: str) -> Any:  # what struct unpacked (an int)
         self._need(size, what)
         (value,) = struct.unpack_from(fmt, self.buf, self.pos)
         self.pos += size
         return value
 
-    def take(self, n, what):
+    def take(self, n: int, what: str) -> bytes:
         self._need(n, what)
         out = bytes(self.buf[self.pos : self.pos + n])
         self.pos += n
         return out
 
-    def uvarint(self, max_bytes, bits, what):
+    def uvarint(self, max_bytes: int, bits: int, what: str) -> int:
         value = 0
         for i in range(max_bytes):
             if self.pos + i >= self.end:
@@ -265,37 +286,37 @@ class _Reader:
             )
         )
 
-    def varint(self, what):
+    def varint(self, what: str) -> int:
         u = self.uvarint(5, 32, what)
         return (u >> 1) ^ -(u & 1)
 
-    def varlong(self, what):
+    def varlong(self, what: str) -> int:
         u = self.uvarint(10, 64, what)
         return (u >> 1) ^ -(u & 1)
 
-    def remaining(self):
+    def remaining(self) -> int:
         return self.end - self.pos
 
 
-def _checked_i64(value, what, where):
+def _checked_i64(value: int, what: str, where: str) -> int:
     if value < INT64_MIN or value > INT64_MAX:
         raise _invalid("{0}: {1} {2} does not fit in int64".format(where, what, value))
     return value
 
 
 # --- codecs ---------------------------------------------------------------------------------
-def _size_limit(cap, what):
+def _size_limit(cap: int, what: str) -> _Bad:
     return _Bad(
         DecompressedSizeLimitError,
         "{0} decompresses to more than max_decompressed_bytes={1}".format(what, cap),
     )
 
 
-def _codec_failed(what, exc):
+def _codec_failed(what: str, exc: Exception) -> _Bad:
     return _Bad(RecordDecompressionError, "{0}: {1}".format(what, exc))
 
 
-def _gunzip(data, cap, where):
+def _gunzip(data: _Buffer, cap: int, where: str) -> bytes:
     out = bytearray()
     rest = bytes(data)
     try:
@@ -314,7 +335,7 @@ def _gunzip(data, cap, where):
         raise _codec_failed(where + ": gzip", exc) from None
 
 
-def _snappy_raw_block(block, budget, cap, where):
+def _snappy_raw_block(block: bytes, budget: int, cap: int, where: str) -> bytes:
     import cramjam
 
     # The block starts with its uncompressed length (uvarint ≤ 5 bytes, 32 bits):
@@ -338,7 +359,7 @@ def _snappy_raw_block(block, budget, cap, where):
         raise _codec_failed(where + ": snappy", exc) from None
 
 
-def _unsnappy(data, cap, where):
+def _unsnappy(data: _Buffer, cap: int, where: str) -> bytes:
     data = bytes(data)
     if not data.startswith(_XERIAL_MAGIC):
         return _snappy_raw_block(data, cap, cap, where)
@@ -366,7 +387,7 @@ def _unsnappy(data, cap, where):
     return bytes(out)
 
 
-def _fix_lz4_header_checksum(data, where):
+def _fix_lz4_header_checksum(data: bytes, where: str) -> bytes:
     # KAFKA-3160: Kafka 0.8/0.9 hashed the magic number into the frame
     # descriptor's header checksum. Recompute it over the descriptor alone
     # (FLG..last descriptor byte) so a standard decoder accepts the frame.
@@ -380,7 +401,7 @@ def _fix_lz4_header_checksum(data, where):
     return data[: header_len - 1] + bytes([hc]) + data[header_len:]
 
 
-def _unlz4(data, cap, where, magic0):
+def _unlz4(data: _Buffer, cap: int, where: str, magic0: bool) -> bytes:
     import lz4.frame
 
     data = bytes(data)
@@ -394,7 +415,7 @@ def _unlz4(data, cap, where, magic0):
         raise _size_limit(cap, where)
     d = lz4.frame.LZ4FrameDecompressor()
     try:
-        out = d.decompress(data, max_length=cap + 1)
+        out: bytes = d.decompress(data, max_length=cap + 1)
     except Exception as exc:
         raise _codec_failed(where + ": lz4", exc) from None
     if len(out) > cap:
@@ -411,7 +432,7 @@ def _unlz4(data, cap, where, magic0):
 _ZSTD_FEED = 128
 
 
-def _unzstd(data, cap, where):
+def _unzstd(data: _Buffer, cap: int, where: str) -> bytes:
     import zstandard
 
     data = bytes(data)
@@ -438,7 +459,7 @@ def _unzstd(data, cap, where):
         raise _codec_failed(where + ": zstd", exc) from None
 
 
-def _decompress(codec, data, cap, where, magic0=False):
+def _decompress(codec: int, data: _Buffer, cap: int, where: str, magic0: bool = False) -> bytes:
     if codec == 1:
         return _gunzip(data, cap, where)
     if codec == 2:
@@ -466,7 +487,8 @@ class _Raw:
         "delivery_count",
     )
 
-    def __init__(self, leader_epoch, offset, timestamp, timestamp_type, key, value, headers, checksum):
+    def __init__(self, leader_epoch: int, offset: int, timestamp: int | None, timestamp_type: int | None,
+                 key: bytes | None, value: bytes | None, headers: _Headers, checksum: int | None) -> None:
         self.leader_epoch = leader_epoch
         self.offset = offset
         self.timestamp = timestamp
@@ -478,7 +500,7 @@ class _Raw:
         self.delivery_count = 0  # set by the share filter (_Stream._share_keep)
 
 
-def _nullable_bytes_varint(r, what):
+def _nullable_bytes_varint(r: _Reader, what: str) -> bytes | None:
     n = r.varint(what + " length")
     if n == -1:
         return None
@@ -487,12 +509,12 @@ def _nullable_bytes_varint(r, what):
     return r.take(n, what)
 
 
-def _parse_v2_records(payload, count, where, last_offset_delta):
+def _parse_v2_records(payload: _Bytes, count: int, where: str, last_offset_delta: int) -> list[_ParsedRecord]:
     """Parse exactly `count` records filling `payload` exactly. Returns a list
     of (timestamp_delta, offset_delta, key, value, headers). Offset deltas
     must strictly increase and stay within [0, LastOffsetDelta]."""
     r = _Reader(payload, 0, len(payload), where)
-    out = []
+    out: list[_ParsedRecord] = []
     prev_delta = -1
     for index in range(count):
         if r.remaining() == 0:
@@ -515,7 +537,7 @@ def _parse_v2_records(payload, count, where, last_offset_delta):
         header_count = rec.varint("header count")
         if header_count < 0:
             raise _invalid("{0}: negative header count {1}".format(rec.where, header_count))
-        headers = []
+        headers: _Headers = []
         for _ in range(header_count):
             hkey_len = rec.varint("header key length")
             if hkey_len < 0:
@@ -549,14 +571,16 @@ def _parse_v2_records(payload, count, where, last_offset_delta):
 
 
 class _State:
-    def __init__(self, read_committed, aborted_transactions):
+    def __init__(self, read_committed: bool, aborted_transactions: Sequence[tuple[int, int]]) -> None:
         self.read_committed = read_committed
         self.aborted_queue = list(aborted_transactions)  # sorted by first_offset
-        self.aborted_pids = set()
+        self.aborted_pids: set[int] = set()
 
 
-def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap, max_records):
-    """Returns (records, batch_next, leader_epoch, decompressed_len or 0)."""
+def _decode_v2_batch(buf: _Bytes, pos: int, end: int, base_offset: int, check_crcs: bool, state: _State, cap: int,
+                     max_records: int) -> tuple[list[_Raw], int, int, int, tuple[int, int] | None]:
+    """Returns (records, batch_next, leader_epoch, decompressed_len or 0,
+    (RecordCount, payload bytes) of a data batch or None)."""
     where = "batch at byte {0}".format(pos)
     length = end - pos - _LOG_OVERHEAD
     if length < _V2_HEADER - _LOG_OVERHEAD:
@@ -600,7 +624,7 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap, max_rec
     if max_records and count > max_records:
         raise _Bad(RecordCountLimitError, "{0}: RecordCount {1} exceeds the budget of {2} records per batch".format(
             where, count, max_records))
-    payload = buf[pos + _V2_HEADER : end]
+    payload: _Bytes = buf[pos + _V2_HEADER : end]
     blob_len = 0
     if codec != 0:
         payload = _decompress(codec, payload, cap, where)
@@ -619,7 +643,7 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap, max_rec
                 state.aborted_pids.discard(producer_id)
         return [], batch_next, leader_epoch, blob_len, None
 
-    records = []
+    records: list[_Raw] = []
     for ts_delta, off_delta, key, value, headers in parsed:
         offset = _checked_i64(base_offset + off_delta, "record offset", where)
         if timestamp_type == 1:
@@ -633,7 +657,7 @@ def _decode_v2_batch(buf, pos, end, base_offset, check_crcs, state, cap, max_rec
 
 
 # --- legacy magic 0 / 1 ------------------------------------------------------------------------
-def _parse_legacy_message(buf, pos, end, magic, check_crcs, where):
+def _parse_legacy_message(buf: _Bytes, pos: int, end: int, magic: int, check_crcs: bool, where: str) -> _Legacy:
     """One message in buf[pos:end] (end = pos + 12 + MessageSize), already
     known to be at least the minimum size. Returns (offset, crc, attributes,
     timestamp, key, value)."""
@@ -653,7 +677,7 @@ def _parse_legacy_message(buf, pos, end, magic, check_crcs, where):
     r.fixed(">b", 1, "magic")
     attributes = r.fixed(">B", 1, "attributes")
     timestamp = r.fixed(">q", 8, "timestamp") if magic == 1 else None
-    fields = []
+    fields: list[bytes | None] = []
     for what in ("key", "value"):
         n = r.fixed(">i", 4, what + " length")
         if n == -1:
@@ -667,7 +691,8 @@ def _parse_legacy_message(buf, pos, end, magic, check_crcs, where):
     return offset, stored_crc, attributes, timestamp, fields[0], fields[1]
 
 
-def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap, max_records):
+def _decode_legacy_entry(buf: _Bytes, pos: int, end: int, magic: int, check_crcs: bool, cap: int,
+                         max_records: int) -> tuple[list[_Raw], int, int, int]:
     """Returns (records, next_offset, -1, decompressed_len or 0)."""
     where = "message at byte {0}".format(pos)
     size = end - pos - _LOG_OVERHEAD
@@ -692,7 +717,7 @@ def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap, max_records):
     inner = _decompress(codec, value, cap, where, magic0=(magic == 0))
 
     inner_where = where + ", inner set"
-    entries = []
+    entries: list[_Legacy] = []
     p = 0
     while p < len(inner):
         at = "{0} at byte {1}".format(inner_where, p)
@@ -720,7 +745,7 @@ def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap, max_records):
         absolute_base = offset - entries[-1][0]
     else:
         absolute_base = -1
-    records = []
+    records: list[_Raw] = []
     for inner_offset, inner_crc, _attrs, inner_ts, inner_key, inner_value in entries:
         abs_offset = inner_offset + absolute_base if absolute_base >= 0 else inner_offset
         abs_offset = _checked_i64(abs_offset, "inner offset", where)
@@ -733,7 +758,7 @@ def _decode_legacy_entry(buf, pos, end, magic, check_crcs, cap, max_records):
 _INT32_MAX = (1 << 31) - 1
 
 
-def _frame_entry(buf, pos, n):
+def _frame_entry(buf: _Bytes, pos: int, n: int) -> tuple[str, int, str]:
     """The one framing rule (scan and decoder alike), Java's order: fewer
     than 17 bytes → cut; size < 14 or an unknown magic → malformed even in a
     cut tail; a v2 BatchLength < 49, or a LastOffsetDelta that is negative or
@@ -764,17 +789,17 @@ def _frame_entry(buf, pos, n):
     return "complete", _LOG_OVERHEAD + size, ""
 
 
-def _as_buffer(data):
+def _as_buffer(data: _Buffer) -> _Bytes:
     return memoryview(data).cast("B") if not isinstance(data, bytes) else data
 
 
-def scan_blob(data):
+def scan_blob(data: _Buffer) -> ScanInfo:
     """The framing of a blob from entry headers only (see ScanInfo)."""
     buf = _as_buffer(data)
     n = len(buf)
     pos = 0
     entries = 0
-    next_offset = None
+    next_offset: int | None = None
     epoch = -1
     while True:
         kind, entry_len, reason = _frame_entry(buf, pos, n)
@@ -797,7 +822,7 @@ def scan_blob(data):
         pos += entry_len
 
 
-def check_blob(data, topic, partition, position):
+def check_blob(data: _Buffer, topic: str, partition: int, position: int) -> tuple[int, int]:
     """The benchmark ceiling's walk (the twin of fkc_check_blob): the
     complete v2 batches framed by _frame_entry, each CRC-32C checked, records
     at or past `position` counted from RecordCount (control batches excluded;
@@ -845,7 +870,7 @@ def check_blob(data, topic, partition, position):
 
 
 # --- the resumable walk -------------------------------------------------------------------------
-def _arrow_sizes(r):
+def _arrow_sizes(r: _Raw) -> tuple[int, int, int, int, int]:
     hk = sum(len(k.encode("utf-8")) for k, _ in r.headers)
     hv = sum(len(v) for _, v in r.headers if v)
     return (len(r.key) if r.key else 0, len(r.value) if r.value else 0, len(r.headers), hk, hv)
@@ -858,8 +883,9 @@ class _Stream:
     C decoder's decompressed buffers of batches finished in a step, so steps
     end at the same records (see fkc_stream_step)."""
 
-    def __init__(self, data, fetch_offset, stop_offset, check_crcs, read_committed, aborted, cap, max_records,
-                 arrow_topic_len=None, acquired=None):
+    def __init__(self, data: _Buffer, fetch_offset: int, stop_offset: int, check_crcs: bool, read_committed: bool,
+                 aborted: Sequence[tuple[int, int]], cap: int, max_records: int,
+                 arrow_topic_len: int | None = None, acquired: Sequence[tuple[int, int, int]] | None = None) -> None:
         self.buf = _as_buffer(data)
         self.n = len(self.buf)
         self.pos = 0
@@ -870,24 +896,25 @@ class _Stream:
         self.max_records = max_records
         self.arrow_topic_len = arrow_topic_len  # None: no Arrow limits
         self.next_offset = fetch_offset
-        self.batch = []
+        self.batch: list[_Raw] = []
         self.index = 0
         self.floor = fetch_offset
         self.blob_len = 0
         self.leader_epoch = -1
         self.done = False
-        self.failure = None  # _Failed, sticky
-        self.arrow_base = (0, 0, 0, 0, 0, 0)
-        self.last_totals = (0, 0, 0, 0, 0, 0)
+        self.failure: _Failed | None = None  # sticky
+        self.arrow_base: _Totals = (0, 0, 0, 0, 0, 0)
+        self.last_totals: _Totals = (0, 0, 0, 0, 0, 0)
         self.held = 0  # decompressed bytes of batches finished in the last step
-        self.opened_sizes = None  # (RecordCount, payload bytes) of the v2 data batch last opened
+        # (RecordCount, payload bytes) of the v2 data batch last opened
+        self.opened_sizes: tuple[int, int] | None = None
         # the share filter (fkc_share_keep): sorted acquired ranges, the
         # cursor over them, and one past the last record compared to them
         self.acquired = acquired
         self.share_index = 0
         self.share_floor = INT64_MIN
 
-    def _open_next(self):
+    def _open_next(self) -> None:
         kind, entry_len, reason = _frame_entry(self.buf, self.pos, self.n)
         if kind in ("end", "cut"):
             self.done = True
@@ -901,7 +928,7 @@ class _Stream:
                 raise _invalid("batch at byte {0}: {1}".format(pos, reason))
             end = pos + entry_len
             magic = self.buf[pos + 16]
-            sizes = None
+            sizes: tuple[int, int] | None = None
             if magic == 2:
                 records, batch_next, epoch, blob_len, sizes = _decode_v2_batch(
                     self.buf, pos, end, base_offset, self.check_crcs, self.state, self.cap, self.max_records)
@@ -927,12 +954,13 @@ class _Stream:
         self.blob_len = blob_len
         self.opened_sizes = sizes
 
-    def _share_keep(self, records):
+    def _share_keep(self, records: Sequence[_Raw]) -> list[_Raw]:
         """Java's ShareCompletedFetch rule, over ranges: a record is handed
         out when its offset is acquired and past every record compared
         before it (so an offset is never handed out twice), with its range's
         delivery count; the cursor over the ranges only moves forward."""
         acquired = self.acquired
+        assert acquired is not None  # called only by a share stream
         out = []
         for r in records:
             if r.offset < self.share_floor:
@@ -946,7 +974,7 @@ class _Stream:
             out.append(r)
         return out
 
-    def _direct(self, taken, max_records, totals):
+    def _direct(self, taken: int, max_records: float, totals: Sequence[int]) -> bool:
         """Whether the C Arrow step parses the batch just opened straight
         into its columns (fkc_open_next's sink choice): a v2 data batch whose
         RecordCount the step can still take and whose payload, counted
@@ -965,21 +993,21 @@ class _Stream:
                 and hvalues + payload <= _INT32_MAX
                 and (not self.arrow_topic_len or rows <= _INT32_MAX // self.arrow_topic_len))
 
-    def _resume_offset(self):
+    def _resume_offset(self) -> int:
         if self.failure is None and self.index < len(self.batch):
             return self.batch[self.index - 1].offset + 1 if self.index else self.floor
         return self.next_offset
 
-    def step(self, max_records, max_held_bytes=None):
-        """(raws, next_offset, failure or None)."""
-        out = []
+    def step(self, max_records: float, max_held_bytes: int | None = None) -> tuple[list[_Raw], int, "_Failed | None"]:
+        """(raws, next_offset, failure or None); max_records may be float("inf")."""
+        out: list[_Raw] = []
         held = 0
         totals = [0, 0, 0, 0, 0]
         base = self.arrow_base
         limit = _INT32_MAX
         while self.failure is None and len(out) < max_records:
             if self.index < len(self.batch):
-                n = min(len(self.batch) - self.index, max_records - len(out))
+                n = int(min(len(self.batch) - self.index, max_records - len(out)))  # the first is finite
                 window = self.batch[self.index:self.index + n]
                 if self.arrow_topic_len is not None:
                     fit = 0
@@ -1021,12 +1049,12 @@ class _Stream:
             return out, self.failure.base_offset, self.failure
         return out, self._resume_offset(), None
 
-    def finished(self):
+    def finished(self) -> bool:
         return self.failure is not None or (self.done and self.index >= len(self.batch))
 
 
 class _Failed(Exception):
-    def __init__(self, error_class, reason, base_offset, batch_last):
+    def __init__(self, error_class: type[CorruptRecordError], reason: str, base_offset: int, batch_last: int) -> None:
         super().__init__(reason)
         self.error_class = error_class
         self.reason = reason
@@ -1034,18 +1062,18 @@ class _Failed(Exception):
         self.batch_last = batch_last  # the entry's last offset as its header says (share decodes reject up to it)
 
 
-def _entry_last_offset(buf, pos, n, base_offset):
+def _entry_last_offset(buf: bytes | memoryview, pos: int, n: int, base_offset: int) -> int:
     """The last offset an entry's header claims (fkc_entry_last_offset): a v2
     batch's BaseOffset + LastOffsetDelta when readable and sane, else the
     base offset (a legacy entry's offset is its last message's)."""
     if n - pos >= 27 and buf[pos + 16] == 2:
-        delta = struct.unpack_from(">i", buf, pos + 23)[0]
+        delta: int = struct.unpack_from(">i", buf, pos + 23)[0]
         if delta >= 0 and base_offset + delta <= INT64_MAX:
             return base_offset + delta
     return base_offset
 
 
-def _deserialize(spec, topic, headers, data):
+def _deserialize(spec: _Deserializer, topic: str, headers: _Headers, data: bytes | None) -> Any:
     if spec is None:
         return data
     fn, full_form = spec
@@ -1054,13 +1082,14 @@ def _deserialize(spec, topic, headers, data):
     return fn(data)
 
 
-def _header_size(headers):
+def _header_size(headers: _Headers) -> int:
     if not headers:
         return -1
     return sum(len(k.encode("utf-8")) + (len(v) if v is not None else 0) for k, v in headers)
 
 
-def _build_records(raws, topic, partition, key_deserializer, value_deserializer, share=False):
+def _build_records(raws: Sequence[_Raw], topic: str, partition: int, key_deserializer: _Deserializer,
+                   value_deserializer: _Deserializer, share: bool = False) -> list[Any]:
     out = []
     # Deserialize in record order, key before value (kafka-python's order).
     for r in raws:
@@ -1086,19 +1115,19 @@ def _build_records(raws, topic, partition, key_deserializer, value_deserializer,
 
 
 def decode_partition(
-    data,
-    topic,
-    partition,
-    fetch_offset,
-    stop_offset,
-    check_crcs,
-    read_committed,
-    aborted_transactions,
-    key_deserializer,
-    value_deserializer,
-    max_decompressed_bytes,
-    max_batch_records=0,
-):
+    data: _Buffer,
+    topic: str,
+    partition: int,
+    fetch_offset: int,
+    stop_offset: int,
+    check_crcs: bool,
+    read_committed: bool,
+    aborted_transactions: Sequence[tuple[int, int]],
+    key_deserializer: _Deserializer,
+    value_deserializer: _Deserializer,
+    max_decompressed_bytes: int,
+    max_batch_records: int = 0,
+) -> DecodedPartition:
     stream = _Stream(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
                      max_decompressed_bytes, max_batch_records)
     raws, next_offset, failure = stream.step(float("inf"))
@@ -1110,8 +1139,8 @@ def decode_partition(
     return DecodedPartition(out, next_offset)
 
 
-def _arrow_micros(raws):
-    micros = []
+def _arrow_micros(raws: Sequence[_Raw]) -> list[int | None]:
+    micros: list[int | None] = []
     for r in raws:
         if r.timestamp is None:
             micros.append(None)
@@ -1127,7 +1156,7 @@ def _arrow_micros(raws):
     return micros
 
 
-def _arrow_batch(raws, topic, partition, share=False):
+def _arrow_batch(raws: Sequence[_Raw], topic: str, partition: int, share: bool = False) -> _RecordBatch:
     import pyarrow as pa
 
     from fastkc.arrow_schema import arrow_schema, share_arrow_schema
@@ -1151,18 +1180,18 @@ def _arrow_batch(raws, topic, partition, share=False):
 
 
 def decode_partition_arrow(
-    data,
-    topic,
-    partition,
-    fetch_offset,
-    stop_offset,
-    check_crcs,
-    read_committed,
-    aborted_transactions,
-    max_decompressed_bytes,
-    max_batch_records=0,
-    zero_copy=False,
-):
+    data: _Buffer,
+    topic: str,
+    partition: int,
+    fetch_offset: int,
+    stop_offset: int,
+    check_crcs: bool,
+    read_committed: bool,
+    aborted_transactions: Sequence[tuple[int, int]],
+    max_decompressed_bytes: int,
+    max_batch_records: int = 0,
+    zero_copy: bool = False,
+) -> DecodedPartition:
     stream = _Stream(data, fetch_offset, stop_offset, check_crcs, read_committed, aborted_transactions,
                      max_decompressed_bytes, max_batch_records, arrow_topic_len=len(topic.encode("utf-8")))
     raws, next_offset, failure = stream.step(float("inf"))
@@ -1180,7 +1209,7 @@ def decode_partition_arrow(
     return DecodedPartition(batch, next_offset)
 
 
-def _as_views(batch, share=False):
+def _as_views(batch: _RecordBatch, share: bool = False) -> _RecordBatch:
     """The zero-copy schema's form of a batch: key and value as binary_view
     (the twin copies; only the layout differs, never a value)."""
     import pyarrow as pa
@@ -1194,34 +1223,44 @@ def _as_views(batch, share=False):
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def _clamped_totals(base: Sequence[int] | None) -> _Totals:
+    """Totals a step starts from, each clamped to int32 (zeros without a base)."""
+    return tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
+
+
+def _sum_totals(a: Sequence[int], b: Sequence[int]) -> _Totals:
+    return tuple(x + y for x, y in zip(a, b))
+
+
 class ArrowBuilder:
     """The twin of fastkc._core.records.ArrowBuilder: the steps' batches,
     joined by finish() into one RecordBatch."""
 
-    def __init__(self, base=None, zero_copy=False):
+    def __init__(self, base: Sequence[int] | None = None, zero_copy: bool = False) -> None:
         self._zero_copy = bool(zero_copy)
-        self._batches = []
-        self._totals = (0,) * 6
-        self._base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
+        self._batches: list[_RecordBatch] = []
+        self._totals: _Totals = (0,) * 6
+        self._base = _clamped_totals(base)
 
-    def _add(self, batch, totals):
+    def _add(self, batch: _RecordBatch, totals: _Totals) -> None:
         if batch.num_rows:
             self._batches.append(batch)
-        self._totals = tuple(a + b for a, b in zip(self._totals, totals))
+        self._totals = _sum_totals(self._totals, totals)
 
     @property
-    def num_rows(self):
+    def num_rows(self) -> int:
         return self._totals[0]
 
     @property
-    def totals(self):
+    def totals(self) -> _Totals:
         return self._totals
 
     @property
-    def last_offset(self):
-        return self._batches[-1].column("offset")[-1].as_py() if self._batches else None
+    def last_offset(self) -> int | None:
+        offset: int | None = self._batches[-1].column("offset")[-1].as_py() if self._batches else None
+        return offset
 
-    def finish(self):
+    def finish(self) -> _RecordBatch:
         import pyarrow as pa
 
         from fastkc.arrow_schema import arrow_schema
@@ -1239,9 +1278,10 @@ class ArrowBuilder:
 class RecordStream:
     """The twin of fastkc._core.records.RecordStream (see fastkc/_backend.py)."""
 
-    def __init__(self, data, topic, partition, fetch_offset, stop_offset, check_crcs, read_committed,
-                 aborted_transactions, max_decompressed_bytes, max_batch_records, arrow=False,
-                 key_deserializer=None, value_deserializer=None):
+    def __init__(self, data: _Buffer, topic: str, partition: int, fetch_offset: int, stop_offset: int,
+                 check_crcs: bool, read_committed: bool, aborted_transactions: Sequence[tuple[int, int]],
+                 max_decompressed_bytes: int, max_batch_records: int, arrow: bool = False,
+                 key_deserializer: _Deserializer = None, value_deserializer: _Deserializer = None) -> None:
         if max_decompressed_bytes is None or max_decompressed_bytes < 0:
             raise ValueError("max_decompressed_bytes must be a non-negative int")
         if max_batch_records is None or max_batch_records < 0:
@@ -1255,9 +1295,10 @@ class RecordStream:
         self._key = key_deserializer
         self._value = value_deserializer
         self._next_offset = fetch_offset
-        self._error = None
+        # (error class, reason, offset, next_offset) of the failure a step raised: raised again
+        self._error: tuple[type[CorruptRecordError], str, int, int] | None = None
 
-    def _step(self, max_records, max_held_bytes):
+    def _step(self, max_records: int, max_held_bytes: int | None) -> tuple[list[_Raw], "_Failed | None"]:
         if max_records < 1:
             raise ValueError("max_records must be >= 1")
         if self._error is not None:
@@ -1267,12 +1308,12 @@ class RecordStream:
             max_records, None if max_held_bytes is None or max_held_bytes < 0 else max_held_bytes)
         return raws, failure
 
-    def _fail(self, failure, built):
+    def _fail(self, failure: _Failed, built: Any) -> NoReturn:  # built: the records or batch before it
         self._error = (failure.error_class, failure.reason, failure.base_offset, failure.base_offset)
         raise failure.error_class(failure.reason, self._topic, self._partition, failure.base_offset, built,
                                   failure.base_offset)
 
-    def records(self, max_records, max_held_bytes=None):
+    def records(self, max_records: int, max_held_bytes: int | None = None) -> list[ConsumerRecord]:
         if self._arrow:
             raise ValueError("this stream decodes to Arrow")
         raws, failure = self._step(max_records, max_held_bytes)
@@ -1281,15 +1322,16 @@ class RecordStream:
             self._fail(failure, out)
         return out
 
-    def arrow(self, max_records, max_held_bytes=None, base=None, builder=None):
+    def arrow(self, max_records: int, max_held_bytes: int | None = None, base: Sequence[int] | None = None,
+              builder: ArrowBuilder | None = None) -> Any:  # a RecordBatch; with `builder`, the rows appended
         if not self._arrow:
             raise ValueError("this stream decodes to records")
         if builder is not None:
             if not isinstance(builder, ArrowBuilder):
                 raise TypeError("builder must be an ArrowBuilder of this backend")
             # what the builder holds (and its base) counts against the limits
-            base = tuple(a + b for a, b in zip(builder._base, builder.totals))
-        self._stream.arrow_base = tuple(min(int(b), _INT32_MAX) for b in base) if base is not None else (0,) * 6
+            base = _sum_totals(builder._base, builder.totals)
+        self._stream.arrow_base = _clamped_totals(base)
         raws, failure = self._step(max_records, max_held_bytes)
         batch = _arrow_batch(raws, self._topic, self._partition)
         if builder is not None:
@@ -1302,29 +1344,30 @@ class RecordStream:
         return batch
 
     @property
-    def next_offset(self):
+    def next_offset(self) -> int:
         return self._next_offset
 
     @property
-    def done(self):
+    def done(self) -> bool:
         return self._error is not None or self._stream.finished()
 
     @property
-    def leader_epoch(self):
+    def leader_epoch(self) -> int:
         return self._stream.leader_epoch
 
     @property
-    def last_totals(self):
+    def last_totals(self) -> _Totals:
         return self._stream.last_totals
 
     @property
-    def held_bytes(self):
+    def held_bytes(self) -> int:
         s = self._stream
         return s.held + (s.blob_len if s.index < len(s.batch) else 0)
 
 
 # --- share groups (KIP-932) --------------------------------------------------------------------
-def _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max_batch_records, arrow):
+def _share_stream(data: _Buffer, topic: str, acquired: Sequence[tuple[int, int, int]], check_crcs: bool,
+                  max_decompressed_bytes: int, max_batch_records: int, arrow: bool) -> _Stream:
     # no position (fetch offset 0: every acquired offset is >= 0) and no
     # transaction filter: the broker never acquires aborted data for a
     # read_committed share group (SharePartition archives it), and a
@@ -1333,14 +1376,16 @@ def _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max
                    arrow_topic_len=len(topic.encode("utf-8")) if arrow else None, acquired=acquired)
 
 
-def _share_error(failure, topic, partition, records, acquired, delivered):
+def _share_error(failure: _Failed, topic: str, partition: int, records: Any,
+                 acquired: Sequence[tuple[int, int, int]], delivered: Sequence[int]) -> CorruptRecordError:
     error = failure.error_class(failure.reason, topic, partition, failure.base_offset, records, failure.base_offset)
     error.share = share_failure(acquired, delivered, failure.base_offset, failure.batch_last)
     return error
 
 
-def decode_share(data, topic, partition, acquired, check_crcs, key_deserializer, value_deserializer,
-                 max_decompressed_bytes, max_batch_records=0):
+def decode_share(data: _Buffer, topic: str, partition: int, acquired: Sequence[tuple[int, int, int]],
+                 check_crcs: bool, key_deserializer: _Deserializer, value_deserializer: _Deserializer,
+                 max_decompressed_bytes: int, max_batch_records: int = 0) -> ShareDecoded:
     """Backend contract: see fastkc/_backend.py. ShareDecoded(list of ShareRecord, gaps)."""
     stream = _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max_batch_records, False)
     raws, _next_offset, failure = stream.step(float("inf"))
@@ -1351,8 +1396,9 @@ def decode_share(data, topic, partition, acquired, check_crcs, key_deserializer,
     return ShareDecoded(out, share_gaps(acquired, delivered))
 
 
-def decode_share_arrow(data, topic, partition, acquired, check_crcs, max_decompressed_bytes, max_batch_records=0,
-                       zero_copy=False):
+def decode_share_arrow(data: _Buffer, topic: str, partition: int, acquired: Sequence[tuple[int, int, int]],
+                       check_crcs: bool, max_decompressed_bytes: int, max_batch_records: int = 0,
+                       zero_copy: bool = False) -> ShareDecoded:
     """Backend contract: see fastkc/_backend.py. ShareDecoded(pyarrow.RecordBatch with delivery_count, gaps)."""
     stream = _share_stream(data, topic, acquired, check_crcs, max_decompressed_bytes, max_batch_records, True)
     raws, next_offset, failure = stream.step(float("inf"))

@@ -13,6 +13,9 @@ plain method): the asyncio driver awaits it before the SASL step.
 """
 import abc
 import asyncio
+from collections.abc import Awaitable, Callable
+
+from fastkc.structs import TopicPartition
 
 
 class ConsumerRebalanceListener(abc.ABC):
@@ -24,14 +27,14 @@ class ConsumerRebalanceListener(abc.ABC):
     new owner's second."""
 
     @abc.abstractmethod
-    def on_partitions_revoked(self, revoked):
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> Awaitable[None] | None:
         """Called (function or coroutine) after fetching stopped and before
         the rebalance starts, with the partitions of the last assignment.
         With manual commits, commit what was consumed here. Not called by
         stop()."""
 
     @abc.abstractmethod
-    def on_partitions_assigned(self, assigned):
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Awaitable[None] | None:
         """Called (function or coroutine) after the new assignment is known
         and before fetching starts again, with the whole new assignment."""
 
@@ -43,15 +46,15 @@ class AbstractTokenProvider(abc.ABC):
     key/value extensions."""
 
     @abc.abstractmethod
-    async def token(self):
+    async def token(self) -> str:
         """The token (str). A synchronous source can be wrapped with
         `await asyncio.get_running_loop().run_in_executor(None, sync_token)`."""
 
-    def extensions(self):
+    def extensions(self) -> dict[str, str]:
         return {}
 
 
-def check_listener(listener):
+def check_listener(listener: object) -> ConsumerRebalanceListener | None:
     """What subscribe(listener=...) accepts: None or a ConsumerRebalanceListener
     (aiokafka raises TypeError for anything else, and so does this)."""
     if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
@@ -59,7 +62,7 @@ def check_listener(listener):
     return listener
 
 
-async def call_listener(callback, partitions):
+async def call_listener(callback: Callable[[list[TopicPartition]], object], partitions: list[TopicPartition]) -> object:
     """Run one listener callback the way aiokafka does: call it, and await
     what it returned if that is a coroutine (as aiokafka, only a coroutine:
     a future returned by a plain function is not waited for). Exceptions

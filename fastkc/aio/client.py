@@ -27,16 +27,21 @@ on_node_lost).
 """
 import asyncio
 import logging
+import ssl
 import time
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from fastkc.client import (
     _FATAL_CONNECT_ERRORS,
     MAX_PARSE_FAILURES,
+    Body,
+    Callback,
     ClusterMetadata,
     metadata_incomplete,
     metadata_request_body,
 )
-from fastkc.config import build_ssl_context
+from fastkc.config import Config, build_ssl_context
 from fastkc.errors import (
     IllegalStateError,
     KafkaConnectionError,
@@ -53,35 +58,37 @@ log = logging.getLogger(__name__)
 
 
 class AioClient:
-    def __init__(self, config):
+    def __init__(self, config: Config) -> None:
         self.config = config
         self.cluster = ClusterMetadata()
-        self._ssl_context = None
+        self._ssl_context: ssl.SSLContext | None = None
         if config["security_protocol"] in ("SSL", "SASL_SSL"):
             self._ssl_context = config.get("ssl_context") or build_ssl_context(config)
-        self._conns = {}  # node_id -> AioConnection
-        self._connecting = {}  # node_id -> the task of its connection attempt
-        self._metadata_topics = set()
+        self._conns: dict[int, AioConnection] = {}
+        self._connecting: dict[int, asyncio.Task[None]] = {}  # node_id -> the task of its connection attempt
+        self._metadata_topics: set[str] = set()
         self.subscribe_all_topics = False
         self._metadata_wanted = False
         self._metadata_all_wanted = False
-        self._metadata_task = None
-        self._metadata_wake = None  # asyncio.Event, made on the running loop
-        self._metadata_done = None  # asyncio.Event: set after each refresh attempt
-        self._fatal_error = None
-        self._parse_failures = {}  # (host, port, api name) -> unparseable responses in a row
+        self._metadata_task: asyncio.Task[None] | None = None
+        self._metadata_wake: asyncio.Event | None = None  # made on the running loop
+        self._metadata_done: asyncio.Event | None = None  # set after each refresh attempt
+        self._fatal_error: BaseException | None = None
+        # (host, port, api name) -> unparseable responses in a row
+        self._parse_failures: dict[tuple[object, ...], int] = {}
         self.bootstrapped = False
-        self.bootstrap_api_versions = None
+        self.bootstrap_api_versions: dict[int, tuple[int, int]] | None = None
         self._closed = False
-        self.on_disconnect = []  # listener(node_id): a connection failed
-        self.metadata_listeners = []  # listener(): metadata arrived
-        self.on_change = []  # listener(): something a waiting driver may act on (ready, metadata)
+        self.on_disconnect: list[Callable[[int], None]] = []  # listener(node_id): a connection failed
+        self.metadata_listeners: list[Callable[[], None]] = []  # listener(): metadata arrived
+        # listener(): something a waiting driver may act on (ready, metadata)
+        self.on_change: list[Callable[[], None]] = []
 
-    def _clock(self):
+    def _clock(self) -> float:
         return time.monotonic()
 
     # --- bootstrap -------------------------------------------------------------------------
-    async def bootstrap(self, timeout_ms=None):
+    async def bootstrap(self, timeout_ms: float | None = None) -> None:
         """Connect to one bootstrap server after the other (each with its own
         backoff) until one answers Metadata; as KafkaClient.bootstrap:
         authentication / TLS / authorization errors and a parse failure are
@@ -90,7 +97,7 @@ class AioClient:
         deadline = self._clock() + timeout_ms / 1000.0
         servers = self.config["bootstrap_servers"]
         conns = [self._new_connection(host, port) for host, port in servers]
-        last_error = None
+        last_error: BaseException | None = None
         turn = 0
         try:
             while True:
@@ -138,28 +145,29 @@ class AioClient:
             await conn.close()
         self._start_metadata_loop()
 
-    async def _bootstrap_from(self, conn):
+    async def _bootstrap_from(self, conn: AioConnection) -> None:
         await conn.connect()
         response = await conn.request("Metadata", {"topics": [], "allow_auto_topic_creation": False})
         self.cluster.update(response, all_topics=False)
         self.cluster.last_refresh = self._clock()
 
     # --- connections ---------------------------------------------------------------------------
-    def _new_connection(self, host, port):
+    def _new_connection(self, host: str, port: int) -> AioConnection:
         return AioConnection(host, port, self.config, ssl_context=self._ssl_context)
 
-    def _adopt(self, node_id, conn):
+    def _adopt(self, node_id: int, conn: AioConnection) -> None:
         self._conns[node_id] = conn
         core_closed = conn.core.on_close
+        assert core_closed is not None  # AioConnection hooks itself on at construction
 
-        def closed(error, conn=conn):
+        def closed(error: BaseException | None, conn: AioConnection = conn) -> None:
             core_closed(error)
             if error is not None and not self._closed and self._conns.get(node_id) is conn:
                 self._connection_lost(node_id, conn, error)
 
         conn.core.on_close = closed
 
-    def _connection_lost(self, node_id, conn, error):
+    def _connection_lost(self, node_id: int, conn: AioConnection, error: BaseException) -> None:
         if isinstance(error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)) and not conn.core.reauth_failed:
             self._fatal_error = error
         self.request_metadata_update()
@@ -167,7 +175,7 @@ class AioClient:
             listener(node_id)
         self._changed()
 
-    def _conn(self, node_id):
+    def _conn(self, node_id: int) -> AioConnection | None:
         conn = self._conns.get(node_id)
         broker = self.cluster.brokers.get(node_id)
         if conn is None or (conn.core.state is ConnectionState.DISCONNECTED and broker is not None
@@ -179,10 +187,10 @@ class AioClient:
             self._adopt(node_id, conn)
         return conn
 
-    def connection(self, node_id):
+    def connection(self, node_id: int) -> AioConnection | None:
         return self._conns.get(node_id)
 
-    def ready(self, node_id):
+    def ready(self, node_id: int) -> bool:
         """True when a request can go to node_id now; otherwise starts
         connecting (unless backing off or under way) and returns False."""
         if self._closed:
@@ -198,11 +206,11 @@ class AioClient:
             self._connecting[node_id] = task
         return False
 
-    def is_connected(self, node_id):
+    def is_connected(self, node_id: int) -> bool:
         conn = self._conns.get(node_id)
         return conn is not None and conn.core.established
 
-    async def _connect(self, node_id, conn):
+    async def _connect(self, node_id: int, conn: AioConnection) -> None:
         try:
             await conn.connect()
         except _FATAL_CONNECT_ERRORS as exc:
@@ -213,9 +221,10 @@ class AioClient:
             self._connecting.pop(node_id, None)
             self._changed()
 
-    def least_loaded_node(self):
+    def least_loaded_node(self) -> int | None:
         """A ready broker with the fewest requests in flight, else one not backing off."""
-        best, best_load = None, None
+        best: int | None = None
+        best_load: int | None = None
         for node_id, conn in self._conns.items():
             if conn.ready and (best_load is None or conn.core.in_flight_count() < best_load):
                 best, best_load = node_id, conn.core.in_flight_count()
@@ -223,12 +232,12 @@ class AioClient:
             return best
         now = self._clock()
         for node_id in self.cluster.brokers:
-            conn = self._conns.get(node_id)
-            if conn is None or conn.core.backoff_remaining(now) == 0:
+            spare = self._conns.get(node_id)
+            if spare is None or spare.core.backoff_remaining(now) == 0:
                 return node_id
         return next(iter(self.cluster.brokers), None)
 
-    async def _ready_connection(self, node_id, deadline):
+    async def _ready_connection(self, node_id: int | None, deadline: float) -> tuple[int, AioConnection]:
         while True:
             if self._closed:
                 raise IllegalStateError("the client is closed")
@@ -239,14 +248,15 @@ class AioClient:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise KafkaTimeoutError("broker {0} not ready in time".format(target))
-            task = self._connecting.get(target)
+            task = self._connecting.get(target) if target is not None else None
             if task is not None:
                 await asyncio.wait([asyncio.shield(task)], timeout=remaining)
             else:
                 await asyncio.sleep(min(remaining, self.config["retry_backoff_ms"] / 1000.0))
 
     # --- requests ----------------------------------------------------------------------------
-    async def request(self, api_name, body, timeout_ms=None, node_id=None, raw=False, version=None):
+    async def request(self, api_name: str, body: Body, timeout_ms: float | None = None, node_id: int | None = None,
+                      raw: bool = False, version: int | None = None) -> Any:
         """Send to node_id (least loaded when None), connecting first, and
         await the answer; retriable failures are retried until timeout_ms
         (request_timeout_ms when None)."""
@@ -262,7 +272,8 @@ class AioClient:
                     raise
             await asyncio.sleep(min(max(0.0, deadline - self._clock()), self.config["retry_backoff_ms"] / 1000.0))
 
-    def send(self, node_id, api_name, body, callback, *, raw=False, version=None):
+    def send(self, node_id: int, api_name: str, body: Body, callback: Callback, *, raw: bool = False,
+             version: int | None = None) -> int:
         """Send to a ready node_id now (written before this returns: a get
         call that never suspends still pipelines its next fetches);
         callback(answer, error) runs when it is answered (answer: the decoded
@@ -272,7 +283,7 @@ class AioClient:
             raise NodeNotReadyError("broker {0} is not ready".format(node_id))
         version = conn.version_for(api_name) if version is None else version
 
-        def answered(payload, error):
+        def answered(payload: bytearray, error: BaseException | None) -> None:
             if error is not None:
                 callback(None, error)
             elif raw:
@@ -289,40 +300,43 @@ class AioClient:
         return conn.send_nowait(api_name, body, answered, version=version)
 
     # --- metadata -------------------------------------------------------------------------------
-    def add_topics(self, topics):
+    def add_topics(self, topics: Iterable[str]) -> None:
         new = set(topics) - self._metadata_topics
         if new:
             self._metadata_topics |= new
             self.request_metadata_update()
 
-    def set_topics(self, topics):
-        topics = set(topics)
-        if topics - self._metadata_topics:
+    def set_topics(self, topics: Iterable[str]) -> None:
+        wanted = set(topics)
+        if wanted - self._metadata_topics:
             self.request_metadata_update()
-        self._metadata_topics = topics
+        self._metadata_topics = wanted
 
-    def request_metadata_update(self, all_topics=False):
+    def request_metadata_update(self, all_topics: bool = False) -> None:
         self._metadata_wanted = True
         if all_topics:
             self._metadata_all_wanted = True
         if self._metadata_wake is not None:
             self._metadata_wake.set()
 
-    def _metadata_due_in(self):
+    def _metadata_due_in(self) -> float:
         if self._metadata_wanted or self._metadata_all_wanted:
             return 0.0
         last = self.cluster.last_refresh
         if last is None:
             return 0.0
-        return max(0.0, last + self.config["metadata_max_age_ms"] / 1000.0 - self._clock())
+        max_age_s: float = self.config["metadata_max_age_ms"] / 1000.0
+        return max(0.0, last + max_age_s - self._clock())
 
-    def _start_metadata_loop(self):
+    def _start_metadata_loop(self) -> None:
         if self._metadata_task is None:
             self._metadata_wake = asyncio.Event()
             self._metadata_done = asyncio.Event()
             self._metadata_task = asyncio.get_running_loop().create_task(self._metadata_loop())
 
-    async def _metadata_loop(self):
+    async def _metadata_loop(self) -> None:
+        # both events exist once the loop runs (_start_metadata_loop made them first)
+        assert self._metadata_wake is not None and self._metadata_done is not None
         backoff = self.config["retry_backoff_ms"] / 1000.0
         while not self._closed:
             wait = self._metadata_due_in()
@@ -340,10 +354,11 @@ class AioClient:
             if not ok or self._metadata_wanted:
                 await asyncio.sleep(backoff)  # a failure, or leaders being elected: look again after the backoff
 
-    def _idle_check_period(self):
-        return max(0.1, min(30.0, self.config["connections_max_idle_ms"] / 1000.0 / 2))
+    def _idle_check_period(self) -> float:
+        max_idle_s: float = self.config["connections_max_idle_ms"] / 1000.0
+        return max(0.1, min(30.0, max_idle_s / 2))
 
-    def _close_idle(self):
+    def _close_idle(self) -> None:
         limit = self.config["connections_max_idle_ms"] / 1000.0
         now = self._clock()
         for node_id, conn in list(self._conns.items()):
@@ -351,7 +366,7 @@ class AioClient:
                 self._conns.pop(node_id, None)  # a requested close: no loss reported
                 asyncio.get_running_loop().create_task(conn.close())
 
-    async def _refresh_metadata(self):
+    async def _refresh_metadata(self) -> bool:
         all_topics = self._metadata_all_wanted or self.subscribe_all_topics
         self._metadata_wanted = self._metadata_all_wanted = False
         body = metadata_request_body(self._metadata_topics, all_topics, self.config["allow_auto_create_topics"])
@@ -377,7 +392,7 @@ class AioClient:
         self._changed()
         return True
 
-    async def wait_for_metadata(self, timeout_ms, all_topics=False):
+    async def wait_for_metadata(self, timeout_ms: float, all_topics: bool = False) -> None:
         """Refresh metadata now and wait for it."""
         deadline = self._clock() + timeout_ms / 1000.0
         before = self.cluster.last_refresh
@@ -387,22 +402,25 @@ class AioClient:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise KafkaTimeoutError("no metadata within {0} ms".format(timeout_ms))
+            done = self._metadata_done
+            if done is None:  # no metadata task before bootstrap(): nothing would ever answer
+                raise IllegalStateError("the client is not bootstrapped")
             try:
-                await asyncio.wait_for(self._metadata_done.wait(), remaining)
+                await asyncio.wait_for(done.wait(), remaining)
             except TimeoutError:
                 pass
 
     # --- the rest ------------------------------------------------------------------------------
-    def _changed(self):
+    def _changed(self) -> None:
         for listener in list(self.on_change):
             listener()
 
-    def raise_fatal(self):
+    def raise_fatal(self) -> None:
         if self._fatal_error is not None:
             error, self._fatal_error = self._fatal_error, None
             raise error
 
-    async def close(self):
+    async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
@@ -418,13 +436,13 @@ class AioClient:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     # --- parse failures (fastkc.client's policy) ----------------------------------------------------
-    def parse_failed(self, node_id, api_name, exc):
+    def parse_failed(self, node_id: int, api_name: str, exc: ProtocolParseError) -> BaseException:
         """A response of `api_name` from node_id could not be parsed: close
         that connection (with backoff) and return the error the caller must
         see: a retriable KafkaConnectionError below MAX_PARSE_FAILURES in a
         row, the ProtocolParseError itself from then on (as KafkaClient)."""
         conn = self._conns.get(node_id)
-        key = (conn.host, conn.port, api_name) if conn is not None else (node_id, api_name)
+        key: tuple[object, ...] = (conn.host, conn.port, api_name) if conn is not None else (node_id, api_name)
         count = self._parse_failures.get(key, 0) + 1
         self._parse_failures[key] = count
         log.warning("%s response from broker %s could not be parsed (%d in a row): %s", api_name, node_id, count, exc)
@@ -435,7 +453,7 @@ class AioClient:
             conn.core.fail(lost, self._clock(), backoff_failures=count)
         return exc if count >= MAX_PARSE_FAILURES else lost
 
-    def parse_ok(self, node_id, api_name):
+    def parse_ok(self, node_id: int, api_name: str) -> None:
         conn = self._conns.get(node_id)
         if self._parse_failures and conn is not None:
             self._parse_failures.pop((conn.host, conn.port, api_name), None)

@@ -45,10 +45,15 @@ Where the same name means something else in aiokafka and in kafka-python
 - fetch_max_wait_ms must stay below request_timeout_ms (aiokafka does not
   check, and its fetches then time out).
 fastkc additions (not in aiokafka 0.14): group_protocol ("classic" or
-"consumer", KIP-848) and group_remote_assignor, as in fastkc's sync consumer.
+"consumer", KIP-848) and group_remote_assignor, as in fastkc's sync consumer;
+decode_threads: 1 (the default) decompresses and parses fetched batches on a
+thread of the consumer's own, with the GIL released, so a large batch never
+holds the event loop; 0 does it on the loop (no thread hand-off per step).
 """
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from fastkc._version import __version__
 from fastkc.aio.errors import ConfigTypeError, ConfigValueError
@@ -68,18 +73,22 @@ DRIVER = "driver"  # only the asyncio driver reads it
 DROPPED = "dropped"  # accepted for compatibility, no effect
 
 
+#: a keyword's translation: (its value, every aiokafka keyword) -> {fastkc key: value}
+ToCore = Callable[[Any, dict[str, Any]], dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Key:
     name: str
     default: object
     check: str  # a name in _CHECKS
-    core: object  # SAME, DRIVER, DROPPED, or a function (value, aio) -> {fastkc key: value}
+    core: "str | ToCore"  # SAME, DRIVER, DROPPED, or a function (value, aio) -> {fastkc key: value}
 
 
-def _assignors_to_core(value, aio):
+def _assignors_to_core(value: Any, aio: dict[str, Any]) -> dict[str, Any]:
     from fastkc.assignors import ASSIGNORS_BY_NAME
 
-    core = []
+    core: list[Any] = []
     for assignor in value:
         module = getattr(assignor, "__module__", "") or ""
         name = getattr(assignor, "name", None)
@@ -90,17 +99,17 @@ def _assignors_to_core(value, aio):
     return {"partition_assignment_strategy": core}
 
 
-def _idle_to_core(value, aio):
+def _idle_to_core(value: Any, aio: dict[str, Any]) -> dict[str, Any]:
     if value is None:
         return {"connections_max_idle_ms": _IDLE_FOREVER_MS}
     return {"connections_max_idle_ms": max(value, aio["request_timeout_ms"] + 1)}
 
 
-def _sasl_to_core(value, aio):
+def _sasl_to_core(value: Any, aio: dict[str, Any]) -> dict[str, Any]:
     return {"sasl_mechanism": value if aio["security_protocol"].startswith("SASL") else None}
 
 
-def _rack_to_core(value, aio):
+def _rack_to_core(value: Any, aio: dict[str, Any]) -> dict[str, Any]:
     return {"client_rack": value or ""}
 
 
@@ -147,24 +156,25 @@ KEYS = (
     # fastkc additions
     Key("group_protocol", "classic", "group_protocol", SAME),
     Key("group_remote_assignor", None, "opt_str", SAME),
+    Key("decode_threads", 1, "decode_threads", DRIVER),
 )
 KEYS_BY_NAME = {key.name: key for key in KEYS}
-FASTKC_ADDITIONS = ("group_protocol", "group_remote_assignor")
+FASTKC_ADDITIONS = ("group_protocol", "group_remote_assignor", "decode_threads")
 
 
-def _is_int(value):
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _type_error(name, want, value):
+def _type_error(name: str, want: str, value: object) -> NoReturn:
     raise ConfigTypeError("{0} must be {1}, not {2!r}".format(name, want, value))
 
 
-def _value_error(name, message):
+def _value_error(name: str, message: str) -> NoReturn:
     raise ConfigValueError("{0}: {1}".format(name, message))
 
 
-def _check_int(name, value, *, minimum, optional=False):
+def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> Any:
     if optional and value is None:
         return value
     if not _is_int(value):
@@ -174,7 +184,7 @@ def _check_int(name, value, *, minimum, optional=False):
     return value
 
 
-def _check(key, value):
+def _check(key: Key, value: Any) -> Any:
     """The checked (and, for auto_offset_reset, normalized) value of one keyword."""
     name, check = key.name, key.check
     if check == "int>0":
@@ -228,6 +238,10 @@ def _check(key, value):
         if value not in SECURITY_PROTOCOLS:
             _value_error(name, "must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, value))
         return value
+    if check == "decode_threads":
+        if not _is_int(value) or value not in (0, 1):
+            _value_error(name, "must be 0 (decode on the event loop) or 1 (a decode thread), not {0!r}".format(value))
+        return value
     if check == "group_protocol":
         if value not in ("classic", "consumer"):
             _value_error(name, "must be 'classic' or 'consumer', not {0!r}".format(value))
@@ -263,23 +277,24 @@ def _check(key, value):
 
 @dataclass(frozen=True)
 class AioConsumerConfig:
-    aio: dict  # every aiokafka keyword (and fastkc addition), checked, defaults filled in
-    core: dict  # fastkc.config.consumer_config's output: what fastkc's core runs with
-    driver: dict  # the keywords only the asyncio driver reads
+    aio: dict[str, Any]  # every aiokafka keyword (and fastkc addition), checked, defaults filled in
+    core: dict[str, Any]  # fastkc.config.consumer_config's output: what fastkc's core runs with
+    driver: dict[str, Any]  # the keywords only the asyncio driver reads
 
 
-def resolve(**keywords):
+def resolve(**keywords: Any) -> AioConsumerConfig:
     """Check AIOKafkaConsumer's keywords and translate them (module docstring)."""
     unknown = sorted(set(keywords).difference(KEYS_BY_NAME))
     if unknown:
         raise ConfigTypeError("AIOKafkaConsumer got unexpected keyword argument(s) {0}".format(
             ", ".join(repr(name) for name in unknown)))
-    aio = {}
+    aio: dict[str, Any] = {}
     for key in KEYS:
         aio[key.name] = _check(key, keywords.get(key.name, key.default))
     _check_together(aio)
 
-    core, driver = {}, {}
+    core: dict[str, Any] = {}
+    driver: dict[str, Any] = {}
     for key in KEYS:
         value = aio[key.name]
         if key.core == SAME:
@@ -295,7 +310,7 @@ def resolve(**keywords):
     return AioConsumerConfig(aio=aio, core=consumer_config(core), driver=driver)
 
 
-def _check_together(aio):
+def _check_together(aio: dict[str, Any]) -> None:
     """aiokafka's cross-key rules (its client's constructor), with its
     ValueError, and the one fastkc adds."""
     protocol = aio["security_protocol"]

@@ -22,27 +22,43 @@ serialized_value_size, headers) plus kafka-python's leader_epoch and
 serialized_header_size; they are tuples (aiokafka's is a dataclass), and
 headers is a list of (str, bytes) tuples (aiokafka: a tuple of them).
 
-Decoding runs on the loop inside getmany()/getone(), in steps the fetch
-machine bounds (a step ends at the decode budget, fastkc.config.decode_budget),
-so no single call holds the loop for more than one step's worth: measure
-with `python -m fastkc.bench.run_fastkc_aio --stall` (see DESIGN.md).
+Decoding is split as the decode worker splits it: a step's phase 1 (CRC
+checks, decompression, parsing into descriptors; C with the GIL released)
+runs on the consumer's decode thread (decode_threads=1, the default) while
+the loop goes on, and getmany()/getone() only build records from prepared
+steps on the loop, at most 4096 a call without max_records: a large or badly
+compressed batch never holds the loop. The bench runner reports the longest
+hold it saw (`longest_loop_stall_ms`, `python -m fastkc.bench.run_fastkc_aio`).
 
 Cancellation: records leave the machine (and positions advance) only in
 the synchronous part of a get call that returns them; a get cancelled while
 it waits has taken nothing, so nothing is lost.
 """
 import asyncio
+import inspect
 import logging
 import re
 import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
+from fastkc import _backend
+from fastkc.aio.abc import ConsumerRebalanceListener
 from fastkc.aio.client import AioClient
 from fastkc.aio.config import KEYS, resolve
 from fastkc.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
 from fastkc.aio.fetch_driver import AioFetchDriver
-from fastkc.aio.structs import OffsetAndTimestamp, TopicPartition, _is_topic_partition
+from fastkc.aio.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, _is_topic_partition
 from fastkc.client import infer_broker_version
 from fastkc.fetch import EARLIEST, LATEST
+from fastkc.fetch.handout import CompletedFetch
+from fastkc.fetch.state import PartitionState
+from fastkc.structs import ConsumerRecord
+
+if TYPE_CHECKING:
+    from fastkc.aio.group_driver import AioGroupDriver, Committed
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +68,24 @@ _EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclus
 #: here one call's decoding is bounded so that it holds the loop for a few ms
 #: at most: what stays buffered comes with the next call.
 _GETMANY_CHUNK = 4096
+#: records per step prepared on the decode thread: a take's count, within
+#: these bounds (getone()'s one record would cost a thread hand-off each; a
+#: step of more than _PREPARE_MAX holds descriptors for records far ahead)
+_PREPARE_MIN = 1024
+_PREPARE_MAX = 16384
+
+#: what getmany() returns
+Records = dict[TopicPartition, list[ConsumerRecord]]
+# a pyarrow.RecordBatch (pyarrow has no type information)
+_RecordBatch = Any
+#: subscribe()'s pattern: a regular expression, or its source
+Pattern = str | re.Pattern[str]
+#: what commit() takes per partition: an offset, (offset, metadata) or an OffsetAndMetadata
+CommitOffset = int | tuple[int, str] | OffsetAndMetadata
 
 
 class AIOKafkaConsumer:
-    def __init__(self, *topics, **configs):
+    def __init__(self, *topics: str, **configs: Any) -> None:
         resolved = resolve(**configs)
         self._aio_config = resolved.aio
         self._config = resolved.core
@@ -66,22 +96,33 @@ class AIOKafkaConsumer:
         self._client = AioClient(self._config)
         self._fetcher = AioFetchDriver(self._client, self._config, period_ms=resolved.driver["consumer_timeout_ms"])
         self._machine = self._fetcher.machine
+        # phase 1 of the decode steps off the loop (module docstring): one
+        # thread, started with the first step to prepare; the twin's streams
+        # cannot prepare and decode on the loop
+        self._offload_decode = resolved.driver["decode_threads"] == 1 and hasattr(
+            getattr(_backend.impl, "RecordStream", None), "prepare")
+        self._decode_thread: ThreadPoolExecutor | None = None
+        # the fetch whose next step is being prepared, and that preparation
+        self._preparing: tuple[CompletedFetch, asyncio.Future[None]] | None = None
         self._started = False
         self._closed = False
-        self._assignment = []
-        self._subscribed_topics = None  # a set while subscribed
-        self._pattern = None
-        self._listener = None
-        self._group = None  # AioGroupDriver, with a group_id and a subscription or a commit
-        self._group_subscription = None  # subscribe()'s (topics, pattern, listener) with a group_id
-        self._pending_committed = []  # manually assigned partitions whose committed offsets are to be read
-        self._committed_tasks = set()
+        self._assignment: list[TopicPartition] = []
+        self._subscribed_topics: set[str] | None = None  # a set while subscribed
+        self._pattern: re.Pattern[str] | None = None
+        self._listener: ConsumerRebalanceListener | None = None
+        # with a group_id and a subscription or a commit
+        self._group: AioGroupDriver | None = None
+        # subscribe()'s (topics, pattern, listener) with a group_id
+        self._group_subscription: tuple[list[str], Pattern | None, ConsumerRebalanceListener | None] | None = None
+        # manually assigned partitions whose committed offsets are to be read
+        self._pending_committed: list[TopicPartition] = []
+        self._committed_tasks: set[asyncio.Task[None]] = set()
         self._client.metadata_listeners.append(self._metadata_updated)
         if topics:
             self.subscribe(topics)
 
     # --- lifecycle -------------------------------------------------------------------------
-    async def start(self):
+    async def start(self) -> None:
         """Bootstrap, start the fetch task (and the group's, when subscribed with a group_id)."""
         if self._closed:
             raise ConsumerStoppedError()
@@ -105,7 +146,7 @@ class AIOKafkaConsumer:
         if self._group is not None:
             await self._start_group()
 
-    async def _start_group(self):
+    async def _start_group(self) -> None:
         """Start the group driver; with a subscription, as aiokafka's start():
         metadata first (a pattern needs every topic's name), the subscription
         handed over again with it, then wait until the group assigned. The
@@ -114,6 +155,7 @@ class AIOKafkaConsumer:
         so a member that joins while the others are not polling would
         otherwise wait for them for ever."""
         group = self._group
+        assert group is not None  # start() calls this only with a group driver
         await group.start()
         if self._subscribed_topics is None or self._group_subscription is None:
             return
@@ -126,7 +168,7 @@ class AIOKafkaConsumer:
             if await group.wait_assignment(min(1.0, max(0.0, deadline - time.monotonic()))):
                 break
 
-    def _look_up_committed(self):
+    def _look_up_committed(self) -> None:
         """A task reading the group's committed offsets of the partitions
         assign() held (hold_for_committed), seeking them there, releasing
         the rest to auto_offset_reset."""
@@ -134,8 +176,8 @@ class AIOKafkaConsumer:
         if not partitions:
             return
 
-        async def look_up():
-            committed = {}
+        async def look_up() -> None:
+            committed: Committed = {}
             try:
                 group = await self._running_group()
                 committed = await group.fetch_committed(list(partitions))
@@ -148,7 +190,7 @@ class AIOKafkaConsumer:
                     if state is None or not state.held:
                         continue  # unassigned or sought meanwhile
                     entry = committed.get(tp)
-                    if entry is not None and entry.offset >= 0:
+                    if entry is not None and entry.offset is not None and entry.offset >= 0:
                         self._machine.seek(tp, entry.offset)
                     else:
                         self._machine.hold_for_committed(tp, False)
@@ -160,7 +202,7 @@ class AIOKafkaConsumer:
         self._committed_tasks.add(task)
         task.add_done_callback(self._committed_tasks.discard)
 
-    async def _running_group(self):
+    async def _running_group(self) -> "AioGroupDriver":
         """The group driver, started (commit() and committed() work without a
         subscription, as in aiokafka)."""
         group = self._group_driver()
@@ -169,7 +211,7 @@ class AIOKafkaConsumer:
         await group.start()
         return group
 
-    async def stop(self):
+    async def stop(self) -> None:
         """Commit (auto-commit), leave the group, close the connections; a
         get call waiting now raises ConsumerStoppedError. Idempotent."""
         if self._closed:
@@ -189,41 +231,45 @@ class AIOKafkaConsumer:
                 await self._fetcher.close()
         finally:
             self._machine.close_worker()
+            if self._decode_thread is not None:
+                # a step being prepared finishes on its own (milliseconds); nothing waits for it
+                self._decode_thread.shutdown(wait=False, cancel_futures=True)
             await self._client.close()
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> "AIOKafkaConsumer":
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type, exc, tb):
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
         await self.stop()
 
-    def __aiter__(self):
+    def __aiter__(self) -> "AIOKafkaConsumer":
         if self._closed:
             raise ConsumerStoppedError()
         return self
 
-    async def __anext__(self):
+    async def __anext__(self) -> ConsumerRecord:
         try:
             return await self.getone()
         except ConsumerStoppedError:
             raise StopAsyncIteration from None
 
-    def _check_running(self):
+    def _check_running(self) -> None:
         if self._closed:
             raise ConsumerStoppedError()
 
     # --- assignment ----------------------------------------------------------------------
-    def assign(self, partitions):
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Manually assign partitions (replaces the assignment)."""
         if self._subscribed_topics is not None:
             raise IllegalStateError(_EXCLUSIVE)
-        partitions = list(partitions)
-        for tp in partitions:
+        given = list(partitions)
+        for tp in given:
             if not _is_topic_partition(tp):
                 raise TypeError("partitions must be TopicPartition namedtuples")
         before = set(self._machine.states)
-        self._set_assignment([TopicPartition(tp.topic, tp.partition) for tp in partitions])
+        self._set_assignment([TopicPartition(tp.topic, tp.partition) for tp in given])
         if self._config["group_id"] is not None:
             # as aiokafka and Java: manually assigned partitions of a group
             # start at its committed offsets (auto_offset_reset where none)
@@ -234,7 +280,7 @@ class AIOKafkaConsumer:
             if self._started and not self._closed:
                 self._look_up_committed()
 
-    def _set_assignment(self, partitions):
+    def _set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         seen = list(dict.fromkeys(partitions))
         self._assignment = seen
         self._machine.assign(seen)
@@ -242,22 +288,21 @@ class AIOKafkaConsumer:
             self._client.set_topics(set(self._subscribed_topics or ()) | {tp.topic for tp in seen})
         self._fetcher.wake()
 
-    def assignment(self):
+    def assignment(self) -> set[TopicPartition]:
         if self._group is not None and self._subscribed_topics is not None:
             return set(self._group.assignment())
         return set(self._assignment)
 
-    def subscribe(self, topics=(), pattern=None, listener=None):
+    def subscribe(self, topics: Iterable[str] | str = (), pattern: Pattern | None = None,
+                  listener: ConsumerRebalanceListener | None = None) -> None:
         """Subscribe to topics or a pattern. With a group_id the group
         assigns (listener: a ConsumerRebalanceListener, its callbacks run
         inside get calls); without one every partition of the topics is
         assigned here and follows metadata."""
-        if isinstance(topics, str):
-            topics = [topics]
-        topics = list(topics or ())
-        if not topics and pattern is None:
+        names = [topics] if isinstance(topics, str) else list(topics or ())
+        if not names and pattern is None:
             raise ValueError("You should provide either `topics` or `pattern`")
-        if topics and pattern is not None:
+        if names and pattern is not None:
             raise IllegalStateError(_EXCLUSIVE)
         if self._assignment and self._subscribed_topics is None:
             raise IllegalStateError(_EXCLUSIVE)
@@ -267,13 +312,13 @@ class AIOKafkaConsumer:
             check_listener(listener)
         if self._config["group_id"] is not None:
             group = self._group_driver()
-            self._subscribed_topics = set(topics)
+            self._subscribed_topics = set(names)
             self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
             if pattern is not None:
                 self._client.subscribe_all_topics = True
                 self._client.request_metadata_update(all_topics=True)
-            self._group_subscription = (topics, pattern, listener)
-            group.subscribe(topics=topics, pattern=pattern, listener=listener)
+            self._group_subscription = (names, pattern, listener)
+            group.subscribe(topics=names, pattern=pattern, listener=listener)
             if self._started and not self._closed:
                 # subscribed after start(): the group's task starts now (start() only spawns it)
                 asyncio.get_running_loop().create_task(group.start())
@@ -286,24 +331,24 @@ class AIOKafkaConsumer:
             self._client.request_metadata_update(all_topics=True)
         else:
             self._pattern = None
-            self._subscribed_topics = set(topics)
+            self._subscribed_topics = set(names)
             self._client.subscribe_all_topics = False
             self._client.set_topics(self._subscribed_topics)
             self._client.request_metadata_update()
         self._update_subscribed_assignment()
 
-    def _metadata_updated(self):
+    def _metadata_updated(self) -> None:
         if self._group is None:
             self._update_subscribed_assignment()
         else:
             self._group_notify_metadata()
 
-    def _group_notify_metadata(self):
+    def _group_notify_metadata(self) -> None:
         wake = getattr(self._group, "metadata_changed", None)
         if wake is not None:
             wake()
 
-    def _update_subscribed_assignment(self):
+    def _update_subscribed_assignment(self) -> None:
         """No group: every known partition of the subscribed (or matching) topics."""
         if self._subscribed_topics is None or self._group is not None:
             return
@@ -313,7 +358,7 @@ class AIOKafkaConsumer:
             self._subscribed_topics = {name for name, t in cluster.topics.items()
                                        if t.error_code == 0 and self._pattern.match(name)
                                        and not (exclude and t.is_internal)}
-        wanted = []
+        wanted: list[TopicPartition] = []
         for topic in sorted(self._subscribed_topics):
             meta = cluster.topics.get(topic)
             if meta is None or meta.error_code != 0:
@@ -322,12 +367,12 @@ class AIOKafkaConsumer:
         if set(wanted) != set(self._assignment):
             self._set_assignment(wanted)
 
-    def subscription(self):
+    def subscription(self) -> set[str]:
         if self._group is not None and self._subscribed_topics is not None:
             return set(self._group.subscription())
         return set(self._subscribed_topics) if self._subscribed_topics is not None else set()
 
-    def unsubscribe(self):
+    def unsubscribe(self) -> None:
         if self._group is not None and self._subscribed_topics is not None:
             self._group.unsubscribe()
         self._group_subscription = None
@@ -336,7 +381,7 @@ class AIOKafkaConsumer:
         self._client.subscribe_all_topics = False
         self._set_assignment([])
 
-    def _group_driver(self):
+    def _group_driver(self) -> "AioGroupDriver":
         if self._config["group_id"] is None:
             raise IllegalOperation("Requires group_id")
         if self._group is None:
@@ -347,7 +392,7 @@ class AIOKafkaConsumer:
             self._group = AioGroupDriver(config, _AioGroupApp(self))
         return self._group
 
-    async def _on_get(self, partitions):
+    async def _on_get(self, partitions: Iterable[TopicPartition]) -> None:
         """Before taking records: one turn of the loop (answers read, timers
         run: a loop of get calls that always find records never starves the
         loop; cancelled here, a call has taken nothing), the group's
@@ -366,20 +411,56 @@ class AIOKafkaConsumer:
                 raise TypeError("partitions must be TopicPartition namedtuples")
 
     # --- getting records -----------------------------------------------------------------
-    async def getone(self, *partitions):
+    async def _take(self, limit: int, wanted: set[TopicPartition] | None) -> Records:
+        """Records taken from the machine (positions advanced) with no decoding
+        on the loop: when the take stops at a fetch whose next step is not
+        prepared, that step is prepared on the decode thread, awaited when
+        nothing was taken, else left to finish while the application works.
+        Cancelled while it waits, a call has taken nothing: the step being
+        prepared stays in its stream for the next call."""
+        machine = self._machine
+        while True:
+            records: Records = machine.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
+                                                       wanted, prepared_only=self._offload_decode)
+            unprepared = machine.unprepared
+            if unprepared is None:
+                return records
+            step = self._prepare(unprepared, limit)
+            if records:
+                return records
+            await asyncio.shield(step)
+            self._check_running()
+
+    def _prepare(self, completed: CompletedFetch, limit: int) -> "asyncio.Future[None]":
+        """The future of `completed`'s next step prepared on the decode thread:
+        as many records as a take asks for (at least _PREPARE_MIN), so that a
+        take uses up a prepared step and the next one is prepared while the
+        application works on what it took."""
+        # a step of this fetch still being prepared is the one to wait for
+        # (a finished one says nothing about the fetch's next step)
+        if self._preparing is not None and self._preparing[0] is completed and not self._preparing[1].done():
+            return self._preparing[1]
+        if self._decode_thread is None:
+            self._decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastkc-aio-decode")
+        step = asyncio.get_running_loop().run_in_executor(
+            self._decode_thread, self._machine.prepare_step, completed, min(max(limit, _PREPARE_MIN), _PREPARE_MAX))
+        self._preparing = (completed, step)
+        return step
+
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
         """The next record (of `partitions` only, when given); waits for one."""
         wanted = set(partitions) if partitions else None
         while True:
             await self._on_get(partitions)
-            records = self._machine.fetched_records(1, True, self._key_deserializer, self._value_deserializer,
-                                                    wanted)
+            records = await self._take(1, wanted)
             if records:
                 self._fetcher.send_requests()
                 for chunk in records.values():
                     return chunk[0]
             await self._wait_data(None)
 
-    async def getmany(self, *partitions, timeout_ms=0, max_records=None):
+    async def getmany(self, *partitions: TopicPartition, timeout_ms: float = 0,
+                      max_records: int | None = None) -> Records:
         """{TopicPartition: [record]}: what is buffered (of `partitions` only,
         when given), up to max_records (max_poll_records when None; all
         buffered when that is None too), waiting up to timeout_ms for some."""
@@ -390,8 +471,7 @@ class AIOKafkaConsumer:
         deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
         while True:
             await self._on_get(partitions)
-            records = self._machine.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
-                                                    wanted)
+            records = await self._take(limit, wanted)
             if records:
                 # pipelining, as the sync poll(): the next fetches are on the
                 # wire before the application sees these records
@@ -402,7 +482,8 @@ class AIOKafkaConsumer:
                 return {}
             await self._wait_data(remaining)
 
-    async def getmany_arrow(self, *partitions, timeout_ms=0, max_records=None):
+    async def getmany_arrow(self, *partitions: TopicPartition, timeout_ms: float = 0,
+                            max_records: int | None = None) -> _RecordBatch:
         """getmany()'s records as one pyarrow.RecordBatch in poll_arrow()'s
         schema (fastkc.records.arrow_schema(zero_copy=arrow_zero_copy));
         empty when nothing came within timeout_ms."""
@@ -426,7 +507,7 @@ class AIOKafkaConsumer:
                 return pa.RecordBatch.from_pylist([], schema=arrow_schema(zero_copy=self._config["arrow_zero_copy"]))
             await self._wait_data(remaining)
 
-    async def _wait_data(self, timeout):
+    async def _wait_data(self, timeout: float | None) -> None:
         """Wait for the next answer (or stop(), or the group's next step)."""
         event = self._fetcher.data_event
         if event is None:
@@ -442,15 +523,15 @@ class AIOKafkaConsumer:
         self._check_running()
 
     # --- positions --------------------------------------------------------------------------
-    def _state(self, partition):
+    def _state(self, partition: TopicPartition) -> PartitionState:
         if not _is_topic_partition(partition):
             raise TypeError("partition must be a TopicPartition")
-        state = self._machine.states.get(partition)
+        state: PartitionState | None = self._machine.states.get(partition)
         if state is None:
             raise IllegalStateError("No current assignment for partition {0}".format(partition))
         return state
 
-    def seek(self, partition, offset):
+    def seek(self, partition: TopicPartition, offset: int) -> None:
         """Fetch from `offset` next."""
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError("Offset must be a positive integer")
@@ -458,19 +539,18 @@ class AIOKafkaConsumer:
         self._machine.seek(partition, offset)
         self._fetcher.wake()
 
-    async def _seek_to(self, partitions, strategy):
+    async def _seek_to(self, partitions: Iterable[TopicPartition], strategy: str) -> bool:
         self._check_running()
-        if not partitions:
-            partitions = list(self._machine.states)
-        for tp in partitions:
+        tps = list(partitions) or list(self._machine.states)
+        for tp in tps:
             self._state(tp)
-        for tp in partitions:
+        for tp in tps:
             self._machine.request_reset(tp, strategy)
         self._fetcher.wake()
         deadline = time.monotonic() + self._config["request_timeout_ms"] / 1000.0
-        return await self._wait_positions(partitions, deadline)
+        return await self._wait_positions(tps, deadline)
 
-    async def _wait_positions(self, partitions, deadline):
+    async def _wait_positions(self, partitions: Iterable[TopicPartition], deadline: float) -> bool:
         """Wait until every partition's position is known; False at the deadline."""
         while True:
             states = [self._machine.states.get(tp) for tp in partitions]
@@ -483,51 +563,52 @@ class AIOKafkaConsumer:
                 return False
             await self._wait_data(remaining)
 
-    async def seek_to_beginning(self, *partitions):
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
         return await self._seek_to(partitions, "earliest")
 
-    async def seek_to_end(self, *partitions):
+    async def seek_to_end(self, *partitions: TopicPartition) -> bool:
         return await self._seek_to(partitions, "latest")
 
-    async def seek_to_committed(self, *partitions):
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
         """Seek to the group's committed offsets; {tp: offset or None}."""
         group = await self._running_group()
-        if not partitions:
-            partitions = list(self._machine.states)
-        for tp in partitions:
+        tps = list(partitions) or list(self._machine.states)
+        for tp in tps:
             self._state(tp)
-        committed = await group.fetch_committed(list(partitions))
-        out = {}
-        for tp in partitions:
+        committed = await group.fetch_committed(tps)
+        out: dict[TopicPartition, int | None] = {}
+        for tp in tps:
             entry = committed.get(tp)
             if entry is None:
                 out[tp] = None
                 continue
-            out[tp] = entry.offset
+            offset = entry.offset
+            assert offset is not None  # the commit machine makes an entry only of an offset >= 0
+            out[tp] = offset
             if tp in self._machine.states:
-                self._machine.seek(tp, entry.offset)
+                self._machine.seek(tp, offset)
         self._fetcher.wake()
         return out
 
-    async def position(self, partition):
+    async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record a get call returns, waiting for a
         reset to resolve."""
         self._check_running()
         while True:
-            state = self._state(partition)
-            if state.position is not None:
-                return state.position
+            position: int | None = self._state(partition).position
+            if position is not None:
+                return position
             await self._on_get(())
             self._fetcher.wake()
             await self._wait_data(None)
 
-    def highwater(self, partition):
+    def highwater(self, partition: TopicPartition) -> int | None:
         return self._state(partition).highwater
 
-    def last_stable_offset(self, partition):
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
         return self._state(partition).last_stable_offset
 
-    def last_poll_timestamp(self, partition):
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
         """The wall-clock time (ms) of the last fetch answer that carried
         `partition`, or None before one."""
         fetched_at = self._state(partition).fetched_at
@@ -535,22 +616,25 @@ class AIOKafkaConsumer:
             return None
         return int((time.time() - (time.monotonic() - fetched_at)) * 1000)
 
-    async def beginning_offsets(self, partitions):
-        return await self._offsets({tp: EARLIEST for tp in partitions}, just_offsets=True)
+    async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return _offsets_only(await self._offsets({tp: EARLIEST for tp in partitions}))
 
-    async def end_offsets(self, partitions):
-        return await self._offsets({tp: LATEST for tp in partitions}, just_offsets=True)
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return _offsets_only(await self._offsets({tp: LATEST for tp in partitions}))
 
-    async def offsets_for_times(self, timestamps):
+    async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],
+                                ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """{tp: OffsetAndTimestamp or None}: the earliest offset whose
         timestamp is >= the given one (None past the last record)."""
         for tp, ts in timestamps.items():
             if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
                 raise ValueError("The target time for partition {0} is {1}. The target time cannot be "
                                  "negative.".format(tp, ts))
-        return await self._offsets(dict(timestamps), just_offsets=False)
+        looked_up = await self._offsets(dict(timestamps))
+        return {tp: None if offset < 0 else OffsetAndTimestamp(offset, ts) for tp, (offset, ts) in looked_up.items()}
 
-    async def _offsets(self, timestamps, just_offsets):
+    async def _offsets(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
+        """{tp: (offset, timestamp)} of a ListOffsets lookup, in the order asked."""
         self._check_running()
         for tp in timestamps:
             if not _is_topic_partition(tp):
@@ -558,62 +642,58 @@ class AIOKafkaConsumer:
         if not timestamps:
             return {}
         results = await self._fetcher.list_offsets(timestamps, self._config["request_timeout_ms"])
-        out = {}
+        out: dict[TopicPartition, tuple[int, int]] = {}
         for tp in timestamps:
             offset, ts, _epoch = results[tp]
-            if just_offsets:
-                out[tp] = offset
-            elif offset < 0:
-                out[tp] = None
-            else:
-                out[tp] = OffsetAndTimestamp(offset, ts)
+            out[tp] = (offset, ts)
         return out
 
     # --- flow control --------------------------------------------------------------------------
-    def pause(self, *partitions):
+    def pause(self, *partitions: TopicPartition) -> None:
         for tp in partitions:
             self._state(tp)
         for tp in partitions:
             self._machine.pause(tp)
         self._fetcher.wake()
 
-    def resume(self, *partitions):
+    def resume(self, *partitions: TopicPartition) -> None:
         for tp in partitions:
             self._state(tp)
         for tp in partitions:
             self._machine.resume(tp)
         self._fetcher.wake()
 
-    def paused(self):
+    def paused(self) -> set[TopicPartition]:
         return {tp for tp, s in self._machine.states.items() if s.paused}
 
     # --- committing (the group) -----------------------------------------------------------------
-    async def commit(self, offsets=None):
+    async def commit(self, offsets: Mapping[TopicPartition, CommitOffset] | None = None) -> None:
         """Commit `offsets` ({tp: offset or OffsetAndMetadata}; the positions
         of the assignment when None) and wait for the answer."""
         self._check_running()
         group = await self._running_group()
+        committing: dict[TopicPartition, OffsetAndMetadata] | None = None
         if offsets is not None:
             from fastkc.aio.structs import normalize_commit_offsets
 
-            offsets = normalize_commit_offsets(offsets)
+            committing = normalize_commit_offsets(offsets)
         elif self._group_subscription is None:
             # a manual assignment: the group driver's assignment is the
             # subscription's, so the positions are named here
-            offsets = _AioGroupApp(self).positions(self._assignment)
-            if not offsets:
+            committing = _AioGroupApp(self).positions(self._assignment)
+            if not committing:
                 return
-        await group.commit(offsets)
+        await group.commit(committing)
 
-    async def committed(self, partition):
+    async def committed(self, partition: TopicPartition) -> int | None:
         """The group's last committed offset of `partition`, or None."""
         self._check_running()
         entry = await (await self._running_group()).committed(partition)
         # aiokafka's committed() is the offset alone (None: nothing committed)
-        return getattr(entry, "offset", entry)
+        return None if entry is None else entry.offset
 
     # --- metadata ----------------------------------------------------------------------------
-    async def topics(self):
+    async def topics(self) -> set[str]:
         """Every topic of the cluster (internal ones hidden when exclude_internal_topics)."""
         self._check_running()
         await self._client.wait_for_metadata(self._config["request_timeout_ms"], all_topics=True)
@@ -621,7 +701,7 @@ class AIOKafkaConsumer:
         return {name for name, t in self._client.cluster.topics.items()
                 if t.error_code == 0 and not (exclude and t.is_internal)}
 
-    def partitions_for_topic(self, topic):
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
         """The partition ids of `topic` the cached metadata knows, or None
         (as aiokafka: no lookup; the topic is added to the next refresh)."""
         meta = self._client.cluster.topics.get(topic)
@@ -631,12 +711,14 @@ class AIOKafkaConsumer:
         return set(meta.partitions)
 
 
-def _constructor_signature():
+def _offsets_only(looked_up: dict[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
+    return {tp: offset for tp, (offset, _ts) in looked_up.items()}
+
+
+def _constructor_signature() -> inspect.Signature:
     """AIOKafkaConsumer(*topics, <every keyword of fastkc.aio.config's table,
     with its default>): the signature aiokafka's constructor has, from the one
     table that checks the keywords (so the two cannot drift apart)."""
-    import inspect
-
     kind = inspect.Parameter.KEYWORD_ONLY
     return inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
@@ -644,6 +726,7 @@ def _constructor_signature():
         + [inspect.Parameter(key.name, kind, default=key.default) for key in KEYS])
 
 
+# inspect.signature() reads __signature__; typeshed's functions do not declare it
 AIOKafkaConsumer.__init__.__signature__ = _constructor_signature()  # type: ignore[attr-defined]
 
 
@@ -651,36 +734,34 @@ class _AioGroupApp:
     """What the group driver may do to the consumer (on the loop, inside get
     calls and commits: fastkc.aio.group_driver's `app`)."""
 
-    def __init__(self, consumer):
+    def __init__(self, consumer: AIOKafkaConsumer) -> None:
         self._consumer = consumer
 
-    def positions(self, partitions=None):
-        from fastkc.aio.structs import OffsetAndMetadata
-
+    def positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
         states = self._consumer._machine.states
         tps = states if partitions is None else partitions
-        out = {}
+        out: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp in tps:
             state = states.get(tp)
             if state is not None and state.position is not None:
                 out[tp] = OffsetAndMetadata(state.position, "")
         return out
 
-    def assign_from_group(self, partitions):
+    def assign_from_group(self, partitions: Iterable[TopicPartition]) -> None:
         self._consumer._set_assignment(list(partitions))
 
-    def revoke_from_group(self, partitions):
+    def revoke_from_group(self, partitions: Iterable[TopicPartition]) -> None:
         gone = set(partitions)
         self._consumer._set_assignment([tp for tp in self._consumer._assignment if tp not in gone])
 
-    def topics_matching(self, pattern):
+    def topics_matching(self, pattern: Pattern) -> set[str]:
         consumer = self._consumer
-        pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
         exclude = consumer._config["exclude_internal_topics"]
         return {name for name, t in consumer._client.cluster.topics.items()
-                if t.error_code == 0 and pattern.match(name) and not (exclude and t.is_internal)}
+                if t.error_code == 0 and compiled.match(name) and not (exclude and t.is_internal)}
 
-    def request_metadata_for(self, topics):
+    def request_metadata_for(self, topics: Iterable[str] | None) -> None:
         client = self._consumer._client
         if topics is None:
             client.subscribe_all_topics = True
@@ -689,9 +770,10 @@ class _AioGroupApp:
             client.set_topics(set(topics) | {tp.topic for tp in self._consumer._assignment})
             client.request_metadata_update()
 
-    def start_from_committed(self, committed):
+    def start_from_committed(self, committed: "Committed") -> None:
         machine = self._consumer._machine
         for tp, entry in committed.items():
             if entry is not None and tp in machine.states:
+                assert entry.offset is not None  # the commit machine makes an entry only of an offset >= 0
                 machine.seek(tp, entry.offset)
         self._consumer._fetcher.wake()

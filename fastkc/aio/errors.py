@@ -201,9 +201,9 @@ class ProducerClosed(KafkaError):
 class ProducerFenced(KafkaError):
     """aiokafka's producer error (fastkc has no producer); kept for imports."""
 
-    def __init__(self, msg=("There is a newer producer using the same transactional_id or "
+    def __init__(self, msg: str = ("There is a newer producer using the same transactional_id or "
                             "transaction timeout occurred (check that processing time is "
-                            "below transaction_timeout_ms)")):
+                            "below transaction_timeout_ms)")) -> None:
         super().__init__(msg)
 
 

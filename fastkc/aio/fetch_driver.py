@@ -25,10 +25,15 @@ by the next get call, as the sync consumer's poll() raises it; the task goes on.
 import asyncio
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
+from fastkc.aio.client import AioClient
+from fastkc.config import Config
 from fastkc.errors import NodeNotReadyError
-from fastkc.fetch.machine import ConnectionLink, FetchMachine
-from fastkc.fetch.offsets import AwaitMetadata, BackOff, offset_lookup
+from fastkc.fetch.machine import ConnectionLink, FetchMachine, Request
+from fastkc.fetch.offsets import AwaitMetadata, BackOff, LookupResults, LookupStep, offset_lookup
+from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -36,50 +41,53 @@ log = logging.getLogger(__name__)
 
 
 class AioFetchDriver:
-    def __init__(self, client, config, *, period_ms=200, clock=time.monotonic):
+    def __init__(self, client: AioClient, config: Config, *, period_ms: float = 200,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.config = config
         self._clock = clock
         self._period = period_ms / 1000.0
         self.machine = FetchMachine(config, client.cluster, clock=clock)
-        self._task = None
-        self._wake = None
-        #: set when an answer arrived (records may be buffered, a position known)
-        self.data_event = None
-        self._error = None  # raised by the next raise_pending()
+        self._task: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        #: set when an answer arrived (records may be buffered, a position known); made by start()
+        self.data_event: asyncio.Event | None = None
+        self._error: Exception | None = None  # raised by the next raise_pending()
         self._closed = False
         client.on_disconnect.append(self._node_lost)
         client.metadata_listeners.append(self._metadata_updated)
         client.on_change.append(self.wake)
 
     # --- the task ------------------------------------------------------------------------------
-    def start(self):
+    def start(self) -> None:
         self._wake = asyncio.Event()
         self.data_event = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run())
 
-    def wake(self):
+    def wake(self) -> None:
         if self._wake is not None:
             self._wake.set()
 
-    async def _run(self):
+    async def _run(self) -> None:
         machine = self.machine
+        wake = self._wake
+        assert wake is not None  # start() made it before it started this task
         while not self._closed:
-            self._wake.clear()
+            wake.clear()
             self.send_requests()
             wait = self._period
             due = machine.next_deadline()
             if due is not None:
                 wait = min(wait, max(0.0, due - self._clock()))
-            if self._wake.is_set():
+            if wake.is_set():
                 await asyncio.sleep(0)  # let the answers' callbacks and the application run first
                 continue
             try:
-                await asyncio.wait_for(self._wake.wait(), wait)
+                await asyncio.wait_for(wake.wait(), wait)
             except TimeoutError:
                 pass
 
-    def send_requests(self):
+    def send_requests(self) -> None:
         """One pass: send what the machine says is due now."""
         machine = self.machine
         try:
@@ -92,22 +100,22 @@ class AioFetchDriver:
         for request in requests:
             self._send(request)
 
-    def _link(self, node_id):
+    def _link(self, node_id: int) -> ConnectionLink | None:
         if not self.client.ready(node_id):
             return None
         conn = self.client.connection(node_id)
         return None if conn is None else ConnectionLink(conn)
 
-    def _flush_metadata_wish(self):
+    def _flush_metadata_wish(self) -> None:
         if self.machine.metadata_wanted:
             self.machine.metadata_wanted = False
             self.client.request_metadata_update()
 
-    def _send(self, request, done=None):
+    def _send(self, request: Request, done: Callable[[], object] | None = None) -> None:
         machine = self.machine
         node_id, api, token = request.node_id, request.api, request.token
 
-        def answered(result, error):
+        def answered(result: Any, error: BaseException | None) -> None:
             failure = machine.on_response(token, error if error is not None else result, self._clock())
             if request.raw:
                 if failure is not None:
@@ -115,7 +123,8 @@ class AioFetchDriver:
                 elif error is None:
                     self.client.parse_ok(node_id, api)
             self._flush_metadata_wish()
-            self.data_event.set()
+            if self.data_event is not None:  # None only before start(): nothing waits then
+                self.data_event.set()
             self.wake()
             if done is not None:
                 done()
@@ -125,29 +134,32 @@ class AioFetchDriver:
         except NodeNotReadyError as exc:  # gone between link() and now: the machine retries
             answered(None, exc)
 
-    def _node_lost(self, node_id):
+    def _node_lost(self, node_id: int) -> None:
         self.machine.on_node_lost(node_id)
         self.wake()
 
-    def _metadata_updated(self):
+    def _metadata_updated(self) -> None:
         self.machine.on_metadata(self.client.cluster)
         self._flush_metadata_wish()
         self.wake()
 
-    def raise_pending(self):
+    def raise_pending(self) -> None:
         """Raise what the application must see now: the machine's pending
         error, or next_requests' (a partition without position under
         auto_offset_reset='none'), looked at again now: a seek since the
         task's last pass may have settled it."""
         self.machine.raise_pending()
-        if self._error is not None:
-            self._error = None
+        if self._take_error() is not None:
             self.send_requests()
-            if self._error is not None:
-                error, self._error = self._error, None
+            error = self._take_error()
+            if error is not None:
                 raise error
 
-    async def close(self):
+    def _take_error(self) -> Exception | None:
+        error, self._error = self._error, None
+        return error
+
+    async def close(self) -> None:
         """Stop the task, ask the brokers to drop our fetch sessions (bounded,
         never fatal), stop the decode worker."""
         self._closed = True
@@ -160,35 +172,41 @@ class AioFetchDriver:
             log.debug("closing fetch sessions failed", exc_info=True)
         self.machine.close_worker()
 
-    async def _close_sessions(self):
-        pending = {}
+    async def _close_sessions(self) -> None:
+        pending: dict[int, asyncio.Future[None]] = {}
 
-        def link(node_id):
+        def link(node_id: int) -> ConnectionLink | None:
             conn = self.client.connection(node_id)
             return None if conn is None or not conn.ready or not conn.core.can_send() else ConnectionLink(conn)
 
         loop = asyncio.get_running_loop()
         for request in self.machine.close_session_requests(link):
             future = pending[request.node_id] = loop.create_future()
-            self._send(request, done=lambda f=future: f.done() or f.set_result(None))
+
+            def settle(future: asyncio.Future[None] = future) -> None:
+                if not future.done():
+                    future.set_result(None)
+
+            self._send(request, done=settle)
         if pending:
             await asyncio.gather(*pending.values())
 
     # --- offset lookups (beginning_offsets, end_offsets, offsets_for_times) -----------------------
-    async def list_offsets(self, timestamps, timeout_ms):
+    async def list_offsets(self, timestamps: dict[TopicPartition, int], timeout_ms: float) -> LookupResults:
         """ListOffsets: {tp: timestamp} -> {tp: (offset, timestamp,
         leader_epoch)}, retried on retriable errors until timeout_ms: the
         steps of fastkc.fetch.offsets.offset_lookup, awaited."""
         steps = offset_lookup(self.machine, timestamps, timeout_ms, self._clock, self.config["retry_backoff_ms"])
-        outcome = None
+        outcome: object = None
         while True:
             try:
                 step = steps.send(outcome)
             except StopIteration as done:
-                return done.value
+                results: LookupResults = done.value
+                return results
             outcome = await self._perform(step)
 
-    async def _perform(self, step):
+    async def _perform(self, step: LookupStep) -> object:
         client = self.client
         if isinstance(step, BackOff):
             await asyncio.sleep(step.seconds)

@@ -42,15 +42,18 @@ The application side (`app`), called on the loop, never awaited:
 import asyncio
 import logging
 import re
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from typing import Any, Protocol
 
-from fastkc.aio.abc import call_listener
-from fastkc.aio.group_transport import AioGroupTransport
+from fastkc.aio.abc import ConsumerRebalanceListener, call_listener
+from fastkc.aio.group_transport import AioGroupTransport, GroupTransport
 from fastkc.assignors import partition_changes
+from fastkc.config import Config
 from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
-from fastkc.group.commit_machine import CommitCompleted, CommitMachine
+from fastkc.group.commit_machine import CommitCompleted, CommitMachine, CommitOp, FetchOp
 from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
-from fastkc.group.machine import COORDINATOR, earliest
+from fastkc.group.machine import COORDINATOR, Request, earliest
 from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -64,12 +67,41 @@ _IDLE_S = 1.0
 _MIN_WAIT_S = 0.005
 
 
-def _sorted_tps(tps):
+#: subscribe()'s pattern: a regular expression, or its source
+Pattern = str | re.Pattern[str]
+#: {tp: OffsetAndMetadata or None}: committed offsets (None: nothing committed)
+Committed = dict[TopicPartition, OffsetAndMetadata | None]
+#: one listener callback run: (listener, method name, partitions)
+ListenerRunner = Callable[[ConsumerRebalanceListener, str, list[TopicPartition]], Awaitable[object]]
+#: a membership machine (group_protocol picks which)
+Membership = classic_machine.ClassicMachine | consumer_machine.ConsumerMachine
+#: what commit() takes per partition: fastkc's OffsetAndMetadata, an offset, or an
+#: (offset, metadata[, leader_epoch]) tuple (fastkc.aio's two-field OffsetAndMetadata is one)
+CommitValue = OffsetAndMetadata | int | tuple[int, str] | tuple[int, str, int]
+
+
+class GroupApp(Protocol):
+    """The application side (module docstring); start_from_committed is
+    optional and looked up with getattr."""
+
+    def positions(self, partitions: Iterable[TopicPartition] | None = None) -> Mapping[TopicPartition, CommitValue]: ...
+
+    def assign_from_group(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def revoke_from_group(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def topics_matching(self, pattern: Pattern) -> Collection[str]: ...
+
+    def request_metadata_for(self, topics: Iterable[str] | None) -> None: ...
+
+
+def _sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
     return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
 
 
 class AioGroupDriver:
-    def __init__(self, config, app, *, listener_runner=None, transport=None, clock=None):
+    def __init__(self, config: Config, app: GroupApp, *, listener_runner: ListenerRunner | None = None,
+                 transport: GroupTransport | None = None, clock: Callable[[], float] | None = None) -> None:
         """config: fastkc's core consumer config (kafka-python names);
         listener_runner: `async fn(listener, method, partitions)` that runs
         one listener callback (default: call it, await a coroutine);
@@ -79,11 +111,12 @@ class AioGroupDriver:
         self.group_id = config["group_id"]
         self.group_instance_id = config["group_instance_id"]
         self.protocol = config.get("group_protocol", "classic")
-        self.transport = transport if transport is not None else AioGroupTransport(config)
+        self.transport: GroupTransport = transport if transport is not None else AioGroupTransport(config)
         self._clock = clock
-        self._listener_runner = listener_runner or _run_listener
+        self._listener_runner: ListenerRunner = listener_runner or _run_listener
         self.coordinator = CoordinatorMachine(self.group_id, config["retry_backoff_ms"], config["request_timeout_ms"])
         now = self._now_or_zero()
+        self.machine: Membership
         if self.protocol == "consumer":
             self.machine = consumer_machine.ConsumerMachine(config, self.coordinator, now)
         else:
@@ -92,26 +125,27 @@ class AioGroupDriver:
                                      config["retry_backoff_ms"], config["request_timeout_ms"])
         self._auto_commit = bool(config["enable_auto_commit"])
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
-        self._next_auto_commit = None
-        self._auto_commit_op = None
-        self._next_metadata_check = None
-        self._metadata_check = None  # the task checking partition counts
-        self._listener = None
-        self._pattern = None
-        self._pattern_checked = None
-        self._task = None
-        self._wake = None  # asyncio.Event: the task has work
-        self._changed = []  # futures of coroutines waiting for any answer
-        self._inflight = {}  # exchange task -> (machine, request)
-        self._apply_lock = None
+        self._next_auto_commit: float | None = None
+        self._auto_commit_op: CommitOp | None = None
+        self._next_metadata_check: float | None = None
+        self._metadata_check: asyncio.Task[None] | None = None  # the task checking partition counts
+        self._listener: ConsumerRebalanceListener | None = None
+        self._pattern: re.Pattern[str] | None = None
+        self._pattern_checked: float | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None  # the task has work
+        self._changed: list[asyncio.Future[None]] = []  # futures of coroutines waiting for any answer
+        # exchange task -> (machine, request)
+        self._inflight: dict[asyncio.Task[None], tuple[Membership | CommitMachine, Request]] = {}
+        self._apply_lock: asyncio.Lock | None = None
         self._applying = False
-        self._error = None  # what no retry fixes, raised from the next on_app_poll
+        self._error: BaseException | None = None  # what no retry fixes, raised from the next on_app_poll
         self._closed = False
 
-    def _now(self):
+    def _now(self) -> float:
         return self._clock() if self._clock is not None else asyncio.get_running_loop().time()
 
-    def _now_or_zero(self):
+    def _now_or_zero(self) -> float:
         if self._clock is not None:
             return self._clock()
         try:
@@ -120,7 +154,7 @@ class AioGroupDriver:
             return 0.0  # made off the loop: start() sets the poll clock again
 
     # --- lifecycle -----------------------------------------------------------------------------
-    async def start(self):
+    async def start(self) -> None:
         """Spawn the group task on the running loop (once)."""
         if self._task is not None:
             return
@@ -134,11 +168,11 @@ class AioGroupDriver:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="fastkc-group-{0}".format(
             self.group_id))
 
-    def _kick(self):
+    def _kick(self) -> None:
         if self._wake is not None:
             self._wake.set()
 
-    def _notify(self):
+    def _notify(self) -> None:
         """Something was answered: wake the task and every waiter."""
         self._kick()
         waiters, self._changed = self._changed, []
@@ -146,27 +180,29 @@ class AioGroupDriver:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def _wait_changed(self, timeout):
-        waiter = asyncio.get_running_loop().create_future()
+    async def _wait_changed(self, timeout: float) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._changed.append(waiter)
         try:
             await asyncio.wait_for(waiter, max(0.0, timeout))
         except TimeoutError:
             pass
 
-    async def _run(self):
+    async def _run(self) -> None:
+        wake = self._wake
+        assert wake is not None  # start() made it before it started this task
         try:
             while not self._closed:
-                self._wake.clear()
+                wake.clear()
                 try:
-                    wait = self._step()
+                    wait: float = self._step()
                 except Exception as exc:  # noqa: BLE001 - the task must live; the app sees it from poll
                     log.warning("group %s: %r", self.group_id, exc)
                     self._fail(exc)
                     wait = self.config["retry_backoff_ms"] / 1000.0
                 if wait > 0:
                     try:
-                        await asyncio.wait_for(self._wake.wait(), wait)
+                        await asyncio.wait_for(wake.wait(), wait)
                     except TimeoutError:
                         pass
                 else:
@@ -174,12 +210,12 @@ class AioGroupDriver:
         except asyncio.CancelledError:
             pass
 
-    def _step(self):
+    def _step(self) -> float:
         """Start the exchanges the machines ask for; the seconds to sleep."""
         now = self._now()
         # with no subscription the membership machine asks only for a leave
         member = not self._closed
-        if member and self.protocol == "consumer":
+        if member and isinstance(self.machine, consumer_machine.ConsumerMachine):  # group_protocol consumer
             self.machine.learn_topics(self.transport.cluster)
             self.machine.heartbeat_version = self.transport.coordinator_version("ConsumerGroupHeartbeat")
         started = 0
@@ -190,7 +226,7 @@ class AioGroupDriver:
         self._drop_commit_events()  # auto commits settle as events nobody else takes
         if self.commits.busy:
             started += self._start_exchanges(self.commits, now)
-        deadline = earliest(self.machine.next_deadline() if member else None,
+        deadline: float | None = earliest(self.machine.next_deadline() if member else None,
                             self.commits.next_deadline() if self.commits.busy else None,
                             self._next_auto_commit if self._auto_commit and self._committable() else None,
                             self._next_metadata_check if self._leader_checks() else None)
@@ -201,7 +237,7 @@ class AioGroupDriver:
         # an answer or the application) must not spin the loop
         return max(wait, 0.0 if started else _MIN_WAIT_S)
 
-    def _start_exchanges(self, machine, now):
+    def _start_exchanges(self, machine: Membership | CommitMachine, now: float) -> int:
         loop = asyncio.get_running_loop()
         requests = machine.next_requests(now)
         for request in requests:
@@ -211,10 +247,10 @@ class AioGroupDriver:
         return len(requests)
 
     # --- the classic leader watches partition counts (Java's metadata snapshot) -------------------
-    def _leader_checks(self):
+    def _leader_checks(self) -> bool:
         return self.protocol == "classic" and getattr(self.machine, "leader_snapshot", None) is not None
 
-    def _maybe_check_partition_counts(self, now):
+    def _maybe_check_partition_counts(self, now: float) -> None:
         if not self._leader_checks() or self._metadata_check is not None:
             return
         if self._next_metadata_check is None:
@@ -224,7 +260,7 @@ class AioGroupDriver:
         self._next_metadata_check = now + self.config["metadata_max_age_ms"] / 1000.0
         self._metadata_check = asyncio.get_running_loop().create_task(self._check_partition_counts())
 
-    async def _check_partition_counts(self):
+    async def _check_partition_counts(self) -> None:
         """The leader rejoins when a subscribed topic's partition count
         changed since it assigned (ClassicMachine.metadata_changed)."""
         try:
@@ -238,12 +274,14 @@ class AioGroupDriver:
         finally:
             self._metadata_check = None
 
-    def _exchange_done(self, task):
+    def _exchange_done(self, task: asyncio.Task[None]) -> None:
         self._inflight.pop(task, None)
-        if not task.cancelled() and task.exception() is not None:
-            self._fail(task.exception())
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self._fail(error)
 
-    async def _exchange(self, machine, request):
+    async def _exchange(self, machine: Membership | CommitMachine, request: Request) -> None:
+        response: Any  # the decoded answer, or the exception that ended the request
         try:
             response = await self._send(request)
         except Exception as exc:  # noqa: BLE001 - every failure is an answer: the machine decides
@@ -258,7 +296,7 @@ class AioGroupDriver:
                 await self.transport.coordinator_lost()
             self._notify()
 
-    async def _send(self, request):
+    async def _send(self, request: Request) -> Any:
         if request.target == COORDINATOR:
             coordinator = self.coordinator.coordinator
             if coordinator is None:
@@ -268,34 +306,36 @@ class AioGroupDriver:
             return await self.transport.metadata(request.body["topics"], request.timeout_ms)
         return await self.transport.request_any(request.api, request.body, request.timeout_ms)
 
-    def _fail(self, exc):
+    def _fail(self, exc: BaseException) -> None:
         if isinstance(exc, KafkaError) and (exc.retriable or is_coordinator_error(exc)):
             return
         if self._error is None:
             self._error = exc
 
     # --- subscription ----------------------------------------------------------------------------
-    def subscribe(self, topics=(), pattern=None, listener=None):
+    def subscribe(self, topics: Iterable[str] = (), pattern: Pattern | None = None,
+                  listener: ConsumerRebalanceListener | None = None) -> None:
         """Join the group for `topics`, or for the topics matching `pattern`
         (a str or compiled regex; the app's metadata says which match)."""
         if self._closed:
             raise IllegalStateError("the group driver was stopped")
         self._listener = listener
+        wanted: Collection[str]
         if pattern is not None:
             self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
-            if self.protocol == "consumer":
+            if isinstance(self.machine, consumer_machine.ConsumerMachine):  # group_protocol consumer
                 self.machine.set_pattern(self._pattern.pattern)
             self.app.request_metadata_for(None)
-            topics = self.app.topics_matching(self._pattern)
+            wanted = self.app.topics_matching(self._pattern)
             self._pattern_checked = None
         else:
             self._pattern = None
-            topics = set(topics)
-            self.app.request_metadata_for(set(topics))
-        self.machine.set_subscription(set(topics))
+            wanted = set(topics)
+            self.app.request_metadata_for(set(wanted))
+        self.machine.set_subscription(set(wanted))
         self._kick()
 
-    def unsubscribe(self):
+    def unsubscribe(self) -> None:
         """Stop fetching the assignment, leave the group, forget the
         subscription. As aiokafka, no listener callback runs."""
         owned = list(self.machine.owned)
@@ -308,14 +348,14 @@ class AioGroupDriver:
             self.machine.leave("the consumer unsubscribed", self._now())
         self._kick()
 
-    def subscription(self):
+    def subscription(self) -> set[str]:
         subscription = self.machine.subscription
         return set() if subscription is None else set(subscription)
 
-    def assignment(self):
+    def assignment(self) -> set[TopicPartition]:
         return set(self.machine.owned)
 
-    def _maybe_update_pattern(self, now):
+    def _maybe_update_pattern(self, now: float) -> None:
         if self._pattern is None:
             return
         if self._pattern_checked is not None and now - self._pattern_checked < _PATTERN_RECHECK_S:
@@ -326,7 +366,7 @@ class AioGroupDriver:
             self._kick()
 
     # --- the application's side ---------------------------------------------------------------------
-    async def on_app_poll(self):
+    async def on_app_poll(self) -> None:
         """Called by every getone/getmany before fetching: the poll clock,
         then what the group decided, applied (listener callbacks awaited)."""
         now = self._now()
@@ -339,7 +379,7 @@ class AioGroupDriver:
         await self._apply_pending()
         self._raise_error()
 
-    def _raise_error(self):
+    def _raise_error(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
@@ -347,7 +387,7 @@ class AioGroupDriver:
             error, self.machine.fatal_error = self.machine.fatal_error, None
             raise error
 
-    async def wait_assignment(self, timeout):
+    async def wait_assignment(self, timeout: float) -> bool:
         """Wait (seconds) until the group gave this member partitions,
         applying them as on_app_poll does; True when it has some."""
         loop = asyncio.get_running_loop()
@@ -361,7 +401,7 @@ class AioGroupDriver:
                 return False
             await self._wait_changed(remaining)
 
-    async def _apply_pending(self):
+    async def _apply_pending(self) -> None:
         if self._apply_lock is None:
             return
         async with self._apply_lock:
@@ -377,7 +417,7 @@ class AioGroupDriver:
                 self.machine.app_done(events)
                 self._kick()
 
-    async def _handle_event(self, event):
+    async def _handle_event(self, event: object) -> None:
         owned = list(self.machine.owned)
         if isinstance(event, (classic_machine.PartitionsLost, consumer_machine.PartitionsLost)):
             if owned:
@@ -386,6 +426,8 @@ class AioGroupDriver:
             if owned:  # eager: everything goes back before we rejoin
                 await self._revoke(owned, lost=False)
         elif isinstance(event, classic_machine.AssignmentReceived):
+            # only the classic machine emits AssignmentReceived
+            assert isinstance(self.machine, classic_machine.ClassicMachine)
             assignment = event.assignment
             subscribed = set(self.machine.subscription or ())
             assigned = [tp for tp in assignment.partitions() if tp.topic in subscribed]
@@ -407,7 +449,7 @@ class AioGroupDriver:
             kept = [tp for tp in self.machine.owned if tp in target]
             await self._assign(_sorted_tps(target - set(kept)), kept + _sorted_tps(target - set(kept)))
 
-    async def _revoke(self, partitions, *, lost):
+    async def _revoke(self, partitions: list[TopicPartition], *, lost: bool) -> None:
         """Give partitions up: commit their positions first (auto commit;
         not when lost: the group has moved on), the listener, stop fetching."""
         if not lost and self._auto_commit:
@@ -422,7 +464,7 @@ class AioGroupDriver:
         self.machine.owned = [tp for tp in self.machine.owned if tp not in gone]
         self.app.revoke_from_group(list(partitions))
 
-    async def _assign(self, added, all_assigned):
+    async def _assign(self, added: list[TopicPartition], all_assigned: list[TopicPartition]) -> None:
         """Take partitions: fetching starts at their committed offsets
         (auto_offset_reset where none), then the listener hears of the
         whole assignment (aiokafka's on_partitions_assigned)."""
@@ -430,6 +472,7 @@ class AioGroupDriver:
         self.app.assign_from_group(list(all_assigned))
         start = getattr(self.app, "start_from_committed", None)
         if added and start is not None:
+            committed: Committed
             try:
                 committed = await self.fetch_committed(added)
             except KafkaError as exc:  # the app falls back to auto_offset_reset... not silently
@@ -438,7 +481,7 @@ class AioGroupDriver:
             start(committed)
         await self._call_listener("on_partitions_assigned", all_assigned)
 
-    async def _call_listener(self, method, partitions):
+    async def _call_listener(self, method: str, partitions: Iterable[TopicPartition]) -> None:
         """aiokafka logs a failing callback and goes on with the rebalance
         (stopping half way would leave the group inconsistent)."""
         listener = self._listener
@@ -451,16 +494,16 @@ class AioGroupDriver:
         except Exception as exc:  # noqa: BLE001 - as aiokafka: logged, the rebalance goes on
             log.exception("group %s: %s raised %r", self.group_id, method, exc)
 
-    def _committable(self):
+    def _committable(self) -> bool:
         return bool(self.machine.owned) and self.machine.subscription is not None
 
-    def _positions(self, partitions=None):
-        partitions = self.machine.owned if partitions is None else partitions
-        if not partitions:
+    def _positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, CommitValue]:
+        tps = list(self.machine.owned if partitions is None else partitions)
+        if not tps:
             return {}
-        return dict(self.app.positions(list(partitions)))
+        return dict(self.app.positions(tps))
 
-    def _maybe_auto_commit(self, now):
+    def _maybe_auto_commit(self, now: float) -> None:
         if not self._auto_commit or self._next_auto_commit is None or now < self._next_auto_commit:
             return
         self._next_auto_commit = now + self._auto_commit_interval
@@ -476,8 +519,8 @@ class AioGroupDriver:
 
     # --- commits ---------------------------------------------------------------------------------------
     @staticmethod
-    def _normalise(offsets):
-        out = {}
+    def _normalise(offsets: Mapping[TopicPartition, CommitValue]) -> dict[TopicPartition, OffsetAndMetadata]:
+        out: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, value in offsets.items():
             if not isinstance(tp, TopicPartition):
                 raise TypeError("commit offsets are keyed by TopicPartition, not {0!r}".format(tp))
@@ -492,40 +535,41 @@ class AioGroupDriver:
             out[tp] = value
         return out
 
-    async def commit(self, offsets=None):
+    async def commit(self, offsets: Mapping[TopicPartition, CommitValue] | None = None) -> None:
         """Commit `offsets` ({tp: OffsetAndMetadata or int}; None: the app's
         positions of the assignment) and wait; retriable failures are
         retried until request_timeout_ms (then KafkaTimeoutError).
         CommitFailedError / RebalanceInProgressError as the Java client."""
         self._check_running()
-        offsets = self._normalise(self._positions() if offsets is None else offsets)
-        if not offsets:
+        normalised = self._normalise(self._positions() if offsets is None else offsets)
+        if not normalised:
             return
         now = self._now()
-        op = self.commits.commit(offsets, now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
+        op = self.commits.commit(normalised, now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
                                  retry=True)
         await self._wait_for(op)
 
-    async def committed(self, tp):
+    async def committed(self, tp: TopicPartition) -> OffsetAndMetadata | None:
         """The committed OffsetAndMetadata of `tp`, or None."""
         return (await self.fetch_committed([tp])).get(tp)
 
-    async def fetch_committed(self, partitions):
+    async def fetch_committed(self, partitions: Iterable[TopicPartition]) -> Committed:
         """{tp: OffsetAndMetadata or None} for `partitions` (OffsetFetch,
         require_stable)."""
         self._check_running()
-        partitions = list(partitions)
-        if not partitions:
+        tps = list(partitions)
+        if not tps:
             return {}
         now = self._now()
-        op = self.commits.fetch(partitions, now, deadline=now + self.config["request_timeout_ms"] / 1000.0)
-        return await self._wait_for(op)
+        op = self.commits.fetch(tps, now, deadline=now + self.config["request_timeout_ms"] / 1000.0)
+        committed: Committed = await self._wait_for(op)
+        return committed
 
-    def _check_running(self):
+    def _check_running(self) -> None:
         if self._task is None or self._closed:
             raise IllegalStateError("the group driver is not running (start() it first)")
 
-    async def _wait_for(self, op):
+    async def _wait_for(self, op: CommitOp | FetchOp) -> Any:
         """Until `op` is settled by the machine; cancelling the wait
         cancels the operation (its answer, if one comes, is dropped)."""
         self._kick()
@@ -541,15 +585,16 @@ class AioGroupDriver:
             raise op.error
         return op.result
 
-    def _drop_commit_events(self):
+    def _drop_commit_events(self) -> None:
         """Completion events are for the sync consumer's commit_async
         callbacks; here each caller awaits its own operation."""
+        auto = self._auto_commit_op
         for event in self.commits.take_events():
-            if isinstance(event, CommitCompleted) and event.op.error is not None and event.op is self._auto_commit_op:
-                log.warning("group %s: auto commit failed: %s", self.group_id, event.op.error)
+            if isinstance(event, CommitCompleted) and auto is not None and event.op is auto and auto.error is not None:
+                log.warning("group %s: auto commit failed: %s", self.group_id, auto.error)
 
     # --- stopping ---------------------------------------------------------------------------------------
-    async def stop(self, autocommit=True):
+    async def stop(self, autocommit: bool = True) -> None:
         """Commit (autocommit and enable_auto_commit), revoke the owned
         partitions through the listener (the Java client's close(); aiokafka
         skips it), leave the group (a static member keeps its place), close
@@ -564,6 +609,7 @@ class AioGroupDriver:
                 except KafkaError as exc:
                     log.warning("group %s: commit on stop failed: %s", self.group_id, exc)
             if self._task is not None and self.machine.owned and self.machine.subscription is not None:
+                assert self._apply_lock is not None  # start() made it with the task
                 async with self._apply_lock:
                     # the machine keeps its owned list: a KIP-848 leave names them
                     owned = _sorted_tps(self.machine.owned)
@@ -585,7 +631,7 @@ class AioGroupDriver:
             self._notify()
             await self.transport.close()
 
-    async def _leave(self, timeout):
+    async def _leave(self, timeout: float) -> None:
         # a request the membership machine still waits for (a JoinGroup the
         # coordinator holds open) would queue the leave behind it on the
         # coordinator connection: start that connection afresh
@@ -606,15 +652,14 @@ class AioGroupDriver:
         if self.machine.state.name == "LEAVING":
             log.warning("group %s: the leave was not answered within %.1f s", self.group_id, timeout)
 
-    def group_metadata(self):
+    def group_metadata(self) -> ConsumerGroupMetadata:
         machine = self.machine
-        if self.protocol == "consumer":
-            generation, states = machine.member_epoch, consumer_machine.KAFKA_PYTHON_STATE
+        if isinstance(machine, consumer_machine.ConsumerMachine):  # group_protocol consumer
+            generation, state = machine.member_epoch, consumer_machine.KAFKA_PYTHON_STATE[machine.state]
         else:
-            generation, states = machine.generation, classic_machine.KAFKA_PYTHON_STATE
-        return ConsumerGroupMetadata(self.group_id, generation, machine.member_id, self.group_instance_id,
-                                     states[machine.state])
+            generation, state = machine.generation, classic_machine.KAFKA_PYTHON_STATE[machine.state]
+        return ConsumerGroupMetadata(self.group_id, generation, machine.member_id, self.group_instance_id, state)
 
 
-async def _run_listener(listener, method, partitions):
+async def _run_listener(listener: ConsumerRebalanceListener, method: str, partitions: list[TopicPartition]) -> None:
     await call_listener(getattr(listener, method), partitions)

@@ -16,43 +16,68 @@ what tests replace with a fake answering from a script.
 """
 import asyncio
 import logging
+import ssl
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
-from fastkc.client import ClusterMetadata
-from fastkc.config import build_ssl_context
+from fastkc.client import Body, ClusterMetadata
+from fastkc.config import Config, build_ssl_context
 from fastkc.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, NoBrokersAvailable
-from fastkc.group.coordinator_machine import CoordinatorUnknownError
+from fastkc.group.coordinator_machine import Coordinator, CoordinatorUnknownError
 from fastkc.group.transport import VERSION_CAPS
 from fastkc.net.aio import AioConnection
 
 log = logging.getLogger(__name__)
 
+#: how a transport makes a connection: (host, port, config, ssl_context=) -> AioConnection
+ConnectionFactory = Callable[..., AioConnection]
+
+
+class GroupTransport(Protocol):
+    """What the group driver asks of its transport (AioGroupTransport; a
+    test's scripted fake)."""
+
+    cluster: ClusterMetadata
+
+    async def request_any(self, api_name: str, body: Body, timeout_ms: float) -> Any: ...
+
+    async def metadata(self, topics: Iterable[str] | None, timeout_ms: float) -> ClusterMetadata: ...
+
+    async def call(self, coordinator: Coordinator, api_name: str, body: Body, timeout_ms: float) -> Any: ...
+
+    def coordinator_version(self, api_name: str) -> int: ...
+
+    async def coordinator_lost(self) -> None: ...
+
+    async def close(self) -> None: ...
+
 
 class AioGroupTransport:
-    def __init__(self, config, *, connection_factory=AioConnection):
+    def __init__(self, config: Config, *, connection_factory: ConnectionFactory = AioConnection) -> None:
         self.config = config
         self._connect = connection_factory
-        self._ssl_context = None
+        self._ssl_context: ssl.SSLContext | None = None
         if config["security_protocol"] in ("SSL", "SASL_SSL"):
             self._ssl_context = build_ssl_context(config)
         self.cluster = ClusterMetadata()
-        self._any = None  # the AioConnection for FindCoordinator / Metadata
+        self._any: AioConnection | None = None  # for FindCoordinator / Metadata
         self._any_lock = asyncio.Lock()
         self._turn = 0  # the next address to try (round robin over failures)
-        self._coordinator = None  # (node_id, host, port) of _coordinator_conn
-        self._coordinator_conn = None
+        self._coordinator: tuple[int, str, int] | None = None  # (node_id, host, port) of _coordinator_conn
+        self._coordinator_conn: AioConnection | None = None
         self._coordinator_lock = asyncio.Lock()
         self._closed = False
 
-    def _new(self, host, port):
+    def _new(self, host: str, port: int) -> AioConnection:
         return self._connect(host, port, self.config, ssl_context=self._ssl_context)
 
     # --- any broker ---------------------------------------------------------------------------
-    def _addresses(self):
+    def _addresses(self) -> list[tuple[str, int]]:
         brokers = [(b.host, b.port) for b in sorted(self.cluster.brokers.values(), key=lambda b: b.node_id)]
         seen = set(brokers)
         return brokers + [a for a in self.config["bootstrap_servers"] if a not in seen]
 
-    async def _any_connection(self, timeout_ms):
+    async def _any_connection(self, timeout_ms: float) -> AioConnection:
         """A ready connection to some broker: the current one, else each
         address in turn (known brokers first, then bootstrap_servers) until
         one connects or the time is up."""
@@ -62,7 +87,7 @@ class AioGroupTransport:
                 return conn
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout_ms / 1000.0
-            last_error = None
+            last_error: KafkaError | None = None
             addresses = self._addresses()
             for _ in range(len(addresses)):
                 host, port = addresses[self._turn % len(addresses)]
@@ -87,7 +112,7 @@ class AioGroupTransport:
             raise NoBrokersAvailable("no broker reachable for the group within {0} ms{1}".format(
                 timeout_ms, " (last error: {0})".format(last_error) if last_error else ""))
 
-    async def request_any(self, api_name, body, timeout_ms):
+    async def request_any(self, api_name: str, body: Body, timeout_ms: float) -> Any:
         """One request to any broker; the decoded answer."""
         conn = await self._any_connection(timeout_ms)
         try:
@@ -100,13 +125,13 @@ class AioGroupTransport:
             await self._drop_any(conn)
             raise
 
-    async def _drop_any(self, conn):
+    async def _drop_any(self, conn: AioConnection) -> None:
         if self._any is conn:
             self._any = None
             self._turn += 1
         await conn.close()
 
-    async def metadata(self, topics, timeout_ms):
+    async def metadata(self, topics: Iterable[str] | None, timeout_ms: float) -> ClusterMetadata:
         """The cluster view for `topics` (None: every topic), fetched now."""
         body = {"topics": None if topics is None else [{"name": t} for t in topics],
                 "allow_auto_topic_creation": False}
@@ -116,7 +141,7 @@ class AioGroupTransport:
         return self.cluster
 
     # --- the coordinator --------------------------------------------------------------------------
-    def coordinator_version(self, api_name):
+    def coordinator_version(self, api_name: str) -> int:
         """The coordinator connection's version of `api_name` (0 while it is
         not connected)."""
         conn = self._coordinator_conn
@@ -124,7 +149,7 @@ class AioGroupTransport:
             return 0
         return conn.version_for(api_name)
 
-    async def _coordinator_connection(self, coordinator, timeout_ms):
+    async def _coordinator_connection(self, coordinator: Coordinator, timeout_ms: float) -> AioConnection:
         key = (coordinator.node_id, coordinator.host, coordinator.port)
         async with self._coordinator_lock:
             conn = self._coordinator_conn
@@ -148,7 +173,7 @@ class AioGroupTransport:
                     coordinator.node_id, exc)) from exc
             return conn
 
-    async def call(self, coordinator, api_name, body, timeout_ms):
+    async def call(self, coordinator: Coordinator, api_name: str, body: Body, timeout_ms: float) -> Any:
         """One request to the coordinator (coordinator_machine.Coordinator).
         A JoinGroup carries timeout_ms as its own request timeout (the
         coordinator holds it for up to the rebalance timeout); the others
@@ -172,18 +197,18 @@ class AioGroupTransport:
             raise CoordinatorUnknownError("{0} to coordinator {1} failed: {2}".format(
                 api_name, coordinator.node_id, exc)) from exc
 
-    async def _drop_coordinator(self, conn):
+    async def _drop_coordinator(self, conn: AioConnection) -> None:
         if self._coordinator_conn is conn:
             self._coordinator_conn = self._coordinator = None
         await conn.close()
 
-    async def coordinator_lost(self):
+    async def coordinator_lost(self) -> None:
         """Forget the coordinator connection (the machine lost the coordinator)."""
         conn, self._coordinator_conn, self._coordinator = self._coordinator_conn, None, None
         if conn is not None:
             await conn.close()
 
-    async def close(self):
+    async def close(self) -> None:
         self._closed = True
         for conn in (self._any, self._coordinator_conn):
             if conn is not None:

@@ -25,10 +25,11 @@ headers are a tuple of (str, bytes) tuples. from_fastkc_record() is the
 conversion in Python; the driver's fast path is for the decoder to build
 this layout directly.
 """
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeGuard, TypeVar
 
+from fastkc import structs
 from fastkc.structs import TopicPartition
 
 __all__ = [
@@ -88,14 +89,16 @@ class ConsumerRecord(Generic[KT, VT]):
     topic: str
     partition: int
     offset: int
-    timestamp: int
-    timestamp_type: int
+    # None for a magic-0 message (no timestamp): aiokafka annotates int,
+    # fastkc's decoder gives None there as kafka-python does
+    timestamp: int | None
+    timestamp_type: int | None
     key: KT | None
     value: VT | None
     checksum: int | None
     serialized_key_size: int
     serialized_value_size: int
-    headers: Sequence[tuple[str, bytes]]
+    headers: Sequence[tuple[str, bytes | None]]  # a header's value may be null
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -105,24 +108,24 @@ class OffsetAndTimestamp(NamedTuple):
     timestamp: int | None
 
 
-def from_fastkc_record(record):
+def from_fastkc_record(record: structs.ConsumerRecord) -> ConsumerRecord[Any, Any]:
     """aiokafka's ConsumerRecord for one record of fastkc's decoder
     (fastkc.structs.ConsumerRecord): leader_epoch and serialized_header_size
     are dropped, the headers become a tuple of tuples."""
     return ConsumerRecord(
         record.topic, record.partition, record.offset, record.timestamp, record.timestamp_type,
         record.key, record.value, record.checksum, record.serialized_key_size, record.serialized_value_size,
-        tuple(tuple(header) for header in record.headers),
+        tuple((name, value) for name, value in record.headers),
     )
 
 
-def _is_topic_partition(tp):
+def _is_topic_partition(tp: object) -> TypeGuard[TopicPartition]:
     # fastkc's TopicPartition, or another library's namedtuple of the same
     # shape (aiokafka's, kafka-python's) while code migrates
     return isinstance(tp, tuple) and getattr(tp, "_fields", None) == ("topic", "partition")
 
 
-def normalize_commit_offsets(offsets):
+def normalize_commit_offsets(offsets: Mapping[TopicPartition, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
     """commit(offsets)'s argument as {TopicPartition: OffsetAndMetadata}.
 
     Takes what aiokafka's commit() takes (a non-empty dict of TopicPartition
@@ -133,7 +136,7 @@ def normalize_commit_offsets(offsets):
     int >= 0 (aiokafka lets True, -5 or "7" through to the OffsetCommit)."""
     if not offsets or not isinstance(offsets, dict):
         raise ValueError(offsets)
-    normalized = {}
+    normalized: dict[TopicPartition, OffsetAndMetadata] = {}
     for tp, given in offsets.items():
         if not _is_topic_partition(tp):
             raise TypeError("Key should be TopicPartition instance")

@@ -26,6 +26,7 @@ A runner whose count differs from the topic's exits non-zero: a fast wrong
 answer is not a result.
 """
 import argparse
+import asyncio
 import json
 import resource
 import sys
@@ -245,3 +246,41 @@ def finish(client: str, args: argparse.Namespace, records: int, seconds: float, 
     sys.stdout.write(json.dumps(result) + "\n")
     sys.stdout.flush()
     return result
+
+
+# --- asyncio runners: how long the event loop was held ---------------------------------------
+_TICK_S = 0.001
+
+
+class LoopStallMeter:
+    """A task that sleeps _TICK_S at a time: the longest gap between two of
+    its wake-ups beyond the sleep itself is the longest the loop was held.
+
+    That wall-clock gap also counts the time the OS ran other processes,
+    which on a loaded machine is most of it; `longest_cpu` is the loop
+    thread's own CPU time (time.thread_time) in its busiest gap: what the
+    code on the loop held it for, whatever the machine's load."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self.longest_cpu = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        last = time.perf_counter()
+        last_cpu = time.thread_time()
+        while True:
+            await asyncio.sleep(_TICK_S)
+            now, cpu = time.perf_counter(), time.thread_time()
+            self.longest = max(self.longest, now - last - _TICK_S)
+            self.longest_cpu = max(self.longest_cpu, cpu - last_cpu)
+            last, last_cpu = now, cpu
+
+    async def stop(self) -> float:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        return self.longest

@@ -1,15 +1,24 @@
 """aiokafka AIOKafkaConsumer: assign every partition, seek to the beginning,
 getmany() until the end offsets (check_crcs=True, read_uncommitted, default
-fetch sizes, no max_records: getmany hands over whatever is buffered).
+fetch sizes, no max_records: getmany hands over whatever is buffered). The
+same ticker task as fastkc.aio's runner measures how long the loop was held.
 """
 import argparse
 import asyncio
 from collections.abc import Sequence
 
-from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, CountMismatch, _at_end, finish, parse_args
+from fastkc.bench.common import (
+    KAFKA_PYTHON_STYLE_CONFIG,
+    Clock,
+    CountMismatch,
+    LoopStallMeter,
+    _at_end,
+    finish,
+    parse_args,
+)
 
 
-async def consume(args: argparse.Namespace) -> tuple[int, Clock]:
+async def consume(args: argparse.Namespace) -> tuple[int, Clock, LoopStallMeter]:
     from aiokafka import AIOKafkaConsumer
     from aiokafka.structs import TopicPartition
 
@@ -19,6 +28,7 @@ async def consume(args: argparse.Namespace) -> tuple[int, Clock]:
         **KAFKA_PYTHON_STYLE_CONFIG,
     )
     await consumer.start()
+    meter = LoopStallMeter()
     try:
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
@@ -29,6 +39,7 @@ async def consume(args: argparse.Namespace) -> tuple[int, Clock]:
 
         # The loop of common.drain, with awaits: getmany and position are coroutines.
         records = 0
+        meter.start()
         clock.start()
         while True:
             batches = await consumer.getmany(timeout_ms=1000)
@@ -41,11 +52,13 @@ async def consume(args: argparse.Namespace) -> tuple[int, Clock]:
             elif _at_end(await positions(), args.ends):
                 break
             clock.check_deadline(records, args.expected)
+        await meter.stop()
         where = await positions()
         if not _at_end(where, args.ends):
             raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
-        return records, clock
+        return records, clock, meter
     finally:
+        await meter.stop()
         await consumer.stop()
 
 
@@ -53,9 +66,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.split("\n\n")[0], argv)
     import aiokafka
 
-    records, clock = asyncio.run(consume(args))
+    records, clock, meter = asyncio.run(consume(args))
     finish("aiokafka", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
-           version=aiokafka.__version__)
+           version=aiokafka.__version__, longest_loop_stall_ms=round(meter.longest * 1000.0, 2),
+           longest_loop_hold_cpu_ms=round(meter.longest_cpu * 1000.0, 2))
 
 
 if __name__ == "__main__":

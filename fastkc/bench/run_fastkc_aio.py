@@ -7,49 +7,21 @@ the longest time the loop was held: longest_loop_stall_ms in the result.
 import argparse
 import asyncio
 import sys
-import time
 from collections.abc import Sequence
 
 from fastkc.bench.common import (
     KAFKA_PYTHON_STYLE_CONFIG,
     Clock,
     CountMismatch,
+    LoopStallMeter,
     _at_end,
     finish,
     parse_args,
     require_compiled_core,
 )
 
-_TICK_S = 0.001
 
-
-class LoopStallMeter:
-    """A task that sleeps _TICK_S at a time: the longest gap between two of
-    its wake-ups beyond the sleep itself is the longest the loop was held."""
-
-    def __init__(self) -> None:
-        self.longest = 0.0
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._tick())
-
-    async def _tick(self) -> None:
-        last = time.perf_counter()
-        while True:
-            await asyncio.sleep(_TICK_S)
-            now = time.perf_counter()
-            self.longest = max(self.longest, now - last - _TICK_S)
-            last = now
-
-    async def stop(self) -> float:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        return self.longest
-
-
-async def consume(args: argparse.Namespace) -> tuple[int, Clock, float]:
+async def consume(args: argparse.Namespace) -> tuple[int, Clock, LoopStallMeter]:
     from fastkc.aio import AIOKafkaConsumer, TopicPartition
 
     tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
@@ -78,11 +50,11 @@ async def consume(args: argparse.Namespace) -> tuple[int, Clock, float]:
             elif _at_end(await positions(), args.ends):
                 break
             clock.check_deadline(records, args.expected)
-        stall = await meter.stop()
+        await meter.stop()
         where = await positions()
         if not _at_end(where, args.ends):
             raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
-        return records, clock, stall
+        return records, clock, meter
     finally:
         await meter.stop()
         await consumer.stop()
@@ -93,10 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import fastkc
 
     require_compiled_core()
-    records, clock, stall = asyncio.run(consume(args))
+    records, clock, meter = asyncio.run(consume(args))
     finish("fastkc.aio getmany", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
            api="fastkc.aio.AIOKafkaConsumer.getmany", backend=fastkc.backend,
-           longest_loop_stall_ms=round(stall * 1000.0, 2))
+           longest_loop_stall_ms=round(meter.longest * 1000.0, 2),
+           longest_loop_hold_cpu_ms=round(meter.longest_cpu * 1000.0, 2))
     return 0
 
 

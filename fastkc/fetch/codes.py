@@ -33,7 +33,7 @@ SESSION_ERRORS = frozenset(cls.errno for cls in (
     errors.FetchSessionIdNotFoundError, errors.InvalidFetchSessionEpochError, errors.FetchSessionTopicIdError))
 
 
-def reaction(code):
+def reaction(code: int) -> str:
     """The fetch path's reaction to a partition error code (see the module docstring)."""
     if code == OFFSET_OUT_OF_RANGE:
         return RESET
@@ -44,11 +44,11 @@ def reaction(code):
     return RETRY
 
 
-def refreshes_metadata(code):
+def refreshes_metadata(code: int) -> bool:
     return code != NONE and errors.for_code(code).invalid_metadata
 
 
-def retriable(code):
+def retriable(code: int) -> bool:
     """A ListOffsets answer worth asking again (retriable or a moved leader)."""
     cls = errors.for_code(code)
     return cls.retriable or cls.invalid_metadata

@@ -5,53 +5,63 @@ back, asks for metadata when the machine wants it, and runs the blocking
 offset lookups' waiting loop. Everything else is the machine's, reached
 through this object as the consumer always did (`fetcher.states`,
 `fetcher.fetched_records(...)`)."""
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from fastkc.config import Config
 from fastkc.errors import (
     NodeNotReadyError,
 )
-from fastkc.fetch.machine import ConnectionLink, FetchMachine
-from fastkc.fetch.offsets import AwaitMetadata, BackOff, offset_lookup
+from fastkc.fetch.machine import ConnectionLink, FetchMachine, Request
+from fastkc.fetch.offsets import AwaitMetadata, BackOff, LookupResults, LookupStep, offset_lookup
+from fastkc.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.client import KafkaClient
+    from fastkc.metrics import ConsumerMetrics
 
 
 class Fetcher:
-    def __init__(self, client, config, *, clock=None):
+    def __init__(self, client: "KafkaClient", config: Config, *, clock: Callable[[], float] | None = None) -> None:
         self.client = client
         self.config = config
         self._clock = clock or client._clock
         self.machine = FetchMachine(config, client.cluster, clock=self._clock)
-        self._raw_tokens = set()
+        self._raw_tokens: set[int] = set()
         client.on_disconnect.append(self.machine.on_node_lost)
         client.metadata_listeners.append(self._metadata_updated)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # the application's side and the state live in the machine
         if name == "machine":  # not set yet (during __init__): no recursion
             raise AttributeError(name)
         return getattr(self.machine, name)
 
     @property
-    def sensors(self):
+    def sensors(self) -> "ConsumerMetrics | None":
         return self.machine.sensors
 
     @sensors.setter
-    def sensors(self, value):
+    def sensors(self, value: "ConsumerMetrics | None") -> None:
         self.machine.sensors = value
 
-    def _link(self, node_id):
+    def _link(self, node_id: int) -> ConnectionLink | None:
         if not self.client.ready(node_id):
             return None
         conn = self.client.connection(node_id)
         return None if conn is None else ConnectionLink(conn)
 
-    def _flush_metadata_wish(self):
+    def _flush_metadata_wish(self) -> None:
         if self.machine.metadata_wanted:
             self.machine.metadata_wanted = False
             self.client.request_metadata_update()
 
-    def _metadata_updated(self):
+    def _metadata_updated(self) -> None:
         self.machine.on_metadata(self.client.cluster)
         self._flush_metadata_wish()
 
-    def send_requests(self):
+    def send_requests(self) -> None:
         """Send the resets, validations and fetches that are due. Raises the
         NoOffsetForPartitionError of a partition without position under 'none'."""
         try:
@@ -61,11 +71,11 @@ class Fetcher:
         for request in requests:
             self._send(request)
 
-    def _send(self, request, done=None):
+    def _send(self, request: Request, done: Callable[[], object] | None = None) -> None:
         machine = self.machine
         node_id, api, token = request.node_id, request.api, request.token
 
-        def answered(result, error):
+        def answered(result: Any, error: BaseException | None) -> None:
             failure = machine.on_response(token, error if error is not None else result, self._clock())
             if request.raw:
                 conn = self.client.connection(node_id)
@@ -83,14 +93,14 @@ class Fetcher:
         except NodeNotReadyError as exc:  # the node went away between link() and now: the machine retries
             answered(None, exc)
 
-    def close_sessions(self):
+    def close_sessions(self) -> set[int]:
         """Ask each broker to drop our fetch session (a Fetch with the final
         epoch, as the Java client sends on close) so its session cache slot
         frees at once. Returns the set of brokers asked; each leaves the set
         when it answers (the caller may poll for that, never must)."""
-        pending = set()
+        pending: set[int] = set()
 
-        def link(node_id):
+        def link(node_id: int) -> ConnectionLink | None:
             if not self.client.is_connected(node_id):
                 return None
             conn = self.client.connection(node_id)
@@ -98,24 +108,25 @@ class Fetcher:
 
         for request in self.machine.close_session_requests(link):
             pending.add(request.node_id)
-            self._send(request, done=lambda n=request.node_id: pending.discard(n))
+            self._send(request, done=functools.partial(pending.discard, request.node_id))
         return pending
 
     # --- blocking lookups (beginning_offsets, end_offsets, offsets_for_times) ------------------
-    def list_offsets(self, timestamps, timeout_ms):
+    def list_offsets(self, timestamps: dict[TopicPartition, int], timeout_ms: float) -> LookupResults:
         """Blocking ListOffsets: {tp: timestamp} -> {tp: (offset, timestamp,
         leader_epoch)}, retried on retriable errors until timeout_ms: the
         steps of fastkc.fetch.offsets.offset_lookup, performed blocking."""
         steps = offset_lookup(self.machine, timestamps, timeout_ms, self._clock, self.config["retry_backoff_ms"])
-        outcome = None
+        outcome: object = None
         while True:
             try:
                 step = steps.send(outcome)
             except StopIteration as done:
-                return done.value
+                results: LookupResults = done.value
+                return results
             outcome = self._perform(step)
 
-    def _perform(self, step):
+    def _perform(self, step: LookupStep) -> object:
         client = self.client
         if isinstance(step, BackOff):
             until = self._clock() + step.seconds

@@ -16,8 +16,23 @@ within the memory budget of fastkc.config.decode_budget(). poll() keeps
 draining the partition whose fetch it left mid-way before it starts another
 (`_in_line`), so one partition's decoded batch is alive at a time.
 """
+from collections.abc import Container
+from typing import TYPE_CHECKING, Any
+
 from fastkc import records as fastkc_records
 from fastkc.errors import CorruptRecordError
+from fastkc.fetch.base import MachineParts
+from fastkc.structs import ConsumerRecord, TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc._backend import RecordStream
+    from fastkc.fetch.state import PartitionState
+    from fastkc.metrics import ResponseTally
+
+# a pyarrow.RecordBatch (pyarrow has no type information)
+_RecordBatch = Any
+#: a records blob: a slice of the Fetch response (memoryview) or bytes
+_Buffer = bytes | bytearray | memoryview
 
 # poll() decodes a fetched blob in steps of at most this many records instead
 # of all at once. Why: ~8,000 ConsumerRecords of one 1 MB blob fill several
@@ -51,9 +66,10 @@ class CompletedFetch:
     through a decoder stream (see module docstring)."""
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "stream",
-                 "form", "tally", "records_out")
+                 "form", "tally", "records_out", "nothing_to_prepare")
 
-    def __init__(self, tp, fetch_offset, data, aborted, next_offset, leader_epoch, nbytes):
+    def __init__(self, tp: TopicPartition, fetch_offset: int, data: _Buffer, aborted: list[tuple[int, int]] | None,
+                 next_offset: int, leader_epoch: int, nbytes: int) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset  # where the stream starts / has got to
         self.data = data
@@ -64,19 +80,24 @@ class CompletedFetch:
         # The decoder over `data`, for poll() ("records") or poll_arrow()
         # ("arrow"); a call asking for the other form starts a new stream
         # from the position (the decoder skips what is below it).
-        self.stream = None
-        self.form = None
+        self.stream: RecordStream | None = None
+        self.form: str | None = None
         # metrics: the response's ResponseTally (None when metrics are off)
         # and the records handed out from this fetch, added per step
-        self.tally = None
+        self.tally: ResponseTally | None = None
         self.records_out = 0
+        # set by an off-thread prepare() of the records stream that found
+        # nothing to do with no step kept: the stream is used up or failed,
+        # so what is left of it (the end, or its sticky error) is cheap to
+        # take on the caller's thread (fetched_records(prepared_only=True))
+        self.nothing_to_prepare = False
 
 
 
-class HandoutMixin:
+class HandoutMixin(MachineParts):
     """The FetchMachine's application side (see the module docstring)."""
 
-    def _drop_buffered(self, state):
+    def _drop_buffered(self, state: "PartitionState") -> None:
         for completed in state.buffered:
             self._buffered_bytes -= completed.nbytes
             if completed.tally is not None:
@@ -93,18 +114,18 @@ class HandoutMixin:
             state.fetch_epoch = state.position_epoch
 
 
-    def raise_pending(self):
+    def raise_pending(self) -> None:
         if self._pending_error is not None:
             error, self._pending_error = self._pending_error, None
             raise error
 
-    def has_buffered(self):
+    def has_buffered(self) -> bool:
         return any(s.buffered and not s.paused for s in self.states.values())
 
-    def buffered_bytes(self):
+    def buffered_bytes(self) -> int:
         return self._buffered_bytes
 
-    def _ordered_states(self):
+    def _ordered_states(self) -> "list[PartitionState]":
         states = list(self.states.values())
         if not states:
             return states
@@ -119,7 +140,8 @@ class HandoutMixin:
             states.insert(0, in_line)
         return states
 
-    def _stop_at_bad_batch(self, state, exc, handed_out_to, advance=True):
+    def _stop_at_bad_batch(self, state: "PartitionState", exc: CorruptRecordError, handed_out_to: int | None,
+                           advance: bool = True) -> None:
         """After a CorruptRecordError: drop what is buffered, move the position
         past the records already handed out (`handed_out_to`: the offset after
         the last, or None) to the bad batch, and fetch again from there after
@@ -135,7 +157,8 @@ class HandoutMixin:
         state.fetch_offset = state.position
         state.next_retry = self._clock() + self._backoff
 
-    def _stream(self, state, completed, form, key_deserializer=None, value_deserializer=None):
+    def _stream(self, state: "PartitionState", completed: CompletedFetch, form: str, key_deserializer: Any = None,
+                value_deserializer: Any = None) -> "RecordStream | None":
         """The decoder stream of `completed` for `form`, started from the
         position when there is none for that form yet; None (and the buffer
         dropped) when the fetch is not contiguous with the position."""
@@ -144,20 +167,24 @@ class HandoutMixin:
         if completed.stream is None and completed.fetch_offset != state.position:
             self._drop_buffered(state)  # stale: fetch again
             return None
+        position = state.position
+        # data is buffered only while there is a position: every move that
+        # clears it (a reset) drops the buffer first (planner.py's invariant)
+        assert position is not None
         config = self.config
         tp = completed.tp
         completed.stream = fastkc_records.record_stream(
-            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=state.position,
+            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=position,
             check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
             aborted_transactions=completed.aborted or (), key_deserializer=key_deserializer,
             value_deserializer=value_deserializer, max_decompressed_bytes=self._max_decompressed,
             max_batch_records=self._max_batch_records, arrow=form == "arrow")
         completed.form = form
-        completed.fetch_offset = state.position
+        completed.fetch_offset = position
         return completed.stream
 
     @staticmethod
-    def _resume_at(stream, completed, done):
+    def _resume_at(stream: "RecordStream", completed: CompletedFetch, done: bool) -> int:
         # A used-up fetch moves the position past its last complete entry
         # even when the decoder's next offset is lower: a legacy wrapper's
         # offset is its last inner offset by definition (Java's
@@ -167,7 +194,7 @@ class HandoutMixin:
             return max(stream.next_offset, completed.next_offset)
         return stream.next_offset
 
-    def _used_up(self, state, completed):
+    def _used_up(self, state: "PartitionState", completed: CompletedFetch) -> None:
         state.buffered.popleft()
         self._buffered_bytes -= completed.nbytes
         self.metrics["bytes-consumed-total"] += completed.nbytes
@@ -176,33 +203,57 @@ class HandoutMixin:
         if self._in_line == state.tp:
             self._in_line = None
 
-    def fetched_records(self, max_records, update_offsets=True, key_deserializer=None, value_deserializer=None,
-                        partitions=None):
+    def fetched_records(self, max_records: int, update_offsets: bool = True, key_deserializer: Any = None,
+                        value_deserializer: Any = None, partitions: Container[TopicPartition] | None = None,
+                        prepared_only: bool = False) -> dict[TopicPartition, list[ConsumerRecord]]:
         """{tp: [ConsumerRecord]} of up to max_records buffered records (of
         `partitions` only, when given: aiokafka's getmany(*partitions)). A
         CorruptRecordError is raised after the records before the bad batch
-        were returned (here, or by the next call when some were returned)."""
+        were returned (here, or by the next call when some were returned).
+
+        prepared_only (the asyncio driver's takes): hand out only records of
+        steps already prepared (RecordStream.prepare, run off this thread by
+        the caller), so that no decompression or parsing runs here; the take
+        stops at the first stream that has nothing prepared, and
+        `self.unprepared` names it (its CompletedFetch) for the caller to
+        prepare; a take that stopped for its count names the fetch the next
+        take starts with, when that has nothing prepared. Without it,
+        `unprepared` is None."""
         self._records_form = True
-        out = {}
+        self.unprepared = None
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
         remaining = max_records
         for state in self._ordered_states():
-            if remaining <= 0:
+            if remaining <= 0 or self.unprepared is not None:
                 break
             if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
                 continue
             tp = state.tp
-            taken = []
+            taken: list[ConsumerRecord] = []
             while state.buffered and remaining > 0:
                 completed = state.buffered[0]
                 stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
                 if stream is None:
                     break
-                if self._worker is not None:
+                step = min(remaining, _STEP_RECORDS)
+                if prepared_only and hasattr(stream, "prepare"):  # the twin's streams decode inline
+                    # `preparing` is read first and without the lock: `prepared`
+                    # takes it, and a prepare() in progress holds it
+                    ready = 0 if stream.preparing else stream.prepared
+                    if ready:
+                        step = min(step, ready)  # more would run a real step here
+                        self.decode_steps["prepared"] += 1
+                    elif completed.nothing_to_prepare:
+                        self.decode_steps["inline"] += 1  # the end or the sticky error: no decoding left
+                    else:
+                        self.unprepared = completed
+                        break
+                elif self._worker is not None:
                     # where this step's phase 1 comes from (metrics: how much the worker took over)
                     self.decode_steps["waited" if stream.preparing else
                                       "prepared" if stream.pending else "inline"] += 1
                 try:
-                    chunk = stream.records(min(remaining, _STEP_RECORDS), self._max_held)
+                    chunk = stream.records(step, self._max_held)
                 except CorruptRecordError as exc:
                     good = list(getattr(exc, "records", None) or ())
                     if good:
@@ -253,21 +304,50 @@ class HandoutMixin:
                 self.sensors.partition_position(state)  # lag and lead: once per partition per poll
         if self._worker is not None and out and update_offsets:
             self._prepare_ahead(key_deserializer, value_deserializer)
+        if prepared_only and self.unprepared is None and update_offsets:
+            self.unprepared = self._next_to_prepare(key_deserializer, value_deserializer, partitions)
         return out
 
-    def _prepare_ahead(self, key_deserializer, value_deserializer):
-        """Hand the worker the next steps the next poll() will need: the
-        first buffered fetch of the partitions in the order that poll will
-        take them (the in-line one first), _PREPARE_AHEAD of them."""
+    def _next_to_prepare(self, key_deserializer: Any, value_deserializer: Any,
+                         partitions: Container[TopicPartition] | None) -> CompletedFetch | None:
+        """After a prepared_only take that stopped for its count: the fetch
+        the next take will start with, when its stream has nothing prepared,
+        so the caller prepares it while the application handles these
+        records (the next take then finds it ready)."""
+        for state in self._take_order():
+            if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
+                continue
+            completed = state.buffered[0]
+            stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
+            if stream is None or not hasattr(stream, "prepare") or stream.preparing:
+                return None
+            if stream.prepared or completed.nothing_to_prepare:
+                return None
+            return completed
+        return None
+
+    def _take_order(self) -> "list[PartitionState]":
+        """The partitions in the order the next take will visit them (as
+        _ordered_states() will give them, without moving its rotation): the
+        in-line one first."""
         states = list(self.states.values())
         if not states:
-            return
+            return states
         start = self._next_partition % len(states)  # where _ordered_states() will start next
         order = states[start:] + states[:start]
         in_line = self.states.get(self._in_line) if self._in_line is not None else None
         if in_line is not None and in_line.buffered and order[0] is not in_line:
             order.remove(in_line)
             order.insert(0, in_line)
+        return order
+
+    def _prepare_ahead(self, key_deserializer: Any, value_deserializer: Any) -> None:
+        """Hand the worker the next steps the next poll() will need: the
+        first buffered fetch of the partitions in the order that poll will
+        take them (the in-line one first), _PREPARE_AHEAD of them."""
+        worker = self._worker
+        assert worker is not None  # both callers prepare ahead only with a decode worker
+        order = self._take_order()
         ahead = 0
         for state in order:
             if ahead >= _PREPARE_AHEAD:
@@ -280,18 +360,32 @@ class HandoutMixin:
                 if completed.fetch_offset != state.position:
                     continue  # poll() will find it stale and fetch again
                 stream = self._stream(state, completed, "records", key_deserializer, value_deserializer)
+                assert stream is not None  # None only for a stale fetch, passed over just above
             elif completed.form != "records":
                 continue
             ahead += 1
             if not stream.done and not stream.pending:
-                self._worker.submit(stream, _PREPARE_RECORDS, self._prepare_held)
+                worker.submit(stream, _PREPARE_RECORDS, self._prepare_held)
 
-    def close_worker(self, timeout=5.0):
+    def prepare_step(self, completed: CompletedFetch, max_records: int = _PREPARE_RECORDS) -> None:
+        """Prepare the next step (at most max_records) of `completed`'s records
+        stream (the one fetched_records(prepared_only=True) named). Runs on
+        the asyncio driver's decode thread: it touches only that stream (which
+        has its own lock) and the fetch's nothing_to_prepare flag, never the
+        machine's state; a fetch dropped meanwhile (seek, pause, unassign)
+        gets a step nobody reads, freed with it."""
+        stream = completed.stream
+        if stream is None or completed.form != "records":
+            return
+        if not stream.prepare(max_records, self._prepare_held) and not stream.prepared:
+            completed.nothing_to_prepare = True
+
+    def close_worker(self, timeout: float = 5.0) -> bool:
         """Stop and join the decode worker (close()); True when it is gone."""
         worker, self._worker = self._worker, None
         return worker.stop(timeout) if worker is not None else True
 
-    def _discard_prepared(self, state):
+    def _discard_prepared(self, state: "PartitionState") -> None:
         # A prepared step of a paused partition is not delivered later: the
         # stream goes, and the next poll after resume() decodes again from
         # the position (the fetched bytes stay buffered).
@@ -302,7 +396,8 @@ class HandoutMixin:
             completed.stream = None
             completed.form = None
 
-    def fetched_arrow(self, max_records, partitions=None):
+    def fetched_arrow(self, max_records: int, partitions: Container[TopicPartition] | None = None,
+                      ) -> list[_RecordBatch]:
         """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
         max_records buffered records across partitions (of `partitions`
         only, when given), or an empty list;
@@ -327,7 +422,8 @@ class HandoutMixin:
                     appended = stream.arrow(int(min(remaining, _ARROW_STEP_MAX)), self._max_held, None, builder)
                 except CorruptRecordError as exc:
                     # the step's records before the bad batch are in the builder
-                    handed_out_to = builder.last_offset + 1 if stream.last_totals[0] else None
+                    last_offset = builder.last_offset  # None while the builder holds no row
+                    handed_out_to = last_offset + 1 if stream.last_totals[0] and last_offset is not None else None
                     self._stop_at_bad_batch(state, exc, handed_out_to)
                     if builder.num_rows:
                         self._pending_error = exc

@@ -12,14 +12,20 @@ is validated with OffsetForLeaderEpoch before fetching resumes, and a Fetch
 the position for the position's epoch, the position moves to that end offset
 -- or, with auto_offset_reset='none', LogTruncationError is raised from poll.
 """
+import functools
 import logging
-from typing import NamedTuple
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fastkc import errors
 from fastkc.errors import LogTruncationError, NoOffsetForPartitionError
 from fastkc.fetch import codes
+from fastkc.fetch.base import Link, MachineParts
 from fastkc.fetch.state import FetchState
 from fastkc.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.client import ClusterMetadata
 
 log = logging.getLogger("fastkc.fetch")
 
@@ -32,14 +38,14 @@ class AskLeader(NamedTuple):
     """Send this ListOffsets body to node_id within `seconds`; the outcome
     is the decoded answer or the exception that ended the request."""
     node_id: int
-    body: dict
+    body: dict[str, Any]
     seconds: float
 
 
 class AwaitMetadata(NamedTuple):
     """Add `topics` to the wanted ones, refresh metadata and wait for it
     within `seconds`; the outcome is None or the KafkaTimeoutError."""
-    topics: frozenset
+    topics: frozenset[str]
     seconds: float
 
 
@@ -48,7 +54,14 @@ class BackOff(NamedTuple):
     seconds: float
 
 
-def list_offsets_time_left(deadline, now, timeout_ms, missing=()):
+#: what offset_lookup yields; a step's outcome goes back in through send()
+LookupStep = AskLeader | AwaitMetadata | BackOff
+#: {tp: (offset, timestamp, leader_epoch)}: a lookup's result
+LookupResults = dict[TopicPartition, tuple[int, int, int]]
+
+
+def list_offsets_time_left(deadline: float, now: float, timeout_ms: float,
+                            missing: Iterable[TopicPartition] = ()) -> float:
     """Seconds left of an offset lookup (both drivers' waiting loops), or the
     KafkaTimeoutError naming the partitions still without a leader."""
     left = deadline - now
@@ -58,7 +71,19 @@ def list_offsets_time_left(deadline, now, timeout_ms, missing=()):
     return left
 
 
-def offset_lookup(machine, timestamps, timeout_ms, clock, retry_backoff_ms):
+class OffsetLookups(Protocol):
+    """What offset_lookup asks of the machine (OffsetsMixin's lookup builders)."""
+
+    def list_offsets_requests(self, timestamps: Mapping[TopicPartition, int],
+                              ) -> tuple[dict[int, dict[TopicPartition, int]], list[TopicPartition]]: ...
+
+    def list_offsets_body(self, timestamps: Mapping[TopicPartition, int]) -> dict[str, Any]: ...
+
+    def list_offsets_answer(self, asked: Mapping[TopicPartition, int], response: Any) -> tuple[LookupResults, bool]: ...
+
+
+def offset_lookup(machine: OffsetLookups, timestamps: Mapping[TopicPartition, int], timeout_ms: float,
+                  clock: Callable[[], float], retry_backoff_ms: float) -> Generator[LookupStep, Any, LookupResults]:
     """The lookup of {tp: timestamp} -> {tp: (offset, timestamp, leader_epoch)}
     as steps, retried on retriable errors until timeout_ms, as kafka-python
     and the Java client retry it: a partition without a known leader (even
@@ -72,15 +97,15 @@ def offset_lookup(machine, timestamps, timeout_ms, clock, retry_backoff_ms):
     deadline = clock() + timeout_ms / 1000.0
     backoff = retry_backoff_ms / 1000.0
 
-    def left(missing=()):
+    def left(missing: Iterable[TopicPartition] = ()) -> float:
         return list_offsets_time_left(deadline, clock(), timeout_ms, missing)
 
-    def refreshed(outcome, missing=()):
+    def refreshed(outcome: object, missing: Iterable[TopicPartition] = ()) -> None:
         if isinstance(outcome, errors.KafkaTimeoutError):
             left(missing)  # the same message as any other expiry
             raise outcome
 
-    results = {}
+    results: LookupResults = {}
     remaining = dict(timestamps)
     looked_up_metadata = False
     while remaining:
@@ -112,7 +137,7 @@ def offset_lookup(machine, timestamps, timeout_ms, clock, retry_backoff_ms):
     return results
 
 
-def list_offsets_results(response):
+def list_offsets_results(response: Any) -> Iterator[tuple[TopicPartition, int, int, int, int]]:
     """(tp, error_code, offset, leader_epoch, timestamp) per partition of a decoded ListOffsets answer."""
     for topic in response["topics"]:
         for p in topic["partitions"]:
@@ -120,10 +145,10 @@ def list_offsets_results(response):
                    p["leader_epoch"], p["timestamp"])
 
 
-class OffsetsMixin:
+class OffsetsMixin(MachineParts):
     """The FetchMachine's resets, lookups and validations (see the module docstring)."""
 
-    def _ensure_reset_strategies(self):
+    def _ensure_reset_strategies(self) -> None:
         """INITIALIZING partitions get the auto_offset_reset policy (there are
         no committed offsets without a group), unless held: the driver is
         looking up their committed offsets (hold_for_committed)."""
@@ -135,8 +160,8 @@ class OffsetsMixin:
                 state.await_reset(policy)
 
     # --- offset resets -------------------------------------------------------------------
-    def _plan_resets(self, now, link):
-        by_node = {}
+    def _plan_resets(self, now: float, link: Link) -> None:
+        by_node: dict[int, list[TopicPartition]] = {}
         for tp, state in self.states.items():
             if state.fetch_state is not FetchState.AWAIT_RESET or state.reset_in_flight or state.next_retry > now:
                 continue
@@ -145,15 +170,18 @@ class OffsetsMixin:
                 continue
             by_node.setdefault(leader, []).append(tp)
         for node_id, tps in by_node.items():
-            strategies = {tp: self.states[tp].reset_strategy for tp in tps}
+            strategies: dict[TopicPartition, str] = {}
+            for tp in tps:
+                strategy = self.states[tp].reset_strategy
+                assert strategy is not None  # AWAIT_RESET is entered only through await_reset(strategy)
+                strategies[tp] = strategy
             body = self.list_offsets_body({tp: RESET_TIMESTAMPS[strategies[tp]] for tp in tps})
             for tp in tps:
                 self.states[tp].reset_in_flight = True
-            self._emit(node_id, "ListOffsets", body,
-                       lambda response, error, strategies=strategies: self._reset_answered(strategies, response,
-                                                                                          error))
+            self._emit(node_id, "ListOffsets", body, functools.partial(self._reset_answered, strategies))
 
-    def _reset_answered(self, strategies, response, error):
+    def _reset_answered(self, strategies: dict[TopicPartition, str], response: Any,
+                        error: BaseException | None) -> None:
         for tp in strategies:
             if tp in self.states:
                 self.states[tp].reset_in_flight = False
@@ -176,9 +204,9 @@ class OffsetsMixin:
         if unanswered:  # left out by the broker: asked again after the backoff, not at once
             self._retry_later(unanswered, metadata=False)
 
-    def list_offsets_body(self, timestamps):
+    def list_offsets_body(self, timestamps: Mapping[TopicPartition, int]) -> dict[str, Any]:
         """The ListOffsets request body for {tp: timestamp} (all to one leader)."""
-        topics = {}
+        topics: dict[str, list[dict[str, Any]]] = {}
         for tp, ts in timestamps.items():
             meta = self.cluster.partition(tp)
             epoch = meta.leader_epoch if meta is not None else -1
@@ -189,10 +217,11 @@ class OffsetsMixin:
                 "timeout_ms": self.config["request_timeout_ms"]}
 
     # --- lookups for the application (the driver waits) ----------------------------------
-    def list_offsets_requests(self, timestamps):
+    def list_offsets_requests(self, timestamps: Mapping[TopicPartition, int],
+                              ) -> tuple[dict[int, dict[TopicPartition, int]], list[TopicPartition]]:
         """{tp: timestamp} -> ({leader: {tp: timestamp}}, [tps without a known leader])."""
-        by_node = {}
-        missing = []
+        by_node: dict[int, dict[TopicPartition, int]] = {}
+        missing: list[TopicPartition] = []
         for tp, ts in timestamps.items():
             leader = self.cluster.leader_for(tp)
             if leader is None:
@@ -202,15 +231,15 @@ class OffsetsMixin:
         return by_node, missing
 
     @staticmethod
-    def list_offsets_answer(asked, response):
+    def list_offsets_answer(asked: Mapping[TopicPartition, int], response: Any) -> tuple[LookupResults, bool]:
         """One leader's ListOffsets answer to `asked` ({tp: timestamp}) ->
         ({tp: (offset, timestamp, leader_epoch)}, retry). retry: some
         partition is worth asking again (a retriable error, a moved leader,
         left out by the broker). A partition error that is neither raises
         its class."""
-        results = {}
+        results: LookupResults = {}
         retry = False
-        answered = set()
+        answered: set[TopicPartition] = set()
         for tp, code, offset, epoch, ts in list_offsets_results(response):
             if tp not in asked:
                 continue
@@ -226,7 +255,7 @@ class OffsetsMixin:
         return results, retry
 
     # --- validation after leader changes (KIP-320) ----------------------------------------
-    def on_metadata(self, cluster=None):
+    def on_metadata(self, cluster: "ClusterMetadata | None" = None) -> None:
         """New metadata: a partition whose leader epoch moved past the one
         seen before has its position validated before fetching resumes."""
         if cluster is not None:
@@ -241,31 +270,34 @@ class OffsetsMixin:
                 state.await_validation()
                 self._drop_buffered(state)
 
-    def _epoch_changed(self, tp, epoch):
+    def _epoch_changed(self, tp: TopicPartition, epoch: int) -> bool:
         # stale metadata (an older epoch from a lagging broker) is ignored
         seen = self._leader_epochs_seen.get(tp)
         if seen is None or epoch > seen:
             self._leader_epochs_seen[tp] = epoch
         return seen is not None and epoch > seen
 
-    def _plan_validations(self, now, link):
-        by_node = {}
+    def _plan_validations(self, now: float, link: Link) -> None:
+        by_node: dict[int, list[TopicPartition]] = {}
         for tp, state in self.states.items():
             if not state.awaiting_validation or state.validation_in_flight or state.next_retry > now:
                 continue
             leader = self._leader_ready(tp, link)
             if leader is None:
                 continue
-            if link(leader).version_for("OffsetForLeaderEpoch") is None:
+            node = link(leader)
+            assert node is not None  # _leader_ready just found it ready; nothing ran in between
+            if node.version_for("OffsetForLeaderEpoch") is None:
                 state.validated()  # the broker cannot tell: trust the position
                 continue
             by_node.setdefault(leader, []).append(tp)
         for node_id, tps in by_node.items():
-            topics = {}
-            requested = {}
+            topics: dict[str, list[dict[str, Any]]] = {}
+            requested: dict[TopicPartition, tuple[int | None, int]] = {}
             for tp in tps:
                 state = self.states[tp]
                 meta = self.cluster.partition(tp)
+                assert meta is not None  # _leader_ready found its leader in this same metadata
                 topics.setdefault(tp.topic, []).append({"partition": tp.partition,
                                                         "current_leader_epoch": meta.leader_epoch,
                                                         "leader_epoch": state.position_epoch})
@@ -274,11 +306,10 @@ class OffsetsMixin:
             body = {"replica_id": -1, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
             log.debug("validating positions of %s with broker %s (OffsetForLeaderEpoch)", sorted(requested), node_id)
             self.metrics["offset-validations-total"] += len(requested)
-            self._emit(node_id, "OffsetForLeaderEpoch", body,
-                       lambda response, error, requested=requested: self._validation_answered(requested, response,
-                                                                                             error))
+            self._emit(node_id, "OffsetForLeaderEpoch", body, functools.partial(self._validation_answered, requested))
 
-    def _validation_answered(self, requested, response, error):
+    def _validation_answered(self, requested: dict[TopicPartition, tuple[int | None, int]], response: Any,
+                             error: BaseException | None) -> None:
         for tp in requested:
             if tp in self.states:
                 self.states[tp].validation_in_flight = False
@@ -303,7 +334,7 @@ class OffsetsMixin:
         if unanswered:  # left out by the broker: asked again after the backoff, not at once
             self._retry_later(unanswered, metadata=False)
 
-    def _check_divergence(self, tp, epoch, end_offset):
+    def _check_divergence(self, tp: TopicPartition, epoch: int, end_offset: int) -> None:
         """The leader's log for the position's epoch ends at end_offset."""
         self._replan()
         state = self.states[tp]

@@ -18,20 +18,28 @@ fetch_offset = position, and a response is accepted only if it answers the
 fetch_offset the partition still has (anything else is stale and dropped).
 """
 import logging
+from typing import TYPE_CHECKING, Any
 
 from fastkc import _backend
 from fastkc import records as fastkc_records
 from fastkc.errors import (
     FetchProgressError,
+    IncompatibleBrokerVersion,
     OffsetOutOfRangeError,
     ProtocolParseError,
     TopicAuthorizationFailedError,
     for_code,
 )
 from fastkc.fetch import codes
+from fastkc.fetch.base import Link, MachineParts, NodeLink
 from fastkc.fetch.handout import CompletedFetch
-from fastkc.fetch.session import FetchSession
-from fastkc.structs import TopicPartition
+from fastkc.fetch.session import FetchSession, PartitionFetch
+from fastkc.structs import ScanInfo, TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.fetch.machine import Request
+    from fastkc.fetch.state import PartitionState
+    from fastkc.metrics import ResponseTally
 
 log = logging.getLogger("fastkc.fetch")
 
@@ -53,10 +61,10 @@ log = logging.getLogger("fastkc.fetch")
 _NO_PROGRESS_LIMIT = 2
 
 
-class PlannerMixin:
+class PlannerMixin(MachineParts):
     """The FetchMachine's Fetch requests and responses (see the module docstring)."""
 
-    def _fetch_target(self, tp, state):
+    def _fetch_target(self, tp: TopicPartition, state: "PartitionState") -> int | None:
         """The broker to fetch tp from: the preferred read replica (KIP-392)
         while its lease lasts, else the leader."""
         if state.preferred_replica is not None:
@@ -65,20 +73,20 @@ class PlannerMixin:
             state.preferred_replica = None
         return self.cluster.leader_for(tp)
 
-    def _replan(self):
+    def _replan(self) -> None:
         """Something changed which brokers partitions are fetched from (or
         whether they can be): the next plan looks at every partition."""
         self._fetch_nodes = None
 
-    def _plan_fetches(self, now, link):
+    def _plan_fetches(self, now: float, link: Link) -> None:
         if self._buffered_bytes >= self.config["fetch_max_bytes"]:
             return  # bounded memory: wait until poll() drains the buffer
         in_flight = self._in_flight_nodes
         if in_flight and self._fetch_nodes is not None and self._fetch_nodes <= in_flight:
             return  # every broker we fetch from already has a fetch on the wire (the common case per poll)
         cluster = self.cluster
-        wanted_by_node = {}
-        nodes = set()
+        wanted_by_node: dict[int, dict[TopicPartition, PartitionFetch]] = {}
+        nodes: set[int] = set()
         # Rotate the order partitions are asked in, as the Java client does:
         # the broker fills fetch_max_bytes in request order, so a fixed order
         # could starve the partitions at the end.
@@ -100,8 +108,10 @@ class PlannerMixin:
                 continue
             meta = cluster.partition(tp)
             leader_epoch = meta.leader_epoch if meta is not None else -1
+            fetch_offset = state.fetch_offset
+            assert fetch_offset is not None  # fetchable: FETCHING, entered only through seek(), which sets it
             wanted_by_node.setdefault(node_id, {})[tp] = (
-                state.fetch_offset, leader_epoch, state.fetch_epoch, self.config["max_partition_fetch_bytes"])
+                fetch_offset, leader_epoch, state.fetch_epoch, self.config["max_partition_fetch_bytes"])
         self._fetch_nodes = nodes
         for node_id, wanted in wanted_by_node.items():
             node = link(node_id)
@@ -109,8 +119,8 @@ class PlannerMixin:
                 continue
             self._plan_fetch(node_id, node, wanted)
 
-    def _plan_fetch(self, node_id, node, wanted):
-        version = min(node.version_for("Fetch"), _backend.FETCH_MAX_VERSION)
+    def _plan_fetch(self, node_id: int, node: NodeLink, wanted: dict[TopicPartition, PartitionFetch]) -> None:
+        version = min(_fetch_version(node), _backend.FETCH_MAX_VERSION)
         cluster = self.cluster
         if version >= 13 and any(cluster.topics.get(tp.topic) is None or cluster.topics[tp.topic].topic_id is None
                                  for tp in wanted):
@@ -120,8 +130,8 @@ class PlannerMixin:
             session = self._sessions[node_id] = FetchSession(
                 node_id, self.config["enable_incremental_fetch_sessions"] and version >= 7)
         session_id, epoch, to_send, to_forget = session.build(wanted)
-        topics = []
-        by_topic = {}
+        topics: list[dict[str, Any]] = []
+        by_topic: dict[str, dict[str, Any]] = {}
         use_ids = version >= 13
         for tp, (offset, leader_epoch, last_epoch, max_bytes) in to_send:
             entry = by_topic.get(tp.topic)
@@ -136,12 +146,12 @@ class PlannerMixin:
             entry["partitions"].append({"partition": tp.partition, "current_leader_epoch": leader_epoch,
                                         "fetch_offset": offset, "last_fetched_epoch": last_epoch,
                                         "log_start_offset": -1, "partition_max_bytes": max_bytes})
-        forgotten = {}
+        forgotten: dict[str, list[int]] = {}
         for tp in to_forget:
             forgotten.setdefault(tp.topic, []).append(tp.partition)
-        forgotten_list = []
+        forgotten_list: list[dict[str, Any]] = []
         for topic, parts in forgotten.items():
-            item = {"partitions": parts}
+            item: dict[str, Any] = {"partitions": parts}
             if use_ids:
                 meta = cluster.topics.get(topic)
                 if meta is None or meta.topic_id is None:
@@ -167,7 +177,7 @@ class PlannerMixin:
         self._in_flight_nodes.add(node_id)
         sent_at = self._now
 
-        def answered(result, error):
+        def answered(result: Any, error: BaseException | None) -> ProtocolParseError | None:
             self._in_flight_nodes.discard(node_id)
             if error is not None:
                 session.reset()
@@ -186,7 +196,8 @@ class PlannerMixin:
         self._emit(node_id, "Fetch", body, answered, raw=True, version=version)
         self.metrics["fetch-total"] += 1
 
-    def _handle_fetch_response(self, node_id, session, epoch_sent, payload, version, sent_offsets):
+    def _handle_fetch_response(self, node_id: int, session: FetchSession, epoch_sent: int, payload: bytes | memoryview,
+                               version: int, sent_offsets: dict[TopicPartition, int]) -> ProtocolParseError | None:
         try:
             response = _backend.parse_fetch_response(payload, version)
         except ProtocolParseError as exc:
@@ -214,7 +225,8 @@ class PlannerMixin:
         unanswered = set(sent_offsets) if epoch_sent in (FetchSession.INITIAL_EPOCH, FetchSession.FINAL_EPOCH) \
             else None
         for topic in response.topics:
-            name = topic.topic if topic.topic is not None else names.get(topic.topic_id)
+            name = topic.topic if topic.topic is not None else (
+                names.get(topic.topic_id) if topic.topic_id is not None else None)
             if name is None:
                 self.metadata_wanted = True
                 continue
@@ -264,14 +276,16 @@ class PlannerMixin:
             self._retry_later(unanswered, metadata=False)
         return None
 
-    def _buffer_fetched(self, state, tp, sent, data, aborted, tally, first_with_data):
+    def _buffer_fetched(self, state: "PartitionState", tp: TopicPartition, sent: int, data: memoryview,
+                        aborted: list[tuple[int, int]] | None, tally: "ResponseTally | None",
+                        first_with_data: bool) -> None:
         info = fastkc_records.scan_blob(data)
         if info.tail == "malformed":
             # hand the bad bytes to the decoder (which raises the typed
             # error from poll, after the records before them); fetch
             # nothing more for this partition until that happened
-            next_offset = sent if info.next_offset is None else max(sent, info.next_offset)
-            completed = CompletedFetch(tp, sent, data, aborted, next_offset, info.leader_epoch, len(data))
+            resume_at = sent if info.next_offset is None else max(sent, info.next_offset)
+            completed = CompletedFetch(tp, sent, data, aborted, resume_at, info.leader_epoch, len(data))
             if tally is not None:
                 tally.pending += 1
                 completed.tally = tally
@@ -293,12 +307,14 @@ class PlannerMixin:
         state.buffered.append(completed)
         self._buffered_bytes += complete
         self.metrics["fetch-bytes-total"] += complete
+        assert state.fetch_offset is not None  # the caller took this answer because it matched fetch_offset
         if next_offset > state.fetch_offset:
             state.fetch_offset = next_offset
             if info.leader_epoch >= 0:
                 state.fetch_epoch = info.leader_epoch
 
-    def _no_progress(self, state, tp, sent, data, info, first_with_data):
+    def _no_progress(self, state: "PartitionState", tp: TopicPartition, sent: int, data: memoryview, info: ScanInfo,
+                     first_with_data: bool) -> None:
         """Data that cannot advance the position: refetch, a bounded number of
         times (see _NO_PROGRESS_LIMIT for the rule and why)."""
         if info.next_offset is None:
@@ -324,7 +340,7 @@ class PlannerMixin:
                 tp.topic, tp.partition, offset, [], offset + 1)
             state.next_retry = self._now + self._backoff
 
-    def _partition_error(self, tp, code, what, state=None):
+    def _partition_error(self, tp: TopicPartition, code: int, what: str, state: "PartitionState | None" = None) -> None:
         """The reaction codes.reaction(code) names (documented there)."""
         self._replan()
         state = state or self.states.get(tp)
@@ -352,11 +368,11 @@ class PlannerMixin:
             state.next_retry = self._now + self._backoff
 
     # --- sessions ---------------------------------------------------------------------------
-    def close_session_requests(self, link):
+    def close_session_requests(self, link: Link) -> "list[Request]":
         """A Fetch with the final epoch to each broker holding a session of
         ours, as the Java client sends on close, so its session cache slot
         frees at once. The sessions are reset; the answers change nothing."""
-        requests = []
+        requests: list[Request] = []
         for node_id, session in self._sessions.items():
             if session.session_id == 0 or node_id in self._in_flight_nodes:
                 continue
@@ -368,15 +384,24 @@ class PlannerMixin:
                     "session_epoch": FetchSession.FINAL_EPOCH, "topics": [], "forgotten_topics_data": [],
                     "rack_id": self.config["client_rack"]}
             requests.append(self._emit(node_id, "Fetch", body, lambda result, error: None, raw=True,
-                                       version=min(node.version_for("Fetch"), _backend.FETCH_MAX_VERSION),
+                                       version=min(_fetch_version(node), _backend.FETCH_MAX_VERSION),
                                        outbox=False))
             session.reset()
         return requests
 
-    def on_node_lost(self, node_id):
+    def on_node_lost(self, node_id: int) -> None:
         """The connection to node_id is gone (its in-flight answers arrive as
         errors): its fetch session starts over."""
         session = self._sessions.get(node_id)
         if session is not None:
             session.reset()
         self._in_flight_nodes.discard(node_id)
+
+
+def _fetch_version(node: NodeLink) -> int:
+    """The Fetch version a ready broker speaks; a broker that speaks none
+    fastkc knows (older than Fetch v4) is refused with the typed error."""
+    version = node.version_for("Fetch")
+    if version is None:
+        raise IncompatibleBrokerVersion("the broker speaks no Fetch version fastkc knows")
+    return version

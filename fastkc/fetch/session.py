@@ -5,20 +5,26 @@ ones send only the partitions whose fetch state changed, plus the ones to
 forget. Any top-level error, or a lost connection, starts a new full session.
 """
 from fastkc.fetch.codes import NONE
+from fastkc.structs import TopicPartition
+
+#: what a session holds per partition: (fetch_offset, leader_epoch,
+#: last_fetched_epoch, max_bytes)
+PartitionFetch = tuple[int, int, int, int]
 
 
 class FetchSession:
     INITIAL_EPOCH = 0
     FINAL_EPOCH = -1
 
-    def __init__(self, node_id, incremental):
+    def __init__(self, node_id: int, incremental: bool) -> None:
         self.node_id = node_id
         self.incremental = incremental
         self.session_id = 0
         self.epoch = self.INITIAL_EPOCH
-        self.partitions = {}  # tp -> the fetch state the broker's session holds
+        self.partitions: dict[TopicPartition, PartitionFetch] = {}  # what the broker's session holds
 
-    def build(self, wanted):
+    def build(self, wanted: dict[TopicPartition, PartitionFetch],
+              ) -> tuple[int, int, list[tuple[TopicPartition, PartitionFetch]], list[TopicPartition]]:
         """wanted: {tp: (fetch_offset, leader_epoch, last_fetched_epoch,
         max_bytes)} in fetch order. Returns (session_id, epoch, to_send,
         to_forget), to_send in the same order."""
@@ -35,7 +41,7 @@ class FetchSession:
             self.partitions[tp] = data
         return self.session_id, self.epoch, to_send, to_forget
 
-    def handle_response(self, error_code, session_id, epoch_sent):
+    def handle_response(self, error_code: int, session_id: int, epoch_sent: int) -> bool:
         """Advance the session after a response (True) or reset it after a
         top-level error (False)."""
         if not self.incremental:
@@ -53,10 +59,10 @@ class FetchSession:
             self.epoch = self.epoch + 1 if self.epoch < 0x7FFFFFFF else 1
         return True
 
-    def reset(self):
+    def reset(self) -> None:
         self.session_id = 0
         self.epoch = self.INITIAL_EPOCH
         self.partitions = {}
 
-    def partitions_in_session(self):
+    def partitions_in_session(self) -> set[TopicPartition]:
         return set(self.partitions)

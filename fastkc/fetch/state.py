@@ -21,8 +21,13 @@ the fetch machine and raises IllegalFetchStateTransition.
 """
 import enum
 from collections import deque
+from typing import TYPE_CHECKING
 
 from fastkc.errors import IllegalStateError
+from fastkc.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.fetch.handout import CompletedFetch
 
 NO_EPOCH = -1
 
@@ -34,11 +39,11 @@ class FetchState(enum.Enum):
     AWAIT_VALIDATION = "await_validation"
 
     @property
-    def has_position(self):
+    def has_position(self) -> bool:
         return self in (FetchState.FETCHING, FetchState.AWAIT_VALIDATION)
 
     @property
-    def has_valid_position(self):
+    def has_valid_position(self) -> bool:
         return self is FetchState.FETCHING
 
 
@@ -66,22 +71,22 @@ class PartitionState:
                  "buffered", "preferred_replica", "preferred_replica_until", "reset_in_flight", "next_retry",
                  "stalled", "no_progress", "fetched_at", "held")
 
-    def __init__(self, tp):
+    def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
         self.fetch_state = FetchState.INITIALIZING
-        self.position = None
+        self.position: int | None = None
         self.position_epoch = NO_EPOCH
-        self.fetch_offset = None
+        self.fetch_offset: int | None = None
         self.fetch_epoch = NO_EPOCH
         self.paused = False
-        self.reset_strategy = None  # 'earliest' / 'latest' while AWAIT_RESET
+        self.reset_strategy: str | None = None  # 'earliest' / 'latest' while AWAIT_RESET
         self.validation_in_flight = False
         self.reset_in_flight = False
-        self.highwater = None
-        self.last_stable_offset = None
-        self.log_start_offset = None
-        self.buffered = deque()
-        self.preferred_replica = None
+        self.highwater: int | None = None
+        self.last_stable_offset: int | None = None
+        self.log_start_offset: int | None = None
+        self.buffered: deque[CompletedFetch] = deque()
+        self.preferred_replica: int | None = None
         self.preferred_replica_until = 0.0
         self.next_retry = 0.0
         # a malformed batch is buffered: no fetch until poll() raised its error
@@ -90,30 +95,30 @@ class PartitionState:
         self.no_progress = 0
         # the driver's clock reading of the last fetch answer that carried
         # this partition (aiokafka's last_poll_timestamp), None before one
-        self.fetched_at = None
+        self.fetched_at: float | None = None
         # the driver is looking up the group's committed offset: no
         # auto_offset_reset until it seeks or releases (hold_for_committed)
         self.held = False
 
-    def transition(self, new_state):
+    def transition(self, new_state: FetchState) -> None:
         if new_state not in TRANSITIONS[self.fetch_state]:
             raise IllegalFetchStateTransition("{0}: {1} -> {2} is not a legal fetch state transition".format(
                 self.tp, self.fetch_state.name, new_state.name))
         self.fetch_state = new_state
 
     @property
-    def awaiting_validation(self):
+    def awaiting_validation(self) -> bool:
         return self.fetch_state is FetchState.AWAIT_VALIDATION
 
     @property
-    def has_valid_position(self):
+    def has_valid_position(self) -> bool:
         return self.fetch_state.has_valid_position
 
-    def fetchable(self):
+    def fetchable(self) -> bool:
         return self.fetch_state is FetchState.FETCHING and not self.paused and not self.stalled
 
     # --- the moves (each one transition of the table) -----------------------------------
-    def seek(self, offset, epoch=NO_EPOCH):
+    def seek(self, offset: int, epoch: int = NO_EPOCH) -> None:
         """A position known to be valid (an explicit seek, a reset's answer,
         a validation's verdict): FETCHING from it, nothing buffered."""
         self.transition(FetchState.FETCHING)
@@ -127,16 +132,16 @@ class PartitionState:
         self.no_progress = 0
         self.buffered.clear()
 
-    def await_reset(self, strategy):
+    def await_reset(self, strategy: str) -> None:
         self.transition(FetchState.AWAIT_RESET)
         self.held = False
         self.reset_strategy = strategy
         self.position = None
         self.fetch_offset = None
 
-    def await_validation(self):
+    def await_validation(self) -> None:
         self.transition(FetchState.AWAIT_VALIDATION)
 
-    def validated(self):
+    def validated(self) -> None:
         """The leader confirmed the position (or cannot tell): fetch from it."""
         self.transition(FetchState.FETCHING)

@@ -11,17 +11,22 @@ and the sync driver that moves their requests:
 - member.py     threads, locks, listener calls, commits, committed offsets (both protocols)
 - classic.py / kip848.py  each protocol's events applied on the application's thread
 """
-from fastkc.group.member import ConsumerRebalanceListener
+from typing import Any
+
+from fastkc.config import Config
+from fastkc.group.member import ConsumerRebalanceListener, GroupMemberBase, MemberApp, MemberTransport
 from fastkc.structs import ConsumerGroupMetadata
 
 GROUP_PROTOCOLS = ("classic", "consumer")
 
 
-def make_group_member(config, app, transport=None, **kwargs):
+def make_group_member(config: Config, app: MemberApp, transport: MemberTransport | None = None,
+                      **kwargs: Any) -> GroupMemberBase[Any]:
     """The member for config["group_protocol"] ("classic" or "consumer")."""
     from fastkc.group.transport import GroupTransport
 
-    transport = transport if transport is not None else GroupTransport(config)
+    if transport is None:
+        transport = GroupTransport(config)
     if config.get("group_protocol", "classic") == "consumer":
         from fastkc.group.kip848 import ConsumerProtocolMember
 

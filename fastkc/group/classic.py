@@ -6,8 +6,10 @@ application's thread: the machine's events turned into listener calls,
 commits and assignment changes, in the Java client's order.
 """
 import logging
+from collections.abc import Sequence
 
-from fastkc.assignors import partition_changes
+from fastkc.assignors import AbstractPartitionAssignor, RebalanceProtocol, partition_changes
+from fastkc.config import Config
 from fastkc.group.classic_machine import (
     KAFKA_PYTHON_STATE,
     AssignmentReceived,
@@ -17,7 +19,9 @@ from fastkc.group.classic_machine import (
     RevokeBeforeRejoin,
     instantiate_assignors,
 )
+from fastkc.group.coordinator_machine import CoordinatorMachine
 from fastkc.group.member import GroupMemberBase
+from fastkc.structs import ConsumerGroupMetadata
 
 log = logging.getLogger(__name__)
 
@@ -27,32 +31,30 @@ MemberState = ClassicState
 __all__ = ["ClassicGroupMember", "MemberState", "instantiate_assignors"]
 
 
-class ClassicGroupMember(GroupMemberBase):
+class ClassicGroupMember(GroupMemberBase[ClassicMachine]):
     protocol_name = "classic"
 
-    def _make_machine(self, config, coordinator, now):
+    def _make_machine(self, config: Config, coordinator: CoordinatorMachine, now: float) -> ClassicMachine:
         return ClassicMachine(config, coordinator, now)
 
     @property
-    def generation(self):
+    def generation(self) -> int:
         return self.machine.generation
 
     @property
-    def rebalance_protocol(self):
+    def rebalance_protocol(self) -> RebalanceProtocol:
         return self.machine.rebalance_protocol
 
     @property
-    def assignors(self):
+    def assignors(self) -> list[AbstractPartitionAssignor]:
         return self.machine.assignors
 
-    def group_metadata(self):
-        from fastkc.structs import ConsumerGroupMetadata
-
+    def group_metadata(self) -> ConsumerGroupMetadata:
         machine = self.machine
         return ConsumerGroupMetadata(self.group_id, machine.generation, machine.member_id, self.group_instance_id,
                                      KAFKA_PYTHON_STATE[machine.state])
 
-    def _handle_events(self, events):
+    def _handle_events(self, events: Sequence[object]) -> None:
         for event in events:
             if isinstance(event, PartitionsLost):
                 if self._owned:
@@ -63,7 +65,7 @@ class ClassicGroupMember(GroupMemberBase):
             elif isinstance(event, AssignmentReceived):
                 self._apply_assignment(event)
 
-    def _apply_assignment(self, event):
+    def _apply_assignment(self, event: AssignmentReceived) -> None:
         assignment = event.assignment
         assigned = [tp for tp in assignment.partitions() if tp.topic in set(self._subscription or ())]
         if len(assigned) != len(assignment.partitions()):

@@ -32,17 +32,20 @@ everything), `AssignmentReceived` (revoke what moved, assign what is new).
 Fatal errors (INCONSISTENT_GROUP_PROTOCOL, GROUP_AUTHORIZATION_FAILED, ...)
 are raised from `on_response`.
 """
-import collections
 import enum
 import logging
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fastkc.assignors import (
+    AbstractPartitionAssignor,
     CooperativeStickyAssignor,
     GroupMember,
     RebalanceProtocol,
     StaticCluster,
     validate_cooperative_assignment,
 )
+from fastkc.config import Config
 from fastkc.errors import (
     CommitFailedError,
     CoordinatorLoadInProgressError,
@@ -53,7 +56,7 @@ from fastkc.errors import (
     UnknownMemberIdError,
     for_code,
 )
-from fastkc.group.coordinator_machine import is_coordinator_error, is_retriable
+from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
 from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
 from fastkc.protocol.consumer_protocol import (
     decode_assignment,
@@ -62,6 +65,11 @@ from fastkc.protocol.consumer_protocol import (
     encode_subscription,
     with_member_state,
 )
+from fastkc.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.client import BrokerMetadata, ClusterMetadata, TopicMetadata
+    from fastkc.protocol.consumer_protocol import Assignment
 
 log = logging.getLogger(__name__)
 
@@ -98,16 +106,30 @@ KAFKA_PYTHON_STATE = {_M.UNJOINED: "<unjoined>", _M.PREPARING: "<rebalancing>", 
                       _M.LEAVING: "<unjoined>", _M.CLOSED: "<unjoined>"}
 
 #: events for the application's thread
-PartitionsLost = collections.namedtuple("PartitionsLost", "partitions")
-RevokeBeforeRejoin = collections.namedtuple("RevokeBeforeRejoin", "partitions")
-AssignmentReceived = collections.namedtuple("AssignmentReceived", "generation protocol assignment")
+class PartitionsLost(NamedTuple):
+    partitions: list[TopicPartition]
+
+
+class RevokeBeforeRejoin(NamedTuple):
+    partitions: list[TopicPartition]
+
+
+class AssignmentReceived(NamedTuple):
+    generation: int
+    protocol: str
+    assignment: "Assignment"
+
+
+#: what take_events() hands the application
+Event = PartitionsLost | RevokeBeforeRejoin | AssignmentReceived
 #: the member left the group because the application stopped polling
-PollTimeoutExpired = collections.namedtuple("PollTimeoutExpired", "max_poll_interval_ms")
+class PollTimeoutExpired(NamedTuple):
+    max_poll_interval_ms: int
 
 
-def instantiate_assignors(strategy):
+def instantiate_assignors(strategy: Iterable[Any]) -> list[AbstractPartitionAssignor]:
     """partition_assignment_strategy holds classes (kafka-python) or instances."""
-    out = []
+    out: list[AbstractPartitionAssignor] = []
     for item in strategy:
         out.append(item() if isinstance(item, type) else item)
     if not out:
@@ -115,11 +137,11 @@ def instantiate_assignors(strategy):
     return out
 
 
-class ClassicMachine(StateHolder):
+class ClassicMachine(StateHolder[ClassicState]):
     _LEGAL = _LEGAL
     _machine_name = "group member"
 
-    def __init__(self, config, coordinator, now):
+    def __init__(self, config: Config, coordinator: CoordinatorMachine, now: float) -> None:
         self._init_state(_M.UNJOINED)
         self.config = config
         self.coordinator = coordinator
@@ -141,44 +163,45 @@ class ClassicMachine(StateHolder):
         # membership
         self.member_id = ""
         self.generation = NO_GENERATION
-        self.protocol = None
-        self.leader_id = None
-        self.subscription = None  # sorted topic names while subscribed
-        self.owned = []  # what the application holds (assignment order); the driver keeps it current
+        self.protocol: str | None = None
+        self.leader_id: str | None = None
+        self.subscription: list[str] | None = None  # sorted topic names while subscribed
+        # what the application holds (assignment order); the driver keeps it current
+        self.owned: list[TopicPartition] = []
         # what the application has to do
-        self.pending = None  # AssignmentReceived waiting for the application
+        self.pending: AssignmentReceived | None = None  # waiting for the application
         self.applying = False  # the application is applying an assignment: no rejoin meanwhile
         self.lost_pending = False  # fenced: the application must hand its partitions to on_partitions_lost
         self.prepared = False  # the application finished PREPARING's work
-        self.rejoin_requested = None  # why to rejoin once the join in flight completes
+        self.rejoin_requested: str | None = None  # why to rejoin once the join in flight completes
         self.rejoined_at_once = False  # the last JoinGroup failure was followed by an immediate rejoin
         # the clock
         self.last_poll = now
         self.poll_timeout_expired = False
         self.next_heartbeat = 0.0
-        self.retry_at = None  # the next JoinGroup not before (after a failure)
-        self.leader_snapshot = None  # {topic: partition count} the leader assigned from
-        self._token = None  # the request in flight
-        self._leader_members = None  # the JoinGroup answer's members while ASSIGNING
-        self._leave_reason = None
-        self._pending_assignments = []  # the leader's SyncGroup assignments
-        self.fatal_error = None  # a commit answered FENCED_INSTANCE_ID: raised from the next poll
+        self.retry_at: float | None = None  # the next JoinGroup not before (after a failure)
+        self.leader_snapshot: dict[str, int] | None = None  # {topic: partition count} the leader assigned from
+        self._token: Token | None = None  # the request in flight
+        self._leader_members: list[GroupMember] | None = None  # the JoinGroup answer's members while ASSIGNING
+        self._leave_reason: str | None = None
+        self._pending_assignments: list[dict[str, Any]] = []  # the leader's SyncGroup assignments
+        self.fatal_error: BaseException | None = None  # a commit answered FENCED_INSTANCE_ID: raised from the next poll
 
     # --- what the application (through the driver) tells the machine ------------------------
-    def set_subscription(self, topics):
-        topics = None if topics is None else sorted(set(topics))
-        if topics == self.subscription:
+    def set_subscription(self, topics: Iterable[str] | None) -> bool:
+        wanted = None if topics is None else sorted(set(topics))
+        if wanted == self.subscription:
             return False
-        self.subscription = topics
-        if topics is not None:
+        self.subscription = wanted
+        if wanted is not None:
             self.rebalance_needed("subscription changed")
         return True
 
-    def app_polled(self, now):
+    def app_polled(self, now: float) -> None:
         self.last_poll = now
         self.poll_timeout_expired = False
 
-    def rebalance_needed(self, reason):
+    def rebalance_needed(self, reason: str) -> None:
         if self.state is _M.STABLE:
             log.info("group %s: rejoining (%s)", self.group_id, reason)
             self._set_state(_M.UNJOINED)
@@ -186,7 +209,7 @@ class ClassicMachine(StateHolder):
             # the join on the wire carries the old state: join again after it
             self.rejoin_requested = reason
 
-    def fenced(self, reason):
+    def fenced(self, reason: str) -> None:
         log.info("group %s: member %s generation %s fenced (%s)", self.group_id, self.member_id,
                  self.generation, reason)
         self.generation = NO_GENERATION
@@ -197,11 +220,11 @@ class ClassicMachine(StateHolder):
             self._set_state(_M.UNJOINED)
         self._token = None
 
-    def fatal(self, error):
+    def fatal(self, error: BaseException) -> None:
         """A commit answered FENCED_INSTANCE_ID: the driver raises it from poll."""
         self.fatal_error = error
 
-    def metadata_changed(self, partition_counts):
+    def metadata_changed(self, partition_counts: Mapping[str, int]) -> bool:
         """The leader rejoins when a subscribed topic's partition count
         changes (Java's metadata snapshot check); True when it will."""
         snap = self.leader_snapshot
@@ -214,18 +237,18 @@ class ClassicMachine(StateHolder):
                 return True
         return False
 
-    def close(self):
+    def close(self) -> None:
         if self.state is not _M.CLOSED:
             self._set_state(_M.CLOSED)
         self._token = None
 
     # --- commits ------------------------------------------------------------------------------
-    def commit_identity(self):
+    def commit_identity(self) -> tuple[int, str]:
         if self.state is _M.STABLE or self.pending is not None or self.generation != NO_GENERATION:
             return self.generation, self.member_id
         return NO_GENERATION, self.member_id
 
-    def check_can_commit(self):
+    def check_can_commit(self) -> None:
         """Raise before sending when a subscribed member has no generation
         (Java checks this client-side: such a commit would be accepted as a
         "simple" commit and overwrite the new owner's progress)."""
@@ -237,10 +260,10 @@ class ClassicMachine(StateHolder):
                                 "generation (it left after max_poll_interval_ms without poll(), or was removed)")
 
     # --- the application's side ----------------------------------------------------------------
-    def take_events(self):
+    def take_events(self) -> list[Event]:
         """What the application must do now, in this order; acknowledge with
         app_done(events) once done (also when a listener raised)."""
-        events = []
+        events: list[Event] = []
         if self.lost_pending:  # also what PREPARING waits for: nothing is left to revoke
             events.append(PartitionsLost(list(self.owned)))
         elif self.state is _M.PREPARING and not self.prepared:
@@ -251,7 +274,8 @@ class ClassicMachine(StateHolder):
             self.applying = True
         return events
 
-    def app_done(self, events):
+    def app_done(self, events: Iterable[object]) -> None:
+        # any iterable of events: the ones this machine did not emit are ignored
         for event in events:
             if isinstance(event, (PartitionsLost, RevokeBeforeRejoin)):
                 if isinstance(event, PartitionsLost):
@@ -261,13 +285,13 @@ class ClassicMachine(StateHolder):
             elif isinstance(event, AssignmentReceived):
                 self.applying = False
 
-    def assignment_applied(self, revoked_any):
+    def assignment_applied(self, revoked_any: bool) -> None:
         if revoked_any and self.rebalance_protocol is RebalanceProtocol.COOPERATIVE:
             # KIP-429: what we gave up goes to its new owner in a second round
             self.rebalance_needed("partitions revoked in a cooperative rebalance")
 
     # --- leaving -------------------------------------------------------------------------------
-    def leave(self, reason, now):
+    def leave(self, reason: str, now: float) -> None:
         """Start leaving: LeaveGroup goes out with the next requests (a
         dynamic member that joined, with a known coordinator); else the
         membership is forgotten at once."""
@@ -281,7 +305,7 @@ class ClassicMachine(StateHolder):
             return
         self._left()
 
-    def _left(self):
+    def _left(self) -> None:
         if self.group_instance_id is None:
             self.member_id = ""
         self.generation = NO_GENERATION
@@ -292,12 +316,12 @@ class ClassicMachine(StateHolder):
 
     # --- requests --------------------------------------------------------------------------------
     @property
-    def follow_up_now(self):
+    def follow_up_now(self) -> bool:
         """A JoinGroup was answered: the Metadata / SyncGroup that complete
         it follow at once."""
         return self.state in (_M.ASSIGNING, _M.SYNCING) and self._token is None
 
-    def next_requests(self, now):
+    def next_requests(self, now: float) -> list[Request]:
         if self._token is not None or self.state is _M.CLOSED:
             return []  # one request at a time
         if self.state is _M.LEAVING:
@@ -306,6 +330,7 @@ class ClassicMachine(StateHolder):
                 "members": [{"member_id": self.member_id, "group_instance_id": None, "reason": self._leave_reason}],
             }, min(self.config["request_timeout_ms"], 5000))
         if self.state is _M.ASSIGNING:
+            assert self._leader_members is not None  # ASSIGNING is entered with the JoinGroup answer's members
             topics = sorted({t for m in self._leader_members for t in m.metadata.topics})
             return self._send("Metadata", ANY_NODE, {"topics": topics}, self.config["request_timeout_ms"])
         if self.state is _M.SYNCING:
@@ -320,7 +345,7 @@ class ClassicMachine(StateHolder):
             self.poll_timeout_expired = True
             self.lost_pending = True
             self.leave("consumer poll timeout has expired", now)
-            return self.next_requests(now) if self.state is _M.LEAVING else []
+            return self.next_requests(now) if self._leaving() else []
         if self.state is _M.STABLE and self.rejoin_requested and self.pending is None and not self.applying:
             reason, self.rejoin_requested = self.rejoin_requested, None
             self.rebalance_needed(reason)
@@ -343,7 +368,7 @@ class ClassicMachine(StateHolder):
             }, min(self.config["request_timeout_ms"], self._session))
         return []
 
-    def next_deadline(self):
+    def next_deadline(self) -> float | None:
         """When next_requests has something to do (DUE_NOW: at once); None
         when only an answer or the application moves the member."""
         if self._token is not None or self.state is _M.CLOSED:
@@ -352,7 +377,7 @@ class ClassicMachine(StateHolder):
             return DUE_NOW
         if self.subscription is None or self.poll_timeout_expired:
             return None  # the application's next poll moves us
-        deadlines = []
+        deadlines: list[float | None] = []
         if self.state in (_M.STABLE, _M.PREPARING):
             deadlines.append(self.last_poll + self.config["max_poll_interval_ms"] / 1000.0)
         join_due = None
@@ -370,11 +395,16 @@ class ClassicMachine(StateHolder):
             deadlines.append(self.coordinator.after_lookup(join_due))
         return earliest(*deadlines)
 
-    def _send(self, api, target, body, timeout_ms):
+    def _leaving(self) -> bool:
+        # a method, not `self.state is _M.LEAVING` inline: the type checker
+        # keeps the state it narrowed before leave() moved it
+        return self.state is _M.LEAVING
+
+    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: float) -> list[Request]:
         self._token = Token(api)
         return [Request(target, api, body, timeout_ms, self._token)]
 
-    def _join(self, now):
+    def _join(self, now: float) -> list[Request]:
         if self.retry_at is not None and now < self.retry_at:
             return []
         if not self.coordinator.known:
@@ -384,9 +414,10 @@ class ClassicMachine(StateHolder):
         return self._send("JoinGroup", COORDINATOR, self._join_body(),
                           max(self.config["request_timeout_ms"], self._rebalance_timeout + 5000))
 
-    def _join_body(self):
+    def _join_body(self) -> dict[str, Any]:
         rack = self.config["client_rack"] or None
-        protocols = []
+        assert self.subscription is not None  # next_requests joins only while subscribed
+        protocols: list[dict[str, Any]] = []
         for assignor in self.assignors:
             if self.rebalance_protocol not in assignor.supported_protocols():
                 continue
@@ -400,7 +431,7 @@ class ClassicMachine(StateHolder):
             "reason": None,
         }
 
-    def _send_sync(self, assignments):
+    def _send_sync(self, assignments: Iterable[dict[str, Any]]) -> list[Request]:
         return self._send("SyncGroup", COORDINATOR, {
             "group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": self.group_instance_id, "protocol_type": "consumer",
@@ -408,10 +439,10 @@ class ClassicMachine(StateHolder):
         }, max(self.config["request_timeout_ms"], self._rebalance_timeout + 5000))
 
     # --- answers -------------------------------------------------------------------------------
-    def owns(self, token):
+    def owns(self, token: Token | None) -> bool:
         return token is not None and token is self._token
 
-    def on_response(self, token, response, now):
+    def on_response(self, token: Token, response: Any, now: float) -> None:
         if self.coordinator.owns(token):
             self.coordinator.on_response(token, response, now)
             return
@@ -438,7 +469,7 @@ class ClassicMachine(StateHolder):
         elif api == "Heartbeat":
             self._on_heartbeat_response(response, now)
 
-    def _on_failure(self, api, error, now):
+    def _on_failure(self, api: str, error: BaseException, now: float) -> None:
         """The request got no answer (connection, timeout) or the leader's
         assignment failed: a retriable error backs off, any other is raised."""
         if is_coordinator_error(error):
@@ -452,7 +483,7 @@ class ClassicMachine(StateHolder):
             raise error
         log.debug("group %s: %s failed: %s", self.group_id, api, error)
 
-    def _on_join_response(self, response, now):
+    def _on_join_response(self, response: Any, now: float) -> None:
         code = response["error_code"]
         if code == 0:
             self.generation = response["generation_id"]
@@ -496,13 +527,16 @@ class ClassicMachine(StateHolder):
         self.rejoined_at_once = quick
         self.retry_at = now if quick else now + self._backoff
 
-    def _on_metadata(self, cluster, now):
+    def _on_metadata(self, cluster: "ClusterMetadata", now: float) -> None:
         """The leader's work: run the chosen assignor over every member's
         subscription, on metadata refreshed now."""
         members, self._leader_members = self._leader_members, None
+        # the Metadata answered is the one asked while ASSIGNING, entered with the members
+        assert members is not None
         topics = sorted({t for m in members for t in m.metadata.topics})
         try:
             snapshot = StaticCluster.from_metadata(_only(cluster, topics))
+            assert self.protocol is not None  # the JoinGroup answer that made us leader named it
             assignor = self.assignors_by_name[self.protocol]
             result = assignor.assign(snapshot, members)
             if self.rebalance_protocol is RebalanceProtocol.COOPERATIVE and \
@@ -519,9 +553,10 @@ class ClassicMachine(StateHolder):
         self._pending_assignments = [{"member_id": member_id, "assignment": encode_assignment(assignment)}
                                      for member_id, assignment in result.items()]
 
-    def _on_sync_response(self, response, now):
+    def _on_sync_response(self, response: Any, now: float) -> None:
         code = response["error_code"]
         if code == 0:
+            assert self.protocol is not None  # the JoinGroup answer this SyncGroup follows named it
             self.pending = AssignmentReceived(self.generation, self.protocol, decode_assignment(response["assignment"]))
             self._set_state(_M.STABLE)
             self.next_heartbeat = now + self._interval
@@ -538,7 +573,7 @@ class ClassicMachine(StateHolder):
         elif cls is not RebalanceInProgressError:
             raise cls("SyncGroup for group {0}".format(self.group_id))
 
-    def _on_heartbeat_response(self, response, now):
+    def _on_heartbeat_response(self, response: Any, now: float) -> None:
         code = response["error_code"]
         if self.state is _M.STABLE:
             self.next_heartbeat = now + self._interval
@@ -558,13 +593,14 @@ class ClassicMachine(StateHolder):
             raise cls("Heartbeat for group {0}".format(self.group_id))
 
 
-def _only(cluster, topics):
+class _ClusterView(NamedTuple):
+    """What StaticCluster.from_metadata reads of a metadata view."""
+
+    brokers: "Mapping[int, BrokerMetadata]"
+    topics: "dict[str, TopicMetadata]"
+
+
+def _only(cluster: "ClusterMetadata", topics: Iterable[str]) -> _ClusterView:
     """The metadata view restricted to `topics` (the leader assigns those)."""
-
-    class _View:
-        pass
-
-    view = _View()
-    view.brokers = cluster.brokers
-    view.topics = {t: cluster.topics[t] for t in topics if t in cluster.topics and cluster.topics[t].error_code == 0}
-    return view
+    return _ClusterView(cluster.brokers, {t: cluster.topics[t] for t in topics
+                                          if t in cluster.topics and cluster.topics[t].error_code == 0})

@@ -25,6 +25,8 @@ deadline passed).
 import collections
 import enum
 import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple, Protocol
 
 from fastkc.errors import (
     CommitFailedError,
@@ -37,11 +39,39 @@ from fastkc.errors import (
     UnknownMemberIdError,
     for_code,
 )
-from fastkc.group.coordinator_machine import CoordinatorUnknownError, is_coordinator_error, is_retriable
+from fastkc.group.coordinator_machine import (
+    CoordinatorMachine,
+    CoordinatorUnknownError,
+    is_coordinator_error,
+    is_retriable,
+)
 from fastkc.group.machine import COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
 from fastkc.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
+
+#: {tp: OffsetAndMetadata or None}: an OffsetFetch's result (None: nothing committed)
+Committed = dict[TopicPartition, OffsetAndMetadata | None]
+#: what a commit carries: {tp: OffsetAndMetadata}
+Offsets = Mapping[TopicPartition, OffsetAndMetadata]
+#: an asynchronous commit's callback(offsets, the error or None), run by the sync member
+CommitCallback = Callable[[Offsets, Exception | None], object]
+#: the member identity a commit carries: (generation or member epoch, member id)
+Identity = tuple[int, str]
+
+
+class CommitMember(Protocol):
+    """What the commit machine asks of the membership machine (classic or KIP-848)."""
+
+    def commit_identity(self) -> Identity: ...
+
+    def check_can_commit(self) -> None: ...
+
+    def rebalance_needed(self, reason: str) -> None: ...
+
+    def fenced(self, reason: str) -> None: ...
+
+    def fatal(self, error: BaseException) -> None: ...
 
 
 class OpState(enum.Enum):
@@ -54,33 +84,34 @@ class OpState(enum.Enum):
 _O = OpState
 
 
-class _Op(StateHolder):
+class _Op(StateHolder[OpState]):
     _LEGAL = {
         _O.QUEUED: {_O.IN_FLIGHT, _O.DONE},
         _O.IN_FLIGHT: {_O.DONE, _O.BACKOFF},
         _O.BACKOFF: {_O.QUEUED, _O.DONE},
         _O.DONE: set(),
     }
-    api = None
+    api = ""
 
-    def __init__(self, deadline, retry, callback=None, asynchronous=False):
+    def __init__(self, deadline: float | None, retry: bool, callback: CommitCallback | None = None,
+                 asynchronous: bool = False) -> None:
         self._init_state(_O.QUEUED)
         self.asynchronous = asynchronous  # settled through a CommitCompleted event
         self.deadline = deadline  # None: no deadline (sent once)
         self.retry = retry
         self.callback = callback
-        self.error = None
-        self.result = None
-        self.last_error = None  # the last retriable failure
-        self.retry_at = None
-        self.token = None
-        self.identity = None  # the member identity the request carried
+        self.error: BaseException | None = None
+        self.result: Committed | None = None  # a fetch's
+        self.last_error: KafkaError | None = None  # the last retriable failure
+        self.retry_at: float | None = None
+        self.token: Token | None = None
+        self.identity: Identity | None = None  # the member identity the request carried
 
     @property
-    def done(self):
+    def done(self) -> bool:
         return self.state is _O.DONE
 
-    def _finish(self, error=None, result=None):
+    def _finish(self, error: BaseException | None = None, result: Committed | None = None) -> None:
         self.error, self.result = error, result
         self._set_state(_O.DONE)
 
@@ -89,7 +120,8 @@ class CommitOp(_Op):
     api = "OffsetCommit"
     _machine_name = "offset commit"
 
-    def __init__(self, offsets, deadline, retry, callback=None, asynchronous=False):
+    def __init__(self, offsets: Offsets, deadline: float | None, retry: bool, callback: CommitCallback | None = None,
+                 asynchronous: bool = False) -> None:
         super().__init__(deadline, retry, callback, asynchronous)
         self.offsets = offsets
 
@@ -98,13 +130,14 @@ class FetchOp(_Op):
     api = "OffsetFetch"
     _machine_name = "offset fetch"
 
-    def __init__(self, partitions, deadline, retry):
+    def __init__(self, partitions: list[TopicPartition], deadline: float | None, retry: bool) -> None:
         super().__init__(deadline, retry)
         self.partitions = partitions
 
 
 #: an asynchronous commit settled (its callback runs on the application's thread)
-CommitCompleted = collections.namedtuple("CommitCompleted", "op")
+class CommitCompleted(NamedTuple):
+    op: CommitOp
 
 
 class CommitMachine:
@@ -113,19 +146,21 @@ class CommitMachine:
     `check_can_commit()` (raises before sending), `rebalance_needed(reason)`,
     `fenced(reason)`, `fatal(error)`."""
 
-    def __init__(self, group_id, group_instance_id, coordinator, member, retry_backoff_ms, request_timeout_ms):
+    def __init__(self, group_id: str, group_instance_id: str | None, coordinator: CoordinatorMachine,
+                 member: CommitMember, retry_backoff_ms: float, request_timeout_ms: float) -> None:
         self.group_id = group_id
         self.group_instance_id = group_instance_id
         self.coordinator = coordinator
         self.member = member
         self._backoff = retry_backoff_ms / 1000.0
         self._request_timeout_ms = request_timeout_ms
-        self._ops = collections.deque()  # in the order the application asked
-        self._by_token = {}
-        self._events = collections.deque()
+        self._ops: collections.deque[CommitOp | FetchOp] = collections.deque()  # in the order the application asked
+        self._by_token: dict[Token, CommitOp | FetchOp] = {}
+        self._events: collections.deque[CommitCompleted] = collections.deque()
 
     # --- the application asks ------------------------------------------------------------
-    def commit(self, offsets, now, *, deadline=None, retry=False, callback=None, asynchronous=False):
+    def commit(self, offsets: Offsets, now: float, *, deadline: float | None = None, retry: bool = False,
+               callback: CommitCallback | None = None, asynchronous: bool = False) -> CommitOp:
         """offsets: {TopicPartition: OffsetAndMetadata}, non-empty.
         deadline bounds the coordinator lookup and (with retry) the retries;
         an asynchronous commit's outcome is a CommitCompleted event."""
@@ -133,12 +168,13 @@ class CommitMachine:
         self._ops.append(op)
         return op
 
-    def fetch(self, partitions, now, *, deadline=None, retry=True):
+    def fetch(self, partitions: Iterable[TopicPartition], now: float, *, deadline: float | None = None,
+              retry: bool = True) -> FetchOp:
         op = FetchOp(list(partitions), deadline, retry)
         self._ops.append(op)
         return op
 
-    def cancel(self, op, error):
+    def cancel(self, op: CommitOp | FetchOp, error: BaseException | None) -> None:
         """The caller stopped waiting (wakeup): forget the operation; an
         answer still on its way is ignored."""
         if op.done:
@@ -149,23 +185,24 @@ class CommitMachine:
         self._forget(op)
 
     @property
-    def busy(self):
+    def busy(self) -> bool:
         return bool(self._ops)
 
-    def take_events(self):
+    def take_events(self) -> list[CommitCompleted]:
         out = list(self._events)
         self._events.clear()
         return out
 
     # --- the driver's side ------------------------------------------------------------------
-    def next_requests(self, now):
-        requests = []
+    def next_requests(self, now: float) -> list[Request]:
+        requests: list[Request] = []
         for op in list(self._ops):
-            if op.state is _O.BACKOFF and now >= op.retry_at:
+            if op.state is _O.BACKOFF and op.retry_at is not None and now >= op.retry_at:
                 op._set_state(_O.QUEUED)
             if op.state is not _O.QUEUED:
                 continue
             if op.deadline is not None and now >= op.deadline:
+                error: KafkaError
                 if op.retry:
                     error = KafkaTimeoutError("{0} not done in time: {1}".format(
                         op.api, op.last_error or "the coordinator was not found"))
@@ -191,24 +228,24 @@ class CommitMachine:
             requests.extend(self.coordinator.next_requests(now))
         return requests
 
-    def next_deadline(self):
+    def next_deadline(self) -> float | None:
         deadlines = [op.retry_at for op in self._ops if op.state is _O.BACKOFF]
         deadlines += [op.deadline for op in self._ops if op.deadline is not None and op.state is not _O.IN_FLIGHT]
         if any(op.state is _O.QUEUED for op in self._ops):
             deadlines.append(self.coordinator.after_lookup(DUE_NOW))  # sent once the coordinator is known
         return earliest(*deadlines)
 
-    def owns(self, token):
+    def owns(self, token: Token | None) -> bool:
         return token in self._by_token or self.coordinator.owns(token)
 
-    def on_response(self, token, response, now):
+    def on_response(self, token: Token, response: Any, now: float) -> None:
         if self.coordinator.owns(token):
             try:
                 self.coordinator.on_response(token, response, now)
             except KafkaError as exc:  # no retry finds this coordinator: every waiting op fails
-                for op in list(self._ops):
-                    if op.state is _O.QUEUED:
-                        self._settle(op, exc)
+                for waiting in list(self._ops):
+                    if waiting.state is _O.QUEUED:
+                        self._settle(waiting, exc)
             return
         op = self._by_token.pop(token, None)
         if op is None or op.state is not _O.IN_FLIGHT:
@@ -220,6 +257,7 @@ class CommitMachine:
                     self.coordinator.lost(now)
                 raise response
             if isinstance(op, CommitOp):
+                assert op.identity is not None  # _body() set it before the request went out
                 self._read_commit(response, op.identity)
                 result = None
             else:
@@ -241,29 +279,29 @@ class CommitMachine:
             return
         self._settle(op, None, result)
 
-    def _settle(self, op, error, result=None):
+    def _settle(self, op: CommitOp | FetchOp, error: BaseException | None, result: Committed | None = None) -> None:
         op._finish(error, result)
         self._forget(op)
-        if op.asynchronous:
+        if op.asynchronous and isinstance(op, CommitOp):  # only commits are asynchronous
             self._events.append(CommitCompleted(op))
 
-    def _forget(self, op):
+    def _forget(self, op: CommitOp | FetchOp) -> None:
         try:
             self._ops.remove(op)
         except ValueError:
             pass
 
     # --- bodies -------------------------------------------------------------------------
-    def _body(self, op):
+    def _body(self, op: CommitOp | FetchOp) -> dict[str, Any]:
         if isinstance(op, CommitOp):
             self.member.check_can_commit()
             op.identity = self.member.commit_identity()
             return self.commit_body(op.offsets, op.identity)
         return self.fetch_body(op.partitions)
 
-    def commit_body(self, offsets, identity):
+    def commit_body(self, offsets: Offsets, identity: Identity) -> dict[str, Any]:
         generation, member_id = identity
-        by_topic = {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
         for tp, om in offsets.items():
             epoch = om.leader_epoch if om.leader_epoch is not None else -1
             by_topic.setdefault(tp.topic, []).append({
@@ -276,9 +314,9 @@ class CommitMachine:
             "topics": [{"name": t, "partitions": parts} for t, parts in sorted(by_topic.items())],
         }
 
-    def fetch_body(self, partitions):
+    def fetch_body(self, partitions: Iterable[TopicPartition]) -> dict[str, Any]:
         """require_stable: offsets with pending transactional commits are waited for."""
-        by_topic = {}
+        by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         topics = [{"name": t, "partition_indexes": sorted(p)} for t, p in sorted(by_topic.items())]
@@ -286,7 +324,7 @@ class CommitMachine:
                 "groups": [{"group_id": self.group_id, "member_id": None, "member_epoch": -1, "topics": topics}]}
 
     # --- answers --------------------------------------------------------------------------
-    def _read_commit(self, response, identity):
+    def _read_commit(self, response: Any, identity: Identity) -> None:
         first_error = None
         for topic in response["topics"]:
             for part in topic["partitions"]:
@@ -295,7 +333,7 @@ class CommitMachine:
         if first_error:
             raise self.commit_error(first_error, identity)
 
-    def commit_error(self, code, identity):
+    def commit_error(self, code: int, identity: Identity) -> KafkaError:
         """The Java client's reading of an OffsetCommit error (and its
         effect on the membership)."""
         cls = for_code(code)
@@ -322,7 +360,7 @@ class CommitMachine:
             return error
         return cls("offset commit")
 
-    def _read_fetch(self, response, partitions):
+    def _read_fetch(self, response: Any, partitions: Iterable[TopicPartition]) -> Committed:
         if response.get("groups"):
             group = response["groups"][0]
             top_error, topics = group["error_code"], group["topics"]
@@ -333,7 +371,7 @@ class CommitMachine:
             if is_coordinator_error(cls("")):
                 self.coordinator.lost()
             raise cls("offset fetch for group {0}".format(self.group_id))
-        out = {tp: None for tp in partitions}
+        out: Committed = {tp: None for tp in partitions}
         for topic in topics:
             for part in topic["partitions"]:
                 tp = TopicPartition(topic["name"], part["partition_index"])

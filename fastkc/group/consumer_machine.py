@@ -34,11 +34,13 @@ Java's FATAL state is not modelled: a heartbeat error no retry fixes is
 raised from `on_response` (the application sees it from poll) and the
 member keeps its state, as fastkc's member did before the machines.
 """
-import collections
 import enum
 import logging
 import uuid
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from fastkc.config import Config
 from fastkc.errors import (
     CommitFailedError,
     FencedMemberEpochError,
@@ -47,9 +49,13 @@ from fastkc.errors import (
     UnreleasedInstanceIdError,
     for_code,
 )
-from fastkc.group.coordinator_machine import is_coordinator_error, is_retriable
+from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
 from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
 from fastkc.protocol.consumer_protocol import heartbeat_topic_partitions, resolve_heartbeat_assignment
+from fastkc.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.client import ClusterMetadata
 
 log = logging.getLogger(__name__)
 
@@ -92,15 +98,24 @@ KAFKA_PYTHON_STATE = {_S.UNSUBSCRIBED: "<unjoined>", _S.JOINING: "<rebalancing>"
                       _S.LEAVING: "<unjoined>", _S.CLOSED: "<unjoined>"}
 
 #: events for the application's thread
-PartitionsLost = collections.namedtuple("PartitionsLost", "partitions")
-Reconcile = collections.namedtuple("Reconcile", "target")  # a set of TopicPartition
+class PartitionsLost(NamedTuple):
+    partitions: list[TopicPartition]
 
 
-class ConsumerMachine(StateHolder):
+class Reconcile(NamedTuple):
+    target: set[TopicPartition]
+
+
+#: what take_events() hands the application
+Event = PartitionsLost | Reconcile
+
+
+class ConsumerMachine(StateHolder[ConsumerState]):
     _LEGAL = _LEGAL
     _machine_name = "KIP-848 member"
 
-    def __init__(self, config, coordinator, now, member_id=None):
+    def __init__(self, config: Config, coordinator: CoordinatorMachine, now: float, member_id: str | None = None,
+                 ) -> None:
         self._init_state(_S.UNSUBSCRIBED)
         self.config = config
         self.coordinator = coordinator
@@ -110,51 +125,53 @@ class ConsumerMachine(StateHolder):
         # KIP-1082: the client makes its member id, kept across rejoins
         self.member_id = member_id or str(uuid.uuid4())
         self.member_epoch = 0
-        self.subscription = None
-        self.pattern = None  # a regex the broker matches (heartbeat v1)
-        self.owned = []
+        self.subscription: list[str] | None = None
+        self.pattern: str | None = None  # a regex the broker matches (heartbeat v1)
+        self.owned: list[TopicPartition] = []
         self.heartbeat_version = 0  # the coordinator's ConsumerGroupHeartbeat version (the driver keeps it current)
         self.interval = config["heartbeat_interval_ms"] / 1000.0
         self.next_heartbeat = 0.0
         self.heartbeat_now = True
-        self.target_ids = None  # the last assignment the broker sent, by topic id (None: unchanged)
-        self.pending = None  # the resolved target waiting for the application
+        # the last assignment the broker sent, by topic id (None: unchanged)
+        self.target_ids: list[dict[str, Any]] | None = None
+        self.pending: set[TopicPartition] | None = None  # the resolved target waiting for the application
         self.applying = False
         self.fast_until = 0.0
         self.last_poll = now
         self.poll_timeout_expired = False
-        self.topic_ids = {}  # name -> id
-        self.topic_names = {}  # id -> name
-        self.fatal_error = None
-        self._metadata_due = None  # topics (None: all) to look up before the next heartbeat
-        self._metadata_retry_at = None
-        self._token = None
-        self._sent_epoch = None
+        self.topic_ids: dict[str, bytes] = {}  # name -> id
+        self.topic_names: dict[bytes, str] = {}  # id -> name
+        self.fatal_error: BaseException | None = None
+        # topics (ALL_TOPICS: all) to look up before the next heartbeat; None: none
+        self._metadata_due: list[str] | str | None = None
+        self._metadata_retry_at: float | None = None
+        self._token: Token | None = None
+        self._sent_epoch: int | None = None
         self._fenced_after_leave = False
 
     # --- what the application (through the driver) tells the machine ------------------------
-    def set_subscription(self, topics):
-        topics = None if topics is None else sorted(set(topics))
-        if topics == self.subscription:
+    def set_subscription(self, topics: Iterable[str] | None) -> bool:
+        wanted = None if topics is None else sorted(set(topics))
+        if wanted == self.subscription:
             return False
-        self.subscription = topics
+        self.subscription = wanted
         self.heartbeat_now = True
-        if topics is not None and self.state is _S.UNSUBSCRIBED:
+        if wanted is not None and self.state is _S.UNSUBSCRIBED:
             self._join()
         return True
 
-    def set_pattern(self, pattern):
+    def set_pattern(self, pattern: str | None) -> None:
         self.pattern = pattern
         self.heartbeat_now = True
 
-    def app_polled(self, now):
+    def app_polled(self, now: float) -> None:
         self.last_poll = now
         self.poll_timeout_expired = False
 
-    def rebalance_needed(self, reason):
+    def rebalance_needed(self, reason: str) -> None:
         self.heartbeat_now = True
 
-    def fenced(self, reason):
+    def fenced(self, reason: str) -> None:
         log.info("group %s: member %s epoch %s fenced (%s)", self.group_id, self.member_id, self.member_epoch, reason)
         self.member_epoch = 0
         self.pending = None
@@ -163,36 +180,37 @@ class ConsumerMachine(StateHolder):
         if self.state not in (_S.FENCED, _S.CLOSED, _S.UNSUBSCRIBED):
             self._set_state(_S.FENCED)
 
-    def fatal(self, error):
+    def fatal(self, error: BaseException) -> None:
         self.fatal_error = error
 
-    def metadata_changed(self, partition_counts):
+    def metadata_changed(self, partition_counts: Mapping[str, int]) -> bool:
         """Partition counts are the broker's to watch under KIP-848."""
         return False
 
-    def learn_topics(self, cluster):
+    def learn_topics(self, cluster: "ClusterMetadata") -> None:
         """Topic ids and names from a cluster view (the driver's metadata)."""
         for name, meta in cluster.topics.items():
-            if getattr(meta, "topic_id", None):
-                self.topic_ids[name] = meta.topic_id
-                self.topic_names[meta.topic_id] = name
+            topic_id: bytes | None = getattr(meta, "topic_id", None)  # a test's view may have none
+            if topic_id:
+                self.topic_ids[name] = topic_id
+                self.topic_names[topic_id] = name
         self.topic_names.update(getattr(cluster, "topic_names_by_id", None) or {})
 
-    def close(self):
+    def close(self) -> None:
         if self.state is not _S.CLOSED:
             self._set_state(_S.CLOSED)
         self._token = None
 
-    def _join(self):
+    def _join(self) -> None:
         self.member_epoch = 0
         self.heartbeat_now = True
         self._set_state(_S.JOINING)
 
     # --- commits ------------------------------------------------------------------------------
-    def commit_identity(self):
+    def commit_identity(self) -> tuple[int, str]:
         return self.member_epoch, self.member_id
 
-    def check_can_commit(self):
+    def check_can_commit(self) -> None:
         if self.subscription is None or self.member_epoch > 0:
             return
         if self.state is _S.JOINING:
@@ -201,7 +219,7 @@ class ConsumerMachine(StateHolder):
                                 "(it left after max_poll_interval_ms without poll(), or was fenced)")
 
     # --- the application's side ----------------------------------------------------------------
-    def take_events(self):
+    def take_events(self) -> list[Event]:
         if self.state is _S.FENCED:
             return [PartitionsLost(list(self.owned))]
         if self.state is _S.RECONCILING and self.pending is not None and not self.applying:
@@ -209,7 +227,8 @@ class ConsumerMachine(StateHolder):
             return [Reconcile(self.pending)]
         return []
 
-    def app_done(self, events):
+    def app_done(self, events: Iterable[object]) -> None:
+        # any iterable of events: the ones this machine did not emit are ignored
         for event in events:
             if isinstance(event, PartitionsLost):
                 if self.state is _S.FENCED and self.subscription is not None:
@@ -224,7 +243,7 @@ class ConsumerMachine(StateHolder):
                 self.heartbeat_now = True  # acknowledge at once
 
     # --- leaving -------------------------------------------------------------------------------
-    def leave(self, reason, now, fenced_after=False):
+    def leave(self, reason: str, now: float, fenced_after: bool = False) -> None:
         """A heartbeat with epoch -1 (-2 for a static member) goes out with
         the next requests when the member holds an epoch and the coordinator
         is known; else the membership is forgotten at once."""
@@ -238,7 +257,7 @@ class ConsumerMachine(StateHolder):
             return
         self._left()
 
-    def _left(self):
+    def _left(self) -> None:
         self.member_epoch = 0
         self.pending = None
         self.target_ids = None
@@ -251,11 +270,11 @@ class ConsumerMachine(StateHolder):
 
     # --- requests --------------------------------------------------------------------------------
     @property
-    def follow_up_now(self):
+    def follow_up_now(self) -> bool:
         """Metadata the heartbeat or the target waits for: asked at once."""
         return self._token is None and self._metadata_due is not None
 
-    def next_requests(self, now):
+    def next_requests(self, now: float) -> list[Request]:
         if self._token is not None or self.state is _S.CLOSED:
             return []
         if self.state is _S.LEAVING:
@@ -273,7 +292,7 @@ class ConsumerMachine(StateHolder):
             log.warning("group %s: no poll() for more than max_poll_interval_ms; leaving the group", self.group_id)
             self.poll_timeout_expired = True
             self.leave("consumer poll timeout has expired", now, fenced_after=True)
-            return self.next_requests(now) if self.state is _S.LEAVING else []
+            return self.next_requests(now) if self._leaving() else []
         if self.state in (_S.FENCED, _S.UNSUBSCRIBED):
             return []  # the application hands its partitions to on_partitions_lost first
         if self.target_ids is not None and not self.applying:
@@ -288,6 +307,7 @@ class ConsumerMachine(StateHolder):
             if self._metadata_allowed(now):
                 self._metadata_due = owned_topics
                 return self.next_requests(now)
+            assert self._metadata_retry_at is not None  # _metadata_allowed said no: a retry time is set
             self.next_heartbeat = max(self.next_heartbeat, self._metadata_retry_at)
             return []
         self.heartbeat_now = False
@@ -295,7 +315,7 @@ class ConsumerMachine(StateHolder):
         return self._send("ConsumerGroupHeartbeat", COORDINATOR, self._heartbeat_body(),
                           self.config["request_timeout_ms"])
 
-    def next_deadline(self):
+    def next_deadline(self) -> float | None:
         """When next_requests has something to do (DUE_NOW: at once); None
         when only an answer or the application moves the member."""
         if self._token is not None or self.state is _S.CLOSED:
@@ -304,37 +324,43 @@ class ConsumerMachine(StateHolder):
             return DUE_NOW
         if self.subscription is None or self.poll_timeout_expired or self.state in (_S.FENCED, _S.UNSUBSCRIBED):
             return None
-        deadlines = []
+        deadlines: list[float | None] = []
         if self.state in _MEMBER:
             deadlines.append(self.last_poll + self.config["max_poll_interval_ms"] / 1000.0)
         if self.target_ids is not None and not self.applying:
             deadlines.append(DUE_NOW if self._metadata_allowed_at() is None else self._metadata_allowed_at())
         heartbeat = DUE_NOW if self.heartbeat_now else self.next_heartbeat
-        if {tp.topic for tp in self.owned} - set(self.topic_ids) and self._metadata_allowed_at() is not None:
-            heartbeat = max(heartbeat, self._metadata_allowed_at())  # the ids are looked up first
+        ids_allowed_at = self._metadata_allowed_at()
+        if {tp.topic for tp in self.owned} - set(self.topic_ids) and ids_allowed_at is not None:
+            heartbeat = max(heartbeat, ids_allowed_at)  # the ids are looked up first
         deadlines.append(self.coordinator.after_lookup(heartbeat))
         return earliest(*deadlines)
 
-    def _metadata_allowed_at(self):
+    def _leaving(self) -> bool:
+        # a method, not `self.state is _S.LEAVING` inline: the type checker
+        # keeps the state it narrowed before leave() moved it
+        return self.state is _S.LEAVING
+
+    def _metadata_allowed_at(self) -> float | None:
         return self._metadata_retry_at
 
-    def _metadata_allowed(self, now):
+    def _metadata_allowed(self, now: float) -> bool:
         return self._metadata_retry_at is None or now >= self._metadata_retry_at
 
-    def _send(self, api, target, body, timeout_ms):
+    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: float) -> list[Request]:
         self._token = Token(api)
         return [Request(target, api, body, timeout_ms, self._token)]
 
-    def _heartbeat_body(self, owned=None):
-        owned = self.owned if owned is None else owned
-        ids = {tp.topic: self.topic_ids[tp.topic] for tp in owned if tp.topic in self.topic_ids}
-        body = {
+    def _heartbeat_body(self, owned: list[TopicPartition] | None = None) -> dict[str, Any]:
+        reported = self.owned if owned is None else owned
+        ids = {tp.topic: self.topic_ids[tp.topic] for tp in reported if tp.topic in self.topic_ids}
+        body: dict[str, Any] = {
             "group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.member_epoch,
             "instance_id": self.group_instance_id, "rack_id": self.config["client_rack"] or None,
             "rebalance_timeout_ms": self.config["max_poll_interval_ms"],
             "subscribed_topic_names": list(self.subscription or ()), "subscribed_topic_regex": None,
             "server_assignor": self.config["group_remote_assignor"],
-            "topic_partitions": heartbeat_topic_partitions(owned, ids),
+            "topic_partitions": heartbeat_topic_partitions(reported, ids),
         }
         if self.pattern is not None and self.heartbeat_version >= 1:
             # KIP-848 v1: the broker matches the regex (RE2/J syntax; the
@@ -343,7 +369,7 @@ class ConsumerMachine(StateHolder):
             body["subscribed_topic_names"] = None
         return body
 
-    def _resolve_target(self, now):
+    def _resolve_target(self, now: float) -> bool:
         """Names for the target's topic ids; True when a metadata lookup
         must come first (unknown ids wait for metadata, as Java waits)."""
         target, unresolved = resolve_heartbeat_assignment(self.target_ids, self.topic_names)
@@ -368,10 +394,10 @@ class ConsumerMachine(StateHolder):
         return False
 
     # --- answers -------------------------------------------------------------------------------
-    def owns(self, token):
+    def owns(self, token: Token | None) -> bool:
         return token is not None and token is self._token
 
-    def on_response(self, token, response, now):
+    def on_response(self, token: Token, response: Any, now: float) -> None:
         if self.coordinator.owns(token):
             self.coordinator.on_response(token, response, now)
             return
@@ -395,7 +421,7 @@ class ConsumerMachine(StateHolder):
         else:
             self._on_heartbeat_response(response, now)
 
-    def _on_metadata(self, cluster, now):
+    def _on_metadata(self, cluster: "ClusterMetadata | BaseException", now: float) -> None:
         self._metadata_due = None
         self._metadata_retry_at = now + self._backoff  # unresolved ids: at most one lookup per backoff
         if isinstance(cluster, BaseException):
@@ -407,7 +433,7 @@ class ConsumerMachine(StateHolder):
         if self.target_ids is not None and not self.applying:
             self._resolve_target(now)
 
-    def _on_heartbeat_response(self, response, now):
+    def _on_heartbeat_response(self, response: Any, now: float) -> None:
         code = response["error_code"]
         if code:
             cls = for_code(code)

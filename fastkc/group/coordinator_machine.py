@@ -8,9 +8,9 @@ States: UNKNOWN --next_requests--> LOOKING --answer--> KNOWN --lost()--> UNKNOWN
 One instance is shared by the member's machines (membership, commits):
 whichever needs the coordinator while it is UNKNOWN gets the one lookup.
 """
-import collections
 import enum
 import logging
+from typing import Any, NamedTuple
 
 from fastkc.errors import (
     CoordinatorLoadInProgressError,
@@ -25,7 +25,10 @@ from fastkc.group.machine import ANY_NODE, DUE_NOW, Request, StateHolder, Token
 log = logging.getLogger(__name__)
 
 #: the coordinator's address as FindCoordinator named it
-Coordinator = collections.namedtuple("Coordinator", "node_id host port")
+class Coordinator(NamedTuple):
+    node_id: int
+    host: str
+    port: int
 
 
 class CoordinatorUnknownError(KafkaError):
@@ -39,11 +42,11 @@ class CoordinatorUnknownError(KafkaError):
 COORDINATOR_ERRORS = (CoordinatorNotAvailableError, NotCoordinatorError, KafkaConnectionError)
 
 
-def is_coordinator_error(exc):
+def is_coordinator_error(exc: BaseException) -> bool:
     return isinstance(exc, COORDINATOR_ERRORS + (CoordinatorUnknownError, CoordinatorLoadInProgressError))
 
 
-def is_retriable(exc):
+def is_retriable(exc: BaseException) -> bool:
     """Whether a retry may help: the error says so, or a new coordinator may."""
     return isinstance(exc, KafkaError) and (exc.retriable or is_coordinator_error(exc))
 
@@ -57,7 +60,7 @@ class CoordinatorState(enum.Enum):
 _C = CoordinatorState
 
 
-class CoordinatorMachine(StateHolder):
+class CoordinatorMachine(StateHolder[CoordinatorState]):
     _LEGAL = {
         _C.UNKNOWN: {_C.LOOKING},
         _C.LOOKING: {_C.KNOWN, _C.UNKNOWN},
@@ -65,22 +68,22 @@ class CoordinatorMachine(StateHolder):
     }
     _machine_name = "coordinator lookup"
 
-    def __init__(self, group_id, retry_backoff_ms, request_timeout_ms, key_type=0):
+    def __init__(self, group_id: str, retry_backoff_ms: float, request_timeout_ms: float, key_type: int = 0) -> None:
         self._init_state(_C.UNKNOWN)
         self.group_id = group_id
         self.key_type = key_type
         self._backoff = retry_backoff_ms / 1000.0
         self._request_timeout_ms = request_timeout_ms
-        self.coordinator = None  # Coordinator while KNOWN
-        self.last_error = None  # why the last lookup failed (for the caller's timeout message)
-        self._retry_at = None
-        self._token = None
+        self.coordinator: Coordinator | None = None  # while KNOWN
+        self.last_error: KafkaError | None = None  # why the last lookup failed (for the caller's timeout message)
+        self._retry_at: float | None = None
+        self._token: Token | None = None
 
     @property
-    def known(self):
+    def known(self) -> bool:
         return self.state is _C.KNOWN
 
-    def next_requests(self, now):
+    def next_requests(self, now: float) -> list[Request]:
         if self.state is not _C.UNKNOWN or (self._retry_at is not None and now < self._retry_at):
             return []
         self._set_state(_C.LOOKING)
@@ -88,14 +91,14 @@ class CoordinatorMachine(StateHolder):
         body = {"key": self.group_id, "key_type": self.key_type, "coordinator_keys": [self.group_id]}
         return [Request(ANY_NODE, "FindCoordinator", body, self._request_timeout_ms, self._token)]
 
-    def next_deadline(self):
+    def next_deadline(self) -> float | None:
         """When a lookup may go out (DUE_NOW: at once); None while known or
         while a lookup is on the wire."""
         if self.state is not _C.UNKNOWN:
             return None
         return self._retry_at if self._retry_at is not None else DUE_NOW
 
-    def after_lookup(self, due):
+    def after_lookup(self, due: float) -> float | None:
         """`due` for a request to the coordinator: not before a lookup may
         go out when it is unknown; None while a lookup is on the wire."""
         if self.state is _C.KNOWN:
@@ -103,10 +106,10 @@ class CoordinatorMachine(StateHolder):
         lookup = self.next_deadline()
         return None if lookup is None else max(due, lookup)
 
-    def owns(self, token):
+    def owns(self, token: Token | None) -> bool:
         return token is not None and token is self._token
 
-    def on_response(self, token, response, now):
+    def on_response(self, token: Token, response: Any, now: float) -> None:
         """Raises the broker's error when no retry can fix it
         (GROUP_AUTHORIZATION_FAILED, ...); retriable ones back off."""
         if token is not self._token or self.state is not _C.LOOKING:
@@ -126,7 +129,7 @@ class CoordinatorMachine(StateHolder):
         self.last_error = None
         self._set_state(_C.KNOWN)
 
-    def _read(self, response):
+    def _read(self, response: Any) -> Coordinator:
         if isinstance(response, BaseException):
             if isinstance(response, KafkaError):
                 raise response
@@ -141,10 +144,11 @@ class CoordinatorMachine(StateHolder):
             raise CoordinatorNotAvailableError("coordinator advertised at {0!r}:{1}".format(host, port))
         return Coordinator(node_id, host, port)
 
-    def lost(self, now=None):
+    def lost(self, now: float | None = None) -> None:
         """The coordinator moved or its connection failed: look it up again
         (at once, as Java does; failed lookups back off)."""
         if self.state is _C.KNOWN:
+            assert self.coordinator is not None  # KNOWN is entered only with the coordinator read
             log.info("group coordinator %s marked unknown", self.coordinator.node_id)
             self._set_state(_C.UNKNOWN)
             self._retry_at = None

@@ -28,6 +28,9 @@ to the application); everything retriable is absorbed into the state and a
 deadline.
 """
 import collections
+import enum
+from collections.abc import Collection, Mapping
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from fastkc.errors import IllegalStateError
 
@@ -37,33 +40,43 @@ ANY_NODE = "any"
 #: one outgoing request: where to, the API name, its body (a dict the
 #: protocol codec encodes), how long the driver may wait for the answer, and
 #: the token to give back with it.
-Request = collections.namedtuple("Request", "target api body timeout_ms token")
-
-
 class Token:
     """An opaque request token (identity compared), named for logs."""
 
     __slots__ = ("what",)
 
-    def __init__(self, what):
+    def __init__(self, what: str) -> None:
         self.what = what
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<token {0}>".format(self.what)
 
 
-class StateHolder:
+class Request(NamedTuple):
+    target: str  # COORDINATOR or ANY_NODE
+    api: str
+    body: dict[str, Any]
+    timeout_ms: float
+    token: Token
+
+
+State = TypeVar("State", bound=enum.Enum)
+
+
+class StateHolder(Generic[State]):
     """An enum state changed only through `_set_state`, which refuses any
     transition its table does not list (IllegalStateError)."""
 
-    _LEGAL = {}
+    # state -> the states it may move to (a subclass's own enum)
+    _LEGAL: ClassVar[Mapping[Any, Collection[Any]]] = {}
     _machine_name = "group machine"
 
-    def _init_state(self, initial):
+    def _init_state(self, initial: State) -> None:
         self.state = initial
-        self.transitions = collections.deque(maxlen=64)  # (from, to): for logs and tests
+        # (from, to): for logs and tests
+        self.transitions: collections.deque[tuple[State, State]] = collections.deque(maxlen=64)
 
-    def _set_state(self, new):
+    def _set_state(self, new: State) -> None:
         if new not in self._LEGAL[self.state]:
             raise IllegalStateError("{0}: illegal transition {1} -> {2}".format(
                 self._machine_name, self.state.name, new.name))
@@ -75,7 +88,7 @@ class StateHolder:
 DUE_NOW = float("-inf")
 
 
-def earliest(*deadlines):
+def earliest(*deadlines: float | None) -> float | None:
     """The earliest of the deadlines that are set (None when none is)."""
     present = [d for d in deadlines if d is not None]
     return min(present) if present else None

@@ -33,17 +33,75 @@ and metadata; the error semantics are the Java client's (commit_machine.py).
 import abc
 import collections
 import contextlib
+import enum
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from fastkc.config import Config
 from fastkc.errors import KafkaError, KafkaTimeoutError
-from fastkc.group.commit_machine import CommitCompleted, CommitMachine
-from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
-from fastkc.group.machine import COORDINATOR, earliest
-from fastkc.structs import OffsetAndMetadata, TopicPartition
+from fastkc.group.commit_machine import (
+    CommitCallback,
+    CommitCompleted,
+    CommitMachine,
+    CommitOp,
+    Committed,
+    FetchOp,
+    Offsets,
+)
+from fastkc.group.coordinator_machine import (
+    Coordinator,
+    CoordinatorMachine,
+    CoordinatorUnknownError,
+    is_coordinator_error,
+)
+from fastkc.group.machine import COORDINATOR, Request, earliest
+from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from fastkc.client import ClusterMetadata
+    from fastkc.group.classic_machine import ClassicMachine
+    from fastkc.group.consumer_machine import ConsumerMachine
 
 log = logging.getLogger(__name__)
+
+#: the membership machine a member drives (ClassicMachine or ConsumerMachine)
+Machine = TypeVar("Machine", "ClassicMachine", "ConsumerMachine")
+#: a check that raises to end a wait (the consumer's wakeup())
+Interrupt = Callable[[], None]
+
+
+class MemberTransport(Protocol):
+    """What the member asks of its transport (GroupTransport; a test's
+    fake). Optional hooks (abort, interruptible, wake, client) are looked
+    up with getattr."""
+
+    coordinator_id: int | None
+
+    def request_any(self, api_name: str, body: dict[str, Any], timeout_ms: float) -> Any: ...
+
+    def use_coordinator(self, coordinator: Coordinator) -> None: ...
+
+    def coordinator_lost(self) -> None: ...
+
+    def call(self, api_name: str, body: dict[str, Any], timeout_ms: float) -> Any: ...
+
+    def metadata(self, topics: Iterable[str] | None, timeout_ms: float) -> "ClusterMetadata": ...
+
+    def close(self) -> None: ...
+
+
+class MemberApp(Protocol):
+    """The consumer side (GroupMemberBase's docstring)."""
+
+    def positions(self) -> Mapping[TopicPartition, tuple[int, int]]: ...
+
+    def set_assignment(self, partitions: Iterable[TopicPartition]) -> None: ...
+
+    def seek(self, tp: TopicPartition, offset: int, epoch: int) -> None: ...
 
 NO_GENERATION = -1
 NO_EPOCH = -1
@@ -58,22 +116,22 @@ class ConsumerRebalanceListener(abc.ABC):
     defaults to on_partitions_revoked, as in kafka-python and Java."""
 
     @abc.abstractmethod
-    def on_partitions_revoked(self, revoked):
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
         pass
 
     @abc.abstractmethod
-    def on_partitions_assigned(self, assigned):
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         pass
 
-    def on_partitions_lost(self, lost):
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
         self.on_partitions_revoked(lost)
 
 
-def _sorted_tps(tps):
+def _sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
     return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
 
 
-def call_listener(listener, method, partitions):
+def call_listener(listener: object, method: str, partitions: Iterable[TopicPartition]) -> None:
     """Call a listener method with a sorted list of partitions. A listener
     without on_partitions_lost (kafka-python's abstract class predates it)
     gets on_partitions_revoked, as Java's default method does."""
@@ -87,13 +145,15 @@ def call_listener(listener, method, partitions):
     fn(_sorted_tps(partitions))
 
 
-class GroupMemberBase:
+class GroupMemberBase(Generic[Machine]):
     """The driver; subclasses name their machine (`_make_machine`) and
     handle its events on the application's thread (`_handle_events`)."""
 
-    protocol_name = None  # "classic" / "consumer"
+    protocol_name = ""  # "classic" / "consumer"
 
-    def __init__(self, config, transport, app, *, clock=time.monotonic, sleep=time.sleep, start_thread=True):
+    def __init__(self, config: Config, transport: MemberTransport, app: MemberApp, *,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 start_thread: bool = True) -> None:
         """app: the consumer side, called only from the application's thread:
         app.positions() -> {tp: (offset, leader_epoch)} of assigned partitions
         with a position; app.set_assignment(partitions); app.seek(tp, offset, epoch).
@@ -111,72 +171,74 @@ class GroupMemberBase:
         self._wake = threading.Condition(self._lock)
         self._kick = False  # the thread has work: skip its next sleep
         self._closed = False
-        self._thread = None
-        self._thread_error = None  # fatal error of the group thread, raised from poll
-        self._listener = None
+        self._thread: threading.Thread | None = None
+        self._thread_error: Exception | None = None  # fatal error of the group thread, raised from poll
+        self._listener: object = None  # kafka-python's or fastkc's ConsumerRebalanceListener, or None
         self.coordinator = CoordinatorMachine(self.group_id, config["retry_backoff_ms"], config["request_timeout_ms"])
-        self.machine = self._make_machine(config, self.coordinator, clock())
+        self.machine: Machine = self._make_machine(config, self.coordinator, clock())
         self.commits = CommitMachine(self.group_id, self.group_instance_id, self.coordinator, self.machine,
                                      config["retry_backoff_ms"], config["request_timeout_ms"])
-        self._commit_done = collections.deque()  # (callback, offsets, error) for the application's poll
+        # (callback, offsets, error) for the application's poll
+        self._commit_done: collections.deque[tuple[CommitCallback | None, Offsets, Exception | None]] = \
+            collections.deque()
         self._auto_commit = bool(config["enable_auto_commit"])
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
         self._next_auto_commit = clock() + self._auto_commit_interval
         self._start_thread = start_thread
-        self._listener_error = None  # raised from poll after the hand-over it interrupted
-        self._manual = None  # partitions assign()ed by the application (no subscription)
-        self._manual_unresolved = []  # of those, the ones still to start at committed offsets
+        self._listener_error: Exception | None = None  # raised from poll after the hand-over it interrupted
+        self._manual: list[TopicPartition] | None = None  # partitions assign()ed by the application (no subscription)
+        self._manual_unresolved: list[TopicPartition] = []  # of those, the ones still to start at committed offsets
 
     # the machine's view, under the names the consumer-facing code uses
     @property
-    def state(self):
+    def state(self) -> enum.Enum:  # the machine's state (ClassicState or ConsumerState)
         return self.machine.state
 
     @property
-    def member_id(self):
+    def member_id(self) -> str:
         return self.machine.member_id
 
     @property
-    def _owned(self):
+    def _owned(self) -> list[TopicPartition]:
         return self.machine.owned
 
     @_owned.setter
-    def _owned(self, partitions):
+    def _owned(self, partitions: Iterable[TopicPartition]) -> None:
         with self._lock:
             self.machine.owned = list(partitions)
 
     @property
-    def _subscription(self):
+    def _subscription(self) -> list[str] | None:
         return self.machine.subscription
 
     @property
-    def _last_poll(self):
+    def _last_poll(self) -> float:
         return self.machine.last_poll
 
     @_last_poll.setter
-    def _last_poll(self, now):
+    def _last_poll(self, now: float) -> None:
         self.machine.last_poll = now
 
     @property
-    def _next_heartbeat(self):
+    def _next_heartbeat(self) -> float:
         return self.machine.next_heartbeat
 
     @_next_heartbeat.setter
-    def _next_heartbeat(self, when):
+    def _next_heartbeat(self, when: float) -> None:
         self.machine.next_heartbeat = when
 
-    def _set_state(self, new):
+    def _set_state(self, new: Any) -> None:  # the machine's state enum
         with self._lock:
             self.machine._set_state(new)
 
     # --- lifecycle ------------------------------------------------------------------------
-    def _ensure_thread(self):
+    def _ensure_thread(self) -> None:
         if self._start_thread and self._thread is None:
             self._thread = threading.Thread(target=self._run, name="fastkc-group-{0}".format(self.group_id),
                                             daemon=True)
             self._thread.start()
 
-    def _run(self):
+    def _run(self) -> None:
         wait = 0.0
         while True:
             with self._lock:
@@ -192,7 +254,7 @@ class GroupMemberBase:
                     return
                 wait = self.run_step()
 
-    def run_step(self):
+    def run_step(self) -> float:
         """One step of the group thread (tests call it directly); returns
         how long to sleep before the next."""
         try:
@@ -200,12 +262,13 @@ class GroupMemberBase:
         except Exception as exc:  # keep the thread alive; fatal errors reach the application
             if isinstance(exc, KafkaError) and (exc.retriable or is_coordinator_error(exc)):
                 log.debug("group step: %s", exc)
-                return self.config["retry_backoff_ms"] / 1000.0
+                backoff_s: float = self.config["retry_backoff_ms"] / 1000.0
+                return backoff_s
             log.warning("group thread error: %r", exc)
             self._thread_error = exc
             return 1.0
 
-    def _step(self):
+    def _step(self) -> float:
         """Queued async commits, then the membership machine's due requests
         (io lock held)."""
         if self.commits.busy:
@@ -222,10 +285,10 @@ class GroupMemberBase:
             return 1.0
         return max(0.0, min(deadline - now, 1.0))
 
-    def _before_requests(self):
+    def _before_requests(self) -> None:
         """What the driver tells the machine before asking for requests."""
 
-    def _drive(self, machine, chain=False, deadline=None):
+    def _drive(self, machine: "Machine | CommitMachine", chain: bool = False, deadline: float | None = None) -> None:
         """Send the machine's due requests and feed back their answers; with
         chain, follow-ups it asks for at once (a JoinGroup's Metadata and
         SyncGroup) go out in the same step (io lock held). deadline: a
@@ -243,7 +306,7 @@ class GroupMemberBase:
                     if request.timeout_ms is None or request.timeout_ms > left_ms:
                         request = request._replace(timeout_ms=left_ms)
                 self._exchange(machine, request)
-            if machine is self.commits:
+            if isinstance(machine, CommitMachine):  # self.commits, the only one
                 if not self.commits.busy:  # else: the coordinator just found, or another operation
                     return
             elif chain:
@@ -255,9 +318,10 @@ class GroupMemberBase:
             else:
                 return
 
-    def _exchange(self, machine, request):
+    def _exchange(self, machine: "Machine | CommitMachine", request: Request) -> None:
         """One request over the blocking transport; its answer, or the error
         that ended it, goes back to the machine (io lock held)."""
+        response: Any  # the decoded answer, or the error that ended the request
         try:
             response = self._send(request)
         except KafkaError as exc:
@@ -269,7 +333,7 @@ class GroupMemberBase:
                 if not self.coordinator.known and self.transport.coordinator_id is not None:
                     self.transport.coordinator_lost()
 
-    def _send(self, request):
+    def _send(self, request: Request) -> Any:
         if request.target == COORDINATOR:
             coordinator = self.coordinator.coordinator
             if coordinator is None:
@@ -280,26 +344,27 @@ class GroupMemberBase:
             return self.transport.metadata(request.body["topics"], request.timeout_ms)
         return self.transport.request_any(request.api, request.body, request.timeout_ms)
 
-    def _io(self, deadline, interrupt=None):
+    def _io(self, deadline: float, interrupt: Interrupt | None = None) -> "_IoSlot":
         """The group client, waited for until `deadline` (a JoinGroup the
         broker holds open keeps it busy): KafkaTimeoutError past that, or
         interrupt()'s error when it raises meanwhile."""
         return _IoSlot(self._io_lock, max(0.0, deadline - self._clock()), interrupt)
 
-    def _interruptible(self, interrupt):
+    def _interruptible(self, interrupt: Interrupt | None) -> contextlib.AbstractContextManager[object]:
         hook = getattr(self.transport, "interruptible", None)  # test fakes have none
         if interrupt is None or hook is None:
             return contextlib.nullcontext()
-        return hook(interrupt)
+        block: contextlib.AbstractContextManager[object] = hook(interrupt)
+        return block
 
-    def wake_caller(self):
+    def wake_caller(self) -> None:
         """From another thread: end the application's current wait on the
         group's client early, so its interrupt check runs."""
         wake = getattr(self.transport, "wake", None)
         if wake is not None:
             wake()
 
-    def _wait_until(self, until, interrupt):
+    def _wait_until(self, until: float, interrupt: Interrupt | None) -> None:
         """Sleep until `until` (the machines' next deadline); with an
         interrupt, in short slices so a wakeup() ends it promptly."""
         while True:
@@ -310,19 +375,19 @@ class GroupMemberBase:
                 return
             self._sleep(min(left, 0.02) if interrupt is not None else left)
 
-    def _kick_thread(self):
+    def _kick_thread(self) -> None:
         with self._lock:
             self._kick = True
             self._wake.notify_all()
 
-    def close(self, autocommit=True, timeout_ms=None):
+    def close(self, autocommit: bool = True, timeout_ms: float | None = None) -> None:
         """Commit (when autocommit and enable_auto_commit), revoke through
         the listener, leave the group, stop the thread."""
-        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        bound_ms: float = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         try:
             if autocommit and self._auto_commit and self._committable():
                 try:
-                    self.commit_sync(None, timeout_ms)
+                    self.commit_sync(None, bound_ms)
                 except KafkaError as exc:
                     log.warning("commit on close failed: %s", exc)
             if self._owned and self._subscription is not None:
@@ -330,7 +395,7 @@ class GroupMemberBase:
         finally:
             # a JoinGroup in flight may hold the group client for up to the
             # rebalance timeout: wait a bounded time, then go without leaving
-            acquired = self._io_lock.acquire(timeout=max(0.1, timeout_ms / 1000.0))
+            acquired = self._io_lock.acquire(timeout=max(0.1, bound_ms / 1000.0))
             abort = getattr(self.transport, "abort", None)
             if not acquired and abort is not None:
                 # end the JoinGroup (or other call) holding it, then leave
@@ -359,7 +424,7 @@ class GroupMemberBase:
                 self.transport.close()
             self._deliver_commit_callbacks()
 
-    def _leave(self, reason):
+    def _leave(self, reason: str) -> None:
         """Leave the group (io lock held): the machine's leave request, if
         it makes one, is sent and its answer (or failure) read."""
         with self._lock:
@@ -369,23 +434,23 @@ class GroupMemberBase:
             self._drive(self.machine)
 
     # --- subscription -----------------------------------------------------------------------
-    def subscribe(self, topics, listener):
+    def subscribe(self, topics: Iterable[str], listener: object) -> None:
         with self._lock:
             self._listener = listener
             self._set_subscription(topics)
         self._ensure_thread()
 
-    def update_subscription(self, topics):
+    def update_subscription(self, topics: Iterable[str]) -> None:
         """A pattern's matches changed (from the consumer's metadata)."""
         with self._lock:
             self._set_subscription(topics)
 
-    def _set_subscription(self, topics):
+    def _set_subscription(self, topics: Iterable[str] | None) -> None:
         with self._lock:
             if self.machine.set_subscription(topics):
                 self._kick_thread()
 
-    def unsubscribe(self):
+    def unsubscribe(self) -> None:
         """Revoke (listener), leave the group, forget the subscription."""
         if self._owned:
             if self._auto_commit:
@@ -399,25 +464,25 @@ class GroupMemberBase:
                 self.machine.set_subscription(None)
             self._leave("the consumer unsubscribed")
 
-    def subscription(self):
+    def subscription(self) -> set[str] | None:
         return None if self._subscription is None else set(self._subscription)
 
-    def manual_assignment(self, partitions):
+    def manual_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         """assign() with a group_id: no membership, but committed offsets
         are the starting positions and auto commit covers these partitions."""
         self._manual = list(partitions)
         self._manual_unresolved = list(partitions)
 
-    def assignment(self):
+    def assignment(self) -> set[TopicPartition]:
         return set(self._owned)
 
-    def metadata_changed(self, partition_counts):
+    def metadata_changed(self, partition_counts: Mapping[str, int]) -> None:
         with self._lock:
             if self.machine.metadata_changed(partition_counts):
                 self._kick_thread()
 
     # --- the application's side -------------------------------------------------------------
-    def on_app_poll(self):
+    def on_app_poll(self) -> None:
         """Called at the start of every KafkaConsumer.poll() round."""
         with self._lock:
             expired = self.machine.poll_timeout_expired
@@ -428,20 +493,20 @@ class GroupMemberBase:
             error, self._thread_error = self._thread_error, None
             raise error
         if self.machine.fatal_error is not None:
-            error, self.machine.fatal_error = self.machine.fatal_error, None
-            raise error
+            fatal, self.machine.fatal_error = self.machine.fatal_error, None
+            raise fatal
         self._deliver_commit_callbacks()
         if self._manual_unresolved and self._subscription is None:
             self._start_manual_at_committed()
         self._apply_pending()
         if self._listener_error is not None:
-            error, self._listener_error = self._listener_error, None
-            raise error
+            failed, self._listener_error = self._listener_error, None
+            raise failed
         if self._auto_commit and self._committable() and self._clock() >= self._next_auto_commit:
             self._next_auto_commit = self._clock() + self._auto_commit_interval
             self.commit_async(None, self.config["default_offset_commit_callback"])
 
-    def _apply_pending(self):
+    def _apply_pending(self) -> None:
         """The machine's events, handled on the application's thread, then
         acknowledged (also when a listener or a commit raised)."""
         with self._lock:
@@ -455,10 +520,10 @@ class GroupMemberBase:
                 self.machine.app_done(events)
             self._kick_thread()
 
-    def _handle_events(self, events):
+    def _handle_events(self, events: Sequence[object]) -> None:
         raise NotImplementedError
 
-    def _revoke_on_app_thread(self, partitions, *, lost, commit):
+    def _revoke_on_app_thread(self, partitions: list[TopicPartition], *, lost: bool, commit: bool) -> None:
         """Give partitions up: commit their positions first (auto commit,
         not when lost: the group has moved on), call the listener, stop
         fetching them."""
@@ -474,7 +539,7 @@ class GroupMemberBase:
         self._owned = [tp for tp in self._owned if tp not in gone]
         self.app.set_assignment(list(self._owned))
 
-    def _assign_on_app_thread(self, added, all_assigned):
+    def _assign_on_app_thread(self, added: list[TopicPartition], all_assigned: list[TopicPartition]) -> None:
         """Take partitions: fetch their committed offsets (falling back to
         auto_offset_reset when none), then tell the listener."""
         self._owned = list(all_assigned)
@@ -483,11 +548,11 @@ class GroupMemberBase:
             committed = self.fetch_committed(added, self.config["request_timeout_ms"])
             for tp in added:
                 entry = committed.get(tp)
-                if entry is not None and entry.offset >= 0:
+                if entry is not None and entry.offset is not None and entry.offset >= 0:
                     self.app.seek(tp, entry.offset, entry.leader_epoch)
         self._call_listener("on_partitions_assigned", added)
 
-    def _call_listener(self, method, partitions):
+    def _call_listener(self, method: str, partitions: Iterable[TopicPartition]) -> None:
         """A listener that raises does not stop the hand-over half way (the
         group would be left inconsistent); the first error is raised from
         poll once the hand-over is complete, as the Java client does."""
@@ -498,20 +563,20 @@ class GroupMemberBase:
             if self._listener_error is None:
                 self._listener_error = exc
 
-    def _committable(self):
+    def _committable(self) -> bool:
         return bool(self._owned) if self._subscription is not None else bool(self._manual)
 
-    def _start_manual_at_committed(self):
+    def _start_manual_at_committed(self) -> None:
         positions = self.app.positions()
         need = [tp for tp in self._manual_unresolved if tp not in positions]
         committed = self.fetch_committed(need, self.config["request_timeout_ms"])
         self._manual_unresolved = []
         for tp in need:
             entry = committed.get(tp)
-            if entry is not None and entry.offset >= 0:
+            if entry is not None and entry.offset is not None and entry.offset >= 0:
                 self.app.seek(tp, entry.offset, entry.leader_epoch)
 
-    def _positions(self, partitions=None):
+    def _positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
         positions = self.app.positions()
         if partitions is None:
             partitions = self._owned if self._subscription is not None else (self._manual or ())
@@ -520,10 +585,11 @@ class GroupMemberBase:
                 if tp in wanted}
 
     # --- commits ------------------------------------------------------------------------------
-    def _normalise_offsets(self, offsets):
+    def _normalise_offsets(self, offsets: Mapping[TopicPartition, object] | None,
+                           ) -> dict[TopicPartition, OffsetAndMetadata]:
         if offsets is None:
             return self._positions()
-        out = {}
+        out: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, value in offsets.items():
             if not isinstance(tp, TopicPartition):
                 raise TypeError("commit offsets are keyed by TopicPartition, not {0!r}".format(tp))
@@ -539,36 +605,37 @@ class GroupMemberBase:
             out[tp] = value
         return out
 
-    def commit_sync(self, offsets, timeout_ms, interrupt=None):
+    def commit_sync(self, offsets: Mapping[TopicPartition, object] | None, timeout_ms: float | None,
+                    interrupt: Interrupt | None = None) -> None:
         """Commit and wait; retriable failures (coordinator moves, timeouts)
         are retried until timeout_ms. Raises CommitFailedError /
         RebalanceInProgressError as the Java client does. interrupt: a check
         that raises to end the wait (the consumer's wakeup()); the commit
         may or may not have reached the coordinator then, as in Java."""
-        offsets = self._normalise_offsets(offsets)
-        if not offsets:
+        normalised = self._normalise_offsets(offsets)
+        if not normalised:
             return
-        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
-        deadline = self._clock() + timeout_ms / 1000.0
+        bound_ms: float = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        deadline = self._clock() + bound_ms / 1000.0
         with self._lock:
-            op = self.commits.commit(offsets, self._clock(), deadline=deadline, retry=True)
+            op = self.commits.commit(normalised, self._clock(), deadline=deadline, retry=True)
         self._wait_for(op, deadline, interrupt)
 
-    def commit_async(self, offsets, callback):
+    def commit_async(self, offsets: Mapping[TopicPartition, object] | None, callback: CommitCallback | None) -> None:
         """Queue a commit for the group thread; callback(offsets, response)
         runs in a later poll on the application's thread (response is None on
         success, else the exception)."""
-        offsets = self._normalise_offsets(offsets)
-        if not offsets:
+        normalised = self._normalise_offsets(offsets)
+        if not normalised:
             return
         with self._lock:
             now = self._clock()
-            self.commits.commit(offsets, now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
+            self.commits.commit(normalised, now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
                                 callback=callback, asynchronous=True)
             self._kick_thread()
         self._ensure_thread()
 
-    def _wait_for(self, op, deadline, interrupt):
+    def _wait_for(self, op: CommitOp | FetchOp, deadline: float, interrupt: Interrupt | None) -> Committed | None:
         """Drive the commit machine until `op` is settled (on the caller's
         thread, io lock held for each round); raises its error."""
         try:
@@ -592,14 +659,18 @@ class GroupMemberBase:
             raise op.error
         return op.result
 
-    def _collect_commit_events(self):
+    def _collect_commit_events(self) -> None:
         with self._lock:
             for event in self.commits.take_events():
                 if isinstance(event, CommitCompleted):
                     op = event.op
-                    self._commit_done.append((op.callback, op.offsets, op.error))
+                    error = op.error
+                    # an asynchronous commit ends with what its answer or deadline
+                    # gave, never a caller's interrupt (only synchronous waits cancel)
+                    assert error is None or isinstance(error, Exception)
+                    self._commit_done.append((op.callback, op.offsets, error))
 
-    def _deliver_commit_callbacks(self):
+    def _deliver_commit_callbacks(self) -> None:
         self._collect_commit_events()
         while True:
             try:
@@ -612,21 +683,24 @@ class GroupMemberBase:
                 callback(offsets, error)
 
     # --- committed offsets -------------------------------------------------------------------
-    def fetch_committed(self, partitions, timeout_ms, interrupt=None):
+    def fetch_committed(self, partitions: Iterable[TopicPartition], timeout_ms: float,
+                        interrupt: Interrupt | None = None) -> Committed:
         """{tp: OffsetAndMetadata or None} by OffsetFetch (require_stable, so
         offsets with pending transactional commits are waited for)."""
-        partitions = list(partitions)
-        if not partitions:
+        tps = list(partitions)
+        if not tps:
             return {}
         deadline = self._clock() + timeout_ms / 1000.0
         with self._lock:
-            op = self.commits.fetch(partitions, self._clock(), deadline=deadline)
-        return self._wait_for(op, deadline, interrupt)
+            op = self.commits.fetch(tps, self._clock(), deadline=deadline)
+        committed = self._wait_for(op, deadline, interrupt)
+        assert committed is not None  # a settled fetch without an error has its result
+        return committed
 
-    def group_metadata(self):
+    def group_metadata(self) -> ConsumerGroupMetadata:
         raise NotImplementedError
 
-    def _make_machine(self, config, coordinator, now):
+    def _make_machine(self, config: Config, coordinator: CoordinatorMachine, now: float) -> Machine:
         raise NotImplementedError
 
 
@@ -636,10 +710,10 @@ class _IoSlot:
 
     _SLICE = 0.05
 
-    def __init__(self, lock, timeout, interrupt=None):
+    def __init__(self, lock: "threading.RLock", timeout: float, interrupt: Interrupt | None = None) -> None:
         self.lock, self.timeout, self.interrupt = lock, timeout, interrupt
 
-    def __enter__(self):
+    def __enter__(self) -> "_IoSlot":
         if self.interrupt is None:
             acquired = self.lock.acquire(timeout=self.timeout)
         else:
@@ -655,5 +729,6 @@ class _IoSlot:
                 self.timeout))
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.lock.release()

@@ -13,12 +13,19 @@ transport's `call` / `request_any` / `metadata` return; tests drive them
 through a fake with the same methods.
 """
 import logging
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import Any
 
-from fastkc.client import BrokerMetadata, KafkaClient
+from fastkc.client import BrokerMetadata, ClusterMetadata, KafkaClient
+from fastkc.config import Config
 from fastkc.errors import KafkaConnectionError, KafkaTimeoutError
-from fastkc.group.coordinator_machine import CoordinatorUnknownError, is_coordinator_error
+from fastkc.group.coordinator_machine import Coordinator, CoordinatorUnknownError, is_coordinator_error
 
 log = logging.getLogger(__name__)
+
+#: on_answer(api_name, response, sent_at, answered_at): the coordinator metrics' hook
+AnswerHook = Callable[[str, Any, float, float], None]
 
 # Highest versions the group speaks: OffsetCommit/OffsetFetch v10 name
 # topics by id only, which the commit path does not need.
@@ -28,19 +35,19 @@ VERSION_CAPS = {"OffsetCommit": 9, "OffsetFetch": 9}
 class GroupTransport:
     """Blocking requests over a KafkaClient of the group's own."""
 
-    def __init__(self, config, client=None):
+    def __init__(self, config: Config, client: KafkaClient | None = None) -> None:
         self.config = config
         self.client = client if client is not None else KafkaClient(config)
         if hasattr(self.client, "enable_wakeup"):
             self.client.enable_wakeup()
-        self.coordinator_id = None
+        self.coordinator_id: int | None = None
         self._bootstrapped = client is not None and client.bootstrapped
         self._aborted = False
         # (api_name, response, sent_at, answered_at) after each answered
         # request: the consumer's coordinator metrics (fastkc.metrics)
-        self.on_answer = None
+        self.on_answer: AnswerHook | None = None
 
-    def _ensure_bootstrapped(self, timeout_ms):
+    def _ensure_bootstrapped(self, timeout_ms: float) -> float:
         """Bootstrap once; returns what is left of timeout_ms for the call
         that needed it (the two share one bound, never twice timeout_ms)."""
         if self._bootstrapped:
@@ -51,12 +58,12 @@ class GroupTransport:
         return max(1.0, timeout_ms - (self.client._clock() - started) * 1000.0)
 
     # --- the coordinator ------------------------------------------------------------------
-    def request_any(self, api_name, body, timeout_ms):
+    def request_any(self, api_name: str, body: dict[str, Any], timeout_ms: float) -> Any:
         """A request to any broker (FindCoordinator): the decoded answer."""
         timeout_ms = self._ensure_bootstrapped(timeout_ms)
         return self.client.request(api_name, body, timeout_ms)
 
-    def use_coordinator(self, coordinator):
+    def use_coordinator(self, coordinator: Coordinator) -> None:
         """Address calls to `coordinator` (coordinator_machine.Coordinator),
         remembering its address when our metadata does not know it yet."""
         cluster = self.client.cluster
@@ -66,29 +73,29 @@ class GroupTransport:
                                                                   coordinator.port, None)
         self.coordinator_id = coordinator.node_id
 
-    def coordinator_lost(self):
+    def coordinator_lost(self) -> None:
         if self.coordinator_id is not None:
             log.info("group coordinator %s marked unknown", self.coordinator_id)
         self.coordinator_id = None
 
-    def abort(self):
+    def abort(self) -> None:
         """From another thread (close()): end the call in progress — a
         JoinGroup the coordinator may hold for the whole rebalance timeout —
         with KafkaConnectionError, or the next call if none is."""
         self._aborted = True
         self.client.wakeup()
 
-    def interruptible(self, check):
+    def interruptible(self, check: Callable[[], None]) -> AbstractContextManager[None]:
         """The calls of this thread within the block end with check()'s
         error after each wait (KafkaClient.interruptible)."""
         return self.client.interruptible(check)
 
-    def wake(self):
+    def wake(self) -> None:
         """From another thread: end the current wait early, so an
         interruptible call sees its check."""
         self.client.wakeup()
 
-    def _check_aborted(self, node_id):
+    def _check_aborted(self, node_id: int) -> None:
         if self._aborted:
             self._aborted = False
             conn = self.client.connection(node_id)
@@ -99,7 +106,7 @@ class GroupTransport:
                 node_id))
 
     # --- requests -------------------------------------------------------------------------
-    def call(self, api_name, body, timeout_ms):
+    def call(self, api_name: str, body: dict[str, Any], timeout_ms: float) -> Any:
         """Send to the coordinator and wait. A connection failure or timeout
         marks the coordinator unknown and raises CoordinatorUnknownError;
         broker error codes are the caller's to read. A JoinGroup carries
@@ -128,8 +135,10 @@ class GroupTransport:
         version = None
         cap = VERSION_CAPS.get(api_name)
         if cap is not None:
-            version = min(cap, client.connection(node_id).version_for(api_name))
-        box = []
+            ready = client.connection(node_id)
+            assert ready is not None  # client.ready(node_id) just said True: the connection exists
+            version = min(cap, ready.version_for(api_name))
+        box: list[tuple[Any, BaseException | None]] = []
         request_timeout = timeout_ms if api_name == "JoinGroup" else None
         sent_at = client._clock()
         client.send(node_id, api_name, body, lambda r, e: box.append((r, e)), version=version,
@@ -158,7 +167,7 @@ class GroupTransport:
             self.on_answer(api_name, response, sent_at, client._clock())
         return response
 
-    def metadata(self, topics, timeout_ms):
+    def metadata(self, topics: Iterable[str] | None, timeout_ms: float) -> ClusterMetadata:
         """The group client's metadata for `topics` (None: every topic),
         refreshed now (the leader's view for assignment, topic ids for
         KIP-848)."""
@@ -170,5 +179,5 @@ class GroupTransport:
             self.client.wait_for_metadata(timeout_ms)
         return self.client.cluster
 
-    def close(self):
+    def close(self) -> None:
         self.client.close()

@@ -33,7 +33,7 @@ def test_cancelled_gets_lose_nothing(aio, bootstrap, make_topic):
         for call in (consumer.getmany(timeout_ms=10_000), consumer.getone()):
             try:
                 await asyncio.wait_for(call, 0.3)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             else:
                 raise AssertionError("a get on an empty topic returned")
@@ -48,7 +48,7 @@ def test_cancelled_gets_lose_nothing(aio, bootstrap, make_topic):
                 else:
                     batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000, max_records=7), 0.003)
                     got.extend(r for records in batch.values() for r in records)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 cancelled += 1
         await writing
         # a task cancelled outright, then the consumer read to the end
@@ -75,7 +75,7 @@ def test_a_cancelled_getmany_leaves_a_group_member_usable(aio, bootstrap, make_t
         for _ in range(5):
             try:
                 await asyncio.wait_for(consumer.getmany(timeout_ms=5000), 0.2)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         produce(bootstrap, topic, [Message(value=b"x%d" % i, partition=i % 2) for i in range(10)])
         records = await drain(consumer, 10)

@@ -199,7 +199,14 @@ def test_translation_defaults():
     assert core["consumer_timeout_ms"] == float("inf")
     assert core["max_poll_records"] == 500  # the core's step; getmany's cap is the driver's
     assert resolved.driver == {"key_deserializer": None, "value_deserializer": None, "rebalance_timeout_ms": 10000,
-                               "consumer_timeout_ms": 200, "max_poll_records": None}
+                               "consumer_timeout_ms": 200, "max_poll_records": None, "decode_threads": 1}
+
+
+def test_decode_threads():
+    assert oconfig.resolve(decode_threads=0).driver["decode_threads"] == 0
+    for bad in (2, -1, True, "1", None):
+        with pytest.raises(ValueError, match="decode_threads"):
+            oconfig.resolve(decode_threads=bad)
 
 
 def test_translation_of_the_keys_that_differ():
@@ -385,7 +392,8 @@ def test_abstract_classes_have_aiokafkas_abstract_methods():
                          (oabc.AbstractTokenProvider, aabc.AbstractTokenProvider)):
         assert ours.__abstractmethods__ == theirs.__abstractmethods__
         for name in ours.__abstractmethods__ | {"extensions"} & set(dir(theirs)):
-            assert inspect.signature(getattr(ours, name)) == inspect.signature(getattr(theirs, name)), name
+            # parameters and defaults (fastkc's are annotated, aiokafka's are not)
+            assert _bare_signature(getattr(ours, name)) == _bare_signature(getattr(theirs, name)), name
             assert inspect.iscoroutinefunction(getattr(ours, name)) == inspect.iscoroutinefunction(
                 getattr(theirs, name)), name
     assert not hasattr(oabc.ConsumerRebalanceListener, "on_partitions_lost")
@@ -586,6 +594,12 @@ EXPECTED_EXTRAS = {"getmany_arrow"}
 _PROTOCOL = ("__aenter__", "__aexit__", "__aiter__", "__anext__")
 
 
+def _bare_signature(function):
+    """A function's signature without its annotations, as a string."""
+    signature = inspect.signature(function).replace(return_annotation=_EMPTY)
+    return str(signature.replace(parameters=[p.replace(annotation=_EMPTY) for p in signature.parameters.values()]))
+
+
 def _surface(cls):
     found = {}
     for name in dir(cls):
@@ -595,9 +609,7 @@ def _surface(cls):
         if not callable(value):
             continue
         kind = "async" if inspect.iscoroutinefunction(value) else "sync"
-        signature = inspect.signature(value).replace(return_annotation=_EMPTY)
-        found[name] = (kind, str(signature.replace(parameters=[
-            p.replace(annotation=_EMPTY) for p in signature.parameters.values()])))
+        found[name] = (kind, _bare_signature(value))
     return found
 
 

@@ -7,10 +7,10 @@ parser the consumer uses)."""
 import pytest
 
 from fastkc import errors
+from fastkc import records as fastkc_records
 from fastkc.client import ClusterMetadata
 from fastkc.config import consumer_config
-from fastkc import records as fastkc_records
-from fastkc.fetch import FetchSession, Fetcher
+from fastkc.fetch import Fetcher, FetchSession
 from fastkc.protocol import codec
 from fastkc.structs import TopicPartition
 from tests.support import batchgen as bg

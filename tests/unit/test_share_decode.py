@@ -96,7 +96,7 @@ def test_compacted_batch_leaves_gaps(backend):
 
 def test_empty_ranges_hand_out_nothing_but_still_check_the_bytes(backend):
     blob = _batch([b"a"], 0)
-    assert R.decode_share(blob, acquired=[], **T) == ([], [])
+    assert R.decode_share(blob, acquired=[], **T) == ([], [], [])
     with pytest.raises(RecordCrcError) as info:
         R.decode_share(g.bad_crc(blob), acquired=[], **T)
     assert info.value.share == ShareFailure([], [], [])
@@ -132,12 +132,23 @@ def test_records_outside_the_ranges_never_reach_a_deserializer(backend):
     assert seen == [b"7", b"8", b"9", b"40"] == [r.value for r in got.records]
 
 
-def test_a_cut_tail_stops_silently_and_its_acquired_offsets_are_gaps(backend):
-    whole = _batch([b"a", b"b"], 0) + _batch([b"c", b"d"], 2)
+def test_a_cut_tail_stops_silently_and_its_acquired_offsets_are_released(backend):
+    """Java would GAP (archive) them; they may hold records the bytes cut
+    off, so they are released (delivered again). A real gap before the cut
+    stays a gap; with too little of the cut header to read its base offset,
+    everything past the complete batches is released."""
+    whole = _batch([b"a", b"b"], 0) + _batch([b"d", b"e"], 3) + _batch([b"f", b"g"], 5)
     cut = whole[:-5]
-    got = R.decode_share(cut, acquired=[(0, 3, 1)], **T)
-    assert [r.offset for r in got.records] == [0, 1]
-    assert got.gaps == [(2, 3)]  # Java: acquired offsets no record came for are gaps
+    for form in (R.decode_share, R.decode_share_arrow):
+        got = form(cut, acquired=[(0, 6, 1)], **T)
+        assert got.gaps == [(2, 2)] and got.released == [(5, 6)]
+    got = R.decode_share(cut, acquired=[(0, 1, 1), (5, 9, 2)], **T)
+    assert [r.offset for r in got.records] == [0, 1] and got.gaps == [] and got.released == [(5, 9)]
+    head = len(_batch([b"a", b"b"], 0) + _batch([b"d", b"e"], 3))
+    got = R.decode_share(cut[:head + 4], acquired=[(0, 6, 1)], **T)  # 4 bytes of the third header
+    assert got.gaps == [(2, 2)] and got.released == [(5, 6)]
+    got = R.decode_share(whole, acquired=[(0, 8, 1)], **T)  # complete: past the data are gaps, as in Java
+    assert got.gaps == [(2, 2), (7, 8)] and got.released == []
 
 
 def test_arrow_form_has_the_delivery_count_column(backend):
@@ -145,14 +156,14 @@ def test_arrow_form_has_the_delivery_count_column(backend):
 
     blob = _batch([b"a", b"b", b"c"], 0, codec=g.LZ4) + _batch([b"d"], 3)
     for zero_copy in (False, True):
-        batch, gaps = R.decode_share_arrow(blob, acquired=[(1, 1, 5), (3, 4, 2)], zero_copy=zero_copy, **T)
+        batch, gaps, _ = R.decode_share_arrow(blob, acquired=[(1, 1, 5), (3, 4, 2)], zero_copy=zero_copy, **T)
         assert batch.schema == R.share_arrow_schema(zero_copy)
         assert batch.schema.field("delivery_count").type == pa.int16()
         assert batch.column("offset").to_pylist() == [1, 3]
         assert batch.column("delivery_count").to_pylist() == [5, 2]
         assert batch.column("value").to_pylist() == [b"b", b"d"]
         assert gaps == [(4, 4)]
-    empty, gaps = R.decode_share_arrow(b"", acquired=[(0, 0, 1)], **T)
+    empty, gaps, _ = R.decode_share_arrow(b"", acquired=[(0, 0, 1)], **T)
     assert empty.num_rows == 0 and empty.schema == R.share_arrow_schema() and gaps == [(0, 0)]
 
 
@@ -260,12 +271,15 @@ def test_captured_broker_bytes_with_made_up_ranges(capture, backend):
                 for r in want], (capture["file"], name, part.partition)
             handed = {r.offset for r in got.records}
             gap_offsets = [o for a, b in got.gaps for o in range(a, b + 1)]
-            assert sorted(gap_offsets + sorted(handed)) == sorted(counts)  # every acquired offset, once
-            arrow, arrow_gaps = R.decode_share_arrow(bytes(part.records or b""), topic=name,
-                                                     partition=part.partition, acquired=acquired)
+            released = [o for a, b in got.released for o in range(a, b + 1)]
+            # every acquired offset, once; what lies in a cut tail (past `through`) is released
+            assert sorted(gap_offsets + released + sorted(handed)) == sorted(counts)
+            assert all(o > through for o in released)
+            arrow, arrow_gaps, arrow_released = R.decode_share_arrow(bytes(part.records or b""), topic=name,
+                                                                     partition=part.partition, acquired=acquired)
             assert arrow.column("offset").to_pylist() == [r.offset for r in got.records]
             assert arrow.column("delivery_count").to_pylist() == [r.delivery_count for r in got.records]
-            assert arrow_gaps == got.gaps
+            assert (arrow_gaps, arrow_released) == (got.gaps, got.released)
 
 
 # --- differential: the compiled core against the twin ---------------------------------------------------
@@ -284,18 +298,17 @@ def acquired_ranges(draw, start, end):
 
 
 def share_outcome(module, blob, arrow=False, **kw):
-    """("ok", records, gaps) or ("error", class, offset, next_offset, records, share)."""
+    """("ok", records, gaps, released) or ("error", class, offset, next_offset, records, share)."""
     with using_backend(module):
         try:
             if arrow:
-                records, gaps = R.decode_share_arrow(blob, **kw)
+                records, gaps, released = R.decode_share_arrow(blob, **kw)
             else:
-                decoded = R.decode_share(blob, **kw)
-                records, gaps = decoded.records, decoded.gaps
+                records, gaps, released = R.decode_share(blob, **kw)
         except CorruptRecordError as exc:
             return ("error", type(exc), exc.offset, exc.next_offset, exc.topic, exc.partition,
                     _comparable(exc.records), exc.share)
-    return ("ok", _comparable(records), gaps)
+    return ("ok", _comparable(records), gaps, released)
 
 
 def assert_share_agrees(compiled, twin, blob, **kw):
@@ -340,7 +353,10 @@ def test_generated_blobs_and_ranges_agree(both, data):
         assert handed == sorted(set(handed))  # increasing, each offset once
         acquired = {o for a, b, _ in kw["acquired"] for o in range(a, b + 1)}
         gap_offsets = {o for a, b in outcome[2] for o in range(a, b + 1)}
-        assert set(handed) | gap_offsets == acquired and not set(handed) & gap_offsets
+        released = {o for a, b in outcome[3] for o in range(a, b + 1)}
+        # every acquired offset once: handed out, a gap, or released
+        assert set(handed) | gap_offsets | released == acquired
+        assert len(handed) + len(gap_offsets) + len(released) == len(acquired)
 
 
 @property_settings(fast_examples=40, slow_examples=1000)

@@ -1,0 +1,182 @@
+"""fastkc.aio's decode thread (decode_threads=1, the default): a step's
+phase 1 -- CRC check, decompression, parsing -- runs on the consumer's
+"fastkc-aio-decode" thread, never on the event loop, and the records come out
+exactly as with decode_threads=0 (everything on the loop): every record once,
+in order; a corrupt batch in the middle delivers the records before it, then
+the typed CorruptRecordError, the position stops at the bad batch, and a
+seek past it delivers the rest. Served by tests/hostile/kit.py's FakeBroker
+from crafted batches (tests/support/batchgen.py)."""
+import asyncio
+import threading
+
+import pytest
+
+import fastkc
+from fastkc import errors
+from fastkc.aio import AIOKafkaConsumer, TopicPartition
+from tests.hostile.kit import FakeBroker, answer
+from tests.support import batchgen as bg
+
+TOPIC = "t"
+TP = TopicPartition(TOPIC, 0)
+FAST = dict(request_timeout_ms=3000, fetch_max_wait_ms=50, retry_backoff_ms=50,
+            enable_auto_commit=False, auto_offset_reset="earliest")
+
+pytestmark = pytest.mark.skipif(fastkc.backend != "c", reason="only the compiled core's streams prepare off-thread")
+
+
+def _serving(batches):
+    """A Fetch answer as a broker gives it: the log from the batch holding
+    the fetch offset on (batches: [(base offset, bytes)])."""
+    def serve(header, body, default):
+        wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
+        for topic in default["responses"]:
+            for part in topic["partitions"]:
+                offset = wanted.get(part["partition_index"], 0)
+                held = [i for i, (base, _) in enumerate(batches) if base <= offset]
+                part["records"] = b"".join(blob for _, blob in batches[held[-1]:]) if held else b""
+        return default
+    return serve
+
+
+def _gzip_batches(count, per_batch):
+    """Compressible 1 KiB values in gzip batches (the slowest codec to
+    decompress): the kind of step that held the loop before."""
+    batches = []
+    for base in range(0, count, per_batch):
+        values = [(b"record %08d " % i) * 78 for i in range(base, min(count, base + per_batch))]
+        batches.append((base, bg.record_batch(bg.records_from_values(values), base_offset=base, codec=bg.GZIP)))
+    return batches
+
+
+class _Watch:
+    """Which threads ran the consumer's prepare_step (wrapped on the instance)."""
+
+    def __init__(self, consumer):
+        self.threads = []
+        machine = consumer._machine
+        inner = machine.prepare_step
+
+        def prepare_step(completed, *args):
+            self.threads.append(threading.current_thread().name)
+            return inner(completed, *args)
+
+        machine.prepare_step = prepare_step
+
+
+async def _drain(consumer, count, timeout=20.0):
+    got = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while len(got) < count and loop.time() < deadline:
+        batch = await consumer.getmany(timeout_ms=200)
+        got.extend(r for records in batch.values() for r in records)
+    return got
+
+
+@pytest.mark.parametrize("decode_threads", [1, 0])
+def test_large_compressed_batches_are_decoded_off_the_loop(decode_threads):
+    count = 12_000
+    batches = _gzip_batches(count, per_batch=3_000)  # ~3 MB decompressed per batch
+    with FakeBroker(topics={TOPIC: 1}, records=count) as broker:
+        broker.script("Fetch", answer(_serving(batches)))
+
+        async def scenario():
+            consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads,
+                                        max_partition_fetch_bytes=16 * 1024 * 1024, **FAST)
+            watch = _Watch(consumer)
+            await consumer.start()
+            try:
+                consumer.assign([TP])
+                got = await _drain(consumer, count)
+                return got, watch.threads, dict(consumer._machine.decode_steps), await consumer.position(TP)
+            finally:
+                await consumer.stop()
+
+        got, threads, steps, position = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert [r.offset for r in got] == list(range(count))
+    assert got[4321].value == b"record 00004321 " * 78
+    assert position == count
+    if decode_threads:
+        assert threads and set(threads) == {"fastkc-aio-decode_0"}, threads
+        # every step handed out on the loop came from a prepared one: none decoded there
+        assert steps["prepared"] >= count // 4096 and steps["inline"] == 0, steps
+    else:
+        assert threads == [] and steps == {"prepared": 0, "waited": 0, "inline": 0}
+
+
+@pytest.mark.timeout(90)  # the spin it guards against never yields to asyncio's own timeouts
+def test_many_small_batches_over_several_partitions_every_record_once():
+    """Steps the size of a take: a take uses a prepared step up and names the
+    same fetch for the next one, many times over (a finished preparation
+    must never stand for the next one: that spun for ever once)."""
+    count, partitions = 40 * 512, 3
+    batches = [(base, bg.record_batch(bg.records_from_values([b"%d" % i for i in range(base, base + 512)]),
+                                      base_offset=base, codec=bg.LZ4)) for base in range(0, count, 512)]
+    with FakeBroker(topics={TOPIC: partitions}, records=count) as broker:
+        broker.script("Fetch", answer(_serving(batches)))
+
+        async def scenario():
+            consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, max_partition_fetch_bytes=256 * 1024,
+                                        **FAST)
+            await consumer.start()
+            try:
+                tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
+                consumer.assign(tps)
+                got = await _drain(consumer, count * partitions)
+                return got, dict(consumer._machine.decode_steps)
+            finally:
+                await consumer.stop()
+
+        got, steps = asyncio.run(asyncio.wait_for(scenario(), 60))
+    for p in range(partitions):
+        mine = [r for r in got if r.partition == p]
+        assert [r.offset for r in mine] == list(range(count)), p
+        assert all(r.value == b"%d" % r.offset for r in mine)
+    assert steps["inline"] == 0 and steps["prepared"] > 0
+
+
+BAD = 5  # the offset of the one-record batch with a wrong CRC
+LAST = 10
+CORRUPT_LOG = [
+    (0, bg.record_batch(bg.records_from_values([b"v%d" % i for i in range(BAD)]), base_offset=0, codec=bg.GZIP)),
+    (BAD, bg.bad_crc(bg.record_batch(bg.records_from_values([b"v%d" % BAD]), base_offset=BAD))),
+    (BAD + 1, bg.record_batch(bg.records_from_values([b"v%d" % i for i in range(BAD + 1, LAST + 1)]),
+                              base_offset=BAD + 1, codec=bg.GZIP)),
+]
+
+
+@pytest.mark.parametrize("decode_threads", [1, 0])
+def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it(decode_threads):
+    with FakeBroker(topics={TOPIC: 1}, records=LAST + 1) as broker:
+        broker.script("Fetch", answer(_serving(CORRUPT_LOG)))
+
+        async def scenario():
+            consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads, **FAST)
+            await consumer.start()
+            try:
+                consumer.assign([TP])
+                before, error = [], None
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + 15
+                while error is None and loop.time() < deadline:
+                    try:
+                        batch = await consumer.getmany(timeout_ms=200)
+                    except errors.CorruptRecordError as exc:
+                        error = exc
+                    else:
+                        before.extend(r for records in batch.values() for r in records)
+                at_error = await consumer.position(TP)
+                consumer.seek(TP, BAD + 1)
+                after = await _drain(consumer, LAST - BAD)
+                return before, error, at_error, after, await consumer.position(TP)
+            finally:
+                await consumer.stop()
+
+        before, error, at_error, after, end = asyncio.run(asyncio.wait_for(scenario(), 60))
+        assert broker.errors == []
+    assert [r.offset for r in before] == list(range(BAD))
+    assert isinstance(error, errors.CorruptRecordError) and error.offset == BAD
+    assert at_error == BAD
+    assert [(r.offset, r.value) for r in after] == [(i, b"v%d" % i) for i in range(BAD + 1, LAST + 1)]
+    assert end == LAST + 1

@@ -1,17 +1,17 @@
 """KafkaShareConsumer: a share group member (KIP-932, "queues for Kafka")
 in kafka-python's naming, the sync driver of the share machines.
 
-Everything runs on the application's thread, inside its calls (poll,
-commit_*, acknowledge_batch, close): the driver asks the member machine
-(member_machine.py: ShareGroupHeartbeat) and the fetch machine
-(fetch_machine.py: ShareFetch / ShareAcknowledge, acknowledgements.py,
+The member heartbeats from a thread of its own over its own connections
+(heartbeat.py, as Java's share consumer does from its background thread):
+an application busy between calls stays in the group. Fetching and
+acknowledging run on the application's thread, inside its calls (poll,
+commit_*, acknowledge_batch, unsubscribe, close): the driver asks the fetch
+machine (fetch_machine.py: ShareFetch / ShareAcknowledge, acknowledgements.py,
 session.py) for requests, sends them through one KafkaClient, and hands
 their answers back after each client poll, so a machine's error reaches the
-caller, never a callback inside the selector loop. An application that
-stops calling for longer than the group's session timeout
-(group.share.session.timeout.ms, 45 s by default) is dropped by the broker
-and joins again on its next call (Java's consumer heartbeats from a
-background thread instead).
+caller, never a callback inside the selector loop. What the member decides
+(assignment, fencing, its id and epoch) is read under the thread's lock at
+each round.
 
 Acknowledgement modes (Java's share.acknowledgement.mode):
 - "implicit": every record a poll() delivered is ACCEPTed by the next
@@ -40,10 +40,10 @@ from fastkc.errors import (
     KafkaTimeoutError,
     WakeupException,
 )
-from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError
-from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request
+from fastkc.group.coordinator_machine import CoordinatorMachine
 from fastkc.share.acknowledgements import AcknowledgeType
-from fastkc.share.fetch_machine import AckResult, ShareFetchMachine
+from fastkc.share.fetch_machine import AckResult, ShareFetchMachine, ShareRequest
+from fastkc.share.heartbeat import ShareHeartbeat
 from fastkc.share.member_machine import ShareMemberMachine
 from fastkc.structs import TopicPartition
 
@@ -62,6 +62,10 @@ _NOT_SHARE_KEYS = frozenset((
 ))
 SHARE_DEFAULTS: Config = {key: value for key, value in CONSUMER_DEFAULTS.items() if key not in _NOT_SHARE_KEYS}
 SHARE_DEFAULTS["share_acknowledgement_mode"] = "implicit"
+# Java's share.acquire.mode (KIP-1206, ShareFetch v2): "batch_optimized" lets
+# the broker round max_poll_records up to whole batches; "record_limit" makes
+# it a strict limit (a slow handler holds no more records than it asked for)
+SHARE_DEFAULTS["share_acquire_mode"] = "batch_optimized"
 SHARE_DEFAULTS["heartbeat_interval_ms"] = 5000  # the broker's group.share.heartbeat.interval.ms rules once joined
 ACKNOWLEDGEMENT_MODES = ("implicit", "explicit")
 #: close()'s bound when the caller gives none (Java's default close timeout)
@@ -85,14 +89,20 @@ def share_config(configs: Mapping[str, Any]) -> Config:
     if mode not in ACKNOWLEDGEMENT_MODES:
         raise KafkaConfigurationError("share_acknowledgement_mode must be 'implicit' or 'explicit', not {0!r}".format(
             mode))
+    acquire = configs.get("share_acquire_mode", "batch_optimized")
+    if acquire not in ("batch_optimized", "record_limit"):
+        raise KafkaConfigurationError(
+            "share_acquire_mode must be 'batch_optimized' or 'record_limit', not {0!r}".format(acquire))
     group_id = configs.get("group_id")
     if not isinstance(group_id, str) or not group_id:
         raise KafkaConfigurationError("group_id is required: the share group's name (a non-empty str)")
-    plain = {key: value for key, value in configs.items() if key != "share_acknowledgement_mode"}
+    plain = {key: value for key, value in configs.items()
+             if key not in ("share_acknowledgement_mode", "share_acquire_mode")}
     if "heartbeat_interval_ms" not in plain:
         plain["heartbeat_interval_ms"] = SHARE_DEFAULTS["heartbeat_interval_ms"]
     config = consumer_config(plain)
     config["share_acknowledgement_mode"] = mode
+    config["share_acquire_mode"] = acquire
     return config
 
 
@@ -150,17 +160,24 @@ class KafkaShareConsumer:
 
         self._fetch = ShareFetchMachine(config, group_id, self._member.member_id, decode=records.decode_share,
                                         decode_arrow=records.decode_share_arrow)
+        # the member heartbeats from a thread of its own, over its own connections; an assignment it
+        # brings ends the application's wait (the client's wakeup socket: any thread may write it)
+        self._heartbeat = ShareHeartbeat(self._member, config, on_change=self._client.wakeup)
+        self._heartbeat.start()
         self._assignment_version = 0
         self._fenced_seen = 0
         # requests the machines made whose broker was not ready yet: (request, machine, first tried)
-        self._unsent: list[tuple[Request, Any, float]] = []
+        self._unsent: list[tuple[ShareRequest, Any, float]] = []
         self._answers: list[tuple[Any, object, Any]] = []  # (machine, token, answer) after a client poll
-        self._metadata_waits: list[tuple[object, float | None]] = []  # (token, refresh it waits past)
         self._waiters: list[_Waiter] = []
         self._ack_callback: AckCallback | None = None
         self._callback_queue: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         if topics:
-            self.subscribe(topics)
+            try:
+                self.subscribe(topics)
+            except BaseException:
+                self.close(timeout_ms=0)
+                raise
 
     # --- context manager ---------------------------------------------------------------------------
     def __enter__(self) -> KafkaShareConsumer:
@@ -174,28 +191,47 @@ class KafkaShareConsumer:
     def subscribe(self, topics: Iterable[str]) -> None:
         """Join the share group for these topics (replaces the subscription)."""
         self._check_open()
-        if isinstance(topics, str):
-            topics = [topics]
-        wanted = sorted(set(topics))
-        if not wanted or not all(isinstance(t, str) and t for t in wanted):
-            raise IllegalArgumentError("subscribe() needs one or more topic names")
+        given = [topics] if isinstance(topics, str) else list(topics)
+        if not given or not all(isinstance(t, str) and t for t in given):
+            raise IllegalArgumentError("subscribe() needs one or more topic names, not {0!r}".format(topics))
+        wanted = sorted(set(given))
         self._client.set_topics(wanted)
-        self._member.set_subscription(wanted)
+        with self._heartbeat.lock:
+            self._member.set_subscription(wanted)
+        self._heartbeat.kick()
 
     def subscription(self) -> set[str]:
         self._check_open()
-        return set(self._member.subscription or ())
+        with self._heartbeat.lock:
+            return set(self._member.subscription or ())
 
     def unsubscribe(self) -> None:
-        """Leave the group: what was delivered is acknowledged first as close() does."""
+        """Leave the group, within request_timeout_ms: implicit mode ACCEPTs
+        what was delivered first; records still buffered are RELEASEd (the
+        empty assignment hands them back); explicit mode's unacknowledged
+        records stay delivered (acknowledge them, or close() releases them)."""
         self._check_open()
-        self._member.set_subscription(None)
-        self._member.leave()
+        self._implicit_accept()
+        with self._heartbeat.lock:
+            self._member.set_subscription(None)
+            self._member.leave()
+        self._heartbeat.kick()
+        deadline = self._clock() + self.config["request_timeout_ms"] / 1000.0
+        while True:
+            self._run_once(fetch=False)
+            if not (self._leaving() or self._fetch.acks_outstanding()) or self._wait(deadline, member_wait=True):
+                break
+        self._deliver_callbacks()
+
+    def _leaving(self) -> bool:
+        with self._heartbeat.lock:
+            return bool(self._member.leaving)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions the broker assigned to this member (shared with others)."""
         self._check_open()
-        return set(self._member.assignment)
+        with self._heartbeat.lock:
+            return set(self._member.assignment)
 
     # --- polling -----------------------------------------------------------------------------------
     def poll(self, timeout_ms: float = 0, max_records: int | None = None) -> ShareRecords:
@@ -228,6 +264,10 @@ class KafkaShareConsumer:
             if self._fetch.buffered():
                 handed = hand_out(limit)
                 if handed:
+                    if not self._fetch.buffered():
+                        # the next ShareFetch goes out now, while the application works on these (Java's
+                        # background thread fetches as soon as its buffer is empty)
+                        self._run_once(fetch=True)
                     self._deliver_callbacks()
                     return handed
                 continue  # only gaps: the buffer shrank, look again
@@ -238,7 +278,7 @@ class KafkaShareConsumer:
     def _start_poll(self) -> None:
         self._check_open()
         self._maybe_raise_wakeup()
-        if self._member.subscription is None:
+        if not self.subscription():
             raise IllegalStateError("Consumer is not subscribed to any topics")
         if self._explicit:
             unsettled = self._fetch.unacknowledged()
@@ -387,17 +427,21 @@ class KafkaShareConsumer:
                 self._run_once(fetch=False)
                 if self._fetch.close_done() or self._wait(deadline):
                     break
-            self._member.leave()
-            while self._member.leaving:
+            with self._heartbeat.lock:
+                self._member.leave()
+            self._heartbeat.kick()
+            while self._leaving():
                 self._run_once(fetch=False)
-                if not self._member.leaving or self._wait(deadline):
+                if not self._leaving() or self._wait(deadline, member_wait=True):
                     break
             self._deliver_callbacks()
         except Exception:  # closing must close, whatever the brokers do
             log.warning("closing the share consumer: acknowledgements or leaving failed", exc_info=True)
         finally:
             self._closed = True
-            self._member.close()
+            self._heartbeat.stop(max(0.1, deadline - self._clock()))
+            with self._heartbeat.lock:
+                self._member.close()
             self._client.close()
 
     def _check_open(self) -> None:
@@ -406,41 +450,45 @@ class KafkaShareConsumer:
 
     # --- the driver --------------------------------------------------------------------------------
     def _run_once(self, fetch: bool) -> None:
-        """One round: what the machines want sent goes out; answers that
-        came are handed to them."""
+        """One round: what the member (on its thread) decided reaches the
+        fetch machine; what the fetch machine wants sent goes out; answers
+        that came are handed to it."""
         self._client.raise_fatal()
+        self._heartbeat.raise_error()
         now = self._clock()
         self._sync_cluster()
-        self._answer_metadata()
-        member = self._member
-        for request in member.next_requests(now):
-            self._send(request, member, now)
-        if member.fenced_count != self._fenced_seen:
+        fetch_machine = self._fetch
+        with self._heartbeat.lock:
+            member = self._member
+            member.learn_topics(self._client.cluster.topic_names_by_id)
+            fenced = member.fenced_count != self._fenced_seen
             self._fenced_seen = member.fenced_count
-            self._fetch.fenced()
-        if member.assignment_version != self._assignment_version:
+            assignment = member.assignment if member.assignment_version != self._assignment_version else None
             self._assignment_version = member.assignment_version
-            self._fetch.set_assignment(member.assignment)
-        self._fetch.member_id = member.member_id  # the client's id (KIP-1082); kept if the broker echoes another
-        for request in self._fetch.next_requests(now, fetch and member.member_epoch > 0):
-            self._send(request, self._fetch, now)
-        if self._fetch.metadata_wanted:
-            self._fetch.metadata_wanted = False
+            joined = member.member_epoch > 0
+            fetch_machine.member_id = member.member_id  # the client's id (KIP-1082), kept across rejoins
+        if fenced:
+            fetch_machine.fenced()
+        if assignment is not None:
+            fetch_machine.set_assignment(assignment)
+        for request in fetch_machine.next_requests(now, fetch and joined):
+            self._send(request, fetch_machine, now)
+        if fetch_machine.metadata_wanted:
+            fetch_machine.metadata_wanted = False
             self._client.request_metadata_update()
         self._retry_unsent(now)
 
-    def _wait(self, deadline: float) -> bool:
+    def _wait(self, deadline: float, member_wait: bool = False) -> bool:
         """Poll the client until the next thing to do (at most until
-        deadline); True when the deadline has passed."""
+        deadline); True when the deadline has passed. member_wait: the
+        caller waits for the member's thread (leaving), which does not
+        wake this client: look again every retry_backoff_ms."""
         now = self._clock()
         if now >= deadline:
             self._handle_answers()
             return True
         wait = deadline - now
-        due = self._member.next_deadline()
-        if due is not None:
-            wait = min(wait, max(0.0, due - now) if due != DUE_NOW else 0.0)
-        if self._unsent or self._metadata_waits:
+        if self._unsent or member_wait:
             wait = min(wait, self.config["retry_backoff_ms"] / 1000.0)
         self._client.poll(wait)
         self._handle_answers()
@@ -449,7 +497,6 @@ class KafkaShareConsumer:
 
     def _sync_cluster(self) -> None:
         cluster = self._client.cluster
-        self._member.learn_topics(cluster.topic_names_by_id)
         topic_ids = {name: meta.topic_id for name, meta in cluster.topics.items() if meta.topic_id is not None}
         leaders: dict[TopicPartition, int] = {}
         for name, meta in cluster.topics.items():
@@ -460,42 +507,11 @@ class KafkaShareConsumer:
         for node in set(leaders.values()):
             conn = self._client.connection(node)
             if conn is not None and conn.established:
-                self._fetch.versions[node] = conn.version_for("ShareAcknowledge")
+                # RENEW (ShareAcknowledge) and record_limit (ShareFetch) both came with v2 of both APIs
+                self._fetch.versions[node] = min(conn.version_for("ShareAcknowledge"), conn.version_for("ShareFetch"))
 
-    def _answer_metadata(self) -> None:
-        if not self._metadata_waits:
-            return
-        refreshed = self._client.cluster.last_refresh
-        still = []
-        for token, before in self._metadata_waits:
-            if refreshed != before:
-                self._answers.append((self._member, token, self._client.cluster))
-            else:
-                still.append((token, before))
-        self._metadata_waits = still
-        if self._answers:
-            self._handle_answers()
-
-    def _node_for(self, request: Request) -> int | None:
-        if request.target == COORDINATOR:
-            coordinator = self._coordinator.coordinator
-            return None if coordinator is None else int(coordinator.node_id)
-        if request.target == ANY_NODE:
-            return self._client.least_loaded_node()
-        return int(request.target)
-
-    def _send(self, request: Request, machine: Any, now: float) -> None:
-        if request.api == "Metadata":
-            self._metadata_waits.append((request.token, self._client.cluster.last_refresh))
-            self._client.request_metadata_update()
-            return
-        node = self._node_for(request)
-        if node is None:
-            error: BaseException = CoordinatorUnknownError("the group coordinator is not known") \
-                if request.target == COORDINATOR else KafkaConnectionError("no broker to send {0} to".format(
-                    request.api))
-            self._answers.append((machine, request.token, error))
-            return
+    def _send(self, request: ShareRequest, machine: Any, now: float) -> None:
+        node = request.target  # the fetch machine addresses leaders by node id
         if not self._client.ready(node):
             self._unsent.append((request, machine, now))
             return
@@ -507,12 +523,12 @@ class KafkaShareConsumer:
             return
         waiting, self._unsent = self._unsent, []
         for request, machine, first in waiting:
-            node = self._node_for(request)
-            if node is not None and self._client.ready(node):
+            node = request.target
+            if self._client.ready(node):
                 self._client.send(node, request.api, request.body, self._collector(machine, request.token),
                                   timeout_ms=request.timeout_ms)
-            elif now - first > request.timeout_ms / 1000.0 or node is None:
-                conn = self._client.connection(node) if node is not None else None
+            elif now - first > request.timeout_ms / 1000.0:
+                conn = self._client.connection(node)
                 cause = conn.last_error if conn is not None else None
                 self._answers.append((machine, request.token, KafkaConnectionError(
                     "{0}: broker {1} not reachable within {2} ms ({3})".format(request.api, node, request.timeout_ms,

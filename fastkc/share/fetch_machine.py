@@ -14,8 +14,10 @@ Rules (Java's ShareConsumeRequestManager, where it has one):
 - A ShareFetch goes to a leader only while the application polls and none
   of that leader's assigned partitions has buffered records; it carries the
   acknowledgements pending for that leader's partitions (piggy-backed).
-  Pending acknowledgements for a leader no fetch is going to travel in a
-  ShareAcknowledge at once: acknowledgements never wait for the next poll.
+  While the application polls, acknowledgements for a leader whose records
+  are still buffered wait for that next ShareFetch (as Java's do); they go
+  in a ShareAcknowledge at once for a commit or close (fetch=False), for a
+  RENEW, and for a leader this member fetches nothing from.
 - A new session (epoch 0) cannot carry acknowledgements and a
   ShareAcknowledge cannot open one: acknowledgements for a leader whose
   session was lost fail (the broker released those records when the
@@ -43,20 +45,31 @@ from typing import Any, NamedTuple
 
 from fastkc.errors import (
     IllegalStateError,
+    InvalidAcquiredRecordsError,
     KafkaError,
     UnsupportedVersionError,
     for_code,
 )
 from fastkc.fetch import codes
-from fastkc.group.machine import Request
 from fastkc.share.acknowledgements import GAP, AcknowledgeType, PartitionAcks, to_batches
 from fastkc.share.session import SessionPartition, ShareSession
+from fastkc.share_ranges import checked_acquired
 from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
 #: the first ShareFetch / ShareAcknowledge version that takes RENEW (KIP-1222)
+#: and ShareFetch's acquire mode (KIP-1206)
 RENEW_VERSION = 2
+#: ShareFetch v2's ShareAcquireMode (KIP-1206): whole batches (max_records a
+#: soft limit, rounded up to batch boundaries) or at most max_records
+ACQUIRE_MODES = {"batch_optimized": 0, "record_limit": 1}
+#: the most acquired offsets one partition's answer may name. Every acquired
+#: offset is tracked on its own until settled (as Java's Acknowledgements
+#: map does; a compacted batch's missing offsets become GAPs one by one), so
+#: this bounds the memory a broker's answer can demand: ShareFetch asks for
+#: max_poll_records, which a broker exceeds only to reach a batch boundary.
+MAX_ACQUIRED_OFFSETS = 2_000_000
 
 
 class AckResult(NamedTuple):
@@ -66,6 +79,18 @@ class AckResult(NamedTuple):
     partition: TopicPartition
     offsets: frozenset[int]
     error: KafkaError | None
+
+
+class ShareRequest(NamedTuple):
+    """One request for the driver: the leader's node id, the API, its body
+    (a dict the protocol codec encodes), how long to wait for the answer,
+    and the token to hand back with it."""
+
+    target: int
+    api: str
+    body: dict[str, Any]
+    timeout_ms: int
+    token: ShareFetchToken
 
 
 class ShareFetchToken:
@@ -228,7 +253,7 @@ class ShareFetchMachine:
         return self.closing and not self.in_flight and not self.acks_outstanding() and \
             not any(session.is_open for session in self.sessions.values())
 
-    def next_requests(self, now: float, fetch: bool) -> list[Request]:
+    def next_requests(self, now: float, fetch: bool) -> list[ShareRequest]:
         """Requests to send now. fetch: the application is polling (a
         ShareFetch may acquire records)."""
         if self.fatal_error is not None:
@@ -243,6 +268,13 @@ class ShareFetchMachine:
                     self.metadata_wanted = True
                     continue
                 by_node.setdefault(leader, []).append(tp)
+        if self.config["share_acquire_mode"] == "record_limit":
+            for node in by_node:
+                version = self.versions.get(node)
+                if version is not None and version < RENEW_VERSION:
+                    # a v1 broker would ignore the mode and hand out whole batches: say so, before anything moves
+                    raise UnsupportedVersionError("share_acquire_mode='record_limit' needs ShareFetch v2 (KIP-1206); "
+                                                  "broker {0} speaks v{1}".format(node, version))
         acks_by_node: dict[int, list[TopicPartition]] = {}
         for tp, acks in self.acks.items():
             if not acks.pending:
@@ -252,7 +284,7 @@ class ShareFetchMachine:
                 self.metadata_wanted = True
                 continue
             acks_by_node.setdefault(leader, []).append(tp)
-        requests: list[Request] = []
+        requests: list[ShareRequest] = []
         nodes = set(by_node) | set(acks_by_node)
         if self.closing:
             nodes |= {node for node, session in self.sessions.items() if session.is_open}
@@ -277,8 +309,13 @@ class ShareFetchMachine:
             renewing = any(self.acks[tp].has_renew() for tp in ack_tps)
             if fetch_tps and not renewing:
                 requests.append(self._fetch(session, fetch_tps, ack_tps))
-            elif ack_tps:
+            elif ack_tps and (renewing or not by_node.get(node)):
+                # a commit or close (fetch=False), a RENEW (its lock is running out), or a leader this
+                # member fetches nothing from: no ShareFetch will carry them
                 requests.append(self._acknowledge(session, ack_tps, closing=False))
+            # else: the leader's records are still buffered; the acknowledgements ride the ShareFetch
+            # that follows once the application has taken them (Java's rule: poll's acknowledgements
+            # go with the next fetch), or a commit sends them
         return requests
 
     def _take_acks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[int, int]]:
@@ -294,7 +331,7 @@ class ShareFetchMachine:
         return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]
 
     def _fetch(self, session: ShareSession, fetch_tps: list[TopicPartition],
-               ack_tps: list[TopicPartition]) -> Request:
+               ack_tps: list[TopicPartition]) -> ShareRequest:
         wanted: list[SessionPartition] = [(self.topic_ids[tp.topic], tp.partition) for tp in fetch_tps]
         epoch, added, forgotten = session.build_fetch(wanted)
         acks = self._take_acks(ack_tps)
@@ -311,6 +348,7 @@ class ShareFetchMachine:
             "max_wait_ms": config["fetch_max_wait_ms"], "min_bytes": config["fetch_min_bytes"],
             "max_bytes": config["fetch_max_bytes"], "max_records": config["max_poll_records"],
             "batch_size": config["max_poll_records"],
+            "share_acquire_mode": ACQUIRE_MODES[config["share_acquire_mode"]],
             "topics": self._topics(named),
             "forgotten_topics_data": [{"topic_id": t, "partitions": p} for t, p in forgotten_topics.items()],
         }
@@ -318,9 +356,9 @@ class ShareFetchMachine:
         self.in_flight[session.node_id] = token
         # the broker may hold a ShareFetch for max_wait_ms: the answer's timeout includes it
         timeout = config["request_timeout_ms"] + config["fetch_max_wait_ms"]
-        return Request(session.node_id, "ShareFetch", body, timeout, token)
+        return ShareRequest(session.node_id, "ShareFetch", body, timeout, token)
 
-    def _acknowledge(self, session: ShareSession, ack_tps: list[TopicPartition], closing: bool) -> Request:
+    def _acknowledge(self, session: ShareSession, ack_tps: list[TopicPartition], closing: bool) -> ShareRequest:
         acks = self._take_acks(ack_tps)
         epoch = session.close_epoch() if closing else session.epoch
         body: dict[str, Any] = {
@@ -331,7 +369,7 @@ class ShareFetchMachine:
             body["is_renew_ack"] = True
         token = ShareFetchToken("ShareAcknowledge", session.node_id, acks, False, epoch, closing)
         self.in_flight[session.node_id] = token
-        return Request(session.node_id, "ShareAcknowledge", body, self.config["request_timeout_ms"], token)
+        return ShareRequest(session.node_id, "ShareAcknowledge", body, self.config["request_timeout_ms"], token)
 
     def _fail_acks(self, tps: Iterable[TopicPartition], error: KafkaError) -> None:
         for tp in tps:
@@ -408,13 +446,33 @@ class ShareFetchMachine:
             elif reaction == codes.FAIL:
                 self.fatal_error = error
             log.debug("ShareFetch %s: %s", tp, error)
-        acquired = [(a["first_offset"], a["last_offset"], a["delivery_count"]) for a in part["acquired_records"]]
+        acquired = self._checked_acquired(tp, part["acquired_records"])
         if acquired and tp in self.assignment:
             self.buffer.append(CompletedShareFetch(tp, topic_id, part["records"] or b"", acquired))
         elif acquired:
             # acquired for a partition this member no longer holds: hand it back
             self._release(CompletedShareFetch(tp, topic_id, b"", acquired))
         return ack_error
+
+    def _checked_acquired(self, tp: TopicPartition, ranges: Iterable[Mapping[str, int]]) -> list[tuple[int, int, int]]:
+        """A partition's AcquiredRecords, or [] and a typed error for the
+        application when they cannot be true (unsorted, overlapping, bad
+        counts) or name more offsets than MAX_ACQUIRED_OFFSETS: nothing of
+        them is buffered or acknowledged, and the broker delivers them again
+        when their lock expires."""
+        try:
+            acquired = checked_acquired([(r["first_offset"], r["last_offset"], r["delivery_count"]) for r in ranges],
+                                        tp.topic, tp.partition)
+        except InvalidAcquiredRecordsError as exc:
+            self.fatal_error = exc
+            return []
+        span = sum(last - first + 1 for first, last, _ in acquired)
+        if span > MAX_ACQUIRED_OFFSETS:
+            self.fatal_error = InvalidAcquiredRecordsError(
+                "{0} acquired offsets in one answer, more than the {1} a share consumer tracks".format(
+                    span, MAX_ACQUIRED_OFFSETS), tp.topic, tp.partition, 0)
+            return []
+        return acquired
 
     def _settle(self, token: ShareFetchToken, answered: Mapping[TopicPartition, KafkaError | None],
                 error: KafkaError | None) -> None:
@@ -445,7 +503,8 @@ class ShareFetchMachine:
 
     def _first_decode(self, completed: CompletedShareFetch, arrow: bool) -> None:
         """Decode a completed fetch for the first time: its gaps become GAP
-        acknowledgements; a decoding error settles it and is raised."""
+        acknowledgements, its released offsets RELEASE; a decoding error
+        settles it and is raised."""
         decoder = self._decode_arrow if arrow else self._decode
         assert decoder is not None
         try:
@@ -454,20 +513,22 @@ class ShareFetchMachine:
             self.buffer.remove(completed)
             self._settle_failed_decode(completed, exc)
             raise
+        # both forms answer ShareDecoded(records, gaps, released): records a list or an Arrow batch
         if arrow:
-            batch, gaps = out
-            completed.arrow = batch
+            completed.arrow = out.records
         else:
             completed.decoded = collections.deque(out.records)
-            gaps = out.gaps
         acks = self._partition_acks(completed.partition)
-        gap_offsets = set()
-        for first, last in gaps:
-            for offset in range(first, last + 1):
-                acks.gap(offset)
-                gap_offsets.add(offset)
+        settled: set[int] = set()
+        for ranges, kind in ((out.gaps, GAP), (getattr(out, "released", None) or (), int(AcknowledgeType.RELEASE))):
+            # gaps: acquired offsets without a record (archived by GAP); released: offsets inside a cut
+            # trailing batch, which may hold records these bytes lack (delivered again by RELEASE)
+            for first, last in ranges:
+                for offset in range(first, last + 1):
+                    acks.pending[offset] = kind
+                    settled.add(offset)
         offsets = completed.acquired_offsets()
-        completed.remaining = {o: c for o, c in offsets.items() if o not in gap_offsets}
+        completed.remaining = {o: c for o, c in offsets.items() if o not in settled}
 
     def _settle_failed_decode(self, completed: CompletedShareFetch, exc: BaseException) -> None:
         """A fetch that failed to decode hands out nothing: its gaps (the
@@ -494,7 +555,7 @@ class ShareFetchMachine:
         out = decoder(completed.data, **self._decode_args(completed, _runs(completed.remaining), arrow))
         completed.arrow = completed.decoded = None
         if arrow:
-            completed.arrow = out[0]
+            completed.arrow = out.records
         else:
             completed.decoded = collections.deque(out.records)
 

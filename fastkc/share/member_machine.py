@@ -184,16 +184,17 @@ class ShareMemberMachine:
 
     # --- answers -----------------------------------------------------------------------------------
     def owns(self, token: object) -> bool:
-        return token is not None and (token is self._token or bool(self.coordinator.owns(token)))
+        return isinstance(token, Token) and (token is self._token or bool(self.coordinator.owns(token)))
 
     def on_response(self, token: object, response: Any, now: float) -> None:
+        if not isinstance(token, Token):
+            return
         if self.coordinator.owns(token):
             self.coordinator.on_response(token, response, now)
             return
-        if token is None or token is not self._token:
+        if token is not self._token:
             return  # an answer that lost a race with a state change
         self._token = None
-        assert isinstance(token, Token)
         if token.what == "Metadata":
             self._on_metadata(response, now)
         elif self.state is _S.LEAVING:

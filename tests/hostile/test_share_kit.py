@@ -18,9 +18,11 @@ class ShareFakeBroker(FakeBroker):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.acks = []  # (api, epoch, topic_id, partition, batches)
+        self.heartbeats = []  # (member_id, member_epoch) as they came
         self._handed = set()
 
     def _on_ShareGroupHeartbeat(self, header, body):
+        self.heartbeats.append((body["member_id"], body["member_epoch"]))
         leaving = body["member_epoch"] == -1
         assignment = None if leaving else {"topic_partitions": [
             {"topic_id": self.topic_ids[name], "partitions": list(range(count))}
@@ -78,6 +80,20 @@ def poll_until(share, timeout=5.0):
     return {}
 
 
+def polls_raise_parse_error(broker, stage, action, bound=10.0):
+    """Script `stage` with `action`, poll a new consumer: ProtocolParseError
+    within `bound` seconds (the client's parse-failure limit, then the
+    application). Returns the consumer, still to close."""
+    broker.script(stage, action)
+    share = share_consumer(broker, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50)
+    started = time.monotonic()
+    with pytest.raises(errors.ProtocolParseError):
+        while time.monotonic() - started < bound:
+            share.poll(timeout_ms=200)
+    assert time.monotonic() - started < bound
+    return share
+
+
 def test_the_canned_group_reads_and_acknowledges_on_close():
     with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
         share = share_consumer(broker)
@@ -93,21 +109,16 @@ def test_the_canned_group_reads_and_acknowledges_on_close():
 @pytest.mark.parametrize("action", [garbage(), truncated()], ids=["garbage", "truncated"])
 def test_a_broker_answering_share_fetch_with_garbage_gives_a_typed_error_in_bounded_time(action):
     with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
-        broker.script("ShareFetch", action)
-        share = share_consumer(broker, reconnect_backoff_ms=10, reconnect_backoff_max_ms=50)
-        started = time.monotonic()
-        with pytest.raises(errors.ProtocolParseError):
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                share.poll(timeout_ms=200)
-        assert time.monotonic() - started < 10
+        share = polls_raise_parse_error(broker, "ShareFetch", action)
         assert broker.count("ShareFetch") >= 3  # the client's parse-failure policy: a bounded number of tries
+        share.close(timeout_ms=1000)
         share.close(timeout_ms=1000)
 
 
 def test_a_silent_broker_costs_bounded_waits():
     with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
-        share = share_consumer(broker)
+        # requests time out after 3 s: commit_sync's own 500 ms bound is what ends its wait
+        share = share_consumer(broker, request_timeout_ms=3000)
         assert poll_until(share)
         broker.script("ShareFetch", silence())
         broker.script("ShareAcknowledge", silence())
@@ -118,8 +129,46 @@ def test_a_silent_broker_costs_bounded_waits():
         started = time.monotonic()
         results = share.commit_sync(timeout_ms=500)
         assert time.monotonic() - started < 2.0
-        assert results and all(isinstance(e, (errors.KafkaTimeoutError, errors.KafkaConnectionError))
-                               for e in results.values())
+        assert results and all(isinstance(e, errors.KafkaTimeoutError) for e in results.values())
         started = time.monotonic()
         share.close(timeout_ms=1500)
         assert time.monotonic() - started < 3.0
+
+
+def test_wakeup_interrupts_a_waiting_poll_once():
+    import threading
+
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        share = share_consumer(broker)
+        assert poll_until(share)
+        timer = threading.Timer(0.3, share.wakeup)
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(errors.WakeupException):
+            share.poll(timeout_ms=5000)
+        assert time.monotonic() - started < 2.0
+        assert share.poll(timeout_ms=100) == {}  # once
+        timer.join()
+        share.close(timeout_ms=1000)
+
+
+def test_unsubscribe_accepts_what_was_delivered_and_leaves():
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        share = share_consumer(broker)
+        assert poll_until(share)
+        share.unsubscribe()
+        assert share.subscription() == set() and share.assignment() == set()
+        assert broker.heartbeats[0][1] == 0 and broker.heartbeats[-1][1] == -1  # joined with 0, left with -1
+        assert len({member for member, _ in broker.heartbeats}) == 1  # one client-made id throughout
+        assert [(api, batches) for api, _, _, _, batches in broker.acks] == [
+            ("ShareAcknowledge", [{"first_offset": 0, "last_offset": 2, "acknowledge_types": [1]}])]
+        with pytest.raises(errors.IllegalStateError, match="not subscribed"):
+            share.poll()
+        share.close(timeout_ms=1000)
+
+
+def test_a_coordinator_answering_heartbeats_with_garbage_gives_a_typed_error_in_bounded_time():
+    with ShareFakeBroker(topics={"t": 1}, records=3) as broker:
+        share = polls_raise_parse_error(broker, "ShareGroupHeartbeat", garbage())
+        assert broker.count("ShareFetch") == 0  # never a member: nothing fetched
+        share.close(timeout_ms=1000)

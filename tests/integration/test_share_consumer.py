@@ -54,6 +54,15 @@ def drain(share, want, timeout=30.0, ack=None):
     return got
 
 
+def first_batch(share, timeout=30.0):
+    """poll_arrow() until a batch with rows comes (or timeout: the last, empty one)."""
+    deadline = time.monotonic() + timeout
+    batch = share.poll_arrow(timeout_ms=500)
+    while not batch.num_rows and time.monotonic() < deadline:
+        batch = share.poll_arrow(timeout_ms=500)
+    return batch
+
+
 def test_one_consumer_reads_every_record_once_implicitly(kafka_broker, make_topic):
     bootstrap = kafka_broker.bootstrap_servers
     topic = make_topic(partitions=2)
@@ -162,12 +171,7 @@ def test_poll_arrow_and_acknowledge_batch(kafka_broker, make_topic):
     written = write(bootstrap, topic, 12)
     group = share_group(bootstrap)
     with consumer(bootstrap, group, topic, share_acknowledgement_mode="explicit") as share:
-        batch = None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            batch = share.poll_arrow(timeout_ms=500)
-            if batch.num_rows:
-                break
+        batch = first_batch(share)
         assert batch.num_rows == 12
         assert batch.column("value").to_pylist() == [w.value for w in written]
         assert batch.column("delivery_count").to_pylist() == [1] * 12
@@ -179,12 +183,7 @@ def test_poll_arrow_and_acknowledge_batch(kafka_broker, make_topic):
         with pytest.raises(errors.IllegalStateError):
             share.acknowledge_batch(batch, AcknowledgeType.ACCEPT)  # all acknowledged already
         assert share.commit_sync(timeout_ms=10000) == {TopicPartition(topic, 0): None}
-        again = None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            again = share.poll_arrow(timeout_ms=500)
-            if again.num_rows:
-                break
+        again = first_batch(share)
         assert again.column("offset").to_pylist() == [0, 1, 2, 3]
         assert again.column("delivery_count").to_pylist() == [2] * 4
         share.acknowledge_batch(again, AcknowledgeType.ACCEPT)
@@ -251,3 +250,88 @@ def test_three_members_share_one_partition_without_duplicates(kafka_broker, make
     assert sorted(offsets) == [w.offset for w in written]  # each record once, none lost
     assert assignments == [{TopicPartition(topic, 0)}] * 3  # one partition, shared by all
     assert sum(1 for records in got.values() if records) >= 2  # the work was shared
+
+
+def test_a_busy_application_stays_in_the_group(kafka_broker, make_topic):
+    """The member heartbeats from its thread: through 12 s without a call
+    (the harness's share session timeout is 10 s) the broker keeps answering
+    its heartbeats, never fences it, and the late acknowledgements succeed
+    (a 20 s lock)."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    write(bootstrap, topic, 5)
+    group = share_group(bootstrap, **{"share.record.lock.duration.ms": 20000})
+    with consumer(bootstrap, group, topic, share_acknowledgement_mode="explicit") as share:
+        got = drain(share, 5)
+        before = share._heartbeat.heartbeats_answered
+        time.sleep(12)
+        assert share._heartbeat.heartbeats_answered - before >= 5  # the broker's 1 s interval, while we slept
+        for record in got:
+            share.acknowledge(record)
+        assert share.commit_sync(timeout_ms=10000) == {TopicPartition(topic, 0): None}
+        assert share._member.fenced_count == 0
+    assert len(got) == 5
+
+
+def test_a_fenced_member_rejoins_with_its_id_and_its_acknowledgements_are_answered(kafka_broker, make_topic):
+    """The member's thread stalls past the session timeout (the test holds its
+    lock 13 s): the broker drops the member, the next heartbeat is answered
+    UNKNOWN_MEMBER_ID, the member joins again (epoch 0, same id). Records
+    delivered before stay acknowledgeable: Kafka 4.3.1 still holds them for
+    this member id within their lock, and accepts the acknowledgements."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    write(bootstrap, topic, 5)
+    group = share_group(bootstrap, **{"share.record.lock.duration.ms": 30000})
+    with consumer(bootstrap, group, topic, share_acknowledgement_mode="explicit") as share:
+        got = drain(share, 5)
+        member_id = share._member.member_id
+        with share._heartbeat.lock:
+            time.sleep(13)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (share._member.fenced_count and share._member.member_epoch > 0):
+            time.sleep(0.05)
+        assert share._member.fenced_count == 1 and share._member.member_epoch > 0
+        assert share._member.member_id == member_id
+        for record in got:
+            share.acknowledge(record)
+        assert share.commit_sync(timeout_ms=10000) == {TopicPartition(topic, 0): None}
+        assert drain(share, 1, timeout=3.0) == []  # settled: nothing comes back
+
+
+def test_renew_refused_by_the_group_config_is_a_typed_result_and_the_record_stays_held(kafka_broker, make_topic):
+    """Two signals say RENEW is not available: a leader below ShareAcknowledge
+    v2 (acknowledge() raises UnsupportedVersionError, unit-tested), and the
+    group config share.renew.acknowledge.enable=false, which Kafka 4.3.1
+    answers per partition with INVALID_RECORD_STATE ("Renewing acquisition
+    locks is not enabled for the group"); the record can still be settled."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    write(bootstrap, topic, 1)
+    group = share_group(bootstrap, **{"share.renew.acknowledge.enable": "false"})
+    with consumer(bootstrap, group, topic, share_acknowledgement_mode="explicit") as share:
+        [record] = drain(share, 1)
+        share.acknowledge(record, AcknowledgeType.RENEW)
+        [(partition, error)] = share.commit_sync(timeout_ms=5000).items()
+        assert partition == TopicPartition(topic, 0)
+        assert isinstance(error, errors.InvalidRecordStateError) and "not enabled" in str(error)
+        share.acknowledge(record, AcknowledgeType.ACCEPT)
+        assert share.commit_sync(timeout_ms=5000) == {TopicPartition(topic, 0): None}
+
+
+@pytest.mark.parametrize("mode", ["batch_optimized", "record_limit"])
+def test_acquire_mode(kafka_broker, make_topic, mode):
+    """One producer batch of 100 records, max_poll_records=10: batch_optimized
+    acquires the whole batch (the rest waits in the buffer, its lock
+    running); record_limit (KIP-1206) acquires ten at a time."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=1)
+    written = write(bootstrap, topic, 100)
+    group = share_group(bootstrap)
+    with consumer(bootstrap, group, topic, max_poll_records=10, share_acquire_mode=mode) as share:
+        first = drain(share, 1)
+        held = sum(len(c.acquired_offsets()) for c in share._fetch.buffer)
+        rest = drain(share, 100 - len(first))
+    assert len(first) == 10
+    assert held == (90 if mode == "batch_optimized" else 0)
+    assert sorted(r.offset for r in first + rest) == [w.offset for w in written]

@@ -421,14 +421,7 @@ def test_hostile_bytes_end_in_a_typed_error_or_in_waiting(noise, cut, handshake)
 def test_the_core_imports_nothing_that_does_io_or_keeps_time():
     # the invariant the drivers rely on: every byte and every clock reading
     # comes from them (auth.PendingStep's thread is the mechanism's)
-    import ast
-    import pathlib
+    from tests.support.imports import IO_AND_TIME, top_level_imports
 
-    tree = ast.parse(pathlib.Path(core_module.__file__).read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert imported.isdisjoint({"socket", "selectors", "select", "time", "threading", "asyncio", "os"}), imported
+    imported = top_level_imports(core_module.__file__)
+    assert imported.isdisjoint(IO_AND_TIME), imported

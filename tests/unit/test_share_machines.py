@@ -22,7 +22,7 @@ TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_DNS, "t").bytes
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 NODE = 1
 Rec = collections.namedtuple("Rec", "topic partition offset delivery_count value")
-Decoded = collections.namedtuple("Decoded", "records gaps")
+Decoded = collections.namedtuple("Decoded", "records gaps released", defaults=((),))
 
 
 # --- the acknowledgement ledger and its wire form -------------------------------------------------
@@ -209,7 +209,7 @@ def fake_decode_arrow(data, **kwargs):
         "partition": pa.array([r.partition for r in rows], pa.int32()),
         "offset": pa.array([r.offset for r in rows], pa.int64()),
         "delivery_count": pa.array([r.delivery_count for r in rows], pa.int16())})
-    return batch, decoded.gaps
+    return Decoded(batch, decoded.gaps)
 
 
 def broken_decode(data, **kwargs):
@@ -265,6 +265,17 @@ def first_fetch(machine, *parts):
     return req
 
 
+def accepted_then_fetch(acquired):
+    """A machine whose first fetch acquired `acquired` on TP0, handed out and
+    ACCEPTed, and the ShareFetch that carries those acknowledgements."""
+    machine = fetch_machine()
+    first_fetch(machine, part(0, acquired))
+    machine.hand_out(100)
+    machine.acknowledge_delivered(A)
+    [req] = machine.next_requests(1.0, fetch=True)
+    return machine, req
+
+
 def test_first_share_fetch_opens_the_session_with_every_partition_and_no_acks():
     machine = fetch_machine()
     req = first_fetch(machine, part(0, [(0, 2, 1)]))
@@ -280,11 +291,7 @@ def test_first_share_fetch_opens_the_session_with_every_partition_and_no_acks():
 
 
 def test_implicit_acks_ride_the_next_share_fetch_and_their_answer_is_a_result():
-    machine = fetch_machine()
-    first_fetch(machine, part(0, [(0, 2, 1)]))
-    machine.hand_out(100)
-    machine.acknowledge_delivered(A)
-    [req] = machine.next_requests(1.0, fetch=True)
+    machine, req = accepted_then_fetch([(0, 2, 1)])
     assert req.api == "ShareFetch" and req.body["share_session_epoch"] == 1
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 1, 2: 1}}
     assert req.body["topics"][0]["partitions"] == [{"partition_index": 0, "acknowledgement_batches": [
@@ -305,14 +312,15 @@ def test_one_request_in_flight_per_leader():
     assert len(machine.next_requests(0.3, fetch=True)) == 1
 
 
-def test_acks_go_in_a_share_acknowledge_when_no_fetch_goes_to_that_leader():
+def test_while_polling_acks_wait_for_the_next_fetch_and_a_commit_sends_them_at_once():
     machine = fetch_machine()
     first_fetch(machine, part(0, [(0, 9, 1)]))
     machine.hand_out(4)  # six records stay buffered: no fetch to that leader
     machine.acknowledge(TP0, 0, A)
     machine.acknowledge(TP0, 1, R)
     machine.acknowledge(TP0, 3, J)
-    [req] = machine.next_requests(1.0, fetch=True)
+    assert machine.next_requests(1.0, fetch=True) == []  # they wait for the ShareFetch after the buffer
+    [req] = machine.next_requests(1.0, fetch=False)  # a commit
     assert req.api == "ShareAcknowledge" and req.body["share_session_epoch"] == 1
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 2, 3: 3}}
     machine.on_response(req.token, ack_answer((0, 0)), 1.1)
@@ -331,11 +339,7 @@ def test_gaps_are_acknowledged_as_gap():
 
 
 def test_a_lost_session_fails_its_acks_and_the_next_fetch_opens_a_new_one():
-    machine = fetch_machine()
-    first_fetch(machine, part(0, [(0, 1, 1)]))
-    machine.hand_out(100)
-    machine.acknowledge_delivered(A)
-    [req] = machine.next_requests(1.0, fetch=True)
+    machine, req = accepted_then_fetch([(0, 1, 1)])
     machine.on_response(req.token, fetch_answer(error_code=errors.ShareSessionNotFoundError.errno), 1.0)
     [result] = machine.take_results()
     assert isinstance(result.error, errors.ShareSessionNotFoundError) and result.offsets == {0, 1}
@@ -356,11 +360,7 @@ def test_acks_pending_for_a_reset_session_fail_at_once():
 
 
 def test_a_connection_error_resets_the_session_and_fails_the_acks_it_carried():
-    machine = fetch_machine()
-    first_fetch(machine, part(0, [(0, 1, 1)]))
-    machine.hand_out(100)
-    machine.acknowledge_delivered(A)
-    [req] = machine.next_requests(1.0, fetch=True)
+    machine, req = accepted_then_fetch([(0, 1, 1)])
     machine.on_response(req.token, errors.KafkaConnectionError("reset by peer"), 1.0)
     [result] = machine.take_results()
     assert isinstance(result.error, errors.KafkaConnectionError)
@@ -435,8 +435,8 @@ def test_records_of_a_partition_no_longer_assigned_are_released():
     machine = fetch_machine()
     first_fetch(machine, part(0, [(0, 1, 1)]), part(1, [(5, 5, 1)]))
     machine.set_assignment([TP1])
-    [req] = machine.next_requests(1.0, fetch=True)
-    assert req.api == "ShareAcknowledge"  # TP1's record is still buffered: no fetch
+    assert machine.next_requests(1.0, fetch=True) == []  # TP1's record is still buffered: no fetch yet
+    [req] = machine.next_requests(1.0, fetch=False)
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 2, 1: 2}}
 
 
@@ -506,3 +506,151 @@ def test_share_config_refuses_unknown_and_group_only_keys_by_name():
         share_config({"group_id": "g", "max_poll_records": 0})
     assert share_config({"group_id": "g", "share_acknowledgement_mode": "explicit"})[
         "share_acknowledgement_mode"] == "explicit"
+
+
+# --- the member's thread (heartbeat.py) over a fake transport ---------------------------------------------
+class FakeTransport:
+    def __init__(self, heartbeat_error=0):
+        self.calls = []
+        self.heartbeat_error = heartbeat_error
+        self.closed = False
+
+    def request_any(self, api, body, timeout_ms):
+        self.calls.append(api)
+        return {"error_code": 0, "node_id": NODE, "host": "h", "port": 9092}
+
+    def metadata(self, topics, timeout_ms):
+        return Cluster({TOPIC_ID: "t"})
+
+    def use_coordinator(self, coordinator):
+        pass
+
+    def call(self, api, body, timeout_ms):
+        self.calls.append((api, body["member_epoch"]))
+        if self.heartbeat_error:
+            return heartbeat_answer(-1, error_code=self.heartbeat_error)
+        return heartbeat_answer(-1 if body["member_epoch"] == -1 else 1, ((TOPIC_ID, [0]),), interval=50)
+
+    def abort(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def wait_until(predicate, timeout=5.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_the_member_thread_joins_heartbeats_leaves_and_stops():
+    from fastkc.share.heartbeat import ShareHeartbeat
+
+    member = ShareMemberMachine("g", CoordinatorMachine("g", 100, 30000))
+    changes = []
+    transport = FakeTransport()
+    heartbeat = ShareHeartbeat(member, dict(CONFIG), on_change=lambda: changes.append(1), transport=transport)
+    heartbeat.start()
+    with heartbeat.lock:
+        member.set_subscription(["t"])
+    heartbeat.kick()
+    assert wait_until(lambda: member.assignment == {TP0})
+    assert changes == [1]
+    assert wait_until(lambda: heartbeat.heartbeats_answered >= 3)  # 50 ms interval, nobody calling
+    with heartbeat.lock:
+        member.leave()
+    heartbeat.kick()
+    assert wait_until(lambda: member.state is ShareMemberState.UNSUBSCRIBED)
+    assert ("ShareGroupHeartbeat", -1) in transport.calls
+    heartbeat.stop(2.0)
+    assert not heartbeat._thread.is_alive() and transport.closed
+
+
+def test_the_member_threads_fatal_error_reaches_the_application():
+    from fastkc.share.heartbeat import ShareHeartbeat
+
+    member = ShareMemberMachine("g", CoordinatorMachine("g", 100, 30000))
+    heartbeat = ShareHeartbeat(member, dict(CONFIG), transport=FakeTransport(
+        heartbeat_error=errors.GroupAuthorizationFailedError.errno))
+    heartbeat.start()
+    with heartbeat.lock:
+        member.set_subscription(["t"])
+    heartbeat.kick()
+    try:
+        assert wait_until(lambda: heartbeat._error is not None)
+        with pytest.raises(errors.GroupAuthorizationFailedError):
+            heartbeat.raise_error()
+        heartbeat.raise_error()  # once
+    finally:
+        heartbeat.stop(2.0)
+
+
+def test_acks_for_a_leader_this_member_no_longer_fetches_from_go_at_once():
+    machine = fetch_machine()
+    first_fetch(machine, part(0, [(0, 1, 1)]))
+    machine.hand_out(100)
+    machine.acknowledge_delivered(A)
+    machine.set_assignment([])
+    [req] = machine.next_requests(1.0, fetch=True)
+    assert req.api == "ShareAcknowledge" and acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 1}}
+
+
+@pytest.mark.parametrize("module", ["member_machine", "session", "acknowledgements", "fetch_machine"])
+def test_the_share_machines_import_nothing_that_does_io_or_keeps_time(module):
+    import importlib
+
+    from tests.support.imports import IO_AND_TIME, top_level_imports
+
+    imported = top_level_imports(importlib.import_module("fastkc.share." + module).__file__)
+    assert imported.isdisjoint(IO_AND_TIME), imported
+
+
+@pytest.mark.parametrize("ranges", [
+    [(5, 3, 1)],  # first > last
+    [(0, 5, 1), (3, 8, 1)],  # overlapping
+    [(0, 1, 0)],  # delivery count 0
+    [(0, (1 << 62), 1)],  # more offsets than a consumer tracks
+], ids=["reversed", "overlapping", "count-0", "huge"])
+def test_impossible_acquired_ranges_are_a_typed_error_and_nothing_is_tracked(ranges):
+    machine = fetch_machine()
+    first_fetch(machine, part(0, ranges))
+    assert not machine.buffered() and machine.unacknowledged() == 0 and not machine.acks_outstanding()
+    with pytest.raises(errors.InvalidAcquiredRecordsError):
+        machine.next_requests(1.0, fetch=True)
+    assert len(machine.next_requests(1.0, fetch=True)) == 1  # raised once; fetching goes on
+
+
+def test_record_limit_is_sent_as_acquire_mode_1_and_refused_by_name_on_a_v1_broker():
+    config = share_config({"group_id": "g", "share_acquire_mode": "record_limit"})
+    machine = ShareFetchMachine(config, "g", "m", decode=fake_decode)
+    machine.set_routes({"t": TOPIC_ID}, {TP0: NODE})
+    machine.set_assignment([TP0])
+    machine.versions[NODE] = 2
+    [req] = machine.next_requests(0.0, fetch=True)
+    assert req.body["share_acquire_mode"] == 1
+    assert fetch_machine().next_requests(0.0, fetch=True)[0].body["share_acquire_mode"] == 0
+    old = ShareFetchMachine(config, "g", "m", decode=fake_decode)
+    old.set_routes({"t": TOPIC_ID}, {TP0: NODE})
+    old.set_assignment([TP0])
+    old.versions[NODE] = 1
+    with pytest.raises(errors.UnsupportedVersionError, match="KIP-1206"):
+        old.next_requests(0.0, fetch=True)
+    assert old.in_flight == {}  # nothing half-made
+    with pytest.raises(errors.KafkaConfigurationError, match="share_acquire_mode"):
+        share_config({"group_id": "g", "share_acquire_mode": "strict"})
+
+
+def test_offsets_the_decoder_releases_are_acknowledged_as_release():
+    def decode_with_cut_tail(data, *, topic, partition, acquired, **kwargs):
+        return Decoded([Rec(topic, partition, 0, 1, b"v0")], [(1, 1)], [(2, 3)])
+
+    machine = fetch_machine(decode=decode_with_cut_tail)
+    first_fetch(machine, part(0, [(0, 3, 1)]))
+    assert [r.offset for r in machine.hand_out(100)[TP0]] == [0]
+    assert not machine.buffered()
+    [req] = machine.next_requests(1.0, fetch=False)
+    assert acks_in(req.body) == {(TOPIC_ID, 0): {1: GAP, 2: int(R), 3: int(R)}}

@@ -250,7 +250,6 @@ def check_mixed(s):
             # the normal case: delivered and ACCEPTed exactly once
             assert counts == [1], (key, deliveries[key])
             assert acks[key] == Counter({"ACCEPT": 1}), (key, acks[key])
-    return {m.name: sum(1 for e in m.events() if e["e"] == "got") for m in s.members}
 
 
 @pytest.mark.timeout(150)
@@ -285,9 +284,10 @@ def _check_lock_timeout(s, held, holder_still_open):
         assert again, (key, deliveries[key])
         d, _, t = again[0]
         assert d == dc + 1, (key, deliveries[key])
-        # not before the lock ran out (the holder neither acknowledged nor left), and
-        # well before the broker would have expired the holder's session
-        assert SHARE_RECORD_LOCK_MS / 1000 - 0.5 <= t - acquired_at < SHARE_SESSION_TIMEOUT_MS / 1000, (
+        # not before the lock ran out (the holder neither acknowledged nor left; the
+        # broker acquired a little before the holder was handed the records, hence
+        # the second of slack), and before the broker would have expired its session
+        assert SHARE_RECORD_LOCK_MS / 1000 - 1.0 <= t - acquired_at < SHARE_SESSION_TIMEOUT_MS / 1000, (
             key, t - acquired_at)
     s.assert_each_accepted_once()
 

@@ -237,6 +237,21 @@ def answer(fn):
     return act
 
 
+def serve_log(batches):
+    """Fetch answered as a broker serves a log of crafted batches
+    ([(base offset, bytes)], in offset order): each partition gets the log
+    from the batch holding its fetch offset on (nothing past the last)."""
+    def serve(header, body, default):
+        wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
+        for topic in default["responses"]:
+            for part in topic["partitions"]:
+                offset = wanted.get(part["partition_index"], 0)
+                held = [i for i, (base, _) in enumerate(batches) if base <= offset]
+                part["records"] = b"".join(blob for _, blob in batches[held[-1]:]) if held else b""
+        return default
+    return answer(serve)
+
+
 #: the misbehaviours every stage is tested with, by name
 HOSTILE = {
     "silence": silence,

@@ -14,8 +14,9 @@ import pytest
 import fastkc
 from fastkc import errors
 from fastkc.aio import AIOKafkaConsumer, TopicPartition
-from tests.hostile.kit import FakeBroker, answer
+from tests.hostile.kit import FakeBroker, serve_log
 from tests.support import batchgen as bg
+from tests.support.aio_tools import drain
 
 TOPIC = "t"
 TP = TopicPartition(TOPIC, 0)
@@ -23,20 +24,6 @@ FAST = dict(request_timeout_ms=3000, fetch_max_wait_ms=50, retry_backoff_ms=50,
             enable_auto_commit=False, auto_offset_reset="earliest")
 
 pytestmark = pytest.mark.skipif(fastkc.backend != "c", reason="only the compiled core's streams prepare off-thread")
-
-
-def _serving(batches):
-    """A Fetch answer as a broker gives it: the log from the batch holding
-    the fetch offset on (batches: [(base offset, bytes)])."""
-    def serve(header, body, default):
-        wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
-        for topic in default["responses"]:
-            for part in topic["partitions"]:
-                offset = wanted.get(part["partition_index"], 0)
-                held = [i for i, (base, _) in enumerate(batches) if base <= offset]
-                part["records"] = b"".join(blob for _, blob in batches[held[-1]:]) if held else b""
-        return default
-    return serve
 
 
 def _gzip_batches(count, per_batch):
@@ -64,22 +51,12 @@ class _Watch:
         machine.prepare_step = prepare_step
 
 
-async def _drain(consumer, count, timeout=20.0):
-    got = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while len(got) < count and loop.time() < deadline:
-        batch = await consumer.getmany(timeout_ms=200)
-        got.extend(r for records in batch.values() for r in records)
-    return got
-
-
 @pytest.mark.parametrize("decode_threads", [1, 0])
 def test_large_compressed_batches_are_decoded_off_the_loop(decode_threads):
     count = 12_000
     batches = _gzip_batches(count, per_batch=3_000)  # ~3 MB decompressed per batch
     with FakeBroker(topics={TOPIC: 1}, records=count) as broker:
-        broker.script("Fetch", answer(_serving(batches)))
+        broker.script("Fetch", serve_log(batches))
 
         async def scenario():
             consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads,
@@ -88,7 +65,7 @@ def test_large_compressed_batches_are_decoded_off_the_loop(decode_threads):
             await consumer.start()
             try:
                 consumer.assign([TP])
-                got = await _drain(consumer, count)
+                got = await drain(consumer, count, timeout=20, settle_ms=0)
                 return got, watch.threads, dict(consumer._machine.decode_steps), await consumer.position(TP)
             finally:
                 await consumer.stop()
@@ -118,7 +95,7 @@ def test_many_small_batches_over_several_partitions_every_record_once(codec):
     batches = [(base, bg.record_batch(bg.records_from_values([b"%d" % i for i in range(base, base + 512)]),
                                       base_offset=base, codec=codec)) for base in range(0, count, 512)]
     with FakeBroker(topics={TOPIC: partitions}, records=count) as broker:
-        broker.script("Fetch", answer(_serving(batches)))
+        broker.script("Fetch", serve_log(batches))
 
         async def scenario():
             consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, max_partition_fetch_bytes=256 * 1024,
@@ -128,7 +105,7 @@ def test_many_small_batches_over_several_partitions_every_record_once(codec):
             try:
                 tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
                 consumer.assign(tps)
-                got = await _drain(consumer, count * partitions)
+                got = await drain(consumer, count * partitions, timeout=20, settle_ms=0)
                 return got, dict(consumer._machine.decode_steps), watch.threads
             finally:
                 await consumer.stop()
@@ -158,7 +135,7 @@ CORRUPT_LOG = [
 @pytest.mark.parametrize("decode_threads", [1, 0])
 def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it(decode_threads):
     with FakeBroker(topics={TOPIC: 1}, records=LAST + 1) as broker:
-        broker.script("Fetch", answer(_serving(CORRUPT_LOG)))
+        broker.script("Fetch", serve_log(CORRUPT_LOG))
 
         async def scenario():
             consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads, **FAST)
@@ -177,7 +154,7 @@ def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it
                         before.extend(r for records in batch.values() for r in records)
                 at_error = await consumer.position(TP)
                 consumer.seek(TP, BAD + 1)
-                after = await _drain(consumer, LAST - BAD)
+                after = await drain(consumer, LAST - BAD, timeout=20, settle_ms=0)
                 return before, error, at_error, after, await consumer.position(TP)
             finally:
                 await consumer.stop()

@@ -10,7 +10,7 @@ import pytest
 
 from fastkc import KafkaConsumer, errors
 from fastkc.structs import TopicPartition
-from tests.hostile.kit import FakeBroker, answer
+from tests.hostile.kit import FakeBroker, serve_log
 from tests.support import batchgen as bg
 from tests.support import require_optional
 
@@ -28,22 +28,10 @@ BATCHES = [  # (base offset, bytes)
 ]
 
 
-def _serve_log(header, body, default):
-    # as a broker: the log from the batch holding the fetch offset on
-    wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
-    for topic in default["responses"]:
-        for part in topic["partitions"]:
-            offset = wanted.get(part["partition_index"], 0)
-            held = [i for i, (base, _) in enumerate(BATCHES) if base <= offset]
-            if part["records"] and held:
-                part["records"] = b"".join(blob for _, blob in BATCHES[held[-1]:])
-    return default
-
-
 @pytest.fixture
 def consumer():
     with FakeBroker(topics={TOPIC: 1}, records=LAST + 1) as broker:
-        broker.script("Fetch", answer(_serve_log))
+        broker.script("Fetch", serve_log(BATCHES))
         consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, request_timeout_ms=2000,
                                  enable_auto_commit=False, auto_offset_reset="earliest")
         consumer.assign([TP])

@@ -431,19 +431,24 @@ class AIOKafkaConsumer:
             await asyncio.shield(step)
             self._check_running()
 
-    def _prepare(self, completed: CompletedFetch, limit: int) -> "asyncio.Future[None]":
+    def _prepare(self, completed: CompletedFetch, limit: int, arrow: bool = False) -> "asyncio.Future[None]":
         """The future of `completed`'s next step prepared on the decode thread:
         as many records as a take asks for (at least _PREPARE_MIN), so that a
         take uses up a prepared step and the next one is prepared while the
-        application works on what it took."""
+        application works on what it took; with `arrow`, an Arrow step of as
+        many rows as the take asks for."""
         # a step of this fetch still being prepared is the one to wait for
         # (a finished one says nothing about the fetch's next step)
         if self._preparing is not None and self._preparing[0] is completed and not self._preparing[1].done():
             return self._preparing[1]
         if self._decode_thread is None:
             self._decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastkc-aio-decode")
-        step = asyncio.get_running_loop().run_in_executor(
-            self._decode_thread, self._machine.prepare_step, completed, min(max(limit, _PREPARE_MIN), _PREPARE_MAX))
+        loop = asyncio.get_running_loop()
+        if arrow:
+            step = loop.run_in_executor(self._decode_thread, self._machine.prepare_arrow_step, completed, limit)
+        else:
+            step = loop.run_in_executor(self._decode_thread, self._machine.prepare_step, completed,
+                                        min(max(limit, _PREPARE_MIN), _PREPARE_MAX))
         self._preparing = (completed, step)
         return step
 
@@ -498,7 +503,15 @@ class AIOKafkaConsumer:
         deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
         while True:
             await self._on_get(partitions)
-            batches = self._machine.fetched_arrow(limit, wanted)
+            batches = self._machine.fetched_arrow(limit, wanted, prepared_only=self._offload_decode)
+            unprepared = self._machine.unprepared
+            if unprepared is not None:
+                # a heavy fetch's next Arrow step, decoded on the decode thread
+                step = self._prepare(unprepared, limit, arrow=True)
+                if not batches:
+                    await asyncio.shield(step)
+                    self._check_running()
+                    continue
             if batches:
                 self._fetcher.send_requests()
                 return batches[0]

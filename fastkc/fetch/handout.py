@@ -66,7 +66,7 @@ class CompletedFetch:
     through a decoder stream (see module docstring)."""
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "stream",
-                 "form", "tally", "records_out", "nothing_to_prepare", "slow_codec_bytes")
+                 "form", "tally", "records_out", "nothing_to_prepare", "slow_codec_bytes", "arrow_ready")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data: _Buffer, aborted: list[tuple[int, int]] | None,
                  next_offset: int, leader_epoch: int, nbytes: int) -> None:
@@ -94,6 +94,25 @@ class CompletedFetch:
         # bytes of its entries compressed with gzip, snappy or zstd (the
         # scan's count): what makes its steps heavy (worth_preparing)
         self.slow_codec_bytes = 0
+        # an Arrow step of its stream decoded off the caller's thread
+        # (prepare_arrow_step), waiting to be handed out by fetched_arrow
+        self.arrow_ready: PreparedArrowStep | None = None
+
+
+class PreparedArrowStep:
+    """One Arrow step decoded off the caller's thread into a builder of its
+    own: the rows (None when it appended none), the stream it advanced (it
+    is handed out only while that stream is still the fetch's), how many
+    rows were handed out so far, and the CorruptRecordError that ended it
+    after those rows (reported once every row before it is out)."""
+
+    __slots__ = ("batch", "stream", "error", "taken")
+
+    def __init__(self, batch: _RecordBatch | None, stream: "RecordStream", error: CorruptRecordError | None) -> None:
+        self.batch = batch
+        self.stream = stream
+        self.error = error
+        self.taken = 0
 
 
 
@@ -203,6 +222,7 @@ class HandoutMixin(MachineParts):
             max_batch_records=self._max_batch_records, arrow=form == "arrow")
         completed.form = form
         completed.fetch_offset = position
+        completed.arrow_ready = None  # a step of the stream this one replaces is not handed out
         return completed.stream
 
     @staticmethod
@@ -421,15 +441,32 @@ class HandoutMixin(MachineParts):
             completed.form = None
 
     def fetched_arrow(self, max_records: int, partitions: Container[TopicPartition] | None = None,
-                      ) -> list[_RecordBatch]:
+                      prepared_only: bool = False) -> list[_RecordBatch]:
         """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
         max_records buffered records across partitions (of `partitions`
         only, when given), or an empty list;
         positions advanced. The steps append to one ArrowBuilder (one copy of
         the data, no join afterwards); a step ends before the batch would pass
-        Arrow's int32 offsets, and the rest is handed out by the next call."""
+        Arrow's int32 offsets, and the rest is handed out by the next call.
+
+        prepared_only (the asyncio driver): a heavy fetch (worth_preparing)
+        is not decoded here; its rows come from a step decoded off this
+        thread (prepare_arrow_step) and are joined to the others' (one copy
+        of those rows). The take stops at a heavy fetch with no step ready
+        and names it in `self.unprepared`."""
         builder = fastkc_records.arrow_builder(zero_copy=self._arrow_zero_copy)
+        pieces: list[_RecordBatch] = []  # rows of prepared steps, joined after the builder's
+
+        def finish() -> list[_RecordBatch]:
+            batches = ([builder.finish()] if builder.num_rows else []) + pieces
+            if len(batches) > 1:
+                import pyarrow as pa
+
+                batches = [pa.concat_batches(batches)]
+            return batches
+
         self._records_form = False
+        self.unprepared = None
         remaining = max_records
         for state in self._ordered_states():
             if remaining <= 0:
@@ -442,6 +479,19 @@ class HandoutMixin(MachineParts):
                 stream = self._stream(state, completed, "arrow")
                 if stream is None:
                     break
+                if prepared_only and hasattr(stream, "prepare") and worth_preparing(completed):
+                    ready = completed.arrow_ready
+                    if ready is None or ready.stream is not stream:
+                        self.unprepared = completed
+                        return finish()
+                    n, error = self._hand_out_prepared_arrow(state, completed, stream, ready, remaining, pieces)
+                    remaining -= n
+                    if error is not None:
+                        if builder.num_rows or pieces:
+                            self._pending_error = error
+                            return finish()
+                        raise error
+                    continue
                 try:
                     appended = stream.arrow(int(min(remaining, _ARROW_STEP_MAX)), self._max_held, None, builder)
                 except CorruptRecordError as exc:
@@ -471,6 +521,68 @@ class HandoutMixin(MachineParts):
                 else:
                     self._in_line = tp
                     if not appended:
-                        return [builder.finish()] if builder.num_rows else []  # full (int32 offsets)
-        return [builder.finish()] if builder.num_rows else []
+                        return finish()  # full (int32 offsets)
+        return finish()
+
+    def _hand_out_prepared_arrow(self, state: "PartitionState", completed: CompletedFetch, stream: "RecordStream",
+                                 ready: PreparedArrowStep, remaining: int, pieces: list[_RecordBatch],
+                                 ) -> tuple[int, CorruptRecordError | None]:
+        """Up to `remaining` rows of a prepared Arrow step into `pieces`; once
+        all its rows are out, the position moves as a step on this thread
+        would have moved it (or stops at its bad batch: the error is
+        returned). Returns (rows handed out, error)."""
+        batch = ready.batch
+        rows = batch.num_rows if batch is not None else 0
+        n = min(rows - ready.taken, remaining)
+        last = None
+        if n > 0:
+            assert batch is not None  # rows > 0
+            piece = batch.slice(ready.taken, n)
+            ready.taken += n
+            pieces.append(piece)
+            last = int(piece.column("offset")[n - 1].as_py())
+            completed.records_out += n
+            self.metrics["records-consumed-total"] += n
+        if ready.taken < rows:  # the rest waits for the next call; the stream has gone past it
+            assert last is not None
+            state.position = last + 1
+            self._in_line = state.tp
+            return n, None
+        completed.arrow_ready = None
+        if ready.error is not None:
+            self._stop_at_bad_batch(state, ready.error, last + 1 if last is not None else None)
+            return n, ready.error
+        done = stream.done
+        state.position = self._resume_at(stream, completed, done)
+        completed.fetch_offset = stream.next_offset
+        if self.sensors is not None:
+            self.sensors.partition_position(state)
+            if stream.leader_epoch >= 0:
+                state.position_epoch = stream.leader_epoch
+        if done:
+            if completed.leader_epoch >= 0:
+                state.position_epoch = completed.leader_epoch
+            self._used_up(state, completed)
+        else:
+            self._in_line = state.tp
+        return n, None
+
+    def prepare_arrow_step(self, completed: CompletedFetch, max_records: int) -> None:
+        """Decode the next Arrow step (at most max_records rows) of
+        `completed`'s stream into a builder of its own, kept in
+        `completed.arrow_ready` for fetched_arrow(prepared_only=True). Runs on
+        the asyncio driver's decode thread: it touches only that stream and
+        the fetch's arrow_ready; a fetch dropped meanwhile keeps a step
+        nobody reads."""
+        stream = completed.stream
+        if stream is None or completed.form != "arrow" or completed.arrow_ready is not None:
+            return
+        builder = fastkc_records.arrow_builder(zero_copy=self._arrow_zero_copy)
+        error = None
+        try:
+            stream.arrow(int(min(max_records, _ARROW_STEP_MAX)), self._max_held, None, builder)
+        except CorruptRecordError as exc:
+            error = exc  # the rows before the bad batch stay in the builder
+        if completed.stream is stream:
+            completed.arrow_ready = PreparedArrowStep(builder.finish() if builder.num_rows else None, stream, error)
 

@@ -14,7 +14,7 @@ import pytest
 import fastkc
 from fastkc import errors
 from fastkc.aio import AIOKafkaConsumer, TopicPartition
-from tests.hostile.kit import FakeBroker, serve_log
+from tests.hostile.kit import FakeBroker, answer, serve_log
 from tests.support import batchgen as bg
 from tests.support.aio_tools import drain
 
@@ -166,3 +166,120 @@ def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it
     assert at_error == BAD
     assert [(r.offset, r.value) for r in after] == [(i, b"v%d" % i) for i in range(BAD + 1, LAST + 1)]
     assert end == LAST + 1
+
+
+class _ArrowWatch:
+    """Which threads ran the consumer's prepare_arrow_step (wrapped on the instance)."""
+
+    def __init__(self, consumer):
+        self.threads = []
+        machine = consumer._machine
+        inner = machine.prepare_arrow_step
+
+        def prepare_arrow_step(completed, *args):
+            self.threads.append(threading.current_thread().name)
+            return inner(completed, *args)
+
+        machine.prepare_arrow_step = prepare_arrow_step
+
+
+async def _drain_arrow(consumer, count, limits, timeout=20.0):
+    """getmany_arrow() until `count` rows, max_records taken in turn from `limits`."""
+    rows = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    calls = 0
+    while len(rows) < count and loop.time() < deadline:
+        batch = await consumer.getmany_arrow(timeout_ms=200, max_records=limits[calls % len(limits)])
+        calls += 1
+        assert batch.num_rows <= limits[(calls - 1) % len(limits)]
+        rows.extend(zip(batch.column("partition").to_pylist(), batch.column("offset").to_pylist(),
+                        batch.column("value").to_pylist()))
+    return rows
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("decode_threads", [1, 0])
+def test_getmany_arrow_decodes_heavy_fetches_off_the_loop(decode_threads):
+    """Two partitions, one of gzip batches (heavy: decoded on the decode
+    thread into a builder of its own, joined to the other's rows) and one of
+    lz4 batches (decoded on the loop); changing max_records between calls
+    hands a prepared step out in slices. Every row once, in order, with the
+    positions at the end."""
+    count = 6 * 1000
+    heavy = [(base, bg.record_batch(bg.records_from_values([(b"g%07d " % i) * 40 for i in range(base, base + 1000)]),
+                                    base_offset=base, codec=bg.GZIP)) for base in range(0, count, 1000)]
+    light = [(base, bg.record_batch(bg.records_from_values([(b"g%07d " % i) * 40 for i in range(base, base + 1000)]),
+                                    base_offset=base, codec=bg.LZ4)) for base in range(0, count, 1000)]
+
+    def serve(header, body, default):
+        for topic in default["responses"]:
+            for part in topic["partitions"]:
+                wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
+                log = heavy if part["partition_index"] == 1 else light
+                offset = wanted.get(part["partition_index"], 0)
+                held = [i for i, (base, _) in enumerate(log) if base <= offset]
+                part["records"] = b"".join(blob for _, blob in log[held[-1]:]) if held else b""
+        return default
+
+    with FakeBroker(topics={TOPIC: 2}, records=count) as broker:
+        broker.script("Fetch", answer(serve))
+
+        async def scenario():
+            consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads,
+                                        max_partition_fetch_bytes=4 * 1024 * 1024, **FAST)
+            watch = _ArrowWatch(consumer)
+            await consumer.start()
+            try:
+                tps = [TopicPartition(TOPIC, p) for p in range(2)]
+                consumer.assign(tps)
+                rows = await _drain_arrow(consumer, 2 * count, limits=[5000, 700, 10_000, 333])
+                return rows, watch.threads, [await consumer.position(tp) for tp in tps]
+            finally:
+                await consumer.stop()
+
+        rows, threads, positions = asyncio.run(asyncio.wait_for(scenario(), 60))
+        assert broker.errors == []
+    for p in range(2):
+        mine = [(o, v) for part, o, v in rows if part == p]
+        assert [o for o, _ in mine] == list(range(count)), p
+        assert all(v == (b"g%07d " % o) * 40 for o, v in mine)
+    assert positions == [count, count]
+    if decode_threads:
+        assert threads and set(threads) == {"fastkc-aio-decode_0"}
+    else:
+        assert threads == []
+
+
+@pytest.mark.parametrize("decode_threads", [1, 0])
+def test_getmany_arrow_corrupt_batch_mid_stream(decode_threads):
+    with FakeBroker(topics={TOPIC: 1}, records=LAST + 1) as broker:
+        broker.script("Fetch", serve_log(CORRUPT_LOG))
+
+        async def scenario():
+            consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads, **FAST)
+            await consumer.start()
+            try:
+                consumer.assign([TP])
+                before, error = [], None
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + 15
+                while error is None and loop.time() < deadline:
+                    try:
+                        batch = await consumer.getmany_arrow(timeout_ms=200)
+                    except errors.CorruptRecordError as exc:
+                        error = exc
+                    else:
+                        before.extend(batch.column("offset").to_pylist())
+                at_error = await consumer.position(TP)
+                consumer.seek(TP, BAD + 1)
+                after = await _drain_arrow(consumer, LAST - BAD, limits=[100])
+                return before, error, at_error, after
+            finally:
+                await consumer.stop()
+
+        before, error, at_error, after = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert before == list(range(BAD))
+    assert isinstance(error, errors.CorruptRecordError) and error.offset == BAD
+    assert at_error == BAD
+    assert [(o, v) for _, o, v in after] == [(i, b"v%d" % i) for i in range(BAD + 1, LAST + 1)]

@@ -24,6 +24,7 @@ Acknowledgement modes (Java's share.acknowledgement.mode):
 from __future__ import annotations
 
 import logging
+import operator
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -311,6 +312,10 @@ class KafkaShareConsumer:
         a row that cannot be acknowledged raises before any is."""
         self._check_open()
         self._check_explicit(AcknowledgeType.ACCEPT)
+        grouped = _grouped(batch_or_records, types)
+        if grouped is not None and self._acknowledge_grouped(grouped):
+            return
+        # per-row types that differ, or a row that fails: row by row, which words the first failure
         rows = _rows(batch_or_records)
         kinds = _types_for(rows, types)
         seen: set[tuple[TopicPartition, int]] = set()
@@ -328,6 +333,24 @@ class KafkaShareConsumer:
             seen.add((tp, offset))
         for (tp, offset), kind in zip(rows, kinds):
             self._fetch.acknowledge(tp, offset, kind)
+
+    def _acknowledge_grouped(self, grouped: tuple[dict[TopicPartition, list[int]], AcknowledgeType]) -> bool:
+        """The happy path of acknowledge_batch: every row delivered, none
+        twice, one type. Checked with C-level set passes per partition
+        before anything changes; False (nothing changed) sends the caller
+        row by row, to word the failure."""
+        by_partition, kind = grouped
+        fetch = self._fetch
+        for tp, offsets in by_partition.items():
+            acks = fetch.acks.get(tp)
+            if acks is None or not acks.check_many(offsets):
+                return False
+        if kind is AcknowledgeType.RENEW:
+            for tp in by_partition:
+                fetch.check_renew(tp)
+        for tp, offsets in by_partition.items():
+            fetch.acks[tp].acknowledge_many(offsets, kind)
+        return True
 
     def _check_explicit(self, kind: Any) -> AcknowledgeType:
         if not self._explicit:
@@ -598,6 +621,73 @@ def _types_for(rows: Sequence[tuple[TopicPartition, int]], types: Any) -> list[A
         raise IllegalArgumentError("{0} acknowledgement types for {1} rows: give one per row, or one for all".format(
             len(values), len(rows)))
     return [_ack_type(value) for value in values]
+
+
+def _grouped(batch_or_records: Any, types: Any) -> tuple[dict[TopicPartition, list[int]], AcknowledgeType] | None:
+    """acknowledge_batch's rows as {partition: offsets} and their one type,
+    read column by column (an Arrow batch) or with C-level getters (poll()'s
+    dict); None when the types differ per row (the row-by-row path takes
+    it). Bad types raise IllegalArgumentError here, as there."""
+    if isinstance(types, (AcknowledgeType, int)) and not isinstance(types, bool):
+        kind = _ack_type(types)
+    else:
+        values = types.to_pylist() if hasattr(types, "to_pylist") else list(types)
+        distinct = set(values)
+        if len(distinct) != 1:
+            return None  # several types, or none for an empty batch: row by row
+        kind = _ack_type(next(iter(distinct)))
+        if len(values) != _row_count(batch_or_records):
+            return None  # the row-by-row path words the mismatch
+    by_partition: dict[TopicPartition, list[int]] = {}
+    if hasattr(batch_or_records, "column") and hasattr(batch_or_records, "num_rows"):
+        topics = batch_or_records.column("topic")
+        partitions = batch_or_records.column("partition")
+        offsets = batch_or_records.column("offset")
+        if partitions.null_count or offsets.null_count or topics.null_count:
+            return None
+        import pyarrow.compute as pc
+
+        for topic in pc.unique(topics).to_pylist():
+            in_topic = pc.equal(topics, topic)
+            topic_partitions = pc.filter(partitions, in_topic)
+            topic_offsets = pc.filter(offsets, in_topic)
+            for partition in pc.unique(topic_partitions).to_pylist():
+                chosen = pc.filter(topic_offsets, pc.equal(topic_partitions, partition)).to_pylist()
+                by_partition[TopicPartition(topic, partition)] = chosen
+        return by_partition, kind
+    if isinstance(batch_or_records, Mapping):  # poll()'s dict: each list one partition's records
+        for records in batch_or_records.values():
+            for (topic, partition), offsets_of in _by_partition(records):
+                by_partition.setdefault(TopicPartition(topic, partition), []).extend(offsets_of)
+        return by_partition, kind
+    for (topic, partition), offsets_of in _by_partition(batch_or_records):
+        by_partition.setdefault(TopicPartition(topic, partition), []).extend(offsets_of)
+    return by_partition, kind
+
+
+_TOPIC_PARTITION = operator.attrgetter("topic", "partition")
+_OFFSET = operator.attrgetter("offset")
+
+
+def _by_partition(records: Iterable[Any]) -> list[tuple[tuple[str, int], list[int]]]:
+    """Records -> [((topic, partition), offsets)]: one C-level pass when they
+    are all one partition's (poll()'s lists are), else grouped row by row."""
+    records = records if isinstance(records, (list, tuple)) else list(records)
+    keys = set(map(_TOPIC_PARTITION, records))
+    if len(keys) == 1:
+        return [(next(iter(keys)), list(map(_OFFSET, records)))]
+    grouped: dict[tuple[str, int], list[int]] = {}
+    for record in records:
+        grouped.setdefault((record.topic, record.partition), []).append(record.offset)
+    return list(grouped.items())
+
+
+def _row_count(batch_or_records: Any) -> int:
+    if hasattr(batch_or_records, "num_rows"):
+        return int(batch_or_records.num_rows)
+    if isinstance(batch_or_records, Mapping):
+        return sum(len(records) for records in batch_or_records.values())
+    return len(batch_or_records)
 
 
 def _one_batch(batches: list[Any]) -> Any:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -112,10 +113,15 @@ class ShareFetchToken:
 
 class CompletedShareFetch:
     """One partition's records and acquired ranges from one answer, kept raw
-    until handed out; `remaining` are the acquired offsets with a record not
-    handed out yet (None: not decoded yet)."""
+    until handed out. Once decoded: `remaining` are the acquired offsets the
+    decode did not settle (offset -> delivery count), `handed_through` the
+    last offset handed out (records go out in offset order, so everything in
+    remaining above it is still to hand out), `orphans` the offsets of
+    remaining without a record (released when the fetch is finished).
+    Handing out touches none of these per record."""
 
-    __slots__ = ("partition", "topic_id", "data", "acquired", "remaining", "decoded", "arrow")
+    __slots__ = ("partition", "topic_id", "data", "acquired", "remaining", "handed_through", "orphans", "decoded",
+                 "next_record", "arrow")
 
     def __init__(self, partition: TopicPartition, topic_id: bytes, data: bytes,
                  acquired: list[tuple[int, int, int]]) -> None:
@@ -123,14 +129,36 @@ class CompletedShareFetch:
         self.topic_id = topic_id
         self.data = data
         self.acquired = acquired
-        self.remaining: dict[int, int] | None = None  # offset -> delivery count
-        self.decoded: collections.deque[Any] | None = None  # records not handed out, in offset order
+        self.remaining: dict[int, int] | None = None  # None: not decoded yet
+        self.handed_through = -1
+        self.orphans: set[int] = set()
+        self.decoded: list[Any] | None = None  # the records; decoded[next_record:] not handed out yet
+        self.next_record = 0
         self.arrow: Any = None  # an Arrow batch not handed out
 
     def acquired_offsets(self) -> dict[int, int]:
-        if self.remaining is not None:
-            return dict(self.remaining)
-        return {offset: count for first, last, count in self.acquired for offset in range(first, last + 1)}
+        """The acquired offsets still held for this fetch: not settled by
+        its decode and not handed out (offset -> delivery count)."""
+        if self.remaining is None:
+            return _offsets_of(self.acquired)
+        through = self.handed_through
+        left = {offset: count for offset, count in self.remaining.items() if offset > through}
+        for offset in self.orphans:
+            left[offset] = self.remaining[offset]
+        return left
+
+
+def _offsets_of(acquired: Iterable[tuple[int, int, int]]) -> dict[int, int]:
+    """Acquired ranges (first, last, count) -> {offset: count}, built by C-level dict passes."""
+    offsets: dict[int, int] = {}
+    for first, last, count in acquired:
+        offsets.update(dict.fromkeys(range(first, last + 1), count))
+    return offsets
+
+
+#: a record's offset and delivery count: C-level getters for map(), so handing out walks no record in Python
+_OFFSET = operator.attrgetter("offset")
+_DELIVERY_COUNT = operator.attrgetter("delivery_count")
 
 
 def _runs(offsets: Mapping[int, int]) -> list[tuple[int, int, int]]:
@@ -202,9 +230,8 @@ class ShareFetchMachine:
         return acks
 
     def _release(self, completed: CompletedShareFetch) -> None:
-        acks = self._partition_acks(completed.partition)
-        for offset in completed.acquired_offsets():
-            acks.pending[offset] = int(AcknowledgeType.RELEASE)
+        self._partition_acks(completed.partition).settle_many(list(completed.acquired_offsets()),
+                                                             int(AcknowledgeType.RELEASE))
 
     # --- the application's acknowledgements -------------------------------------------------------
     def acknowledge(self, tp: TopicPartition, offset: int, kind: AcknowledgeType) -> None:
@@ -516,19 +543,23 @@ class ShareFetchMachine:
         # both forms answer ShareDecoded(records, gaps, released): records a list or an Arrow batch
         if arrow:
             completed.arrow = out.records
+            record_offsets = set(out.records.column("offset").to_pylist())
         else:
-            completed.decoded = collections.deque(out.records)
+            completed.decoded = list(out.records)
+            record_offsets = set(map(_OFFSET, completed.decoded))
+        completed.next_record = 0
         acks = self._partition_acks(completed.partition)
-        settled: set[int] = set()
+        remaining = _offsets_of(completed.acquired)
         for ranges, kind in ((out.gaps, GAP), (getattr(out, "released", None) or (), int(AcknowledgeType.RELEASE))):
             # gaps: acquired offsets without a record (archived by GAP); released: offsets inside a cut
             # trailing batch, which may hold records these bytes lack (delivered again by RELEASE)
             for first, last in ranges:
-                for offset in range(first, last + 1):
-                    acks.pending[offset] = kind
-                    settled.add(offset)
-        offsets = completed.acquired_offsets()
-        completed.remaining = {o: c for o, c in offsets.items() if o not in settled}
+                settled = list(range(first, last + 1))
+                acks.settle_many(settled, kind)
+                for offset in settled:
+                    remaining.pop(offset, None)
+        completed.remaining = remaining
+        completed.orphans = set(remaining.keys() - record_offsets)
 
     def _settle_failed_decode(self, completed: CompletedShareFetch, exc: BaseException) -> None:
         """A fetch that failed to decode hands out nothing: its gaps (the
@@ -552,16 +583,18 @@ class ShareFetchMachine:
         offsets not handed out."""
         decoder = self._decode_arrow if arrow else self._decode
         assert decoder is not None and completed.remaining is not None
-        out = decoder(completed.data, **self._decode_args(completed, _runs(completed.remaining), arrow))
+        out = decoder(completed.data, **self._decode_args(completed, _runs(completed.acquired_offsets()), arrow))
         completed.arrow = completed.decoded = None
         if arrow:
             completed.arrow = out.records
         else:
-            completed.decoded = collections.deque(out.records)
+            completed.decoded = list(out.records)
+            completed.next_record = 0
 
     def hand_out(self, max_records: int) -> dict[TopicPartition, list[Any]]:
         """Up to max_records buffered records (decoded now), which become
-        delivered."""
+        delivered: a list slice per fetch and C-level passes over it, no
+        Python step per record."""
         out: dict[TopicPartition, list[Any]] = {}
         count = 0
         while self.buffer and count < max_records:
@@ -570,24 +603,30 @@ class ShareFetchMachine:
                 self._first_decode(completed, arrow=False)
             elif completed.decoded is None:
                 self._redecode(completed, arrow=False)
-            assert completed.decoded is not None and completed.remaining is not None
-            acks = self._partition_acks(completed.partition)
-            records = out.setdefault(completed.partition, [])
-            while completed.decoded and count < max_records:
-                record = completed.decoded.popleft()
-                acks.deliver(record.offset, record.delivery_count)
-                completed.remaining.pop(record.offset, None)
-                records.append(record)
-                count += 1
-            if not completed.decoded:
+            decoded = completed.decoded
+            assert decoded is not None
+            start = completed.next_record
+            taken = decoded[start:start + max_records - count]
+            if taken:
+                offsets = list(map(_OFFSET, taken))
+                self._partition_acks(completed.partition).deliver_many(offsets, map(_DELIVERY_COUNT, taken))
+                completed.handed_through = offsets[-1]
+                completed.next_record = start + len(taken)
+                completed.arrow = None  # the other form, if asked for, decodes what is left anew
+                count += len(taken)
+                records = out.get(completed.partition)
+                if records is None:
+                    out[completed.partition] = taken
+                else:
+                    records.extend(taken)
+            if completed.next_record >= len(decoded):
                 self._finish(completed)
-            if not records:
-                del out[completed.partition]
         return out
 
     def hand_out_arrow(self, max_records: int) -> list[Any]:
         """Up to max_records buffered records as Arrow batches (one per
-        partition fetch), which become delivered."""
+        partition fetch), which become delivered (their offset and
+        delivery_count columns read as whole columns)."""
         batches: list[Any] = []
         count = 0
         while self.buffer and count < max_records:
@@ -600,12 +639,11 @@ class ShareFetchMachine:
             batch = completed.arrow
             take = min(batch.num_rows, max_records - count)
             part, rest = batch.slice(0, take), batch.slice(take)
-            acks = self._partition_acks(completed.partition)
-            for offset, delivery_count in zip(part.column("offset").to_pylist(),
-                                              part.column("delivery_count").to_pylist()):
-                acks.deliver(offset, delivery_count)
-                completed.remaining.pop(offset, None)
             if take:
+                offsets = part.column("offset").to_pylist()
+                self._partition_acks(completed.partition).deliver_many(
+                    offsets, part.column("delivery_count").to_pylist())
+                completed.handed_through = offsets[-1]
                 batches.append(part)
             count += take
             completed.arrow = rest
@@ -616,14 +654,15 @@ class ShareFetchMachine:
 
     def _finish(self, completed: CompletedShareFetch) -> None:
         self.buffer.popleft()
-        if completed.remaining:
+        if completed.orphans:
             # acquired offsets the decoder gave no record and no gap for: never leave them acquired
             log.warning("%s: acquired offsets %s had no record; releasing them", completed.partition,
-                        sorted(completed.remaining)[:10])
-            acks = self._partition_acks(completed.partition)
-            for offset in completed.remaining:
-                acks.pending[offset] = int(AcknowledgeType.RELEASE)
-            completed.remaining = {}
+                        sorted(completed.orphans)[:10])
+            self._partition_acks(completed.partition).settle_many(sorted(completed.orphans),
+                                                                 int(AcknowledgeType.RELEASE))
+            completed.orphans = set()
+        completed.decoded = completed.arrow = None
+        completed.remaining = {}
 
 
 def _no_session(node: int) -> KafkaError:

@@ -102,12 +102,13 @@ def from_batches(batches: Iterable[Mapping[str, object]]) -> dict[int, int]:
 class PartitionAcks:
     """One partition's delivered, pending and sent acknowledgements."""
 
-    __slots__ = ("delivered", "pending", "sent")
+    __slots__ = ("delivered", "pending", "sent", "_renew_maybe")
 
     def __init__(self) -> None:
         self.delivered: dict[int, int] = {}  # offset -> delivery_count: the application holds it, unsettled
         self.pending: dict[int, int] = {}  # offset -> type: settled by the application, not sent yet
         self.sent: dict[int, int] = {}  # offset -> type: in a request on the wire
+        self._renew_maybe = False  # a RENEW went into pending since it was last found without one
 
     def deliver(self, offset: int, delivery_count: int) -> None:
         self.delivered[offset] = delivery_count
@@ -136,6 +137,7 @@ class PartitionAcks:
         C-level dict passes instead of one Python step per record."""
         self.pending.update(dict.fromkeys(offsets, int(kind)))
         if kind not in FINAL_TYPES:
+            self._renew_maybe = True
             return
         if len(offsets) == len(self.delivered):
             self.delivered.clear()  # distinct and all delivered: the whole delivery
@@ -156,6 +158,8 @@ class PartitionAcks:
                                     "and committed already".format(what))
         if kind in FINAL_TYPES:
             del self.delivered[offset]
+        else:
+            self._renew_maybe = True
         self.pending[offset] = int(kind)
 
     def acknowledge_all(self, kind: AcknowledgeType) -> int:
@@ -164,15 +168,23 @@ class PartitionAcks:
         self.pending.update(dict.fromkeys(self.delivered, int(kind)))
         if kind in FINAL_TYPES:
             self.delivered.clear()
+        else:
+            self._renew_maybe = True
         return count
 
     def has_renew(self) -> bool:
-        return AcknowledgeType.RENEW in self.pending.values()
+        """A RENEW is pending (asked at every request round: the scan runs
+        only after a RENEW went in, not for every poll's ACCEPTs)."""
+        if not self._renew_maybe:
+            return False
+        self._renew_maybe = AcknowledgeType.RENEW in self.pending.values()
+        return self._renew_maybe
 
     def take(self) -> dict[int, int]:
         """pending -> sent: what goes into the next request."""
         taken = self.pending
         self.pending = {}
+        self._renew_maybe = False
         self.sent.update(taken)
         return taken
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import operator
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -76,6 +77,8 @@ DEFAULT_CLOSE_TIMEOUT_MS = 30000
 ShareRecords = dict[TopicPartition, list[Any]]
 #: a commit's answer by partition: None, or the error the broker gave
 CommitResults = dict[TopicPartition, KafkaError | None]
+#: acknowledge_batch's rows by partition (their offsets) and their one type
+_Grouped = tuple[dict[TopicPartition, list[int]], AcknowledgeType]
 AckCallback = Callable[[dict[TopicPartition, frozenset[int]], KafkaError | None], None]
 
 
@@ -170,6 +173,9 @@ class KafkaShareConsumer:
         # requests the machines made whose broker was not ready yet: (request, machine, first tried)
         self._unsent: list[tuple[ShareRequest, Any, float]] = []
         self._answers: list[tuple[Any, object, Any]] = []  # (machine, token, answer) after a client poll
+        self._handed_arrow: tuple[weakref.ref[Any], dict[TopicPartition, list[int]]] | None = None
+        self._cluster_seen: tuple[Any, ...] | None = None  # (last_refresh, topics) the routes were made from
+        self._leader_nodes: set[int] = set()
         self._waiters: list[_Waiter] = []
         self._ack_callback: AckCallback | None = None
         self._callback_queue: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
@@ -247,7 +253,11 @@ class KafkaShareConsumer:
         schema plus delivery_count); an empty batch when none came."""
         batches = self._poll_for(timeout_ms, max_records, self._fetch.hand_out_arrow)
         if batches:
-            return _one_batch(batches)
+            batch = _one_batch(batches)
+            # acknowledge_batch(this batch) reads its rows' grouping from here instead of its columns; a weak
+            # reference: the batch's buffers (slices of a whole fetch's) live only as long as the caller keeps it
+            self._handed_arrow = (weakref.ref(batch), self._fetch.arrow_offsets)
+            return batch
         import pyarrow as pa
 
         from fastkc.records import share_arrow_schema
@@ -265,10 +275,9 @@ class KafkaShareConsumer:
             if self._fetch.buffered():
                 handed = hand_out(limit)
                 if handed:
-                    if not self._fetch.buffered():
-                        # the next ShareFetch goes out now, while the application works on these (Java's
-                        # background thread fetches as soon as its buffer is empty)
-                        self._run_once(fetch=True)
+                    # the next ShareFetch goes out now, while the application works on these, when what
+                    # is left buffered allows it (fetch_machine.py: fetching ahead, bounded)
+                    self._run_once(fetch=True)
                     self._deliver_callbacks()
                     return handed
                 continue  # only gaps: the buffer shrank, look again
@@ -312,7 +321,9 @@ class KafkaShareConsumer:
         a row that cannot be acknowledged raises before any is."""
         self._check_open()
         self._check_explicit(AcknowledgeType.ACCEPT)
-        grouped = _grouped(batch_or_records, types)
+        grouped = self._handed_grouping(batch_or_records, types)
+        if grouped is None:
+            grouped = _grouped(batch_or_records, types)
         if grouped is not None and self._acknowledge_grouped(grouped):
             return
         # per-row types that differ, or a row that fails: row by row, which words the first failure
@@ -334,7 +345,18 @@ class KafkaShareConsumer:
         for (tp, offset), kind in zip(rows, kinds):
             self._fetch.acknowledge(tp, offset, kind)
 
-    def _acknowledge_grouped(self, grouped: tuple[dict[TopicPartition, list[int]], AcknowledgeType]) -> bool:
+    def _handed_grouping(self, batch: Any, types: Any) -> _Grouped | None:
+        """The batch the last poll_arrow() returned, acknowledged whole with
+        one type: its rows by partition as the fetch machine handed them
+        out (an Arrow batch is immutable, so the same object has the same
+        rows); None for anything else."""
+        if self._handed_arrow is None or self._handed_arrow[0]() is not batch:
+            return None
+        if not isinstance(types, (AcknowledgeType, int)) or isinstance(types, bool):
+            return None
+        return self._handed_arrow[1], _ack_type(types)
+
+    def _acknowledge_grouped(self, grouped: _Grouped) -> bool:
         """The happy path of acknowledge_batch: every row delivered, none
         twice, one type. Checked with C-level set passes per partition
         before anything changes; False (nothing changed) sends the caller
@@ -520,14 +542,18 @@ class KafkaShareConsumer:
 
     def _sync_cluster(self) -> None:
         cluster = self._client.cluster
-        topic_ids = {name: meta.topic_id for name, meta in cluster.topics.items() if meta.topic_id is not None}
-        leaders: dict[TopicPartition, int] = {}
-        for name, meta in cluster.topics.items():
-            for index, partition in meta.partitions.items():
-                if partition.leader >= 0:
-                    leaders[TopicPartition(name, index)] = partition.leader
-        self._fetch.set_routes(topic_ids, leaders)
-        for node in set(leaders.values()):
+        seen = (cluster.last_refresh, id(cluster.topics))
+        if seen != self._cluster_seen:  # the routes change only with a metadata update (asked at every round)
+            self._cluster_seen = seen
+            topic_ids = {name: meta.topic_id for name, meta in cluster.topics.items() if meta.topic_id is not None}
+            leaders: dict[TopicPartition, int] = {}
+            for name, meta in cluster.topics.items():
+                for index, partition in meta.partitions.items():
+                    if partition.leader >= 0:
+                        leaders[TopicPartition(name, index)] = partition.leader
+            self._fetch.set_routes(topic_ids, leaders)
+            self._leader_nodes = set(leaders.values())
+        for node in self._leader_nodes:
             conn = self._client.connection(node)
             if conn is not None and conn.established:
                 # RENEW (ShareAcknowledge) and record_limit (ShareFetch) both came with v2 of both APIs
@@ -623,7 +649,7 @@ def _types_for(rows: Sequence[tuple[TopicPartition, int]], types: Any) -> list[A
     return [_ack_type(value) for value in values]
 
 
-def _grouped(batch_or_records: Any, types: Any) -> tuple[dict[TopicPartition, list[int]], AcknowledgeType] | None:
+def _grouped(batch_or_records: Any, types: Any) -> _Grouped | None:
     """acknowledge_batch's rows as {partition: offsets} and their one type,
     read column by column (an Arrow batch) or with C-level getters (poll()'s
     dict); None when the types differ per row (the row-by-row path takes

@@ -71,6 +71,20 @@ ACQUIRE_MODES = {"batch_optimized": 0, "record_limit": 1}
 #: this bounds the memory a broker's answer can demand: ShareFetch asks for
 #: max_poll_records, which a broker exceeds only to reach a batch boundary.
 MAX_ACQUIRED_OFFSETS = 2_000_000
+#: Fetching ahead: a leader gets its next ShareFetch while its buffered
+#: records (acquired, not handed out) are at most one fetch's worth (its
+#: last answer's records, at least max_poll_records: the broker rounds
+#: max_records up to whole batches, so one answer may hold several polls'
+#: worth), so the application finds the next records buffered instead of
+#: waiting a round trip every few polls. It is bounded because every
+#: buffered record's acquisition lock is running: at most one fetch's worth
+#: waits behind the records being handed out, and none is fetched ahead once
+#: the oldest buffered answer has waited this fraction of the lock duration
+#: (a slow application: fetching more would acquire records whose locks
+#: could run out before it reaches them, and they would be delivered again).
+FETCH_AHEAD_LOCK_FRACTION = 0.25
+#: the broker's default group.share.record.lock.duration.ms, until an answer says otherwise
+DEFAULT_LOCK_MS = 30000
 
 
 class AckResult(NamedTuple):
@@ -120,21 +134,32 @@ class CompletedShareFetch:
     remaining without a record (released when the fetch is finished).
     Handing out touches none of these per record."""
 
-    __slots__ = ("partition", "topic_id", "data", "acquired", "remaining", "handed_through", "orphans", "decoded",
-                 "next_record", "arrow")
+    __slots__ = ("partition", "topic_id", "data", "acquired", "received", "remaining", "handed_through", "orphans",
+                 "decoded", "next_record", "arrow")
 
     def __init__(self, partition: TopicPartition, topic_id: bytes, data: bytes,
-                 acquired: list[tuple[int, int, int]]) -> None:
+                 acquired: list[tuple[int, int, int]], received: float = 0.0) -> None:
         self.partition = partition
         self.topic_id = topic_id
         self.data = data
         self.acquired = acquired
+        self.received = received  # when its answer came (the driver's clock): its locks run from about then
         self.remaining: dict[int, int] | None = None  # None: not decoded yet
         self.handed_through = -1
         self.orphans: set[int] = set()
         self.decoded: list[Any] | None = None  # the records; decoded[next_record:] not handed out yet
         self.next_record = 0
         self.arrow: Any = None  # an Arrow batch not handed out
+
+    def undelivered(self) -> int:
+        """About how many records are still to hand out (the acquired span before decoding)."""
+        if self.decoded is not None:
+            return len(self.decoded) - self.next_record
+        if self.arrow is not None:
+            return int(self.arrow.num_rows)
+        if self.remaining is not None:
+            return 0
+        return sum(last - first + 1 for first, last, _ in self.acquired)
 
     def acquired_offsets(self) -> dict[int, int]:
         """The acquired offsets still held for this fetch: not settled by
@@ -196,6 +221,9 @@ class ShareFetchMachine:
         self.fatal_error: BaseException | None = None
         self.acquisition_lock_timeout_ms: int | None = None
         self.versions: dict[int, int] = {}  # node -> its ShareAcknowledge version (the driver's)
+        self.answer_records: dict[int, int] = {}  # node -> records its last ShareFetch answer acquired
+        # the offsets the last hand_out_arrow() handed out, by partition (its rows, grouped)
+        self.arrow_offsets: dict[TopicPartition, list[int]] = {}
         self.closing = False
 
     # --- what the driver tells the machine -------------------------------------------------------
@@ -286,7 +314,7 @@ class ShareFetchMachine:
         if self.fatal_error is not None:
             error, self.fatal_error = self.fatal_error, None
             raise error
-        buffered_nodes = {self.leaders.get(completed.partition) for completed in self.buffer}
+        buffered_nodes = self._nodes_not_fetching_ahead(now)
         by_node: dict[int, list[TopicPartition]] = {}
         if fetch and not self.closing:
             for tp in sorted(self.assignment):
@@ -344,6 +372,23 @@ class ShareFetchMachine:
             # that follows once the application has taken them (Java's rule: poll's acknowledgements
             # go with the next fetch), or a commit sends them
         return requests
+
+    def _nodes_not_fetching_ahead(self, now: float) -> set[int | None]:
+        """Leaders that get no ShareFetch now: more than one fetch's worth of
+        their records buffered, or a buffered answer older than
+        FETCH_AHEAD_LOCK_FRACTION of the lock duration (see its comment)."""
+        oldest = now - (self.acquisition_lock_timeout_ms or DEFAULT_LOCK_MS) / 1000.0 * FETCH_AHEAD_LOCK_FRACTION
+        held: dict[int | None, int] = {}
+        full: set[int | None] = set()
+        for completed in self.buffer:
+            node = self.leaders.get(completed.partition)
+            held[node] = held.get(node, 0) + completed.undelivered()
+            if completed.received < oldest:
+                full.add(node)
+        least = self.config["max_poll_records"]
+        full.update(node for node, count in held.items()
+                     if node is None or count > max(least, self.answer_records.get(node, 0)))
+        return full
 
     def _take_acks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[int, int]]:
         return {tp: self.acks[tp].take() for tp in tps if self.acks[tp].pending}
@@ -443,17 +488,19 @@ class ShareFetchMachine:
             return
         answered: dict[TopicPartition, KafkaError | None] = {}
         names = {topic_id: name for name, topic_id in self.topic_ids.items()}
+        if token.fetched:
+            self.answer_records[token.node_id] = 0  # counted as its partitions' checked ranges are buffered
         for topic in response["responses"]:
             name = names.get(topic["topic_id"])
             if name is None:
                 continue  # a topic deleted meanwhile: its records cannot be named
             for part in topic["partitions"]:
                 tp = TopicPartition(name, part["partition_index"])
-                answered[tp] = self._partition_answer(token, tp, topic["topic_id"], part)
+                answered[tp] = self._partition_answer(token, tp, topic["topic_id"], part, now)
         self._settle(token, answered, None)
 
     def _partition_answer(self, token: ShareFetchToken, tp: TopicPartition, topic_id: bytes,
-                          part: Mapping[str, Any]) -> KafkaError | None:
+                          part: Mapping[str, Any], now: float) -> KafkaError | None:
         """One partition of an answer; returns its acknowledgement error."""
         ack_code = part.get("acknowledge_error_code", 0) if token.fetched else part["error_code"]
         ack_error = None
@@ -475,7 +522,9 @@ class ShareFetchMachine:
             log.debug("ShareFetch %s: %s", tp, error)
         acquired = self._checked_acquired(tp, part["acquired_records"])
         if acquired and tp in self.assignment:
-            self.buffer.append(CompletedShareFetch(tp, topic_id, part["records"] or b"", acquired))
+            completed = CompletedShareFetch(tp, topic_id, part["records"] or b"", acquired, now)
+            self.buffer.append(completed)
+            self.answer_records[token.node_id] += completed.undelivered()
         elif acquired:
             # acquired for a partition this member no longer holds: hand it back
             self._release(CompletedShareFetch(tp, topic_id, b"", acquired))
@@ -629,6 +678,7 @@ class ShareFetchMachine:
         delivery_count columns read as whole columns)."""
         batches: list[Any] = []
         count = 0
+        self.arrow_offsets = {}
         while self.buffer and count < max_records:
             completed = self.buffer[0]
             if completed.remaining is None:
@@ -643,6 +693,7 @@ class ShareFetchMachine:
                 offsets = part.column("offset").to_pylist()
                 self._partition_acks(completed.partition).deliver_many(
                     offsets, part.column("delivery_count").to_pylist())
+                self.arrow_offsets.setdefault(completed.partition, []).extend(offsets)
                 completed.handed_through = offsets[-1]
                 batches.append(part)
             count += take

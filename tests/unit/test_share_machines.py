@@ -12,7 +12,7 @@ from fastkc.group.coordinator_machine import CoordinatorMachine
 from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW
 from fastkc.share.acknowledgements import GAP, AckBatch, AcknowledgeType, PartitionAcks, from_batches, to_batches
 from fastkc.share.consumer import share_config
-from fastkc.share.fetch_machine import ShareFetchMachine
+from fastkc.share.fetch_machine import FETCH_AHEAD_LOCK_FRACTION, ShareFetchMachine
 from fastkc.share.member_machine import ShareMemberMachine, ShareMemberState
 from fastkc.share.session import ShareSession
 from fastkc.structs import TopicPartition
@@ -315,12 +315,15 @@ def test_one_request_in_flight_per_leader():
 def test_while_polling_acks_wait_for_the_next_fetch_and_a_commit_sends_them_at_once():
     machine = fetch_machine()
     first_fetch(machine, part(0, [(0, 9, 1)]))
-    machine.hand_out(4)  # six records stay buffered: no fetch to that leader
+    machine.hand_out(4)
     machine.acknowledge(TP0, 0, A)
     machine.acknowledge(TP0, 1, R)
     machine.acknowledge(TP0, 3, J)
-    assert machine.next_requests(1.0, fetch=True) == []  # they wait for the ShareFetch after the buffer
-    [req] = machine.next_requests(1.0, fetch=False)  # a commit
+    # six records stay buffered, past the time records are fetched ahead of (a quarter of the lock):
+    # no fetch to that leader, and the acknowledgements wait for the ShareFetch after the buffer
+    late = 30 * FETCH_AHEAD_LOCK_FRACTION + 1.0
+    assert machine.next_requests(late, fetch=True) == []
+    [req] = machine.next_requests(late, fetch=False)  # a commit
     assert req.api == "ShareAcknowledge" and req.body["share_session_epoch"] == 1
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 2, 3: 3}}
     machine.on_response(req.token, ack_answer((0, 0)), 1.1)
@@ -431,12 +434,31 @@ def test_a_batch_that_fails_to_decode_is_released_and_the_error_raised():
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 2, 1: 2, 2: 2}}
 
 
+def test_fetching_ahead_is_bounded_by_one_fetch_worth_and_the_lock_duration():
+    machine = fetch_machine()
+    first_fetch(machine, part(0, [(0, 99, 1)]))  # max_poll_records (100) buffered: one fetch's worth
+    [ahead] = machine.next_requests(0.1, fetch=True)
+    assert ahead.api == "ShareFetch"  # the next records are fetched while these are handed out
+    machine.on_response(ahead.token, fetch_answer(part(1, [(0, 0, 1)])), 0.2)
+    assert machine.next_requests(0.3, fetch=True) == []  # 101 buffered: no more ahead
+    machine.hand_out(100)
+    machine.acknowledge_delivered(A)
+    [req] = machine.next_requests(0.4, fetch=True)  # one left: the next fetch carries the acknowledgements
+    assert acks_in(req.body) == {(TOPIC_ID, 0): {offset: 1 for offset in range(100)}}
+    machine.on_response(req.token, fetch_answer(part(0, [(100, 100, 1)])), 0.5)
+    # records buffered longer than a quarter of the lock (30 s here): nothing more is acquired ahead of them
+    assert machine.next_requests(0.5 + 30 * FETCH_AHEAD_LOCK_FRACTION + 0.1, fetch=True) == []
+    assert sum(len(records) for records in machine.hand_out(100).values()) == 2
+    assert len(machine.next_requests(10.0, fetch=True)) == 1  # the buffer is empty: fetch again
+
+
 def test_records_of_a_partition_no_longer_assigned_are_released():
     machine = fetch_machine()
     first_fetch(machine, part(0, [(0, 1, 1)]), part(1, [(5, 5, 1)]))
     machine.set_assignment([TP1])
-    assert machine.next_requests(1.0, fetch=True) == []  # TP1's record is still buffered: no fetch yet
-    [req] = machine.next_requests(1.0, fetch=False)
+    late = 30 * FETCH_AHEAD_LOCK_FRACTION + 1.0  # past fetching ahead
+    assert machine.next_requests(late, fetch=True) == []  # TP1's record is still buffered: no fetch yet
+    [req] = machine.next_requests(late, fetch=False)
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 2, 1: 2}}
 
 

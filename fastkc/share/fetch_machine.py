@@ -83,6 +83,13 @@ MAX_ACQUIRED_OFFSETS = 2_000_000
 #: (a slow application: fetching more would acquire records whose locks
 #: could run out before it reaches them, and they would be delivered again).
 FETCH_AHEAD_LOCK_FRACTION = 0.25
+# A fetch sent ahead asks the broker not to wait (max_wait_ms 0): the
+# application has records to work on, and a broker with nothing to hand out
+# now (every partition left at its lock limit until this member's
+# acknowledgements land: the tail of a topic) would hold the request for
+# fetch_max_wait_ms, and the acknowledgements of everything handed out
+# meanwhile with it. One that comes back empty stops fetching ahead to that
+# leader until its buffer is empty; the next fetch then waits as usual.
 #: the broker's default group.share.record.lock.duration.ms, until an answer says otherwise
 DEFAULT_LOCK_MS = 30000
 
@@ -113,10 +120,11 @@ class ShareFetchToken:
     its leader, the acknowledgements by partition, whether it fetched, the
     session epoch it used, whether it closed the session."""
 
-    __slots__ = ("what", "node_id", "acks", "fetched", "epoch", "closing")
+    __slots__ = ("what", "node_id", "acks", "fetched", "epoch", "closing", "ahead")
 
     def __init__(self, what: str, node_id: int, acks: dict[TopicPartition, dict[int, int]], fetched: bool,
-                 epoch: int, closing: bool) -> None:
+                 epoch: int, closing: bool, ahead: bool = False) -> None:
+        self.ahead = ahead  # a ShareFetch sent while records of its leader were buffered
         self.what = what
         self.node_id = node_id
         self.acks = acks
@@ -222,6 +230,7 @@ class ShareFetchMachine:
         self.acquisition_lock_timeout_ms: int | None = None
         self.versions: dict[int, int] = {}  # node -> its ShareAcknowledge version (the driver's)
         self.answer_records: dict[int, int] = {}  # node -> records its last ShareFetch answer acquired
+        self.ahead_came_empty: set[int] = set()  # leaders whose last fetch ahead acquired nothing
         # the offsets the last hand_out_arrow() handed out, by partition (its rows, grouped)
         self.arrow_offsets: dict[TopicPartition, list[int]] = {}
         self.closing = False
@@ -314,7 +323,7 @@ class ShareFetchMachine:
         if self.fatal_error is not None:
             error, self.fatal_error = self.fatal_error, None
             raise error
-        buffered_nodes = self._nodes_not_fetching_ahead(now)
+        buffered_nodes, holding = self._nodes_not_fetching_ahead(now)
         by_node: dict[int, list[TopicPartition]] = {}
         if fetch and not self.closing:
             for tp in sorted(self.assignment):
@@ -357,13 +366,14 @@ class ShareFetchMachine:
                     self._fail_acks(ack_tps, _no_session(node))
                 continue
             fetch_tps = by_node.get(node, []) if node not in buffered_nodes else []
+            ahead = node in holding
             if not session.is_open and ack_tps:
                 # a new session cannot carry them: the records went with the old one
                 self._fail_acks(ack_tps, _no_session(node))
                 ack_tps = []
             renewing = any(self.acks[tp].has_renew() for tp in ack_tps)
             if fetch_tps and not renewing:
-                requests.append(self._fetch(session, fetch_tps, ack_tps))
+                requests.append(self._fetch(session, fetch_tps, ack_tps, ahead))
             elif ack_tps and (renewing or not by_node.get(node)):
                 # a commit or close (fetch=False), a RENEW (its lock is running out), or a leader this
                 # member fetches nothing from: no ShareFetch will carry them
@@ -373,10 +383,12 @@ class ShareFetchMachine:
             # go with the next fetch), or a commit sends them
         return requests
 
-    def _nodes_not_fetching_ahead(self, now: float) -> set[int | None]:
+    def _nodes_not_fetching_ahead(self, now: float) -> tuple[set[int | None], set[int | None]]:
         """Leaders that get no ShareFetch now: more than one fetch's worth of
-        their records buffered, or a buffered answer older than
-        FETCH_AHEAD_LOCK_FRACTION of the lock duration (see its comment)."""
+        their records buffered, a buffered answer older than
+        FETCH_AHEAD_LOCK_FRACTION of the lock duration, or records buffered
+        after a fetch ahead came back empty (see the comments there); and
+        the leaders with records buffered."""
         oldest = now - (self.acquisition_lock_timeout_ms or DEFAULT_LOCK_MS) / 1000.0 * FETCH_AHEAD_LOCK_FRACTION
         held: dict[int | None, int] = {}
         full: set[int | None] = set()
@@ -388,7 +400,9 @@ class ShareFetchMachine:
         least = self.config["max_poll_records"]
         full.update(node for node, count in held.items()
                      if node is None or count > max(least, self.answer_records.get(node, 0)))
-        return full
+        self.ahead_came_empty.intersection_update(held)  # a drained buffer: the next fetch waits as usual
+        full.update(self.ahead_came_empty)
+        return full, set(held)
 
     def _take_acks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[int, int]]:
         return {tp: self.acks[tp].take() for tp in tps if self.acks[tp].pending}
@@ -403,7 +417,7 @@ class ShareFetchMachine:
         return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]
 
     def _fetch(self, session: ShareSession, fetch_tps: list[TopicPartition],
-               ack_tps: list[TopicPartition]) -> ShareRequest:
+               ack_tps: list[TopicPartition], ahead: bool = False) -> ShareRequest:
         wanted: list[SessionPartition] = [(self.topic_ids[tp.topic], tp.partition) for tp in fetch_tps]
         epoch, added, forgotten = session.build_fetch(wanted)
         acks = self._take_acks(ack_tps)
@@ -417,14 +431,14 @@ class ShareFetchMachine:
         config = self.config
         body = {
             "group_id": self.group_id, "member_id": self.member_id, "share_session_epoch": epoch,
-            "max_wait_ms": config["fetch_max_wait_ms"], "min_bytes": config["fetch_min_bytes"],
+            "max_wait_ms": 0 if ahead else config["fetch_max_wait_ms"], "min_bytes": config["fetch_min_bytes"],
             "max_bytes": config["fetch_max_bytes"], "max_records": config["max_poll_records"],
             "batch_size": config["max_poll_records"],
             "share_acquire_mode": ACQUIRE_MODES[config["share_acquire_mode"]],
             "topics": self._topics(named),
             "forgotten_topics_data": [{"topic_id": t, "partitions": p} for t, p in forgotten_topics.items()],
         }
-        token = ShareFetchToken("ShareFetch", session.node_id, acks, True, epoch, False)
+        token = ShareFetchToken("ShareFetch", session.node_id, acks, True, epoch, False, ahead)
         self.in_flight[session.node_id] = token
         # the broker may hold a ShareFetch for max_wait_ms: the answer's timeout includes it
         timeout = config["request_timeout_ms"] + config["fetch_max_wait_ms"]
@@ -498,6 +512,8 @@ class ShareFetchMachine:
                 tp = TopicPartition(name, part["partition_index"])
                 answered[tp] = self._partition_answer(token, tp, topic["topic_id"], part, now)
         self._settle(token, answered, None)
+        if token.ahead and not self.answer_records.get(token.node_id):
+            self.ahead_came_empty.add(token.node_id)
 
     def _partition_answer(self, token: ShareFetchToken, tp: TopicPartition, topic_id: bytes,
                           part: Mapping[str, Any], now: float) -> KafkaError | None:

@@ -143,7 +143,7 @@ class CompletedShareFetch:
     Handing out touches none of these per record."""
 
     __slots__ = ("partition", "topic_id", "data", "acquired", "received", "remaining", "handed_through", "orphans",
-                 "decoded", "next_record", "arrow")
+                 "decoded", "offsets", "next_record", "arrow")
 
     def __init__(self, partition: TopicPartition, topic_id: bytes, data: bytes,
                  acquired: list[tuple[int, int, int]], received: float = 0.0) -> None:
@@ -156,6 +156,7 @@ class CompletedShareFetch:
         self.handed_through = -1
         self.orphans: set[int] = set()
         self.decoded: list[Any] | None = None  # the records; decoded[next_record:] not handed out yet
+        self.offsets: list[int] = []  # the decoded records' offsets, read once
         self.next_record = 0
         self.arrow: Any = None  # an Arrow batch not handed out
 
@@ -611,7 +612,8 @@ class ShareFetchMachine:
             record_offsets = set(out.records.column("offset").to_pylist())
         else:
             completed.decoded = list(out.records)
-            record_offsets = set(map(_OFFSET, completed.decoded))
+            completed.offsets = list(map(_OFFSET, completed.decoded))
+            record_offsets = set(completed.offsets)
         completed.next_record = 0
         acks = self._partition_acks(completed.partition)
         remaining = _offsets_of(completed.acquired)
@@ -654,6 +656,7 @@ class ShareFetchMachine:
             completed.arrow = out.records
         else:
             completed.decoded = list(out.records)
+            completed.offsets = list(map(_OFFSET, completed.decoded))
             completed.next_record = 0
 
     def hand_out(self, max_records: int) -> dict[TopicPartition, list[Any]]:
@@ -671,9 +674,10 @@ class ShareFetchMachine:
             decoded = completed.decoded
             assert decoded is not None
             start = completed.next_record
-            taken = decoded[start:start + max_records - count]
+            end = start + max_records - count
+            taken = decoded[start:end]
             if taken:
-                offsets = list(map(_OFFSET, taken))
+                offsets = completed.offsets[start:end]
                 self._partition_acks(completed.partition).deliver_many(offsets, map(_DELIVERY_COUNT, taken))
                 completed.handed_through = offsets[-1]
                 completed.next_record = start + len(taken)
@@ -729,6 +733,7 @@ class ShareFetchMachine:
                                                                  int(AcknowledgeType.RELEASE))
             completed.orphans = set()
         completed.decoded = completed.arrow = None
+        completed.offsets = []
         completed.remaining = {}
 
 

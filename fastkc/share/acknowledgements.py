@@ -61,6 +61,14 @@ class AckBatch(NamedTuple):
 def to_batches(types_by_offset: Mapping[int, int]) -> list[AckBatch]:
     """{offset: type} -> the wire's runs: consecutive offsets form one
     batch; a batch whose offsets share a type carries it once."""
+    if not types_by_offset:
+        return []
+    low, high = min(types_by_offset), max(types_by_offset)
+    if high - low + 1 == len(types_by_offset):
+        # the usual case (a poll's records, all accepted): one run, found with C-level passes only
+        kinds = set(types_by_offset.values())
+        if len(kinds) == 1:
+            return [AckBatch(low, high, list(kinds))]
     batches: list[AckBatch] = []
     run: list[tuple[int, int]] = []
     for offset in sorted(types_by_offset):
@@ -94,18 +102,48 @@ def from_batches(batches: Iterable[Mapping[str, object]]) -> dict[int, int]:
 class PartitionAcks:
     """One partition's delivered, pending and sent acknowledgements."""
 
-    __slots__ = ("delivered", "pending", "sent")
+    __slots__ = ("delivered", "pending", "sent", "_renew_maybe")
 
     def __init__(self) -> None:
         self.delivered: dict[int, int] = {}  # offset -> delivery_count: the application holds it, unsettled
         self.pending: dict[int, int] = {}  # offset -> type: settled by the application, not sent yet
         self.sent: dict[int, int] = {}  # offset -> type: in a request on the wire
+        self._renew_maybe = False  # a RENEW went into pending since it was last found without one
 
     def deliver(self, offset: int, delivery_count: int) -> None:
         self.delivered[offset] = delivery_count
 
     def gap(self, offset: int) -> None:
         self.pending[offset] = GAP
+
+    def deliver_many(self, offsets: list[int], delivery_counts: Iterable[int]) -> None:
+        """A poll's records of this partition (offsets in a list) become delivered."""
+        self.delivered.update(zip(offsets, delivery_counts))
+
+    def settle_many(self, offsets: list[int], kind: int) -> None:
+        """Offsets (not delivered, distinct from anything pending) settled as
+        one type: gaps and releases of a decoded fetch."""
+        self.pending.update(dict.fromkeys(offsets, kind))
+
+    def check_many(self, offsets: list[int]) -> bool:
+        """True when every offset is delivered and none repeats: what
+        acknowledge_many needs; the caller words the failure (one offset at
+        a time, through acknowledge) only when this says False."""
+        wanted = set(offsets)
+        return len(wanted) == len(offsets) and self.delivered.keys() >= wanted
+
+    def acknowledge_many(self, offsets: list[int], kind: AcknowledgeType) -> None:
+        """Delivered records (check_many said so) settled as one type, with
+        C-level dict passes instead of one Python step per record."""
+        self.pending.update(dict.fromkeys(offsets, int(kind)))
+        if kind not in FINAL_TYPES:
+            self._renew_maybe = True
+            return
+        if len(offsets) == len(self.delivered):
+            self.delivered.clear()  # distinct and all delivered: the whole delivery
+        else:
+            for offset in offsets:
+                del self.delivered[offset]
 
     def acknowledge(self, offset: int, kind: AcknowledgeType, what: str) -> None:
         """The application settles one delivered record. Raises
@@ -120,28 +158,41 @@ class PartitionAcks:
                                     "and committed already".format(what))
         if kind in FINAL_TYPES:
             del self.delivered[offset]
+        else:
+            self._renew_maybe = True
         self.pending[offset] = int(kind)
 
     def acknowledge_all(self, kind: AcknowledgeType) -> int:
         """Every delivered record settled as `kind` (implicit mode, close)."""
         count = len(self.delivered)
-        for offset in self.delivered:
-            self.pending[offset] = int(kind)
+        self.pending.update(dict.fromkeys(self.delivered, int(kind)))
         if kind in FINAL_TYPES:
             self.delivered.clear()
+        else:
+            self._renew_maybe = True
         return count
 
     def has_renew(self) -> bool:
-        return AcknowledgeType.RENEW in self.pending.values()
+        """A RENEW is pending (asked at every request round: the scan runs
+        only after a RENEW went in, not for every poll's ACCEPTs)."""
+        if not self._renew_maybe:
+            return False
+        self._renew_maybe = AcknowledgeType.RENEW in self.pending.values()
+        return self._renew_maybe
 
     def take(self) -> dict[int, int]:
         """pending -> sent: what goes into the next request."""
         taken = self.pending
         self.pending = {}
+        self._renew_maybe = False
         self.sent.update(taken)
         return taken
 
-    def answered(self, offsets: Iterable[int]) -> None:
+    def answered(self, offsets: Mapping[int, int]) -> None:
+        """The broker answered these sent acknowledgements."""
+        if len(offsets) == len(self.sent) and self.sent.keys() == offsets.keys():
+            self.sent.clear()  # the usual case: one request in flight per leader carried all of them
+            return
         for offset in offsets:
             self.sent.pop(offset, None)
 

@@ -24,7 +24,9 @@ Acknowledgement modes (Java's share.acknowledgement.mode):
 from __future__ import annotations
 
 import logging
+import operator
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -75,6 +77,8 @@ DEFAULT_CLOSE_TIMEOUT_MS = 30000
 ShareRecords = dict[TopicPartition, list[Any]]
 #: a commit's answer by partition: None, or the error the broker gave
 CommitResults = dict[TopicPartition, KafkaError | None]
+#: acknowledge_batch's rows by partition (their offsets) and their one type
+_Grouped = tuple[dict[TopicPartition, list[int]], AcknowledgeType]
 AckCallback = Callable[[dict[TopicPartition, frozenset[int]], KafkaError | None], None]
 
 
@@ -169,6 +173,9 @@ class KafkaShareConsumer:
         # requests the machines made whose broker was not ready yet: (request, machine, first tried)
         self._unsent: list[tuple[ShareRequest, Any, float]] = []
         self._answers: list[tuple[Any, object, Any]] = []  # (machine, token, answer) after a client poll
+        self._handed_arrow: tuple[weakref.ref[Any], dict[TopicPartition, list[int]]] | None = None
+        self._cluster_seen: tuple[Any, ...] | None = None  # (last_refresh, topics) the routes were made from
+        self._leader_nodes: set[int] = set()
         self._waiters: list[_Waiter] = []
         self._ack_callback: AckCallback | None = None
         self._callback_queue: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
@@ -246,7 +253,11 @@ class KafkaShareConsumer:
         schema plus delivery_count); an empty batch when none came."""
         batches = self._poll_for(timeout_ms, max_records, self._fetch.hand_out_arrow)
         if batches:
-            return _one_batch(batches)
+            batch = _one_batch(batches)
+            # acknowledge_batch(this batch) reads its rows' grouping from here instead of its columns; a weak
+            # reference: the batch's buffers (slices of a whole fetch's) live only as long as the caller keeps it
+            self._handed_arrow = (weakref.ref(batch), self._fetch.arrow_offsets)
+            return batch
         import pyarrow as pa
 
         from fastkc.records import share_arrow_schema
@@ -264,10 +275,9 @@ class KafkaShareConsumer:
             if self._fetch.buffered():
                 handed = hand_out(limit)
                 if handed:
-                    if not self._fetch.buffered():
-                        # the next ShareFetch goes out now, while the application works on these (Java's
-                        # background thread fetches as soon as its buffer is empty)
-                        self._run_once(fetch=True)
+                    # the next ShareFetch goes out now, while the application works on these, when what
+                    # is left buffered allows it (fetch_machine.py: fetching ahead, bounded)
+                    self._run_once(fetch=True)
                     self._deliver_callbacks()
                     return handed
                 continue  # only gaps: the buffer shrank, look again
@@ -311,6 +321,12 @@ class KafkaShareConsumer:
         a row that cannot be acknowledged raises before any is."""
         self._check_open()
         self._check_explicit(AcknowledgeType.ACCEPT)
+        grouped = self._handed_grouping(batch_or_records, types)
+        if grouped is None:
+            grouped = _grouped(batch_or_records, types)
+        if grouped is not None and self._acknowledge_grouped(grouped):
+            return
+        # per-row types that differ, or a row that fails: row by row, which words the first failure
         rows = _rows(batch_or_records)
         kinds = _types_for(rows, types)
         seen: set[tuple[TopicPartition, int]] = set()
@@ -328,6 +344,35 @@ class KafkaShareConsumer:
             seen.add((tp, offset))
         for (tp, offset), kind in zip(rows, kinds):
             self._fetch.acknowledge(tp, offset, kind)
+
+    def _handed_grouping(self, batch: Any, types: Any) -> _Grouped | None:
+        """The batch the last poll_arrow() returned, acknowledged whole with
+        one type: its rows by partition as the fetch machine handed them
+        out (an Arrow batch is immutable, so the same object has the same
+        rows); None for anything else."""
+        if self._handed_arrow is None or self._handed_arrow[0]() is not batch:
+            return None
+        if not isinstance(types, (AcknowledgeType, int)) or isinstance(types, bool):
+            return None
+        return self._handed_arrow[1], _ack_type(types)
+
+    def _acknowledge_grouped(self, grouped: _Grouped) -> bool:
+        """The happy path of acknowledge_batch: every row delivered, none
+        twice, one type. Checked with C-level set passes per partition
+        before anything changes; False (nothing changed) sends the caller
+        row by row, to word the failure."""
+        by_partition, kind = grouped
+        fetch = self._fetch
+        for tp, offsets in by_partition.items():
+            acks = fetch.acks.get(tp)
+            if acks is None or not acks.check_many(offsets):
+                return False
+        if kind is AcknowledgeType.RENEW:
+            for tp in by_partition:
+                fetch.check_renew(tp)
+        for tp, offsets in by_partition.items():
+            fetch.acks[tp].acknowledge_many(offsets, kind)
+        return True
 
     def _check_explicit(self, kind: Any) -> AcknowledgeType:
         if not self._explicit:
@@ -497,14 +542,18 @@ class KafkaShareConsumer:
 
     def _sync_cluster(self) -> None:
         cluster = self._client.cluster
-        topic_ids = {name: meta.topic_id for name, meta in cluster.topics.items() if meta.topic_id is not None}
-        leaders: dict[TopicPartition, int] = {}
-        for name, meta in cluster.topics.items():
-            for index, partition in meta.partitions.items():
-                if partition.leader >= 0:
-                    leaders[TopicPartition(name, index)] = partition.leader
-        self._fetch.set_routes(topic_ids, leaders)
-        for node in set(leaders.values()):
+        seen = (cluster.last_refresh, id(cluster.topics))
+        if seen != self._cluster_seen:  # the routes change only with a metadata update (asked at every round)
+            self._cluster_seen = seen
+            topic_ids = {name: meta.topic_id for name, meta in cluster.topics.items() if meta.topic_id is not None}
+            leaders: dict[TopicPartition, int] = {}
+            for name, meta in cluster.topics.items():
+                for index, partition in meta.partitions.items():
+                    if partition.leader >= 0:
+                        leaders[TopicPartition(name, index)] = partition.leader
+            self._fetch.set_routes(topic_ids, leaders)
+            self._leader_nodes = set(leaders.values())
+        for node in self._leader_nodes:
             conn = self._client.connection(node)
             if conn is not None and conn.established:
                 # RENEW (ShareAcknowledge) and record_limit (ShareFetch) both came with v2 of both APIs
@@ -598,6 +647,73 @@ def _types_for(rows: Sequence[tuple[TopicPartition, int]], types: Any) -> list[A
         raise IllegalArgumentError("{0} acknowledgement types for {1} rows: give one per row, or one for all".format(
             len(values), len(rows)))
     return [_ack_type(value) for value in values]
+
+
+def _grouped(batch_or_records: Any, types: Any) -> _Grouped | None:
+    """acknowledge_batch's rows as {partition: offsets} and their one type,
+    read column by column (an Arrow batch) or with C-level getters (poll()'s
+    dict); None when the types differ per row (the row-by-row path takes
+    it). Bad types raise IllegalArgumentError here, as there."""
+    if isinstance(types, (AcknowledgeType, int)) and not isinstance(types, bool):
+        kind = _ack_type(types)
+    else:
+        values = types.to_pylist() if hasattr(types, "to_pylist") else list(types)
+        distinct = set(values)
+        if len(distinct) != 1:
+            return None  # several types, or none for an empty batch: row by row
+        kind = _ack_type(next(iter(distinct)))
+        if len(values) != _row_count(batch_or_records):
+            return None  # the row-by-row path words the mismatch
+    by_partition: dict[TopicPartition, list[int]] = {}
+    if hasattr(batch_or_records, "column") and hasattr(batch_or_records, "num_rows"):
+        topics = batch_or_records.column("topic")
+        partitions = batch_or_records.column("partition")
+        offsets = batch_or_records.column("offset")
+        if partitions.null_count or offsets.null_count or topics.null_count:
+            return None
+        import pyarrow.compute as pc
+
+        for topic in pc.unique(topics).to_pylist():
+            in_topic = pc.equal(topics, topic)
+            topic_partitions = pc.filter(partitions, in_topic)
+            topic_offsets = pc.filter(offsets, in_topic)
+            for partition in pc.unique(topic_partitions).to_pylist():
+                chosen = pc.filter(topic_offsets, pc.equal(topic_partitions, partition)).to_pylist()
+                by_partition[TopicPartition(topic, partition)] = chosen
+        return by_partition, kind
+    if isinstance(batch_or_records, Mapping):  # poll()'s dict: each list one partition's records
+        for records in batch_or_records.values():
+            for (topic, partition), offsets_of in _by_partition(records):
+                by_partition.setdefault(TopicPartition(topic, partition), []).extend(offsets_of)
+        return by_partition, kind
+    for (topic, partition), offsets_of in _by_partition(batch_or_records):
+        by_partition.setdefault(TopicPartition(topic, partition), []).extend(offsets_of)
+    return by_partition, kind
+
+
+_TOPIC_PARTITION = operator.attrgetter("topic", "partition")
+_OFFSET = operator.attrgetter("offset")
+
+
+def _by_partition(records: Iterable[Any]) -> list[tuple[tuple[str, int], list[int]]]:
+    """Records -> [((topic, partition), offsets)]: one C-level pass when they
+    are all one partition's (poll()'s lists are), else grouped row by row."""
+    records = records if isinstance(records, (list, tuple)) else list(records)
+    keys = set(map(_TOPIC_PARTITION, records))
+    if len(keys) == 1:
+        return [(next(iter(keys)), list(map(_OFFSET, records)))]
+    grouped: dict[tuple[str, int], list[int]] = {}
+    for record in records:
+        grouped.setdefault((record.topic, record.partition), []).append(record.offset)
+    return list(grouped.items())
+
+
+def _row_count(batch_or_records: Any) -> int:
+    if hasattr(batch_or_records, "num_rows"):
+        return int(batch_or_records.num_rows)
+    if isinstance(batch_or_records, Mapping):
+        return sum(len(records) for records in batch_or_records.values())
+    return len(batch_or_records)
 
 
 def _one_batch(batches: list[Any]) -> Any:

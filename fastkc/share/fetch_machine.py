@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -70,6 +71,27 @@ ACQUIRE_MODES = {"batch_optimized": 0, "record_limit": 1}
 #: this bounds the memory a broker's answer can demand: ShareFetch asks for
 #: max_poll_records, which a broker exceeds only to reach a batch boundary.
 MAX_ACQUIRED_OFFSETS = 2_000_000
+#: Fetching ahead: a leader gets its next ShareFetch while its buffered
+#: records (acquired, not handed out) are at most one fetch's worth (its
+#: last answer's records, at least max_poll_records: the broker rounds
+#: max_records up to whole batches, so one answer may hold several polls'
+#: worth), so the application finds the next records buffered instead of
+#: waiting a round trip every few polls. It is bounded because every
+#: buffered record's acquisition lock is running: at most one fetch's worth
+#: waits behind the records being handed out, and none is fetched ahead once
+#: the oldest buffered answer has waited this fraction of the lock duration
+#: (a slow application: fetching more would acquire records whose locks
+#: could run out before it reaches them, and they would be delivered again).
+FETCH_AHEAD_LOCK_FRACTION = 0.25
+# A fetch sent ahead asks the broker not to wait (max_wait_ms 0): the
+# application has records to work on, and a broker with nothing to hand out
+# now (every partition left at its lock limit until this member's
+# acknowledgements land: the tail of a topic) would hold the request for
+# fetch_max_wait_ms, and the acknowledgements of everything handed out
+# meanwhile with it. One that comes back empty stops fetching ahead to that
+# leader until its buffer is empty; the next fetch then waits as usual.
+#: the broker's default group.share.record.lock.duration.ms, until an answer says otherwise
+DEFAULT_LOCK_MS = 30000
 
 
 class AckResult(NamedTuple):
@@ -98,10 +120,11 @@ class ShareFetchToken:
     its leader, the acknowledgements by partition, whether it fetched, the
     session epoch it used, whether it closed the session."""
 
-    __slots__ = ("what", "node_id", "acks", "fetched", "epoch", "closing")
+    __slots__ = ("what", "node_id", "acks", "fetched", "epoch", "closing", "ahead")
 
     def __init__(self, what: str, node_id: int, acks: dict[TopicPartition, dict[int, int]], fetched: bool,
-                 epoch: int, closing: bool) -> None:
+                 epoch: int, closing: bool, ahead: bool = False) -> None:
+        self.ahead = ahead  # a ShareFetch sent while records of its leader were buffered
         self.what = what
         self.node_id = node_id
         self.acks = acks
@@ -112,25 +135,64 @@ class ShareFetchToken:
 
 class CompletedShareFetch:
     """One partition's records and acquired ranges from one answer, kept raw
-    until handed out; `remaining` are the acquired offsets with a record not
-    handed out yet (None: not decoded yet)."""
+    until handed out. Once decoded: `remaining` are the acquired offsets the
+    decode did not settle (offset -> delivery count), `handed_through` the
+    last offset handed out (records go out in offset order, so everything in
+    remaining above it is still to hand out), `orphans` the offsets of
+    remaining without a record (released when the fetch is finished).
+    Handing out touches none of these per record."""
 
-    __slots__ = ("partition", "topic_id", "data", "acquired", "remaining", "decoded", "arrow")
+    __slots__ = ("partition", "topic_id", "data", "acquired", "received", "remaining", "handed_through", "orphans",
+                 "decoded", "offsets", "next_record", "arrow")
 
     def __init__(self, partition: TopicPartition, topic_id: bytes, data: bytes,
-                 acquired: list[tuple[int, int, int]]) -> None:
+                 acquired: list[tuple[int, int, int]], received: float = 0.0) -> None:
         self.partition = partition
         self.topic_id = topic_id
         self.data = data
         self.acquired = acquired
-        self.remaining: dict[int, int] | None = None  # offset -> delivery count
-        self.decoded: collections.deque[Any] | None = None  # records not handed out, in offset order
+        self.received = received  # when its answer came (the driver's clock): its locks run from about then
+        self.remaining: dict[int, int] | None = None  # None: not decoded yet
+        self.handed_through = -1
+        self.orphans: set[int] = set()
+        self.decoded: list[Any] | None = None  # the records; decoded[next_record:] not handed out yet
+        self.offsets: list[int] = []  # the decoded records' offsets, read once
+        self.next_record = 0
         self.arrow: Any = None  # an Arrow batch not handed out
 
-    def acquired_offsets(self) -> dict[int, int]:
+    def undelivered(self) -> int:
+        """About how many records are still to hand out (the acquired span before decoding)."""
+        if self.decoded is not None:
+            return len(self.decoded) - self.next_record
+        if self.arrow is not None:
+            return int(self.arrow.num_rows)
         if self.remaining is not None:
-            return dict(self.remaining)
-        return {offset: count for first, last, count in self.acquired for offset in range(first, last + 1)}
+            return 0
+        return sum(last - first + 1 for first, last, _ in self.acquired)
+
+    def acquired_offsets(self) -> dict[int, int]:
+        """The acquired offsets still held for this fetch: not settled by
+        its decode and not handed out (offset -> delivery count)."""
+        if self.remaining is None:
+            return _offsets_of(self.acquired)
+        through = self.handed_through
+        left = {offset: count for offset, count in self.remaining.items() if offset > through}
+        for offset in self.orphans:
+            left[offset] = self.remaining[offset]
+        return left
+
+
+def _offsets_of(acquired: Iterable[tuple[int, int, int]]) -> dict[int, int]:
+    """Acquired ranges (first, last, count) -> {offset: count}, built by C-level dict passes."""
+    offsets: dict[int, int] = {}
+    for first, last, count in acquired:
+        offsets.update(dict.fromkeys(range(first, last + 1), count))
+    return offsets
+
+
+#: a record's offset and delivery count: C-level getters for map(), so handing out walks no record in Python
+_OFFSET = operator.attrgetter("offset")
+_DELIVERY_COUNT = operator.attrgetter("delivery_count")
 
 
 def _runs(offsets: Mapping[int, int]) -> list[tuple[int, int, int]]:
@@ -168,6 +230,10 @@ class ShareFetchMachine:
         self.fatal_error: BaseException | None = None
         self.acquisition_lock_timeout_ms: int | None = None
         self.versions: dict[int, int] = {}  # node -> its ShareAcknowledge version (the driver's)
+        self.answer_records: dict[int, int] = {}  # node -> records its last ShareFetch answer acquired
+        self.ahead_came_empty: set[int] = set()  # leaders whose last fetch ahead acquired nothing
+        # the offsets the last hand_out_arrow() handed out, by partition (its rows, grouped)
+        self.arrow_offsets: dict[TopicPartition, list[int]] = {}
         self.closing = False
 
     # --- what the driver tells the machine -------------------------------------------------------
@@ -202,9 +268,8 @@ class ShareFetchMachine:
         return acks
 
     def _release(self, completed: CompletedShareFetch) -> None:
-        acks = self._partition_acks(completed.partition)
-        for offset in completed.acquired_offsets():
-            acks.pending[offset] = int(AcknowledgeType.RELEASE)
+        self._partition_acks(completed.partition).settle_many(list(completed.acquired_offsets()),
+                                                             int(AcknowledgeType.RELEASE))
 
     # --- the application's acknowledgements -------------------------------------------------------
     def acknowledge(self, tp: TopicPartition, offset: int, kind: AcknowledgeType) -> None:
@@ -259,7 +324,7 @@ class ShareFetchMachine:
         if self.fatal_error is not None:
             error, self.fatal_error = self.fatal_error, None
             raise error
-        buffered_nodes = {self.leaders.get(completed.partition) for completed in self.buffer}
+        buffered_nodes, holding = self._nodes_not_fetching_ahead(now)
         by_node: dict[int, list[TopicPartition]] = {}
         if fetch and not self.closing:
             for tp in sorted(self.assignment):
@@ -302,13 +367,14 @@ class ShareFetchMachine:
                     self._fail_acks(ack_tps, _no_session(node))
                 continue
             fetch_tps = by_node.get(node, []) if node not in buffered_nodes else []
+            ahead = node in holding
             if not session.is_open and ack_tps:
                 # a new session cannot carry them: the records went with the old one
                 self._fail_acks(ack_tps, _no_session(node))
                 ack_tps = []
             renewing = any(self.acks[tp].has_renew() for tp in ack_tps)
             if fetch_tps and not renewing:
-                requests.append(self._fetch(session, fetch_tps, ack_tps))
+                requests.append(self._fetch(session, fetch_tps, ack_tps, ahead))
             elif ack_tps and (renewing or not by_node.get(node)):
                 # a commit or close (fetch=False), a RENEW (its lock is running out), or a leader this
                 # member fetches nothing from: no ShareFetch will carry them
@@ -317,6 +383,27 @@ class ShareFetchMachine:
             # that follows once the application has taken them (Java's rule: poll's acknowledgements
             # go with the next fetch), or a commit sends them
         return requests
+
+    def _nodes_not_fetching_ahead(self, now: float) -> tuple[set[int | None], set[int | None]]:
+        """Leaders that get no ShareFetch now: more than one fetch's worth of
+        their records buffered, a buffered answer older than
+        FETCH_AHEAD_LOCK_FRACTION of the lock duration, or records buffered
+        after a fetch ahead came back empty (see the comments there); and
+        the leaders with records buffered."""
+        oldest = now - (self.acquisition_lock_timeout_ms or DEFAULT_LOCK_MS) / 1000.0 * FETCH_AHEAD_LOCK_FRACTION
+        held: dict[int | None, int] = {}
+        full: set[int | None] = set()
+        for completed in self.buffer:
+            node = self.leaders.get(completed.partition)
+            held[node] = held.get(node, 0) + completed.undelivered()
+            if completed.received < oldest:
+                full.add(node)
+        least = self.config["max_poll_records"]
+        full.update(node for node, count in held.items()
+                     if node is None or count > max(least, self.answer_records.get(node, 0)))
+        self.ahead_came_empty.intersection_update(held)  # a drained buffer: the next fetch waits as usual
+        full.update(self.ahead_came_empty)
+        return full, set(held)
 
     def _take_acks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[int, int]]:
         return {tp: self.acks[tp].take() for tp in tps if self.acks[tp].pending}
@@ -331,7 +418,7 @@ class ShareFetchMachine:
         return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]
 
     def _fetch(self, session: ShareSession, fetch_tps: list[TopicPartition],
-               ack_tps: list[TopicPartition]) -> ShareRequest:
+               ack_tps: list[TopicPartition], ahead: bool = False) -> ShareRequest:
         wanted: list[SessionPartition] = [(self.topic_ids[tp.topic], tp.partition) for tp in fetch_tps]
         epoch, added, forgotten = session.build_fetch(wanted)
         acks = self._take_acks(ack_tps)
@@ -345,14 +432,14 @@ class ShareFetchMachine:
         config = self.config
         body = {
             "group_id": self.group_id, "member_id": self.member_id, "share_session_epoch": epoch,
-            "max_wait_ms": config["fetch_max_wait_ms"], "min_bytes": config["fetch_min_bytes"],
+            "max_wait_ms": 0 if ahead else config["fetch_max_wait_ms"], "min_bytes": config["fetch_min_bytes"],
             "max_bytes": config["fetch_max_bytes"], "max_records": config["max_poll_records"],
             "batch_size": config["max_poll_records"],
             "share_acquire_mode": ACQUIRE_MODES[config["share_acquire_mode"]],
             "topics": self._topics(named),
             "forgotten_topics_data": [{"topic_id": t, "partitions": p} for t, p in forgotten_topics.items()],
         }
-        token = ShareFetchToken("ShareFetch", session.node_id, acks, True, epoch, False)
+        token = ShareFetchToken("ShareFetch", session.node_id, acks, True, epoch, False, ahead)
         self.in_flight[session.node_id] = token
         # the broker may hold a ShareFetch for max_wait_ms: the answer's timeout includes it
         timeout = config["request_timeout_ms"] + config["fetch_max_wait_ms"]
@@ -416,17 +503,21 @@ class ShareFetchMachine:
             return
         answered: dict[TopicPartition, KafkaError | None] = {}
         names = {topic_id: name for name, topic_id in self.topic_ids.items()}
+        if token.fetched:
+            self.answer_records[token.node_id] = 0  # counted as its partitions' checked ranges are buffered
         for topic in response["responses"]:
             name = names.get(topic["topic_id"])
             if name is None:
                 continue  # a topic deleted meanwhile: its records cannot be named
             for part in topic["partitions"]:
                 tp = TopicPartition(name, part["partition_index"])
-                answered[tp] = self._partition_answer(token, tp, topic["topic_id"], part)
+                answered[tp] = self._partition_answer(token, tp, topic["topic_id"], part, now)
         self._settle(token, answered, None)
+        if token.ahead and not self.answer_records.get(token.node_id):
+            self.ahead_came_empty.add(token.node_id)
 
     def _partition_answer(self, token: ShareFetchToken, tp: TopicPartition, topic_id: bytes,
-                          part: Mapping[str, Any]) -> KafkaError | None:
+                          part: Mapping[str, Any], now: float) -> KafkaError | None:
         """One partition of an answer; returns its acknowledgement error."""
         ack_code = part.get("acknowledge_error_code", 0) if token.fetched else part["error_code"]
         ack_error = None
@@ -448,7 +539,9 @@ class ShareFetchMachine:
             log.debug("ShareFetch %s: %s", tp, error)
         acquired = self._checked_acquired(tp, part["acquired_records"])
         if acquired and tp in self.assignment:
-            self.buffer.append(CompletedShareFetch(tp, topic_id, part["records"] or b"", acquired))
+            completed = CompletedShareFetch(tp, topic_id, part["records"] or b"", acquired, now)
+            self.buffer.append(completed)
+            self.answer_records[token.node_id] += completed.undelivered()
         elif acquired:
             # acquired for a partition this member no longer holds: hand it back
             self._release(CompletedShareFetch(tp, topic_id, b"", acquired))
@@ -516,19 +609,24 @@ class ShareFetchMachine:
         # both forms answer ShareDecoded(records, gaps, released): records a list or an Arrow batch
         if arrow:
             completed.arrow = out.records
+            record_offsets = set(out.records.column("offset").to_pylist())
         else:
-            completed.decoded = collections.deque(out.records)
+            completed.decoded = list(out.records)
+            completed.offsets = list(map(_OFFSET, completed.decoded))
+            record_offsets = set(completed.offsets)
+        completed.next_record = 0
         acks = self._partition_acks(completed.partition)
-        settled: set[int] = set()
+        remaining = _offsets_of(completed.acquired)
         for ranges, kind in ((out.gaps, GAP), (getattr(out, "released", None) or (), int(AcknowledgeType.RELEASE))):
             # gaps: acquired offsets without a record (archived by GAP); released: offsets inside a cut
             # trailing batch, which may hold records these bytes lack (delivered again by RELEASE)
             for first, last in ranges:
-                for offset in range(first, last + 1):
-                    acks.pending[offset] = kind
-                    settled.add(offset)
-        offsets = completed.acquired_offsets()
-        completed.remaining = {o: c for o, c in offsets.items() if o not in settled}
+                settled = list(range(first, last + 1))
+                acks.settle_many(settled, kind)
+                for offset in settled:
+                    remaining.pop(offset, None)
+        completed.remaining = remaining
+        completed.orphans = set(remaining.keys() - record_offsets)
 
     def _settle_failed_decode(self, completed: CompletedShareFetch, exc: BaseException) -> None:
         """A fetch that failed to decode hands out nothing: its gaps (the
@@ -552,16 +650,19 @@ class ShareFetchMachine:
         offsets not handed out."""
         decoder = self._decode_arrow if arrow else self._decode
         assert decoder is not None and completed.remaining is not None
-        out = decoder(completed.data, **self._decode_args(completed, _runs(completed.remaining), arrow))
+        out = decoder(completed.data, **self._decode_args(completed, _runs(completed.acquired_offsets()), arrow))
         completed.arrow = completed.decoded = None
         if arrow:
             completed.arrow = out.records
         else:
-            completed.decoded = collections.deque(out.records)
+            completed.decoded = list(out.records)
+            completed.offsets = list(map(_OFFSET, completed.decoded))
+            completed.next_record = 0
 
     def hand_out(self, max_records: int) -> dict[TopicPartition, list[Any]]:
         """Up to max_records buffered records (decoded now), which become
-        delivered."""
+        delivered: a list slice per fetch and C-level passes over it, no
+        Python step per record."""
         out: dict[TopicPartition, list[Any]] = {}
         count = 0
         while self.buffer and count < max_records:
@@ -570,26 +671,34 @@ class ShareFetchMachine:
                 self._first_decode(completed, arrow=False)
             elif completed.decoded is None:
                 self._redecode(completed, arrow=False)
-            assert completed.decoded is not None and completed.remaining is not None
-            acks = self._partition_acks(completed.partition)
-            records = out.setdefault(completed.partition, [])
-            while completed.decoded and count < max_records:
-                record = completed.decoded.popleft()
-                acks.deliver(record.offset, record.delivery_count)
-                completed.remaining.pop(record.offset, None)
-                records.append(record)
-                count += 1
-            if not completed.decoded:
+            decoded = completed.decoded
+            assert decoded is not None
+            start = completed.next_record
+            end = start + max_records - count
+            taken = decoded[start:end]
+            if taken:
+                offsets = completed.offsets[start:end]
+                self._partition_acks(completed.partition).deliver_many(offsets, map(_DELIVERY_COUNT, taken))
+                completed.handed_through = offsets[-1]
+                completed.next_record = start + len(taken)
+                completed.arrow = None  # the other form, if asked for, decodes what is left anew
+                count += len(taken)
+                records = out.get(completed.partition)
+                if records is None:
+                    out[completed.partition] = taken
+                else:
+                    records.extend(taken)
+            if completed.next_record >= len(decoded):
                 self._finish(completed)
-            if not records:
-                del out[completed.partition]
         return out
 
     def hand_out_arrow(self, max_records: int) -> list[Any]:
         """Up to max_records buffered records as Arrow batches (one per
-        partition fetch), which become delivered."""
+        partition fetch), which become delivered (their offset and
+        delivery_count columns read as whole columns)."""
         batches: list[Any] = []
         count = 0
+        self.arrow_offsets = {}
         while self.buffer and count < max_records:
             completed = self.buffer[0]
             if completed.remaining is None:
@@ -600,12 +709,12 @@ class ShareFetchMachine:
             batch = completed.arrow
             take = min(batch.num_rows, max_records - count)
             part, rest = batch.slice(0, take), batch.slice(take)
-            acks = self._partition_acks(completed.partition)
-            for offset, delivery_count in zip(part.column("offset").to_pylist(),
-                                              part.column("delivery_count").to_pylist()):
-                acks.deliver(offset, delivery_count)
-                completed.remaining.pop(offset, None)
             if take:
+                offsets = part.column("offset").to_pylist()
+                self._partition_acks(completed.partition).deliver_many(
+                    offsets, part.column("delivery_count").to_pylist())
+                self.arrow_offsets.setdefault(completed.partition, []).extend(offsets)
+                completed.handed_through = offsets[-1]
                 batches.append(part)
             count += take
             completed.arrow = rest
@@ -616,14 +725,16 @@ class ShareFetchMachine:
 
     def _finish(self, completed: CompletedShareFetch) -> None:
         self.buffer.popleft()
-        if completed.remaining:
+        if completed.orphans:
             # acquired offsets the decoder gave no record and no gap for: never leave them acquired
             log.warning("%s: acquired offsets %s had no record; releasing them", completed.partition,
-                        sorted(completed.remaining)[:10])
-            acks = self._partition_acks(completed.partition)
-            for offset in completed.remaining:
-                acks.pending[offset] = int(AcknowledgeType.RELEASE)
-            completed.remaining = {}
+                        sorted(completed.orphans)[:10])
+            self._partition_acks(completed.partition).settle_many(sorted(completed.orphans),
+                                                                 int(AcknowledgeType.RELEASE))
+            completed.orphans = set()
+        completed.decoded = completed.arrow = None
+        completed.offsets = []
+        completed.remaining = {}
 
 
 def _no_session(node: int) -> KafkaError:

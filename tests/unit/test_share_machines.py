@@ -11,8 +11,8 @@ from fastkc import errors
 from fastkc.group.coordinator_machine import CoordinatorMachine
 from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW
 from fastkc.share.acknowledgements import GAP, AckBatch, AcknowledgeType, PartitionAcks, from_batches, to_batches
-from fastkc.share.consumer import share_config
-from fastkc.share.fetch_machine import ShareFetchMachine
+from fastkc.share.consumer import _grouped, share_config
+from fastkc.share.fetch_machine import FETCH_AHEAD_LOCK_FRACTION, ShareFetchMachine
 from fastkc.share.member_machine import ShareMemberMachine, ShareMemberState
 from fastkc.share.session import ShareSession
 from fastkc.structs import TopicPartition
@@ -32,6 +32,42 @@ def test_runs_of_one_type_carry_it_once_and_mixed_runs_one_per_offset():
     assert to_batches({}) == []
     wire = [b._asdict() for b in to_batches({1: 0, 2: 1, 3: 1, 10: 2})]
     assert from_batches(wire) == {1: 0, 2: 1, 3: 1, 10: 2}
+
+
+def test_many_at_once_checks_every_offset_before_settling_any():
+    acks = PartitionAcks()
+    acks.deliver_many([5, 6, 7, 8], [1, 1, 2, 1])
+    assert acks.check_many([5, 6]) and not acks.check_many([5, 5]) and not acks.check_many([5, 9])
+    acks.acknowledge_many([6, 7], N)  # RENEW: still delivered, pending as RENEW
+    assert acks.has_renew() and set(acks.delivered) == {5, 6, 7, 8}
+    acks.acknowledge_many([5, 7], A)
+    assert acks.delivered == {6: 1, 8: 1} and acks.pending == {5: 1, 6: 4, 7: 1}
+    assert acks.has_renew()  # 6 is still RENEW
+    acks.acknowledge_many([6, 8], R)  # the whole delivery: cleared at once
+    assert acks.delivered == {} and not acks.has_renew()
+    assert acks.take() == {5: 1, 6: 2, 7: 1, 8: 2}
+    acks.answered({5: 1, 6: 2})
+    assert acks.sent == {7: 1, 8: 2}
+    acks.answered({7: 1, 8: 2})
+    assert acks.idle
+
+
+def test_batch_rows_are_grouped_per_partition_with_one_type_or_left_to_the_row_path():
+    import pyarrow as pa
+
+    batch = pa.RecordBatch.from_pydict({
+        "topic": pa.array(["t", "u", "t", "t"]), "partition": pa.array([0, 0, 1, 0], pa.int32()),
+        "offset": pa.array([4, 9, 2, 5], pa.int64())})
+    by_partition, kind = _grouped(batch, A)
+    assert kind is A and by_partition == {TP0: [4, 5], TopicPartition("u", 0): [9], TP1: [2]}
+    assert _grouped(batch, pa.array([3, 3, 3, 3], pa.int8()))[1] is J  # per-row types, all one
+    assert _grouped(batch, [1, 2, 1, 1]) is None  # they differ: row by row
+    assert _grouped(batch, [1, 1]) is None  # the row path words the count mismatch
+    with pytest.raises(errors.IllegalArgumentError):
+        _grouped(batch, 7)
+    records = [Rec("t", 0, 4, 1, b""), Rec("t", 1, 2, 1, b""), Rec("t", 0, 5, 1, b"")]
+    assert _grouped(records, R) == ({TP0: [4, 5], TP1: [2]}, R)
+    assert _grouped({TP0: records[::2], TP1: records[1:2]}, R) == ({TP0: [4, 5], TP1: [2]}, R)
 
 
 def test_a_record_is_acknowledged_once_and_only_when_delivered():
@@ -315,12 +351,15 @@ def test_one_request_in_flight_per_leader():
 def test_while_polling_acks_wait_for_the_next_fetch_and_a_commit_sends_them_at_once():
     machine = fetch_machine()
     first_fetch(machine, part(0, [(0, 9, 1)]))
-    machine.hand_out(4)  # six records stay buffered: no fetch to that leader
+    machine.hand_out(4)
     machine.acknowledge(TP0, 0, A)
     machine.acknowledge(TP0, 1, R)
     machine.acknowledge(TP0, 3, J)
-    assert machine.next_requests(1.0, fetch=True) == []  # they wait for the ShareFetch after the buffer
-    [req] = machine.next_requests(1.0, fetch=False)  # a commit
+    # six records stay buffered, past the time records are fetched ahead of (a quarter of the lock):
+    # no fetch to that leader, and the acknowledgements wait for the ShareFetch after the buffer
+    late = 30 * FETCH_AHEAD_LOCK_FRACTION + 1.0
+    assert machine.next_requests(late, fetch=True) == []
+    [req] = machine.next_requests(late, fetch=False)  # a commit
     assert req.api == "ShareAcknowledge" and req.body["share_session_epoch"] == 1
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 1, 1: 2, 3: 3}}
     machine.on_response(req.token, ack_answer((0, 0)), 1.1)
@@ -431,12 +470,44 @@ def test_a_batch_that_fails_to_decode_is_released_and_the_error_raised():
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 2, 1: 2, 2: 2}}
 
 
+def test_fetching_ahead_is_bounded_by_one_fetch_worth_and_the_lock_duration():
+    machine = fetch_machine()
+    first_fetch(machine, part(0, [(0, 99, 1)]))  # max_poll_records (100) buffered: one fetch's worth
+    [ahead] = machine.next_requests(0.1, fetch=True)
+    assert ahead.api == "ShareFetch"  # the next records are fetched while these are handed out
+    machine.on_response(ahead.token, fetch_answer(part(1, [(0, 0, 1)])), 0.2)
+    assert machine.next_requests(0.3, fetch=True) == []  # 101 buffered: no more ahead
+    machine.hand_out(100)
+    machine.acknowledge_delivered(A)
+    [req] = machine.next_requests(0.4, fetch=True)  # one left: the next fetch carries the acknowledgements
+    assert acks_in(req.body) == {(TOPIC_ID, 0): {offset: 1 for offset in range(100)}}
+    machine.on_response(req.token, fetch_answer(part(0, [(100, 100, 1)])), 0.5)
+    # records buffered longer than a quarter of the lock (30 s here): nothing more is acquired ahead of them
+    assert machine.next_requests(0.5 + 30 * FETCH_AHEAD_LOCK_FRACTION + 0.1, fetch=True) == []
+    assert sum(len(records) for records in machine.hand_out(100).values()) == 2
+    assert len(machine.next_requests(10.0, fetch=True)) == 1  # the buffer is empty: fetch again
+
+
+def test_a_fetch_ahead_does_not_wait_and_an_empty_one_stops_fetching_ahead_until_the_buffer_drains():
+    machine = fetch_machine()
+    first = first_fetch(machine, part(0, [(0, 9, 1)]))
+    assert first.body["max_wait_ms"] == CONFIG["fetch_max_wait_ms"]  # nothing buffered: the broker may wait
+    [ahead] = machine.next_requests(0.1, fetch=True)
+    assert ahead.body["max_wait_ms"] == 0  # records to work on: answer at once
+    machine.on_response(ahead.token, fetch_answer(), 0.2)  # nothing acquired
+    assert machine.next_requests(0.3, fetch=True) == []  # no busy loop of empty fetches while records wait
+    machine.hand_out(100)
+    [after] = machine.next_requests(0.4, fetch=True)
+    assert after.body["max_wait_ms"] == CONFIG["fetch_max_wait_ms"]
+
+
 def test_records_of_a_partition_no_longer_assigned_are_released():
     machine = fetch_machine()
     first_fetch(machine, part(0, [(0, 1, 1)]), part(1, [(5, 5, 1)]))
     machine.set_assignment([TP1])
-    assert machine.next_requests(1.0, fetch=True) == []  # TP1's record is still buffered: no fetch yet
-    [req] = machine.next_requests(1.0, fetch=False)
+    late = 30 * FETCH_AHEAD_LOCK_FRACTION + 1.0  # past fetching ahead
+    assert machine.next_requests(late, fetch=True) == []  # TP1's record is still buffered: no fetch yet
+    [req] = machine.next_requests(late, fetch=False)
     assert acks_in(req.body) == {(TOPIC_ID, 0): {0: 2, 1: 2}}
 
 

@@ -12,21 +12,13 @@ import pytest
 
 from fastkc import AcknowledgeType, KafkaShareConsumer, TopicPartition, errors
 from tests.support.kafka_tools import Message, produce
+from tests.support.share import set_group_configs
 
 
 def share_group(bootstrap, **group_configs):
     """A new share group id whose configs are set (earliest start by default)."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
     group = "share-" + uuid.uuid4().hex[:12]
-    configs = {"share.auto.offset.reset": "earliest"}
-    configs.update(group_configs)
-    entries = [ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
-                                                              incremental_configs=entries)])
-    for future in futures.values():
-        future.result(timeout=30)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest", **group_configs})
     return group
 
 
@@ -335,3 +327,31 @@ def test_acquire_mode(kafka_broker, make_topic, mode):
     assert len(first) == 10
     assert held == (90 if mode == "batch_optimized" else 0)
     assert sorted(r.offset for r in first + rest) == [w.offset for w in written]
+
+
+@pytest.mark.parametrize("listener,mechanism", [("SSL", None), ("SASL_SSL", "SCRAM-SHA-512")])
+def test_share_consumer_over_tls_and_sasl(secure_broker, listener, mechanism):
+    """The security settings are KafkaConsumer's: mutual TLS, and SCRAM over
+    TLS, every record delivered once and ACCEPTed (a second member finds
+    nothing)."""
+    from tests.support.kafka_tools import create_topic, unique_name
+
+    bootstrap = secure_broker.bootstrap_servers  # the harness's PLAINTEXT listener, for set-up
+    topic = unique_name("share-tls")
+    create_topic(bootstrap, topic, partitions=2)
+    written = write(bootstrap, topic, 30)
+    group = share_group(bootstrap)
+    tls = secure_broker.tls
+    configs = dict(security_protocol=listener, ssl_cafile=tls["ca"])
+    if mechanism is None:
+        configs.update(ssl_certfile=tls["client_cert"], ssl_keyfile=tls["client_key"])
+    else:
+        configs.update(sasl_mechanism=mechanism, sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    with consumer(secure_broker.listeners[listener], group, topic, **configs) as share:
+        got = drain(share, len(written))
+        results = share.commit_sync(timeout_ms=10000)
+    assert sorted((r.partition, r.offset, r.value) for r in got) == sorted(
+        (w.partition, w.offset, w.value) for w in written)
+    assert all(error is None for error in results.values())
+    with consumer(secure_broker.listeners[listener], group, topic, **configs) as again:
+        assert drain(again, 1, timeout=3.0) == []

@@ -473,7 +473,6 @@ class HandoutMixin(MachineParts):
                 break
             if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
                 continue
-            tp = state.tp
             while state.buffered and remaining > 0:
                 completed = state.buffered[0]
                 stream = self._stream(state, completed, "arrow")
@@ -503,26 +502,32 @@ class HandoutMixin(MachineParts):
                         self._pending_error = exc
                         return [builder.finish()]
                     raise
-                done = stream.done
-                state.position = self._resume_at(stream, completed, done)
-                completed.fetch_offset = stream.next_offset
                 if appended:
                     remaining -= appended
                     completed.records_out += appended
                     self.metrics["records-consumed-total"] += appended
-                if self.sensors is not None:
-                    self.sensors.partition_position(state)  # lag and lead: once per step
-                    if stream.leader_epoch >= 0:
-                        state.position_epoch = stream.leader_epoch
-                if done:
-                    if completed.leader_epoch >= 0:
-                        state.position_epoch = completed.leader_epoch
-                    self._used_up(state, completed)
-                else:
-                    self._in_line = tp
-                    if not appended:
-                        return finish()  # full (int32 offsets)
+                if not self._arrow_step_ended(state, completed, stream) and not appended:
+                    return finish()  # full (int32 offsets)
         return finish()
+
+    def _arrow_step_ended(self, state: "PartitionState", completed: CompletedFetch, stream: "RecordStream") -> bool:
+        """The position and the fetch's progress after an Arrow step whose rows
+        are all out (on this thread or prepared off it); True when the fetch
+        is used up."""
+        done = stream.done
+        state.position = self._resume_at(stream, completed, done)
+        completed.fetch_offset = stream.next_offset
+        if self.sensors is not None:
+            self.sensors.partition_position(state)  # lag and lead: once per step
+            if stream.leader_epoch >= 0:
+                state.position_epoch = stream.leader_epoch
+        if done:
+            if completed.leader_epoch >= 0:
+                state.position_epoch = completed.leader_epoch
+            self._used_up(state, completed)
+        else:
+            self._in_line = state.tp
+        return done
 
     def _hand_out_prepared_arrow(self, state: "PartitionState", completed: CompletedFetch, stream: "RecordStream",
                                  ready: PreparedArrowStep, remaining: int, pieces: list[_RecordBatch],
@@ -552,19 +557,7 @@ class HandoutMixin(MachineParts):
         if ready.error is not None:
             self._stop_at_bad_batch(state, ready.error, last + 1 if last is not None else None)
             return n, ready.error
-        done = stream.done
-        state.position = self._resume_at(stream, completed, done)
-        completed.fetch_offset = stream.next_offset
-        if self.sensors is not None:
-            self.sensors.partition_position(state)
-            if stream.leader_epoch >= 0:
-                state.position_epoch = stream.leader_epoch
-        if done:
-            if completed.leader_epoch >= 0:
-                state.position_epoch = completed.leader_epoch
-            self._used_up(state, completed)
-        else:
-            self._in_line = state.tp
+        self._arrow_step_ended(state, completed, stream)
         return n, None
 
     def prepare_arrow_step(self, completed: CompletedFetch, max_records: int) -> None:

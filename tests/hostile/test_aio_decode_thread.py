@@ -132,8 +132,9 @@ CORRUPT_LOG = [
 ]
 
 
+@pytest.mark.parametrize("form", ["records", "arrow"])
 @pytest.mark.parametrize("decode_threads", [1, 0])
-def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it(decode_threads):
+def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it(decode_threads, form):
     with FakeBroker(topics={TOPIC: 1}, records=LAST + 1) as broker:
         broker.script("Fetch", serve_log(CORRUPT_LOG))
 
@@ -147,11 +148,14 @@ def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it
                 deadline = loop.time() + 15
                 while error is None and loop.time() < deadline:
                     try:
-                        batch = await consumer.getmany(timeout_ms=200)
+                        if form == "arrow":
+                            arrow = await consumer.getmany_arrow(timeout_ms=200)
+                            before.extend(arrow.column("offset").to_pylist())
+                        else:
+                            batch = await consumer.getmany(timeout_ms=200)
+                            before.extend(r.offset for records in batch.values() for r in records)
                     except errors.CorruptRecordError as exc:
                         error = exc
-                    else:
-                        before.extend(r for records in batch.values() for r in records)
                 at_error = await consumer.position(TP)
                 consumer.seek(TP, BAD + 1)
                 after = await drain(consumer, LAST - BAD, timeout=20, settle_ms=0)
@@ -161,7 +165,7 @@ def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it
 
         before, error, at_error, after, end = asyncio.run(asyncio.wait_for(scenario(), 60))
         assert broker.errors == []
-    assert [r.offset for r in before] == list(range(BAD))
+    assert before == list(range(BAD))
     assert isinstance(error, errors.CorruptRecordError) and error.offset == BAD
     assert at_error == BAD
     assert [(r.offset, r.value) for r in after] == [(i, b"v%d" % i) for i in range(BAD + 1, LAST + 1)]
@@ -249,37 +253,3 @@ def test_getmany_arrow_decodes_heavy_fetches_off_the_loop(decode_threads):
         assert threads and set(threads) == {"fastkc-aio-decode_0"}
     else:
         assert threads == []
-
-
-@pytest.mark.parametrize("decode_threads", [1, 0])
-def test_getmany_arrow_corrupt_batch_mid_stream(decode_threads):
-    with FakeBroker(topics={TOPIC: 1}, records=LAST + 1) as broker:
-        broker.script("Fetch", serve_log(CORRUPT_LOG))
-
-        async def scenario():
-            consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads, **FAST)
-            await consumer.start()
-            try:
-                consumer.assign([TP])
-                before, error = [], None
-                loop = asyncio.get_running_loop()
-                deadline = loop.time() + 15
-                while error is None and loop.time() < deadline:
-                    try:
-                        batch = await consumer.getmany_arrow(timeout_ms=200)
-                    except errors.CorruptRecordError as exc:
-                        error = exc
-                    else:
-                        before.extend(batch.column("offset").to_pylist())
-                at_error = await consumer.position(TP)
-                consumer.seek(TP, BAD + 1)
-                after = await _drain_arrow(consumer, LAST - BAD, limits=[100])
-                return before, error, at_error, after
-            finally:
-                await consumer.stop()
-
-        before, error, at_error, after = asyncio.run(asyncio.wait_for(scenario(), 60))
-    assert before == list(range(BAD))
-    assert isinstance(error, errors.CorruptRecordError) and error.offset == BAD
-    assert at_error == BAD
-    assert [(o, v) for _, o, v in after] == [(i, b"v%d" % i) for i in range(BAD + 1, LAST + 1)]

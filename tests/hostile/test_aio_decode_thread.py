@@ -37,18 +37,19 @@ def _gzip_batches(count, per_batch):
 
 
 class _Watch:
-    """Which threads ran the consumer's prepare_step (wrapped on the instance)."""
+    """Which threads ran one of the machine's off-loop steps (`method`,
+    wrapped on the consumer's machine instance)."""
 
-    def __init__(self, consumer):
+    def __init__(self, consumer, method="prepare_step"):
         self.threads = []
         machine = consumer._machine
-        inner = machine.prepare_step
+        inner = getattr(machine, method)
 
-        def prepare_step(completed, *args):
+        def step(completed, *args):
             self.threads.append(threading.current_thread().name)
             return inner(completed, *args)
 
-        machine.prepare_step = prepare_step
+        setattr(machine, method, step)
 
 
 @pytest.mark.parametrize("decode_threads", [1, 0])
@@ -172,21 +173,6 @@ def test_a_corrupt_batch_mid_stream_is_a_typed_error_after_the_records_before_it
     assert end == LAST + 1
 
 
-class _ArrowWatch:
-    """Which threads ran the consumer's prepare_arrow_step (wrapped on the instance)."""
-
-    def __init__(self, consumer):
-        self.threads = []
-        machine = consumer._machine
-        inner = machine.prepare_arrow_step
-
-        def prepare_arrow_step(completed, *args):
-            self.threads.append(threading.current_thread().name)
-            return inner(completed, *args)
-
-        machine.prepare_arrow_step = prepare_arrow_step
-
-
 async def _drain_arrow(consumer, count, limits, timeout=20.0):
     """getmany_arrow() until `count` rows, max_records taken in turn from `limits`."""
     rows = []
@@ -232,7 +218,7 @@ def test_getmany_arrow_decodes_heavy_fetches_off_the_loop(decode_threads):
         async def scenario():
             consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads,
                                         max_partition_fetch_bytes=4 * 1024 * 1024, **FAST)
-            watch = _ArrowWatch(consumer)
+            watch = _Watch(consumer, "prepare_arrow_step")
             await consumer.start()
             try:
                 tps = [TopicPartition(TOPIC, p) for p in range(2)]

@@ -158,11 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
     bench_p.set_defaults(handler=_bench)
 
-    from fastkc import consume_cli
+    from fastkc import consume
 
     consume_p = commands.add_parser(
         "consume", help="read topics to stdout (kcat-style formats, JSON lines) or to Arrow IPC / Parquet")
-    consume_cli.add_arguments(consume_p)
+    consume.add_arguments(consume_p)
 
     rebalance_p = commands.add_parser(
         "bench-rebalance", help="rebalance time of fastkc vs confluent-kafka (eager, cooperative-sticky, KIP-848)")
@@ -180,10 +180,10 @@ def _bench_rebalance(args: argparse.Namespace) -> int:
 def _consume_parser() -> argparse.ArgumentParser:
     """`fastkc consume` alone: a reader at a terminal should not wait for
     the other commands' modules to import."""
-    from fastkc import consume_cli
+    from fastkc import consume
 
     parser = argparse.ArgumentParser(prog="fastkc consume")
-    consume_cli.add_arguments(parser)
+    consume.add_arguments(parser)
     return parser
 
 

@@ -8,8 +8,8 @@ import sys
 import pyarrow as pa
 import pytest
 
-from fastkc import consume_cli as cc
 from fastkc.assignors import RangePartitionAssignor, RoundRobinPartitionAssignor
+from fastkc.consume import arguments, formats, settings
 from fastkc.records import arrow_schema
 
 
@@ -19,19 +19,19 @@ from fastkc.records import arrow_schema
     ("@1700000000000", "timestamp", 1700000000000), ("s@5", "timestamp", 5),
 ])
 def test_offsets(text, kind, value):
-    spec = cc.parse_offset(text)
+    spec = arguments.parse_offset(text)
     assert (spec.kind, spec.value) == (kind, value)
 
 
 def test_stop_timestamp():
-    spec = cc.parse_offset("e@1234")
+    spec = arguments.parse_offset("e@1234")
     assert (spec.kind, spec.stop_before_ms) == ("stop", 1234)
 
 
 @pytest.mark.parametrize("text", ["junk", "", "@", "@12x", "s@-1", "e@", "1.5", "--3", "begin"])
 def test_bad_offsets(text):
     with pytest.raises(Exception) as info:
-        cc.parse_offset(text)
+        arguments.parse_offset(text)
     assert "offset" in str(info.value) or "@" in str(info.value)
 
 
@@ -43,12 +43,12 @@ def test_bad_offsets(text):
     ("2023-11-14T22:13:20.123Z", 1700000000123),
 ])
 def test_times(text, ms):
-    assert cc.parse_time(text) == ms
+    assert arguments.parse_time(text) == ms
 
 
 def test_bad_time():
     with pytest.raises(Exception, match="invalid time"):
-        cc.parse_time("yesterday")
+        arguments.parse_time("yesterday")
 
 
 @pytest.mark.parametrize("raw_key, raw_value, key, value", [
@@ -66,7 +66,7 @@ def test_bad_time():
      (RoundRobinPartitionAssignor, RangePartitionAssignor)),
 ])
 def test_typed_settings(raw_key, raw_value, key, value):
-    assert cc.typed_setting(raw_key, raw_value) == (key, value)
+    assert settings.typed_setting(raw_key, raw_value) == (key, value)
 
 
 @pytest.mark.parametrize("raw_key, raw_value, message", [
@@ -79,19 +79,19 @@ def test_typed_settings(raw_key, raw_value, key, value):
     ("partition_assignment_strategy", "fair", "unknown assignor"),
 ])
 def test_bad_settings(raw_key, raw_value, message):
-    with pytest.raises(cc.UsageError, match=message):
-        cc.typed_setting(raw_key, raw_value)
+    with pytest.raises(arguments.UsageError, match=message):
+        settings.typed_setting(raw_key, raw_value)
 
 
 def test_config_file(tmp_path):
     path = tmp_path / "client.properties"
     path.write_text("# a kcat-style file\n\nbootstrap.servers=h1:9092,h2:9092\nsecurity_protocol = SSL\n"
                     "check.crcs=false\n")
-    assert cc.read_config_file(str(path)) == {
+    assert settings.read_config_file(str(path)) == {
         "bootstrap_servers": "h1:9092,h2:9092", "security_protocol": "SSL", "check_crcs": False}
     path.write_text("just a line\n")
-    with pytest.raises(cc.UsageError, match=":1: expected key=value"):
-        cc.read_config_file(str(path))
+    with pytest.raises(arguments.UsageError, match=":1: expected key=value"):
+        settings.read_config_file(str(path))
 
 
 @pytest.mark.parametrize("fmt, literal", [
@@ -103,11 +103,11 @@ def test_config_file(tmp_path):
     ("end\\", b"end\\"),
 ])
 def test_format_literals(fmt, literal):
-    assert cc.parse_format(fmt) == [("lit", literal)]
+    assert formats.parse_format(fmt) == [("lit", literal)]
 
 
 def test_format_tokens():
-    assert cc.parse_format("%t/%p@%o %k=%s %K %S %T %h\\n") == [
+    assert formats.parse_format("%t/%p@%o %k=%s %K %S %T %h\\n") == [
         ("field", "topic"), ("lit", b"/"), ("field", "partition"), ("lit", b"@"), ("field", "offset"),
         ("lit", b" "), ("field", "key"), ("lit", b"="), ("field", "value"), ("lit", b" "),
         ("field", "key_len"), ("lit", b" "), ("field", "value_len"), ("lit", b" "), ("field", "timestamp"),
@@ -116,8 +116,8 @@ def test_format_tokens():
 
 @pytest.mark.parametrize("fmt", ["%", "ab%", "%x", "%R"])
 def test_bad_formats(fmt):
-    with pytest.raises(cc.UsageError, match="formatter|lone"):
-        cc.parse_format(fmt)
+    with pytest.raises(arguments.UsageError, match="formatter|lone"):
+        formats.parse_format(fmt)
 
 
 @pytest.mark.parametrize("data, rendered", [
@@ -128,7 +128,7 @@ def test_bad_formats(fmt):
     (b"\xff\xfe", b'"\xff\xfe"'),  # bytes as they are: yajl does not validate UTF-8
 ])
 def test_json_strings(data, rendered):
-    assert cc.json_string(data) == rendered
+    assert formats.json_string(data) == rendered
 
 
 def _batch(rows):
@@ -147,7 +147,7 @@ ROWS = [
 
 
 def test_format_renderer_columns():
-    renderer = cc.FormatRenderer("%t %p %o [%k] %K [%s] %S %T {%h}\\n")
+    renderer = formats.FormatRenderer("%t %p %o [%k] %K [%s] %S %T {%h}\\n")
     assert bytes(renderer.render(_batch(ROWS))) == (
         b"t 0 5 [k1] 2 [v1] 2 1700000000123 {a=1,b=NULL,c=}\n"
         b"t 1 6 [] -1 [] -1 1700000000124 {}\n"
@@ -157,16 +157,16 @@ def test_format_renderer_columns():
 
 
 def test_null_text():
-    renderer = cc.FormatRenderer("%k:%s\\n", null_text=b"NULL")
+    renderer = formats.FormatRenderer("%k:%s\\n", null_text=b"NULL")
     assert bytes(renderer.render(_batch(ROWS))) == b"k1:v1\nNULL:NULL\nNULL:NULL\n"
 
 
 def test_literal_only_format():
-    assert bytes(cc.FormatRenderer("x\\n").render(_batch(ROWS))) == b"x\nx\nx\n"
+    assert bytes(formats.FormatRenderer("x\\n").render(_batch(ROWS))) == b"x\nx\nx\n"
 
 
 def test_json_renderer():
-    lines = bytes(cc.JsonRenderer(lambda tp: 7).render(_batch(ROWS))).splitlines()
+    lines = bytes(formats.JsonRenderer(lambda tp: 7).render(_batch(ROWS))).splitlines()
     assert lines[0] == (b'{"topic":"t","partition":0,"offset":5,"tstype":"create","ts":1700000000123,'
                         b'"broker":7,"headers":["a","1","b",null,"c",""],"key":"k1","payload":"v1"}')
     assert json.loads(lines[1]) == {"topic": "t", "partition": 1, "offset": 6, "tstype": "logappend",
@@ -220,7 +220,7 @@ def test_json_renderer_escapes_only_what_needs_it():
                      "topic": "t", "partition": i % 3, "offset": i, "timestamp": 1000 * i, "timestampType": 0,
                      "headers": [{"key": "h\"", "value": [b"x", None, b"\x1f"][i % 3]}] if i % 2 else []})
     brokers = {0: 1, 1: 2, 2: 1}
-    renderer = cc.JsonRenderer(lambda tp: brokers[tp.partition])
+    renderer = formats.JsonRenderer(lambda tp: brokers[tp.partition])
     batch = _batch(rows)
     for part, start in ((batch, 0), (batch.slice(7, 20), 7)):
         lines = bytes(renderer.render(part)).split(b"\n")[:-1]
@@ -230,9 +230,9 @@ def test_json_renderer_escapes_only_what_needs_it():
                         % (row["partition"], row["offset"], row["offset"], brokers[row["partition"]]))
             if row["headers"]:
                 h = row["headers"][0]
-                expected += b',"headers":[' + cc.json_string(h["key"].encode()) + b"," + (
-                    cc.json_string(h["value"]) if h["value"] is not None else b"null") + b"]"
+                expected += b',"headers":[' + formats.json_string(h["key"].encode()) + b"," + (
+                    formats.json_string(h["value"]) if h["value"] is not None else b"null") + b"]"
             for name, field in ((b"key", "key"), (b"payload", "value")):
                 v = row[field]
-                expected += b',"' + name + b'":' + (cc.json_string(v) if v is not None else b"null")
+                expected += b',"' + name + b'":' + (formats.json_string(v) if v is not None else b"null")
             assert line == expected + b"}"

@@ -6,8 +6,10 @@ The parent packages' __init__ modules that Python also runs on the way are
 not edges: every module would otherwise depend on fastkc/__init__.py, and
 Python runs a parent first anyway. An import is module-level when it runs
 while the module is imported (top level, class bodies, module-level if/try),
-function-level when it sits in a function body (it runs on the first call);
-imports under `if TYPE_CHECKING:` never run and are not edges.
+function-level when it sits in a function body (it runs on the first call),
+type-checking when it sits under `if TYPE_CHECKING:` (it never runs, but the
+two modules still know each other: a cycle through it is a tangle all the
+same, and moving the import out of the guard would make it a real one).
 """
 import ast
 import os
@@ -19,6 +21,7 @@ class ImportGraph:
     modules: set = field(default_factory=set)
     module_level: dict = field(default_factory=dict)  # module -> {imported module: line}
     function_level: dict = field(default_factory=dict)
+    type_checking: dict = field(default_factory=dict)
 
 
 def _module_name(root, path):
@@ -35,12 +38,16 @@ class _Collector(ast.NodeVisitor):
     def __init__(self, name, is_package, modules):
         self.name, self.is_package, self.modules = name, is_package, modules
         self.depth = 0  # function nesting
-        self.module_level, self.function_level = {}, {}
+        self.guarded = 0  # `if TYPE_CHECKING:` nesting
+        self.module_level, self.function_level, self.type_checking = {}, {}, {}
 
     def _add(self, target, line):
         if target not in self.modules or target == self.name:
             return
-        edges = self.function_level if self.depth else self.module_level
+        if self.guarded:
+            edges = self.type_checking
+        else:
+            edges = self.function_level if self.depth else self.module_level
         edges.setdefault(target, line)
 
     def _resolve(self, node):
@@ -64,6 +71,10 @@ class _Collector(ast.NodeVisitor):
 
     def visit_If(self, node):
         if _is_type_checking(node.test):
+            self.guarded += 1
+            for child in node.body:
+                self.visit(child)
+            self.guarded -= 1
             for child in node.orelse:
                 self.visit(child)
             return
@@ -93,6 +104,7 @@ def build(root, package="fastkc"):
         collector.visit(tree)
         graph.module_level[name] = collector.module_level
         graph.function_level[name] = collector.function_level
+        graph.type_checking[name] = collector.type_checking
     return graph
 
 
@@ -148,4 +160,6 @@ def _one_cycle(edges, component):
 
 
 def combined(graph):
-    return {m: set(graph.module_level[m]) | set(graph.function_level[m]) for m in graph.modules}
+    """Every import: module level, in functions and under TYPE_CHECKING."""
+    return {m: set(graph.module_level[m]) | set(graph.function_level[m]) | set(graph.type_checking[m])
+            for m in graph.modules}

@@ -1,0 +1,80 @@
+"""No module reads another module's private names (the rule and how they
+are found: tests/quality/private_names.py).
+
+The reads that were there when this test was written (issue 22: the front-ends
+reaching into KafkaConsumer, the fetcher and the client) are KNOWN, grouped by
+the module that reads, with how many times it reads each name. The list only
+shrinks: a new read fails, and so does an entry that no longer matches (a read
+removed: lower or delete its entry).
+"""
+from tests.quality import private_names
+from tests.quality.conftest import ROOT
+
+# reading module -> {private name read from another module: how many reads}
+KNOWN = {
+    "fastkc.aio.client": {"_FATAL_CONNECT_ERRORS": 1},
+    "fastkc.aio.consumer": {"_is_topic_partition": 1},
+    "fastkc.arrow_stream": {
+        "_arrow_stream": 4, "_assignment": 3, "_check_open": 1, "_client": 1, "_coordinator": 2, "_fetcher": 5,
+        "_maybe_raise_wakeup": 1, "_poll_arrow": 1, "_poll_once": 1, "_subscribed_topics": 1,
+    },
+    "fastkc.assignors": {"_EncodeError": 1, "_Malformed": 1, "_decode_struct": 1, "_encode_struct": 1},
+    "fastkc.bench.curves": {"_split": 1},
+    "fastkc.bench.driver": {"_split": 1},
+    "fastkc.bench.rebalance": {"_split": 1},
+    "fastkc.bench.run_aiokafka": {"_at_end": 1},
+    "fastkc.bench.run_fastkc_aio": {"_at_end": 1},
+    "fastkc.bench_ceiling": {"_clock": 1, "_drop_buffered": 1, "_poll_once": 1, "_stop_at_bad_batch": 1, "_used_up": 1},
+    "fastkc.client": {"_address_index": 1, "_addresses": 1, "_next_attempt": 1},
+    "fastkc.conn": {"_LEGAL_TRANSITIONS": 1},
+    "fastkc.consume.command": {"_client": 1},
+    "fastkc.consumer": {"_conns": 1, "_deliver_commit_callbacks": 1},
+    "fastkc.fetch.machine": {"_PREPARE_AHEAD": 1},
+    "fastkc.group.commit_machine": {"_set_state": 3},
+    "fastkc.group.transport": {"_clock": 7, "_sync": 2},
+    "fastkc.protocol.codec": {"_Malformed": 1},
+    "fastkc.protocol.consumer_protocol": {"_Malformed": 1},
+    "fastkc.spark.ranges": {"_client": 4, "_fetcher": 1},
+    "fastkc.spark.source": {"_scala_bool": 1},
+}
+
+
+def test_no_new_private_read_and_no_stale_entry(capsys):
+    found = private_names.counts(private_names.find(ROOT))
+    with capsys.disabled():
+        print("\ncross-module private reads: {0} (allowed today: {1})".format(
+            sum(sum(n.values()) for n in found.values()), sum(sum(n.values()) for n in KNOWN.values())))
+    new, stale = [], []
+    for module in sorted(set(found) | set(KNOWN)):
+        for name in sorted(set(found.get(module, {})) | set(KNOWN.get(module, {}))):
+            now, allowed = found.get(module, {}).get(name, 0), KNOWN.get(module, {}).get(name, 0)
+            if now > allowed:
+                uses = [u.line for u in private_names.find(ROOT) if u.module == module and u.name == name]
+                new.append("{0} reads {1} {2}x (allowed {3}), lines {4}".format(module, name, now, allowed, uses))
+            elif now < allowed:
+                stale.append("{0}: {1} read {2}x, KNOWN says {3}".format(module, name, now, allowed))
+    assert not new, "private names read across modules (use a public API):\n" + "\n".join(new)
+    assert not stale, "KNOWN is stale (reads removed: shrink it):\n" + "\n".join(stale)
+
+
+def _uses(tmp_path, files):
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return [(u.module, u.name) for u in private_names.find(str(tmp_path))]
+
+
+def test_the_rule_on_a_small_package(tmp_path):
+    # the check itself can fail: each kind of read is found, the module's own use is not
+    found = _uses(tmp_path, {
+        "fastkc/__init__.py": "",
+        "fastkc/_core.py": "def f():\n    pass\n",
+        "fastkc/a.py": "class A:\n    def __init__(self):\n        self._x = 1\n"
+                       "    def _m(self):\n        return self._x\n_LIMIT = 3\n",
+        "fastkc/b.py": "from fastkc import _core\nfrom fastkc.a import A, _LIMIT\n"
+                       "def g(a):\n    return a._x + a._m() + _LIMIT\n",
+        "pyspark_fastkc.py": "from fastkc import _core\nimport sys\nsys._getframe()\n",
+    })
+    assert sorted(found) == [("fastkc.b", "_LIMIT"), ("fastkc.b", "_m"), ("fastkc.b", "_x"),
+                             ("pyspark_fastkc", "_core")]

@@ -18,7 +18,7 @@ KNOWN = {
         "_arrow_stream": 4, "_assignment": 3, "_check_open": 1, "_client": 1, "_coordinator": 2, "_fetcher": 5,
         "_maybe_raise_wakeup": 1, "_poll_arrow": 1, "_poll_once": 1, "_subscribed_topics": 1,
     },
-    "fastkc.assignors": {"_EncodeError": 1, "_Malformed": 1, "_decode_struct": 1, "_encode_struct": 1},
+    "fastkc.assignors.user_data": {"_EncodeError": 1, "_Malformed": 1, "_decode_struct": 1, "_encode_struct": 1},
     "fastkc.bench.curves": {"_split": 1},
     "fastkc.bench.driver": {"_split": 1},
     "fastkc.bench.rebalance": {"_split": 1},

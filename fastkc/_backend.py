@@ -55,11 +55,12 @@ generic protocol codec (its oracle); and `grow_bytearray(buf, size)` (the
 connection's frame buffer, resized in place). Nothing else imports
 fastkc._core.
 
-A missing extension is announced with a warning, never a silent slowdown.
-FASTKC_PURE=1 asks for the twin on purpose (no warning).
+Only FASTKC_PURE=1 selects the twin. Without it a missing compiled core is an
+ImportError that says how to build it, never a silent slowdown: a job whose
+workers picked up unbuilt sources fails at once instead of running several
+times slower.
 """
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -116,10 +117,6 @@ class RecordsBackend(Protocol):
     def ArrowBuilder(self) -> "type[ArrowBuilder]": ...
 
 
-class FastkcBackendWarning(RuntimeWarning):
-    pass
-
-
 def _choose() -> tuple[str, RecordsBackend]:
     if os.environ.get("FASTKC_PURE", "") not in ("", "0"):
         from fastkc._twin import records as twin
@@ -130,16 +127,11 @@ def _choose() -> tuple[str, RecordsBackend]:
         from fastkc._core import fetch as compiled_fetch  # noqa: F401 (imported to be there)
         from fastkc._core import records as compiled
     except ImportError as exc:
-        from fastkc._twin import records as twin
-
-        warnings.warn(
-            "fastkc: the compiled core could not be imported ({0}); "
-            "decoding falls back to the pure-Python twin, which is much slower. "
-            "Reinstall fastkc with a C compiler available (pip install .)".format(exc),
-            FastkcBackendWarning,
-            stacklevel=3,
-        )
-        return "python", cast(RecordsBackend, twin)
+        raise ImportError(
+            "fastkc: the compiled core (fastkc._core) could not be imported: {0}. Install fastkc where a C "
+            "compiler is available (pip install fastkc builds it; in a checkout: python3 setup.py build_ext "
+            "--inplace), or set FASTKC_PURE=1 to run on the pure-Python twin, which is several times "
+            "slower.".format(exc)) from exc
     return "c", compiled
 
 

@@ -1,6 +1,7 @@
 """The backend (compiled core or twin) is chosen in one place, fastkc/_backend.py,
 for the records functions and the Fetch response parser alike; nothing else
-in the package imports fastkc._core."""
+in the package imports fastkc._core. Only FASTKC_PURE=1 selects the twin: a
+missing compiled core is an ImportError that says how to fix it."""
 import pathlib
 import re
 import subprocess
@@ -61,3 +62,41 @@ def test_both_parsers_read_the_same_response():
     assert ours.session_id == oracle.session_id == 9
     assert bytes(ours.topics[0].partitions[0].records) == bytes(oracle.topics[0].partitions[0].records) == blob
     assert _backend.FETCH_MAX_VERSION >= 12
+
+
+# a checkout whose extension modules were never built: the compiled modules cannot be found
+_WITHOUT_CORE = """
+import sys
+
+class NoExtensions:
+    def find_spec(self, name, path=None, target=None):
+        if name in ("fastkc._core._records", "fastkc._core._fetch"):
+            raise ImportError("No module named " + repr(name))
+        return None
+
+sys.meta_path.insert(0, NoExtensions())
+"""
+
+
+def _import_without_core(extra_env, then):
+    env = {"PATH": "/usr/bin:/bin", **extra_env}
+    return subprocess.run([sys.executable, "-c", _WITHOUT_CORE + "import fastkc\n" + then], env=env,
+                          capture_output=True, text=True, cwd=str(pathlib.Path(fastkc.__file__).parents[1]))
+
+
+def test_a_missing_compiled_core_is_an_import_error_that_says_how_to_fix_it():
+    done = _import_without_core({}, "print(fastkc.backend)")
+    assert done.returncode != 0 and done.stdout == ""
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: fastkc: the compiled core (fastkc._core) could not be imported"), last
+    assert "No module named 'fastkc._core._" in last  # what was missing
+    assert "C compiler" in last and "build_ext --inplace" in last and "FASTKC_PURE=1" in last
+
+
+def test_only_fastkc_pure_selects_the_twin():
+    done = _import_without_core({"FASTKC_PURE": "1"}, "print(fastkc.backend)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["python"]
+    assert "Warning" not in done.stderr
+    done = _import_without_core({"FASTKC_PURE": "0"}, "print(fastkc.backend)")
+    assert done.returncode != 0 and "FASTKC_PURE=1" in done.stderr

@@ -6,7 +6,9 @@
 #                             auditwheel repair; the tag checked)
 #   scripts/wheels.sh test    each wheel in a fresh venv per interpreter,
 #                             installed binary-only (no compiler): the smoke
-#                             test, then tests/unit against the installed wheel
+#                             test, then tests/unit against the installed
+#                             wheel; then what the sdist and wheels hold
+#                             (tests/packaging)
 #   scripts/wheels.sh sdist   the sdist into a fresh venv with no Cython (pip's
 #                             build isolation fetches the declared build
 #                             requirements): the smoke test
@@ -173,9 +175,8 @@ cmd_build() {
         fi
         say "$(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) in $(( $(now) - t )) s"
     done
-    # what the sdist and each wheel hold, listed and checked
-    FASTKC_DIST_DIR=$DIST FASTKC_REQUIRE_WHEELS=${FASTKC_REQUIRE_WHEELS:-${MINORS[*]}} \
-        "$PY" -m pytest -q -p no:cacheprovider tests/packaging
+    # (what the artifacts hold is checked by the test step, whose venvs have
+    # pytest: building needs only the build tools)
     say "build step: $(( $(now) - t0 )) s"
 }
 
@@ -236,6 +237,11 @@ cmd_test() {
         say "$minor: tests/unit against the installed wheel in $(( $(now) - t )) s (load $(cut -d' ' -f1-3 /proc/loadavg))"
         [ "$rc" = 0 ] || die "tests/unit failed against the $minor wheel"
     done
+    # what the sdist and each wheel hold, listed and checked (with pytest from
+    # a test venv: the build step's interpreter need not have it)
+    FASTKC_DIST_DIR=$DIST FASTKC_REQUIRE_WHEELS=${FASTKC_REQUIRE_WHEELS:-${MINORS[*]}} \
+        "$WORK/venv-${MINORS[0]}/bin/python" -m pytest -q -p no:cacheprovider tests/packaging \
+        || die "the distributions' contents check failed"
     say "test step: $(( $(now) - t0 )) s"
 }
 

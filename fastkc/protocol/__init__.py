@@ -1,6 +1,6 @@
 """Kafka wire protocol: declarative schemas (messages.py, in the compact form
-of schema.py), the one generic codec driven by them (codec.py) and the stream
-framer (framing.py). Connections live in fastkc.net."""
+of schema.py) and the one generic codec driven by them (codec.py).
+Connections, which frame the payloads, live in fastkc.net."""
 from fastkc.protocol.codec import (
     decode_body,
     decode_request,

@@ -480,7 +480,7 @@ def response_header_version(api_name: str | int, version: int) -> int:
 
 def encode_request(api_name: str | int, version: int, body: Message, *, correlation_id: int,
                    client_id: str | None = "fastkc") -> bytes:
-    """Request header + body (the size prefix is framing.frame()'s job)."""
+    """Request header + body (the size prefix is the connection's job)."""
     api = get_api(api_name)
     _check_version(api, version)
     w = Writer()

@@ -13,7 +13,7 @@ checks the payload's fields and signature, `broker.msk_iam` keeps each
 payload with its verdict); `session_lifetime_ms` is what a
 successful SaslAuthenticate v1+ answers, KIP-368's re-authentication deadline,
 not enforced: count("SaslHandshake") tells how often a client authenticated). Requests are read with
-`fastkc.protocol.framing`, answers encoded with `fastkc.protocol.codec`.
+`tests.support.framing`, answers encoded with `fastkc.protocol.codec`.
 
 A test scripts any stage with `script(stage, action, times=None, skip=0)`:
 `stage` is an API name ("Metadata", "Fetch", ...) or "connect" (acts right
@@ -73,13 +73,13 @@ import time
 import uuid
 
 from fastkc.protocol import codec
-from fastkc.protocol.framing import Framer, frame
 from fastkc.protocol.messages import ALL_APIS
 
 # Imported here, not when the first Fetch is answered: batchgen pulls in the
 # codec libraries (~0.6 s of CPU on a first import), which would otherwise be
 # charged to the client's CPU budget in whichever scenario answers a Fetch first.
 from tests.support.batchgen import Record, record_batch
+from tests.support.framing import Framer, frame
 
 NODE_ID = 1
 THREAD_PREFIX = "fakebroker-"

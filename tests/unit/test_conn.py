@@ -13,8 +13,8 @@ from fastkc.auth.scram import SaslExchange
 from fastkc.config import consumer_config
 from fastkc.conn import BrokerConnection, ConnectionState, pick_version
 from fastkc.protocol import codec
-from fastkc.protocol.framing import Framer, frame
 from tests.support.conn_driver import drive
+from tests.support.framing import Framer, frame
 
 API_KEYS = [{"api_key": k, "min_version": lo, "max_version": hi}
             for k, lo, hi in ((18, 0, 4), (3, 0, 12), (2, 1, 9), (1, 4, 17), (17, 0, 1), (36, 0, 2))]

@@ -12,8 +12,8 @@ from fastkc import auth, errors
 from fastkc.net import core as core_module
 from fastkc.net.core import FIRST_FRAME_CHUNK, HANDSHAKE_MAX_FRAME, ConnectionCore, ConnectionState
 from fastkc.protocol import codec
-from fastkc.protocol.framing import Framer, frame
 from fastkc.protocol.messages import ALL_APIS
+from tests.support.framing import Framer, frame
 
 CONFIG = {
     "client_id": "core-test",

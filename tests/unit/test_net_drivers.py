@@ -19,9 +19,9 @@ from fastkc.conn import FIRST_FRAME_CHUNK, BrokerConnection, ConnectionState
 from fastkc.net.aio import AioConnection
 from fastkc.net.blocking import BlockingConnection
 from fastkc.protocol import codec
-from fastkc.protocol.framing import frame
 from tests.hostile import kit
 from tests.support.conn_driver import drive
+from tests.support.framing import frame
 
 METADATA = {"topics": []}
 

@@ -15,7 +15,7 @@ from fastkc.errors import (
 )
 from fastkc.net.blocking import BlockingConnection
 from fastkc.protocol import codec
-from fastkc.protocol.framing import Framer, frame
+from tests.support.framing import Framer, frame
 
 BROKER_APIS = [(18, 0, 4), (3, 0, 12), (1, 4, 16), (12, 0, 4)]
 

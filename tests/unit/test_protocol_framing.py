@@ -2,7 +2,7 @@
 import pytest
 
 from fastkc.errors import KafkaProtocolError
-from fastkc.protocol.framing import Framer, frame
+from tests.support.framing import Framer, frame
 
 
 def test_frames_reassemble_across_every_split_point():

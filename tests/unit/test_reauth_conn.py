@@ -13,10 +13,10 @@ from fastkc.config import consumer_config
 from fastkc.conn import REAUTH_WINDOW, BrokerConnection, ConnectionState
 from fastkc.consumer import KafkaConsumer
 from fastkc.net.core import ConnectionCore
-from fastkc.protocol.framing import frame
 from fastkc.structs import TopicPartition
 from tests.hostile import kit
 from tests.support.conn_driver import drive
+from tests.support.framing import frame
 
 USER, PASSWORD = "alice", "s3cret-pw"
 

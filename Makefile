@@ -81,10 +81,12 @@ FUZZ_DIR := tests/fuzz/build
 FUZZ_CFLAGS ?= -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer -DFKC_DEBUG=1 -Icsrc
 KERNEL_SOURCES := $(wildcard csrc/*.c)
+# the records target's oracle (descriptor-form Arrow columns), not a kernel of the library
+FUZZ_ORACLE := tests/fuzz/fkc_arrow.c
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(KERNEL_SOURCES) $(wildcard csrc/*.h)
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(KERNEL_SOURCES) $(FUZZ_ORACLE) $(wildcard csrc/*.h tests/fuzz/*.h)
 	mkdir -p $(FUZZ_DIR)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(KERNEL_SOURCES) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests/fuzz $< $(KERNEL_SOURCES) $(FUZZ_ORACLE) -o $@
 
 fuzz-build: $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
 
@@ -103,8 +105,8 @@ fuzz: fuzz-build
 fuzz-coverage:
 	@set -e; mkdir -p $(FUZZ_DIR)/cov; for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(FUZZ_DIR)/corpus/$$t; \
-		$(FUZZ_CC) -g -O1 -std=c11 -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping -Icsrc \
-			tests/fuzz/fuzz_$$t.c $(KERNEL_SOURCES) -o $(FUZZ_DIR)/cov/fuzz_$$t; \
+		$(FUZZ_CC) -g -O1 -std=c11 -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping -Icsrc -Itests/fuzz \
+			tests/fuzz/fuzz_$$t.c $(KERNEL_SOURCES) $(FUZZ_ORACLE) -o $(FUZZ_DIR)/cov/fuzz_$$t; \
 		LLVM_PROFILE_FILE=$(FUZZ_DIR)/cov/$$t.profraw $(FUZZ_DIR)/cov/fuzz_$$t -runs=0 \
 			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t > /dev/null 2>&1; \
 		llvm-profdata merge -sparse $(FUZZ_DIR)/cov/$$t.profraw -o $(FUZZ_DIR)/cov/$$t.profdata; \

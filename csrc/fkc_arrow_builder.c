@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fkc_arrow.h"
+#include "fkc_arrow_abi.h"
 
 #define FKC_I32_LIMIT ((uint64_t)INT32_MAX)
 

@@ -182,7 +182,7 @@ cdef extern from "fkc_records.h":
     size_t fkc_stream_marks(const fkc_stream *s, const fkc_step_mark **marks)
 
 
-cdef extern from "fkc_arrow.h":
+cdef extern from "fkc_arrow_abi.h":
     struct ArrowArray:
         void (*release)(ArrowArray *)
 

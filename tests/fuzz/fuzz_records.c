@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: phase 1 of record decoding (csrc/fkc_records.c,
  * fkc_decode_records) with the codec dispatch (csrc/fkc_codec.c) behind it,
- * and phase 2b (csrc/fkc_arrow.c) on what it decoded.
+ * and phase 2b (tests/fuzz/fkc_arrow.c, the oracle) on what it decoded.
  *
  * Input: byte 0 = option flags, byte 1 = fetch_offset, byte 2 = stop_offset
  * (0: no bound), then the records blob (record batches v2 / legacy message

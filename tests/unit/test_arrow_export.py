@@ -1,5 +1,5 @@
 """The compiled Arrow path hands its columns to pyarrow through the Arrow C
-data interface (csrc/fkc_arrow.c fkc_arrow_export): one arena per decode,
+data interface (csrc/fkc_arrow_builder.c fkc_builder_export): one arena per decode,
 owned by the exported tree. These tests pin the ownership contract -- columns
 outlive the batch, the arena is freed, the buffers are aligned and the batch
 validates -- and that the fast record parser and the checked one agree on

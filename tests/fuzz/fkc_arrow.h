@@ -1,6 +1,11 @@
 /*
  * fkc_arrow.h — phase 2b: fill Arrow column buffers from decoded records.
  *
+ * The fuzz target's oracle only (tests/fuzz/fuzz_records.c): the compiled
+ * core builds its columns with csrc/fkc_arrow_builder.c, and this
+ * descriptor-form filler, kept apart from the library, checks them row for
+ * row.
+ *
  * Contract
  *   The caller allocates every buffer with the exact sizes fkc_arrow_sizes()
  *   reports (known after phase 1), then fkc_arrow_fill() writes offsets, data
@@ -18,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fkc_arrow_abi.h"
 #include "fkc_records.h"
 
 #ifdef __cplusplus
@@ -54,46 +60,11 @@ typedef struct fkc_arrow_columns {
     int64_t hvalue_nulls;
 } fkc_arrow_columns;
 
-/* Bytes of a validity bitmap for n entries. */
-static inline size_t fkc_bitmap_bytes(size_t n)
-{
-    return (n + 7) / 8;
-}
-
 /* 1 when every offset fits Arrow's int32 offsets (binary/string/list). */
 int fkc_arrow_fits(const fkc_decode_result *r, size_t topic_len);
 
 void fkc_arrow_fill(const fkc_decode_result *r, const uint8_t *topic, size_t topic_len, int32_t partition,
                     fkc_arrow_columns *cols);
-
-/* The Arrow C data interface's array struct (arrow/c/abi.h, ABI-stable). */
-#ifndef ARROW_C_DATA_INTERFACE
-#define ARROW_C_DATA_INTERFACE
-struct ArrowSchema {
-    const char *format;
-    const char *name;
-    const char *metadata;
-    int64_t flags;
-    int64_t n_children;
-    struct ArrowSchema **children;
-    struct ArrowSchema *dictionary;
-    void (*release)(struct ArrowSchema *);
-    void *private_data;
-};
-
-struct ArrowArray {
-    int64_t length;
-    int64_t null_count;
-    int64_t offset;
-    int64_t n_buffers;
-    int64_t n_children;
-    const void **buffers;
-    struct ArrowArray **children;
-    struct ArrowArray *dictionary;
-    void (*release)(struct ArrowArray *);
-    void *private_data;
-};
-#endif
 
 /* Fill every column (as fkc_arrow_fill) into one freshly allocated arena
  * and describe it as a C-data-interface struct array whose children follow

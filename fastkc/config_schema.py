@@ -47,13 +47,14 @@ class Kind(enum.Enum):
     SECRET = "password"
     SSL_CONTEXT = "ssl.SSLContext"
     SOCKET_OPTIONS = "socket options"
+    PRINCIPAL = "str or gssapi.Name"
     OBJECT = "object"
     UNSUPPORTED = "unsupported"  # accepted as None only (kafka-python's proxies)
 
 
 #: kinds a command line or a Spark option can spell (the others take Python objects)
 TEXT_KINDS = frozenset({Kind.INT, Kind.NUMBER, Kind.BOOL, Kind.STR, Kind.CHOICE, Kind.SERVERS, Kind.VERSION,
-                        Kind.ASSIGNORS, Kind.PATH, Kind.SECRET, Kind.UNSUPPORTED})
+                        Kind.ASSIGNORS, Kind.PATH, Kind.SECRET, Kind.PRINCIPAL, Kind.UNSUPPORTED})
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,8 @@ SETTINGS: tuple[Setting, ...] = (
        aiokafka=True),
     _S("sasl_plain_password", Kind.STR, None, "the PLAIN / SCRAM password", librdkafka=("sasl.password",),
        aiokafka=True, secret=True),
-    _S("sasl_kerberos_name", Kind.OBJECT, None, "GSSAPI: the client's gssapi.Name"),
+    _S("sasl_kerberos_name", Kind.PRINCIPAL, None, "GSSAPI: the brokers' 'service@host' name (overrides "
+       "sasl_kerberos_service_name and the broker's host)"),
     _S("sasl_kerberos_service_name", Kind.STR, "kafka", "GSSAPI: the brokers' service name",
        java="sasl.kerberos.service.name", aiokafka=True),
     _S("sasl_kerberos_domain_name", Kind.STR, None, "GSSAPI: the brokers' host name to use", aiokafka=True),
@@ -403,19 +405,19 @@ def _check_socket_options(setting: Setting, options: Any) -> None:
 #: the words a command line may use for a bool
 TEXT_BOOLEANS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,
                  "off": False}
-_BY_SPELLING: dict[str, str] = {}
-for _setting in SETTINGS:
-    for _name in (_setting.java, *_setting.librdkafka):
-        if _name is not None:
-            _BY_SPELLING[_name] = _setting.key
+_BY_JAVA_NAME = {s.java: s.key for s in SETTINGS if s.java is not None}
+_BY_LIBRDKAFKA_NAME = {name: s.key for s in SETTINGS for name in s.librdkafka}
 
 
-def key_for(name: str) -> str | None:
-    """kafka-python's key for a kafka-python, Java or librdkafka name (or any
-    key written with dots or dashes for underscores); None if there is none."""
+def key_for(name: str, *, librdkafka: bool = True) -> str | None:
+    """kafka-python's key for a kafka-python, Java or (unless told not to)
+    librdkafka name, or any key written with dots or dashes for underscores;
+    None if there is none."""
     name = name.strip()
-    if name in _BY_SPELLING:
-        return _BY_SPELLING[name]
+    if librdkafka and name in _BY_LIBRDKAFKA_NAME:
+        return _BY_LIBRDKAFKA_NAME[name]
+    if name in _BY_JAVA_NAME:
+        return _BY_JAVA_NAME[name]
     key = name.replace(".", "_").replace("-", "_")
     return key if key in SETTINGS_BY_KEY else None
 

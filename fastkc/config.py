@@ -1,12 +1,12 @@
 """Consumer configuration: kafka-python 3.x's keys and defaults, validated once.
 
-`consumer_config(configs)` returns a complete, checked dict; the consumer, the
-client, the connections and (later) the group coordinator all read from it, so
-a key is validated in one place. An unknown key raises
+The keys, their defaults, kinds, ranges, allowed values and cross-key rules
+are declared in fastkc.config_schema; this module is kafka-python's view of
+them. `consumer_config(configs)` returns a complete, checked dict; the
+consumer, the client, the connections and the group member all read from it,
+so a key is validated in one place. An unknown key raises
 KafkaConfigurationError, as kafka-python does (a misspelt key would otherwise
-be ignored silently). Group keys (group_id, session_timeout_ms, …) are
-accepted and validated even though groups are not implemented yet, so code
-written for kafka-python constructs unchanged.
+be ignored silently); so does every bad value, naming its key.
 """
 import ipaddress
 import logging
@@ -20,7 +20,6 @@ from fastkc import auth
 from fastkc.config_schema import (
     SETTINGS,
     SETTINGS_BY_KEY,
-    ConsumerConfig,
     Kind,
     check_rules,
     check_value,
@@ -31,10 +30,8 @@ log = logging.getLogger(__name__)
 
 
 #: a consumer configuration: kafka-python's keys; the values are the caller's (checked below).
-#: ConsumerConfig (fastkc.config_schema) is the same dict typed key by key.
+#: fastkc.config_schema.ConsumerConfig is the same dict typed key by key.
 Config = dict[str, Any]
-__all__ = ["CONSUMER_DEFAULTS", "Config", "ConsumerConfig", "SECURITY_PROTOCOLS", "build_ssl_context",
-           "consumer_config", "decode_budget", "parse_host_port"]
 
 #: kafka-python's keys and defaults (with fastkc's additions), from the schema. The
 #: default assignors are named ("range", "roundrobin"): KafkaConsumer shows the classes.

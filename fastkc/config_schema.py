@@ -69,7 +69,7 @@ class Setting:
     nullable: bool = False  # None is a value (besides a None default, which always is)
     java: str | None = None  # the Java consumer's name, None when it has no such key
     librdkafka: tuple[str, ...] = ()  # librdkafka's names where they differ from java's
-    aiokafka: bool = False  # aiokafka's AIOKafkaConsumer takes the same keyword
+    aiokafka: bool = False  # aiokafka's AIOKafkaConsumer has a keyword of this name (fastkc.aio.config)
     value_aliases: Mapping[str, str] = field(default_factory=dict)  # kafka-python's deprecated spellings
     secret: bool = False  # errors name the value's type, never the value
 
@@ -168,8 +168,8 @@ SETTINGS: tuple[Setting, ...] = (
        "fetch_max_bytes + max_partition_fetch_bytes)", minimum=1, maximum=INT32_MAX),
     _S("socket_options", Kind.SOCKET_OPTIONS, [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
        "(level, option, value) tuples set on every broker socket"),
-    _S("consumer_timeout_ms", Kind.NUMBER, float("inf"), "iteration stops after this long without a record",
-       minimum=0),
+    _S("consumer_timeout_ms", Kind.NUMBER, float("inf"), "iteration stops after this long without a record "
+       "(aiokafka's keyword of this name is its fetch task's wake-up period)", minimum=0, aiokafka=True),
     _S("security_protocol", Kind.CHOICE, "PLAINTEXT", "how broker connections are secured",
        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), java="security.protocol", aiokafka=True),
     _S("ssl_context", Kind.SSL_CONTEXT, None, "a ready SSLContext; every other ssl_* key is then ignored",
@@ -304,10 +304,10 @@ def parse_version(value: object) -> tuple[int, ...] | None:
     if value is None or value == "auto":
         return None
     if isinstance(value, str):
-        parts = value.split(".")
-        if not all(part.isdigit() and part.isascii() for part in parts):
-            raise ValueError("expected a version such as '2.6' or (2, 6), not {0!r}".format(value))
-        value = tuple(int(part) for part in parts)
+        try:
+            value = tuple(int(part) for part in value.split("."))  # int() as kafka-python reads each part
+        except ValueError:
+            raise ValueError("expected a version such as '2.6' or (2, 6), not {0!r}".format(value)) from None
     if not isinstance(value, tuple) or not value or not all(_is_int(part) and part >= 0 for part in value):
         raise ValueError("expected None, a tuple of ints such as (2, 6) or a str such as '2.6', not {0!r}".format(
             value))

@@ -487,8 +487,8 @@ def consumer_config(params: Params) -> dict[str, Any]:
                     "kafka.{0}={1} is a Java class fastkc cannot run (it supports {2})".format(
                         key, value, ", ".join(sorted(_OIDC_HANDLERS | _OIDC_RETRIEVERS))))
         else:
-            name = key_for(key, librdkafka=False)  # Java's name, or a kafka-python key in dots
-            setting = SETTINGS_BY_KEY[name] if name is not None else None
+            known = key_for(key, librdkafka=False)  # Java's name, or a kafka-python key in dots
+            setting = SETTINGS_BY_KEY[known] if known is not None else None
             if setting is not None and setting.kind in TEXT_KINDS:
                 config[setting.key] = _convert(key, setting, value)
             else:

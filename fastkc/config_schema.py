@@ -37,7 +37,7 @@ class Kind(enum.Enum):
     NUMBER = "number"  # int or float (consumer_timeout_ms may be inf)
     BOOL = "bool"
     STR = "str"
-    CHOICE = "one of"
+    CHOICE = "choice"
     SERVERS = "host[:port] list"
     VERSION = "broker version"
     ASSIGNORS = "assignors"

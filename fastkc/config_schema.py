@@ -208,8 +208,8 @@ SETTINGS: tuple[Setting, ...] = (
        aiokafka=True, secret=True),
     _S("sasl_kerberos_name", Kind.PRINCIPAL, None, "GSSAPI: the brokers' 'service@host' name (overrides "
        "sasl_kerberos_service_name and the broker's host)"),
-    _S("sasl_kerberos_service_name", Kind.STR, "kafka", "GSSAPI: the brokers' service name",
-       java="sasl.kerberos.service.name", aiokafka=True),
+    _S("sasl_kerberos_service_name", Kind.STR, "kafka", "GSSAPI: the brokers' service name (None with "
+       "sasl_kerberos_name)", nullable=True, java="sasl.kerberos.service.name", aiokafka=True),
     _S("sasl_kerberos_domain_name", Kind.STR, None, "GSSAPI: the brokers' host name to use", aiokafka=True),
     _S("sasl_kerberos_keytab", Kind.PATH, None, "GSSAPI: the client keytab (fastkc addition)"),
     _S("sasl_kerberos_principal", Kind.STR, None, "GSSAPI: the client principal (fastkc addition)"),
@@ -232,7 +232,6 @@ class Rule:
     holds: Callable[[Mapping[str, Any]], bool]
     message: str  # formatted with the config
     doc: str
-    only_with_group: bool = False
 
 
 RULES: tuple[Rule, ...] = (
@@ -247,21 +246,21 @@ RULES: tuple[Rule, ...] = (
          "connections_max_idle_ms ({connections_max_idle_ms}) must be larger than request_timeout_ms "
          "({request_timeout_ms}) which must be larger than fetch_max_wait_ms ({fetch_max_wait_ms}).",
          "fetch_max_wait_ms < request_timeout_ms < connections_max_idle_ms"),
-    # kafka-python's Heartbeat (and Java's) with a group: a member whose
+    # kafka-python's Heartbeat (and Java's) with a classic group: a member whose
     # heartbeats come after its session ended would be expelled every time
+    # (KIP-848's broker sets both for group_protocol='consumer')
     Rule(("heartbeat_interval_ms", "session_timeout_ms"),
-         lambda c: c["heartbeat_interval_ms"] < c["session_timeout_ms"],
+         lambda c: c["group_id"] is None or c["group_protocol"] != "classic"
+         or c["heartbeat_interval_ms"] < c["session_timeout_ms"],
          "heartbeat_interval_ms ({heartbeat_interval_ms}) must be lower than session_timeout_ms "
          "({session_timeout_ms})",
-         "heartbeat_interval_ms < session_timeout_ms (with a group_id)", only_with_group=True),
+         "heartbeat_interval_ms < session_timeout_ms (with a group_id, group_protocol 'classic')"),
 )
 
 
 def check_rules(config: Mapping[str, Any], fail: Callable[[str, str], NoReturn]) -> None:
     """Every rule of RULES; `fail(key, message)` for the first that does not hold."""
     for rule in RULES:
-        if rule.only_with_group and config.get("group_id") is None:
-            continue
         if not rule.holds(config):
             fail(rule.keys[0], rule.message.format(**config))
 

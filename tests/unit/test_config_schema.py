@@ -138,9 +138,12 @@ def test_cross_key_rules(configs, key):
         consumer_config(configs)
 
 
-def test_the_heartbeat_rule_applies_with_a_group_only():
+def test_the_heartbeat_rule_applies_with_a_classic_group_only():
     # kafka-python's Heartbeat checks it only with a group_id: without one there is no session
     assert consumer_config({"heartbeat_interval_ms": 45000})["heartbeat_interval_ms"] == 45000
+    # KIP-848: the broker sets the heartbeat interval and the session for group_protocol='consumer'
+    assert consumer_config({"group_id": "g", "group_protocol": "consumer",
+                            "heartbeat_interval_ms": 45000})["heartbeat_interval_ms"] == 45000
 
 
 def test_rules_raise_aiokafkas_value_error_in_the_aio_flavour():

@@ -525,9 +525,9 @@ class ConsumerConfig(TypedDict):
     exclude_internal_topics: bool
     sasl_mechanism: str | None
     sasl_plain_username: str | None
-    sasl_plain_password: Any
+    sasl_plain_password: str | None
     sasl_kerberos_name: Any
-    sasl_kerberos_service_name: str
+    sasl_kerberos_service_name: str | None
     sasl_kerberos_domain_name: str | None
     sasl_kerberos_keytab: str | None
     sasl_kerberos_principal: str | None

@@ -22,6 +22,21 @@ def test_the_typed_form_lists_the_schemas_keys():
     assert cs.ConsumerConfig.__required_keys__ == frozenset(typed)
 
 
+def test_the_typed_form_agrees_with_each_kind():
+    hints = typing.get_type_hints(cs.ConsumerConfig)
+    expected = {cs.Kind.INT: int, cs.Kind.BOOL: bool, cs.Kind.STR: str, cs.Kind.CHOICE: type(None)}
+    for setting in cs.SETTINGS:
+        want = expected.get(setting.kind)
+        if setting.kind is cs.Kind.CHOICE:
+            want = type(setting.choices[0])
+        if want is None:
+            continue
+        if setting.nullable or setting.default is None:
+            assert hints[setting.key] == want | None, setting.key
+        else:
+            assert hints[setting.key] is want, setting.key
+
+
 def test_every_default_passes_its_own_check():
     for setting in cs.SETTINGS:
         assert cs.check_value(setting, setting.default) == setting.default, setting.key

@@ -1,22 +1,18 @@
 """docs/reference/configuration.md is generated from fastkc/config_schema.py
 by scripts/gen_config_reference.py; the committed file must be what the
 generator writes (a source-tree check, so it lives in tests/quality)."""
-import importlib.util
 import os
 import subprocess
 import sys
 
-from tests.quality.conftest import ROOT
+from tests.quality.conftest import ROOT, load_script
 
 SCRIPT = os.path.join(ROOT, "scripts", "gen_config_reference.py")
 REFERENCE = os.path.join(ROOT, "docs", "reference", "configuration.md")
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_config_reference", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_config_reference")
 
 
 def test_the_committed_reference_is_what_the_schema_generates():

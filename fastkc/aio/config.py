@@ -1,5 +1,11 @@
 """aiokafka 0.14's AIOKafkaConsumer keywords, as a table, and their fastkc meaning.
 
+The table is an adapter over fastkc.config_schema: a keyword both clients
+have is checked by the schema's setting (aiokafka's flavour: a bool must be a
+bool, no kafka-python spellings such as 'smallest'), with aiokafka's default
+where it differs; only aiokafka's own keywords (loop, api_version,
+rebalance_timeout_ms) carry a check of their own.
+
 `resolve(**keywords)` checks a constructor's keywords and returns an
 `AioConsumerConfig`: `aio`, every aiokafka keyword with its value (defaults
 filled in); `core`, the configuration of fastkc's core in fastkc's
@@ -42,8 +48,11 @@ Where the same name means something else in aiokafka and in kafka-python
 - auto_offset_reset: read case-insensitively, as aiokafka does; a value it
   does not know is an error here (aiokafka logs a warning and behaves as
   "none"; Java refuses it).
-- fetch_max_wait_ms must stay below request_timeout_ms (aiokafka does not
-  check, and its fetches then time out).
+- fastkc's cross-key rules (fastkc.config_schema.RULES) hold here too, as
+  ValueError: fetch_max_wait_ms must stay below request_timeout_ms (aiokafka
+  does not check, and its fetches then time out); with a classic group,
+  heartbeat_interval_ms below session_timeout_ms (kafka-python's and Java's
+  rule; aiokafka does not check).
 fastkc additions (not in aiokafka 0.14): group_protocol ("classic" or
 "consumer", KIP-848) and group_remote_assignor, as in fastkc's sync consumer;
 decode_threads: 1 (the default) decompresses and parses fetched batches on a

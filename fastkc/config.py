@@ -46,6 +46,7 @@ def _fail(message: str) -> NoReturn:
 
 
 def _fail_on(key: str, message: str) -> NoReturn:
+    # a cross-key rule's message already names its keys (kafka-python's wording)
     raise KafkaConfigurationError(message)
 
 

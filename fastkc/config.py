@@ -1,204 +1,68 @@
 """Consumer configuration: kafka-python 3.x's keys and defaults, validated once.
 
-`consumer_config(configs)` returns a complete, checked dict; the consumer, the
-client, the connections and (later) the group coordinator all read from it, so
-a key is validated in one place. An unknown key raises
+The keys, their defaults, kinds, ranges, allowed values and cross-key rules
+are declared in fastkc.config_schema; this module is kafka-python's view of
+them. `consumer_config(configs)` returns a complete, checked dict; the
+consumer, the client, the connections and the group member all read from it,
+so a key is validated in one place. An unknown key raises
 KafkaConfigurationError, as kafka-python does (a misspelt key would otherwise
-be ignored silently). Group keys (group_id, session_timeout_ms, …) are
-accepted and validated even though groups are not implemented yet, so code
-written for kafka-python constructs unchanged.
+be ignored silently); so does every bad value, naming its key.
 """
 import ipaddress
 import logging
 import os
-import socket
 import ssl
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Literal, NoReturn
 
 from fastkc import auth
-
-# kafka-python's default, with fastkc's own classes of the same names and interface
-from fastkc.assignors import RangePartitionAssignor, RoundRobinPartitionAssignor
+from fastkc.config_schema import (
+    SETTINGS,
+    SETTINGS_BY_KEY,
+    Kind,
+    check_rules,
+    check_value,
+)
 from fastkc.errors import KafkaConfigurationError
-
-_DEFAULT_ASSIGNORS = (RangePartitionAssignor, RoundRobinPartitionAssignor)
 
 log = logging.getLogger(__name__)
 
 
-#: a consumer configuration: kafka-python's keys; the values are the caller's (checked below)
+#: a consumer configuration: kafka-python's keys; the values are the caller's (checked below).
+#: fastkc.config_schema.ConsumerConfig is the same dict typed key by key.
 Config = dict[str, Any]
 
+#: kafka-python's keys and defaults (with fastkc's additions), from the schema. The
+#: default assignors are named ("range", "roundrobin"): KafkaConsumer shows the classes.
+CONSUMER_DEFAULTS: Config = {setting.key: setting.default for setting in SETTINGS}
 
-def _default_commit_callback(offsets: object, response: object) -> bool:
-    return True
-
-
-CONSUMER_DEFAULTS: Config = {
-    "bootstrap_servers": "localhost",
-    "client_id": "fastkc",
-    "client_rack": "",
-    "group_id": None,
-    "group_instance_id": None,
-    # KIP-848 (fastkc addition, the Java client's group.protocol / group.remote.assignor):
-    # "classic" or "consumer"; the server-side assignor for "consumer" (None: the broker's default)
-    "group_protocol": "classic",
-    "group_remote_assignor": None,
-    "key_deserializer": None,
-    "value_deserializer": None,
-    "enable_incremental_fetch_sessions": True,
-    "fetch_max_wait_ms": 500,
-    "fetch_min_bytes": 1,
-    "fetch_max_bytes": 52428800,
-    "max_partition_fetch_bytes": 1 * 1024 * 1024,
-    "request_timeout_ms": 30000,
-    "retry_backoff_ms": 100,
-    "reconnect_backoff_ms": 50,
-    "reconnect_backoff_max_ms": 30000,
-    "max_in_flight_requests_per_connection": 5,
-    "auto_offset_reset": "latest",
-    "enable_auto_commit": True,
-    "auto_commit_interval_ms": 5000,
-    "default_offset_commit_callback": _default_commit_callback,
-    "check_crcs": True,
-    "isolation_level": "read_uncommitted",
-    "allow_auto_create_topics": True,
-    "metadata_max_age_ms": 5 * 60 * 1000,
-    "client_dns_lookup": "use_all_dns_ips",
-    "partition_assignment_strategy": _DEFAULT_ASSIGNORS,
-    "max_poll_records": 500,
-    "max_poll_interval_ms": 300000,
-    "session_timeout_ms": 45000,
-    "heartbeat_interval_ms": 3000,
-    "receive_buffer_bytes": None,
-    "send_buffer_bytes": None,
-    "receive_message_max_bytes": 100000000,
-    "socket_options": [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-    "consumer_timeout_ms": float("inf"),
-    "security_protocol": "PLAINTEXT",
-    "ssl_context": None,
-    "ssl_check_hostname": True,
-    "ssl_cafile": None,
-    "ssl_certfile": None,
-    "ssl_keyfile": None,
-    "ssl_crlfile": None,
-    "ssl_password": None,
-    "ssl_ciphers": None,
-    "api_version": None,
-    "bootstrap_timeout_ms": 30000,
-    "connections_max_idle_ms": 9 * 60 * 1000,
-    "metric_reporters": [],
-    "metrics_enabled": True,
-    "metrics_num_samples": 2,
-    "metrics_sample_window_ms": 30000,
-    "metric_group_prefix": "consumer",
-    "selector": None,
-    "exclude_internal_topics": True,
-    "sasl_mechanism": None,
-    "sasl_plain_username": None,
-    "sasl_plain_password": None,
-    "sasl_kerberos_name": None,
-    "sasl_kerberos_service_name": "kafka",
-    "sasl_kerberos_domain_name": None,
-    # fastkc additions (Java's JAAS Krb5LoginModule useKeyTab=true keyTab=... principal=...):
-    # GSSAPI credentials from this client keytab, into a private in-memory cache
-    "sasl_kerberos_keytab": None,
-    "sasl_kerberos_principal": None,
-    "sasl_oauth_token_provider": None,
-    "proxy_url": None,
-    "socks5_proxy": None,
-    "kafka_client": None,
-    # fastkc addition: poll_arrow()'s key and value as binary_view columns
-    # pointing into the fetched (or decompressed) buffers instead of copies
-    "arrow_zero_copy": False,
-    # fastkc addition: decode the next step (decompression included) on a
-    # background thread while the application handles the current records
-    # (fastkc/decode_worker.py): 0 = everything on the polling thread, 1 = one
-    # worker. 0 by default: measured on a 2-vCPU machine, the worker took
-    # ~0.17 CPU-s of phase 1 but saved the polling thread only ~0.02 of its
-    # ~0.32 per 1.8 M lz4 records, and poll() got slower (DESIGN.md, "The
-    # decode worker")
-    "decode_threads": 0,
-}
-
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_DEPRECATED_RESETS = {"smallest": "earliest", "largest": "latest"}
-
-_POSITIVE_INTS = (
-    "fetch_max_bytes", "max_partition_fetch_bytes", "request_timeout_ms", "max_in_flight_requests_per_connection",
-    "max_poll_records", "max_poll_interval_ms", "session_timeout_ms", "heartbeat_interval_ms",
-    "receive_message_max_bytes", "bootstrap_timeout_ms", "connections_max_idle_ms", "metrics_num_samples",
-    "metrics_sample_window_ms", "auto_commit_interval_ms",
-)
-_NON_NEGATIVE_INTS = (
-    "fetch_max_wait_ms", "fetch_min_bytes", "retry_backoff_ms", "reconnect_backoff_ms", "reconnect_backoff_max_ms",
-    "metadata_max_age_ms",
-)
-# Keys that travel in int32 protocol fields (Fetch max/min bytes and wait,
-# ListOffsets timeout, JoinGroup session and rebalance timeouts, frame sizes):
-# a larger value cannot be sent, so it is a configuration error.
-_INT32_KEYS = (
-    "fetch_max_bytes", "max_partition_fetch_bytes", "fetch_min_bytes", "fetch_max_wait_ms", "request_timeout_ms",
-    "session_timeout_ms", "max_poll_interval_ms", "heartbeat_interval_ms", "receive_message_max_bytes",
-)
-_INT32_MAX = 0x7FFFFFFF
-_SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_crlfile")
+SECURITY_PROTOCOLS = SETTINGS_BY_KEY["security_protocol"].choices
+_SSL_FILES = tuple(s.key for s in SETTINGS if s.kind is Kind.PATH and s.key.startswith("ssl_"))
 
 
 def _fail(message: str) -> NoReturn:
     raise KafkaConfigurationError(message)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _fail_on(key: str, message: str) -> NoReturn:
+    # a cross-key rule's message already names its keys (kafka-python's wording)
+    raise KafkaConfigurationError(message)
 
 
 def consumer_config(configs: Mapping[str, Any]) -> Config:
-    """The full configuration: defaults overlaid with `configs`, validated."""
+    """The full configuration: defaults overlaid with `configs`, validated
+    (every key by fastkc.config_schema, then its cross-key rules)."""
     unknown = set(configs).difference(CONSUMER_DEFAULTS)
     if unknown:
         _fail("Unrecognized configs: {0}".format(sorted(unknown)))
     config = dict(CONSUMER_DEFAULTS)
     config["socket_options"] = list(CONSUMER_DEFAULTS["socket_options"])
     config.update(configs)
+    for setting in SETTINGS:
+        config[setting.key] = check_value(setting, config[setting.key])
+    check_rules(config, _fail_on)
 
-    for key in _POSITIVE_INTS:
-        if not _is_int(config[key]) or config[key] <= 0:
-            _fail("{0} must be a positive int, not {1!r}".format(key, config[key]))
-    for key in _NON_NEGATIVE_INTS:
-        if not _is_int(config[key]) or config[key] < 0:
-            _fail("{0} must be a non-negative int, not {1!r}".format(key, config[key]))
-    for key in _INT32_KEYS:
-        if config[key] > _INT32_MAX:
-            _fail("{0} must be at most {1} (an int32 on the wire), not {2!r}".format(key, _INT32_MAX, config[key]))
-    if config["reconnect_backoff_max_ms"] < config["reconnect_backoff_ms"]:
-        _fail("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
-
-    reset = config["auto_offset_reset"]
-    reset = _DEPRECATED_RESETS.get(reset, reset)
-    if reset not in ("earliest", "latest", "none"):
-        _fail("auto_offset_reset must be 'earliest', 'latest' or 'none', not {0!r}".format(reset))
-    config["auto_offset_reset"] = reset
-
-    if not _is_int(config["decode_threads"]) or config["decode_threads"] not in (0, 1):
-        _fail("decode_threads must be 0 (decode on the polling thread) or 1 (one decode worker), not {0!r}".format(
-            config["decode_threads"]))
-
-    if config["isolation_level"] not in ("read_uncommitted", "read_committed"):
-        _fail("isolation_level must be 'read_uncommitted' or 'read_committed', not {0!r}".format(
-            config["isolation_level"]))
-
-    # The same ordering kafka-python enforces: a fetch may wait fetch_max_wait_ms
-    # inside a request that must not time out, on a connection that must not
-    # be closed as idle meanwhile.
-    if not (config["fetch_max_wait_ms"] < config["request_timeout_ms"] < config["connections_max_idle_ms"]):
-        _fail(
-            "connections_max_idle_ms ({0}) must be larger than request_timeout_ms ({1}) which must be "
-            "larger than fetch_max_wait_ms ({2}).".format(
-                config["connections_max_idle_ms"], config["request_timeout_ms"], config["fetch_max_wait_ms"])
-        )
     # A Fetch response frame carries the records (up to fetch_max_bytes, or
     # one whole batch beyond it) plus headers: let the frame guard follow.
     frame_needed = config["fetch_max_bytes"] + config["max_partition_fetch_bytes"]
@@ -206,43 +70,12 @@ def consumer_config(configs: Mapping[str, Any]) -> Config:
         config["receive_message_max_bytes"] = frame_needed
 
     servers = config["bootstrap_servers"]
-    if isinstance(servers, str):
-        servers = [s.strip() for s in servers.split(",") if s.strip()]
-    elif isinstance(servers, (list, tuple)) and all(isinstance(s, str) for s in servers):
-        servers = [s.strip() for s in servers if s.strip()]
-    else:
-        _fail("bootstrap_servers must be a str or a list of str, not {0!r}".format(servers))
+    servers = servers.split(",") if isinstance(servers, str) else servers
+    servers = [s.strip() for s in servers if s.strip()]
     if not servers:
         _fail("bootstrap_servers is empty")
     config["bootstrap_servers"] = [parse_host_port(s) for s in servers]
-
-    if not isinstance(config["client_id"], str):
-        _fail("client_id must be a str")
-    if not isinstance(config["client_rack"], str):
-        _fail("client_rack must be a str")
-    if config["group_id"] is not None and not isinstance(config["group_id"], str):
-        _fail("group_id must be a str or None")
-    if config["group_protocol"] not in ("classic", "consumer"):
-        _fail("group_protocol must be 'classic' or 'consumer', not {0!r}".format(config["group_protocol"]))
-    if config["group_remote_assignor"] is not None and not isinstance(config["group_remote_assignor"], str):
-        _fail("group_remote_assignor must be a str (e.g. 'uniform', 'range') or None")
-    if config["group_instance_id"] is not None and (not isinstance(config["group_instance_id"], str)
-                                                    or not config["group_instance_id"]):
-        _fail("group_instance_id must be a non-empty str or None")
-    for key in ("key_deserializer", "value_deserializer"):
-        value = config[key]
-        if value is not None and not callable(value) and not callable(getattr(value, "deserialize", None)):
-            _fail("{0} must be callable or have a deserialize() method".format(key))
-    timeout = config["consumer_timeout_ms"]
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-        _fail("consumer_timeout_ms must be a non-negative number")
-
-    _check_socket_configs(config)
     _check_security(config)
-    if config["client_dns_lookup"] not in ("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only", "default"):
-        _fail("client_dns_lookup must be 'use_all_dns_ips' or 'resolve_canonical_bootstrap_servers_only'")
-    if config["proxy_url"] is not None or config["socks5_proxy"] is not None:
-        _fail("fastkc does not support proxies (proxy_url / socks5_proxy)")
     return config
 
 
@@ -286,25 +119,8 @@ def decode_budget(config: Mapping[str, Any]) -> tuple[int, int, int]:
     return per_batch, batch_record_budget(per_batch), per_batch
 
 
-def _check_socket_configs(config: Mapping[str, Any]) -> None:
-    for key in ("send_buffer_bytes", "receive_buffer_bytes"):
-        value = config[key]
-        if value is not None and (not _is_int(value) or not 0 < value <= _INT32_MAX):
-            _fail("{0} must be None (the OS default) or a positive int, not {1!r}".format(key, value))
-    options = config["socket_options"]
-    if not isinstance(options, (list, tuple)):
-        _fail("socket_options must be a list of (level, option, value) tuples, not {0!r}".format(options))
-    for option in options:
-        if not (isinstance(option, (list, tuple)) and len(option) == 3 and _is_int(option[0]) and _is_int(option[1])
-                and (_is_int(option[2]) or isinstance(option[2], (bytes, bytearray)))):
-            _fail("socket_options entries must be (level: int, option: int, value: int or bytes), not {0!r}".format(
-                option))
-
-
 def _check_security(config: Mapping[str, Any]) -> None:
     protocol = config["security_protocol"]
-    if protocol not in SECURITY_PROTOCOLS:
-        _fail("security_protocol must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, protocol))
     if protocol.startswith("SASL"):
         auth.check_config(config)
     elif config["sasl_mechanism"] is not None:
@@ -314,17 +130,6 @@ def _check_security(config: Mapping[str, Any]) -> None:
         # configurations that work there work here.
         log.warning("sasl_mechanism %r is ignored: security_protocol is %r (SASL needs SASL_PLAINTEXT or SASL_SSL)",
                     config["sasl_mechanism"], protocol)
-    if config["ssl_context"] is not None and not isinstance(config["ssl_context"], ssl.SSLContext):
-        _fail("ssl_context must be an ssl.SSLContext")
-    for key in _SSL_FILES:
-        value = config[key]
-        if value is not None and not isinstance(value, (str, os.PathLike)):
-            _fail("{0} must be a file path, not {1!r}".format(key, value))
-    if config["ssl_ciphers"] is not None and not isinstance(config["ssl_ciphers"], str):
-        _fail("ssl_ciphers must be an OpenSSL cipher list string, not {0!r}".format(config["ssl_ciphers"]))
-    password = config["ssl_password"]
-    if password is not None and not isinstance(password, (str, bytes, bytearray)) and not callable(password):
-        _fail("ssl_password must be a str, bytes or a callable returning one")
     if protocol in ("SSL", "SASL_SSL"):
         build_ssl_context(config)  # every file read and checked now: errors name their key
 

@@ -33,6 +33,7 @@ from fastkc.errors import (
     WakeupException,
 )
 from fastkc.fetch import EARLIEST, LATEST, Fetcher, PartitionState
+from fastkc.group.classic_machine import resolve_assignors
 from fastkc.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 if TYPE_CHECKING:
@@ -58,14 +59,16 @@ _GroupMember: TypeAlias = "GroupMemberBase[Any]"
 class KafkaConsumer:
     #: kafka-python's class attribute: every config key and its default
     #: (fastkc's extra keys included; the differences are listed in
-    #: tests/unit/parity_exceptions.py)
-    DEFAULT_CONFIG = CONSUMER_DEFAULTS
+    #: tests/unit/parity_exceptions.py); the default assignors as kafka-python shows them: classes
+    DEFAULT_CONFIG = dict(CONSUMER_DEFAULTS, partition_assignment_strategy=resolve_assignors(
+        CONSUMER_DEFAULTS["partition_assignment_strategy"]))
     #: kafka-python's session_timeout_ms default for brokers before 3.0 (KIP-735)
     DEFAULT_SESSION_TIMEOUT_MS_PRE_KIP_735 = 30000
 
     def __init__(self, *topics: str, **configs: Any) -> None:
         self.config = consumer_config(configs)
-        self._api_version_configured = configs.get("api_version") is not None
+        self.config["partition_assignment_strategy"] = resolve_assignors(self.config["partition_assignment_strategy"])
+        self._api_version_configured = self.config["api_version"] is not None
         self._closed = False
         self._clock = time.monotonic
         self._client = KafkaClient(self.config, clock=self._clock)

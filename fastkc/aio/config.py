@@ -1,5 +1,11 @@
 """aiokafka 0.14's AIOKafkaConsumer keywords, as a table, and their fastkc meaning.
 
+The table is an adapter over fastkc.config_schema: a keyword both clients
+have is checked by the schema's setting (aiokafka's flavour: a bool must be a
+bool, no kafka-python spellings such as 'smallest'), with aiokafka's default
+where it differs; only aiokafka's own keywords (loop, api_version,
+rebalance_timeout_ms) carry a check of their own.
+
 `resolve(**keywords)` checks a constructor's keywords and returns an
 `AioConsumerConfig`: `aio`, every aiokafka keyword with its value (defaults
 filled in); `core`, the configuration of fastkc's core in fastkc's
@@ -42,29 +48,32 @@ Where the same name means something else in aiokafka and in kafka-python
 - auto_offset_reset: read case-insensitively, as aiokafka does; a value it
   does not know is an error here (aiokafka logs a warning and behaves as
   "none"; Java refuses it).
-- fetch_max_wait_ms must stay below request_timeout_ms (aiokafka does not
-  check, and its fetches then time out).
+- fastkc's cross-key rules (fastkc.config_schema.RULES) hold here too, as
+  ValueError: fetch_max_wait_ms must stay below request_timeout_ms (aiokafka
+  does not check, and its fetches then time out); with a classic group,
+  heartbeat_interval_ms below session_timeout_ms (kafka-python's and Java's
+  rule; aiokafka does not check).
 fastkc additions (not in aiokafka 0.14): group_protocol ("classic" or
 "consumer", KIP-848) and group_remote_assignor, as in fastkc's sync consumer;
 decode_threads: 1 (the default) decompresses and parses fetched batches on a
 thread of the consumer's own, with the GIL released, so a large batch never
 holds the event loop; 0 does it on the loop (no thread hand-off per step).
 """
+import dataclasses
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from fastkc import config_schema
 from fastkc._version import __version__
 from fastkc.aio.errors import ConfigTypeError, ConfigValueError
-
-# aiokafka's default assignor is its RoundRobinPartitionAssignor: fastkc's has
-# the same protocol name ("roundrobin"), so mixed groups agree on it
-from fastkc.assignors import RoundRobinPartitionAssignor
+from fastkc.config_schema import SETTINGS_BY_KEY, Kind, ValueTypeError
+from fastkc.errors import KafkaConfigurationError
 
 # aiokafka accepts these SASL mechanisms and no others (its client's check)
 SASL_MECHANISMS = ("PLAIN", "GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SECURITY_PROTOCOLS = SETTINGS_BY_KEY["security_protocol"].choices
 _IDLE_FOREVER_MS = 2 ** 31 - 1
 
 # how a keyword reaches fastkc's core
@@ -75,14 +84,28 @@ DROPPED = "dropped"  # accepted for compatibility, no effect
 
 #: a keyword's translation: (its value, every aiokafka keyword) -> {fastkc key: value}
 ToCore = Callable[[Any, dict[str, Any]], dict[str, Any]]
+#: an aiokafka-only keyword's check: (name, value) -> the value
+Check = Callable[[str, Any], Any]
 
 
 @dataclass(frozen=True)
 class Key:
     name: str
     default: object
-    check: str  # a name in _CHECKS
+    check: "config_schema.Setting | Check"  # fastkc's setting (aiokafka's flavour of its check), or aiokafka's own
     core: "str | ToCore"  # SAME, DRIVER, DROPPED, or a function (value, aio) -> {fastkc key: value}
+    type_errors_are_value_errors: bool = False  # aiokafka raises ValueError for a wrong type too
+
+
+_FROM_SCHEMA = object()
+
+
+def _shared(name: str, core: "str | ToCore" = SAME, default: object = _FROM_SCHEMA,
+            value_errors_only: bool = False, **aiokafka_differences: Any) -> Key:
+    """A keyword fastkc's schema declares; aiokafka's default and the
+    setting's fields where aiokafka differs (None allowed, another kind)."""
+    setting = dataclasses.replace(SETTINGS_BY_KEY[name], **aiokafka_differences)
+    return Key(name, setting.default if default is _FROM_SCHEMA else default, setting, core, value_errors_only)
 
 
 def _assignors_to_core(value: Any, aio: dict[str, Any]) -> dict[str, Any]:
@@ -113,166 +136,112 @@ def _rack_to_core(value: Any, aio: dict[str, Any]) -> dict[str, Any]:
     return {"client_rack": value or ""}
 
 
-# aiokafka 0.14's AIOKafkaConsumer.__init__ keywords, in its order, then fastkc's additions.
+def _check_loop(name: str, value: Any) -> Any:
+    if value is not None:
+        warnings.warn("The loop argument is deprecated since 0.7.1, and scheduled for removal in 0.9.0",
+                      DeprecationWarning, stacklevel=5)
+    return value
+
+
+def _check_api_version(name: str, value: Any) -> Any:
+    if value is not None:
+        warnings.warn("The `api_version` parameter has been deprecated since 0.13.0. "
+                      "It is now a no-op and will be removed in a future release. ",
+                      DeprecationWarning, stacklevel=5)
+    return value
+
+
+def _check_rebalance_timeout(name: str, value: Any) -> Any:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ConfigTypeError("{0} must be an int or None, not {1!r}".format(name, value))
+    if value is not None and value < 1:
+        raise ConfigValueError("{0} must be >= 1, not {1}".format(name, value))
+    return value
+
+
+# aiokafka 0.14's AIOKafkaConsumer.__init__ keywords, in its order, then fastkc's additions;
+# defaults are fastkc's schema's unless aiokafka's differ.
 KEYS = (
-    Key("loop", None, "loop", DROPPED),
-    Key("bootstrap_servers", "localhost", "servers", SAME),
-    Key("client_id", "fastkc-aio-" + __version__, "str", SAME),
-    Key("group_id", None, "opt_str", SAME),
-    Key("group_instance_id", None, "opt_str", SAME),
-    Key("key_deserializer", None, "opt_callable", DRIVER),
-    Key("value_deserializer", None, "opt_callable", DRIVER),
-    Key("fetch_max_wait_ms", 500, "int>=0", SAME),
-    Key("fetch_max_bytes", 52428800, "int>0", SAME),
-    Key("fetch_min_bytes", 1, "int>=0", SAME),
-    Key("max_partition_fetch_bytes", 1 * 1024 * 1024, "int>0", SAME),
-    Key("request_timeout_ms", 40 * 1000, "int>0", SAME),
-    Key("retry_backoff_ms", 100, "int>=0", SAME),
-    Key("auto_offset_reset", "latest", "reset", SAME),
-    Key("enable_auto_commit", True, "bool", SAME),
-    Key("auto_commit_interval_ms", 5000, "int>0", SAME),
-    Key("check_crcs", True, "bool", SAME),
-    Key("metadata_max_age_ms", 5 * 60 * 1000, "int>=0", SAME),
-    Key("partition_assignment_strategy", (RoundRobinPartitionAssignor,), "assignors", _assignors_to_core),
-    Key("max_poll_interval_ms", 300000, "int>0", SAME),
-    Key("rebalance_timeout_ms", None, "opt_int>0", DRIVER),
-    Key("session_timeout_ms", 10000, "int>0", SAME),
-    Key("heartbeat_interval_ms", 3000, "int>0", SAME),
-    Key("consumer_timeout_ms", 200, "number>=0", DRIVER),
-    Key("max_poll_records", None, "max_poll_records", DRIVER),
-    Key("ssl_context", None, "ssl_context", SAME),
-    Key("security_protocol", "PLAINTEXT", "security_protocol", SAME),
-    Key("api_version", None, "api_version", DROPPED),
-    Key("exclude_internal_topics", True, "bool", SAME),
-    Key("connections_max_idle_ms", 540000, "opt_int>0", _idle_to_core),
-    Key("isolation_level", "read_uncommitted", "isolation_level", SAME),
-    Key("sasl_mechanism", "PLAIN", "str", _sasl_to_core),
-    Key("sasl_plain_password", None, "opt_str", SAME),
-    Key("sasl_plain_username", None, "opt_str", SAME),
-    Key("sasl_kerberos_service_name", "kafka", "str", SAME),
-    Key("sasl_kerberos_domain_name", None, "opt_str", SAME),
-    Key("sasl_oauth_token_provider", None, "any", SAME),
-    Key("client_rack", None, "opt_str", _rack_to_core),
+    Key("loop", None, _check_loop, DROPPED),
+    _shared("bootstrap_servers"),
+    _shared("client_id", default="fastkc-aio-" + __version__),
+    _shared("group_id"),
+    _shared("group_instance_id"),
+    # aiokafka calls them as f(raw): no Deserializer objects
+    _shared("key_deserializer", DRIVER, kind=Kind.CALLABLE),
+    _shared("value_deserializer", DRIVER, kind=Kind.CALLABLE),
+    _shared("fetch_max_wait_ms"),
+    _shared("fetch_max_bytes"),
+    _shared("fetch_min_bytes"),
+    _shared("max_partition_fetch_bytes"),
+    _shared("request_timeout_ms", default=40 * 1000),
+    _shared("retry_backoff_ms"),
+    _shared("auto_offset_reset"),
+    _shared("enable_auto_commit"),
+    _shared("auto_commit_interval_ms"),
+    _shared("check_crcs"),
+    _shared("metadata_max_age_ms"),
+    # aiokafka's default is its RoundRobinPartitionAssignor: fastkc's has the
+    # same protocol name, so mixed groups agree on it
+    _shared("partition_assignment_strategy", _assignors_to_core, default=("roundrobin",)),
+    _shared("max_poll_interval_ms"),
+    Key("rebalance_timeout_ms", None, _check_rebalance_timeout, DRIVER),
+    _shared("session_timeout_ms", default=10000),
+    _shared("heartbeat_interval_ms"),
+    _shared("consumer_timeout_ms", DRIVER, default=200),
+    _shared("max_poll_records", DRIVER, default=None, value_errors_only=True, nullable=True),
+    _shared("ssl_context"),
+    _shared("security_protocol"),
+    Key("api_version", None, _check_api_version, DROPPED),
+    _shared("exclude_internal_topics"),
+    _shared("connections_max_idle_ms", _idle_to_core, nullable=True),
+    _shared("isolation_level"),
+    _shared("sasl_mechanism", _sasl_to_core, default="PLAIN"),
+    _shared("sasl_plain_password"),
+    _shared("sasl_plain_username"),
+    _shared("sasl_kerberos_service_name"),
+    _shared("sasl_kerberos_domain_name"),
+    _shared("sasl_oauth_token_provider"),
+    _shared("client_rack", _rack_to_core, default=None, nullable=True),
     # fastkc additions
-    Key("group_protocol", "classic", "group_protocol", SAME),
-    Key("group_remote_assignor", None, "opt_str", SAME),
-    Key("decode_threads", 1, "decode_threads", DRIVER),
+    _shared("group_protocol"),
+    _shared("group_remote_assignor"),
+    _shared("decode_threads", DRIVER, default=1, value_errors_only=True),
 )
 KEYS_BY_NAME = {key.name: key for key in KEYS}
 FASTKC_ADDITIONS = ("group_protocol", "group_remote_assignor", "decode_threads")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _type_error(name: str, want: str, value: object) -> NoReturn:
-    raise ConfigTypeError("{0} must be {1}, not {2!r}".format(name, want, value))
 
 
 def _value_error(name: str, message: str) -> NoReturn:
     raise ConfigValueError("{0}: {1}".format(name, message))
 
 
-def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> Any:
-    if optional and value is None:
-        return value
-    if not _is_int(value):
-        _type_error(name, "an int" + (" or None" if optional else ""), value)
-    if value < minimum:
-        _value_error(name, "must be >= {0}, not {1}".format(minimum, value))
-    return value
+def _rule_error(key: str, message: str) -> NoReturn:
+    raise ConfigValueError(message)
 
 
 def _check(key: Key, value: Any) -> Any:
-    """The checked (and, for auto_offset_reset, normalized) value of one keyword."""
-    name, check = key.name, key.check
-    if check == "int>0":
-        return _check_int(name, value, minimum=1)
-    if check == "int>=0":
-        return _check_int(name, value, minimum=0)
-    if check == "opt_int>0":
-        return _check_int(name, value, minimum=1, optional=True)
-    if check == "max_poll_records":
-        # aiokafka raises ValueError for a wrong type here too
-        if value is not None and (not _is_int(value) or value < 1):
-            _value_error(name, "must be a positive int or None, not {0!r}".format(value))
-        return value
-    if check == "number>=0":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            _type_error(name, "a number of milliseconds", value)
-        if not value >= 0:
-            _value_error(name, "must be >= 0, not {0!r}".format(value))
-        return value
-    if check == "bool":
-        if not isinstance(value, bool):
-            _type_error(name, "a bool", value)
-        return value
-    if check == "str":
-        if not isinstance(value, str):
-            _type_error(name, "a str", value)
-        return value
-    if check == "opt_str":
-        if value is not None and not isinstance(value, str):
-            _type_error(name, "a str or None", value)
-        return value
-    if check == "opt_callable":
-        if value is not None and not callable(value):
-            _type_error(name, "a callable or None", value)
-        return value
-    if check == "servers":
-        if isinstance(value, str) or (isinstance(value, (list, tuple)) and all(isinstance(s, str) for s in value)):
-            return value
-        _type_error(name, "a str or a list of str", value)
-    if check == "reset":
-        if not isinstance(value, str):
-            _type_error(name, "a str", value)
-        if value.lower() not in ("earliest", "latest", "none"):
-            _value_error(name, "must be 'earliest', 'latest' or 'none', not {0!r}".format(value))
-        return value.lower()
-    if check == "isolation_level":
-        if value not in ("read_uncommitted", "read_committed"):
-            _value_error(name, "must be 'read_uncommitted' or 'read_committed', not {0!r}".format(value))
-        return value
-    if check == "security_protocol":
-        if value not in SECURITY_PROTOCOLS:
-            _value_error(name, "must be one of {0}, not {1!r}".format(SECURITY_PROTOCOLS, value))
-        return value
-    if check == "decode_threads":
-        if not _is_int(value) or value not in (0, 1):
-            _value_error(name, "must be 0 (decode on the event loop) or 1 (a decode thread), not {0!r}".format(value))
-        return value
-    if check == "group_protocol":
-        if value not in ("classic", "consumer"):
-            _value_error(name, "must be 'classic' or 'consumer', not {0!r}".format(value))
-        return value
-    if check == "ssl_context":
-        import ssl
+    """The checked (and, for auto_offset_reset, normalized) value of one
+    keyword: fastkc's schema's check with aiokafka's errors (ValueError or
+    TypeError), or the keyword's own."""
+    if not isinstance(key.check, config_schema.Setting):
+        return key.check(key.name, value)
+    setting = key.check
+    if setting.key == "auto_offset_reset" and isinstance(value, str):
+        value = value.lower()  # aiokafka reads it case-insensitively
+    try:
+        checked = config_schema.check_value(setting, value, aiokafka=True)
+    except ValueTypeError as exc:
+        if key.type_errors_are_value_errors:
+            raise ConfigValueError(str(exc)) from None
+        raise ConfigTypeError(str(exc)) from None
+    except KafkaConfigurationError as exc:
+        raise ConfigValueError(str(exc)) from None
+    if setting.kind is Kind.ASSIGNORS:
+        from fastkc.group.classic_machine import resolve_assignors
 
-        if value is not None and not isinstance(value, ssl.SSLContext):
-            _type_error(name, "an ssl.SSLContext or None", value)
-        return value
-    if check == "assignors":
-        if not isinstance(value, (list, tuple)) or not value:
-            _type_error(name, "a non-empty list or tuple of assignors", value)
-        for assignor in value:
-            if not isinstance(getattr(assignor, "name", None), str) or not callable(getattr(assignor, "assign", None)):
-                _type_error(name, "assignors with a name and an assign() (AbstractPartitionAssignor)", assignor)
-        return tuple(value)
-    if check == "loop":
-        if value is not None:
-            warnings.warn("The loop argument is deprecated since 0.7.1, and scheduled for removal in 0.9.0",
-                          DeprecationWarning, stacklevel=4)
-        return value
-    if check == "api_version":
-        if value is not None:
-            warnings.warn("The `api_version` parameter has been deprecated since 0.13.0. "
-                          "It is now a no-op and will be removed in a future release. ",
-                          DeprecationWarning, stacklevel=4)
-        return value
-    if check == "any":
-        return value
-    raise AssertionError("no check called {0!r} (key {1})".format(check, name))
+        return tuple(resolve_assignors(checked))
+    return checked
 
 
 @dataclass(frozen=True)
@@ -305,14 +274,16 @@ def resolve(**keywords: Any) -> AioConsumerConfig:
             core.update(key.core(value, aio))
     if driver["rebalance_timeout_ms"] is None:
         driver["rebalance_timeout_ms"] = aio["session_timeout_ms"]
-    from fastkc.config import consumer_config
+    from fastkc.config import CONSUMER_DEFAULTS, consumer_config
 
+    # fastkc's cross-key rules (fetch_max_wait_ms below request_timeout_ms: aiokafka does not check, and its
+    # fetches then time out), raised as ValueError as aiokafka's own rules are
+    config_schema.check_rules(dict(CONSUMER_DEFAULTS, **core), _rule_error)
     return AioConsumerConfig(aio=aio, core=consumer_config(core), driver=driver)
 
 
 def _check_together(aio: dict[str, Any]) -> None:
-    """aiokafka's cross-key rules (its client's constructor), with its
-    ValueError, and the one fastkc adds."""
+    """aiokafka's cross-key rules (its client's constructor), with its ValueError."""
     protocol = aio["security_protocol"]
     if protocol in ("SSL", "SASL_SSL") and aio["ssl_context"] is None:
         _value_error("ssl_context", "is mandatory with security_protocol {0!r} (aiokafka's only TLS setting)".format(
@@ -325,7 +296,3 @@ def _check_together(aio: dict[str, Any]) -> None:
                                                  or aio["sasl_plain_password"] is None):
             _value_error("sasl_plain_username", "sasl_plain_username and sasl_plain_password are required for "
                          "PLAIN sasl")
-    if aio["fetch_max_wait_ms"] >= aio["request_timeout_ms"]:
-        _value_error("fetch_max_wait_ms", "must be below request_timeout_ms ({0} >= {1}): a fetch waits that long "
-                     "inside a request that would time out first".format(aio["fetch_max_wait_ms"],
-                                                                         aio["request_timeout_ms"]))

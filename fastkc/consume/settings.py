@@ -4,97 +4,35 @@ import argparse
 
 from fastkc.consume.arguments import UsageError
 
-# Config keys whose values are Python objects: no command-line spelling.
-_OBJECT_KEYS = frozenset({
-    "key_deserializer", "value_deserializer", "default_offset_commit_callback", "socket_options",
-    "ssl_context", "metric_reporters", "selector", "sasl_oauth_token_provider", "kafka_client",
-})
 # Keys the command sets from its own options.
 _OWNED_KEYS = {
     "group_id": "use -G GROUP",
     "enable_auto_commit": "fastkc consume commits the offsets of what it has written (with -G)",
     "bootstrap_servers": None,  # allowed: -b overrides it
 }
-# Keys whose default is None but whose value is an integer.
-_NONE_DEFAULT_INTS = frozenset({"receive_buffer_bytes", "send_buffer_bytes"})
-# librdkafka's (kcat's) names for the common security settings, so that a
-# kcat config file works; every other dotted name maps by '.' -> '_'.
-_LIBRDKAFKA_NAMES = {
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.crl.location": "ssl_crlfile",
-    "ssl.cipher.suites": "ssl_ciphers",
-    "metadata.broker.list": "bootstrap_servers",
-}
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
+
 
 # --- configuration ---------------------------------------------------------------------
-def _key_name(raw: str) -> str:
-    key = raw.strip()
-    if key in _LIBRDKAFKA_NAMES:
-        return _LIBRDKAFKA_NAMES[key]
-    return key.replace(".", "_").replace("-", "_")
-
-
 def typed_setting(raw_key: str, raw_value: str) -> tuple[str, object]:
-    """(kafka-python key, typed value) for one key=value; UsageError when the
-    key is unknown or the value does not parse as the key's type."""
-    from fastkc.config import CONSUMER_DEFAULTS
+    """(kafka-python key, typed value) for one key=value (kafka-python's, Java's
+    or librdkafka's name: fastkc.config_schema); UsageError when the key is
+    unknown or the value does not parse as the key's type."""
+    from fastkc.config_schema import NotTextSettable, setting_from_text
 
-    key = _key_name(raw_key)
-    value = raw_value.strip()
-    if key not in CONSUMER_DEFAULTS:
+    try:
+        key, value = setting_from_text(raw_key, raw_value)
+    except KeyError:
         raise UsageError("unknown configuration key {0!r}: expected a kafka-python consumer key such as "
-                         "security_protocol, sasl_mechanism, ssl_cafile".format(raw_key))
-    if key in _OBJECT_KEYS:
+                         "security_protocol, sasl_mechanism, ssl_cafile".format(raw_key)) from None
+    except NotTextSettable:
         raise UsageError("configuration key {0!r} takes a Python object; it cannot be set from the "
-                         "command line".format(key))
+                         "command line".format(raw_key.strip())) from None
+    except ValueError as exc:
+        raise UsageError("configuration key {0!r}: bad value {1!r} ({2})".format(raw_key.strip(), raw_value, exc)) \
+            from None
     if key in _OWNED_KEYS and _OWNED_KEYS[key] is not None:
         raise UsageError("configuration key {0!r} is not settable here: {1}".format(key, _OWNED_KEYS[key]))
-    default = CONSUMER_DEFAULTS[key]
-    try:
-        if isinstance(default, bool):
-            if value.lower() in _TRUE:
-                return key, True
-            if value.lower() in _FALSE:
-                return key, False
-            raise ValueError("expected true or false")
-        if isinstance(default, int) or key in _NONE_DEFAULT_INTS:
-            return key, int(value)
-        if isinstance(default, float):
-            return key, float(value)
-        if key == "api_version":
-            return key, tuple(int(part) for part in value.split("."))
-        if key == "partition_assignment_strategy":
-            return key, _assignors(value)
-    except ValueError as exc:
-        raise UsageError("configuration key {0!r}: bad value {1!r} ({2})".format(key, raw_value, exc)) from None
     return key, value
-
-
-def _assignors(value: str) -> tuple[type, ...]:
-    from fastkc import assignors
-
-    by_name: dict[str, type] = {}
-    for name in dir(assignors):
-        cls = getattr(assignors, name)
-        assignor_name = getattr(cls, "name", None)
-        if isinstance(cls, type) and issubclass(cls, assignors.AbstractPartitionAssignor) and \
-                isinstance(assignor_name, str):
-            by_name[assignor_name] = cls
-    chosen = []
-    for name in value.split(","):
-        name = name.strip()
-        if name not in by_name:
-            raise ValueError("unknown assignor {0!r}; known: {1}".format(name, ", ".join(sorted(by_name))))
-        chosen.append(by_name[name])
-    return tuple(chosen)
 
 
 def read_config_file(path: str) -> dict[str, object]:

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from fastkc.assignors import (
+    ASSIGNORS_BY_NAME,
     AbstractPartitionAssignor,
     CooperativeStickyAssignor,
     GroupMember,
@@ -127,10 +128,22 @@ class PollTimeoutExpired(NamedTuple):
     max_poll_interval_ms: int
 
 
+def resolve_assignors(strategy: Any) -> Any:
+    """partition_assignment_strategy with the built-in assignors' names (the
+    configuration's defaults, the CLI's -X) replaced by fastkc's classes of
+    that protocol name; classes and instances kept. Returns `strategy` itself
+    when it names none, else a sequence of its type (kafka-python's consumer
+    shows the classes: (RangePartitionAssignor, RoundRobinPartitionAssignor))."""
+    if not any(isinstance(item, str) for item in strategy):
+        return strategy
+    resolved = [ASSIGNORS_BY_NAME[item] if isinstance(item, str) else item for item in strategy]
+    return tuple(resolved) if isinstance(strategy, tuple) else resolved
+
+
 def instantiate_assignors(strategy: Iterable[Any]) -> list[AbstractPartitionAssignor]:
-    """partition_assignment_strategy holds classes (kafka-python) or instances."""
+    """partition_assignment_strategy holds names, classes (kafka-python) or instances."""
     out: list[AbstractPartitionAssignor] = []
-    for item in strategy:
+    for item in resolve_assignors(strategy):
         out.append(item() if isinstance(item, type) else item)
     if not out:
         raise IllegalStateError("partition_assignment_strategy is empty")

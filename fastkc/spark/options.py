@@ -10,11 +10,11 @@ way. `kafka.*` options become fastkc.KafkaConsumer keyword arguments.
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fastkc.config import CONSUMER_DEFAULTS
+from fastkc.config_schema import SETTINGS_BY_KEY, TEXT_KINDS, Setting, key_for, value_from_text
 
 if TYPE_CHECKING:
     from fastkc.auth.oauthbearer import AbstractTokenProvider
@@ -281,20 +281,8 @@ def validate_general(options: Mapping[Any, Any]) -> None:
 
 # --- kafka.* → KafkaConsumer keyword arguments ---------------------------------------
 
-# Java consumer keys whose kafka-python name is not simply dots → underscores.
-_RENAMED = {
-    "ssl.key.password": "ssl_password",
-    "ssl.cipher.suites": "ssl_ciphers",
-    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
-}
-# keys of CONSUMER_DEFAULTS whose default is None, with the type a string becomes
-_NONE_DEFAULT_TYPES: dict[str, Callable[[str], object]] = {
-    "receive_buffer_bytes": int,
-    "send_buffer_bytes": int,
-    "api_version": lambda s: tuple(int(x) for x in s.split(".")),
-}
 # Spark options meaningless or unsafe for a manually assigned, group-less reader
-_IGNORED = {"group.id", "client.id.prefix", "key.deserializer", "value.deserializer"}
+_IGNORED = {"group.id", "client.id.prefix", "key.deserializer", "value.deserializer", "partition.assignment.strategy"}
 # A JAAS option: key="quoted value" (backslash escapes, as Java's JAAS
 # parser reads them) or a bare word (Krb5LoginModule's useKeyTab=true).
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s";]+))')
@@ -422,15 +410,16 @@ def _unshaded(class_name: str) -> str:
     return name[len("kafkashaded."):] if name.startswith("kafkashaded.") else name
 
 
-def _convert(name: str, text: str) -> object:
-    default = CONSUMER_DEFAULTS[name]
-    if isinstance(default, bool):
-        return _scala_bool(text, "kafka." + name)
-    if isinstance(default, int):
-        return _scala_int(text, "kafka." + name)
-    if default is None and name in _NONE_DEFAULT_TYPES:
-        return _NONE_DEFAULT_TYPES[name](text)
-    return text
+# Scala's String.toBoolean, as Spark (and Java's ConfigDef) read a boolean option
+_SCALA_BOOLEANS = {"true": True, "false": False}
+
+
+def _convert(option: str, setting: Setting, text: str) -> object:
+    """The typed value of a kafka.* option (its type: fastkc.config_schema)."""
+    try:
+        return value_from_text(setting, text.strip(), booleans=_SCALA_BOOLEANS)
+    except ValueError:
+        raise SparkKafkaOptionError('For input string: "{0}" (option kafka.{1})'.format(text, option)) from None
 
 
 def consumer_config(params: Params) -> dict[str, Any]:
@@ -498,9 +487,10 @@ def consumer_config(params: Params) -> dict[str, Any]:
                     "kafka.{0}={1} is a Java class fastkc cannot run (it supports {2})".format(
                         key, value, ", ".join(sorted(_OIDC_HANDLERS | _OIDC_RETRIEVERS))))
         else:
-            name = _RENAMED.get(key, key.replace(".", "_"))
-            if name in CONSUMER_DEFAULTS and not callable(CONSUMER_DEFAULTS[name]):
-                config[name] = _convert(name, value)
+            known = key_for(key, librdkafka=False)  # Java's name, or a kafka-python key in dots
+            setting = SETTINGS_BY_KEY[known] if known is not None else None
+            if setting is not None and setting.kind in TEXT_KINDS:
+                config[setting.key] = _convert(key, setting, value)
             else:
                 # the Java client logs unknown keys and goes on; so do we
                 log.warning("kafka.%s has no fastkc equivalent: ignored", key)

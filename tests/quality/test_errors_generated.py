@@ -3,23 +3,20 @@ scripts/gen_broker_errors.py from the error-code table in the same file (so
 type checkers see them); these tests hold the two together. A source-tree
 check (it runs the repository's script), so it lives in tests/quality, not
 in tests/unit, which also runs against installed wheels outside the tree."""
-import importlib.util
 import os
 import subprocess
 import sys
 
 from fastkc import errors
 from fastkc.errors import broker
+from tests.quality.conftest import load_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "gen_broker_errors.py")
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_broker_errors", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_broker_errors")
 
 
 def test_the_generated_classes_match_the_table():

@@ -134,7 +134,14 @@ def test_cluster_metadata_update():
 
 
 def test_default_assignors_are_range_then_roundrobin():
-    assert [a.name for a in CONSUMER_DEFAULTS["partition_assignment_strategy"]] == ["range", "roundrobin"]
+    from fastkc import KafkaConsumer
+    from fastkc.assignors import RangePartitionAssignor, RoundRobinPartitionAssignor
+
+    # named in the configuration (fastkc.config imports no assignor) ...
+    assert CONSUMER_DEFAULTS["partition_assignment_strategy"] == ("range", "roundrobin")
+    # ... and shown as kafka-python shows them: the classes
+    assert KafkaConsumer.DEFAULT_CONFIG["partition_assignment_strategy"] == (
+        RangePartitionAssignor, RoundRobinPartitionAssignor)
 
 
 def test_importing_fastkc_does_not_import_kafka_python():

@@ -23,16 +23,6 @@ KNOWN: dict = {
     # goes when the Arrow stream stands on the consumer engine
     ("fastkc.arrow_stream", "fastkc.consumer"):
         "consumer <-> arrow_stream: the stream reads KafkaConsumer's internals",
-    # config -> assignors (the default assignors; the package imports all its
-    # modules) -> assignors.abstract and .members (metadata types, TYPE_CHECKING)
-    # -> client -> config; conn and net.core join through client -> conn ->
-    # config and client -> net.core -> config: goes when the config names the
-    # default assignors and the metadata types live in a pure module
-    ("fastkc.assignors", "fastkc.assignors.abstract", "fastkc.assignors.cooperative",
-     "fastkc.assignors.cooperative_sticky", "fastkc.assignors.members", "fastkc.assignors.range",
-     "fastkc.assignors.roundrobin", "fastkc.assignors.sticky", "fastkc.assignors.sticky_builders",
-     "fastkc.assignors.user_data", "fastkc.client", "fastkc.config", "fastkc.conn", "fastkc.net.core"):
-        "config -> assignors -> client -> config: metadata types live in the I/O client",
     # FetchMachine's mixins type each other (base <-> handout, offsets, planner,
     # state, machine): goes when FetchMachine is composed of parts
     ("fastkc.fetch.base", "fastkc.fetch.handout", "fastkc.fetch.machine", "fastkc.fetch.offsets",

@@ -109,8 +109,9 @@ def _backoff_seconds(wait_ms: int, max_wait_ms: int, round_number: int) -> float
 
 
 def _schema_key(schema_id_or_guid: int | str) -> str:
-    return "GUID {0}".format(schema_id_or_guid) if isinstance(schema_id_or_guid, str) else "id {0}".format(
-        schema_id_or_guid)
+    """How messages name a schema: 'schema id 42' or 'schema GUID ...'."""
+    kind = "GUID" if isinstance(schema_id_or_guid, str) else "id"
+    return "schema {0} {1}".format(kind, schema_id_or_guid)
 
 
 class SchemaRegistryClient:
@@ -165,21 +166,15 @@ class SchemaRegistryClient:
         if isinstance(schema_id, bool) or not isinstance(schema_id, int):
             raise TypeError("schema_id must be an int, not {0}".format(type(schema_id).__name__))
         query = {k: v for k, v in (("subject", subject_name), ("format", fmt)) if v is not None}
-        return self._by_id.get_or_load(
-            (schema_id, fmt),
-            lambda: self._parse_schema(self._get("/schemas/ids/{0}".format(schema_id), query,
-                                                 "schema id {0}".format(schema_id)),
-                                       "schema id {0}".format(schema_id)))
+        return self._by_id.get_or_load((schema_id, fmt), lambda: self._schema_at(
+            "/schemas/ids/{0}".format(schema_id), query, _schema_key(schema_id)))
 
     def get_schema_by_guid(self, guid: str, fmt: str | None = None) -> Schema:
         """The schema with this GUID (GET /schemas/guids/{guid}): the header form's look-up. Cached."""
         text = str(uuid.UUID(str(guid)))
         query = {"format": fmt} if fmt is not None else None
-        return self._by_guid.get_or_load(
-            (text, fmt),
-            lambda: self._parse_schema(self._get("/schemas/guids/{0}".format(text), query,
-                                                 "schema GUID {0}".format(text)),
-                                       "schema GUID {0}".format(text)))
+        return self._by_guid.get_or_load((text, fmt), lambda: self._schema_at(
+            "/schemas/guids/{0}".format(text), query, _schema_key(text)))
 
     def get_latest_version(self, subject_name: str, fmt: str | None = None) -> RegisteredSchema:
         """The subject's newest version; cached for `cache.latest.ttl.sec`
@@ -298,6 +293,9 @@ class SchemaRegistryClient:
 
     def _get(self, path: str, query: Mapping[str, Any] | None, what: str) -> Any:
         return self._request("GET", path, query, None, what)
+
+    def _schema_at(self, path: str, query: Mapping[str, Any] | None, what: str) -> Schema:
+        return self._parse_schema(self._get(path, query, what), what)
 
     def _headers(self, body: bytes | None) -> dict[str, str]:
         headers = {"Accept": _ACCEPT}

@@ -89,12 +89,15 @@ def _read_message_indexes(data: bytes | memoryview, pos: int, where: _Where,
     count, pos = _read_zigzag(data, pos, where, schema)
     if count == 0:
         return (0,), pos
-    # Each index takes at least one byte: a larger count cannot be honest, and
-    # refusing it here bounds the work a hostile count can ask for.
-    if count < 0 or count > len(data) - pos:
+    if count < 0:
         raise InvalidMessageIndexError(
-            "message-index count {0} at byte {1} is impossible ({2} bytes follow)".format(
-                count, pos, len(data) - pos),
+            "negative message-index count {0} at byte {1}".format(count, pos),
+            where.topic, where.partition, where.offset, schema)
+    # Each index takes at least one byte, so the bytes end before a larger
+    # count's indexes would; refusing it here also bounds a hostile count's work.
+    if count > len(data) - pos:
+        raise TruncatedFrameError(
+            "message-index count {0} at byte {1}, but only {2} bytes follow".format(count, pos, len(data) - pos),
             where.topic, where.partition, where.offset, schema)
     indexes = []
     for _ in range(count):

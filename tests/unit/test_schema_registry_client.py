@@ -264,7 +264,7 @@ def test_reference_cycles_and_deep_chains_are_refused(fake):
         fake.on("/schemas/ids/3", (200, {"schema": AVRO, "references": [{"name": "x", "subject": "gone",
                                                                           "version": 1}]}))
         fake.on("/subjects/gone/versions/1", (404, {"error_code": 40402, "message": "no such version"}))
-        with pytest.raises(VersionNotFoundError, match="referenced as 'x' by id 3"):
+        with pytest.raises(VersionNotFoundError, match="referenced as 'x' by schema id 3"):
             client.resolve(3)
 
 

@@ -219,3 +219,20 @@ def test_framing_of_records_read_back_from_kafka(registries, make_topic, kafka_b
     assert len(schemas) == 1
     parsed = fastavro.parse_schema(json.loads(schemas[frames[0].schema_id].schema.schema_str))
     assert [fastavro.schemaless_reader(io.BytesIO(f.payload), parsed) for f in frames] == sent
+
+
+def test_one_client_shared_by_decode_threads(registries):
+    from concurrent.futures import ThreadPoolExecutor
+
+    theirs, ours = registries
+    ids = []
+    for i in range(6):
+        schema = dict(EVENT, name="Shared{0}".format(i))
+        ids.append(theirs.register_schema(_unique("shared"), sr.Schema(json.dumps(schema), "AVRO")))
+    # eight threads ask for overlapping sets at once, as a consumer's decode threads would
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda n: ours.prefetch(ids[n % 3:n % 3 + 4]), range(16)))
+    for answer in answers:
+        for schema_id, resolved in answer.items():
+            assert json.loads(resolved.schema.schema_str)["name"] == "Shared{0}".format(ids.index(schema_id))
+    assert all(ours.is_cached(i) for i in ids)

@@ -326,3 +326,12 @@ def test_latest_version_is_cached_for_its_ttl(fake):
         now[0] = 31.0
         assert client.get_latest_version("s").version == 2
     assert fake.count("/subjects/s/versions/latest") == 2
+
+
+def test_registry_errors_pickle_with_their_fields():
+    import pickle
+
+    error = SchemaNotFoundError("schema id 9: gone", "http://r/schemas/ids/9", 404, 40403)
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is SchemaNotFoundError and str(copy) == str(error)
+    assert (copy.url, copy.http_status_code, copy.error_code) == ("http://r/schemas/ids/9", 404, 40403)

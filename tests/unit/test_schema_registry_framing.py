@@ -165,3 +165,12 @@ def test_any_bytes_split_or_raise_a_framing_error(value, protobuf):
             else frame_guid(frame.guid, frame.message_indexes))
     if value[:frame.payload_offset] == head:
         assert head + frame.payload == value
+
+
+def test_framing_errors_pickle_with_their_fields():
+    import pickle
+
+    error = InvalidMessageIndexError("bad", "t", 1, 2, 3)
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is InvalidMessageIndexError
+    assert (copy.reason, copy.topic, copy.partition, copy.offset, copy.schema_id) == ("bad", "t", 1, 2, 3)

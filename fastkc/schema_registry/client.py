@@ -22,8 +22,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 import httpx2
@@ -47,6 +48,9 @@ from fastkc.schema_registry.errors import (
 MAX_REFERENCE_DEPTH = 32
 _MAX_REFERENCED = 1000
 
+# Concurrent look-ups of one prefetch (only when it has two or more unknown ids).
+_PREFETCH_THREADS = 4
+
 _ACCEPT = "application/vnd.schemaregistry.v1+json, application/vnd.schemaregistry+json, application/json"
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -56,7 +60,6 @@ _NOT_FOUND_CODES: dict[int, type[SchemaRegistryError]] = {
     40403: SchemaNotFoundError,
 }
 
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -247,8 +250,18 @@ class SchemaRegistryClient:
 
     def prefetch(self, ids: Iterable[int | str]) -> dict[int | str, ResolvedSchema]:
         """Resolve every id (int) or GUID (str) a batch names, fetching only
-        those not cached yet; returns them all. The first failure is raised."""
-        return {key: self.resolve(key) for key in set(ids)}
+        those not cached yet, several at once; returns them all. The first
+        failure is raised."""
+        wanted = set(ids)
+        unknown = [key for key in wanted if not self.is_cached(key)]
+        if len(unknown) > 1:
+            # A batch that crosses a schema change names a few new ids at
+            # once: their round trips overlap instead of adding up.
+            with ThreadPoolExecutor(max_workers=min(len(unknown), _PREFETCH_THREADS),
+                                    thread_name_prefix="fastkc-schema-prefetch") as pool:
+                for _ in pool.map(self.resolve, unknown):
+                    pass
+        return {key: self.resolve(key) for key in wanted}
 
     def is_cached(self, schema_id_or_guid: int | str) -> bool:
         """Whether `resolve` would answer without asking the registry."""

@@ -335,3 +335,15 @@ def test_registry_errors_pickle_with_their_fields():
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is SchemaNotFoundError and str(copy) == str(error)
     assert (copy.url, copy.http_status_code, copy.error_code) == ("http://r/schemas/ids/9", 404, 40403)
+
+
+def test_prefetch_overlaps_the_round_trips_of_new_ids(fake):
+    for schema_id in (1, 2, 3):
+        fake.on("/schemas/ids/{0}".format(schema_id), (200, {"schema": AVRO}, 0.4))
+    with _client(fake.url) as client:
+        began = time.monotonic()
+        assert set(client.prefetch([1, 2, 3])) == {1, 2, 3}
+        assert time.monotonic() - began < 1.0  # one after another: 1.2 s
+        with pytest.raises(SchemaNotFoundError, match="schema id 4"):
+            client.prefetch([1, 4, 5])
+    assert all(fake.count("/schemas/ids/{0}".format(i)) == 1 for i in (1, 2, 3))

@@ -61,7 +61,6 @@ _NOT_FOUND_CODES: dict[int, type[SchemaRegistryError]] = {
 }
 
 
-
 @dataclass(frozen=True)
 class SchemaReference:
     """A schema's import of another: `name` as the importer spells it, and the

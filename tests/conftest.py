@@ -7,6 +7,8 @@
 - kafka_cluster: three nodes, started only if a test asks for it.
 - share_broker: one node with short share-group record locks and a low
   delivery count limit (SHARE_BROKER_PROPERTIES), for the share-group tests.
+- schema_registry: a real Schema Registry (Apicurio's Confluent-compatible API);
+  FASTKC_SCHEMA_REGISTRY_URL=http://... uses a running one instead.
 - make_topic(partitions=1, configs={...}, replication_factor=1) → a fresh,
   uniquely named topic on kafka_broker; make_cluster_topic the same on the cluster.
 
@@ -94,6 +96,31 @@ def kafka_broker(tmp_path_factory):
         yield info
     finally:
         broker.stop(data_dir=data_dir)
+
+
+@dataclass(frozen=True)
+class ExternalSchemaRegistry:
+    """A Schema Registry this session did not start (FASTKC_SCHEMA_REGISTRY_URL)."""
+
+    url: str
+
+
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory):
+    """A real Schema Registry with Confluent's REST API (Apicurio, fastkc/broker/registry.py),
+    started once per session by the first test that asks; `.url` is what confluent-kafka's
+    and fastkc's clients take. FASTKC_SCHEMA_REGISTRY_URL uses a running one instead."""
+    external = os.environ.get("FASTKC_SCHEMA_REGISTRY_URL", "").strip()
+    if external:
+        yield ExternalSchemaRegistry(url=external)
+        return
+    from fastkc.broker import registry
+
+    info = registry.start(str(tmp_path_factory.mktemp("schema-registry")), die_with_parent=True)
+    try:
+        yield info
+    finally:
+        registry.stop(info)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,87 @@
+"""Schema Registry support: the client, the wire framing, their errors.
+
+    from fastkc.schema_registry import SchemaRegistryClient
+    client = SchemaRegistryClient({"url": "http://registry:8081"})
+    client.get_schema(42)              # Schema(schema_str, schema_type, references)
+
+Needs the `schema-registry` extra (httpx2) for the client; the framing
+functions need nothing.
+"""
+from typing import TYPE_CHECKING
+
+from fastkc.schema_registry.errors import (
+    InvalidMessageIndexError,
+    MalformedSchemaResponseError,
+    NotFramedError,
+    SchemaFramingError,
+    SchemaNotFoundError,
+    SchemaRegistryConfigurationError,
+    SchemaRegistryError,
+    SchemaRegistryUnauthorizedError,
+    SchemaRegistryUnreachableError,
+    SubjectNotFoundError,
+    TruncatedFrameError,
+    VersionNotFoundError,
+)
+from fastkc.schema_registry.framing import (
+    KEY_SCHEMA_ID_HEADER,
+    VALUE_SCHEMA_ID_HEADER,
+    Frame,
+    encode_message_indexes,
+    frame_guid,
+    frame_schema_id,
+    schema_id_header,
+    split_record,
+    split_value,
+)
+
+if TYPE_CHECKING:
+    from fastkc.schema_registry.client import (
+        RegisteredSchema,
+        ResolvedSchema,
+        Schema,
+        SchemaReference,
+        SchemaRegistryClient,
+    )
+
+__all__ = [
+    "SchemaRegistryClient",
+    "Schema",
+    "SchemaReference",
+    "RegisteredSchema",
+    "ResolvedSchema",
+    "Frame",
+    "split_value",
+    "split_record",
+    "schema_id_header",
+    "frame_schema_id",
+    "frame_guid",
+    "encode_message_indexes",
+    "KEY_SCHEMA_ID_HEADER",
+    "VALUE_SCHEMA_ID_HEADER",
+    "SchemaRegistryError",
+    "SchemaRegistryConfigurationError",
+    "SchemaNotFoundError",
+    "SubjectNotFoundError",
+    "VersionNotFoundError",
+    "SchemaRegistryUnauthorizedError",
+    "SchemaRegistryUnreachableError",
+    "MalformedSchemaResponseError",
+    "SchemaFramingError",
+    "NotFramedError",
+    "TruncatedFrameError",
+    "InvalidMessageIndexError",
+]
+
+_CLIENT_NAMES = frozenset({"SchemaRegistryClient", "Schema", "SchemaReference", "RegisteredSchema",
+                           "ResolvedSchema"})
+
+
+def __getattr__(name: str) -> object:
+    # The client needs httpx2 (the schema-registry extra); the framing does
+    # not, so the client module is imported only when one of its names is.
+    if name in _CLIENT_NAMES:
+        from fastkc.schema_registry import client
+
+        return getattr(client, name)
+    raise AttributeError("module 'fastkc.schema_registry' has no attribute {0!r}".format(name))

@@ -106,10 +106,12 @@ def touch_arrow(batch: Any) -> int:
             lengths = memoryview(column.buffers()[1]).cast("i")  # 4 int32 per view, the length first
             touched += sum(lengths[4 * column.offset:4 * (column.offset + len(column)):4])
             continue
-        width = {"binary": "i", "large_binary": "q"}.get(kind)
-        if width is None:
+        if kind == "binary":
+            offsets = memoryview(column.buffers()[1]).cast("i")
+        elif kind == "large_binary":
+            offsets = memoryview(column.buffers()[1]).cast("q")
+        else:
             raise SystemExit("touch_arrow: column {0} is {1}, not binary".format(name, kind))
-        offsets = memoryview(column.buffers()[1]).cast(width)
         touched += offsets[column.offset + len(column)] - offsets[column.offset]
     return touched
 

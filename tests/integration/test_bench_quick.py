@@ -1,36 +1,77 @@
-"""`fastkc bench` in quick mode: the whole end-to-end driver on a tiny topic,
-so CI runs every runner and the benchmark cannot rot. Speed is never
-asserted here, only that every client read exactly the topic and that the
-table, JSON and chart come out.
+"""The benchmarks in quick mode: `python -m fastkc.bench report --quick`
+(fastkc/bench/report.py, the command that regenerates README's tables) on
+tiny datasets, so CI runs every runner, the curves, the asyncio and Arrow
+stream tools and the report itself, and none of them can rot. Speed is never
+asserted here, only that every client read exactly the topic, touched
+exactly its key and value bytes, and that the tables, JSON, charts and the
+report (commit, machine, load, date beside each table) come out.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from fastkc.bench import common, curves, driver, run_java, share_group
-from tests.support.kafka_tools import unique_name
+from fastkc.bench import common, curves, driver, report, run_java, share_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RECORDS = 20_000
-PARTITIONS = 2
+RECORDS = report.QUICK_RECORDS
+PARTITIONS = report.QUICK_PARTITIONS
 RECORD_SIZE = 100
+# the broker-side sections; decode runs in CI's benchmarks/ quick run (benchmarks/test_report_quick.py)
+SECTIONS = ["e2e", "share", "aio", "curves", "aio-stall", "arrow-stream"]
 
 
 @pytest.fixture(scope="module")
 def quick_run(kafka_broker, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    topic = unique_name("bench-quick")
-    argv = ["bench", "--bootstrap", kafka_broker.bootstrap_servers, "--topic", topic,
-            "--records", str(RECORDS), "--record-size", str(RECORD_SIZE), "--partitions", str(PARTITIONS),
-            "--compression", "lz4", "--repeat", "1", "--timeout", "120",
-            "--json", str(out / "e2e.json"), "--png", str(out / "e2e.png")]
     # Through the real command line, as a user would run it.
-    proc = subprocess.run([sys.executable, "-m", "fastkc.cli"] + argv, cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, "-m", "fastkc.bench", "report", "--quick", "--only", ",".join(SECTIONS),
+                           "--bootstrap", kafka_broker.bootstrap_servers, "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    topic = json.loads((out / "e2e.json").read_text())["meta"]["topic"] if (out / "e2e.json").exists() else None
     return proc, out, topic
+
+
+def test_the_report_holds_every_table_beside_its_provenance(quick_run):
+    proc, out, _ = quick_run
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    document = json.loads((out / "report.json").read_text())
+    assert document["quick"] is True
+    assert [e["section"] for e in document["sections"]] == SECTIONS
+    text = (out / "report.md").read_text()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    for entry in document["sections"]:
+        assert entry["status"] == "ok", (entry["section"], entry["error"])
+        assert entry["commit"] == head and isinstance(entry["dirty"], bool)
+        assert entry["machine"]["cores"] == os.cpu_count() and entry["machine"]["memory_gib"] > 0
+        assert entry["machine"]["cpu"]
+        assert len(entry["load_before"]) == len(entry["load_after"]) == 3
+        assert entry["started"] <= entry["finished"]
+        assert entry["tables"], entry["section"]
+        for table in entry["tables"]:
+            assert table["markdown"] == (out / table["file"]).read_text().strip()
+            assert table["markdown"] in text
+        section = text[text.index("## {0} — README".format(entry["section"])):]
+        # the provenance line sits right under the section's heading, before its tables
+        assert re.search(r"\n\nMeasured at: commit [0-9a-f]{40}.*cores, .* GiB memory.*load average "
+                         r"\(1, 5, 15 min\) [0-9. ]+ before, [0-9. ]+ after; \d{4}-\d\d-\d\dT",
+                         section.split("From `")[0])
+    assert "| fastkc.aio decode_threads=1 |" in (out / "aio_loop_stall.md").read_text()
+    assert "poll_arrow loop" in (out / "arrow_stream_cost.md").read_text()
+
+
+def test_report_sections_fail_loudly(tmp_path):
+    """An unknown section is refused; a section that cannot run is FAILED in the report and the exit status."""
+    with pytest.raises(SystemExit, match="unknown section"):
+        report.main(["--only", "e2e,nope", "--out", str(tmp_path)], log=lambda m: None)
+    assert report.main(["--quick", "--only", "aio-stall", "--out", str(tmp_path), "--bootstrap", ""],
+                       log=lambda m: None) == 1
+    entry = json.loads((tmp_path / "report.json").read_text())["sections"][0]
+    assert entry["status"] == "failed" and "--bootstrap" in entry["error"]
+    assert "**FAILED**" in (tmp_path / "report.md").read_text()
 
 
 # Clients that deliver at most 500 records per call: 20,000 records always take
@@ -45,13 +86,19 @@ def test_every_client_reads_exactly_the_topic(quick_run):
     document = json.loads((out / "e2e.json").read_text())
     assert document["meta"]["records"] == RECORDS
     clients = document["clients"]
-    assert list(clients) == list(driver.CLIENTS)
+    assert list(clients) == report.E2E_CLIENTS
     for name, summary in clients.items():
         assert summary["status"] == "ok", (name, summary.get("reason"))
         assert summary["records"] == RECORDS, name
         assert summary["seconds"] > 0
         assert summary["peak_rss_bytes"] > 10 * 2**20, name  # a live interpreter or JVM, not a zero
         (run,) = summary["runs"]
+        # every key and value byte touched inside the window (null keys: the values' bytes)
+        if name in driver.UNTOUCHED:
+            assert run["touched_bytes"] is None
+        else:
+            assert abs(run["touched_bytes"] - RECORDS * RECORD_SIZE) <= run["touched_tolerance"], name
+            assert run["touched_tolerance"] == (run_java.TOUCH_ROUNDING if name == "java" else 0), name
         assert summary["records_per_second"] == pytest.approx(driver.run_rate(run))
         assert summary["records_per_second_min"] == summary["records_per_second_max"] == summary["records_per_second"]
         if name == "java":
@@ -83,9 +130,9 @@ def test_every_client_reads_exactly_the_topic(quick_run):
 def test_table_and_chart(quick_run):
     proc, out, _ = quick_run
     assert proc.returncode == 0, proc.stderr[-3000:]
-    table = proc.stdout
+    table = (out / "e2e.md").read_text()
     assert "| client | records/s (steady) | slowest–fastest |" in table
-    for name in driver.CLIENTS:
+    for name in report.E2E_CLIENTS:
         assert "| " + driver.LABELS[name] + " | " in table
     assert "target fastkc poll() → records ≥ 2.5× the better of confluent-kafka" in table
     assert "target fastkc poll_arrow() → Arrow ≥ 0.8× ceiling" in table
@@ -105,21 +152,20 @@ def test_table_and_chart(quick_run):
         [driver.run_rate(a) / driver.run_rate(b) for a, b in zip(clients["fastkc-records"]["runs"], against)])
     assert len(vs_librdkafka["round_by_round"]) == len(against) >= 1
     assert "round by round" in table
-    assert (out / "e2e.md").read_text().strip() == table.strip()
-    with open(out / "e2e.png", "rb") as f:
-        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    for name in ("e2e", "aio", "share"):
+        with open(out / (name + ".png"), "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    aio = json.loads((out / "aio.json").read_text())["clients"]
+    assert list(aio) == report.AIO_CLIENTS and all(s["status"] == "ok" for s in aio.values())
 
 
-def test_one_tiny_curve_point(kafka_broker, tmp_path):
-    """A curve through the command line: one point of the headers curve (the
+def test_one_tiny_curve_point(quick_run, kafka_broker):
+    """The report's curve: one point of the headers curve (the
     confluent-kafka-written dataset), the curve's own clients."""
-    records = 6_000
-    argv = ["bench", "--bootstrap", kafka_broker.bootstrap_servers, "--curve", "headers", "--points", "3",
-            "--max-records", str(records), "--repeat", "1", "--timeout", "120", "--json", str(tmp_path / "x.json")]
-    proc = subprocess.run([sys.executable, "-m", "fastkc.cli"] + argv, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc, out, _ = quick_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    document = json.loads((tmp_path / "curve-headers.json").read_text())
+    records = 6_000
+    document = json.loads((out / "curve-headers.json").read_text())
     (point,) = document["points"]
     assert point["x"] == 3 and point["dataset"]["headers"] == 3 and point["dataset"]["records"] == records
     assert point["dataset"]["producer"] == "confluent-kafka"
@@ -127,11 +173,12 @@ def test_one_tiny_curve_point(kafka_broker, tmp_path):
     for name, summary in point["clients"].items():
         assert summary["status"] == "ok", (name, summary.get("reason"))
         assert summary["records"] == records, name
-        assert len(summary["runs"]) == 1
-    table = (tmp_path / "curve-headers.md").read_text()
-    assert table.strip() in proc.stdout
+        (run,) = summary["runs"]
+        if name not in driver.UNTOUCHED:
+            assert run["touched_bytes"] == records * 100, name
+    table = (out / "curve-headers.md").read_text()
     assert "| 3 | 6,000 |" in table and "load average" in table.lower()
-    with open(tmp_path / "curve-headers.png", "rb") as f:
+    with open(out / "curve-headers.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     # The records really carry the headers the curve says (read back with fastkc).
     from fastkc import KafkaConsumer
@@ -159,8 +206,8 @@ SHARE_ROWS = {name: ack for name, ack in {
 def test_share_rows_read_the_topic_through_fresh_share_groups(quick_run):
     proc, out, _ = quick_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "share-confluent" in SHARE_ROWS
-    clients = json.loads((out / "e2e.json").read_text())["clients"]
+    assert "share-confluent" in SHARE_ROWS and list(SHARE_ROWS) == report.SHARE_CLIENTS
+    clients = json.loads((out / "share.json").read_text())["clients"]
     groups = []
     for name, acknowledgement in SHARE_ROWS.items():
         summary = clients[name]
@@ -168,6 +215,7 @@ def test_share_rows_read_the_topic_through_fresh_share_groups(quick_run):
         (run,) = summary["runs"]
         # the ledger checked every offset once before the runner printed its line
         assert run["records"] == RECORDS, name
+        assert run["touched_bytes"] == RECORDS * RECORD_SIZE, name
         assert run["acknowledgement"] == acknowledgement, name
         assert run["time_to_first_record_seconds"] > 0, name  # the group join is in it
         groups.append(run["group"])

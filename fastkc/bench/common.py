@@ -91,6 +91,29 @@ def touch_records(records: Iterable[_KeyValue]) -> int:
     return touched
 
 
+def touch_polled(polled: Mapping[Any, Sequence[_KeyValue]]) -> tuple[int, int]:
+    """(records, key + value bytes) of one poll's {partition: [record]} (kafka-python's,
+    aiokafka's and fastkc's poll() / getmany() shape), every record touched."""
+    records = touched = 0
+    for batch in polled.values():
+        records += len(batch)
+        touched += touch_records(batch)
+    return records, touched
+
+
+def touch_messages(messages: Iterable[Any]) -> int:
+    """The key + value bytes of confluent-kafka Messages (its key() and value() methods)."""
+    touched = 0
+    for message in messages:
+        key = message.key()
+        value = message.value()
+        if key is not None:
+            touched += len(key)
+        if value is not None:
+            touched += len(value)
+    return touched
+
+
 def touch_arrow(batch: Any) -> int:
     """The key + value bytes of an Arrow RecordBatch, from the key and value
     columns' offsets buffers (binary: int32 offsets; large_binary: int64), or
@@ -174,6 +197,21 @@ def _parse_ends(text: str) -> dict[int, int]:
     return ends
 
 
+class Tally:
+    """Records and bytes touched so far, entered into the clock as they come."""
+
+    def __init__(self, clock: "Clock") -> None:
+        self.clock = clock
+        self.records = 0
+        self.touched = 0
+
+    def saw(self, records: int, touched: int) -> None:
+        """One delivery of `records` (> 0) records, `touched` bytes touched."""
+        self.records += records
+        self.touched += touched
+        self.clock.saw_records(records)
+
+
 def drain(poll_count: Callable[[], tuple[int, int]], positions: Callable[[], Mapping[int, int]],
           args: argparse.Namespace, clock: "Clock") -> tuple[int, int]:
     """Poll until the topic is read; returns (records, key + value bytes touched).
@@ -187,23 +225,21 @@ def drain(poll_count: Callable[[], tuple[int, int]], positions: Callable[[], Map
     records were delivered twice.
     """
     expected: int = args.expected
-    records = touched = 0
+    tally = Tally(clock)
     clock.start()
     while True:
-        n, touched_now = poll_count()
+        n, touched = poll_count()
         if n:
-            records += n
-            touched += touched_now
-            clock.saw_records(n)
-            if records >= expected:
+            tally.saw(n, touched)
+            if tally.records >= expected:
                 break
         elif _at_end(positions(), args.ends):
             break
-        clock.check_deadline(records, expected)
+        clock.check_deadline(tally.records, expected)
     where = positions()
     if not _at_end(where, args.ends):
         raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
-    return records, touched
+    return tally.records, tally.touched
 
 
 async def drain_async(poll_count: Callable[[], Awaitable[tuple[int, int]]],
@@ -211,23 +247,21 @@ async def drain_async(poll_count: Callable[[], Awaitable[tuple[int, int]]],
                       args: argparse.Namespace, clock: "Clock") -> tuple[int, int]:
     """drain() for the asyncio runners: getmany and position are coroutines."""
     expected: int = args.expected
-    records = touched = 0
+    tally = Tally(clock)
     clock.start()
     while True:
-        n, touched_now = await poll_count()
+        n, touched = await poll_count()
         if n:
-            records += n
-            touched += touched_now
-            clock.saw_records(n)
-            if records >= expected:
+            tally.saw(n, touched)
+            if tally.records >= expected:
                 break
         elif _at_end(await positions(), args.ends):
             break
-        clock.check_deadline(records, expected)
+        clock.check_deadline(tally.records, expected)
     where = await positions()
     if not _at_end(where, args.ends):
         raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
-    return records, touched
+    return tally.records, tally.touched
 
 
 def _at_end(positions: Mapping[int, int], ends: Mapping[int, int]) -> bool:

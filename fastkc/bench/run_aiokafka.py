@@ -14,7 +14,7 @@ from fastkc.bench.common import (
     drain_async,
     finish,
     parse_args,
-    touch_records,
+    touch_polled,
 )
 
 
@@ -38,11 +38,7 @@ async def consume(args: argparse.Namespace) -> tuple[int, int, Clock, LoopStallM
             return {tp.partition: await consumer.position(tp) for tp in tps}
 
         async def poll_count() -> tuple[int, int]:
-            n = touched = 0
-            for batch in (await consumer.getmany(timeout_ms=1000)).values():
-                n += len(batch)
-                touched += touch_records(batch)
-            return n, touched
+            return touch_polled(await consumer.getmany(timeout_ms=1000))
 
         meter.start()
         records, touched = await drain_async(poll_count, positions, args, clock)

@@ -19,7 +19,7 @@ wall time). The tuned row shows what the client does without that stall.
 """
 from collections.abc import Sequence
 
-from fastkc.bench.common import Clock, drain, finish, parse_args, runner_mode
+from fastkc.bench.common import Clock, drain, finish, parse_args, runner_mode, touch_messages
 
 TUNED_FETCH_QUEUE_BACKOFF_MS = 10
 
@@ -49,14 +49,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         def poll_count() -> tuple[int, int]:
             messages = consumer.consume(num_messages=500, timeout=1.0)
-            touched = 0
-            for message in messages:
-                key = message.key()
-                value = message.value()
-                if key is not None:
-                    touched += len(key)
-                if value is not None:
-                    touched += len(value)
+            touched = touch_messages(messages)
             with clock.untimed():
                 for message in messages:
                     if message.error() is not None:

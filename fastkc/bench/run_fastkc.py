@@ -20,7 +20,7 @@ from fastkc.bench.common import (
     require_compiled_core,
     runner_mode,
     touch_arrow,
-    touch_records,
+    touch_polled,
 )
 
 MODES = ("records", "records-threaded", "arrow", "ceiling")
@@ -62,11 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         clock = Clock(args.timeout)
         if mode in ("records", "records-threaded"):
             def poll_count() -> tuple[int, int]:
-                n = touched = 0
-                for batch in consumer.poll(timeout_ms=1000).values():
-                    n += len(batch)
-                    touched += touch_records(batch)
-                return n, touched
+                return touch_polled(consumer.poll(timeout_ms=1000))
         elif mode == "arrow":
             def poll_count() -> tuple[int, int]:
                 batch = consumer.poll_arrow(timeout_ms=1000)

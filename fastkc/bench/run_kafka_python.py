@@ -5,7 +5,7 @@ runners copy (check_crcs=True, read_uncommitted, 50 MiB / 1 MiB fetch sizes,
 """
 from collections.abc import Sequence
 
-from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args, touch_records
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args, touch_polled
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -26,11 +26,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         clock = Clock(args.timeout)
 
         def poll_count() -> tuple[int, int]:
-            n = touched = 0
-            for batch in consumer.poll(timeout_ms=1000).values():
-                n += len(batch)
-                touched += touch_records(batch)
-            return n, touched
+            return touch_polled(consumer.poll(timeout_ms=1000))
 
         def positions() -> dict[int, int]:
             return {tp.partition: consumer.position(tp) for tp in tps}

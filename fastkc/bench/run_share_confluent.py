@@ -12,7 +12,7 @@ in the time to first record, not in the steady-state window.
 """
 from collections.abc import Sequence
 
-from fastkc.bench.common import Clock, finish, parse_args
+from fastkc.bench.common import Clock, finish, parse_args, touch_messages
 from fastkc.bench.share_group import ShareLedger, drain_share, fresh_share_group
 
 #: seconds one poll() may block (1 s, as every other runner's poll)
@@ -34,14 +34,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         def poll_count() -> tuple[int, int]:
             messages = consumer.poll(POLL_SECONDS)
-            touched = 0
-            for message in messages:
-                key = message.key()
-                value = message.value()
-                if key is not None:
-                    touched += len(key)
-                if value is not None:
-                    touched += len(value)
+            touched = touch_messages(messages)
             with clock.untimed():
                 for message in messages:
                     if message.error() is not None:

@@ -22,7 +22,7 @@ from fastkc.bench.common import (
     require_compiled_core,
     runner_mode,
     touch_arrow,
-    touch_records,
+    touch_polled,
 )
 from fastkc.bench.share_group import ShareLedger, drain_share, fresh_share_group
 
@@ -52,11 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         clock = Clock(args.timeout)
         if mode == "records":
             def poll_count() -> tuple[int, int]:
-                delivered = touched = 0
                 polled = consumer.poll(timeout_ms=1000)
-                for records in polled.values():
-                    delivered += len(records)
-                    touched += touch_records(records)
+                delivered, touched = touch_polled(polled)
                 with clock.untimed():
                     for tp, records in polled.items():
                         ledger.add((tp.partition, r.offset) for r in records)

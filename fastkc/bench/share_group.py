@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 
-from fastkc.bench.common import Clock, CountMismatch
+from fastkc.bench.common import Clock, CountMismatch, Tally
 from fastkc.errors import for_code
 from fastkc.net.blocking import BlockingConnection
 
@@ -122,18 +122,16 @@ def drain_share(poll_count: Callable[[], tuple[int, int]], ledger: ShareLedger, 
     poll_count() polls once, touches what it delivered, enters it into
     `ledger` (inside clock.untimed()) and returns (records, bytes touched)."""
     expected: int = args.expected
-    records = touched = 0
+    tally = Tally(clock)
     clock.start()
-    while records < expected:
-        n, touched_now = poll_count()
+    while tally.records < expected:
+        n, touched = poll_count()
         if n:
-            records += n
-            touched += touched_now
-            clock.saw_records(n)
+            tally.saw(n, touched)
         elif clock.last_record is not None and time.perf_counter() - clock.last_record > IDLE_SECONDS:
             break
-        clock.check_deadline(records, expected)
-    if ledger.records != records:
-        raise CountMismatch("{0:,} records delivered, {1:,} in the ledger".format(records, ledger.records))
+        clock.check_deadline(tally.records, expected)
+    if ledger.records != tally.records:
+        raise CountMismatch("{0:,} records delivered, {1:,} in the ledger".format(tally.records, ledger.records))
     ledger.check(args.ends)
-    return records, touched
+    return tally.records, tally.touched

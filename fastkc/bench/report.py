@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fastkc.bench.driver import CLIENTS, PACKAGE_PARENT
+from fastkc.bench.driver import CLIENTS, PACKAGE_PARENT, RESULTS
 
 # the e2e table's rows: every client but the share-group ones (their own table, "share")
 E2E_CLIENTS = [name for name in CLIENTS if not name.startswith("share-")]
@@ -264,7 +264,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--bootstrap", default=os.environ.get("FASTKC_BOOTSTRAP") or None,
                         help="the broker (default FASTKC_BOOTSTRAP; the driver's sections start a local one without)")
     parser.add_argument("--out", default=None,
-                        help="output folder (default benchmarks/results/, with --quick build/bench-report/)")
+                        help="output folder (default: a checkout's benchmarks/results/, with --quick its "
+                        "build/bench-report/)")
     return parser.parse_args(argv)
 
 
@@ -278,8 +279,12 @@ def main(argv: Sequence[str] | None = None, log: Callable[[str], None] = print) 
         sections = [BY_NAME[n] for n in names]
     else:
         sections = [s for s in SECTIONS if s.in_quick or not args.quick]
-    default_out = os.path.join("build", "bench-report") if args.quick else os.path.join("benchmarks", "results")
-    out = os.path.abspath(args.out or os.path.join(PACKAGE_PARENT, default_out))
+    # a checkout's benchmarks/results/ (else ./fastkc-bench-results/, driver.RESULTS); quick runs
+    # beside it in build/ (a checkout) or their own folder, so committed figures stay as they are
+    in_checkout = os.path.dirname(RESULTS) == os.path.join(PACKAGE_PARENT, "benchmarks")
+    quick_out = (os.path.join(PACKAGE_PARENT, "build", "bench-report") if in_checkout
+                 else os.path.abspath("fastkc-bench-report-quick"))
+    out = os.path.abspath(args.out or (quick_out if args.quick else RESULTS))
     os.makedirs(out, exist_ok=True)
     topic = "fastkc-report-quick-" + uuid.uuid4().hex[:10] if args.quick else None
     plan = Plan(quick=args.quick, out=out, bootstrap=args.bootstrap, topic=topic)

@@ -412,6 +412,18 @@ def _running_max(values):
     return out
 
 
+def committed_offsets(admin, group, topic, timeout=10.0):
+    """{partition: committed offset} of `group` on `topic`, as the brokers answer
+    confluent-kafka's AdminClient `admin` (partitions without a commit left out)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                               request_timeout=timeout)[group]
+    answer = future.result(timeout)
+    return {tp.partition: tp.offset for tp in answer.topic_partitions
+            if tp.topic == topic and tp.offset >= 0 and tp.error is None}
+
+
 class CommitAuditor(threading.Thread):
     """An independent reader of the group's committed offsets: confluent-kafka's
     AdminClient (list_consumer_group_offsets, straight to the brokers) every
@@ -429,20 +441,16 @@ class CommitAuditor(threading.Thread):
         self.stop_event = threading.Event()
         self.failed_reads = 0
 
-    def read_now(self, timeout=10.0):
-        """One read of the committed offsets; True when the broker answered."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
+    def read_now(self, timeout=2.0):
+        """One read of the committed offsets; True when the broker answered. A
+        short timeout: on a fresh cluster the first reads wait for the
+        offsets topic to exist, and the next read should not wait behind them."""
         try:
-            future = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.group)])[self.group]
-            answer = future.result(timeout)
+            offsets = committed_offsets(self.admin, self.group, self.topic, timeout)
         except Exception:  # noqa: BLE001 - a read during a fault may fail; it is counted
             self.failed_reads += 1
             return False
-        t = time.time()
-        offsets = {tp.partition: tp.offset for tp in answer.topic_partitions
-                   if tp.topic == self.topic and tp.offset >= 0 and tp.error is None}
-        self.ledger.broker_committed(offsets, t)
+        self.ledger.broker_committed(offsets, time.time())
         return True
 
     def run(self):

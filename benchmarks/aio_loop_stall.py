@@ -6,8 +6,10 @@ decompress to several MiB -- the steps that would hold a loop longest), read
 to the end by each in interleaved rounds while a ticker task on the same loop
 (1 ms sleeps) records the longest gap between its wake-ups, and the loop
 thread's own CPU time in its busiest gap (the wall-clock gap also counts the
-OS running other processes). Prints median (min-max) per client, with the
-load average. A figure for the report, asserted nowhere.
+OS running other processes). Each client touches every record's key and
+value (fastkc/bench/common.py, "Equal work"; the sum must be the produced
+bytes) and the order rotates round by round. Prints median (min-max) per
+client, with the load average. A figure for the report, asserted nowhere.
 
     python3 benchmarks/aio_loop_stall.py --bootstrap HOST:PORT [--records N] [--rounds R]
 """
@@ -18,7 +20,10 @@ import statistics
 import time
 import uuid
 
-from fastkc.bench.common import LoopStallMeter
+from fastkc.bench.common import LoopStallMeter, touch_records
+
+VALUE = b"record %08d "  # times VALUE_REPEAT, numbered: 1,248 compressible bytes, null keys
+VALUE_REPEAT = 78
 
 
 def make_topic(bootstrap, records):
@@ -31,7 +36,7 @@ def make_topic(bootstrap, records):
     producer = Producer({"bootstrap.servers": bootstrap, "compression.type": "gzip", "batch.size": 1 << 20,
                          "linger.ms": 200, "message.max.bytes": 8 << 20})
     for i in range(records):
-        producer.produce(topic, value=(b"record %08d " % i) * 78)
+        producer.produce(topic, value=(VALUE % i) * VALUE_REPEAT)
         if i % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
@@ -52,11 +57,14 @@ async def read(client, bootstrap, topic, records):
     meter = LoopStallMeter()
     try:
         consumer.assign([TopicPartition(topic, 0)])
-        got, deliveries, first, last = 0, 0, None, None
+        got, touched, deliveries, first, last = 0, 0, 0, None, None
         meter.start()
         while got < records:
             batch = await consumer.getmany(timeout_ms=1000)
-            n = sum(len(v) for v in batch.values())
+            n = 0
+            for polled in batch.values():
+                n += len(polled)
+                touched += touch_records(polled)
             if n:
                 last = time.perf_counter()
                 if first is None:
@@ -64,6 +72,10 @@ async def read(client, bootstrap, topic, records):
                 got += n
                 deliveries += 1
         await meter.stop()
+        produced = records * len(VALUE % 0) * VALUE_REPEAT
+        if got != records or touched != produced:
+            raise SystemExit("{0}: {1} records, {2} key + value bytes touched; produced {3}, {4} bytes".format(
+                client, got, touched, records, produced))
         rate = (got - first_n) / (last - first) if last > first else float("nan")
         return meter.longest, meter.longest_cpu, rate, deliveries
     finally:
@@ -80,8 +92,9 @@ def main():
     topic = make_topic(args.bootstrap, args.records)
     clients = ["fastkc.aio decode_threads=1", "fastkc.aio decode_threads=0", "aiokafka"]
     runs = {c: [] for c in clients}
-    for _ in range(args.rounds):
-        for client in clients:
+    for round_ in range(args.rounds):
+        shift = round_ % len(clients)
+        for client in clients[shift:] + clients[:shift]:
             runs[client].append(asyncio.run(read(client, args.bootstrap, topic, args.records)))
     print("{0:,} records x 1 KiB in ~1 MiB gzip batches, {1} interleaved rounds, load average {2:.2f}".format(
         args.records, args.rounds, os.getloadavg()[0]))

@@ -14,6 +14,14 @@ into fetch-sized pieces of at most 1 MiB (max_partition_fetch_bytes' default),
 each piece decoded as one partition fetch, its records handed out 500 at a
 time (max_poll_records) and dropped, as one poll after another would. CRCs
 are checked by every reader.
+
+Every reader touches the key and value of every record it is handed, the way
+the end-to-end runners do (fastkc/bench/common.py, "Equal work": lengths of
+record.key and record.value; for Arrow, from the columns' offsets buffers),
+and returns (records, bytes touched); the table runner and the suite fail a
+reader whose bytes differ from the payload's (`payload_bytes`). The floor
+decodes no record (one CRC-32C pass and one copy of the bytes): it has none
+to touch and returns None for them.
 """
 import os
 import random
@@ -95,12 +103,24 @@ def first_offsets(pieces):
     return [struct.unpack_from(">q", p, 0)[0] for p in pieces]
 
 
-# --- readers: each takes the pieces, returns the number of records seen ------------------
+KEY_BYTES = len(b"key-%06d" % 0)  # every record's key (build_payload)
+
+
+def payload_bytes(shape, records):
+    """The key + value bytes of `records` records of `shape`: what a reader must touch."""
+    return records * (KEY_BYTES + SHAPES[shape][0])
+
+
+# --- readers: each takes the pieces, returns (records seen, key + value bytes touched) ------
 def _drop_in_polls(records):
-    n = 0
+    from fastkc.bench.common import touch_records
+
+    n = touched = 0
     for i in range(0, len(records), POLL_RECORDS):
-        n += len(records[i : i + POLL_RECORDS])
-    return n
+        polled = records[i : i + POLL_RECORDS]
+        n += len(polled)
+        touched += touch_records(polled)
+    return n, touched
 
 
 def fastkc_records(module):
@@ -109,11 +129,14 @@ def fastkc_records(module):
     from tests.support import using_backend
 
     def read(pieces):
-        n = 0
+        n = touched = 0
         with using_backend(module):
             for piece, fetch_offset in zip(pieces, first_offsets(pieces)):
-                n += _drop_in_polls(R.decode(piece, topic="bench", partition=0, fetch_offset=fetch_offset))
-        return n
+                seen, bytes_seen = _drop_in_polls(R.decode(piece, topic="bench", partition=0,
+                                                           fetch_offset=fetch_offset))
+                n += seen
+                touched += bytes_seen
+        return n, touched
 
     return read
 
@@ -122,15 +145,18 @@ def fastkc_arrow(module, zero_copy=False):
     """decode_arrow per piece; zero_copy: binary_view key/value pointing into
     the piece (or the decompressed buffer) instead of copies."""
     from fastkc import records as R
+    from fastkc.bench.common import touch_arrow
     from tests.support import using_backend
 
     def read(pieces):
-        n = 0
+        n = touched = 0
         with using_backend(module):
             for piece, fetch_offset in zip(pieces, first_offsets(pieces)):
-                n += R.decode_arrow(piece, topic="bench", partition=0, fetch_offset=fetch_offset,
-                                    zero_copy=zero_copy).num_rows
-        return n
+                batch = R.decode_arrow(piece, topic="bench", partition=0, fetch_offset=fetch_offset,
+                                       zero_copy=zero_copy)
+                n += batch.num_rows
+                touched += touch_arrow(batch)
+        return n, touched
 
     return read
 
@@ -144,16 +170,20 @@ def kafka_python(pieces):
     from kafka.record.memory_records import MemoryRecords
     from kafka.structs import TopicPartition
 
+    from fastkc.bench.common import touch_records
+
     tp = TopicPartition("bench", 0)
-    n = 0
+    n = touched = 0
     for piece, fetch_offset in zip(pieces, first_offsets(pieces)):
         pr = Fetcher.PartitionRecords(
             fetch_offset, tp, MemoryRecords(piece), check_crcs=True,
             isolation_level=IsolationLevel.READ_UNCOMMITTED,
         )
         while pr:
-            n += len(pr.take(POLL_RECORDS))
-    return n
+            polled = pr.take(POLL_RECORDS)
+            n += len(polled)
+            touched += touch_records(polled)
+    return n, touched
 
 
 def aiokafka(pieces):
@@ -164,8 +194,10 @@ def aiokafka(pieces):
     from aiokafka.record.memory_records import MemoryRecords
     from aiokafka.structs import TopicPartition
 
+    from fastkc.bench.common import touch_records
+
     tp = TopicPartition("bench", 0)
-    n = 0
+    n = touched = 0
     for piece, fetch_offset in zip(pieces, first_offsets(pieces)):
         pr = PartitionRecords(tp, MemoryRecords(piece), None, fetch_offset, None, None, True, 0)
         polled = []
@@ -173,9 +205,11 @@ def aiokafka(pieces):
             polled.append(msg)
             if len(polled) >= POLL_RECORDS:
                 n += len(polled)
+                touched += touch_records(polled)
                 polled = []
         n += len(polled)
-    return n
+        touched += touch_records(polled)
+    return n, touched
 
 
 def floor(crc32c_fn, records_per_piece):
@@ -196,7 +230,7 @@ def floor(crc32c_fn, records_per_piece):
                 target = memoryview(bytearray(len(piece)))
             target[: len(piece)] = piece  # one copy of every byte
             n += count
-        return n
+        return n, None  # no record decoded, none touched
 
     return read
 

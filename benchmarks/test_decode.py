@@ -7,8 +7,9 @@ payload and how each reader is driven.
   FASTKC_BENCH_QUICK=1 pytest benchmarks/ -q     # CI: tiny payload, one round
   python benchmarks/decode_table.py              # the ratio table + JSON
 
-Each run asserts the reader saw every record of the payload, so a benchmark
-cannot pass while decoding nothing; it never asserts a speed.
+Each run asserts the reader saw every record of the payload and touched
+every key and value byte, so a benchmark cannot pass while decoding (or
+handing over) nothing; it never asserts a speed.
 """
 import pytest
 
@@ -38,5 +39,9 @@ def test_decode(benchmark, payloads, shape, codec, reader_name):
     benchmark.extra_info["records"] = sum(counts)
     benchmark.extra_info["bytes"] = sum(len(p) for p in pieces)
     rounds = 1 if B.QUICK else 3
-    seen = benchmark.pedantic(reader, args=(pieces,), rounds=rounds, iterations=1, warmup_rounds=0)
+    seen, touched = benchmark.pedantic(reader, args=(pieces,), rounds=rounds, iterations=1, warmup_rounds=0)
     assert seen == sum(counts)
+    if reader_name.startswith("floor"):
+        assert touched is None  # it decodes no record
+    else:
+        assert touched == B.payload_bytes(shape, sum(counts))

@@ -1,4 +1,5 @@
-"""Rows per second reading one Kafka topic into Spark's `noop` sink:
+"""Rows per second reading one Kafka topic in Spark and touching every row's
+key and value (the sum of their lengths, checked against the produced bytes):
 format("fastkc") (fastkc's C core, Arrow batches through the Python data
 source) against format("kafka") (Spark's own JVM source, spark-sql-kafka-0-10
 and its dependencies resolved with mvn into ~/.cache/fastkc/), side by side in
@@ -106,12 +107,23 @@ def session(jars, master="local[2]", executors=0):
     return spark
 
 
-def read_once(spark, fmt, bootstrap, topic):
+def read_once(spark, fmt, bootstrap, topic, expected_bytes):
+    """Seconds to read the topic and touch every row's key and value: the
+    sum of their byte lengths, the same Spark query over either source
+    (fastkc/bench/common.py, "Equal work"); the sum must be the produced
+    bytes (null keys, values of --record-size bytes)."""
+    from pyspark.sql import functions as F
+
     df = (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
           .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+    touch = df.select(F.sum(F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0)))
+                      .alias("touched"))
     started = time.perf_counter()
-    df.write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - started
+    (touched,) = touch.first()
+    seconds = time.perf_counter() - started
+    if touched != expected_bytes:
+        raise SystemExit("{0} touched {1} key + value bytes, {2} were produced".format(fmt, touched, expected_bytes))
+    return seconds
 
 
 def count_rows(spark, fmt, bootstrap, topic):
@@ -119,7 +131,7 @@ def count_rows(spark, fmt, bootstrap, topic):
             .load().count())
 
 
-def measure_shape(shape, jars, bootstrap, topic, records, runs, log=print):
+def measure_shape(shape, jars, bootstrap, topic, records, record_size, runs, log=print):
     """{fmt: [seconds per run]} for one cluster shape."""
     import contextlib
 
@@ -135,7 +147,8 @@ def measure_shape(shape, jars, bootstrap, topic, records, runs, log=print):
         with cluster as master:
             spark = session(jars, master, executors)
             try:
-                results = measure_in_session(spark, ("kafka", "fastkc"), bootstrap, topic, records, runs)
+                results = measure_in_session(spark, ("kafka", "fastkc"), bootstrap, topic, records,
+                                             records * record_size, runs)
                 log("{0}: {1}".format(shape, {fmt: [round(t, 2) for t in ts] for fmt, ts in results.items()}))
             finally:
                 spark.stop()
@@ -145,17 +158,20 @@ def measure_shape(shape, jars, bootstrap, topic, records, runs, log=print):
     return results
 
 
-def measure_in_session(spark, formats, bootstrap, topic, records, runs):
+def measure_in_session(spark, formats, bootstrap, topic, records, expected_bytes, runs):
     """{fmt: [seconds per run]}: each source counts the topic first (the
-    count must be `records`; also the warm-up), then the runs, interleaved."""
+    count must be `records`; also the warm-up), then the runs, interleaved,
+    the source that goes first alternating run by run."""
     for fmt in formats:
         rows = count_rows(spark, fmt, bootstrap, topic)
         if rows != records:
             raise SystemExit("{0} read {1} rows, expected {2}".format(fmt, rows, records))
     results = {}
-    for _ in range(runs):
-        for fmt in formats:  # interleaved, so load on the machine hits both alike
-            results.setdefault(fmt, []).append(read_once(spark, fmt, bootstrap, topic))
+    for run in range(runs):
+        # interleaved, so load on the machine hits both alike; rotated, so neither always goes first
+        shift = run % len(formats)
+        for fmt in list(formats[shift:]) + list(formats[:shift]):
+            results.setdefault(fmt, []).append(read_once(spark, fmt, bootstrap, topic, expected_bytes))
     return results
 
 
@@ -187,7 +203,8 @@ def table(summary):
     lines.append("")
     lines.append("{records:,} records x {record_size} B, {partitions} partitions, lz4; median of {runs} runs "
                  "per source after a counting warm-up, sources interleaved; rows/s = records / median seconds of "
-                 "df.write.format(\"noop\"); standalone workers have 1 core each; "
+                 "summing every row's key and value length (the sum checked against the produced bytes); "
+                 "standalone workers have 1 core each; "
                  "1-min load average {load[0]:.1f} before, {load[1]:.1f} after".format(**summary))
     return "\n".join(lines)
 
@@ -215,7 +232,7 @@ def draw_chart(summary, path):
     ax.set_xticklabels([s if summary["shapes"][s]["ratio"] is None else "{0}\n({1:.2f}x)".format(
         s, summary["shapes"][s]["ratio"]) for s in shapes])
     ax.set_ylabel("million rows/s (median; whisker: best run)")
-    ax.set_title("Spark batch read into noop: {records:,} x {record_size} B, {partitions} partitions, lz4"
+    ax.set_title("Spark read, key + value lengths summed: {records:,} x {record_size} B, {partitions} partitions, lz4"
                  .format(**summary), fontsize=10)
     ax.legend()
     fig.tight_layout()
@@ -258,7 +275,8 @@ def main(argv=None):
         print("loaded {0} records ({1} B values, {2} partitions, lz4): {3}".format(
             args.records, args.record_size, args.partitions, run.output), flush=True)
         for shape in shapes:
-            measured[shape] = measure_shape(shape, jars, bootstrap, topic, args.records, args.runs)
+            measured[shape] = measure_shape(shape, jars, bootstrap, topic, args.records, args.record_size,
+                                            args.runs)
     finally:
         if data_dir is not None:
             from fastkc import broker

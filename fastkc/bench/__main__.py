@@ -1,10 +1,12 @@
 """`fastkc bench` (also `python -m fastkc.bench`): one point of every client
-(driver.py) or, with --curve, several datasets (curves.py)."""
+(driver.py) or, with --curve, several datasets (curves.py);
+`python -m fastkc.bench report [--quick]` regenerates every table README
+quotes, with the commit, machine, load and date beside each (report.py)."""
 import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from fastkc.bench import curves, driver
+from fastkc.bench import curves, driver, report
 
 
 def _quiet(message: str) -> None:
@@ -20,6 +22,9 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = driver.log_to_std
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["report"]:
+        return report.main(argv[1:])
     return run(driver.parse_args(argv))
 
 

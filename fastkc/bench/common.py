@@ -24,19 +24,119 @@ Connection set-up, metadata and group joins before the first poll are
 outside every window, for every client alike.
 A runner whose count differs from the topic's exits non-zero: a fast wrong
 answer is not a result.
+
+Equal work (the one place that says how each client's touch is the same):
+inside the timed window every runner touches the key and the value of every
+record it is handed by adding their lengths (a null key or value adds 0), and
+reports the sum as "touched_bytes"; finish() fails the run unless that sum is
+the produced key + value bytes (`--expected-bytes`, which the driver computes
+from the dataset it wrote), so the work is verified, not assumed.
+- record objects (fastkc, kafka-python, aiokafka, fastkc.aio): `touch_records`
+  reads `record.key` and `record.value` of each record and takes `len()`;
+- confluent-kafka: the same through its API, `message.key()` and
+  `message.value()` (run_confluent.py, run_share_confluent.py);
+- Arrow batches (poll_arrow): the key and value columns hold every record's
+  bytes back to back, and a record's length is the difference of two
+  neighbouring entries of the column's offsets buffer; the sum over all
+  records is therefore last offset − first offset, read from the offsets
+  buffer (`touch_arrow`): the columnar form of the same sum;
+- Java (java/SteadyStateConsumer.java): `record.key().length` and
+  `record.value().length`, as ConsumerPerformance itself does (run_java.py
+  checks its `data.consumed.in.MB`, which counts the same bytes).
+The ceiling row decodes no record, so it has nothing to touch (it is a bound,
+not a client). Bookkeeping that is not the application's work on the record
+(confluent-kafka's per-message error check, a share runner's ledger of
+offsets) runs inside `Clock.untimed()`, whose time is taken out of every
+figure, for every client alike; acknowledgements are the client's own work
+and stay inside the window for all (implicit ones inside poll(), fastkc's
+acknowledge_batch after it).
 """
 import argparse
 import asyncio
+import contextlib
 import json
 import resource
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 
 class CountMismatch(SystemExit):
     """The runner read a different number of records than the topic holds."""
+
+
+class TouchMismatch(SystemExit):
+    """The key + value bytes a runner touched differ from the bytes produced."""
+
+
+class _KeyValue(Protocol):
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+
+def touch_records(records: Iterable[_KeyValue]) -> int:
+    """The key + value bytes of `records` (objects with .key and .value), each read once."""
+    touched = 0
+    for record in records:
+        key = record.key
+        value = record.value
+        if key is not None:
+            touched += len(key)
+        if value is not None:
+            touched += len(value)
+    return touched
+
+
+def touch_polled(polled: Mapping[Any, Sequence[_KeyValue]]) -> tuple[int, int]:
+    """(records, key + value bytes) of one poll's {partition: [record]} (kafka-python's,
+    aiokafka's and fastkc's poll() / getmany() shape), every record touched."""
+    records = touched = 0
+    for batch in polled.values():
+        records += len(batch)
+        touched += touch_records(batch)
+    return records, touched
+
+
+def touch_messages(messages: Iterable[Any]) -> int:
+    """The key + value bytes of confluent-kafka Messages (its key() and value() methods)."""
+    touched = 0
+    for message in messages:
+        key = message.key()
+        value = message.value()
+        if key is not None:
+            touched += len(key)
+        if value is not None:
+            touched += len(value)
+    return touched
+
+
+def touch_arrow(batch: Any) -> int:
+    """The key + value bytes of an Arrow RecordBatch, from the key and value
+    columns' offsets buffers (binary: int32 offsets; large_binary: int64), or
+    for binary_view columns (zero_copy) from each row's 16-byte view, whose
+    first int32 is the value's length."""
+    touched = 0
+    for name in ("key", "value"):
+        column = batch.column(name)
+        kind = str(column.type)
+        if len(column) == 0:
+            continue
+        if kind == "binary_view":
+            lengths = memoryview(column.buffers()[1]).cast("i")  # 4 int32 per view, the length first
+            touched += sum(lengths[4 * column.offset:4 * (column.offset + len(column)):4])
+            continue
+        if kind == "binary":
+            offsets = memoryview(column.buffers()[1]).cast("i")
+        elif kind == "large_binary":
+            offsets = memoryview(column.buffers()[1]).cast("q")
+        else:
+            raise SystemExit("touch_arrow: column {0} is {1}, not binary".format(name, kind))
+        touched += offsets[column.offset + len(column)] - offsets[column.offset]
+    return touched
 
 
 # The settings every kafka-python-style client runs with (kafka-python,
@@ -76,6 +176,8 @@ def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.
     parser.add_argument("--partitions", type=int, required=True)
     parser.add_argument("--expected", type=int, required=True,
                         help="records in the topic (sum of end offsets of a topic written once)")
+    parser.add_argument("--expected-bytes", type=int, required=True,
+                        help="key + value bytes produced into the topic: what the runner must touch")
     parser.add_argument("--ends", required=True, type=_parse_ends,
                         help="end offset per partition, as the driver measured it: 0=250000,1=250000,...")
     parser.add_argument("--timeout", type=float, default=600.0,
@@ -95,35 +197,71 @@ def _parse_ends(text: str) -> dict[int, int]:
     return ends
 
 
-def drain(poll_count: Callable[[], int], positions: Callable[[], Mapping[int, int]], args: argparse.Namespace,
-          clock: "Clock") -> int:
-    """Poll until the topic is read; returns the record count.
+class Tally:
+    """Records and bytes touched so far, entered into the clock as they come."""
 
-    poll_count() polls once and returns how many records it delivered;
-    positions() returns {partition: next offset to read}. The loop stops when
-    the count reaches the topic's, or when a poll comes back empty with every
-    position at its end offset (so a client that loses records stops
-    instead of waiting for the deadline). Afterwards the positions must be
-    at the end: a count that reached the total early means records were
-    delivered twice.
+    def __init__(self, clock: "Clock") -> None:
+        self.clock = clock
+        self.records = 0
+        self.touched = 0
+
+    def saw(self, records: int, touched: int) -> None:
+        """One delivery of `records` (> 0) records, `touched` bytes touched."""
+        self.records += records
+        self.touched += touched
+        self.clock.saw_records(records)
+
+
+def drain(poll_count: Callable[[], tuple[int, int]], positions: Callable[[], Mapping[int, int]],
+          args: argparse.Namespace, clock: "Clock") -> tuple[int, int]:
+    """Poll until the topic is read; returns (records, key + value bytes touched).
+
+    poll_count() polls once, touches what it delivered and returns (records,
+    bytes touched); positions() returns {partition: next offset to read}. The
+    loop stops when the count reaches the topic's, or when a poll comes back
+    empty with every position at its end offset (so a client that loses
+    records stops instead of waiting for the deadline). Afterwards the
+    positions must be at the end: a count that reached the total early means
+    records were delivered twice.
     """
     expected: int = args.expected
-    records = 0
+    tally = Tally(clock)
     clock.start()
     while True:
-        n = poll_count()
+        n, touched = poll_count()
         if n:
-            records += n
-            clock.saw_records(n)
-            if records >= expected:
+            tally.saw(n, touched)
+            if tally.records >= expected:
                 break
         elif _at_end(positions(), args.ends):
             break
-        clock.check_deadline(records, expected)
+        clock.check_deadline(tally.records, expected)
     where = positions()
     if not _at_end(where, args.ends):
         raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
-    return records
+    return tally.records, tally.touched
+
+
+async def drain_async(poll_count: Callable[[], Awaitable[tuple[int, int]]],
+                      positions: Callable[[], Awaitable[Mapping[int, int]]],
+                      args: argparse.Namespace, clock: "Clock") -> tuple[int, int]:
+    """drain() for the asyncio runners: getmany and position are coroutines."""
+    expected: int = args.expected
+    tally = Tally(clock)
+    clock.start()
+    while True:
+        n, touched = await poll_count()
+        if n:
+            tally.saw(n, touched)
+            if tally.records >= expected:
+                break
+        elif _at_end(await positions(), args.ends):
+            break
+        clock.check_deadline(tally.records, expected)
+    where = await positions()
+    if not _at_end(where, args.ends):
+        raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
+    return tally.records, tally.touched
 
 
 def _at_end(positions: Mapping[int, int], ends: Mapping[int, int]) -> bool:
@@ -158,6 +296,13 @@ class Clock:
         # record vary less with the neighbours' load than wall time does.
         self.cpu_started = 0.0
         self.cpu_last_record: float | None = None
+        # time spent in untimed() so far (wall, CPU), and at the first and
+        # last record: taken out of every window those records bound
+        self.untimed_wall = 0.0
+        self.untimed_cpu = 0.0
+        self._untimed_at_first = 0.0
+        self._untimed_at_last = 0.0
+        self._untimed_cpu_at_last = 0.0
 
     def start(self) -> None:
         self.cpu_started = time.process_time()
@@ -169,8 +314,21 @@ class Clock:
         if self.first_record is None:
             self.first_record = now
             self.first_delivery_records = n
+            self._untimed_at_first = self.untimed_wall
         self.last_record = now
         self.cpu_last_record = time.process_time()
+        self._untimed_at_last = self.untimed_wall
+        self._untimed_cpu_at_last = self.untimed_cpu
+
+    @contextlib.contextmanager
+    def untimed(self) -> Iterator[None]:
+        """Bookkeeping outside every figure (module docstring, "Equal work")."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.untimed_wall += time.perf_counter() - wall
+            self.untimed_cpu += time.process_time() - cpu
 
     def check_deadline(self, records_so_far: int, expected: int) -> None:
         if time.perf_counter() - self.started > self.timeout:
@@ -181,26 +339,26 @@ class Clock:
     def seconds(self) -> float:
         if self.last_record is None:
             return 0.0
-        return self.last_record - self.started
+        return self.last_record - self.started - self._untimed_at_last
 
     @property
     def steady_seconds(self) -> float:
         """first record -> last record; 0.0 when every record came in one delivery."""
         if self.last_record is None or self.first_record is None:
             return 0.0
-        return self.last_record - self.first_record
+        return self.last_record - self.first_record - (self._untimed_at_last - self._untimed_at_first)
 
     @property
     def time_to_first_record(self) -> float | None:
         if self.first_record is None:
             return None
-        return self.first_record - self.started
+        return self.first_record - self.started - self._untimed_at_first
 
     @property
     def cpu_seconds(self) -> float:
         if self.cpu_last_record is None:
             return 0.0
-        return self.cpu_last_record - self.cpu_started
+        return self.cpu_last_record - self.cpu_started - self._untimed_cpu_at_last
 
 
 def peak_rss_bytes(children: bool = False) -> int:
@@ -210,15 +368,23 @@ def peak_rss_bytes(children: bool = False) -> int:
 
 
 def finish(client: str, args: argparse.Namespace, records: int, seconds: float, *,
+           touched_bytes: int | None, touched_tolerance: int = 0,
            clock: SteadyFigures | None = None,
            peak_rss: int | None = None, cpu_seconds: float | None = None, **extra: Any) -> dict[str, Any]:
-    """Check the count, then print the result line. Never returns normally on a mismatch.
+    """Check the count and the touched bytes, then print the result line.
+    Never returns normally on a mismatch.
 
+    touched_bytes: the key + value bytes the runner touched in its window
+    (None only for the ceiling, which decodes nothing); touched_tolerance: how
+    far a tool that reports them rounded (ConsumerPerformance's MB) may be off.
     With `clock` (a Clock that saw every delivery) the steady-state figures go
     in too; without one (a tool with its own clock) they are None."""
     if records != args.expected:
         raise CountMismatch("{0}: read {1:,} records, the topic holds {2:,}".format(
             client, records, args.expected))
+    if touched_bytes is not None and abs(touched_bytes - args.expected_bytes) > touched_tolerance:
+        raise TouchMismatch("{0}: touched {1:,} key + value bytes, {2:,} were produced".format(
+            client, touched_bytes, args.expected_bytes))
     if seconds <= 0:
         raise SystemExit("{0}: no time measured for {1:,} records".format(client, records))
     result: dict[str, Any] = {
@@ -232,6 +398,8 @@ def finish(client: str, args: argparse.Namespace, records: int, seconds: float, 
         "first_delivery_records": None,
         "time_to_first_record_seconds": None,
         "python": sys.version.split()[0],
+        "touched_bytes": touched_bytes,
+        "touched_tolerance": touched_tolerance,
     }
     if clock is not None:
         steady = records - clock.first_delivery_records

@@ -208,7 +208,8 @@ def run_curve(curve: Curve, args: argparse.Namespace, bootstrap: str, kafka_vers
         topic, ends = prepare_point(bootstrap, point, records, log)
         if args.warmup:
             driver.warm_up(bootstrap, topic, log)
-        runs = driver.run_rounds(names, bootstrap, topic, ends, args.repeat, args.timeout, kafka_version, log)
+        runs = driver.run_rounds(names, bootstrap, topic, ends, args.repeat, args.timeout, kafka_version, log,
+                                 value_size=point.value_size)
         summaries = {name: driver.summarise(name, runs[name], point.value_size) for name in names}
         points.append({"x": x, "label": curve.label(x), "dataset": dict(asdict(point), records=records,
                                                                          topic=topic),

@@ -11,7 +11,12 @@ ProducerPerformance through fastkc.sample_run.ensure_sample, so the demo and
 the benchmark share it) and then read from its beginning to its end offsets by
 each client in its own process (fastkc/bench/run_*.py). With --repeat N the
 clients take turns N times (round 1: every client once, then round 2, ...), so
-a drift in the machine's load spreads over all of them.
+a drift in the machine's load spreads over all of them; the order rotates
+by one client per round (round r starts with the r-th client), so no client
+always goes first (with at least as many rounds as clients, each one does).
+Every runner touches the key and value of every record inside its timed
+window and must have touched exactly the produced bytes
+(fastkc/bench/common.py, "Equal work"); a run that did not is FAILED.
 
 The headline is the steady-state rate (fastkc/bench/common.py): from the
 first record delivered to the last, counting the records after the first
@@ -107,6 +112,8 @@ LABELS = {
 FASTKC_ROWS = ("fastkc", "share-fastkc")
 # Clients whose runner reports only its own start → end window (no first-record clock).
 OWN_CLOCK = {"java"}
+# Rows that decode no record and so touch none (a bound, not a client: common.py, "Equal work").
+UNTOUCHED = {"ceiling"}
 CLOCK_MARK = {"steady": "", "own": " †", "one-delivery": " ‡"}
 
 # (numerator, denominators, at least): the numerator against the BEST of the
@@ -209,12 +216,21 @@ def topic_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     return ends
 
 
+def produced_bytes(ends: Mapping[int, int], value_size: int) -> int:
+    """The key + value bytes of a benchmark topic: its records carry null keys
+    and values of exactly `value_size` bytes (ProducerPerformance's
+    --record-size; curves.produce_with_headers writes the same shape)."""
+    return sum(ends.values()) * value_size
+
+
 def run_client(name: str, bootstrap: str, topic: str, ends: Mapping[int, int], timeout: float,
-               kafka_version: str | None = None) -> Result:
+               kafka_version: str | None = None, *, value_size: int) -> Result:
     """One run of one client in its own process → its result dict (or an error dict)."""
     module, mode = CLIENTS[name]
+    expected_bytes = produced_bytes(ends, value_size)
     cmd = [sys.executable, "-m", module, "--bootstrap", bootstrap, "--topic", topic,
            "--partitions", str(len(ends)), "--expected", str(sum(ends.values())),
+           "--expected-bytes", str(expected_bytes),
            "--ends", ",".join("{0}={1}".format(p, ends[p]) for p in sorted(ends)),
            "--timeout", str(timeout)]
     if mode:
@@ -244,18 +260,32 @@ def run_client(name: str, bootstrap: str, topic: str, ends: Mapping[int, int], t
         result: Result = json.loads(lines[-1])
     except (IndexError, ValueError):
         return {"client": name, "error": "no result line in its output:\n" + proc.stdout[-2000:]}
+    # The runner checked its touched bytes itself; the driver checks that it
+    # reported them at all, so a runner cannot skip the work unnoticed.
+    touched = result.get("touched_bytes")
+    if name not in UNTOUCHED and (touched is None
+                                  or abs(touched - expected_bytes) > result.get("touched_tolerance", 0)):
+        return {"client": name, "error": "touched {0} key + value bytes, {1:,} were produced".format(
+            touched, expected_bytes)}
     result["process_seconds"] = time.perf_counter() - started
     result["load_average_1m_before"] = load_before
     return result
 
 
+def round_order(names: Sequence[str], round_no: int) -> list[str]:
+    """The clients of round `round_no`: the list rotated by one per round."""
+    shift = round_no % len(names)
+    return list(names[shift:]) + list(names[:shift])
+
+
 def run_rounds(names: Sequence[str], bootstrap: str, topic: str, ends: Mapping[int, int], repeat: int,
-               timeout: float, kafka_version: str | None, log: Log) -> dict[str, list[Result]]:
-    """{client: [run result]}: `repeat` rounds, every client once per round, in turn."""
+               timeout: float, kafka_version: str | None, log: Log, *, value_size: int) -> dict[str, list[Result]]:
+    """{client: [run result]}: `repeat` rounds, every client once per round, in
+    turn, the order rotated each round (round_order)."""
     runs: dict[str, list[Result]] = {name: [] for name in names}
     for round_no in range(repeat):
-        for name in names:
-            result = run_client(name, bootstrap, topic, ends, timeout, kafka_version)
+        for name in round_order(names, round_no):
+            result = run_client(name, bootstrap, topic, ends, timeout, kafka_version, value_size=value_size)
             runs[name].append(result)
             if "error" in result:
                 log("  [{0}/{1}] {2}: FAILED {3}".format(round_no + 1, repeat, name, result["error"]))
@@ -498,7 +528,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = log_to_stderr) ->
     if args.warmup:
         warm_up(bootstrap, topic, log)
 
-    runs = run_rounds(names, bootstrap, topic, ends, args.repeat, args.timeout, kafka_version, log)
+    runs = run_rounds(names, bootstrap, topic, ends, args.repeat, args.timeout, kafka_version, log,
+                      value_size=args.record_size)
     summaries = {name: summarise(name, runs[name], args.record_size) for name in names}
     meta = {
         "records": total,

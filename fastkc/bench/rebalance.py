@@ -11,7 +11,8 @@ first moment when the three own disjoint partitions covering the topic, each
 owns at least one, and each has been handed a record from every partition it
 owns since its last assignment change. The time from the third member's
 subscribe() to that moment is reported, median (and min, max) over the
-repeats, for fastkc (classic eager with range, cooperative-sticky, KIP-848)
+repeats (the scenarios take turns, one join each per round, the order
+rotated each round), for fastkc (classic eager with range, cooperative-sticky, KIP-848)
 and confluent-kafka (the same three) on the same broker and settings:
 session 3 s, heartbeat 300 ms (classic); the broker's KIP-848 heartbeat
 interval (1 s on the local test broker).
@@ -189,18 +190,22 @@ def main(args: argparse.Namespace) -> int:
         started = broker.start(name="bench-rebalance", data_dir=data_dir)
         bootstrap = started.bootstrap_servers
     only = set(args.only.split(",")) if args.only else None
+    scenarios = [sc for sc in SCENARIOS if not only or sc[0] in only]
+    times: dict[str, list[float]] = {label: [] for _, _, _, label in scenarios}
     results: list[dict[str, Any]] = []
     try:
-        for client, protocol, assignor, label in SCENARIOS:
-            if only and client not in only:
-                continue
-            times: list[float] = []
-            for _ in range(args.repeat):
-                times.append(measure(bootstrap, client, protocol, assignor, args.rate))
+        # The scenarios take turns, one join each per round, the order rotated
+        # by one per round: no client always goes first on a fresher broker.
+        for round_no in range(args.repeat):
+            shift = round_no % len(scenarios) if scenarios else 0
+            for client, protocol, assignor, label in scenarios[shift:] + scenarios[:shift]:
+                times[label].append(measure(bootstrap, client, protocol, assignor, args.rate))
+        for client, protocol, assignor, label in scenarios:
+            seconds = times[label]
             results.append({"scenario": label, "client": client, "protocol": protocol, "assignor": assignor,
-                            "seconds": times, "median": statistics.median(times)})
+                            "seconds": seconds, "median": statistics.median(seconds)})
             print("{0:<48} median {1:6.3f} s   (min {2:.3f}, max {3:.3f}, n={4})".format(
-                label, statistics.median(times), min(times), max(times), len(times)), flush=True)
+                label, statistics.median(seconds), min(seconds), max(seconds), len(seconds)), flush=True)
     finally:
         if started is not None:
             from fastkc import broker

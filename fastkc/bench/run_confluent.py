@@ -4,8 +4,10 @@ consume(num_messages=500) until the end offsets.
 librdkafka's defaults differ from the other clients': check.crcs is off and
 isolation.level is read_committed. Both are set like the others' here. The
 group id is only there because the client refuses to start without one;
-nothing is committed. Every returned Message is checked for an error, as any
-correct application of this API must.
+nothing is committed. Every returned Message's key and value are touched in
+the window (common.py, "Equal work"); then each is checked for an error, as
+any correct application of this API must, in Clock.untimed() (the other
+clients' poll() raises its errors: no per-record check for them to time).
 
 Mode "tuned" also lowers fetch.queue.backoff.ms from its 1000 ms default to
 TUNED_FETCH_QUEUE_BACKOFF_MS. librdkafka stops fetching a partition while its
@@ -17,7 +19,7 @@ wall time). The tuned row shows what the client does without that stall.
 """
 from collections.abc import Sequence
 
-from fastkc.bench.common import Clock, drain, finish, parse_args, runner_mode
+from fastkc.bench.common import Clock, drain, finish, parse_args, runner_mode, touch_messages
 
 TUNED_FETCH_QUEUE_BACKOFF_MS = 10
 
@@ -45,12 +47,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         consumer.assign(tps)
         clock = Clock(args.timeout)
 
-        def poll_count() -> int:
+        def poll_count() -> tuple[int, int]:
             messages = consumer.consume(num_messages=500, timeout=1.0)
-            for message in messages:
-                if message.error() is not None:
-                    raise KafkaException(message.error())
-            return len(messages)
+            touched = touch_messages(messages)
+            with clock.untimed():
+                for message in messages:
+                    if message.error() is not None:
+                        raise KafkaException(message.error())
+            return len(messages), touched
 
         def positions() -> dict[int, int]:
             # position() is the offset after the last message handed to the application,
@@ -59,11 +63,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             return {tp.partition: max(tp.offset, 0) for tp in consumer.position(
                 [TopicPartition(args.topic, p) for p in range(args.partitions)])}
 
-        records = drain(poll_count, positions, args, clock)
+        records, touched = drain(poll_count, positions, args, clock)
     finally:
         consumer.close()
     finish("confluent-kafka" + (" tuned" if mode == "tuned" else ""), args, records, clock.seconds,
-           clock=clock, cpu_seconds=clock.cpu_seconds, version=confluent_kafka.__version__,
+           touched_bytes=touched, clock=clock, cpu_seconds=clock.cpu_seconds, version=confluent_kafka.__version__,
            librdkafka=confluent_kafka.libversion()[0],
            config={k: v for k, v in config.items() if k != "bootstrap.servers"})
 

@@ -19,6 +19,8 @@ from fastkc.bench.common import (
     parse_args,
     require_compiled_core,
     runner_mode,
+    touch_arrow,
+    touch_polled,
 )
 
 MODES = ("records", "records-threaded", "arrow", "ceiling")
@@ -59,27 +61,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         consumer.seek_to_beginning(*tps)
         clock = Clock(args.timeout)
         if mode in ("records", "records-threaded"):
-            def poll_count() -> int:
-                return sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
+            def poll_count() -> tuple[int, int]:
+                return touch_polled(consumer.poll(timeout_ms=1000))
         elif mode == "arrow":
-            def poll_count() -> int:
-                rows: int = consumer.poll_arrow(timeout_ms=1000).num_rows
-                return rows
+            def poll_count() -> tuple[int, int]:
+                batch = consumer.poll_arrow(timeout_ms=1000)
+                rows: int = batch.num_rows
+                return rows, touch_arrow(batch) if rows else 0
         else:
             ceiling = reader
             assert ceiling is not None  # made above for this mode
 
-            def poll_count() -> int:
+            def poll_count() -> tuple[int, int]:
                 checked: int = ceiling.poll_raw(timeout_ms=1000)
-                return checked
+                return checked, 0  # nothing decoded: nothing to touch (common.py, "Equal work")
 
         def positions() -> dict[int, int]:
             return {tp.partition: consumer.position(tp) for tp in tps}
 
-        records = drain(poll_count, positions, args, clock)
+        records, touched = drain(poll_count, positions, args, clock)
     finally:
         consumer.close()
-    finish("fastkc " + mode, args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
+    finish("fastkc " + mode, args, records, clock.seconds, touched_bytes=None if mode == "ceiling" else touched,
+           clock=clock, cpu_seconds=clock.cpu_seconds,
            api=API[mode], backend=fastkc.backend)
     return 0
 

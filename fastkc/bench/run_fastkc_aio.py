@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from fastkc.bench.common import (
     KAFKA_PYTHON_STYLE_CONFIG,
     Clock,
-    CountMismatch,
     LoopStallMeter,
-    _at_end,
+    drain_async,
     finish,
     parse_args,
     require_compiled_core,
+    touch_polled,
 )
 
 
-async def consume(args: argparse.Namespace) -> tuple[int, Clock, LoopStallMeter]:
+async def consume(args: argparse.Namespace) -> tuple[int, int, Clock, LoopStallMeter]:
     from fastkc.aio import AIOKafkaConsumer, TopicPartition
 
     tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
@@ -36,25 +36,13 @@ async def consume(args: argparse.Namespace) -> tuple[int, Clock, LoopStallMeter]
         async def positions() -> dict[int, int]:
             return {tp.partition: await consumer.position(tp) for tp in tps}
 
-        records = 0
+        async def poll_count() -> tuple[int, int]:
+            return touch_polled(await consumer.getmany(timeout_ms=1000))
+
         meter.start()
-        clock.start()
-        while True:
-            batches = await consumer.getmany(timeout_ms=1000)
-            n = sum(len(batch) for batch in batches.values())
-            if n:
-                records += n
-                clock.saw_records(n)
-                if records >= args.expected:
-                    break
-            elif _at_end(await positions(), args.ends):
-                break
-            clock.check_deadline(records, args.expected)
+        records, touched = await drain_async(poll_count, positions, args, clock)
         await meter.stop()
-        where = await positions()
-        if not _at_end(where, args.ends):
-            raise CountMismatch("stopped at positions {0}, the end offsets are {1}".format(where, args.ends))
-        return records, clock, meter
+        return records, touched, clock, meter
     finally:
         await meter.stop()
         await consumer.stop()
@@ -65,8 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import fastkc
 
     require_compiled_core()
-    records, clock, meter = asyncio.run(consume(args))
-    finish("fastkc.aio getmany", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
+    records, touched, clock, meter = asyncio.run(consume(args))
+    finish("fastkc.aio getmany", args, records, clock.seconds, touched_bytes=touched, clock=clock,
+           cpu_seconds=clock.cpu_seconds,
            api="fastkc.aio.AIOKafkaConsumer.getmany", backend=fastkc.backend,
            longest_loop_stall_ms=round(meter.longest * 1000.0, 2),
            longest_loop_hold_cpu_ms=round(meter.longest_cpu * 1000.0, 2))

@@ -9,6 +9,10 @@ of "first poll to last record". The JVM gets the heap and collector that
 Kafka's own kafka-run-class.sh gives its tools, not the harness's
 start-up-minded tool flags (those stop the JIT at C1, which would handicap
 this yardstick). Peak RSS is the JVM's, as seen by this wrapper.
+
+The tool touches every record's key and value itself (it sums their lengths
+into data.consumed.in.MB, MiB printed with 4 decimals): that figure is
+checked against the produced bytes within its rounding (common.finish).
 """
 import argparse
 import os
@@ -37,6 +41,10 @@ def java_runner_args(description: str,
     from fastkc.broker.resolve import find_java, resolve_kafka
 
     return args, resolve_kafka(known.kafka_version), find_java()
+
+MIB = 2**20
+# data.consumed.in.MB is printed with 4 decimals: at most half a unit of the last one off
+TOUCH_ROUNDING = int(0.00005 * MIB) + 1
 
 # What kafka-run-class.sh and kafka-consumer-perf-test.sh give the tool.
 JVM_FLAGS = ["-Xmx512M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
@@ -98,10 +106,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     stats = parse_output(proc.stdout)
     records = int(stats["data.consumed.in.nMsg"])
     seconds = float(stats["fetch.time.ms"]) / 1000.0
+    touched = round(float(stats["data.consumed.in.MB"]) * MIB)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     # The JVM's CPU covers its start-up, JIT and group join too, so it is kept apart
     # from cpu_seconds (the timed window only, which the tool does not report).
     finish("Java ConsumerPerformance", args, records, seconds, peak_rss=peak_rss_bytes(children=True),
+           touched_bytes=touched, touched_tolerance=TOUCH_ROUNDING,
            version=install.version, tool_stats=stats, jvm_process_cpu_seconds=usage.ru_utime + usage.ru_stime)
 
 

@@ -80,9 +80,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not lines:
         raise SystemExit("SteadyStateConsumer printed no result:\n" + proc.stdout[-2000:])
     out = json.loads(lines[-1])
-    finish("Java KafkaConsumer steady state", args, out["records"], out["seconds"], clock=_Clock(out),
+    finish("Java KafkaConsumer steady state", args, out["records"], out["seconds"],
+           touched_bytes=out["touched_bytes"], clock=_Clock(out),
            peak_rss=peak_rss_bytes(children=True), cpu_seconds=out["cpu_seconds"], version=install.version,
-           java=out["java_version"], value_bytes=out["value_bytes"])
+           java=out["java_version"])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ runners copy (check_crcs=True, read_uncommitted, 50 MiB / 1 MiB fetch sizes,
 """
 from collections.abc import Sequence
 
-from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args
+from fastkc.bench.common import KAFKA_PYTHON_STYLE_CONFIG, Clock, drain, finish, parse_args, touch_polled
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -25,18 +25,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         consumer.seek_to_beginning(*tps)
         clock = Clock(args.timeout)
 
-        def poll_count() -> int:
-            return sum(len(batch) for batch in consumer.poll(timeout_ms=1000).values())
+        def poll_count() -> tuple[int, int]:
+            return touch_polled(consumer.poll(timeout_ms=1000))
 
         def positions() -> dict[int, int]:
             return {tp.partition: consumer.position(tp) for tp in tps}
 
-        records = drain(poll_count, positions, args, clock)
+        records, touched = drain(poll_count, positions, args, clock)
     finally:
         consumer.close()
     import kafka
 
-    finish("kafka-python", args, records, clock.seconds, clock=clock, cpu_seconds=clock.cpu_seconds,
+    finish("kafka-python", args, records, clock.seconds, touched_bytes=touched, clock=clock,
+           cpu_seconds=clock.cpu_seconds,
            version=kafka.__version__, crc32c=crc)
 
 

@@ -10,10 +10,11 @@ A share-group run differs from the others in three ways:
   waits until DescribeConfigs reads it back: the alteration reaches the
   group coordinator through the metadata log, not at once.
 - There are no positions: the broker hands out records, so the end of the
-  topic is seen only by counting. `ShareLedger` counts per partition and sums
-  the offsets: a partition whose count and offset sum both match its end
-  offset (a topic written once, from offset 0) got each of its offsets once;
-  a record delivered twice or lost shows in one or the other.
+  topic is seen only by counting. `ShareLedger` keeps the set of offsets
+  delivered per partition and every offset delivered twice: a partition
+  whose set is exactly 0..end-1 (a topic written once, from offset 0) with
+  nothing twice got each of its offsets once. The ledger is bookkeeping: every
+  runner fills it inside Clock.untimed() (common.py, "Equal work").
 - The loop stops at the topic's count, or after `IDLE_SECONDS` without a
   record (a client that lost records stops instead of waiting for the
   deadline), and the ledger is checked either way.
@@ -23,9 +24,9 @@ The steady-state clock is common.Clock, as for the other rows.
 import argparse
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from fastkc.bench.common import Clock, CountMismatch
+from fastkc.bench.common import Clock, CountMismatch, Tally
 from fastkc.errors import for_code
 from fastkc.net.blocking import BlockingConnection
 
@@ -72,56 +73,65 @@ def _group_config(conn: BlockingConnection, group: str, name: str) -> str | None
 
 
 class ShareLedger:
-    """Per partition: how many records were delivered and the sum of their offsets."""
+    """Per partition: the set of offsets delivered; and every (partition,
+    offset) delivered again after its first time."""
 
     def __init__(self) -> None:
         self.records = 0
-        self.counts: dict[int, int] = {}
-        self.offset_sums: dict[int, int] = {}
+        self.offsets: dict[int, set[int]] = {}
+        self.twice: list[tuple[int, int]] = []
 
-    def add(self, partition: int, count: int, offset_sum: int) -> None:
-        self.records += count
-        self.counts[partition] = self.counts.get(partition, 0) + count
-        self.offset_sums[partition] = self.offset_sums.get(partition, 0) + offset_sum
+    def add(self, pairs: Iterable[tuple[int, int]]) -> None:
+        """Enter delivered (partition, offset) pairs."""
+        for partition, offset in pairs:
+            seen = self.offsets.get(partition)
+            if seen is None:
+                seen = self.offsets[partition] = set()
+            if offset in seen:
+                self.twice.append((partition, offset))
+            else:
+                seen.add(offset)
+            self.records += 1
 
     def check(self, ends: dict[int, int]) -> None:
-        """Raise CountMismatch unless every offset 0..end-1 of every partition came once."""
+        """Raise CountMismatch unless every offset 0..end-1 of every partition came exactly once."""
         wrong = []
         for partition, end in sorted(ends.items()):
-            count, total = self.counts.get(partition, 0), self.offset_sums.get(partition, 0)
-            if count != end or total != end * (end - 1) // 2:
-                wrong.append("partition {0}: {1:,} records (offset sum {2:,}), the topic holds {3:,} "
-                              "(offset sum {4:,})".format(partition, count, total, end, end * (end - 1) // 2))
-        stray = sorted(set(self.counts) - set(ends))
+            seen = self.offsets.get(partition, set())
+            twice = sorted(o for p, o in self.twice if p == partition)
+            missing = [o for o in range(end) if o not in seen]
+            beyond = sorted(o for o in seen if not 0 <= o < end)
+            if missing or beyond or twice:
+                wrong.append("partition {0}: {1:,} records ({2:,} distinct offsets), the topic holds {3:,}; "
+                             "missing {4}, outside 0..{5}: {6}, delivered twice {7}".format(
+                                 partition, len(seen) + len(twice), len(seen), end, missing[:5], end - 1,
+                                 beyond[:5], twice[:5]))
+        stray = sorted(set(self.offsets) - set(ends))
         if stray:
             wrong.append("records from partitions {0}, which the topic does not have".format(stray))
         if wrong:
             raise CountMismatch("; ".join(wrong))
 
 
-def drain_share(poll_count: Callable[[], int], ledger: ShareLedger, args: argparse.Namespace, clock: Clock,
-                settle: Callable[[], None] | None = None) -> int:
+def drain_share(poll_count: Callable[[], tuple[int, int]], ledger: ShareLedger, args: argparse.Namespace,
+                clock: Clock) -> tuple[int, int]:
     """Poll until the topic's count came (or nothing came for IDLE_SECONDS
-    after records flowed), then check the ledger.
+    after records flowed), then check the ledger; returns (records, key +
+    value bytes touched).
 
-    poll_count() polls once and returns how many records it delivered,
-    entering them into `ledger` as it goes or leaving that to settle(),
-    which runs after the last record's time is taken (a columnar runner
-    keeps its columns and counts them once, outside the timed window)."""
+    poll_count() polls once, touches what it delivered, enters it into
+    `ledger` (inside clock.untimed()) and returns (records, bytes touched)."""
     expected: int = args.expected
-    records = 0
+    tally = Tally(clock)
     clock.start()
-    while records < expected:
-        n = poll_count()
+    while tally.records < expected:
+        n, touched = poll_count()
         if n:
-            records += n
-            clock.saw_records(n)
+            tally.saw(n, touched)
         elif clock.last_record is not None and time.perf_counter() - clock.last_record > IDLE_SECONDS:
             break
-        clock.check_deadline(records, expected)
-    if settle is not None:
-        settle()
-    if ledger.records != records:
-        raise CountMismatch("{0:,} records delivered, {1:,} in the ledger".format(records, ledger.records))
+        clock.check_deadline(tally.records, expected)
+    if ledger.records != tally.records:
+        raise CountMismatch("{0:,} records delivered, {1:,} in the ledger".format(tally.records, ledger.records))
     ledger.check(args.ends)
-    return records
+    return tally.records, tally.touched

@@ -12,6 +12,11 @@
 5. production stops, the consumer must deliver everything produced within
    `settle` seconds; the ledger's checks run and the report is kept for
    RESULTS.md (FASTKC_FAULTS_REPORT=path.json appends it there).
+With a group, a CommitAuditor reads the group's committed offsets back from
+the brokers (straight, not through the proxies) every half second and once
+after the consumers stopped, for the ledger's "broker commits ahead" check.
+allow_duplicates=False fails any re-delivery (scenarios where nothing can
+explain one); otherwise re-deliveries must fall in an event's window.
 """
 import collections
 import contextlib
@@ -21,7 +26,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
-from tests.faults.accounting import ConsumerDriver, Ledger, SteadyProducer
+from tests.faults.accounting import CommitAuditor, ConsumerDriver, Ledger, SteadyProducer
 from tests.support.kafka_tools import create_topic, unique_name
 
 # Client timeouts for every consumer of the campaign: short enough that a
@@ -58,6 +63,7 @@ class Ctx:
     group_id: str
     make_consumer: object = None
     members: list = None  # every ConsumerDriver (driver first)
+    auditor: CommitAuditor = None  # with a group: reads its committed offsets back from the brokers
 
     def add_member(self, name):
         """Another fastkc member of the same group, on its own thread."""
@@ -145,10 +151,10 @@ def make_fastkc(bootstrap, topic, partitions, group_id=None, **configs):
         conf["group_id"] = group_id
     conf.update(configs)
 
-    def make():
+    def make(listener=None):
         consumer = KafkaConsumer(**conf)
         if group_id:
-            consumer.subscribe([topic])
+            consumer.subscribe([topic], listener=listener)
         else:
             consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
         return consumer
@@ -166,15 +172,18 @@ def run_scenario(cluster, name, inject, *, partitions=3, rate=150, group=True, e
     producer = SteadyProducer(cluster.direct, topic, partitions, ledger, rate=rate)
     make = make_fastkc(cluster.bootstrap, topic, partitions, group_id, **(consumer_configs or {}))
     driver = ConsumerDriver(ledger, make, commit_every=commit_every if group else None)
-    ctx = Ctx(cluster, topic, ledger, producer, driver, group_id, make, [driver])
+    auditor = CommitAuditor(cluster.direct, group_id, topic, ledger) if group else None
+    ctx = Ctx(cluster, topic, ledger, producer, driver, group_id, make, [driver], auditor)
     with RECENT_LOG.attached():
         return _run(ctx, inject, settle, allow_duplicates, name)
 
 
 def _run(ctx, inject, settle, allow_duplicates, name):
-    ledger, producer = ctx.ledger, ctx.producer
+    ledger, producer, auditor = ctx.ledger, ctx.producer, ctx.auditor
     producer.start()
     ctx.driver.start()
+    if auditor is not None:
+        auditor.start()
     began = time.monotonic()
     try:
         ctx.wait_flowing(timeout=30.0, more=50)
@@ -184,10 +193,14 @@ def _run(ctx, inject, settle, allow_duplicates, name):
     finally:
         producer.finish(timeout=90)
         stopped = all([m.finish(timeout=30) for m in ctx.members])
+        if auditor is not None:
+            auditor.finish()
+            auditor.read_now()  # what the group left committed, against everything handed out
     report = ledger.report(allow_duplicates=allow_duplicates)
     report_dict = asdict(report)
     report_dict.update(seconds=round(time.monotonic() - began, 1), producer_failures=len(producer.failed),
-                       longest_poll_s=round(max(m.longest_poll for m in ctx.members), 2))
+                       longest_poll_s=round(max(m.longest_poll for m in ctx.members), 2),
+                       broker_commit_reads_failed=auditor.failed_reads if auditor else None)
     record(report_dict)
     longest = max(m.longest_poll for m in ctx.members)
     print("\n" + report.row(), "longest poll {0:.2f}s".format(longest))
@@ -195,5 +208,9 @@ def _run(ctx, inject, settle, allow_duplicates, name):
     problems = report.failures()
     assert caught or problems, "consumer did not catch up within {0}s".format(settle)
     assert not problems, "{0}: {1}".format(name, "; ".join(problems))
+    if auditor is not None:
+        # the read-back check ran: a group that committed was read back at least once
+        assert report.broker_commit_reads > 0 and (not ledger.commits or any(
+            offsets for _, offsets in ledger.broker_commits)), "no committed offsets read back from the brokers"
     assert longest < 15.0, "poll() blocked {0:.1f}s".format(longest)
     return report

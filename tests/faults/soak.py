@@ -78,6 +78,7 @@ class SpoolLedger:
         self.lock = threading.Lock()
         self.errors_ledger = Ledger("soak", expected_errors=expected_errors)
         self.count = 0
+        self.events = []  # rebalances, members started / stopped: few, kept in memory
 
     def delivered(self, records_by_tp, consumer="c0", t=None):
         t = time.time() if t is None else t
@@ -94,6 +95,14 @@ class SpoolLedger:
 
     def error(self, exc, t=None):
         self.errors_ledger.error(exc, t)
+
+    def event(self, name, start=None, end=None):
+        from tests.faults.accounting import Event
+
+        e = Event(name, time.time() if start is None else start, end)
+        with self.lock:
+            self.events.append(e)
+        return e
 
     def close(self):
         with self.lock:
@@ -116,6 +125,7 @@ class SpoolLedger:
                     ledger.produced.add((p, o))
                     ledger.produced_at[(p, o)] = t
         ledger.faults = faults
+        ledger.events = list(self.events)
         return ledger
 
 

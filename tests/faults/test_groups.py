@@ -25,7 +25,7 @@ import time
 import pytest
 
 from fastkc import broker, errors
-from tests.faults.accounting import Ledger, SteadyProducer
+from tests.faults.accounting import CommitAuditor, Ledger, SteadyProducer
 from tests.faults.runner import SLOW, record, run_scenario
 from tests.support.group_worker import read_events
 from tests.support.kafka_tools import create_topic, unique_name
@@ -92,6 +92,8 @@ def _feed(ledger, name, events):
             ledger.delivered_pairs([tuple(r) for r in ev["recs"]], ev["t"], name)
         elif ev["e"] == "committed":
             ledger.committed({int(p): o for p, o in ev["offsets"].items()}, consumer=name, t=ev["t"])
+        elif ev["e"] in ("assigned", "revoked", "lost"):  # what may explain a re-delivery
+            ledger.event("{0} {1} {2}".format(name, ev["e"], ev["tps"]), ev["t"])
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -104,6 +106,8 @@ def test_members_sigkilled_mid_rebalance(cluster, tmp_path, protocol):
     ledger = Ledger(name)
     producer = SteadyProducer(cluster.direct, topic, partitions, ledger, rate=200)
     producer.start()
+    auditor = CommitAuditor(cluster.direct, group, topic, ledger)
+    auditor.start()
     procs = {}
 
     def start(i):
@@ -162,6 +166,8 @@ def test_members_sigkilled_mid_rebalance(cluster, tmp_path, protocol):
                 p.wait(30)
             except subprocess.TimeoutExpired:
                 p.kill()
+        auditor.finish()
+        auditor.read_now()
     for m in procs:
         _feed(ledger, m, read_events(str(tmp_path / (m + ".log"))))
     for m in ("m1",) + live:
@@ -173,3 +179,4 @@ def test_members_sigkilled_mid_rebalance(cluster, tmp_path, protocol):
     record(d)
     print("\n" + report.row())
     assert not report.failures(), report.failures()
+    assert report.broker_commit_reads > 0 and any(offsets for _, offsets in ledger.broker_commits)

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from fastkc import KafkaConsumer, errors
+from tests.faults.accounting import committed_offsets
 from tests.faults.runner import CONSUMER_TIMEOUTS, GROUP_TIMEOUTS, record
 from tests.support.kafka_tools import Message, create_topic, produce, unique_name
 
@@ -38,7 +39,8 @@ def _poll_for(consumer, seconds, got, raised):
 def test_outage_poll_commit_close(cluster):
     topic = create_topic(cluster.direct, unique_name("faults-outage"), partitions=3, replication_factor=3)
     first = produce(cluster.direct, topic, [Message(value=b"a%d" % i, partition=i % 3) for i in range(300)])
-    c = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id=unique_name("faults-outage"),
+    group = unique_name("faults-outage")
+    c = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id=group,
                       auto_offset_reset="earliest", enable_auto_commit=False, **CONSUMER_TIMEOUTS, **GROUP_TIMEOUTS)
     got, raised, figures = [], [], {}
     closed = False
@@ -113,6 +115,15 @@ def test_outage_poll_commit_close(cluster):
     repeated = {x for x in got if got.count(x) > 1}
     assert not repeated & {(r.partition, r.offset) for r in first}, sorted(repeated)[:10]
     figures["duplicates"] = len(got) - len(set(got))
+    # what the group left committed, read back from the brokers by an independent client:
+    # never past what was handed out
+    from confluent_kafka.admin import AdminClient
+
+    committed = committed_offsets(AdminClient({"bootstrap.servers": cluster.direct}), group, topic)
+    assert committed, "nothing committed read back"
+    for p, off in committed.items():
+        assert off <= max(o for q, o in got if q == p) + 1, (p, off)
+    figures["committed_read_back"] = committed
     assert figures["refused_longest_poll_s"] < 1.5 and figures["blackhole_longest_poll_s"] < 1.5
     assert figures["refused_cpu_share"] < 0.3 and figures["blackhole_cpu_share"] < 0.3
     # commit(timeout_ms=3000) and close(timeout_ms=3000): the bound plus slack for

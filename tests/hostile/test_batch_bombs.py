@@ -9,7 +9,10 @@ forever.
 
 Memory is measured in a fresh subprocess: the peak RSS (VmHWM, reset through
 /proc/self/clear_refs after the payloads are built) minus the RSS before
-consuming. The bound asserted, BOMB_RSS_BOUND, is stated below with why."""
+consuming. The bounds asserted (BOMB_RSS_BOUND, RECORDS_RSS_BOUND) are
+computed from the decode budget below, with why each holds, and each is
+checked to lie well below the whole decompressed size of the fetch it bounds:
+a bound above it would pass a decoder that inflated everything."""
 import json
 import os
 import struct
@@ -19,6 +22,7 @@ import sys
 import pytest
 
 from fastkc import errors
+from fastkc.config import decode_budget
 from fastkc.structs import TopicPartition
 from tests.support import batchgen as bg
 from tests.support.batchgen import crc32c
@@ -30,11 +34,22 @@ TP1 = TopicPartition(TOPIC, 1)
 # max_partition_fetch_bytes for these tests: the decode budget is then the
 # 16 MiB floor per batch (fastkc.config.decode_budget), 256 Ki records.
 SMALL_PARTITION_BYTES = 256 * 1024
-# Peak RSS growth allowed while a bomb fetch is consumed: the budget lets one
-# step hold ~2 x 16 MiB of decompressed buffers, and a codec may build its
-# output in pieces and join them (another copy), plus allocator slack. Before
-# the lazy decoder, these fetches drove the process to several GiB.
-BOMB_RSS_BOUND = 160 * 1024 * 1024
+BATCH_BUDGET, BATCH_RECORD_BUDGET, _ = decode_budget({"max_partition_fetch_bytes": SMALL_PARTITION_BYTES})
+# What the allocator and the interpreter may add around a decode (arenas, the
+# records delivered before and after the bad batches, the error objects).
+SLACK = 8 << 20
+# Peak RSS growth allowed while a bomb fetch is consumed. A batch is
+# decompressed at most up to the per-batch budget, then refused; the output
+# buffer grows by doubling, so when the decoder stops it has reserved at most
+# 2 x budget, and while a growth step copies, the old buffer (at most one
+# budget) is alive beside it: 3 x budget. Bombs are decoded one batch at a
+# time (the error ends the step), so the fetch's other bombs add nothing.
+# Before the lazy decoder, these fetches drove the process to several GiB.
+BOMB_RSS_BOUND = 3 * BATCH_BUDGET + SLACK
+# The record-count bomb declares more records than the batch's record budget:
+# it is refused from its header and the count, before any record is built, so
+# only the slack may show (measured: well under 1 MiB).
+RECORDS_RSS_BOUND = SLACK
 
 
 def raw_batch(base_offset, codec, payload, count, last_offset_delta, leader_epoch=5):
@@ -82,13 +97,21 @@ def _zeros_compressed(codec, nbytes):
     raise ValueError(codec)
 
 
-# Uncompressed size of each bomb batch, and how many of them one fetch holds.
+# Uncompressed size of each bomb batch, and how many of them one fetch holds;
+# each fetch decompresses (or claims) well over BOMB_RSS_BOUND in all.
 BOMBS = {
     "gzip": (bg.GZIP, 96 << 20, 1),       # deflate's ratio is ~1000x: ~96 KB
     "zstd": (bg.ZSTD, 1 << 30, 3),        # 3 x 1 GiB in ~100 KB
-    "lz4": (bg.LZ4, 24 << 20, 1),         # lz4's ratio is ~250x: ~96 KB
+    "lz4": (bg.LZ4, 256 << 20, 1),        # lz4's ratio is ~250x: ~1 MB
     "snappy": (bg.SNAPPY, 1 << 30, 3),    # declared, not real (see above)
 }
+EMPTY_RECORDS = 2_000_000  # the record-count bomb's records
+
+
+def bomb_fetch_decompressed(name):
+    """The bytes a fetch of `name` bombs decompresses to (or claims), all batches together."""
+    _, size, n = BOMBS[name]
+    return size * n
 
 
 def bomb_fetch(name):
@@ -105,6 +128,12 @@ def bomb_fetch(name):
 
 def empty_records_batch(base_offset, n, codec=bg.ZSTD):
     """n real empty records (null key and value, no headers), compressed."""
+    payload = empty_records_payload(n)
+    return raw_batch(base_offset, codec, bg.compress(codec, payload), n, n - 1)
+
+
+def empty_records_payload(n):
+    """The records of empty_records_batch, uncompressed."""
     parts = []
     for i in range(n):
         zz = i << 1
@@ -117,7 +146,7 @@ def empty_records_batch(base_offset, n, codec=bg.ZSTD):
                 break
         body = b"\x00\x00" + bytes(varint) + b"\x01\x01\x00"
         parts.append(bytes([len(body) << 1]) + body)
-    return raw_batch(base_offset, codec, bg.compress(codec, b"".join(parts)), n, n - 1)
+    return b"".join(parts)
 
 
 # --- the scenario every bomb test runs (in a subprocess, for the RSS) -------------------
@@ -168,10 +197,11 @@ def status(key):
 
 kind = {kind!r}
 if kind == "records":
-    blob = _batch(0, [b"before"]) + T.empty_records_batch(1, 2_000_000) + _batch(2_000_001, [b"after"])
-    bad, good = [1], 2_000_001
+    n = T.EMPTY_RECORDS
+    blob = _batch(0, [b"before"]) + T.empty_records_batch(1, n) + _batch(n + 1, [b"after"])
+    bad, good = [1], n + 1
     def answer_with(offset):
-        return _batch(2_000_001, [b"after"])
+        return _batch(n + 1, [b"after"])
 else:
     blob, bad, good = T.bomb_fetch(kind)
     def answer_with(offset):
@@ -208,9 +238,11 @@ def _run_child(kind):
 
 @pytest.mark.parametrize("kind", ["gzip", "snappy", "lz4", "zstd"])
 def test_decompression_bomb_is_a_typed_error_with_bounded_memory(kind):
+    # the bound proves something: the whole fetch decompresses to more than it
+    assert 1.5 * BOMB_RSS_BOUND < bomb_fetch_decompressed(kind), (BOMB_RSS_BOUND, bomb_fetch_decompressed(kind))
     result = _run_child(kind)
     _, _, n = BOMBS[kind]
-    assert result["fetch_bytes"] < 200_000
+    assert result["fetch_bytes"] * 200 < bomb_fetch_decompressed(kind)  # a bomb: over 200:1
     # one typed error per bomb, each naming the partition and its batch
     assert [e["offset"] for e in result["errors"]] == list(range(1, 1 + n))
     for e in result["errors"]:
@@ -221,12 +253,16 @@ def test_decompression_bomb_is_a_typed_error_with_bounded_memory(kind):
 
 
 def test_millions_of_empty_records_is_a_typed_error_with_bounded_memory():
+    # the bound lies below the records' decompressed bytes (~8 per record; the
+    # ConsumerRecord tuples they would become take ~20x more) and the budget refuses the count
+    assert EMPTY_RECORDS > BATCH_RECORD_BUDGET
+    assert 1.5 * RECORDS_RSS_BOUND < len(empty_records_payload(EMPTY_RECORDS))
     result = _run_child("records")
     assert result["fetch_bytes"] < 2_000_000  # 2 M records of 7-9 bytes, zstd: ~1.5 MB
     assert result["errors"] == [{"cls": "RecordCountLimitError", "topic": TOPIC, "partition": 0, "offset": 1,
                                  "budget": True}]
-    assert result["delivered"] == [0, 2_000_001]
-    assert result["growth"] < BOMB_RSS_BOUND, result["growth"]
+    assert result["delivered"] == [0, EMPTY_RECORDS + 1]
+    assert result["growth"] < RECORDS_RSS_BOUND, result["growth"]
 
 
 # --- headers that contradict the contents -----------------------------------------------------

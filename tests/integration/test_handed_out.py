@@ -62,10 +62,20 @@ def _rest(flavour, kafka_broker, group, topic, expected_count, timeout=30.0):
     return got
 
 
+def _check_contiguous(handled, partitions=range(PARTITIONS)):
+    """The first member skipped nothing: per partition it handled 0, 1, 2, ...
+    in order (the topic is written once, from offset 0)."""
+    for p in partitions:
+        mine = [o for q, o in handled if q == p]
+        assert mine == list(range(len(mine))), ("the first member skipped or repeated", p, mine)
+
+
 def _check_exact(handled, rest):
     """`handled`: (partition, offset) the first member handled, in order;
-    `rest`: what the second received. Together exactly every record, each
-    once, and the second starts where the first stopped."""
+    `rest`: what the second received. The first member skipped nothing;
+    together exactly every record, each once, and the second starts where
+    the first stopped."""
+    _check_contiguous(handled)
     for p in range(PARTITIONS):
         mine = [o for q, o in handled if q == p]
         theirs = rest[p]
@@ -142,9 +152,7 @@ def test_leaving_the_loop_then_poll_loses_nothing(flavour, kafka_broker, topic):
         assert time.monotonic() < deadline
         for records in consumer.poll(timeout_ms=200, max_records=2).values():
             handled.extend((r.partition, r.offset) for r in records)
-    for p in range(PARTITIONS):
-        mine = [o for q, o in handled if q == p]
-        assert mine == list(range(len(mine))), (p, mine)
+    _check_contiguous(handled)
     consumer.commit()
     consumer.close(autocommit=False)
     _check_exact(handled, _rest(flavour, kafka_broker, group, topic, PARTITIONS * PER_PARTITION - len(handled)))
@@ -175,18 +183,23 @@ def test_seek_back_during_iteration_then_close(flavour, kafka_broker, topic):
     group = _group()
     consumer = _member(flavour, kafka_broker, group, topic, enable_auto_commit=True, auto_commit_interval_ms=60000)
     expected = {p: 0 for p in range(PARTITIONS)}
-    handled = 0
-    sought = False
+    handled = []
+    sought = None
     for record in consumer:
-        handled += 1
+        handled.append((record.partition, record.offset))
         expected[record.partition] = record.offset + 1
-        if not sought and record.offset == 4:
-            sought = True
+        if sought is None and record.offset == 4:
+            sought = record.partition
             consumer.seek(flavour.TopicPartition(topic, record.partition), 1)
             expected[record.partition] = 1
-        if sought and handled >= 12:
+        if sought is not None and len(handled) >= 12:
             break
     consumer.close()
+    # the first member skipped nothing: 0, 1, ... on each partition, and on the
+    # sought one 0..4 then again from 1
+    _check_contiguous(handled, [p for p in range(PARTITIONS) if p != sought])
+    again = [o for p, o in handled if p == sought]
+    assert again == list(range(5)) + list(range(1, len(again) - 4)), (sought, again)
     rest = _rest(flavour, kafka_broker, group, topic, sum(PER_PARTITION - e for e in expected.values()))
     for p in range(PARTITIONS):
         assert rest[p] == list(range(expected[p], PER_PARTITION)), (p, expected, rest[p][:10])
@@ -242,6 +255,7 @@ def test_commit_in_revocation_callback_commits_what_was_handled(flavour, kafka_b
                 got_second[tp.partition].extend(r.offset for r in records)
         for tp, records in second.poll(timeout_ms=300).items():
             got_second[tp.partition].extend(r.offset for r in records)
+        _check_contiguous(handled)  # the first member skipped nothing, before or after the revocation
         start = (max(mine_moved) + 1) if mine_moved else 0
         assert got_second[moved] == list(range(start, PER_PARTITION)), (moved, mine_moved, got_second[moved][:10])
         assert got_second[kept] == []

@@ -37,7 +37,7 @@ import pytest
 from fastkc import AcknowledgeType, KafkaShareConsumer, TopicPartition, errors
 from tests.conftest import SHARE_DELIVERY_COUNT_LIMIT, SHARE_RECORD_LOCK_MS, SHARE_SESSION_TIMEOUT_MS
 from tests.support.kafka_tools import Message, create_topic, produce, unique_name
-from tests.support.share import set_share_auto_offset_reset
+from tests.support.share import accept_ledger_problems, set_share_auto_offset_reset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FASTKC, CONFLUENT = "fastkc", "confluent"
@@ -169,9 +169,9 @@ class Scenario:
         return member, {(e["p"], e["o"]): (e["dc"], e["t"]) for e in member.events() if e["e"] == "got"}
 
     def assert_each_accepted_once(self):
-        acks = self.acknowledgements()
-        for key in self.written:
-            assert acks[key] == Counter({"ACCEPT": 1}), (key, acks[key])
+        """The offset sets and per-offset counts: each written record ACCEPTed once, nothing else acknowledged."""
+        problems = accept_ledger_problems(self.written, self.acknowledgements())
+        assert not problems, problems
 
     def nothing_left(self, seconds=4.0):
         """A fresh member of the group, after the others closed, is handed nothing."""
@@ -235,6 +235,7 @@ def check_mixed(s):
     deliveries, acks = s.deliveries(), s.acknowledgements()
     assert not s.failed_commits()
     assert set(deliveries) == set(s.written), "handed records that were never written, or missed some"
+    assert set(acks) == set(s.written), "acknowledged records that were never written, or missed some"
     for key in s.written:
         _, offset = key
         counts = [dc for dc, _, _ in deliveries[key]]
@@ -395,3 +396,20 @@ def test_bad_acknowledgements_raise_typed_errors_and_lose_nothing(share_broker, 
     assert accepted == Counter(range(10)), accepted
     s.nothing_left(seconds=3.0)
     s.cleanup()
+
+
+def test_the_accept_ledger_compares_offset_sets_and_counts():
+    """No broker: the ledger the scenarios assert with catches what a count and a sum would not."""
+    written = [(0, o) for o in range(4)]
+    once = {key: Counter({"ACCEPT": 1}) for key in written}
+    assert accept_ledger_problems(written, once) == []
+    # {0, 2, 2, 2} for {0, 1, 2, 3}: four ACCEPTs whose offsets add up to 6, as 0+1+2+3 does
+    same_sum = {(0, 0): Counter({"ACCEPT": 1}), (0, 2): Counter({"ACCEPT": 3})}
+    problems = accept_ledger_problems(written, same_sum)
+    assert any("never ACCEPTed: [(0, 1), (0, 3)]" in p for p in problems), problems
+    assert any("(0, 2), {'ACCEPT': 3}" in p for p in problems), problems
+    stray = {**once, (1, 0): Counter({"ACCEPT": 1})}
+    assert accept_ledger_problems(written, stray) == ["acknowledged but never written: [(1, 0)]"]
+    released = {**once, (0, 3): Counter({"ACCEPT": 1, "RELEASE": 1})}
+    assert accept_ledger_problems(written, released) == [
+        "not ACCEPTed exactly once (and nothing else): [((0, 3), {'ACCEPT': 1, 'RELEASE': 1})]"]

@@ -121,9 +121,13 @@ def test_spark_bench_quick_mode_in_the_shared_session(spark, kafka_broker, make_
     topic = make_topic(partitions=4)
     produce(bootstrap, topic, [Message(value=b"v%d" % i, partition=i % 4) for i in range(2000)], compression="lz4")
     # the shared session has no spark-sql-kafka jars: the fastkc half of the bench
-    measured = {"local[2]": bench_spark.measure_in_session(spark, ("fastkc",), bootstrap, topic, 2000, runs=1)}
+    produced = sum(len(b"v%d" % i) for i in range(2000))  # null keys
+    measured = {"local[2]": bench_spark.measure_in_session(spark, ("fastkc",), bootstrap, topic, 2000, produced,
+                                                           runs=1)}
     with pytest.raises(SystemExit, match="read 2000 rows, expected 2001"):
-        bench_spark.measure_in_session(spark, ("fastkc",), bootstrap, topic, 2001, runs=1)
+        bench_spark.measure_in_session(spark, ("fastkc",), bootstrap, topic, 2001, produced, runs=1)
+    with pytest.raises(SystemExit, match="touched {0} key \\+ value bytes, {1} were".format(produced, produced + 1)):
+        bench_spark.measure_in_session(spark, ("fastkc",), bootstrap, topic, 2000, produced + 1, runs=1)
     summary = bench_spark.summarize(measured, 2000, 2, 4, 1, os.getloadavg()[:2])
     row = summary["shapes"]["local[2]"]
     assert len(row["fastkc"]["seconds"]) == 1 and row["ratio"] is None

@@ -47,3 +47,32 @@ def set_share_auto_offset_reset(bootstrap, group, reset="earliest", *, timeout=3
         raise ValueError("share.auto.offset.reset is earliest, latest or by_duration:<ISO-8601 duration>, "
                          "not {0!r}".format(reset))
     set_group_configs(bootstrap, group, {"share.auto.offset.reset": reset}, timeout=timeout)
+
+
+def accept_ledger_problems(written, acknowledgements):
+    """What is wrong with a share group's ledger, compared as offset sets: every
+    written (partition, offset) ACCEPTed exactly once, and nothing else acknowledged.
+
+    written: the (partition, offset) pairs the producer got acknowledged;
+    acknowledgements: {(partition, offset): Counter of acknowledgement types}.
+    Returns a list of problems (empty when the ledger holds). A count and an
+    offset sum would pass {0, 2, 2, 2} for {0, 1, 2, 3}; the sets and the
+    per-offset counts do not."""
+    written = list(written)
+    expected = set(written)
+    problems = []
+    twice_written = sorted(k for k in expected if written.count(k) > 1) if len(expected) != len(written) else []
+    if twice_written:
+        problems.append("written twice (the producer's own report): {0}".format(twice_written[:10]))
+    accepted = {key for key, types in acknowledgements.items() if types.get("ACCEPT")}
+    missing = sorted(expected - accepted)
+    if missing:
+        problems.append("never ACCEPTed: {0}".format(missing[:10]))
+    stray = sorted(set(acknowledgements) - expected)
+    if stray:
+        problems.append("acknowledged but never written: {0}".format(stray[:10]))
+    wrong = sorted((key, dict(types)) for key, types in acknowledgements.items()
+                   if key in expected and types != {"ACCEPT": 1})
+    if wrong:
+        problems.append("not ACCEPTed exactly once (and nothing else): {0}".format(wrong[:10]))
+    return problems

@@ -5,9 +5,10 @@
 // Usage: SteadyStateConsumer <bootstrap> <topic> <expected records> <ends: 0=N,1=M,...> <timeout s>
 //
 // assign() every partition, seekToBeginning, then poll(Duration) until the
-// end offsets; every value is touched (its length summed), as an application
-// would. Clock: first poll, first record, last record (System.nanoTime); the
-// process CPU over first poll -> last record. The stop rule is common.drain's:
+// end offsets; the key and value of every record are touched (their lengths
+// summed, as ConsumerPerformance does and as fastkc/bench/common.py says every
+// runner must), and the sum is printed as touched_bytes. Clock: first poll,
+// first record, last record (System.nanoTime); the process CPU over first poll -> last record. The stop rule is common.drain's:
 // the count reached, or an empty poll with every position at its end offset;
 // then the positions must be at the ends, and the count must match, else exit 2
 // (a fast wrong answer is not a result). Prints one JSON line.
@@ -56,7 +57,7 @@ public final class SteadyStateConsumer {
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         List<TopicPartition> tps = new ArrayList<>(ends.keySet());
         long records = 0;
-        long valueBytes = 0;
+        long touchedBytes = 0;
         long firstDelivery = 0;
         long started, firstRecord = -1, lastRecord = -1;
         long cpuStarted, cpuLastRecord = -1;
@@ -72,9 +73,13 @@ public final class SteadyStateConsumer {
                 int n = batch.count();
                 if (n > 0) {
                     for (ConsumerRecord<byte[], byte[]> record : batch) {
+                        byte[] key = record.key();
                         byte[] value = record.value();
+                        if (key != null) {
+                            touchedBytes += key.length;
+                        }
                         if (value != null) {
-                            valueBytes += value.length;
+                            touchedBytes += value.length;
                         }
                     }
                     records += n;
@@ -114,12 +119,12 @@ public final class SteadyStateConsumer {
         System.out.printf(java.util.Locale.ROOT,
             "{\"records\": %d, \"seconds\": %.9f, \"steady_seconds\": %s, \"steady_records\": %s, "
             + "\"first_delivery_records\": %d, \"time_to_first_record_seconds\": %.9f, \"cpu_seconds\": %.6f, "
-            + "\"value_bytes\": %d, \"java_version\": \"%s\"}%n",
+            + "\"touched_bytes\": %d, \"java_version\": \"%s\"}%n",
             records, (lastRecord - started) / 1e9,
             hasSteady ? String.format(java.util.Locale.ROOT, "%.9f", steadySeconds) : "null",
             hasSteady ? Long.toString(steady) : "null",
             firstDelivery, (firstRecord - started) / 1e9, (cpuLastRecord - cpuStarted) / 1e9,
-            valueBytes, System.getProperty("java.version"));
+            touchedBytes, System.getProperty("java.version"));
     }
 
     private static boolean atEnd(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, Long> ends) {

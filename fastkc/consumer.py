@@ -58,7 +58,7 @@ _GroupMember: TypeAlias = "GroupMemberBase[Any]"
 class KafkaConsumer:
     #: kafka-python's class attribute: every config key and its default
     #: (fastkc's extra keys included; the differences are listed in
-    #: tests/unit/parity_exceptions.py)
+    #: tests/support/parity_exceptions.py)
     DEFAULT_CONFIG = CONSUMER_DEFAULTS
     #: kafka-python's session_timeout_ms default for brokers before 3.0 (KIP-735)
     DEFAULT_SESSION_TIMEOUT_MS_PRE_KIP_735 = 30000

@@ -1,4 +1,4 @@
-"""No import cycles in fastkc (the graph: tests/quality/import_graph.py).
+"""No import cycles in fastkc (the graph: tests/support/import_graph.py).
 
 A cycle through module-level imports fails outright: the import order then
 decides whether a name exists yet. A cycle closed only by function-level
@@ -10,8 +10,8 @@ failure, and its entry must be removed here.
 """
 import pytest
 
-from tests.quality import import_graph
-from tests.quality.conftest import ROOT
+from tests.support import import_graph
+from tests.support.repo import ROOT
 
 # component (sorted modules) -> why it is still here
 KNOWN: dict = {}

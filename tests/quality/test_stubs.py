@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.quality.conftest import ROOT, run_tool
+from tests.support.repo import ROOT, run_tool
 
 MODULES = ["fastkc._core._records", "fastkc._core._fetch"]
 

@@ -312,3 +312,18 @@ def monotonic_values(num_records):
     """The values a --payload-monotonic run writes, in offset order."""
     return [str(i).encode("ascii") for i in range(num_records)]
 
+
+
+def stop_node(info, node_id, *, timeout=30.0):
+    """Stop one node of a fixture-started broker (fastkc.broker's stop_node);
+    start_node starts it again on the same data dir and ports."""
+    from fastkc import broker
+
+    broker.stop_node(info, node_id, timeout=timeout)
+
+
+def start_node(info, node_id, *, timeout=90.0):
+    from fastkc import broker
+
+    # die_with_parent: a node restarted by a test ends with the test session
+    broker.start_node(info, node_id, timeout=timeout, die_with_parent=True)

@@ -22,7 +22,10 @@ from fastkc import errors
 from fastkc.structs import TopicPartition
 from tests.support import batchgen as bg
 from tests.support.batchgen import crc32c
-from tests.unit.test_fetcher import TOPIC, TP0, _answer_fetch, _batch, _positioned
+from tests.support.scripted_fetch import TOPIC, TP0
+from tests.support.scripted_fetch import answer_fetch as _answer_fetch
+from tests.support.scripted_fetch import batch as _batch
+from tests.support.scripted_fetch import positioned as _positioned
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TP1 = TopicPartition(TOPIC, 1)
@@ -159,7 +162,7 @@ _CHILD = r"""
 import json, sys
 sys.path.insert(0, {root!r})
 from tests.hostile import test_batch_bombs as T
-from tests.unit.test_fetcher import _positioned, _batch
+from tests.support.scripted_fetch import positioned as _positioned, batch as _batch
 
 def status(key):
     for line in open("/proc/self/status"):

@@ -51,7 +51,7 @@ from fastkc.protocol.consumer_protocol import (
 )
 from fastkc.structs import TopicPartition
 from tests.support import SLOW
-from tests.unit.test_protocol_specs import CACHE, NEWEST, OLDEST_LINE, resolve_clients_jar
+from tests.support.kafka_specs import CACHE, NEWEST, OLDEST_LINE, resolve_clients_jar
 
 # the newest line, whose behaviour fastkc follows, and the last 3.x line
 KAFKA_VERSIONS = (NEWEST, OLDEST_LINE)

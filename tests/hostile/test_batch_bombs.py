@@ -21,7 +21,7 @@ import pytest
 from fastkc import errors
 from fastkc.structs import TopicPartition
 from tests.support import batchgen as bg
-from tests.support.batchgen import crc32c
+from tests.support.batchgen import raw_batch
 from tests.support.scripted_fetch import TOPIC, TP0
 from tests.support.scripted_fetch import answer_fetch as _answer_fetch
 from tests.support.scripted_fetch import batch as _batch
@@ -38,13 +38,6 @@ SMALL_PARTITION_BYTES = 256 * 1024
 # output in pieces and join them (another copy), plus allocator slack. Before
 # the lazy decoder, these fetches drove the process to several GiB.
 BOMB_RSS_BOUND = 160 * 1024 * 1024
-
-
-def raw_batch(base_offset, codec, payload, count, last_offset_delta, leader_epoch=5):
-    """A v2 batch around an already compressed payload (correct CRC)."""
-    after_crc = struct.pack(">hiqqqhii", codec, last_offset_delta, 1_700_000_000_000, 1_700_000_000_000, -1, -1,
-                            -1, count) + payload
-    return struct.pack(">qiibI", base_offset, 9 + len(after_crc), leader_epoch, 2, crc32c(after_crc)) + after_crc
 
 
 def _zeros_compressed(codec, nbytes):

@@ -15,8 +15,8 @@ import pytest
 from fastkc import records as R
 from fastkc.errors import CorruptRecordError
 from fastkc.structs import ConsumerRecord
-from tests.hostile.test_batch_bombs import raw_batch
 from tests.support import batchgen as bg
+from tests.support.batchgen import raw_batch
 
 VALUE = ConsumerRecord._fields.index("value")
 

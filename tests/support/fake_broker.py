@@ -95,6 +95,10 @@ from tests.support.batchgen import Record, record_batch
 NODE_ID = 1
 THREAD_PREFIX = "fakebroker-"
 _SIZE = struct.Struct(">i")
+# a v2 batch header: base offset (8), length (4), leader epoch (4), magic (1),
+# crc (4), attributes (2), then the last offset delta
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23
 
 
 def verify_msk_iam(auth_bytes, host, access_key, secret_key, token, region, now=None):
@@ -253,16 +257,20 @@ def answer(fn):
 
 
 def serve_log(batches):
-    """Fetch answered as a broker serves a log of crafted batches
+    """Fetch answered as a broker serves a log of crafted v2 batches
     ([(base offset, bytes)], in offset order): each partition gets the log
-    from the batch holding its fetch offset on (nothing past the last)."""
+    from the first batch that ends past its fetch offset on, and nothing at
+    or past the log's end (as a broker: the last batch served again there
+    would be a broker that never lets a consumer finish)."""
+    ends = [base + _LAST_OFFSET_DELTA.unpack_from(blob, _LAST_OFFSET_DELTA_AT)[0] + 1 for base, blob in batches]
+
     def serve(header, body, default):
         wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
         for topic in default["responses"]:
             for part in topic["partitions"]:
                 offset = wanted.get(part["partition_index"], 0)
-                held = [i for i, (base, _) in enumerate(batches) if base <= offset]
-                part["records"] = b"".join(blob for _, blob in batches[held[-1]:]) if held else b""
+                first = next((i for i, end in enumerate(ends) if end > offset), len(batches))
+                part["records"] = b"".join(blob for _, blob in batches[first:])
         return default
     return answer(serve)
 

@@ -2,7 +2,7 @@
 
 - flavour: parametrizes a test over the consumer implementations
   (tests/support/consumers.py): kafka-python's KafkaConsumer, the reference,
-  and fastkc's (skipped while it does not exist, unless FASTKC_REQUIRE_CONSUMER=1).
+  and fastkc's.
 - open_consumer(*topics, bootstrap_servers=..., **configs): a consumer of
   the flavour under test on kafka_broker, closed at teardown.
 - reference_deviates(reason): marks the kafka-python case of the running

@@ -11,9 +11,7 @@ Every prefix of a valid blob and random byte flips must give the same
 outcome on both, and must never crash (only CorruptRecordError subclasses
 may escape).
 
-Without the compiled core these tests skip with the reason; with
-FASTKC_REQUIRE_C=1 (CI) they fail instead. FASTKC_SLOW=1 runs many more
-examples.
+FASTKC_SLOW=1 runs many more examples.
 """
 import pytest
 from hypothesis import given

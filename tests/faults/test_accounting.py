@@ -1,8 +1,8 @@
 """The ledger itself (no broker): each check catches the violation it is for,
 and accepts what the contract allows."""
 from fastkc import errors
-from tests.faults.accounting import Ledger
-from tests.faults.soak import slope_per_minute
+from tests.support.faults.accounting import Ledger
+from tests.support.faults.soak import slope_per_minute
 
 
 def _ledger(n=10):

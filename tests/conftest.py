@@ -5,6 +5,7 @@
   running broker instead (nothing is started or stopped);
   FASTKC_KAFKA_VERSION=3.9.x (or an exact release) picks the Kafka started.
 - kafka_cluster: three nodes, started only if a test asks for it.
+- kafka39_broker: one node of the 3.9 line, started only if a test asks for it.
 - share_broker: one node with short share-group record locks and a low
   delivery count limit (SHARE_BROKER_PROPERTIES), for the share-group tests.
 - make_topic(partitions=1, configs={...}, replication_factor=1) → a fresh,
@@ -139,6 +140,27 @@ def kafka_cluster(tmp_path_factory):
     from fastkc import broker
 
     info, data_dir = _started(tmp_path_factory, "kafka-cluster", nodes=3)
+    try:
+        yield info
+    finally:
+        broker.stop(data_dir=data_dir)
+
+
+@pytest.fixture(scope="session")
+def kafka39_broker(request, tmp_path_factory):
+    """A broker of the older 3.9 line, one for the session (the harness's
+    start check and the consumer's 3.9 suite share it; FASTKC_BOOTSTRAP does
+    not apply: the point is the version). When the whole session already
+    runs on 3.9 (FASTKC_KAFKA_VERSION=3.9.x), its broker is reused."""
+    from fastkc import broker
+
+    if (os.environ.get("FASTKC_KAFKA_VERSION", "").startswith("3.9")
+            and not os.environ.get("FASTKC_BOOTSTRAP", "").strip()):
+        yield request.getfixturevalue("kafka_broker")
+        return
+    data_dir = str(tmp_path_factory.mktemp("kafka39"))
+    info = broker.start(name="kafka39", data_dir=data_dir, kafka_version="3.9.x", die_with_parent=True)
+    assert info.kafka_version.startswith("3.9.")
     try:
         yield info
     finally:

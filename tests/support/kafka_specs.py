@@ -22,14 +22,15 @@ OLDEST_LINE = "3.9.2"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "fastkc", "specs")
 
 
-def resolve_clients_jar(version):
-    """kafka-clients-<version>.jar from Maven Central via mvn, cached."""
-    jar = os.path.join(CACHE, "kafka-clients-{0}.jar".format(version))
+def resolve_jar(group, artifact, version):
+    """<artifact>-<version>.jar from Maven Central via mvn, cached in CACHE
+    (resolved once: later runs, and other pytest workers, reuse it)."""
+    jar = os.path.join(CACHE, "{0}-{1}.jar".format(artifact, version))
     if os.path.exists(jar):
         return jar
     mvn = shutil.which("mvn")
     if mvn is None:
-        pytest.skip("mvn is not installed: cannot resolve Kafka's message specs (apt-get install maven)")
+        pytest.skip("mvn is not installed: cannot resolve {0}:{1} (apt-get install maven)".format(group, artifact))
     os.makedirs(CACHE, exist_ok=True)
     with open(os.path.join(CACHE, ".lock"), "w") as lock:
         # pytest workers may race; the first resolves, the others reuse
@@ -38,18 +39,22 @@ def resolve_clients_jar(version):
             return jar
         with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
             proc = subprocess.run(
-                [mvn, "-q", "-B", "dependency:copy",
-                 "-Dartifact=org.apache.kafka:kafka-clients:{0}".format(version),
+                [mvn, "-q", "-B", "dependency:copy", "-Dartifact={0}:{1}:{2}".format(group, artifact, version),
                  "-DoutputDirectory=" + tmp],
                 capture_output=True, text=True, timeout=600,
             )
             got = os.path.join(tmp, os.path.basename(jar))
             assert proc.returncode == 0 and os.path.exists(got), (
-                "mvn could not resolve kafka-clients {0}:\n{1}{2}".format(
-                    version, proc.stdout[-2000:], proc.stderr[-2000:])
+                "mvn could not resolve {0}:{1}:{2}:\n{3}{4}".format(
+                    group, artifact, version, proc.stdout[-2000:], proc.stderr[-2000:])
             )
             os.replace(got, jar)
     return jar
+
+
+def resolve_clients_jar(version):
+    """kafka-clients-<version>.jar, which carries the message specs."""
+    return resolve_jar("org.apache.kafka", "kafka-clients", version)
 
 
 _COMMENT = re.compile(r"^\s*//.*$", re.M)

@@ -8,13 +8,9 @@ the batch-bomb tests."""
 from fastkc.client import ClusterMetadata
 from fastkc.config import consumer_config
 from fastkc.fetch import Fetcher
-from fastkc.protocol import codec
 from fastkc.structs import TopicPartition
-from tests.support import batchgen as bg
+from tests.support.fetch_scenarios import TOPIC, TOPIC_ID, TP0, batch, fetched  # noqa: F401  (re-exported)
 
-TOPIC = "t"
-TOPIC_ID = bytes(range(1, 17))
-TP0 = TopicPartition(TOPIC, 0)
 TP1 = TopicPartition(TOPIC, 1)
 FETCH_VERSION = 12
 
@@ -94,26 +90,12 @@ def metadata_answer(partitions, leader_epoch):
 
 
 
-def batch(base_offset, values, leader_epoch=5, **kwargs):
-    return bg.record_batch(bg.records_from_values(values), base_offset=base_offset, leader_epoch=leader_epoch,
-                           **kwargs)
-
-
-def answer_fetch(client, request, partitions, *, error_code=0, session_id=0, version=FETCH_VERSION):
-    """partitions: {partition: dict of FetchPartition response fields}."""
+def answer_fetch(client, request, partitions, *, error_code=0, session_id=0):
+    """Answer a sent Fetch; partitions: {partition: dict of FetchPartition
+    response fields} (fetch_scenarios.fetched builds the bytes)."""
     node_id, api, body, callback, raw, used = request
     assert api == "Fetch" and raw
-    parts = []
-    for p, fields in partitions.items():
-        entry = {"partition_index": p, "error_code": 0, "high_watermark": 100, "last_stable_offset": 100,
-                 "log_start_offset": 0, "aborted_transactions": None, "preferred_read_replica": -1,
-                 "records": b""}
-        entry.update(fields)
-        parts.append(entry)
-    response = {"throttle_time_ms": 0, "error_code": error_code, "session_id": session_id,
-                "responses": [{"topic": TOPIC, "topic_id": TOPIC_ID, "partitions": parts}]}
-    payload = codec.encode_response("Fetch", used, response, correlation_id=7)
-    callback((payload, used), None)
+    callback((fetched(partitions, error_code=error_code, session_id=session_id)(body, used), used), None)
 
 
 def answer_list_offsets(request, offsets, error_code=0, leader_epoch=5):

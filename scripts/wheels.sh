@@ -7,6 +7,9 @@
 #   scripts/wheels.sh test    each wheel in a fresh venv per interpreter,
 #                             installed binary-only (no compiler): the smoke
 #                             test, then tests/unit against the installed wheel
+#                             (PYTHON's own minor version: all of it; another
+#                             interpreter: what differs by interpreter, see
+#                             PER_INTERPRETER_UNIT_TESTS)
 #   scripts/wheels.sh sdist   the sdist into a fresh venv with no Cython (pip's
 #                             build isolation fetches the declared build
 #                             requirements): the smoke test
@@ -19,7 +22,8 @@
 #       discovering them
 #   FASTKC_DIST_DIR   where the sdist and repaired wheels go (default dist/)
 #   FASTKC_WHEEL_JOBS pytest-xdist workers for the unit runs (default 2)
-#   PYTHON            the interpreter that builds the sdist (default python3)
+#   PYTHON            the interpreter that builds the sdist, and whose wheel
+#                     runs all of tests/unit (default python3)
 # FASTKC_REQUIRE_* switches in the environment reach the unit runs unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -59,7 +59,7 @@ _GroupMember: TypeAlias = "GroupMemberBase[Any]"
 class KafkaConsumer:
     #: kafka-python's class attribute: every config key and its default
     #: (fastkc's extra keys included; the differences are listed in
-    #: tests/unit/parity_exceptions.py); the default assignors as kafka-python shows them: classes
+    #: tests/support/parity_exceptions.py); the default assignors as kafka-python shows them: classes
     DEFAULT_CONFIG = dict(CONSUMER_DEFAULTS, partition_assignment_strategy=resolve_assignors(
         CONSUMER_DEFAULTS["partition_assignment_strategy"]))
     #: kafka-python's session_timeout_ms default for brokers before 3.0 (KIP-735)

@@ -6,9 +6,11 @@
 #                             auditwheel repair; the tag checked)
 #   scripts/wheels.sh test    each wheel in a fresh venv per interpreter,
 #                             installed binary-only (no compiler): the smoke
-#                             test, then tests/unit against the installed
-#                             wheel; then what the sdist and wheels hold
-#                             (tests/packaging)
+#                             test, then tests/unit against the installed wheel
+#                             (PYTHON's own minor version: all of it; another
+#                             interpreter: what differs by interpreter, see
+#                             PER_INTERPRETER_UNIT_TESTS); then what the sdist
+#                             and wheels hold (tests/packaging)
 #   scripts/wheels.sh sdist   the sdist into a fresh venv with no Cython (pip's
 #                             build isolation fetches the declared build
 #                             requirements): the smoke test
@@ -21,7 +23,8 @@
 #       discovering them
 #   FASTKC_DIST_DIR   where the sdist and repaired wheels go (default dist/)
 #   FASTKC_WHEEL_JOBS pytest-xdist workers for the unit runs (default 2)
-#   PYTHON            the interpreter that builds the sdist (default python3)
+#   PYTHON            the interpreter that builds the sdist, and whose wheel
+#                     runs all of tests/unit (default python3)
 # FASTKC_REQUIRE_* switches in the environment reach the unit runs unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -207,6 +210,30 @@ test_tree() {
     echo "$tree"
 }
 
+# What each wheel's venv runs. The wheel for the interpreter that runs the
+# checkout ($PY: scripts/test.sh's own pytest runs leave tests/unit to this
+# step) gets the whole unit suite. Another interpreter's wheel gets what can
+# differ by interpreter: the compiled core built for it (the decoders and the
+# C/twin differential, the captured corpus, the kernels, the Fetch parser,
+# native lz4, the Arrow export, untrusted lengths), the asyncio drivers
+# (asyncio changes between 3.11 and 3.13) and the kafka-python / aiokafka
+# surface parity (signatures read by inspect). The rest of tests/unit is pure
+# Python whose behaviour does not depend on the minor version, and it ran
+# once already; the smoke test runs on every wheel before this.
+PER_INTERPRETER_UNIT_TESTS="test_backend_choice test_differential test_twin test_records_core test_record_stream
+    test_prepared_steps test_share_decode test_corpus test_core_kernels test_fetch_parser test_lz4_native
+    test_arrow_export test_untrusted_lengths test_net_drivers test_aio_group_driver test_aiokafka_surface
+    test_kafka_python_parity"
+
+unit_tests_for() {
+    local name
+    if [ "$1" = "$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" ]; then
+        echo tests/unit
+        return
+    fi
+    for name in $PER_INTERPRETER_UNIT_TESTS; do echo "tests/unit/$name.py"; done
+}
+
 cmd_test() {
     local t0 t path minor wheel venv site tree wheels rc=0
     t0=$(now)
@@ -233,9 +260,10 @@ cmd_test() {
         # FASTKC_EXPECT_INSTALLED: tests/conftest.py refuses to run unless
         # fastkc comes from there with the compiled core
         (cd "$tree" && FASTKC_EXPECT_INSTALLED=$site "$venv/bin/python" -m pytest -q -n "$JOBS" \
-            -p no:cacheprovider tests/unit) || rc=1
-        say "$minor: tests/unit against the installed wheel in $(( $(now) - t )) s (load $(cut -d' ' -f1-3 /proc/loadavg))"
-        [ "$rc" = 0 ] || die "tests/unit failed against the $minor wheel"
+            -p no:cacheprovider $(unit_tests_for "$minor")) || rc=1
+        say "$minor: $(unit_tests_for "$minor" | wc -w) unit paths against the installed wheel in $(( $(now) - t )) s" \
+            "(load $(cut -d' ' -f1-3 /proc/loadavg))"
+        [ "$rc" = 0 ] || die "the unit tests failed against the $minor wheel"
     done
     # what the sdist and each wheel hold, listed and checked (with pytest from
     # a test venv: the build step's interpreter need not have it)

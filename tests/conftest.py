@@ -5,6 +5,7 @@
   running broker instead (nothing is started or stopped);
   FASTKC_KAFKA_VERSION=3.9.x (or an exact release) picks the Kafka started.
 - kafka_cluster: three nodes, started only if a test asks for it.
+- kafka39_broker: one node of the 3.9 line, started only if a test asks for it.
 - share_broker: one node with short share-group record locks and a low
   delivery count limit (SHARE_BROKER_PROPERTIES), for the share-group tests.
 - schema_registry: a real Schema Registry (Apicurio's Confluent-compatible API);
@@ -146,30 +147,13 @@ def secure_broker(tmp_path_factory):
         assert not kerberos._is_kdc(info.kerberos["kdc_pid"]), "the KDC outlived stop()"
 
 
-# Share-group settings for share_broker (names and ranges from Kafka 4.3.1's
-# ShareGroupConfig and GroupCoordinatorConfig): a lock of 3 s (allowed
-# 1000-3600000 and at least the minimum, itself 1000-30000, 15000 by
-# default) and 3 deliveries before a record is archived (2-10, at least the
-# minimum of 2). The harness already gives every test broker 1 s share
-# heartbeats and 10 s share sessions; the session and the lock's floor are
-# repeated here because the tests' timing rests on them.
-SHARE_RECORD_LOCK_MS = 3000
-SHARE_DELIVERY_COUNT_LIMIT = 3
-SHARE_SESSION_TIMEOUT_MS = 10000
-SHARE_BROKER_PROPERTIES = {
-    "group.share.min.record.lock.duration.ms": 1000,
-    "group.share.record.lock.duration.ms": SHARE_RECORD_LOCK_MS,
-    "group.share.delivery.count.limit": SHARE_DELIVERY_COUNT_LIMIT,
-    "group.share.session.timeout.ms": SHARE_SESSION_TIMEOUT_MS,
-}
-
-
 @pytest.fixture(scope="session")
 def share_broker(tmp_path_factory):
     """One broker whose share groups lock records for SHARE_RECORD_LOCK_MS and
     archive them after SHARE_DELIVERY_COUNT_LIMIT deliveries (always started:
     an external FASTKC_BOOTSTRAP broker would not have these settings)."""
     from fastkc import broker
+    from tests.support.share import SHARE_BROKER_PROPERTIES
 
     info, data_dir = _started(tmp_path_factory, "kafka-share", nodes=1, broker_properties=SHARE_BROKER_PROPERTIES)
     try:
@@ -183,6 +167,27 @@ def kafka_cluster(tmp_path_factory):
     from fastkc import broker
 
     info, data_dir = _started(tmp_path_factory, "kafka-cluster", nodes=3)
+    try:
+        yield info
+    finally:
+        broker.stop(data_dir=data_dir)
+
+
+@pytest.fixture(scope="session")
+def kafka39_broker(request, tmp_path_factory):
+    """A broker of the older 3.9 line, one for the session (the harness's
+    start check and the consumer's 3.9 suite share it; FASTKC_BOOTSTRAP does
+    not apply: the point is the version). When the whole session already
+    runs on 3.9 (FASTKC_KAFKA_VERSION=3.9.x), its broker is reused."""
+    from fastkc import broker
+
+    if (os.environ.get("FASTKC_KAFKA_VERSION", "").startswith("3.9")
+            and not os.environ.get("FASTKC_BOOTSTRAP", "").strip()):
+        yield request.getfixturevalue("kafka_broker")
+        return
+    data_dir = str(tmp_path_factory.mktemp("kafka39"))
+    info = broker.start(name="kafka39", data_dir=data_dir, kafka_version="3.9.x", die_with_parent=True)
+    assert info.kafka_version.startswith("3.9.")
     try:
         yield info
     finally:

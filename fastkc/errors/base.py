@@ -129,7 +129,7 @@ class CorruptRecordError(BrokerResponseError):
     message = "CORRUPT_MESSAGE"
     description = "This message has failed its CRC checksum, exceeds the valid size, or is otherwise corrupt."
     # Java's CorruptRecordException is a RetriableException (kafka-python 3.0.12
-    # says False; listed in tests/unit/parity_exceptions.py)
+    # says False; listed in tests/support/parity_exceptions.py)
     retriable = True
     # Set by fastkc.records.decode_share / decode_share_arrow only: a
     # fastkc.structs.ShareFailure saying what becomes of the acquired offsets

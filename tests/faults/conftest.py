@@ -15,12 +15,12 @@
 """
 import contextlib
 import os
-from dataclasses import dataclass
 
 import pytest
 
 from fastkc import broker
-from tests.faults.toxiproxy import ToxiproxyError, ToxiproxyServer, find_server
+from tests.support.faults.cluster import ProxiedCluster
+from tests.support.faults.toxiproxy import ToxiproxyError, ToxiproxyServer, find_server
 
 pytestmark = pytest.mark.faults
 
@@ -44,33 +44,6 @@ def toxiproxy(tmp_path_factory):
         yield server
     finally:
         server.stop()
-
-
-@dataclass
-class ProxiedCluster:
-    info: object  # fastkc.broker.BrokerInfo
-    proxies: dict  # node id → tests.faults.toxiproxy.Proxy
-    toxiproxy: object
-
-    @property
-    def bootstrap(self):
-        """Through the proxies (the consumer under test)."""
-        return self.info.listeners["PROXIED"]
-
-    @property
-    def direct(self):
-        """Straight to the brokers (producer, admin, checks)."""
-        return self.info.bootstrap_servers
-
-    def node_alive(self, node_id):
-        return broker.status(data_dir=self.info.data_dir).alive.get(node_id, False)
-
-    def heal(self):
-        """Every toxic removed, every proxy enabled, every node running."""
-        self.toxiproxy.client.reset()
-        for node in self.info.nodes:
-            if not self.node_alive(node.node_id):
-                broker.start_node(self.info, node.node_id, timeout=90.0, die_with_parent=True)
 
 
 @pytest.fixture(scope="session")

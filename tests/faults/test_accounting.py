@@ -2,8 +2,8 @@
 and accepts what the contract allows."""
 from fastkc import errors
 from fastkc.structs import ConsumerRecord, TopicPartition
-from tests.faults.accounting import DUPLICATE_GRACE_S, Ledger
-from tests.faults.soak import slope_per_minute
+from tests.support.faults.accounting import DUPLICATE_GRACE_S, Ledger
+from tests.support.faults.soak import slope_per_minute
 
 
 def _ledger(n=10):

@@ -12,19 +12,13 @@ import time
 import pytest
 
 from fastkc import broker, errors
-from tests.faults.runner import SLOW, run_scenario
+from tests.support.faults.runner import SLOW, run_scenario
+from tests.support.kafka_tools import leader_of
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster]
 
 COMMIT_ERRORS = (errors.KafkaTimeoutError, errors.KafkaConnectionError, errors.CommitFailedError,
                  errors.RebalanceInProgressError, errors.NodeNotReadyError)
-
-
-def leader_of(bootstrap, topic, partition):
-    from confluent_kafka.admin import AdminClient
-
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic=topic, timeout=10)
-    return md.topics[topic].partitions[partition].leader
 
 
 @pytest.mark.slow

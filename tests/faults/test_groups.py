@@ -25,10 +25,10 @@ import time
 import pytest
 
 from fastkc import broker, errors
-from tests.faults.accounting import CommitAuditor, Ledger, SteadyProducer
-from tests.faults.runner import SLOW, record, run_scenario
+from tests.support.faults.accounting import CommitAuditor, Ledger, SteadyProducer
+from tests.support.faults.runner import SLOW, record, run_scenario
 from tests.support.group_worker import read_events
-from tests.support.kafka_tools import create_topic, unique_name
+from tests.support.kafka_tools import coordinator_of, create_topic, unique_name
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster]
 
@@ -36,21 +36,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 COMMIT_ERRORS = (errors.KafkaTimeoutError, errors.KafkaConnectionError, errors.CommitFailedError,
                  errors.RebalanceInProgressError, errors.NodeNotReadyError)
 PROTOCOLS = ["classic", "consumer"]
-
-
-def coordinator_of(bootstrap, group_id, timeout=30.0):
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            desc = admin.describe_consumer_groups([group_id])[group_id].result(10)
-            return desc.coordinator.id
-        except Exception:  # noqa: BLE001 - retried while the group forms
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 @pytest.mark.slow

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from fastkc import KafkaConsumer, errors
-from tests.faults.accounting import committed_offsets
-from tests.faults.runner import CONSUMER_TIMEOUTS, GROUP_TIMEOUTS, record
+from tests.support.faults.accounting import committed_offsets
+from tests.support.faults.runner import CONSUMER_TIMEOUTS, GROUP_TIMEOUTS, record
 from tests.support.kafka_tools import Message, create_topic, produce, unique_name
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster]

@@ -1,4 +1,4 @@
-"""The soak's quick mode in CI (tests/faults/soak.py; the long mode is
+"""The soak's quick mode in CI (tests/support/faults/soak.py; the long mode is
 `python -m tests.faults.soak --minutes 25`): two fastkc members for 78 s
 on the shared proxied cluster, a rebalance and a fault every 8 s (toxics in
 turn, one broker kill -9 + restart), RSS / fds / threads sampled every 2 s;
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.faults import soak
+from tests.support.faults import soak
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster, pytest.mark.slow]
 

@@ -1,7 +1,7 @@
 """Network faults between the fastkc consumer and all three brokers, through
 Toxiproxy (downstream: broker → client, unless said), under steady
 production. Each scenario is a classic group member committing every second;
-the ledger (tests/faults/accounting.py) checks nothing is lost, skipped or
+the ledger (tests/support/faults/accounting.py) checks nothing is lost, skipped or
 committed ahead, and re-deliveries start at a commit.
 
 Expected errors: poll() raises nothing for these faults (the client retries
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from fastkc import errors
-from tests.faults.runner import SLOW, run_scenario
+from tests.support.faults.runner import SLOW, run_scenario
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster]
 
@@ -66,7 +66,7 @@ def test_coordinator_partitioned(cluster, protocol):
     the classic session, 6 s): fetching from the other leaders goes on, the
     commits fail with typed errors, and after the heal the member learns it
     was fenced (or rejoins) and re-reads only from its last commit."""
-    from tests.faults.test_groups import coordinator_of
+    from tests.support.kafka_tools import coordinator_of
 
     def inject(ctx):
         victim = coordinator_of(cluster.direct, ctx.group_id)
@@ -108,7 +108,7 @@ def test_one_broker_blackholed_others_keep_flowing(cluster):
     its own broker's partitions). No group, no commit, no rebalance: a
     position only moves past what was handed out, so nothing may be handed
     out twice (allow_duplicates=False: the bound is 0)."""
-    from tests.faults.test_brokers import leader_of
+    from tests.support.kafka_tools import leader_of
 
     def inject(ctx):
         victim = leader_of(cluster.direct, ctx.topic, 0)

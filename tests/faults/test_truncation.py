@@ -24,8 +24,8 @@ import time
 import pytest
 
 from fastkc import KafkaConsumer, TopicPartition, broker, errors
-from tests.faults.accounting import Ledger
-from tests.faults.runner import CONSUMER_TIMEOUTS, record
+from tests.support.faults.accounting import Ledger
+from tests.support.faults.runner import CONSUMER_TIMEOUTS, record
 from tests.support.kafka_tools import unique_name
 
 pytestmark = [pytest.mark.faults, pytest.mark.cluster]

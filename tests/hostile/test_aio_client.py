@@ -1,5 +1,5 @@
 """fastkc.aio's client and fetch driver against the fake broker
-(tests/hostile/kit.py): records read exactly once, a broker that goes away,
+(tests/support/fake_broker.py): records read exactly once, a broker that goes away,
 hostile answers -> typed errors (never a hang, never a crash), cancellation
 mid-request leaves the consumer usable and loses nothing."""
 import asyncio
@@ -8,7 +8,7 @@ import pytest
 
 from fastkc import errors
 from fastkc.aio import AIOKafkaConsumer, ConsumerStoppedError, TopicPartition
-from tests.hostile.kit import FakeBroker, delay, garbage, reset, silence
+from tests.support.fake_broker import FakeBroker, delay, garbage, reset, silence
 
 TP = TopicPartition("t", 0)
 FAST = dict(request_timeout_ms=1500, fetch_max_wait_ms=50, retry_backoff_ms=50,

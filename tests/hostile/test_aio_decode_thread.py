@@ -4,7 +4,7 @@ phase 1 -- CRC check, decompression, parsing -- runs on the consumer's
 exactly as with decode_threads=0 (everything on the loop): every record once,
 in order; a corrupt batch in the middle delivers the records before it, then
 the typed CorruptRecordError, the position stops at the bad batch, and a
-seek past it delivers the rest. Served by tests/hostile/kit.py's FakeBroker
+seek past it delivers the rest. Served by tests/support/fake_broker.py's FakeBroker
 from crafted batches (tests/support/batchgen.py)."""
 import asyncio
 import threading
@@ -14,9 +14,9 @@ import pytest
 import fastkc
 from fastkc import errors
 from fastkc.aio import AIOKafkaConsumer, TopicPartition
-from tests.hostile.kit import FakeBroker, answer, serve_log
 from tests.support import batchgen as bg
 from tests.support.aio_tools import drain
+from tests.support.fake_broker import FakeBroker, answer, serve_log
 
 TOPIC = "t"
 TP = TopicPartition(TOPIC, 0)

@@ -1,5 +1,5 @@
 """The asyncio group driver over its real transport (AioGroupTransport's own
-AioConnections) against the fake broker of tests/hostile/kit.py: join as the
+AioConnections) against the fake broker of tests/support/fake_broker.py: join as the
 group's only member, commit / committed, leave on stop; a coordinator that
 resets the connection or goes silent is looked up again, within the
 configured times, and the driver goes on."""
@@ -12,7 +12,7 @@ from fastkc.aio.group_driver import AioGroupDriver
 from fastkc.config import consumer_config
 from fastkc.errors import KafkaTimeoutError
 from fastkc.structs import OffsetAndMetadata, TopicPartition
-from tests.hostile.kit import FakeBroker, reset, silence
+from tests.support.fake_broker import FakeBroker, reset, silence
 
 
 class App:

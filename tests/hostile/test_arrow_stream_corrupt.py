@@ -1,5 +1,5 @@
 """A corrupt record batch in the middle of KafkaConsumer.arrow_stream()
-(tests/hostile/kit.py's FakeBroker serving good batch, bad-CRC batch, good
+(tests/support/fake_broker.py's FakeBroker serving good batch, bad-CRC batch, good
 batch): the typed CorruptRecordError reaches the caller of every reader —
 as itself through stream.reader(), named in the message of the error
 pyarrow's C-stream import, polars and duckdb raise — the rows before it are
@@ -10,9 +10,9 @@ import pytest
 
 from fastkc import KafkaConsumer, errors
 from fastkc.structs import TopicPartition
-from tests.hostile.kit import FakeBroker, serve_log
 from tests.support import batchgen as bg
 from tests.support import require_optional
+from tests.support.fake_broker import FakeBroker, serve_log
 
 pa = pytest.importorskip("pyarrow")
 

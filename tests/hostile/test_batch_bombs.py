@@ -25,8 +25,11 @@ from fastkc import errors
 from fastkc.config import decode_budget
 from fastkc.structs import TopicPartition
 from tests.support import batchgen as bg
-from tests.support.batchgen import crc32c
-from tests.unit.test_fetcher import TOPIC, TP0, _answer_fetch, _batch, _positioned
+from tests.support.batchgen import raw_batch
+from tests.support.scripted_fetch import TOPIC, TP0
+from tests.support.scripted_fetch import answer_fetch as _answer_fetch
+from tests.support.scripted_fetch import batch as _batch
+from tests.support.scripted_fetch import positioned as _positioned
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TP1 = TopicPartition(TOPIC, 1)
@@ -50,13 +53,6 @@ BOMB_RSS_BOUND = 3 * BATCH_BUDGET + SLACK
 # it is refused from its header and the count, before any record is built, so
 # only the slack may show (measured: well under 1 MiB).
 RECORDS_RSS_BOUND = SLACK
-
-
-def raw_batch(base_offset, codec, payload, count, last_offset_delta, leader_epoch=5):
-    """A v2 batch around an already compressed payload (correct CRC)."""
-    after_crc = struct.pack(">hiqqqhii", codec, last_offset_delta, 1_700_000_000_000, 1_700_000_000_000, -1, -1,
-                            -1, count) + payload
-    return struct.pack(">qiibI", base_offset, 9 + len(after_crc), leader_epoch, 2, crc32c(after_crc)) + after_crc
 
 
 def _zeros_compressed(codec, nbytes):
@@ -188,7 +184,7 @@ _CHILD = r"""
 import json, sys
 sys.path.insert(0, {root!r})
 from tests.hostile import test_batch_bombs as T
-from tests.unit.test_fetcher import _positioned, _batch
+from tests.support.scripted_fetch import positioned as _positioned, batch as _batch
 
 def status(key):
     for line in open("/proc/self/status"):

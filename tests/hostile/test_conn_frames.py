@@ -9,7 +9,7 @@ import pytest
 from fastkc import errors
 from fastkc.config import build_ssl_context, consumer_config
 from fastkc.conn import FIRST_FRAME_CHUNK, HANDSHAKE_MAX_FRAME, BrokerConnection, ConnectionState
-from tests.hostile import kit
+from tests.support import fake_broker as kit
 from tests.support.conn_driver import drive
 from tests.support.framing import frame
 

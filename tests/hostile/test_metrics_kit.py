@@ -11,7 +11,7 @@ import time
 import pytest
 
 from fastkc import KafkaConsumer, TopicPartition
-from tests.hostile.kit import FakeBroker, answer, delay, wait_for
+from tests.support.fake_broker import FakeBroker, answer, delay, wait_for
 
 TP = TopicPartition("t", 0)
 HIGH_WATERMARK = 50

@@ -1,4 +1,4 @@
-"""AWS_MSK_IAM over the scripted broker (tests/hostile/kit.py), over TLS
+"""AWS_MSK_IAM over the scripted broker (tests/support/fake_broker.py), over TLS
 (SASL_SSL, as kafka-python and MSK require).
 
 There is no MSK here (issue 10). The kit plays its part: it offers
@@ -19,8 +19,8 @@ pytest.importorskip("botocore")
 
 from fastkc import KafkaConsumer, errors  # noqa: E402
 from fastkc.structs import TopicPartition  # noqa: E402
-from tests.hostile import kit  # noqa: E402
 from tests.support import aws_env  # noqa: E402
+from tests.support import fake_broker as kit  # noqa: E402
 
 ACCESS_KEY = "AKIAIOSFODNN7EXAMPLE"
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"

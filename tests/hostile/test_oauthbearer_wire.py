@@ -8,39 +8,9 @@ import pytest
 from fastkc import KafkaConsumer
 from fastkc.auth.oauthbearer import UnsecuredTokenProvider
 from fastkc.errors import SaslAuthenticationFailedError
-from tests.hostile import kit
+from tests.support import fake_broker as kit
 
 REQUEST_TIMEOUT_MS = 1000
-ERROR_JSON = b'{"status":"invalid_token","scope":"kafka"}'
-
-
-class OAuthFakeBroker(kit.FakeBroker):
-    """Speaks OAUTHBEARER: `mode` "accept", "refuse" (RFC 7628: error
-    challenge, then the failure once the client sent \\x01) or
-    "refuse-then-succeed" (a broken server). Records every auth_bytes."""
-
-    def __init__(self, mode, **kwargs):
-        super().__init__(**kwargs)
-        self.mode = mode
-        self.received = []
-
-    def _on_SaslHandshake(self, header, body):
-        ok = body["mechanism"] == "OAUTHBEARER"
-        return {"error_code": 0 if ok else 33, "mechanisms": ["OAUTHBEARER"]}
-
-    def _on_SaslAuthenticate(self, header, body):
-        data = bytes(body["auth_bytes"])
-        self.received.append(data)
-        ok = {"error_code": 0, "error_message": None, "auth_bytes": b""}
-        if self.mode == "accept":
-            return ok
-        if data != b"\x01":
-            return {"error_code": 0, "error_message": None, "auth_bytes": ERROR_JSON}
-        if self.mode == "refuse-then-succeed":
-            return ok
-        return {"error_code": 58, "error_message": ERROR_JSON.decode(), "auth_bytes": b""}
-
-
 @pytest.fixture
 def make_broker():
     threads_before = {t.ident for t in kit.client_threads()}
@@ -48,7 +18,7 @@ def make_broker():
     made = []
 
     def make(mode):
-        made.append(OAuthFakeBroker(mode, topics={"t": 1}, records=3))
+        made.append(kit.OAuthFakeBroker(mode, topics={"t": 1}, records=3))
         return made[-1]
 
     yield make

@@ -4,7 +4,7 @@ While it runs, the client's poll keeps its own timeout and the connection is
 failed with the step's typed error at request_timeout_ms; once it is done,
 authentication goes on. The mechanism here is PLAIN whose first message is
 held back by an Event, standing in for a KDC that is slow or silent; the
-fake broker (tests/hostile/kit.py) answers the PLAIN exchange."""
+fake broker (tests/support/fake_broker.py) answers the PLAIN exchange."""
 import threading
 import time
 
@@ -15,7 +15,7 @@ from fastkc.auth import scram
 from fastkc.client import KafkaClient
 from fastkc.config import consumer_config
 from fastkc.conn import ConnectionState
-from tests.hostile import kit
+from tests.support import fake_broker as kit
 
 USER, PASSWORD = "alice", "s3cret-pw"
 

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from fastkc import KafkaShareConsumer, errors
-from tests.hostile.kit import FakeBroker, garbage, silence, truncated
 from tests.support.batchgen import Record, record_batch
+from tests.support.fake_broker import FakeBroker, garbage, silence, truncated
 
 
 class ShareFakeBroker(FakeBroker):

@@ -1,6 +1,6 @@
 """Issue 9: a hostile broker at every stage of a consumer's life.
 
-Each scenario scripts one stage of tests/hostile/kit.py's FakeBroker with one
+Each scenario scripts one stage of tests/support/fake_broker.py's FakeBroker with one
 misbehaviour (silence, drip, huge frame, reset, close, garbage) and calls the
 public method that reaches that stage. The contract (the Java client's):
 the call returns or raises a `fastkc.errors` type within its configured
@@ -18,7 +18,7 @@ import pytest
 
 from fastkc import KafkaConsumer, errors
 from fastkc.structs import OffsetAndMetadata, TopicPartition
-from tests.hostile import kit
+from tests.support import fake_broker as kit
 
 REQUEST_TIMEOUT_MS = 300
 BOOTSTRAP_TIMEOUT_MS = 800

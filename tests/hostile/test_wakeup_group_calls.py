@@ -12,7 +12,7 @@ import pytest
 
 from fastkc import KafkaConsumer, TopicPartition
 from fastkc.structs import OffsetAndMetadata
-from tests.hostile.kit import FakeBroker, delay
+from tests.support.fake_broker import FakeBroker, delay
 from tests.support.wakeup import assert_wakeup_ends, call_in_thread
 
 TP = TopicPartition("t", 0)

@@ -2,7 +2,7 @@
 
 - flavour: parametrizes a test over the consumer implementations
   (tests/support/consumers.py): kafka-python's KafkaConsumer, the reference,
-  and fastkc's (skipped while it does not exist, unless FASTKC_REQUIRE_CONSUMER=1).
+  and fastkc's.
 - open_consumer(*topics, bootstrap_servers=..., **configs): a consumer of
   the flavour under test on kafka_broker, closed at teardown.
 - reference_deviates(reason): marks the kafka-python case of the running
@@ -12,18 +12,18 @@
 - fastkc_flavour / fastkc_consumer(**configs): fastkc's own flavour and a
   consumer of it on kafka_broker (auto-commit off unless given), closed at
   teardown, for the tests of what only fastkc has (poll_arrow, arrow_stream).
+- compacted_topic: (topic, records the log holds, log end offset) of one
+  compacted topic with gaps, written once per session.
 - consumer_factory(**configs): the same for brokers other than kafka_broker
   (bootstrap_servers given by the test).
-- stop_node(info, node_id) / start_node(info, node_id): stop one node of a
-  fixture-started broker and start it again on the same data dir and ports
-  (fastkc.broker's own stop_node / start_node).
 """
 import contextlib
+import time
 
 import pytest
 
-from fastkc import broker
 from tests.support.consumers import FASTKC, FLAVOUR_NAMES, load_flavour
+from tests.support.kafka_tools import Message, consume_all, create_topic, produce, unique_name
 
 
 @pytest.fixture(params=FLAVOUR_NAMES)
@@ -114,10 +114,45 @@ def consumer_factory(flavour):
 
 # --- broker restart: fastkc.broker.stop_node / start_node ----------------------
 
-def stop_node(info, node_id, *, timeout=30.0):
-    broker.stop_node(info, node_id, timeout=timeout)
+
+KEYS = 40
+ROUNDS = 4
 
 
-def start_node(info, node_id, *, timeout=90.0):
-    # die_with_parent: a node restarted by a test ends with the test session
-    broker.start_node(info, node_id, timeout=timeout, die_with_parent=True)
+@pytest.fixture(scope="session")
+def compacted_topic(kafka_broker):
+    """(topic, records the log holds after compaction, log end offset).
+
+    Round 0 writes every key; later rounds rewrite only the even keys, so the
+    odd keys' first records survive between removed ones (a gap at every
+    other offset). segment.ms=100 rolls a segment per produce burst; unique
+    "roll-N" keys then make the cleaner's job finite: once each key holds
+    only its last record, nothing more can be removed and the log is stable.
+    The wait is bounded by the broker's cleaner backoff (15 s by default);
+    one topic for the session: the consumer's and the CLI's tests only read it.
+    """
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = create_topic(bootstrap, unique_name("consumer-compacted"), partitions=1, configs={
+        "cleanup.policy": "compact", "segment.ms": 100, "min.cleanable.dirty.ratio": 0.001,
+        "min.compaction.lag.ms": 0})
+    last_value = {}
+    for round_number in range(ROUNDS):
+        keys = range(KEYS) if round_number == 0 else range(0, KEYS, 2)
+        messages = [Message(key=b"key-%d" % k, value=b"round-%d-key-%d" % (round_number, k), partition=0)
+                    for k in keys]
+        for message in messages:
+            last_value[message.key] = message.value
+        produce(bootstrap, topic, messages, compression="lz4")
+        time.sleep(0.15)  # past segment.ms: the next write starts a new segment
+    deadline = time.monotonic() + 90
+    roll = 0
+    while True:
+        roll += 1
+        produce(bootstrap, topic, [Message(key=b"roll-%d" % roll, value=b"r", partition=0)])
+        held = consume_all(bootstrap, topic)
+        data = {r.key: r.value for r in held if not r.key.startswith(b"roll-")}
+        if data == last_value and len(held) == len(last_value) + roll:
+            break
+        assert time.monotonic() < deadline, "the log cleaner did not compact {0} within 90s".format(topic)
+        time.sleep(1.0)
+    return topic, held, held[-1].offset + 1

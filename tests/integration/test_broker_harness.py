@@ -389,14 +389,11 @@ def test_ssl_listener_refuses_client_without_certificate(secure_broker):
 # --- the older 3.9 line ---------------------------------------------------------------
 
 @pytest.mark.broker
-def test_kafka_3_9_line_starts_and_answers(tmp_path):
-    data_dir = str(tmp_path)
-    info = broker.start(data_dir=data_dir, kafka_version="3.9.x")
-    try:
-        assert info.kafka_version.startswith("3.9.")
-        assert _broker_ids({"bootstrap.servers": info.bootstrap_servers}) == [1]
-        # reload4j logging went to the node's log file.
-        with open(os.path.join(info.nodes[0].dir, "server.log"), encoding="utf-8") as fh:
-            assert "Kafka Server started" in fh.read()
-    finally:
-        broker.stop(data_dir=data_dir)
+def test_kafka_3_9_line_starts_and_answers(kafka39_broker):
+    # the session's 3.9 broker (tests/conftest.py), started by broker.start(kafka_version="3.9.x")
+    info = kafka39_broker
+    assert info.kafka_version.startswith("3.9.")
+    assert _broker_ids({"bootstrap.servers": info.bootstrap_servers}) == [1]
+    # reload4j logging went to the node's log file.
+    with open(os.path.join(info.nodes[0].dir, "server.log"), encoding="utf-8") as fh:
+        assert "Kafka Server started" in fh.read()

@@ -19,7 +19,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.test_consumer_compaction import compacted_topic  # noqa: F401  (fixture)
 from tests.support.kafka_tools import Message, TransactionalWriter, create_topic, produce, unique_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -292,7 +291,7 @@ def test_ctrl_c_commits_and_exits_cleanly(kafka_broker, topic):
 
 
 # --- -e where the last offset holds no record ---------------------------------------------
-def test_exit_at_end_of_a_compacted_topic(kafka_broker, compacted_topic):  # noqa: F811
+def test_exit_at_end_of_a_compacted_topic(kafka_broker, compacted_topic):
     name, held, log_end = compacted_topic
     done = fastkc("-b", kafka_broker.bootstrap_servers, "-t", name, "-o", "beginning", "-e", "-f", "%o\\n",
                   timeout=60)

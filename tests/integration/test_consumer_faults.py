@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from tests.integration.conftest import start_node, stop_node
 from tests.support.consumers import assert_records_match, mixed_messages, poll_records
-from tests.support.kafka_tools import create_topic, produce, unique_name, visible
+from tests.support.kafka_tools import create_topic, produce, start_node, stop_node, unique_name, visible
 
 # This module's fixtures start brokers of their own: `-m "not broker"` skips it
 # like the tests on the session broker.

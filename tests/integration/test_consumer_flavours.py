@@ -1,10 +1,9 @@
-"""The suite's own switch (tests/support/consumers.py): fastkc's cases are
-skipped while fastkc has no KafkaConsumer, and with FASTKC_REQUIRE_CONSUMER=1
-that absence fails instead (so CI cannot go green by skipping). No broker."""
+"""The suite's flavours (tests/support/consumers.py): each loads its own
+consumer class and error module. No broker."""
 import pytest
 
 import fastkc
-from tests.support.consumers import FASTKC, KAFKA_PYTHON, REQUIRE_ENV, load_flavour
+from tests.support.consumers import FASTKC, KAFKA_PYTHON, load_flavour
 
 
 def test_kafka_python_is_always_available():
@@ -12,20 +11,6 @@ def test_kafka_python_is_always_available():
 
     flavour = load_flavour(KAFKA_PYTHON)
     assert flavour.KafkaConsumer is kafka.KafkaConsumer and flavour.is_reference
-
-
-def test_missing_fastkc_consumer_is_skipped_with_the_reason(monkeypatch):
-    monkeypatch.delattr(fastkc, "KafkaConsumer", raising=False)
-    monkeypatch.delenv(REQUIRE_ENV, raising=False)
-    with pytest.raises(pytest.skip.Exception, match="fastkc.KafkaConsumer does not exist"):
-        load_flavour(FASTKC)
-
-
-def test_missing_fastkc_consumer_fails_when_required(monkeypatch):
-    monkeypatch.delattr(fastkc, "KafkaConsumer", raising=False)
-    monkeypatch.setenv(REQUIRE_ENV, "1")
-    with pytest.raises(pytest.fail.Exception, match=REQUIRE_ENV):
-        load_flavour(FASTKC)
 
 
 def test_present_fastkc_consumer_is_loaded_with_its_own_errors(monkeypatch):

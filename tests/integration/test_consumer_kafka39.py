@@ -2,7 +2,6 @@
 ListOffsets below 4.x's floor are still served, magic 2 batches only from
 our producers): a subset of the suite — record contents with several codecs,
 seek / offsets APIs, read_committed with an aborted transaction."""
-import os
 import time
 
 import pytest
@@ -17,24 +16,9 @@ pytestmark = pytest.mark.broker
 PARTITIONS = 2
 
 
-@pytest.fixture(scope="module")
-def kafka39(request, tmp_path_factory):
-    """A 3.9.x broker for this module (FASTKC_BOOTSTRAP does not apply: the
-    point is the version). When the whole session already runs on 3.9
-    (FASTKC_KAFKA_VERSION=3.9.x), its broker is reused."""
-    from fastkc import broker
-
-    if (os.environ.get("FASTKC_KAFKA_VERSION", "").startswith("3.9")
-            and not os.environ.get("FASTKC_BOOTSTRAP", "").strip()):
-        yield request.getfixturevalue("kafka_broker")
-        return
-    data_dir = str(tmp_path_factory.mktemp("consumer-kafka39"))
-    info = broker.start(name="consumer-kafka39", data_dir=data_dir, kafka_version="3.9.x", die_with_parent=True)
-    assert info.kafka_version.startswith("3.9.")
-    try:
-        yield info
-    finally:
-        broker.stop(data_dir=data_dir)
+@pytest.fixture
+def kafka39(kafka39_broker):
+    return kafka39_broker
 
 
 @pytest.fixture

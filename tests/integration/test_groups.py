@@ -274,7 +274,7 @@ def test_mixed_group_with_confluent_kafka(kafka_broker, strategy):
 
 
 def test_coordinator_failover_is_survived(kafka_cluster, request):
-    from tests.integration.conftest import start_node, stop_node
+    from tests.support.kafka_tools import start_node, stop_node
 
     bootstrap = kafka_cluster.bootstrap_servers
     topic = "grp-failover-" + uuid.uuid4().hex[:8]

@@ -35,9 +35,14 @@ from dataclasses import dataclass, field
 import pytest
 
 from fastkc import AcknowledgeType, KafkaShareConsumer, TopicPartition, errors
-from tests.conftest import SHARE_DELIVERY_COUNT_LIMIT, SHARE_RECORD_LOCK_MS, SHARE_SESSION_TIMEOUT_MS
 from tests.support.kafka_tools import Message, create_topic, produce, unique_name
-from tests.support.share import accept_ledger_problems, set_share_auto_offset_reset
+from tests.support.share import (
+    SHARE_DELIVERY_COUNT_LIMIT,
+    SHARE_RECORD_LOCK_MS,
+    SHARE_SESSION_TIMEOUT_MS,
+    accept_ledger_problems,
+    set_share_auto_offset_reset,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FASTKC, CONFLUENT = "fastkc", "confluent"

@@ -3,8 +3,7 @@
 
 - flavour: parametrizes a test over the asyncio consumers
   (tests/support/aio_flavours.py): aiokafka's AIOKafkaConsumer, the
-  reference, and fastkc.aio's (skipped while it does not exist, unless
-  FASTKC_REQUIRE_AIO=1).
+  reference, and fastkc.aio's.
 - aio(scenario, timeout=60): runs `async def scenario(consumers)` on a fresh
   event loop; consumers.new(*topics, **configs) / await
   consumers.started(...) make consumers of the flavour on kafka_broker,
@@ -14,8 +13,7 @@
   asserts the Java client's behaviour).
 - fastkc_bug(reason): marks the fastkc.aio case xfail(strict=True) for a
   known fastkc failure (never to make a wrong test pass).
-- fastkc_aio_flavour: fastkc.aio's flavour alone (skipped, or failed under
-  FASTKC_REQUIRE_AIO=1, while it does not exist), for getmany_arrow.
+- fastkc_aio_flavour: fastkc.aio's flavour alone, for getmany_arrow.
 - bootstrap: kafka_broker's bootstrap servers (the session's one broker;
   every test makes its own topics with make_topic).
 """

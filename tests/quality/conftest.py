@@ -1,24 +1,4 @@
 """The quality gates (tests/quality/): mypy, ruff, the compiled modules' stubs,
-the import graph, `fastkc bench` outside a checkout. They read the repository,
-never a broker."""
-import importlib.util
-import os
-import subprocess
-import sys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def run_tool(args, timeout=600):
-    """`python -m <args>` from the repository root; (returncode, combined output)."""
-    proc = subprocess.run([sys.executable, "-m"] + list(args), cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def load_script(name):
-    """scripts/<name>.py as a module (the generators are scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+the import graph, `fastkc bench` outside a checkout, the tests' own layout.
+They read the repository, never a broker; what they share (the repository's
+root, running a tool) is in tests/support/repo.py."""

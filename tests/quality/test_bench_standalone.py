@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.quality.conftest import ROOT
+from tests.support.repo import ROOT
 
 BENCH_MODULES = [
     "fastkc.bench.driver", "fastkc.bench.curves", "fastkc.bench.common", "fastkc.bench.rebalance",

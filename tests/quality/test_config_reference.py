@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from tests.quality.conftest import ROOT, load_script
+from tests.support.repo import ROOT, load_script
 
 SCRIPT = os.path.join(ROOT, "scripts", "gen_config_reference.py")
 REFERENCE = os.path.join(ROOT, "docs", "reference", "configuration.md")

@@ -14,7 +14,7 @@ import glob
 import os
 import re
 
-from tests.quality.conftest import ROOT
+from tests.support.repo import ROOT
 
 _TOP = ("fastkc/", "tests/", "csrc/", "benchmarks/", "scripts/")
 _FILE_END = re.compile(r"\.(py|pyx|pyi|pxd|c|h|inc|md|txt|toml|sh|java|xml|json|png|in|typed)$|/$")

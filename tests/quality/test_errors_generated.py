@@ -9,7 +9,7 @@ import sys
 
 from fastkc import errors
 from fastkc.errors import broker
-from tests.quality.conftest import load_script
+from tests.support.repo import load_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "gen_broker_errors.py")

@@ -1,4 +1,4 @@
-"""No import cycles in fastkc (the graph: tests/quality/import_graph.py).
+"""No import cycles in fastkc (the graph: tests/support/import_graph.py).
 
 Every import counts: module level, inside functions and under
 `if TYPE_CHECKING:`. A cycle through module-level imports fails outright:
@@ -13,8 +13,8 @@ shrinks.
 """
 import pytest
 
-from tests.quality import import_graph
-from tests.quality.conftest import ROOT
+from tests.support import import_graph
+from tests.support.repo import ROOT
 
 # component (sorted modules) -> the cycle, and why it is still here
 KNOWN: dict = {

@@ -2,7 +2,7 @@
 strict over every module; no module is exempt)."""
 import tomllib
 
-from tests.quality.conftest import ROOT, run_tool
+from tests.support.repo import ROOT, run_tool
 
 
 def test_mypy_strict_passes():

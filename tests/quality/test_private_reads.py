@@ -1,5 +1,5 @@
 """No module reads another module's private names (the rule and how they
-are found: tests/quality/private_names.py).
+are found: tests/support/private_names.py).
 
 The reads that were there when this test was written (issue 22: the front-ends
 reaching into KafkaConsumer, the fetcher and the client) are KNOWN, grouped by
@@ -7,8 +7,8 @@ the module that reads, with how many times it reads each name. The list only
 shrinks: a new read fails, and so does an entry that no longer matches (a read
 removed: lower or delete its entry).
 """
-from tests.quality import private_names
-from tests.quality.conftest import ROOT
+from tests.support import private_names
+from tests.support.repo import ROOT
 
 # reading module -> {private name read from another module: how many reads}
 KNOWN = {

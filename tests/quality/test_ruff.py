@@ -2,7 +2,7 @@
 (pyproject.toml: the rule set, the line length; no Python source excluded)."""
 import tomllib
 
-from tests.quality.conftest import ROOT, run_tool
+from tests.support.repo import ROOT, run_tool
 
 PATHS = ["fastkc", "tests", "benchmarks", "scripts", "pyspark_fastkc.py", "setup.py"]
 

@@ -1,25 +1,17 @@
 """The .pyi stubs of the compiled modules against the built extension
 (mypy.stubtest: every name, signature and property of the runtime module is
-in the stub and agrees with it). A missing compiled core fails under
-FASTKC_REQUIRE_C, as everywhere else, and skips otherwise."""
+in the stub and agrees with it). A missing compiled core fails."""
 import importlib
 import os
 
-import pytest
-
-from tests.quality.conftest import ROOT, run_tool
+from tests.support.repo import ROOT, run_tool
 
 MODULES = ["fastkc._core._records", "fastkc._core._fetch"]
 
 
 def test_stubs_match_the_compiled_modules():
-    try:
-        for name in MODULES:
-            importlib.import_module(name)
-    except ImportError as exc:
-        if os.environ.get("FASTKC_REQUIRE_C"):
-            pytest.fail("compiled core missing: {0}".format(exc))
-        pytest.skip("compiled core not built: {0}".format(exc))
+    for name in MODULES:
+        importlib.import_module(name)
     code, out = run_tool(["mypy.stubtest", "--mypy-config-file", "pyproject.toml", "--concise",
                           "--allowlist", os.path.join(ROOT, "tests", "quality", "stubtest_allowlist.txt")]
                          + MODULES)

@@ -4,7 +4,7 @@ import pytest
 
 from fastkc.spark import options as so
 from fastkc.spark import ranges as sr
-from tests.spark.option_cases import BATCH_CASES, STREAM_CASES
+from tests.support.spark_options import BATCH_CASES, STREAM_CASES
 
 
 @pytest.mark.parametrize("opts,message", BATCH_CASES)

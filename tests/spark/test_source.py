@@ -7,8 +7,8 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from tests.spark.option_cases import BATCH_CASES, STREAM_CASES
 from tests.support.kafka_tools import CODECS, Message, TransactionalWriter, _wait_for_leaders, produce, visible
+from tests.support.spark_options import BATCH_CASES, STREAM_CASES
 
 
 def _messages(count, partitions, tag=""):

@@ -27,15 +27,6 @@ def using_backend(module):
         _backend.impl = saved
 
 
-def load_compiled():
-    """(module, None) when the compiled core imports, else (None, reason)."""
-    try:
-        from fastkc._core import records as compiled
-    except ImportError as exc:
-        return None, "fastkc._core.records cannot be imported: {0}".format(exc)
-    return compiled, None
-
-
 SLOW = os.environ.get("FASTKC_SLOW", "") not in ("", "0")
 
 

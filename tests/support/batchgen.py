@@ -247,6 +247,14 @@ def record_batch(
     )
 
 
+def raw_batch(base_offset, codec, payload, count, last_offset_delta, leader_epoch=5):
+    """A v2 batch around an already compressed payload (correct CRC): for
+    payloads record_batch would not make (bombs, foreign compressors)."""
+    after_crc = struct.pack(">hiqqqhii", codec, last_offset_delta, 1_700_000_000_000, 1_700_000_000_000, -1, -1,
+                            -1, count) + payload
+    return struct.pack(">qiibI", base_offset, 9 + len(after_crc), leader_epoch, 2, crc32c(after_crc)) + after_crc
+
+
 def control_record(kind, version=0, coordinator_epoch=0):
     """The single record of a transaction marker batch: key = version i16 +
     type i16 (0 abort, 1 commit), value = version i16 + coordinator epoch i32."""

@@ -6,16 +6,12 @@ and run over two implementations:
 - "kafka-python": kafka.KafkaConsumer, the reference. A test that fails here
   is a wrong test (or a kafka-python deviation from the Java client, which the
   test marks xfail(strict=True) for this flavour only).
-- "fastkc": fastkc.KafkaConsumer. Skipped, with the reason, while fastkc has
-  no KafkaConsumer; with FASTKC_REQUIRE_CONSUMER=1 its absence fails instead,
-  so CI cannot pass by skipping.
+- "fastkc": fastkc.KafkaConsumer.
 
 A test receives a ConsumerFlavour and takes every name it needs from it (the
 consumer class, the error module, TopicPartition), so an `except` clause
 catches the error class of the implementation under test, never the other's.
 """
-import importlib
-import os
 import time
 import types
 from dataclasses import dataclass
@@ -25,8 +21,6 @@ import pytest
 KAFKA_PYTHON = "kafka-python"
 FASTKC = "fastkc"
 FLAVOUR_NAMES = (KAFKA_PYTHON, FASTKC)
-
-REQUIRE_ENV = "FASTKC_REQUIRE_CONSUMER"
 
 
 @dataclass(frozen=True)
@@ -70,37 +64,25 @@ def _kafka_python():
 
 
 def _fastkc():
-    """fastkc's flavour, or a string saying why it is unavailable."""
-    try:
-        fastkc = importlib.import_module("fastkc")
-        errors = importlib.import_module("fastkc.errors")
-        structs = importlib.import_module("fastkc.structs")
-    except ImportError as exc:
-        return "fastkc does not import: {0}".format(exc)
-    consumer_class = getattr(fastkc, "KafkaConsumer", None)
-    if consumer_class is None:
-        return "fastkc.KafkaConsumer does not exist yet (fastkc/consumer.py, issue 4)"
+    import fastkc
+    import fastkc.errors
+    import fastkc.structs
+
     return ConsumerFlavour(
         name=FASTKC,
-        KafkaConsumer=consumer_class,
-        errors=errors,
-        TopicPartition=structs.TopicPartition,
-        OffsetAndTimestamp=structs.OffsetAndTimestamp,
+        KafkaConsumer=fastkc.KafkaConsumer,
+        errors=fastkc.errors,
+        TopicPartition=fastkc.structs.TopicPartition,
+        OffsetAndTimestamp=fastkc.structs.OffsetAndTimestamp,
     )
 
 
 def load_flavour(name):
-    """The ConsumerFlavour called `name`; skips (or, with
-    FASTKC_REQUIRE_CONSUMER=1, fails) the calling test when fastkc has none."""
+    """The ConsumerFlavour called `name`."""
     if name == KAFKA_PYTHON:
         return _kafka_python()
     if name == FASTKC:
-        found = _fastkc()
-        if isinstance(found, ConsumerFlavour):
-            return found
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail("{0}={1} but {2}".format(REQUIRE_ENV, os.environ[REQUIRE_ENV], found))
-        pytest.skip(found)
+        return _fastkc()
     raise ValueError("unknown consumer flavour {0!r}; expected one of {1}".format(name, FLAVOUR_NAMES))
 
 

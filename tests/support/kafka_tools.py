@@ -312,3 +312,42 @@ def monotonic_values(num_records):
     """The values a --payload-monotonic run writes, in offset order."""
     return [str(i).encode("ascii") for i in range(num_records)]
 
+
+
+def stop_node(info, node_id, *, timeout=30.0):
+    """Stop one node of a fixture-started broker (fastkc.broker's stop_node);
+    start_node starts it again on the same data dir and ports."""
+    from fastkc import broker
+
+    broker.stop_node(info, node_id, timeout=timeout)
+
+
+def start_node(info, node_id, *, timeout=90.0):
+    from fastkc import broker
+
+    # die_with_parent: a node restarted by a test ends with the test session
+    broker.start_node(info, node_id, timeout=timeout, die_with_parent=True)
+
+
+def leader_of(bootstrap, topic, partition):
+    """The node id leading `partition` of `topic` (confluent-kafka's AdminClient)."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic=topic, timeout=10)
+    return md.topics[topic].partitions[partition].leader
+
+
+def coordinator_of(bootstrap, group_id, timeout=30.0):
+    """The node id coordinating `group_id`, retried while the group forms."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            desc = admin.describe_consumer_groups([group_id])[group_id].result(10)
+            return desc.coordinator.id
+        except Exception:  # noqa: BLE001 - retried while the group forms
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

@@ -9,6 +9,23 @@ sends it, so no fastkc code is involved in preparing what fastkc is tested on.
 """
 import time
 
+# Share-group settings for tests/conftest.py's share_broker (names and ranges from Kafka 4.3.1's
+# ShareGroupConfig and GroupCoordinatorConfig): a lock of 3 s (allowed
+# 1000-3600000 and at least the minimum, itself 1000-30000, 15000 by
+# default) and 3 deliveries before a record is archived (2-10, at least the
+# minimum of 2). The harness already gives every test broker 1 s share
+# heartbeats and 10 s share sessions; the session and the lock's floor are
+# repeated here because the tests' timing rests on them.
+SHARE_RECORD_LOCK_MS = 3000
+SHARE_DELIVERY_COUNT_LIMIT = 3
+SHARE_SESSION_TIMEOUT_MS = 10000
+SHARE_BROKER_PROPERTIES = {
+    "group.share.min.record.lock.duration.ms": 1000,
+    "group.share.record.lock.duration.ms": SHARE_RECORD_LOCK_MS,
+    "group.share.delivery.count.limit": SHARE_DELIVERY_COUNT_LIMIT,
+    "group.share.session.timeout.ms": SHARE_SESSION_TIMEOUT_MS,
+}
+
 # Kafka's accepted values (GroupConfig in Kafka 4.3.1); "by_duration:<ISO-8601>" also exists.
 AUTO_OFFSET_RESETS = ("earliest", "latest")
 

@@ -1,29 +1,20 @@
 """Fixtures that choose the decoding backend for the unit tests.
 
-The compiled core may be absent on a developer machine (not built yet);
-then C-dependent tests skip WITH a reason. CI sets FASTKC_REQUIRE_C=1, and
-there a missing core is a failure, so a broken build can never make the
-differential tests pass by skipping.
+The compiled core is part of fastkc: a test that needs it imports it, and a
+checkout without it built fails those tests (python setup.py build_ext
+--inplace) rather than skipping them.
 """
-import os
-
 import pytest
 
+from fastkc._core import records as compiled
 from fastkc._twin import records as twin
-from tests.support import load_compiled, using_backend
-
-REQUIRE_C = os.environ.get("FASTKC_REQUIRE_C", "") == "1"
+from tests.support import using_backend
 
 
 @pytest.fixture(scope="session")
 def compiled_backend():
-    """The compiled core module (fastkc._core.records), or skip / fail."""
-    module, reason = load_compiled()
-    if module is None:
-        if REQUIRE_C:
-            pytest.fail("FASTKC_REQUIRE_C=1 but " + reason, pytrace=False)
-        pytest.skip(reason + " (build it: python setup.py build_ext --inplace)")
-    return module
+    """The compiled core module (fastkc._core.records)."""
+    return compiled
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from fastkc import records as R
 from fastkc._twin import records as twin
 from fastkc.errors import InvalidRecordError
-from tests.support import load_compiled, using_backend
+from tests.support import using_backend
 
-core, _reason = load_compiled()
-pytestmark = pytest.mark.skipif(core is None, reason=str(_reason))
 pa = pytest.importorskip("pyarrow")
 
 TS = 1_700_000_000_000

@@ -21,13 +21,11 @@ cases. Compared:
 
 Nothing is committed from Kafka; the Java source here calls its public API.
 """
-import fcntl
 import hashlib
 import os
 import random
 import shutil
 import subprocess
-import tempfile
 import zlib
 
 import pytest
@@ -51,38 +49,14 @@ from fastkc.protocol.consumer_protocol import (
 )
 from fastkc.structs import TopicPartition
 from tests.support import SLOW
-from tests.unit.test_protocol_specs import CACHE, NEWEST, OLDEST_LINE, resolve_clients_jar
+from tests.support.kafka_specs import CACHE, NEWEST, OLDEST_LINE, resolve_clients_jar
+from tests.support.kafka_specs import resolve_jar as _resolve_jar
 
 # the newest line, whose behaviour fastkc follows, and the last 3.x line
 KAFKA_VERSIONS = (NEWEST, OLDEST_LINE)
 # the slf4j-api both kafka-clients releases depend on (their loggers need it)
 SLF4J = "1.7.36"
 
-
-def _resolve_jar(group, artifact, version):
-    """<artifact>-<version>.jar from Maven Central via mvn, cached beside the
-    kafka-clients jars (same lock, same one-time resolution)."""
-    jar = os.path.join(CACHE, "{0}-{1}.jar".format(artifact, version))
-    if os.path.exists(jar):
-        return jar
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        pytest.skip("mvn is not installed: cannot resolve {0}:{1}".format(group, artifact))
-    os.makedirs(CACHE, exist_ok=True)
-    with open(os.path.join(CACHE, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(jar):
-            return jar
-        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-            proc = subprocess.run(
-                [mvn, "-q", "-B", "dependency:copy", "-Dartifact={0}:{1}:{2}".format(group, artifact, version),
-                 "-DoutputDirectory=" + tmp],
-                capture_output=True, text=True, timeout=600,
-            )
-            got = os.path.join(tmp, os.path.basename(jar))
-            assert proc.returncode == 0 and os.path.exists(got), proc.stdout[-2000:] + proc.stderr[-2000:]
-            os.replace(got, jar)
-    return jar
 
 ORACLE_SOURCE = r"""
 import java.io.*;

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastkc import records as fastkc_records
+from fastkc._core import records as _compiled
 from fastkc._twin import records as twin
 from fastkc.bench_ceiling import check_blob
 from fastkc.errors import CorruptRecordError, InvalidRecordError, RecordCrcError
@@ -115,7 +116,6 @@ def test_a_malformed_header_is_invalid_and_named():
 
 
 # --- the compiled walk against the twin ------------------------------------------------------
-_compiled = pytest.importorskip("fastkc._core.records") if fastkc_records._backend.name == "c" else None
 
 
 def _outcome(fn, blob, position):
@@ -127,7 +127,6 @@ def _outcome(fn, blob, position):
         return ("ValueError", str(exc))
 
 
-@pytest.mark.skipif(_compiled is None, reason="the compiled core is not built")
 @settings(max_examples=300, deadline=None)
 @given(sizes=st.lists(st.integers(min_value=1, max_value=12), min_size=0, max_size=5),
        codec=st.sampled_from(bg.CODECS_V2), start=st.integers(min_value=0, max_value=1 << 40),

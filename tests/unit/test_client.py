@@ -11,22 +11,8 @@ from fastkc import errors
 from fastkc.client import KafkaClient
 from fastkc.config import consumer_config
 from fastkc.structs import TopicPartition
-from tests.unit.test_conn import ScriptedPeer, default_handler
-
-
-def _cluster_handler(peer_port_box):
-    def handler(header, body):
-        if header["api_name"] == "Metadata":
-            topics = []
-            for t in body["topics"] or [{"name": "t"}]:
-                topics.append({"error_code": 0, "name": t["name"], "topic_id": bytes(range(16)), "partitions": [
-                    {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 2, "replica_nodes": [1],
-                     "isr_nodes": [1], "offline_replicas": []}]})
-            return {"brokers": [{"node_id": 1, "host": "127.0.0.1", "port": peer_port_box[0], "rack": None}],
-                    "cluster_id": "c", "controller_id": 1, "topics": topics}
-        return default_handler(header, body)
-
-    return handler
+from tests.support.fake_broker import ScriptedPeer
+from tests.support.fake_broker import cluster_handler as _cluster_handler
 
 
 def _run(client, peer, until, timeout=3.0, step=0.01):

@@ -192,10 +192,10 @@ def test_the_group_resolves_names_and_keeps_classes_and_instances():
 
 
 def test_the_configuration_reaches_no_assignor():
-    # every import counted, function-level ones too (tests/quality/import_graph.py): the
+    # every import counted, function-level ones too (tests/support/import_graph.py): the
     # cycle config -> assignors -> client -> config cannot close through the configuration
-    from tests.quality import import_graph
-    from tests.quality.conftest import ROOT
+    from tests.support import import_graph
+    from tests.support.repo import ROOT
 
     edges = import_graph.combined(import_graph.build(ROOT))
     for start in ("fastkc.config", "fastkc.config_schema"):

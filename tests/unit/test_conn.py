@@ -1,7 +1,7 @@
 """BrokerConnection: the state machine, framing, correlation ids, in-flight
 limits, timeouts, backoff, and SASL, against a scripted peer on a local socket
-that answers with bytes from the generic codec (no Kafka here: these are the
-connection's own rules)."""
+(tests/support/fake_broker.py's ScriptedPeer) that answers with bytes from
+the generic codec (no Kafka here: these are the connection's own rules)."""
 import base64
 import socket
 import time
@@ -13,66 +13,9 @@ from fastkc.auth.scram import SaslExchange
 from fastkc.config import consumer_config
 from fastkc.conn import BrokerConnection, ConnectionState, pick_version
 from fastkc.protocol import codec
+from tests.support.framing import frame
 from tests.support.conn_driver import drive
-from tests.support.framing import Framer, frame
-
-API_KEYS = [{"api_key": k, "min_version": lo, "max_version": hi}
-            for k, lo, hi in ((18, 0, 4), (3, 0, 12), (2, 1, 9), (1, 4, 17), (17, 0, 1), (36, 0, 2))]
-
-
-class ScriptedPeer:
-    """A listening socket; `handler(header, body)` returns the response body
-    (or None to stay silent, or raw bytes to send as they are)."""
-
-    def __init__(self, handler, port=0):
-        self.listener = socket.socket()
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", port))
-        self.listener.listen(4)
-        self.listener.setblocking(False)
-        self.port = self.listener.getsockname()[1]
-        self.handler = handler
-        self.sock = None
-        self.framer = Framer()
-        self.requests = []
-
-    def service(self):
-        if self.sock is None:
-            try:
-                self.sock, _ = self.listener.accept()
-                self.sock.setblocking(False)
-            except BlockingIOError:
-                return
-        try:
-            chunk = self.sock.recv(1 << 16)
-        except BlockingIOError:
-            return
-        if not chunk:
-            return
-        for payload in self.framer.feed(chunk):
-            header, body = codec.decode_request(payload)
-            self.requests.append((header, body))
-            answer = self.handler(header, body)
-            if answer is None:
-                continue
-            if isinstance(answer, bytes):
-                self.sock.sendall(answer)
-                continue
-            self.sock.sendall(frame(codec.encode_response(header["api_name"], header["api_version"], answer,
-                                                          correlation_id=header["correlation_id"])))
-
-    def close(self):
-        for s in (self.sock, self.listener):
-            if s is not None:
-                s.close()
-
-
-def default_handler(header, body):
-    if header["api_name"] == "ApiVersions":
-        return {"error_code": 0, "api_keys": API_KEYS, "throttle_time_ms": 0}
-    if header["api_name"] == "Metadata":
-        return {"brokers": [{"node_id": 1, "host": "127.0.0.1", "port": 1}], "topics": []}
-    return None
+from tests.support.fake_broker import ScriptedPeer, default_handler
 
 
 def pump(conn, peer, until, timeout=3.0):

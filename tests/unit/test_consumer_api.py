@@ -8,8 +8,8 @@ import pytest
 
 from fastkc import KafkaConsumer, errors
 from fastkc.structs import TopicPartition
-from tests.unit.test_client import _cluster_handler
-from tests.unit.test_conn import ScriptedPeer
+from tests.support.fake_broker import ScriptedPeer
+from tests.support.fake_broker import cluster_handler as _cluster_handler
 
 TP = TopicPartition("t", 0)
 OTHER = TopicPartition("t", 9)

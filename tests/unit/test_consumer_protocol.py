@@ -30,14 +30,7 @@ from fastkc.protocol.consumer_protocol import (
 from fastkc.protocol.schema import in_range, parse_versions
 from fastkc.structs import TopicPartition
 from tests.support import property_settings
-from tests.unit.test_protocol_specs import (
-    NEWEST,
-    OLDEST_LINE,
-    _compare_exact,
-    _mine_layout,
-    _spec_layout,
-    load_specs,
-)
+from tests.support.kafka_specs import NEWEST, OLDEST_LINE, compare_exact, load_specs, mine_layout, spec_layout
 
 
 # --------------------------------------------------------------------------
@@ -60,7 +53,7 @@ def test_declaration_matches_the_newest_spec_exactly(message, newest_specs):
     assert parse_versions(spec["validVersions"]) == message.versions
     assert parse_versions(spec["flexibleVersions"]) == message.flexible
     problems = []
-    _compare_exact(spec["fields"], message.struct, spec, message.name, problems)
+    compare_exact(spec["fields"], message.struct, spec, message.name, problems)
     assert not problems, "\n".join(problems)
 
 
@@ -72,7 +65,7 @@ def test_declaration_matches_the_3_9_spec_on_every_version(message, oldest_line_
     flexible = parse_versions(spec["flexibleVersions"])
     for version in range(lo, hi + 1):
         assert not in_range(version, flexible)
-        assert _mine_layout(message.struct, version) == _spec_layout(spec["fields"], spec, version), version
+        assert mine_layout(message.struct, version) == spec_layout(spec["fields"], spec, version), version
 
 
 # --------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from fastkc import ConsumerRebalanceListener, KafkaConsumer, errors
 from fastkc.client import infer_broker_version
 from fastkc.config import consumer_config
 from fastkc.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata, TopicPartition
+from tests.support.fake_broker import API_KEYS, ScriptedPeer
+from tests.support.fake_broker import cluster_handler as _cluster_handler
 from tests.support.wakeup import assert_wakeup_ends, call_in_thread
-from tests.unit.test_client import _cluster_handler
-from tests.unit.test_conn import API_KEYS, ScriptedPeer
 
 TP = TopicPartition("t", 0)
 

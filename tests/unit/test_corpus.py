@@ -11,8 +11,8 @@ import os
 import pytest
 
 from fastkc import records
+from fastkc._core.fetch import parse_fetch_response
 from fastkc.protocol import codec
-from tests.unit.conftest import REQUIRE_C
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpus", "fetch")
 with open(os.path.join(CORPUS, "manifest.json"), encoding="utf-8") as _fh:
@@ -40,20 +40,10 @@ def _parse_with_codec(raw, version):
     return codec.to_fetch_response(correlation_id, body, version)
 
 
-def _compiled_parser():
-    try:
-        from fastkc._core.fetch import parse_fetch_response
-    except ImportError as exc:
-        if REQUIRE_C:
-            pytest.fail("FASTKC_REQUIRE_C=1 but the compiled Fetch parser is missing: {0}".format(exc))
-        pytest.skip("compiled Fetch parser not built ({0})".format(exc))
-    return parse_fetch_response
-
-
 @pytest.fixture(params=["c", "codec"])
 def parse_fetch(request):
     if request.param == "c":
-        return _compiled_parser()
+        return parse_fetch_response
     return _parse_with_codec
 
 
@@ -150,9 +140,8 @@ def test_captured_fetch_decodes_to_the_produced_records(capture, parse_fetch, ba
 @pytest.mark.parametrize("capture", [c for c in CAPTURES if c["variant"] == "full"],
                          ids=[c["file"] for c in CAPTURES if c["variant"] == "full"])
 def test_compiled_parser_agrees_with_the_codec(capture):
-    parse = _compiled_parser()
     raw = _read(capture)
-    fast = parse(raw, capture["api_version"])
+    fast = parse_fetch_response(raw, capture["api_version"])
     oracle = _parse_with_codec(raw, capture["api_version"])
 
     def plain(resp):

@@ -15,9 +15,12 @@ from fastkc import KafkaConsumer, errors
 from fastkc.config import consumer_config
 from fastkc.fetch import Fetcher
 from fastkc.structs import TopicPartition
-from tests.hostile.kit import FakeBroker
 from tests.support import batchgen as bg
-from tests.unit.test_fetcher import TOPIC, ScriptedClient, _answer_fetch, _fetch_offsets, _fetcher
+from tests.support.fake_broker import FakeBroker
+from tests.support.scripted_fetch import TOPIC, ScriptedClient
+from tests.support.scripted_fetch import answer_fetch as _answer_fetch
+from tests.support.scripted_fetch import fetch_offsets as _fetch_offsets
+from tests.support.scripted_fetch import make_fetcher as _fetcher
 
 TP = [TopicPartition(TOPIC, p) for p in range(3)]
 

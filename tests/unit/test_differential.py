@@ -11,124 +11,16 @@ Every prefix of a valid blob and random byte flips must give the same
 outcome on both, and must never crash (only CorruptRecordError subclasses
 may escape).
 
-Without the compiled core these tests skip with the reason; with
-FASTKC_REQUIRE_C=1 (CI) they fail instead. FASTKC_SLOW=1 runs many more
-examples.
+FASTKC_SLOW=1 runs many more examples.
 """
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from fastkc import records as R
-from fastkc.errors import CorruptRecordError
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
-
-TS = 1_700_000_000_000
-PIDS = [1, 2, 3]
-
-
-# --- strategies --------------------------------------------------------------------------------------
-headers_st = st.lists(
-    st.tuples(st.text(max_size=6), st.one_of(st.none(), st.binary(max_size=8))), max_size=3
-)
-blob_st = st.one_of(st.none(), st.binary(max_size=24))
-
-
-@st.composite
-def v2_batch(draw, base_offset):
-    """One magic-2 batch at base_offset; returns (bytes, offsets it spans)."""
-    kind = draw(st.sampled_from(["data", "data", "data", "txn", "control"]))
-    pid = draw(st.sampled_from(PIDS))
-    codec = draw(st.sampled_from(g.CODECS_V2))
-    common = dict(
-        base_offset=base_offset,
-        leader_epoch=draw(st.integers(-1, 1 << 20)),
-        base_timestamp=draw(st.one_of(st.just(TS), st.integers(-1, 1 << 45))),
-        codec=codec,
-        log_append_time=draw(st.booleans()),
-        snappy_framing=draw(st.sampled_from(["xerial", "raw"])),
-    )
-    if kind == "control":
-        blob = g.control_batch(
-            draw(st.sampled_from([g.CONTROL_ABORT, g.CONTROL_COMMIT])), producer_id=pid, **common
-        )
-        return blob, 1
-    records = []
-    delta = 0
-    for _ in range(draw(st.integers(0, 5))):
-        delta += draw(st.integers(0, 2))
-        records.append(
-            g.Record(
-                key=draw(blob_st),
-                value=draw(blob_st),
-                headers=draw(headers_st),
-                offset_delta=delta,
-                timestamp_delta=draw(st.integers(-5000, 5000)),
-            )
-        )
-        delta += 1
-    extra = dict(last_offset_delta=max(delta - 1, 0) + draw(st.integers(0, 2)))
-    if kind == "txn":
-        extra.update(transactional=True, producer_id=pid, producer_epoch=0, base_sequence=0)
-    elif draw(st.booleans()):
-        extra.update(producer_id=pid, producer_epoch=0, base_sequence=0)  # idempotent only
-    return g.record_batch(records, **common, **extra), extra["last_offset_delta"] + 1
-
-
-@st.composite
-def legacy_entry(draw, offset):
-    magic = draw(st.sampled_from([0, 1]))
-    codec = draw(st.sampled_from(g.CODECS_LEGACY))
-    if codec == g.NONE:
-        blob = g.legacy_message(
-            magic, offset, draw(blob_st), draw(blob_st),
-            timestamp=draw(st.integers(-1, 1 << 45)), log_append_time=draw(st.booleans()),
-        )
-        return blob, 1
-    inner = draw(st.lists(st.tuples(blob_st, blob_st, st.integers(-1, 1 << 45)), min_size=1, max_size=4))
-    blob = g.legacy_wrapper(
-        magic, offset + len(inner) - 1, inner, codec=codec, timestamp=TS,
-        log_append_time=draw(st.booleans()), snappy_framing=draw(st.sampled_from(["xerial", "raw"])),
-    )
-    return blob, len(inner)
-
-
-@st.composite
-def blobs(draw, max_batches=5):
-    offset = draw(st.one_of(st.integers(0, 100), st.integers(0, 1 << 50)))
-    start = offset
-    parts = []
-    for _ in range(draw(st.integers(0, max_batches))):
-        if draw(st.integers(0, 4)) == 0:
-            blob, span = draw(legacy_entry(offset))
-        else:
-            blob, span = draw(v2_batch(offset))
-        parts.append(blob)
-        offset += span + draw(st.integers(0, 2))
-    return b"".join(parts), start, offset
-
-
-def flipped(data, blob):
-    """`blob` (not empty) with 1-4 random bytes XORed with random masks."""
-    corrupt = bytearray(blob)
-    for _ in range(data.draw(st.integers(1, 4))):
-        pos = data.draw(st.integers(0, len(blob) - 1))
-        corrupt[pos] ^= data.draw(st.integers(1, 255))
-    return bytes(corrupt)
-
-
-def damaged(data, blob):
-    """`blob` as a broker or the network may hand it over: half the time cut
-    at any byte, a quarter of the rest with one byte flipped (hostile tails
-    and corruption for the stream property tests)."""
-    if data.draw(st.booleans()):
-        blob = blob[:data.draw(st.integers(0, len(blob)))]
-    if blob and data.draw(st.integers(0, 3)) == 0:
-        corrupt = bytearray(blob)
-        corrupt[data.draw(st.integers(0, len(blob) - 1))] ^= data.draw(st.integers(1, 255))
-        blob = bytes(corrupt)
-    return blob
+from tests.support.differential import PIDS, blobs, flipped, outcome
 
 
 @st.composite
@@ -146,38 +38,6 @@ def options(draw, start, end):
         ),
         max_decompressed_bytes=draw(st.sampled_from([R.DEFAULT_MAX_DECOMPRESSED_BYTES, 64, 300])),
     )
-
-
-# --- comparing outcomes -----------------------------------------------------------------------------
-def outcome(module, blob, arrow=False, **kw):
-    """What one backend makes of blob: ("ok", records, next_offset) or
-    ("error", class, offset, next_offset, records). Anything that is not a
-    CorruptRecordError propagates and fails the test (a crash)."""
-    fn = R.decode_partition_arrow if arrow else R.decode_partition
-    if arrow:
-        kw = {k: v for k, v in kw.items() if k not in ("key_deserializer", "value_deserializer")}
-    with using_backend(module):
-        try:
-            out = fn(blob, **kw)
-        except CorruptRecordError as exc:
-            return ("error", type(exc), exc.offset, exc.next_offset, exc.topic, exc.partition, _comparable(exc.records))
-    return ("ok", _comparable(out.records), out.next_offset)
-
-
-def _comparable(records):
-    if isinstance(records, list):
-        return [tuple(r) for r in records]
-    # a pyarrow.RecordBatch: its schema and every column's values (int64 view
-    # of the timestamps, so out-of-range dates cannot break the comparison)
-    import pyarrow as pa
-
-    cols = []
-    for name in records.schema.names:
-        col = records.column(name)
-        if pa.types.is_timestamp(col.type):
-            col = col.cast(pa.int64())
-        cols.append((name, col.to_pylist()))
-    return (str(records.schema), tuple(cols))
 
 
 def assert_backends_agree(compiled, twin, blob, arrow=True, **kw):

@@ -15,7 +15,7 @@ from fastkc.config import consumer_config
 from fastkc.errors import NoOffsetForPartitionError
 from fastkc.fetch import Fetcher, FetchMachine
 from tests.support import fetch_scenarios as fs
-from tests.unit.test_fetcher import ScriptedClient
+from tests.support.scripted_fetch import ScriptedClient
 
 FETCH_VERSION = 12
 _MADE = []

@@ -10,7 +10,6 @@ one of them:
     for comparison.
 Plus robustness: every prefix, random byte flips, hostile counts/lengths.
 """
-import os
 import struct
 import uuid
 
@@ -18,19 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fastkc._core.fetch import SUPPORTED_VERSIONS, parse_fetch_response
 from fastkc.errors import ProtocolParseError
 from fastkc.structs import FetchPartitionResponse, FetchResponse, FetchTopicResponse
 from tests.support import property_settings
-
-try:
-    from fastkc._core.fetch import SUPPORTED_VERSIONS, parse_fetch_response
-except ImportError as exc:  # pragma: no cover - depends on the build
-    if os.environ.get("FASTKC_REQUIRE_C", "") == "1":
-        raise
-    pytest.skip(
-        "fastkc._core.fetch is not built ({0}): python setup.py build_ext --inplace".format(exc),
-        allow_module_level=True,
-    )
 
 # kafka-python's JSON schema loader uses a deprecated importlib API
 pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated. Use files:DeprecationWarning")

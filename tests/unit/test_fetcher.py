@@ -8,93 +8,22 @@ import pytest
 
 from fastkc import errors
 from fastkc import records as fastkc_records
-from fastkc.client import ClusterMetadata
-from fastkc.config import consumer_config
-from fastkc.fetch import Fetcher, FetchSession
-from fastkc.protocol import codec
-from fastkc.structs import TopicPartition
+from fastkc.fetch import FetchSession
 from tests.support import batchgen as bg
-
-TOPIC = "t"
-TOPIC_ID = bytes(range(1, 17))
-TP0 = TopicPartition(TOPIC, 0)
-TP1 = TopicPartition(TOPIC, 1)
-FETCH_VERSION = 12
-
-
-class FakeConn:
-    def __init__(self):
-        self.api_versions = {23: (0, 4)}
-
-    def can_send(self):
-        return True
-
-    fetch_version = FETCH_VERSION
-
-    def version_for(self, api_name):
-        return self.fetch_version if api_name == "Fetch" else 0
-
-
-class ScriptedClient:
-    """What Fetcher needs of KafkaClient; sent requests wait in `sent`."""
-
-    def __init__(self, partitions=(0, 1), leader_epoch=5):
-        self.now = 1000.0
-        self._clock = lambda: self.now
-        self.cluster = ClusterMetadata()
-        self.cluster.update(_metadata(partitions, leader_epoch), all_topics=False)
-        self.sent = []
-        self.metadata_requests = 0
-        self.on_disconnect = []
-        self.metadata_listeners = []
-        self.conn = FakeConn()
-
-    def ready(self, node_id):
-        return True
-
-    def is_connected(self, node_id):
-        return True
-
-    def connection(self, node_id):
-        return self.conn
-
-    def request_metadata_update(self, all_topics=False):
-        self.metadata_requests += 1
-
-    def parse_failed(self, conn, api_name, exc):
-        """KafkaClient's policy, with a limit of one: the error itself."""
-        return exc
-
-    def parse_ok(self, conn, api_name):
-        pass
-
-    def send(self, node_id, api_name, body, callback, raw=False, version=None):
-        self.sent.append((node_id, api_name, body, callback, raw, version))
-        return version
-
-    def take(self, api_name):
-        """Pop the oldest sent request of that API."""
-        for i, item in enumerate(self.sent):
-            if item[1] == api_name:
-                return self.sent.pop(i)
-        raise AssertionError("no {0} request was sent; sent: {1}".format(api_name, [s[1] for s in self.sent]))
-
-    def pending(self, api_name):
-        return [s for s in self.sent if s[1] == api_name]
-
-
-def _metadata(partitions, leader_epoch):
-    return {
-        "brokers": [{"node_id": 1, "host": "h", "port": 1, "rack": None}],
-        "cluster_id": "c",
-        "controller_id": 1,
-        "topics": [{
-            "error_code": 0, "name": TOPIC, "topic_id": TOPIC_ID, "is_internal": False,
-            "partitions": [{"error_code": 0, "partition_index": p, "leader_id": 1, "leader_epoch": leader_epoch,
-                            "replica_nodes": [1], "isr_nodes": [1], "offline_replicas": []} for p in partitions],
-        }],
-    }
-
+from tests.support.scripted_fetch import (
+    TOPIC,
+    TOPIC_ID,
+    TP0,
+    TP1,
+    ScriptedClient,
+    make_fetcher,
+    position,
+)
+from tests.support.scripted_fetch import answer_fetch as _answer_fetch
+from tests.support.scripted_fetch import answer_list_offsets as _answer_list_offsets
+from tests.support.scripted_fetch import batch as _batch
+from tests.support.scripted_fetch import fetch_offsets as _fetch_offsets
+from tests.support.scripted_fetch import metadata_answer as _metadata
 
 # Every test here runs with decode_threads 0 and 1 (the decode worker:
 # tests/unit/test_decode_worker.py has its own differential scripts); the
@@ -113,56 +42,15 @@ def _decode_threads(request):
 
 
 def _fetcher(client=None, **configs):
-    client = client or ScriptedClient()
-    configs.setdefault("bootstrap_servers", "h:1")
     configs.setdefault("decode_threads", _DECODE_THREADS[0])
-    fetcher = Fetcher(client, consumer_config(configs))
+    client, fetcher = make_fetcher(client, **configs)
     _MADE.append(fetcher)
     return client, fetcher
 
 
-def _batch(base_offset, values, leader_epoch=5, **kwargs):
-    return bg.record_batch(bg.records_from_values(values), base_offset=base_offset, leader_epoch=leader_epoch,
-                           **kwargs)
-
-
-def _answer_fetch(client, request, partitions, *, error_code=0, session_id=0, version=FETCH_VERSION):
-    """partitions: {partition: dict of FetchPartition response fields}."""
-    node_id, api, body, callback, raw, used = request
-    assert api == "Fetch" and raw
-    parts = []
-    for p, fields in partitions.items():
-        entry = {"partition_index": p, "error_code": 0, "high_watermark": 100, "last_stable_offset": 100,
-                 "log_start_offset": 0, "aborted_transactions": None, "preferred_read_replica": -1,
-                 "records": b""}
-        entry.update(fields)
-        parts.append(entry)
-    response = {"throttle_time_ms": 0, "error_code": error_code, "session_id": session_id,
-                "responses": [{"topic": TOPIC, "topic_id": TOPIC_ID, "partitions": parts}]}
-    payload = codec.encode_response("Fetch", used, response, correlation_id=7)
-    callback((payload, used), None)
-
-
-def _answer_list_offsets(request, offsets, error_code=0, leader_epoch=5):
-    node_id, api, body, callback, raw, used = request
-    assert api == "ListOffsets"
-    callback({"throttle_time_ms": 0, "topics": [{"name": TOPIC, "partitions": [
-        {"partition_index": p, "error_code": error_code, "timestamp": -1, "offset": o, "leader_epoch": leader_epoch}
-        for p, o in offsets.items()]}]}, None)
-
-
-def _fetch_offsets(request):
-    body = request[2]
-    return {(p["partition"]): p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
-
-
 def _positioned(offsets, **configs):
-    """A fetcher with partitions at the given positions (via seek)."""
     client, fetcher = _fetcher(**configs)
-    fetcher.assign([TopicPartition(TOPIC, p) for p in offsets])
-    for p, o in offsets.items():
-        fetcher.seek(TopicPartition(TOPIC, p), o)
-    return client, fetcher
+    return client, position(fetcher, offsets)
 
 
 # --- the framing scan the fetcher pipelines with (scan_blob, C and twin) -------------

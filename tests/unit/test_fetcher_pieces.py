@@ -7,7 +7,10 @@ import pytest
 from fastkc import errors
 from fastkc.fetch import handout as fetcher_module
 from tests.support import batchgen as bg
-from tests.unit.test_fetcher import TP0, _answer_fetch, _batch, _positioned
+from tests.support.scripted_fetch import TP0
+from tests.support.scripted_fetch import answer_fetch as _answer_fetch
+from tests.support.scripted_fetch import batch as _batch
+from tests.support.scripted_fetch import positioned as _positioned
 
 
 def _blob():

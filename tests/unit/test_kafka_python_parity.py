@@ -6,7 +6,7 @@ kafka.errors (names; per error class retriable, invalid_metadata, errno,
 message, description and the kafka-python error classes it derives from),
 kafka.structs (names, fields, field defaults) and ConsumerRebalanceListener
 is compared with fastkc's. Every difference is a string key; the test fails
-on any key not listed in tests/unit/parity_exceptions.py (with its reason),
+on any key not listed in tests/support/parity_exceptions.py (with its reason),
 and on any listed key that is no longer a difference (the list stays honest:
 removing an entry, or fixing a listed difference, fails the test).
 """
@@ -23,7 +23,7 @@ import kafka.structs as kstructs  # noqa: E402
 import fastkc  # noqa: E402
 import fastkc.errors as ferrors  # noqa: E402
 import fastkc.structs as fstructs  # noqa: E402
-from tests.unit.parity_exceptions import EXCEPTIONS  # noqa: E402
+from tests.support.parity_exceptions import EXCEPTIONS  # noqa: E402
 
 _EMPTY = inspect.Parameter.empty
 

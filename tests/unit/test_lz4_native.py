@@ -13,14 +13,14 @@ import lz4.frame
 import pytest
 
 from fastkc import records as R
+from fastkc._core import _records
 from fastkc.errors import CorruptRecordError
 from fastkc.structs import ConsumerRecord
-from tests.hostile.test_batch_bombs import raw_batch
 from tests.support import batchgen as bg
+from tests.support.batchgen import raw_batch
 
 VALUE = ConsumerRecord._fields.index("value")
 
-_records = pytest.importorskip("fastkc._core._records")
 
 pytestmark = pytest.mark.skipif(not _records.lz4_implementation().startswith("liblz4"),
                                 reason="liblz4.so.1 is not on this system: only the Python host runs")

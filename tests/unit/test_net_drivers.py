@@ -1,7 +1,7 @@
 """One protocol suite for the three drivers of the connection core
 (fastkc.net.core): the socket driver under a selector (fastkc.conn), the
 blocking driver (fastkc.net.blocking) and the asyncio driver
-(fastkc.net.aio), each against the fake broker of tests/hostile/kit.py over
+(fastkc.net.aio), each against the fake broker of tests/support/fake_broker.py over
 real sockets. The scenarios are the same for all three; so are the typed
 errors, since the core makes them."""
 import asyncio
@@ -19,7 +19,7 @@ from fastkc.conn import FIRST_FRAME_CHUNK, BrokerConnection, ConnectionState
 from fastkc.net.aio import AioConnection
 from fastkc.net.blocking import BlockingConnection
 from fastkc.protocol import codec
-from tests.hostile import kit
+from tests.support import fake_broker as kit
 from tests.support.conn_driver import drive
 from tests.support.framing import frame
 
@@ -404,7 +404,7 @@ def test_aio_a_slow_token_provider_does_not_stall_the_loop():
     # OAUTHBEARER's token() may call an identity provider over HTTP: the
     # asyncio driver runs it off the loop, which keeps ticking meanwhile
     from fastkc.auth.oauthbearer import UnsecuredTokenProvider
-    from tests.hostile.test_oauthbearer_wire import OAuthFakeBroker
+    from tests.support.fake_broker import OAuthFakeBroker
 
     class SlowProvider(UnsecuredTokenProvider):
         def token(self):

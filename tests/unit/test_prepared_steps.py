@@ -18,8 +18,7 @@ from fastkc import records as R
 from fastkc.errors import CorruptRecordError
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
-from tests.unit.test_differential import PIDS, _comparable, blobs, damaged
-from tests.unit.test_record_stream import _txn_blob
+from tests.support.differential import PIDS, blobs, comparable, damaged, transactional_blob
 
 
 def polls(compiled, blob, k, held=None, prepare=None, threaded=False, **kw):
@@ -42,11 +41,11 @@ def polls(compiled, blob, k, held=None, prepare=None, threaded=False, **kw):
             while len(got) < k and not stream.done:
                 chunk = stream.records(k - len(got), held)
                 assert len(chunk) <= k - len(got)
-                got.extend(_comparable(chunk))
+                got.extend(comparable(chunk))
                 if not chunk:
                     break
         except CorruptRecordError as exc:
-            got.extend(_comparable(exc.records))
+            got.extend(comparable(exc.records))
             out.append((got, "error", type(exc), exc.offset, exc.next_offset, exc.reason))
             with pytest.raises(type(exc)):
                 stream.records(k, held)
@@ -91,7 +90,7 @@ CODECS = [g.NONE, g.GZIP, g.SNAPPY, g.LZ4, g.ZSTD]
 def test_transactions_control_batches_and_cut_tails(compiled_backend, codec, k):
     # control batches and aborted batches between kept ones: a piece ending
     # at a batch boundary must not report the offsets of batches after it
-    blob = _txn_blob(codec)
+    blob = transactional_blob(codec)
     kw = dict(topic="t", partition=0, isolation_level="read_committed", aborted_transactions=[(2, 3)])
     for cut in (0, 1, 40):
         b = blob[:len(blob) - cut]

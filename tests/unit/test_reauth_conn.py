@@ -1,5 +1,5 @@
 """KIP-368 re-authentication in the connection state machine, against the
-scripted fake broker (tests/hostile/kit.py) speaking SASL PLAIN with a
+scripted fake broker (tests/support/fake_broker.py) speaking SASL PLAIN with a
 session lifetime. The real-broker counterpart is
 tests/integration/test_reauth.py."""
 import struct
@@ -14,7 +14,7 @@ from fastkc.conn import REAUTH_WINDOW, BrokerConnection, ConnectionState
 from fastkc.consumer import KafkaConsumer
 from fastkc.net.core import ConnectionCore
 from fastkc.structs import TopicPartition
-from tests.hostile import kit
+from tests.support import fake_broker as kit
 from tests.support.conn_driver import drive
 from tests.support.framing import frame
 

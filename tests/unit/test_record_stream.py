@@ -19,7 +19,7 @@ from fastkc import records as R
 from fastkc.errors import CorruptRecordError, RecordCountLimitError
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
-from tests.unit.test_differential import PIDS, _comparable, blobs, damaged, outcome
+from tests.support.differential import PIDS, blobs, comparable, damaged, numbered_values, outcome, transactional_blob
 
 INT32_MAX = (1 << 31) - 1
 
@@ -39,7 +39,7 @@ def run_steps(module, blob, k, held=None, arrow=False, **kw):
         try:
             got = stream.arrow(k, held) if arrow else stream.records(k, held)
         except CorruptRecordError as exc:
-            steps.append((_comparable(exc.records), exc.next_offset))
+            steps.append((comparable(exc.records), exc.next_offset))
             # sticky: asking again raises the same error, with no records
             with pytest.raises(type(exc)):
                 stream.arrow(k, held) if arrow else stream.records(k, held)
@@ -47,7 +47,7 @@ def run_steps(module, blob, k, held=None, arrow=False, **kw):
             return steps, ("error", type(exc), exc.offset, exc.next_offset, exc.topic, exc.partition)
         n = got.num_rows if arrow else len(got)
         assert n <= k
-        steps.append((_comparable(got), stream.next_offset))
+        steps.append((comparable(got), stream.next_offset))
         assert n or stream.done, "a step that hands out nothing must be the end"
     raise AssertionError("the stream never finished")
 
@@ -120,33 +120,11 @@ def test_steps_join_to_one_decode_and_c_agrees_with_twin(both, data):
 CODECS = [g.NONE, g.GZIP, g.SNAPPY, g.LZ4, g.ZSTD]
 
 
-def _values(base, n):
-    return [b"v%d" % (base + i) for i in range(n)]
-
-
-def _txn_blob(codec):
-    """Committed and aborted transactions interleaved with plain batches:
-    the abort marker of producer 2 sits between its aborted batches and
-    later ones that must be kept."""
-    parts = [g.record_batch(g.records_from_values(_values(0, 3)), base_offset=0, codec=codec)]
-    parts.append(g.record_batch(g.records_from_values(_values(3, 4)), base_offset=3, codec=codec,
-                                transactional=True, producer_id=2, producer_epoch=0))
-    parts.append(g.record_batch(g.records_from_values(_values(7, 2)), base_offset=7, codec=codec,
-                                transactional=True, producer_id=1, producer_epoch=0))
-    parts.append(g.control_batch(g.CONTROL_ABORT, base_offset=9, producer_id=2))
-    parts.append(g.control_batch(g.CONTROL_COMMIT, base_offset=10, producer_id=1))
-    parts.append(g.record_batch(g.records_from_values(_values(11, 5)), base_offset=11, codec=codec,
-                                transactional=True, producer_id=2, producer_epoch=0))
-    parts.append(g.control_batch(g.CONTROL_COMMIT, base_offset=16, producer_id=2))
-    parts.append(g.record_batch(g.records_from_values(_values(17, 9)), base_offset=17, codec=codec))
-    return b"".join(parts)
-
-
 @pytest.mark.parametrize("codec", CODECS, ids=["none", "gzip", "snappy", "lz4", "zstd"])
 @pytest.mark.parametrize("k", [1, 7, 1024])
 def test_every_codec_read_committed_and_cut_tails(both, codec, k):
     compiled, twin = both
-    blob = _txn_blob(codec)
+    blob = transactional_blob(codec)
     kw = dict(topic="t", partition=0, isolation_level="read_committed", aborted_transactions=[(2, 3)])
     for module in both:
         steps, end = check_against_whole(module, blob, k, **kw)
@@ -155,7 +133,7 @@ def test_every_codec_read_committed_and_cut_tails(both, codec, k):
         assert end == ("done", 26)
         assert run_steps(twin, blob, k, **kw) == run_steps(compiled, blob, k, **kw)
         # a cut tail anywhere in the last batch: same records as the whole decode of the cut blob
-        last = len(g.record_batch(g.records_from_values(_values(17, 9)), base_offset=17, codec=codec))
+        last = len(g.record_batch(g.records_from_values(numbered_values(17, 9)), base_offset=17, codec=codec))
         for cut in (1, 16, 40, last - 1):
             check_against_whole(module, blob[:len(blob) - cut], k, **kw)
             check_against_whole(module, blob[:len(blob) - cut], k, arrow=True, **kw)
@@ -179,7 +157,7 @@ def test_legacy_message_sets(both, magic, k):
 def test_a_step_never_decompresses_past_the_hold_bound(both):
     # three compressed batches of 5 records: with a hold bound of 1 byte a
     # step ends after the first batch it finished, whatever k asks
-    blob = b"".join(g.record_batch(g.records_from_values(_values(5 * i, 5)), base_offset=5 * i, codec=g.ZSTD)
+    blob = b"".join(g.record_batch(g.records_from_values(numbered_values(5 * i, 5)), base_offset=5 * i, codec=g.ZSTD)
                     for i in range(3))
     for module in both:
         steps, end = run_steps(module, blob, 1024, held=1)
@@ -201,8 +179,8 @@ def test_a_step_never_decompresses_past_the_hold_bound(both):
 
 
 def test_record_budget_is_per_batch_and_typed(both):
-    blob = g.record_batch(g.records_from_values(_values(0, 3))) + \
-        g.record_batch(g.records_from_values(_values(3, 5)), base_offset=3, codec=g.LZ4)
+    blob = g.record_batch(g.records_from_values(numbered_values(0, 3))) + \
+        g.record_batch(g.records_from_values(numbered_values(3, 5)), base_offset=3, codec=g.LZ4)
     for module in both:
         steps, end = run_steps(module, blob, 2, max_batch_records=4, topic="t", partition=1)
         assert end == ("error", RecordCountLimitError, 3, 3, "t", 1)
@@ -257,7 +235,7 @@ def run_builder(module, parts, k, held=None, zero_copy=False):
     batch = builder.finish()
     assert batch.num_rows == rows and builder.num_rows == 0  # finish() empties it
     batch.validate(full=True)
-    return log, joined([(_comparable(batch), None)], True)
+    return log, joined([(comparable(batch), None)], True)
 
 
 def separate_rows(module, parts, k, held=None):
@@ -321,11 +299,11 @@ def test_held_bytes_count_only_batches_not_parsed_straight_into_columns(both):
 def test_builder_rolls_back_a_bad_batch_and_keeps_the_rest(both):
     # partition 1: good; partition 2: good batch, then a batch whose CRC is
     # wrong (a flipped value byte), then a good one never reached
-    good1 = g.record_batch(g.records_from_values(_values(0, 4)), base_offset=0)
-    first = g.record_batch(g.records_from_values(_values(10, 3)), base_offset=10)
-    bad = bytearray(g.record_batch(g.records_from_values(_values(13, 5)), base_offset=13))
+    good1 = g.record_batch(g.records_from_values(numbered_values(0, 4)), base_offset=0)
+    first = g.record_batch(g.records_from_values(numbered_values(10, 3)), base_offset=10)
+    bad = bytearray(g.record_batch(g.records_from_values(numbered_values(13, 5)), base_offset=13))
     bad[-3] ^= 0x40
-    after = g.record_batch(g.records_from_values(_values(18, 2)), base_offset=18)
+    after = g.record_batch(g.records_from_values(numbered_values(18, 2)), base_offset=18)
     parts = [(good1, dict(topic="a", partition=1)), (first + bytes(bad) + after, dict(topic="b", partition=2))]
     results = []
     for module in both:
@@ -335,7 +313,7 @@ def test_builder_rolls_back_a_bad_batch_and_keeps_the_rest(both):
         col = {name: [row[i] for row in rows] for i, name in enumerate(names)}
         assert col["offset"] == [0, 1, 2, 3, 10, 11, 12]
         assert col["topic"] == ["a"] * 4 + ["b"] * 3 and col["partition"] == [1] * 4 + [2] * 3
-        assert col["value"] == _values(0, 4) + _values(10, 3)
+        assert col["value"] == numbered_values(0, 4) + numbered_values(10, 3)
         results.append((log, rows))
     assert results[0] == results[1]
 

@@ -22,6 +22,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from fastkc import records as R
+from fastkc._core import records as core
 from fastkc.errors import (
     CorruptRecordError,
     DecompressedSizeLimitError,
@@ -33,10 +34,7 @@ from fastkc.errors import (
 )
 from fastkc.structs import ConsumerRecord
 from tests.support import batchgen as g
-from tests.support import load_compiled, using_backend
-
-core, _reason = load_compiled()
-pytestmark = pytest.mark.skipif(core is None, reason=str(_reason))
+from tests.support import using_backend
 
 TS = 1_700_000_000_000
 

@@ -30,7 +30,7 @@ from fastkc.errors import (
 from fastkc.structs import ConsumerRecord, ShareFailure, ShareRecord
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
-from tests.unit.test_differential import _comparable, blobs, damaged, flipped
+from tests.support.differential import blobs, comparable, damaged, flipped
 
 T = dict(topic="t", partition=3)
 
@@ -307,8 +307,8 @@ def share_outcome(module, blob, arrow=False, **kw):
                 records, gaps, released = R.decode_share(blob, **kw)
         except CorruptRecordError as exc:
             return ("error", type(exc), exc.offset, exc.next_offset, exc.topic, exc.partition,
-                    _comparable(exc.records), exc.share)
-    return ("ok", _comparable(records), gaps, released)
+                    comparable(exc.records), exc.share)
+    return ("ok", comparable(records), gaps, released)
 
 
 def assert_share_agrees(compiled, twin, blob, **kw):

@@ -1,7 +1,6 @@
 """Targeted cases, one per semantic rule and per error class, of the decode
 contract (see the docstring of fastkc/_twin/records.py). Each runs on both
-backends through fastkc.records (the C run skips, with a reason, until the
-core is built; FASTKC_REQUIRE_C=1 makes that a failure)."""
+backends through fastkc.records."""
 import struct
 import zlib
 

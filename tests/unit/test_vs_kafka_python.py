@@ -28,8 +28,7 @@ Known, deliberate differences (not exercised here, covered by test_twin.py):
     lengths) or raises untyped errors; fastkc follows Java and is strict.
 
 Each comparison runs for the active backend (whatever fastkc.backend chose)
-and explicitly for the twin and the compiled core (skipped, with a reason,
-when the core is not built; a failure under FASTKC_REQUIRE_C=1).
+and explicitly for the twin and the compiled core.
 """
 import collections
 

@@ -45,7 +45,7 @@ after close(): `open_fds()`, `client_threads()`, `wait_for(predicate)`.
 
 Example:
 
-    from tests.hostile.kit import FakeBroker, silence, garbage
+    from tests.support.fake_broker import FakeBroker, silence, garbage
 
     with FakeBroker(topics={"t": 2}, records=10) as broker:
         broker.script("Fetch", garbage(), times=3)
@@ -60,6 +60,17 @@ Example:
 
 Threads are named "fakebroker-…" (tests that look for leaked threads skip
 them); `close()` stops every thread and closes every socket the kit opened.
+
+`ScriptedPeer` is the same broker without threads, for tests of one
+connection's state machine (tests/unit/test_conn.py, test_client.py, the
+consumer's surface): the test's own loop calls `peer.service()`, so each
+request is read and answered at a point the test chose, and a
+`handler(header, body)` decides every answer (a body dict, raw bytes, or None
+for silence); `default_handler` answers ApiVersions and an empty Metadata,
+`cluster_handler` a one-broker cluster with topic "t".
+
+`OAuthFakeBroker` speaks SASL OAUTHBEARER (accepting, refusing as RFC 7628
+says, or refusing and then succeeding).
 """
 import datetime
 import hmac
@@ -84,6 +95,10 @@ from tests.support.framing import Framer, frame
 NODE_ID = 1
 THREAD_PREFIX = "fakebroker-"
 _SIZE = struct.Struct(">i")
+# a v2 batch header: base offset (8), length (4), leader epoch (4), magic (1),
+# crc (4), attributes (2), then the last offset delta
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23
 
 
 def verify_msk_iam(auth_bytes, host, access_key, secret_key, token, region, now=None):
@@ -228,26 +243,34 @@ def delay(ms):
     return act
 
 
+def framed_answer(header, body):
+    """The response `body` to the request with `header`, encoded and framed."""
+    return frame(codec.encode_response(header["api_name"], header["api_version"], body,
+                                       correlation_id=header["correlation_id"]))
+
+
 def answer(fn):
     def act(link, request):
-        body = fn(request.header, request.body, request.default_body())
-        link.send(frame(codec.encode_response(request.api_name, request.version, body,
-                                              correlation_id=request.correlation_id)))
+        link.send(framed_answer(request.header, fn(request.header, request.body, request.default_body())))
     act.kind = "answer"
     return act
 
 
 def serve_log(batches):
-    """Fetch answered as a broker serves a log of crafted batches
+    """Fetch answered as a broker serves a log of crafted v2 batches
     ([(base offset, bytes)], in offset order): each partition gets the log
-    from the batch holding its fetch offset on (nothing past the last)."""
+    from the first batch that ends past its fetch offset on, and nothing at
+    or past the log's end (as a broker: the last batch served again there
+    would be a broker that never lets a consumer finish)."""
+    ends = [base + _LAST_OFFSET_DELTA.unpack_from(blob, _LAST_OFFSET_DELTA_AT)[0] + 1 for base, blob in batches]
+
     def serve(header, body, default):
         wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
         for topic in default["responses"]:
             for part in topic["partitions"]:
                 offset = wanted.get(part["partition_index"], 0)
-                held = [i for i, (base, _) in enumerate(batches) if base <= offset]
-                part["records"] = b"".join(blob for _, blob in batches[held[-1]:]) if held else b""
+                first = next((i for i, end in enumerate(ends) if end > offset), len(batches))
+                part["records"] = b"".join(blob for _, blob in batches[first:])
         return default
     return answer(serve)
 
@@ -684,3 +707,115 @@ def wait_for(predicate, timeout=2.0, step=0.01):
             return False
         time.sleep(step)
     return True
+
+
+# --- a peer served by the test's own thread -----------------------------------------------
+
+#: what ScriptedPeer's default_handler advertises: ApiVersions 0-4, Metadata 0-12, ListOffsets 1-9,
+#: Fetch 4-17, SaslHandshake 0-1, SaslAuthenticate 0-2 (no group APIs: a version pick must fail for them)
+API_KEYS = [{"api_key": k, "min_version": lo, "max_version": hi}
+            for k, lo, hi in ((18, 0, 4), (3, 0, 12), (2, 1, 9), (1, 4, 17), (17, 0, 1), (36, 0, 2))]
+
+
+class ScriptedPeer:
+    """A listening socket served by the test's thread: each service() call
+    accepts the one connection, reads what arrived and answers each request
+    with `handler(header, body)`: a response body dict, raw bytes to send as
+    they are, or None to stay silent. `requests`: (header, body) in order."""
+
+    def __init__(self, handler, port=0):
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", port))
+        self.listener.listen(4)
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.handler = handler
+        self.sock = None
+        self.framer = Framer()
+        self.requests = []
+
+    def service(self):
+        if self.sock is None:
+            try:
+                self.sock, _ = self.listener.accept()
+                self.sock.setblocking(False)
+            except BlockingIOError:
+                return
+        try:
+            chunk = self.sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        if not chunk:
+            return
+        for payload in self.framer.feed(chunk):
+            header, body = codec.decode_request(payload)
+            self.requests.append((header, body))
+            reply = self.handler(header, body)
+            if reply is None:
+                continue
+            self.sock.sendall(reply if isinstance(reply, bytes) else framed_answer(header, reply))
+
+    def close(self):
+        for s in (self.sock, self.listener):
+            if s is not None:
+                s.close()
+
+
+def default_handler(header, body):
+    if header["api_name"] == "ApiVersions":
+        return {"error_code": 0, "api_keys": API_KEYS, "throttle_time_ms": 0}
+    if header["api_name"] == "Metadata":
+        return {"brokers": [{"node_id": 1, "host": "127.0.0.1", "port": 1}], "topics": []}
+    return None
+
+
+def cluster_handler(peer_port_box):
+    """default_handler, but Metadata names one broker (node 1 at the port in
+    peer_port_box[0], filled in once the peer is listening) leading topic
+    "t" (or each topic asked for), one partition."""
+    def handler(header, body):
+        if header["api_name"] == "Metadata":
+            topics = []
+            for t in body["topics"] or [{"name": "t"}]:
+                topics.append({"error_code": 0, "name": t["name"], "topic_id": bytes(range(16)), "partitions": [
+                    {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 2, "replica_nodes": [1],
+                     "isr_nodes": [1], "offline_replicas": []}]})
+            return {"brokers": [{"node_id": 1, "host": "127.0.0.1", "port": peer_port_box[0], "rack": None}],
+                    "cluster_id": "c", "controller_id": 1, "topics": topics}
+        return default_handler(header, body)
+
+    return handler
+
+
+# --- SASL OAUTHBEARER -----------------------------------------------------------------------
+
+#: RFC 7628's error challenge, as a broker refusing a token sends it
+OAUTH_ERROR_JSON = b'{"status":"invalid_token","scope":"kafka"}'
+
+
+class OAuthFakeBroker(FakeBroker):
+    """Speaks OAUTHBEARER: `mode` "accept", "refuse" (RFC 7628: error
+    challenge, then the failure once the client sent \\x01) or
+    "refuse-then-succeed" (a broken server). Records every auth_bytes."""
+
+    def __init__(self, mode, **kwargs):
+        super().__init__(**kwargs)
+        self.mode = mode
+        self.received = []
+
+    def _on_SaslHandshake(self, header, body):
+        ok = body["mechanism"] == "OAUTHBEARER"
+        return {"error_code": 0 if ok else 33, "mechanisms": ["OAUTHBEARER"]}
+
+    def _on_SaslAuthenticate(self, header, body):
+        data = bytes(body["auth_bytes"])
+        self.received.append(data)
+        ok = {"error_code": 0, "error_message": None, "auth_bytes": b""}
+        if self.mode == "accept":
+            return ok
+        if data != b"\x01":
+            return {"error_code": 0, "error_message": None, "auth_bytes": OAUTH_ERROR_JSON}
+        if self.mode == "refuse-then-succeed":
+            return ok
+        return {"error_code": 58, "error_message": OAUTH_ERROR_JSON.decode(), "auth_bytes": b""}

@@ -26,7 +26,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
-from tests.faults.accounting import CommitAuditor, ConsumerDriver, Ledger, SteadyProducer
+from tests.support.faults.accounting import CommitAuditor, ConsumerDriver, Ledger, SteadyProducer
 from tests.support.kafka_tools import create_topic, unique_name
 
 # Client timeouts for every consumer of the campaign: short enough that a

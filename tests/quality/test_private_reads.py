@@ -22,8 +22,6 @@ KNOWN = {
     "fastkc.bench.curves": {"_split": 1},
     "fastkc.bench.driver": {"_split": 1},
     "fastkc.bench.rebalance": {"_split": 1},
-    "fastkc.bench.run_aiokafka": {"_at_end": 1},
-    "fastkc.bench.run_fastkc_aio": {"_at_end": 1},
     "fastkc.bench_ceiling": {"_clock": 1, "_drop_buffered": 1, "_poll_once": 1, "_stop_at_bad_batch": 1, "_used_up": 1},
     "fastkc.client": {"_address_index": 1, "_addresses": 1, "_next_attempt": 1},
     "fastkc.conn": {"_LEGAL_TRANSITIONS": 1},

@@ -13,9 +13,9 @@ from fastkc.auth.scram import SaslExchange
 from fastkc.config import consumer_config
 from fastkc.conn import BrokerConnection, ConnectionState, pick_version
 from fastkc.protocol import codec
-from tests.support.framing import frame
 from tests.support.conn_driver import drive
 from tests.support.fake_broker import ScriptedPeer, default_handler
+from tests.support.framing import frame
 
 
 def pump(conn, peer, until, timeout=3.0):

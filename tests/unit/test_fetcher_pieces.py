@@ -5,7 +5,7 @@ that small blobs take many steps."""
 import pytest
 
 from fastkc import errors
-from fastkc.fetch import handout as fetcher_module
+from fastkc.fetch import buffer as fetcher_module
 from tests.support import batchgen as bg
 from tests.unit.test_fetcher import TP0, _answer_fetch, _batch, _positioned
 

@@ -428,14 +428,14 @@ class RecordBuffer:
             return PrepareArrowStep(completed, max_records, self._max_held, self._arrow_zero_copy)
         return PrepareRecordsStep(completed, max_records, self._prepare_held)
 
-    def fetched_arrow(self, now: float, max_records: int, partitions: Container[TopicPartition] | None = None,
+    def fetched_arrow(self, now: float, max_records: float, partitions: Container[TopicPartition] | None = None,
                       prepared_only: bool = False) -> list[_RecordBatch]:
         """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
-        max_records buffered records across partitions (of `partitions`
-        only, when given), or an empty list;
-        positions advanced. The steps append to one ArrowBuilder (one copy of
-        the data, no join afterwards); a step ends before the batch would pass
-        Arrow's int32 offsets, and the rest is handed out by the next call.
+        max_records buffered records (inf: no limit) across partitions (of
+        `partitions` only, when given), or an empty list; positions
+        advanced. The steps append to one ArrowBuilder (one copy of the data,
+        no join afterwards); a step ends before the batch would pass Arrow's
+        int32 offsets, and the rest is handed out by the next call.
 
         prepared_only (the asyncio driver): a heavy fetch (worth_preparing)
         is not decoded here; its rows come from a step decoded off this
@@ -518,7 +518,7 @@ class RecordBuffer:
         return done
 
     def _hand_out_prepared_arrow(self, state: "PartitionState", completed: CompletedFetch, stream: "RecordStream",
-                                 ready: PreparedArrowStep, remaining: int, pieces: list[_RecordBatch],
+                                 ready: PreparedArrowStep, remaining: float, pieces: list[_RecordBatch],
                                  now: float) -> tuple[int, CorruptRecordError | None]:
         """Up to `remaining` rows of a prepared Arrow step into `pieces`; once
         all its rows are out, the position moves as a step on this thread
@@ -526,7 +526,7 @@ class RecordBuffer:
         returned). Returns (rows handed out, error)."""
         batch = ready.batch
         rows = batch.num_rows if batch is not None else 0
-        n = min(rows - ready.taken, remaining)
+        n = int(min(rows - ready.taken, remaining))
         last = None
         if n > 0:
             assert batch is not None  # rows > 0

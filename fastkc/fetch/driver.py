@@ -66,7 +66,7 @@ class Fetcher:
         self._submit_decode_jobs()
         return records
 
-    def fetched_arrow(self, max_records: int, partitions: Container[TopicPartition] | None = None,
+    def fetched_arrow(self, max_records: float, partitions: Container[TopicPartition] | None = None,
                       ) -> list[_RecordBatch]:
         return self.machine.fetched_arrow(max_records, partitions, now=self._clock())
 

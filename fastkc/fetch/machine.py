@@ -227,7 +227,7 @@ class FetchMachine:
         return self.buffer.fetched_records(self._now if now is None else now, max_records, update_offsets,
                                            key_deserializer, value_deserializer, partitions, prepared_only)
 
-    def fetched_arrow(self, max_records: int, partitions: Container[TopicPartition] | None = None,
+    def fetched_arrow(self, max_records: float, partitions: Container[TopicPartition] | None = None,
                       prepared_only: bool = False, *, now: float | None = None) -> list[_RecordBatch]:
         """RecordBuffer.fetched_arrow; `now` as for fetched_records."""
         return self.buffer.fetched_arrow(self._now if now is None else now, max_records, partitions, prepared_only)

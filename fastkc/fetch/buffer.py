@@ -167,19 +167,12 @@ class RecordBuffer:
         return self._buffered_bytes
 
     def _ordered_states(self) -> "list[PartitionState]":
-        states = list(self._states.values())
-        if not states:
-            return states
-        start = self._next_partition % len(states)
-        self._next_partition = start + 1
-        states = states[start:] + states[:start]
-        # The fetch poll() left mid-way is drained first (Java's
-        # nextInLineFetch): one partition's decoded batch is alive at a time.
-        in_line = self._states.get(self._in_line) if self._in_line is not None else None
-        if in_line is not None and in_line.buffered and states[0] is not in_line:
-            states.remove(in_line)
-            states.insert(0, in_line)
-        return states
+        """The partitions in the order this take visits them (_take_order);
+        the next take starts one partition further on."""
+        order = self._take_order()
+        if order:
+            self._next_partition = self._next_partition % len(order) + 1
+        return order
 
     def stop_at_bad_batch(self, state: "PartitionState", exc: CorruptRecordError, handed_out_to: int | None,
                           now: float, advance: bool = True) -> None:
@@ -373,13 +366,15 @@ class RecordBuffer:
         return None
 
     def _take_order(self) -> "list[PartitionState]":
-        """The partitions in the order the next take will visit them (as
-        _ordered_states() will give them, without moving its rotation): the
-        in-line one first."""
+        """The partitions in the order the next take will visit them, without
+        moving the rotation: round-robin from where the last take started
+        plus one, the in-line one first -- the fetch a take left mid-way is
+        drained first (Java's nextInLineFetch): one partition's decoded batch
+        is alive at a time."""
         states = list(self._states.values())
         if not states:
             return states
-        start = self._next_partition % len(states)  # where _ordered_states() will start next
+        start = self._next_partition % len(states)
         order = states[start:] + states[:start]
         in_line = self._states.get(self._in_line) if self._in_line is not None else None
         if in_line is not None and in_line.buffered and order[0] is not in_line:

@@ -24,7 +24,7 @@ from fastkc.fetch import codes
 from fastkc.fetch.buffer import RecordBuffer
 from fastkc.fetch.partitions import FetchPartitions
 from fastkc.fetch.reactions import Reactions
-from fastkc.fetch.requests import Link, RequestLedger
+from fastkc.fetch.requests import Link, RequestLedger, isolation_level
 from fastkc.fetch.state import FetchState, PartitionState
 from fastkc.structs import TopicPartition
 
@@ -163,7 +163,7 @@ class OffsetRequests:
         self._reactions = reactions
         self._buffer = buffer
         self._metrics = metrics  # the machine's counters; this part adds offset validations
-        self._isolation = 1 if config["isolation_level"] == "read_committed" else 0
+        self._isolation = isolation_level(config)
         self._leader_epochs_seen: dict[TopicPartition, int] = {}  # the newest leader epoch metadata showed
 
     @property

@@ -37,6 +37,10 @@ class FetchPartitions:
     def replan(self) -> None:
         self.plan_stale = True
 
+    def planned(self) -> None:
+        """The planner looked at every partition (its plan is current)."""
+        self.plan_stale = False
+
     def want_metadata(self) -> None:
         self.metadata_wanted = True
 

@@ -31,7 +31,7 @@ from fastkc.fetch.completed import CompletedFetch
 from fastkc.fetch.offsets import OffsetRequests
 from fastkc.fetch.partitions import FetchPartitions
 from fastkc.fetch.reactions import Reactions
-from fastkc.fetch.requests import Link, NodeLink, Request, RequestLedger
+from fastkc.fetch.requests import Link, NodeLink, Request, RequestLedger, isolation_level
 from fastkc.fetch.session import FetchSession, PartitionFetch
 from fastkc.fetch.state import PartitionState
 from fastkc.structs import ScanInfo, TopicPartition
@@ -82,7 +82,7 @@ class FetchPlanner:
         # partitions' plan is not stale)
         self._fetch_nodes: set[int] = set()
         self._fetch_rotation = 0
-        self._isolation = 1 if config["isolation_level"] == "read_committed" else 0
+        self._isolation = isolation_level(config)
 
     @property
     def sessions(self) -> Mapping[int, FetchSession]:
@@ -140,7 +140,7 @@ class FetchPlanner:
             wanted_by_node.setdefault(node_id, {})[tp] = (
                 fetch_offset, leader_epoch, state.fetch_epoch, self.config["max_partition_fetch_bytes"])
         self._fetch_nodes = nodes
-        partitions.plan_stale = False
+        partitions.planned()
         for node_id, wanted in wanted_by_node.items():
             node = link(node_id)
             if node is None:

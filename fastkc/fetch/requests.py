@@ -5,6 +5,7 @@ ledger that numbers requests and routes each answer to its handler
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
+from fastkc.config import Config
 from fastkc.errors import IncompatibleBrokerVersion, ProtocolParseError
 
 
@@ -30,6 +31,11 @@ Link = Callable[[int], NodeLink | None]
 #: or None; the driver's now) -> the ProtocolParseError of a Fetch payload the
 #: parser refused
 Handler = Callable[[Any, BaseException | None, float], "ProtocolParseError | None"]
+
+
+def isolation_level(config: Config) -> int:
+    """The isolation_level field of Fetch and ListOffsets bodies."""
+    return 1 if config["isolation_level"] == "read_committed" else 0
 
 
 class RequestLedger:

@@ -21,9 +21,8 @@ from fastkc import errors
 from fastkc.config import Config
 from fastkc.errors import LogTruncationError, NoOffsetForPartitionError
 from fastkc.fetch import codes
-from fastkc.fetch.buffer import RecordBuffer
 from fastkc.fetch.partitions import FetchPartitions
-from fastkc.fetch.reactions import Reactions
+from fastkc.fetch.reactions import BufferDropper, Reactions
 from fastkc.fetch.requests import Link, RequestLedger, isolation_level
 from fastkc.fetch.state import FetchState, PartitionState
 from fastkc.structs import TopicPartition
@@ -155,7 +154,8 @@ class OffsetRequests:
     AWAIT_VALIDATION; the facade keeps `cluster` current."""
 
     def __init__(self, config: Config, cluster: "ClusterMetadata", partitions: FetchPartitions,
-                 requests: RequestLedger, reactions: Reactions, buffer: RecordBuffer, metrics: dict[str, int]) -> None:
+                 requests: RequestLedger, reactions: Reactions, buffer: BufferDropper,
+                 metrics: dict[str, int]) -> None:
         self.config = config
         self.cluster = cluster
         self._partitions = partitions

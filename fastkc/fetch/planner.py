@@ -19,16 +19,14 @@ fetch_offset the partition still has (anything else is stale and dropped).
 """
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastkc import _backend
 from fastkc import records as fastkc_records
 from fastkc.config import Config
 from fastkc.errors import FetchProgressError, IncompatibleBrokerVersion, ProtocolParseError
 from fastkc.fetch import codes
-from fastkc.fetch.buffer import RecordBuffer
 from fastkc.fetch.completed import CompletedFetch
-from fastkc.fetch.offsets import OffsetRequests
 from fastkc.fetch.partitions import FetchPartitions
 from fastkc.fetch.reactions import Reactions
 from fastkc.fetch.requests import Link, NodeLink, Request, RequestLedger, isolation_level
@@ -60,12 +58,36 @@ log = logging.getLogger("fastkc.fetch")
 _NO_PROGRESS_LIMIT = 2
 
 
+class FetchedData(Protocol):
+    """What the planner hands the record buffer (buffer.py's RecordBuffer)."""
+
+    def add(self, state: PartitionState, completed: CompletedFetch) -> None:
+        """Buffer a partition's fetched data after what it holds."""
+        ...
+
+    def fetched(self) -> None:
+        """A Fetch answer was handled (decode ahead may start)."""
+        ...
+
+    def buffered_bytes(self) -> int:
+        """Undecoded bytes buffered (the planner caps them at fetch_max_bytes)."""
+        ...
+
+
+class DivergenceCheck(Protocol):
+    """What a Fetch's diverging epoch is handed to (offsets.py's OffsetRequests)."""
+
+    def check_divergence(self, tp: TopicPartition, epoch: int, end_offset: int) -> None:
+        """The leader's log for the position's epoch ends at end_offset."""
+        ...
+
+
 class FetchPlanner:
     """The fetch machine's Fetch requests, sessions and answers (see the
     module docstring). The facade keeps `cluster` current."""
 
     def __init__(self, config: Config, cluster: "ClusterMetadata", partitions: FetchPartitions,
-                 requests: RequestLedger, reactions: Reactions, buffer: RecordBuffer, offsets: OffsetRequests,
+                 requests: RequestLedger, reactions: Reactions, buffer: FetchedData, offsets: DivergenceCheck,
                  metrics: dict[str, int]) -> None:
         self.config = config
         self.cluster = cluster

@@ -5,11 +5,11 @@ request that failed, or partitions an answer left out, are asked again
 after retry_backoff_ms (never in a loop on instant answers)."""
 import logging
 from collections.abc import Iterable
+from typing import Protocol
 
 from fastkc.config import Config
 from fastkc.errors import KafkaProtocolError, OffsetOutOfRangeError, TopicAuthorizationFailedError, for_code
 from fastkc.fetch import codes
-from fastkc.fetch.buffer import RecordBuffer
 from fastkc.fetch.partitions import FetchPartitions
 from fastkc.fetch.state import PartitionState
 from fastkc.structs import TopicPartition
@@ -23,8 +23,16 @@ def fatal(error: BaseException | None) -> bool:
     return isinstance(error, KafkaProtocolError) and not error.retriable
 
 
+class BufferDropper(Protocol):
+    """What a reset or a truncation asks of the record buffer (buffer.py)."""
+
+    def drop(self, state: PartitionState) -> None:
+        """Clear the partition's buffered fetches: fetched again from its position."""
+        ...
+
+
 class Reactions:
-    def __init__(self, config: Config, partitions: FetchPartitions, buffer: RecordBuffer) -> None:
+    def __init__(self, config: Config, partitions: FetchPartitions, buffer: BufferDropper) -> None:
         self.config = config
         self._partitions = partitions
         self._buffer = buffer

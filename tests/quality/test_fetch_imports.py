@@ -1,9 +1,9 @@
 """The fetch machine's modules (fastkc/fetch/) import each other without a
 cycle, counting every import: module level, inside functions, and under
 `if TYPE_CHECKING:` (which tests/quality/test_import_cycles.py leaves out).
-The parts are layered -- completed/state/partitions/requests below the
-record buffer, the reactions, the offset requests, the planner, then the
-facade and its driver -- and a cycle would mean one part reaching back into
+The three parts (planner, offsets, buffer) import none of each other: each
+names what it needs of another in a Protocol, and only the facade
+(machine.py) composes them; a cycle would mean one part reaching back into
 another's insides."""
 import ast
 import os

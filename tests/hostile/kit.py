@@ -241,13 +241,19 @@ def serve_log(batches):
     """Fetch answered as a broker serves a log of crafted batches
     ([(base offset, bytes)], in offset order): each partition gets the log
     from the batch holding its fetch offset on (nothing past the last)."""
+    # one past the log: the last batch's base offset + its lastOffsetDelta + 1
+    # (a v2 batch header: baseOffset 8, batchLength 4, partitionLeaderEpoch 4,
+    # magic 1, crc 4, attributes 2, then lastOffsetDelta)
+    last_base, last_blob = batches[-1]
+    end = last_base + int.from_bytes(last_blob[23:27], "big", signed=True) + 1
+
     def serve(header, body, default):
         wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
         for topic in default["responses"]:
             for part in topic["partitions"]:
                 offset = wanted.get(part["partition_index"], 0)
                 held = [i for i, (base, _) in enumerate(batches) if base <= offset]
-                part["records"] = b"".join(blob for _, blob in batches[held[-1]:]) if held else b""
+                part["records"] = b"".join(blob for _, blob in batches[held[-1]:]) if held and offset < end else b""
         return default
     return answer(serve)
 

@@ -69,7 +69,6 @@ _RecordBatch = Any
 class FetchMachine:
     def __init__(self, config: Config, cluster: ClusterMetadata) -> None:
         self.config = config
-        self.cluster = cluster
         self._now = 0.0  # the last driven call's now (next_deadline's "future")
         self._partitions = FetchPartitions()
         self.metrics = {"fetch-total": 0, "records-consumed-total": 0, "bytes-consumed-total": 0,
@@ -108,11 +107,16 @@ class FetchMachine:
         self.planner.on_node_lost(node_id)
 
     def on_metadata(self, cluster: ClusterMetadata | None = None) -> None:
-        """New metadata (leader epochs are checked: KIP-320)."""
+        """New metadata (leader epochs are checked: KIP-320); None: the
+        metadata object the machine has was updated in place."""
         if cluster is not None:
-            self.cluster = cluster
             self.planner.cluster = cluster
-        self.offsets.on_metadata(self.cluster)
+        self.offsets.on_metadata(self.planner.cluster)
+
+    @property
+    def cluster(self) -> ClusterMetadata:
+        """The metadata the parts plan with (on_metadata changes it)."""
+        return self.planner.cluster
 
     def next_deadline(self) -> float | None:
         """The earliest future time a backed-off partition may be asked

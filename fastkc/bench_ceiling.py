@@ -73,6 +73,7 @@ class CeilingReader:
 
     def _take_buffered(self) -> int:
         fetcher = self._fetcher
+        buffer = fetcher.machine.buffer
         total = 0
         for state in fetcher.states.values():
             if state.paused:
@@ -80,20 +81,20 @@ class CeilingReader:
             while state.buffered:
                 completed = state.buffered[0]
                 if completed.fetch_offset != state.position:
-                    fetcher._drop_buffered(state)  # stale (sought since): fetched again, as poll() does
+                    buffer.drop(state)  # stale (sought since): fetched again, as poll() does
                     break
                 tp = state.tp
                 try:
                     records, next_offset = check_blob(completed.data, tp.topic, tp.partition, state.position)
                 except CorruptRecordError as exc:
                     # the position stays before the bad batch; fetched again only after retry_backoff_ms
-                    fetcher._stop_at_bad_batch(state, exc, None, advance=False)
+                    buffer.stop_at_bad_batch(state, exc, None, self.consumer._clock(), advance=False)
                     raise
                 total += records
                 state.position = max(next_offset, completed.next_offset)
                 if completed.leader_epoch >= 0:
                     state.position_epoch = completed.leader_epoch
-                fetcher._used_up(state, completed)
+                buffer.used_up(state, completed)
         return total
 
     def close(self) -> None:

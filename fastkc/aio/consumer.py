@@ -40,11 +40,9 @@ import logging
 import re
 import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from fastkc import _backend
 from fastkc.aio.abc import ConsumerRebalanceListener
 from fastkc.aio.client import AioClient
 from fastkc.aio.config import KEYS, resolve
@@ -53,7 +51,7 @@ from fastkc.aio.fetch_driver import AioFetchDriver
 from fastkc.aio.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, _is_topic_partition
 from fastkc.client import infer_broker_version
 from fastkc.fetch import EARLIEST, LATEST
-from fastkc.fetch.handout import CompletedFetch
+from fastkc.fetch.completed import streams_prepare_off_thread
 from fastkc.fetch.state import PartitionState
 from fastkc.structs import ConsumerRecord
 
@@ -68,11 +66,6 @@ _EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclus
 #: here one call's decoding is bounded so that it holds the loop for a few ms
 #: at most: what stays buffered comes with the next call.
 _GETMANY_CHUNK = 4096
-#: records per step prepared on the decode thread: a take's count, within
-#: these bounds (getone()'s one record would cost a thread hand-off each; a
-#: step of more than _PREPARE_MAX holds descriptors for records far ahead)
-_PREPARE_MIN = 1024
-_PREPARE_MAX = 16384
 
 #: what getmany() returns
 Records = dict[TopicPartition, list[ConsumerRecord]]
@@ -96,14 +89,10 @@ class AIOKafkaConsumer:
         self._client = AioClient(self._config)
         self._fetcher = AioFetchDriver(self._client, self._config, period_ms=resolved.driver["consumer_timeout_ms"])
         self._machine = self._fetcher.machine
-        # phase 1 of the decode steps off the loop (module docstring): one
-        # thread, started with the first step to prepare; the twin's streams
-        # cannot prepare and decode on the loop
-        self._offload_decode = resolved.driver["decode_threads"] == 1 and hasattr(
-            getattr(_backend.impl, "RecordStream", None), "prepare")
-        self._decode_thread: ThreadPoolExecutor | None = None
-        # the fetch whose next step is being prepared, and that preparation
-        self._preparing: tuple[CompletedFetch, asyncio.Future[None]] | None = None
+        # phase 1 of the decode steps off the loop (module docstring): on the
+        # fetch driver's decode thread, started with the first step to
+        # prepare; the twin's streams cannot prepare and decode on the loop
+        self._offload_decode = resolved.driver["decode_threads"] == 1 and streams_prepare_off_thread()
         self._started = False
         self._closed = False
         self._assignment: list[TopicPartition] = []
@@ -230,10 +219,8 @@ class AIOKafkaConsumer:
             if self._started:
                 await self._fetcher.close()
         finally:
-            self._machine.close_worker()
-            if self._decode_thread is not None:
-                # a step being prepared finishes on its own (milliseconds); nothing waits for it
-                self._decode_thread.shutdown(wait=False, cancel_futures=True)
+            # a step being prepared finishes on its own (milliseconds); nothing waits for it
+            self._fetcher.decode_executor.close()
             await self._client.close()
 
     async def __aenter__(self) -> "AIOKafkaConsumer":
@@ -418,39 +405,18 @@ class AIOKafkaConsumer:
         nothing was taken, else left to finish while the application works.
         Cancelled while it waits, a call has taken nothing: the step being
         prepared stays in its stream for the next call."""
-        machine = self._machine
+        fetcher = self._fetcher
         while True:
-            records: Records = machine.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
+            records: Records = fetcher.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
                                                        wanted, prepared_only=self._offload_decode)
-            unprepared = machine.unprepared
+            unprepared = self._machine.unprepared
             if unprepared is None:
                 return records
-            step = self._prepare(unprepared, limit)
+            step = fetcher.prepare(unprepared, limit)
             if records:
                 return records
             await asyncio.shield(step)
             self._check_running()
-
-    def _prepare(self, completed: CompletedFetch, limit: int, arrow: bool = False) -> "asyncio.Future[None]":
-        """The future of `completed`'s next step prepared on the decode thread:
-        as many records as a take asks for (at least _PREPARE_MIN), so that a
-        take uses up a prepared step and the next one is prepared while the
-        application works on what it took; with `arrow`, an Arrow step of as
-        many rows as the take asks for."""
-        # a step of this fetch still being prepared is the one to wait for
-        # (a finished one says nothing about the fetch's next step)
-        if self._preparing is not None and self._preparing[0] is completed and not self._preparing[1].done():
-            return self._preparing[1]
-        if self._decode_thread is None:
-            self._decode_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastkc-aio-decode")
-        loop = asyncio.get_running_loop()
-        if arrow:
-            step = loop.run_in_executor(self._decode_thread, self._machine.prepare_arrow_step, completed, limit)
-        else:
-            step = loop.run_in_executor(self._decode_thread, self._machine.prepare_step, completed,
-                                        min(max(limit, _PREPARE_MIN), _PREPARE_MAX))
-        self._preparing = (completed, step)
-        return step
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
         """The next record (of `partitions` only, when given); waits for one."""
@@ -503,11 +469,11 @@ class AIOKafkaConsumer:
         deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
         while True:
             await self._on_get(partitions)
-            batches = self._machine.fetched_arrow(limit, wanted, prepared_only=self._offload_decode)
+            batches = self._fetcher.fetched_arrow(limit, wanted, prepared_only=self._offload_decode)
             unprepared = self._machine.unprepared
             if unprepared is not None:
                 # a heavy fetch's next Arrow step, decoded on the decode thread
-                step = self._prepare(unprepared, limit, arrow=True)
+                step = self._fetcher.prepare(unprepared, limit, arrow=True)
                 if not batches:
                     await asyncio.shield(step)
                     self._check_running()

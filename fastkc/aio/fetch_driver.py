@@ -13,10 +13,13 @@ the client's parse-failure policy, as in the sync driver
 through the client's listeners; the machine's metadata_wanted becomes a
 client.request_metadata_update().
 
-Nothing decodes here: the application's getmany() takes records from the
-machine (`fetched_records`), on the loop. `data_event` is set whenever an
-answer arrived, so a getmany() waiting for records wakes. `list_offsets` is
-the sync driver's blocking ListOffsets loop as a coroutine.
+Nothing decodes in the task: the application's getmany() takes records
+from the machine (`fetched_records`, given this driver's clock), on the
+loop; a take that stops at a heavy fetch with nothing prepared has its next
+step prepared off the loop (`prepare`: the machine's job on this driver's
+`LoopDecodeExecutor`, one "fastkc-aio-decode" thread). `data_event` is set
+whenever an answer arrived, so a getmany() waiting for records wakes.
+`list_offsets` is the sync driver's blocking ListOffsets loop as a coroutine.
 
 An error next_requests() raises (NoOffsetForPartitionError under
 auto_offset_reset='none') is kept and, if a new pass still raises it, raised
@@ -25,19 +28,53 @@ by the next get call, as the sync consumer's poll() raises it; the task goes on.
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastkc.aio.client import AioClient
 from fastkc.config import Config
+from fastkc.decode_executor import DecodeJob
 from fastkc.errors import NodeNotReadyError
-from fastkc.fetch.machine import ConnectionLink, FetchMachine, Request
+from fastkc.fetch.completed import CompletedFetch
+from fastkc.fetch.machine import FetchMachine
 from fastkc.fetch.offsets import AwaitMetadata, BackOff, LookupResults, LookupStep, offset_lookup
-from fastkc.structs import TopicPartition
+from fastkc.fetch.requests import ConnectionLink, Request
+from fastkc.structs import ConsumerRecord, TopicPartition
 
 log = logging.getLogger(__name__)
 
+# a pyarrow.RecordBatch (pyarrow has no type information)
+_RecordBatch = Any
+#: records per step prepared on the decode thread: a take's count, within
+#: these bounds (getone()'s one record would cost a thread hand-off each; a
+#: step of more than _PREPARE_MAX holds descriptors for records far ahead)
+_PREPARE_MIN = 1024
+_PREPARE_MAX = 16384
 
+
+class LoopDecodeExecutor:
+    """fastkc.decode_executor.DecodeExecutor for the asyncio consumer: each job
+    runs on one thread (`name`_0, started with the first job) through the
+    running loop's run_in_executor; submit() returns the job's future.
+    close() shuts the thread down without waiting: a step in progress ends
+    on its own, in milliseconds."""
+
+    def __init__(self, name: str = "fastkc-aio-decode") -> None:
+        self._name = name
+        self._pool: ThreadPoolExecutor | None = None
+
+    def submit(self, job: DecodeJob) -> "asyncio.Future[bool]":
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
+        return asyncio.get_running_loop().run_in_executor(self._pool, job.run)
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """True when no thread was ever started (else it ends on its own)."""
+        if self._pool is None:
+            return True
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        return False
 
 
 class AioFetchDriver:
@@ -47,7 +84,10 @@ class AioFetchDriver:
         self.config = config
         self._clock = clock
         self._period = period_ms / 1000.0
-        self.machine = FetchMachine(config, client.cluster, clock=clock)
+        self.machine = FetchMachine(config, client.cluster)
+        self.decode_executor = LoopDecodeExecutor()
+        # the fetch whose next step is being prepared, and that preparation
+        self._preparing: tuple[CompletedFetch, asyncio.Future[bool]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         #: set when an answer arrived (records may be buffered, a position known); made by start()
@@ -99,6 +139,34 @@ class AioFetchDriver:
             self._flush_metadata_wish()
         for request in requests:
             self._send(request)
+
+    # --- the takes (the application's get calls) --------------------------------------------
+    def fetched_records(self, max_records: int, update_offsets: bool = True, key_deserializer: Any = None,
+                        value_deserializer: Any = None, partitions: Container[TopicPartition] | None = None,
+                        prepared_only: bool = False) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """The machine's take, given this driver's clock."""
+        return self.machine.fetched_records(max_records, update_offsets, key_deserializer, value_deserializer,
+                                            partitions, prepared_only, now=self._clock())
+
+    def fetched_arrow(self, max_records: int, partitions: Container[TopicPartition] | None = None,
+                      prepared_only: bool = False) -> list[_RecordBatch]:
+        return self.machine.fetched_arrow(max_records, partitions, prepared_only, now=self._clock())
+
+    def prepare(self, completed: CompletedFetch, limit: int, arrow: bool = False) -> "asyncio.Future[bool]":
+        """The future of `completed`'s next step prepared on the decode thread
+        (the fetch a prepared_only take named in `machine.unprepared`): as
+        many records as a take asks for (at least _PREPARE_MIN), so that a
+        take uses up a prepared step and the next one is prepared while the
+        application works on what it took; with `arrow`, an Arrow step of as
+        many rows as the take asks for."""
+        # a step of this fetch still being prepared is the one to wait for
+        # (a finished one says nothing about the fetch's next step)
+        if self._preparing is not None and self._preparing[0] is completed and not self._preparing[1].done():
+            return self._preparing[1]
+        max_records = limit if arrow else min(max(limit, _PREPARE_MIN), _PREPARE_MAX)
+        step = self.decode_executor.submit(self.machine.prepare_job(completed, max_records, arrow))
+        self._preparing = (completed, step)
+        return step
 
     def _link(self, node_id: int) -> ConnectionLink | None:
         if not self.client.ready(node_id):
@@ -161,7 +229,7 @@ class AioFetchDriver:
 
     async def close(self) -> None:
         """Stop the task, ask the brokers to drop our fetch sessions (bounded,
-        never fatal), stop the decode worker."""
+        never fatal), stop the decode thread."""
         self._closed = True
         if self._task is not None:
             self._task.cancel()
@@ -170,7 +238,7 @@ class AioFetchDriver:
             await asyncio.wait_for(self._close_sessions(), 1.0)
         except Exception:  # closing must close, whatever the brokers do
             log.debug("closing fetch sessions failed", exc_info=True)
-        self.machine.close_worker()
+        self.decode_executor.close()
 
     async def _close_sessions(self) -> None:
         pending: dict[int, asyncio.Future[None]] = {}

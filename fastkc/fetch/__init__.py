@@ -1,11 +1,12 @@
-"""The fetch path: an I/O-free state machine (machine.py, FetchMachine) and
-its synchronous driver over KafkaClient (driver.py, Fetcher). See
-machine.py's docstring for the driving contract and DESIGN.md "The fetch
-state machine"."""
+"""The fetch path: an I/O-free state machine (machine.py, FetchMachine, the
+facade over its parts: planner.py, offsets.py, buffer.py) and its
+synchronous driver over KafkaClient (driver.py, Fetcher). See machine.py's
+docstring for the driving contract and DESIGN.md "The fetch state machine"."""
+from fastkc.fetch.completed import CompletedFetch
 from fastkc.fetch.driver import Fetcher
-from fastkc.fetch.handout import CompletedFetch
-from fastkc.fetch.machine import FetchMachine, Request
+from fastkc.fetch.machine import FetchMachine
 from fastkc.fetch.offsets import EARLIEST, LATEST, list_offsets_results
+from fastkc.fetch.requests import Request
 from fastkc.fetch.session import FetchSession
 from fastkc.fetch.state import (
            TRANSITIONS,

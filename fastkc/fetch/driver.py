@@ -1,25 +1,29 @@
 """The synchronous driver: FetchMachine over a KafkaClient. The only part of
 the fetch path that touches the client: it moves the machine's requests over
 the client's connections, hands answers, lost connections and metadata
-back, asks for metadata when the machine wants it, and runs the blocking
-offset lookups' waiting loop. Everything else is the machine's, reached
-through this object as the consumer always did (`fetcher.states`,
-`fetcher.fetched_records(...)`)."""
+back, asks for metadata when the machine wants it, runs the blocking offset
+lookups' waiting loop, and runs the machine's decode-ahead jobs on its
+decode executor (a thread with decode_threads=1). Everything else is the
+machine's, reached through this object as the consumer always did
+(`fetcher.states`, `fetcher.fetched_records(...)`)."""
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any
 
 from fastkc.config import Config
-from fastkc.errors import (
-    NodeNotReadyError,
-)
-from fastkc.fetch.machine import ConnectionLink, FetchMachine, Request
+from fastkc.decode_executor import DecodeExecutor, InlineDecodeExecutor, ThreadDecodeExecutor
+from fastkc.errors import NodeNotReadyError
+from fastkc.fetch.machine import FetchMachine
 from fastkc.fetch.offsets import AwaitMetadata, BackOff, LookupResults, LookupStep, offset_lookup
-from fastkc.structs import TopicPartition
+from fastkc.fetch.requests import ConnectionLink, Request
+from fastkc.structs import ConsumerRecord, TopicPartition
 
 if TYPE_CHECKING:
     from fastkc.client import KafkaClient
     from fastkc.metrics import ConsumerMetrics
+
+# a pyarrow.RecordBatch (pyarrow has no type information)
+_RecordBatch = Any
 
 
 class Fetcher:
@@ -27,8 +31,11 @@ class Fetcher:
         self.client = client
         self.config = config
         self._clock = clock or client._clock
-        self.machine = FetchMachine(config, client.cluster, clock=self._clock)
-        self._raw_tokens: set[int] = set()
+        self.machine = FetchMachine(config, client.cluster)
+        # where the machine's decode-ahead jobs run: the "fastkc-decode"
+        # thread with decode_threads=1 (the machine makes none otherwise)
+        self.decode_executor: DecodeExecutor[None] = (
+            ThreadDecodeExecutor("fastkc-decode") if self.machine.decode_ahead else InlineDecodeExecutor())
         client.on_disconnect.append(self.machine.on_node_lost)
         client.metadata_listeners.append(self._metadata_updated)
 
@@ -45,6 +52,29 @@ class Fetcher:
     @sensors.setter
     def sensors(self, value: "ConsumerMetrics | None") -> None:
         self.machine.sensors = value
+
+    def _submit_decode_jobs(self) -> None:
+        for job in self.machine.take_decode_jobs():
+            self.decode_executor.submit(job)
+
+    # --- the takes: the machine's, given this driver's clock; then decode ahead ----------------
+    def fetched_records(self, max_records: int, update_offsets: bool = True, key_deserializer: Any = None,
+                        value_deserializer: Any = None, partitions: Container[TopicPartition] | None = None,
+                        ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        records = self.machine.fetched_records(max_records, update_offsets, key_deserializer, value_deserializer,
+                                               partitions, now=self._clock())
+        self._submit_decode_jobs()
+        return records
+
+    def fetched_arrow(self, max_records: float, partitions: Container[TopicPartition] | None = None,
+                      ) -> list[_RecordBatch]:
+        return self.machine.fetched_arrow(max_records, partitions, now=self._clock())
+
+    def close_worker(self, timeout: float = 5.0) -> bool:
+        """Stop the decode executor (close()): True when its thread is gone.
+        A closed executor drops the jobs it is given: the takes go on
+        decoding on the caller's thread."""
+        return self.decode_executor.close(timeout)
 
     def _link(self, node_id: int) -> ConnectionLink | None:
         if not self.client.ready(node_id):
@@ -77,6 +107,7 @@ class Fetcher:
 
         def answered(result: Any, error: BaseException | None) -> None:
             failure = machine.on_response(token, error if error is not None else result, self._clock())
+            self._submit_decode_jobs()
             if request.raw:
                 conn = self.client.connection(node_id)
                 if failure is not None:

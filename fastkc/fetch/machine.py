@@ -1,7 +1,7 @@
 """FetchMachine: the consumer's fetch path as one I/O-free state machine.
 
-It never sends, receives, polls or sleeps. A driver moves its requests over
-connections and hands the answers back:
+It never sends, receives, polls, sleeps, reads a clock or starts a thread. A
+driver moves its requests over connections and hands the answers back:
 
 - `next_requests(now, link)` -> [Request]: the resets (ListOffsets),
   validations (OffsetForLeaderEpoch) and Fetches due now. `link(node_id)`
@@ -21,96 +21,71 @@ connections and hands the answers back:
   timeout need not be longer), or None.
 - `metadata_wanted`: set when the machine would like fresh metadata; the
   driver clears it and asks its client.
+- `take_decode_jobs()` (decode_ahead): "prepare this step" jobs for the
+  driver's decode executor (fastkc.decode_executor), after on_response and
+  after a take that returned records.
 
 The application's side stays methods: assign, seek, request_reset, pause,
 resume, fetched_records, fetched_arrow, raise_pending, and the lookups'
 builders (list_offsets_requests / list_offsets_answer) for the driver's
-blocking loop. Application-side calls read the injected `clock` (for
-backoffs); the driven calls take `now` from the driver.
+blocking loop. The takes are given the caller's `now` (a corrupt batch backs
+its partition off from it).
 
-The concerns live in: state.py (the partition states and their legal
-transitions), session.py (KIP-227), offsets.py (resets, lookups,
-validation), planner.py (which partitions from which broker, the Fetch body,
-responses, error reactions), handout.py (decoding and handing records out),
-codes.py (error code -> reaction, from fastkc.errors).
+The facade composes three parts, each owning its state, over the shared
+partition states (partitions.py):
+- `planner` (planner.py, FetchPlanner): which partitions from which broker,
+  the fetch sessions (session.py), the Fetch bodies, answers -> buffered
+  fetches;
+- `offsets` (offsets.py, OffsetRequests): resets, lookups, KIP-320
+  validation;
+- `buffer` (buffer.py, RecordBuffer): the buffered fetches (completed.py)
+  and their hand-out, the decode-ahead jobs.
+The planner and the offset requests share the request ledger (requests.py)
+and the reactions to partition errors (reactions.py, from codes.py).
 """
-import logging
-import time
-from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Container, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from fastkc import _backend
 from fastkc.client import ClusterMetadata
-from fastkc.config import Config, decode_budget
-from fastkc.decode_worker import DecodeWorker
-from fastkc.errors import IncompatibleBrokerVersion, KafkaProtocolError, ProtocolParseError
-from fastkc.fetch.base import Handler, Link
-from fastkc.fetch.handout import _PREPARE_AHEAD, HandoutMixin
-from fastkc.fetch.offsets import OffsetsMixin
-from fastkc.fetch.planner import PlannerMixin
-from fastkc.fetch.session import FetchSession
+from fastkc.config import Config
+from fastkc.errors import ProtocolParseError
+from fastkc.fetch.buffer import DecodeJob, RecordBuffer
+from fastkc.fetch.completed import CompletedFetch, streams_prepare_off_thread
+from fastkc.fetch.offsets import LookupResults, OffsetRequests
+from fastkc.fetch.partitions import FetchPartitions
+from fastkc.fetch.planner import FetchPlanner
+from fastkc.fetch.reactions import Reactions, fatal
+from fastkc.fetch.requests import Link, Request, RequestLedger
 from fastkc.fetch.state import NO_EPOCH, FetchState, PartitionState
-from fastkc.structs import TopicPartition
+from fastkc.structs import ConsumerRecord, TopicPartition
 
-log = logging.getLogger("fastkc.fetch")
+if TYPE_CHECKING:
+    from fastkc.metrics import ConsumerMetrics
 
-
-class Request(NamedTuple):
-    node_id: int
-    api: str
-    body: dict[str, Any]
-    version: int | None  # the version the body was built for; None: any the driver picks
-    raw: bool  # answer wanted as (payload bytes, version), undecoded
-    token: int  # hand back to on_response (opaque to the driver)
+# a pyarrow.RecordBatch (pyarrow has no type information)
+_RecordBatch = Any
 
 
-class FetchMachine(OffsetsMixin, PlannerMixin, HandoutMixin):
-    def __init__(self, config: Config, cluster: ClusterMetadata, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+class FetchMachine:
+    def __init__(self, config: Config, cluster: ClusterMetadata) -> None:
         self.config = config
-        self.cluster = cluster
-        self._clock = clock
-        self._now = clock()
-        self._backoff = config["retry_backoff_ms"] / 1000.0
-        self.states: dict[TopicPartition, PartitionState] = {}  # in assignment order
-        self._sessions: dict[int, FetchSession] = {}  # by node_id
-        self._in_flight_nodes: set[int] = set()
-        self._buffered_bytes = 0
-        self._pending_error: BaseException | None = None
-        self._next_partition = 0  # round-robin start for poll
-        self._isolation = 1 if config["isolation_level"] == "read_committed" else 0
+        self._now = 0.0  # the last driven call's now (next_deadline's "future")
+        self._partitions = FetchPartitions()
         self.metrics = {"fetch-total": 0, "records-consumed-total": 0, "bytes-consumed-total": 0,
                         "fetch-bytes-total": 0, "offset-validations-total": 0}
+        self._requests = RequestLedger()
+        # decode_threads=1: steps are prepared ahead, as jobs for the driver's
+        # executor; only the compiled core's streams can prepare off-thread
+        decode_ahead = bool(config.get("decode_threads", 0)) and streams_prepare_off_thread()
+        self.buffer = RecordBuffer(config, self._partitions, self.metrics, decode_ahead=decode_ahead)
+        self._reactions = Reactions(config, self._partitions, self.buffer)
+        self.offsets = OffsetRequests(config, cluster, self._partitions, self._requests, self._reactions,
+                                      self.buffer, self.metrics)
+        self.planner = FetchPlanner(config, cluster, self._partitions, self._requests, self._reactions,
+                                    self.buffer, self.offsets, self.metrics)
         # the windowed metrics (fastkc.metrics.ConsumerMetrics), set by the
         # consumer unless metrics_enabled=False; fed per response and per step
-        self.sensors = None
-        self.metadata_wanted = False
-        self._leader_epochs_seen: dict[TopicPartition, int] = {}  # the newest leader epoch metadata showed
-        self._fetch_nodes: set[int] | None = None  # brokers the last full fetch pass fetched from (None: look again)
-        self._fetch_rotation = 0
-        self._outbox: list[Request] = []
-        self._handlers: dict[int, Handler] = {}  # token -> the answer's handler
-        self._next_token = 0
-        # the decoding budget (fastkc.config.decode_budget): per-batch
-        # decompressed bytes and records, decompressed bytes held per step
-        self._max_decompressed, self._max_batch_records, self._max_held = decode_budget(config)
-        self._arrow_zero_copy = bool(config.get("arrow_zero_copy", False))
-        # the partition whose buffered fetch poll() left mid-way: drained first
-        self._in_line: TopicPartition | None = None
-        # the decode worker (decode_threads=1); only the compiled core's
-        # streams can prepare a step off the polling thread
-        self._worker: DecodeWorker | None = None
-        if config.get("decode_threads", 0) and hasattr(getattr(_backend.impl, "RecordStream", None),
-                                                       "prepare"):
-            self._worker = DecodeWorker()
-        self._prepare_held = max(1, self._max_held // _PREPARE_AHEAD)
-        # record steps poll() took from a step the worker had prepared, had
-        # to wait for (the worker was on it), or decoded itself
-        self.decode_steps = {"prepared": 0, "waited": 0, "inline": 0}
-        self.unprepared = None  # fetched_records(prepared_only=True): the fetch it stopped at
-        # poll_arrow() was called last: no record streams are prepared for
-        # fetches as they arrive (the Arrow form would start its own)
-        self._records_form = True
+        self._sensors: ConsumerMetrics | None = None
 
     # --- driven -------------------------------------------------------------------------
     def next_requests(self, now: float, link: Link) -> list[Request]:
@@ -118,92 +93,100 @@ class FetchMachine(OffsetsMixin, PlannerMixin, HandoutMixin):
         NoOffsetForPartitionError of a partition without position under
         auto_offset_reset='none'."""
         self._now = now
-        self._ensure_reset_strategies()
-        self._plan_resets(now, link)
-        self._plan_validations(now, link)
-        self._plan_fetches(now, link)
-        out, self._outbox = self._outbox, []
-        return out
+        self.offsets.plan(now, link)
+        self.planner.plan(now, link)
+        return self._requests.take_outbox()
 
     def on_response(self, token: int, payload_or_error: Any, now: float) -> ProtocolParseError | None:
         self._now = now
-        handler = self._handlers.pop(token, None)
-        if handler is None:
-            return None  # answered before (a driver's double report), or never ours
-        if isinstance(payload_or_error, BaseException):
-            return handler(None, payload_or_error)
-        return handler(payload_or_error, None)
+        return self._requests.answer(token, payload_or_error, now)
+
+    def on_node_lost(self, node_id: int) -> None:
+        """The connection to node_id is gone (its in-flight answers arrive as
+        errors): its fetch session starts over."""
+        self.planner.on_node_lost(node_id)
+
+    def on_metadata(self, cluster: ClusterMetadata | None = None) -> None:
+        """New metadata (leader epochs are checked: KIP-320); None: the
+        metadata object the machine has was updated in place."""
+        if cluster is not None:
+            self.planner.cluster = cluster
+        self.offsets.on_metadata(self.planner.cluster)
+
+    @property
+    def cluster(self) -> ClusterMetadata:
+        """The metadata the parts plan with (on_metadata changes it)."""
+        return self.planner.cluster
 
     def next_deadline(self) -> float | None:
         """The earliest future time a backed-off partition may be asked
         again, or None (nothing waits on time)."""
-        waits = [s.next_retry for s in self.states.values() if s.next_retry > self._now]
+        waits = [s.next_retry for s in self._partitions.states.values() if s.next_retry > self._now]
         return min(waits) if waits else None
+
+    @property
+    def metadata_wanted(self) -> bool:
+        return self._partitions.metadata_wanted
+
+    @metadata_wanted.setter
+    def metadata_wanted(self, wanted: bool) -> None:
+        self._partitions.metadata_wanted = wanted
 
     def fail_later(self, error: BaseException | None) -> None:
         """An error the driver's policy turned fatal (a connection's parse
         failures past its limit): raised by the next raise_pending()."""
-        if isinstance(error, KafkaProtocolError) and not error.retriable:
-            self._pending_error = error
+        if error is not None and fatal(error):
+            self._partitions.fail(error)
 
-    def _emit(self, node_id: int, api: str, body: dict[str, Any], handler: Handler, raw: bool = False,
-              version: int | None = None, outbox: bool = True) -> Request:
-        token = self._next_token
-        self._next_token += 1
-        self._handlers[token] = handler
-        request = Request(node_id, api, body, version, raw, token)
-        if outbox:
-            self._outbox.append(request)
-        return request
+    def close_session_requests(self, link: Link) -> list[Request]:
+        """A Fetch with the final epoch to each broker holding a session of
+        ours (close), see FetchPlanner.close_session_requests."""
+        return self.planner.close_session_requests(link)
 
-    def _leader_ready(self, tp: TopicPartition, link: Link) -> int | None:
-        leader = self.cluster.leader_for(tp)
-        if leader is None:
-            self.metadata_wanted = True
-            return None
-        return leader if link(leader) is not None else None
+    def take_decode_jobs(self) -> list[DecodeJob]:
+        """The decode-ahead jobs made since the last call, for the driver's
+        decode executor (none unless decode_ahead)."""
+        return self.buffer.take_decode_jobs()
 
-    def _retry_later(self, tps: Iterable[TopicPartition], error: BaseException | None = None,
-                     metadata: bool = True) -> None:
-        self.fail_later(error)  # the client's parse-failure limit was reached (or the broker's framing is broken)
-        self._replan()
-        until = self._now + self._backoff
-        for tp in tps:
-            state = self.states.get(tp)
-            if state is not None:
-                state.next_retry = until
-        if metadata:
-            self.metadata_wanted = True
+    @property
+    def decode_ahead(self) -> bool:
+        """Whether the machine makes decode-ahead jobs (decode_threads=1 on
+        the compiled core): the driver then runs them on a thread."""
+        return self.buffer.decode_ahead
 
     # --- the application's side -----------------------------------------------------------
+    @property
+    def states(self) -> dict[TopicPartition, PartitionState]:
+        """The assigned partitions' states, in assignment order."""
+        return self._partitions.states
+
+    @property
+    def sensors(self) -> "ConsumerMetrics | None":
+        return self._sensors
+
+    @sensors.setter
+    def sensors(self, sensors: "ConsumerMetrics | None") -> None:
+        self._sensors = self.planner.sensors = self.buffer.sensors = sensors
+
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        self._replan()
-        old = self.states
-        self.states = {}
-        for tp in partitions:
-            self.states[tp] = old.get(tp) or PartitionState(tp)
         # unassigned partitions leave the fetch sessions as "forgotten" on the
         # next fetch; their buffered data goes now
-        for tp, state in old.items():
-            if tp not in self.states:
-                self._drop_buffered(state)
-        if self.sensors is not None:
-            self.sensors.partitions_kept(self.states)
+        for state in self._partitions.assign(partitions):
+            self.buffer.drop(state)
+        if self._sensors is not None:
+            self._sensors.partitions_kept(self.states)
 
     def state(self, tp: TopicPartition) -> PartitionState:
         return self.states[tp]
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int = NO_EPOCH) -> None:
-        self._replan()
+        self._partitions.replan()
         state = self.states[tp]
-        self._drop_buffered(state)
+        self.buffer.drop(state)
         state.seek(offset, epoch)
 
     def request_reset(self, tp: TopicPartition, strategy: str) -> None:
-        self._replan()
-        state = self.states[tp]
-        self._drop_buffered(state)
-        state.await_reset(strategy)
+        self._reactions.request_reset(tp, strategy)
 
     def hold_for_committed(self, tp: TopicPartition, held: bool = True) -> None:
         """Keep a partition without position from auto_offset_reset while the
@@ -212,35 +195,70 @@ class FetchMachine(OffsetsMixin, PlannerMixin, HandoutMixin):
         state = self.states[tp]
         state.held = held and state.fetch_state is FetchState.INITIALIZING
         if not state.held:
-            self._replan()
+            self._partitions.replan()
 
     def pause(self, tp: TopicPartition) -> None:
-        self._replan()
+        self._partitions.replan()
         self.states[tp].paused = True
-        self._discard_prepared(self.states[tp])
+        self.buffer.discard_prepared(self.states[tp])
 
     def resume(self, tp: TopicPartition) -> None:
-        self._replan()
+        self._partitions.replan()
         self.states[tp].paused = False
 
+    @property
+    def pending_error(self) -> BaseException | None:
+        """The error the next raise_pending() raises, if any."""
+        return self._partitions.pending_error
 
-class VersionedConnection(Protocol):
-    """A driver's connection (fastkc.conn.BrokerConnection, fastkc.net.aio.AioConnection)."""
+    def raise_pending(self) -> None:
+        error = self._partitions.take_error()
+        if error is not None:
+            raise error
 
-    def version_for(self, api_name: str) -> int: ...
+    def has_buffered(self) -> bool:
+        return self.buffer.has_buffered()
 
+    def buffered_bytes(self) -> int:
+        return self.buffer.buffered_bytes()
 
-class ConnectionLink:
-    """What the machine asks of a ready connection (next_requests' `link`):
-    the versions it speaks. Both drivers hand their connections over in it."""
+    def fetched_records(self, max_records: int, update_offsets: bool = True, key_deserializer: Any = None,
+                        value_deserializer: Any = None, partitions: Container[TopicPartition] | None = None,
+                        prepared_only: bool = False, *, now: float | None = None,
+                        ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """RecordBuffer.fetched_records; `now` is the caller's clock (a corrupt
+        batch's partition backs off from it), the last driven call's when None."""
+        return self.buffer.fetched_records(self._now if now is None else now, max_records, update_offsets,
+                                           key_deserializer, value_deserializer, partitions, prepared_only)
 
-    __slots__ = ("conn",)
+    def fetched_arrow(self, max_records: float, partitions: Container[TopicPartition] | None = None,
+                      prepared_only: bool = False, *, now: float | None = None) -> list[_RecordBatch]:
+        """RecordBuffer.fetched_arrow; `now` as for fetched_records."""
+        return self.buffer.fetched_arrow(self._now if now is None else now, max_records, partitions, prepared_only)
 
-    def __init__(self, conn: VersionedConnection) -> None:
-        self.conn = conn
+    @property
+    def decode_steps(self) -> dict[str, int]:
+        """Record steps handed out from a step prepared off the caller's
+        thread, waited for, or decoded on it (RecordBuffer.decode_steps)."""
+        return self.buffer.decode_steps
 
-    def version_for(self, api_name: str) -> int | None:
-        try:
-            return self.conn.version_for(api_name)
-        except IncompatibleBrokerVersion:
-            return None
+    @property
+    def unprepared(self) -> CompletedFetch | None:
+        """The fetch a prepared_only take stopped at, for the caller to prepare."""
+        return self.buffer.unprepared
+
+    def prepare_job(self, completed: CompletedFetch, max_records: int, arrow: bool = False) -> DecodeJob:
+        """The job preparing `completed`'s next step (RecordBuffer.prepare_job)."""
+        return self.buffer.prepare_job(completed, max_records, arrow)
+
+    # --- lookups for the application (the driver waits) ----------------------------------
+    def list_offsets_requests(self, timestamps: Mapping[TopicPartition, int],
+                              ) -> tuple[dict[int, dict[TopicPartition, int]], list[TopicPartition]]:
+        return self.offsets.list_offsets_requests(timestamps)
+
+    def list_offsets_body(self, timestamps: Mapping[TopicPartition, int]) -> dict[str, Any]:
+        return self.offsets.list_offsets_body(timestamps)
+
+    @staticmethod
+    def list_offsets_answer(asked: Mapping[TopicPartition, int], response: Any) -> tuple[LookupResults, bool]:
+        return OffsetRequests.list_offsets_answer(asked, response)

@@ -18,10 +18,13 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fastkc import errors
+from fastkc.config import Config
 from fastkc.errors import LogTruncationError, NoOffsetForPartitionError
 from fastkc.fetch import codes
-from fastkc.fetch.base import Link, MachineParts
-from fastkc.fetch.state import FetchState
+from fastkc.fetch.partitions import FetchPartitions
+from fastkc.fetch.reactions import BufferDropper, Reactions
+from fastkc.fetch.requests import Link, RequestLedger, isolation_level
+from fastkc.fetch.state import FetchState, PartitionState
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -72,7 +75,7 @@ def list_offsets_time_left(deadline: float, now: float, timeout_ms: float,
 
 
 class OffsetLookups(Protocol):
-    """What offset_lookup asks of the machine (OffsetsMixin's lookup builders)."""
+    """What offset_lookup asks of the machine (OffsetRequests' lookup builders)."""
 
     def list_offsets_requests(self, timestamps: Mapping[TopicPartition, int],
                               ) -> tuple[dict[int, dict[TopicPartition, int]], list[TopicPartition]]: ...
@@ -145,15 +148,49 @@ def list_offsets_results(response: Any) -> Iterator[tuple[TopicPartition, int, i
                    p["leader_epoch"], p["timestamp"])
 
 
-class OffsetsMixin(MachineParts):
-    """The FetchMachine's resets, lookups and validations (see the module docstring)."""
+class OffsetRequests:
+    """The fetch machine's resets, lookups and validations (see the module
+    docstring). It moves partitions out of INITIALIZING, AWAIT_RESET and
+    AWAIT_VALIDATION; the facade keeps `cluster` current."""
+
+    def __init__(self, config: Config, cluster: "ClusterMetadata", partitions: FetchPartitions,
+                 requests: RequestLedger, reactions: Reactions, buffer: BufferDropper,
+                 metrics: dict[str, int]) -> None:
+        self.config = config
+        self.cluster = cluster
+        self._partitions = partitions
+        self._requests = requests
+        self._reactions = reactions
+        self._buffer = buffer
+        self._metrics = metrics  # the machine's counters; this part adds offset validations
+        self._isolation = isolation_level(config)
+        self._leader_epochs_seen: dict[TopicPartition, int] = {}  # the newest leader epoch metadata showed
+
+    @property
+    def _states(self) -> dict[TopicPartition, PartitionState]:
+        return self._partitions.states
+
+    def plan(self, now: float, link: Link) -> None:
+        """The resets and validations due now, into the request ledger's
+        outbox. Raises the NoOffsetForPartitionError of a partition without
+        position under auto_offset_reset='none'."""
+        self._ensure_reset_strategies()
+        self._plan_resets(now, link)
+        self._plan_validations(now, link)
+
+    def _leader_ready(self, tp: TopicPartition, link: Link) -> int | None:
+        leader = self.cluster.leader_for(tp)
+        if leader is None:
+            self._partitions.want_metadata()
+            return None
+        return leader if link(leader) is not None else None
 
     def _ensure_reset_strategies(self) -> None:
         """INITIALIZING partitions get the auto_offset_reset policy (there are
         no committed offsets without a group), unless held: the driver is
         looking up their committed offsets (hold_for_committed)."""
         policy = self.config["auto_offset_reset"]
-        for tp, state in self.states.items():
+        for tp, state in self._states.items():
             if state.fetch_state is FetchState.INITIALIZING and not state.held:
                 if policy == "none":
                     raise NoOffsetForPartitionError("no position for {0} and auto_offset_reset='none'".format(tp))
@@ -162,7 +199,7 @@ class OffsetsMixin(MachineParts):
     # --- offset resets -------------------------------------------------------------------
     def _plan_resets(self, now: float, link: Link) -> None:
         by_node: dict[int, list[TopicPartition]] = {}
-        for tp, state in self.states.items():
+        for tp, state in self._states.items():
             if state.fetch_state is not FetchState.AWAIT_RESET or state.reset_in_flight or state.next_retry > now:
                 continue
             leader = self._leader_ready(tp, link)
@@ -172,37 +209,37 @@ class OffsetsMixin(MachineParts):
         for node_id, tps in by_node.items():
             strategies: dict[TopicPartition, str] = {}
             for tp in tps:
-                strategy = self.states[tp].reset_strategy
+                strategy = self._states[tp].reset_strategy
                 assert strategy is not None  # AWAIT_RESET is entered only through await_reset(strategy)
                 strategies[tp] = strategy
             body = self.list_offsets_body({tp: RESET_TIMESTAMPS[strategies[tp]] for tp in tps})
             for tp in tps:
-                self.states[tp].reset_in_flight = True
-            self._emit(node_id, "ListOffsets", body, functools.partial(self._reset_answered, strategies))
+                self._states[tp].reset_in_flight = True
+            self._requests.emit(node_id, "ListOffsets", body, functools.partial(self._reset_answered, strategies))
 
     def _reset_answered(self, strategies: dict[TopicPartition, str], response: Any,
-                        error: BaseException | None) -> None:
+                        error: BaseException | None, now: float) -> None:
         for tp in strategies:
-            if tp in self.states:
-                self.states[tp].reset_in_flight = False
+            if tp in self._states:
+                self._states[tp].reset_in_flight = False
         if error is not None:
-            self._retry_later(strategies, error)
+            self._reactions.retry_later(strategies, now, error)
             return
         unanswered = set(strategies)
         for tp, code, offset, epoch, _ in list_offsets_results(response):
             unanswered.discard(tp)
-            state = self.states.get(tp)
+            state = self._states.get(tp)
             if state is None or state.fetch_state is not FetchState.AWAIT_RESET or \
                     state.reset_strategy != strategies.get(tp):
                 continue  # unassigned or sought meanwhile
             if code != codes.NONE:
-                self._partition_error(tp, code, "ListOffsets")
-                state.next_retry = self._now + self._backoff
+                self._reactions.partition_error(tp, code, "ListOffsets", now)
+                state.next_retry = now + self._reactions.backoff
                 continue
             state.seek(offset, epoch)
-            self._replan()
+            self._partitions.replan()
         if unanswered:  # left out by the broker: asked again after the backoff, not at once
-            self._retry_later(unanswered, metadata=False)
+            self._reactions.retry_later(unanswered, now, metadata=False)
 
     def list_offsets_body(self, timestamps: Mapping[TopicPartition, int]) -> dict[str, Any]:
         """The ListOffsets request body for {tp: timestamp} (all to one leader)."""
@@ -255,20 +292,19 @@ class OffsetsMixin(MachineParts):
         return results, retry
 
     # --- validation after leader changes (KIP-320) ----------------------------------------
-    def on_metadata(self, cluster: "ClusterMetadata | None" = None) -> None:
+    def on_metadata(self, cluster: "ClusterMetadata") -> None:
         """New metadata: a partition whose leader epoch moved past the one
         seen before has its position validated before fetching resumes."""
-        if cluster is not None:
-            self.cluster = cluster
-        self._replan()
-        for tp, state in self.states.items():
+        self.cluster = cluster
+        self._partitions.replan()
+        for tp, state in self._states.items():
             meta = self.cluster.partition(tp)
             if meta is None or meta.leader_epoch < 0:
                 continue
             changed = self._epoch_changed(tp, meta.leader_epoch)
             if changed and state.fetch_state is FetchState.FETCHING and state.position_epoch >= 0:
                 state.await_validation()
-                self._drop_buffered(state)
+                self._buffer.drop(state)
 
     def _epoch_changed(self, tp: TopicPartition, epoch: int) -> bool:
         # stale metadata (an older epoch from a lagging broker) is ignored
@@ -279,7 +315,7 @@ class OffsetsMixin(MachineParts):
 
     def _plan_validations(self, now: float, link: Link) -> None:
         by_node: dict[int, list[TopicPartition]] = {}
-        for tp, state in self.states.items():
+        for tp, state in self._states.items():
             if not state.awaiting_validation or state.validation_in_flight or state.next_retry > now:
                 continue
             leader = self._leader_ready(tp, link)
@@ -295,7 +331,7 @@ class OffsetsMixin(MachineParts):
             topics: dict[str, list[dict[str, Any]]] = {}
             requested: dict[TopicPartition, tuple[int | None, int]] = {}
             for tp in tps:
-                state = self.states[tp]
+                state = self._states[tp]
                 meta = self.cluster.partition(tp)
                 assert meta is not None  # _leader_ready found its leader in this same metadata
                 topics.setdefault(tp.topic, []).append({"partition": tp.partition,
@@ -305,51 +341,53 @@ class OffsetsMixin(MachineParts):
                 requested[tp] = (state.position, state.position_epoch)
             body = {"replica_id": -1, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
             log.debug("validating positions of %s with broker %s (OffsetForLeaderEpoch)", sorted(requested), node_id)
-            self.metrics["offset-validations-total"] += len(requested)
-            self._emit(node_id, "OffsetForLeaderEpoch", body, functools.partial(self._validation_answered, requested))
+            self._metrics["offset-validations-total"] += len(requested)
+            self._requests.emit(node_id, "OffsetForLeaderEpoch", body,
+                                functools.partial(self._validation_answered, requested))
 
     def _validation_answered(self, requested: dict[TopicPartition, tuple[int | None, int]], response: Any,
-                             error: BaseException | None) -> None:
+                             error: BaseException | None, now: float) -> None:
         for tp in requested:
-            if tp in self.states:
-                self.states[tp].validation_in_flight = False
+            if tp in self._states:
+                self._states[tp].validation_in_flight = False
         if error is not None:
-            self._retry_later(requested, error)
+            self._reactions.retry_later(requested, now, error)
             return
         unanswered = set(requested)
         for topic in response["topics"]:
             for p in topic["partitions"]:
                 tp = TopicPartition(topic["topic"], p["partition"])
                 unanswered.discard(tp)
-                state = self.states.get(tp)
+                state = self._states.get(tp)
                 if state is None or requested.get(tp) != (state.position, state.position_epoch) or \
                         not state.awaiting_validation:
                     continue
                 if p["error_code"] != codes.NONE:
-                    self._partition_error(tp, p["error_code"], "OffsetForLeaderEpoch")
-                    state.next_retry = self._now + self._backoff
+                    self._reactions.partition_error(tp, p["error_code"], "OffsetForLeaderEpoch", now)
+                    state.next_retry = now + self._reactions.backoff
                     continue
                 state.validated()
-                self._check_divergence(tp, p["leader_epoch"], p["end_offset"])  # replans
+                self.check_divergence(tp, p["leader_epoch"], p["end_offset"])  # replans
         if unanswered:  # left out by the broker: asked again after the backoff, not at once
-            self._retry_later(unanswered, metadata=False)
+            self._reactions.retry_later(unanswered, now, metadata=False)
 
-    def _check_divergence(self, tp: TopicPartition, epoch: int, end_offset: int) -> None:
-        """The leader's log for the position's epoch ends at end_offset."""
-        self._replan()
-        state = self.states[tp]
+    def check_divergence(self, tp: TopicPartition, epoch: int, end_offset: int) -> None:
+        """The leader's log for the position's epoch ends at end_offset (an
+        OffsetForLeaderEpoch answer, or a Fetch's diverging epoch)."""
+        self._partitions.replan()
+        state = self._states[tp]
         if end_offset < 0 or epoch < 0:
             return  # the broker does not know the epoch: nothing to compare (Java: validated)
         if state.position is not None and end_offset < state.position:
             if self.config["auto_offset_reset"] == "none":
-                self._drop_buffered(state)
-                self._pending_error = LogTruncationError(
+                self._buffer.drop(state)
+                self._partitions.fail(LogTruncationError(
                     "log of {0} truncated: position {1} (epoch {2}) is past the leader's end offset {3} for epoch {4}"
-                    .format(tp, state.position, state.position_epoch, end_offset, epoch))
+                    .format(tp, state.position, state.position_epoch, end_offset, epoch)))
                 state.await_validation()  # stays unfetchable until the application seeks
                 return
             log.info("truncation detected for %s: position %s moves to %s", tp, state.position, end_offset)
-            self._drop_buffered(state)
+            self._buffer.drop(state)
             state.seek(end_offset, epoch)
         elif state.fetch_offset is not None and end_offset < state.fetch_offset:
-            self._drop_buffered(state)  # data buffered past the end of the true log: fetch again
+            self._buffer.drop(state)  # data buffered past the end of the true log: fetch again

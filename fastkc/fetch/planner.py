@@ -18,28 +18,25 @@ fetch_offset = position, and a response is accepted only if it answers the
 fetch_offset the partition still has (anything else is stale and dropped).
 """
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastkc import _backend
 from fastkc import records as fastkc_records
-from fastkc.errors import (
-    FetchProgressError,
-    IncompatibleBrokerVersion,
-    OffsetOutOfRangeError,
-    ProtocolParseError,
-    TopicAuthorizationFailedError,
-    for_code,
-)
+from fastkc.config import Config
+from fastkc.errors import FetchProgressError, IncompatibleBrokerVersion, ProtocolParseError
 from fastkc.fetch import codes
-from fastkc.fetch.base import Link, MachineParts, NodeLink
-from fastkc.fetch.handout import CompletedFetch
+from fastkc.fetch.completed import CompletedFetch
+from fastkc.fetch.partitions import FetchPartitions
+from fastkc.fetch.reactions import Reactions
+from fastkc.fetch.requests import Link, NodeLink, Request, RequestLedger, isolation_level
 from fastkc.fetch.session import FetchSession, PartitionFetch
+from fastkc.fetch.state import PartitionState
 from fastkc.structs import ScanInfo, TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.fetch.machine import Request
-    from fastkc.fetch.state import PartitionState
-    from fastkc.metrics import ResponseTally
+    from fastkc.client import ClusterMetadata
+    from fastkc.metrics import ConsumerMetrics, ResponseTally
 
 log = logging.getLogger("fastkc.fetch")
 
@@ -61,28 +58,80 @@ log = logging.getLogger("fastkc.fetch")
 _NO_PROGRESS_LIMIT = 2
 
 
-class PlannerMixin(MachineParts):
-    """The FetchMachine's Fetch requests and responses (see the module docstring)."""
+class FetchedData(Protocol):
+    """What the planner hands the record buffer (buffer.py's RecordBuffer)."""
 
-    def _fetch_target(self, tp: TopicPartition, state: "PartitionState") -> int | None:
+    def add(self, state: PartitionState, completed: CompletedFetch) -> None:
+        """Buffer a partition's fetched data after what it holds."""
+        ...
+
+    def fetched(self) -> None:
+        """A Fetch answer was handled (decode ahead may start)."""
+        ...
+
+    def buffered_bytes(self) -> int:
+        """Undecoded bytes buffered (the planner caps them at fetch_max_bytes)."""
+        ...
+
+
+class DivergenceCheck(Protocol):
+    """What a Fetch's diverging epoch is handed to (offsets.py's OffsetRequests)."""
+
+    def check_divergence(self, tp: TopicPartition, epoch: int, end_offset: int) -> None:
+        """The leader's log for the position's epoch ends at end_offset."""
+        ...
+
+
+class FetchPlanner:
+    """The fetch machine's Fetch requests, sessions and answers (see the
+    module docstring). The facade keeps `cluster` current."""
+
+    def __init__(self, config: Config, cluster: "ClusterMetadata", partitions: FetchPartitions,
+                 requests: RequestLedger, reactions: Reactions, buffer: FetchedData, offsets: DivergenceCheck,
+                 metrics: dict[str, int]) -> None:
+        self.config = config
+        self.cluster = cluster
+        self._partitions = partitions
+        self._requests = requests
+        self._reactions = reactions
+        self._buffer = buffer
+        self._offsets = offsets
+        self._metrics = metrics  # the machine's counters; this part adds fetches and bytes fetched
+        self.sensors: ConsumerMetrics | None = None  # the windowed metrics (the facade sets them)
+        self._sessions: dict[int, FetchSession] = {}  # by node_id
+        self._in_flight_nodes: set[int] = set()  # brokers with a Fetch of ours on the wire
+        # brokers the last full pass fetched from (meaningful while the
+        # partitions' plan is not stale)
+        self._fetch_nodes: set[int] = set()
+        self._fetch_rotation = 0
+        self._isolation = isolation_level(config)
+
+    @property
+    def sessions(self) -> Mapping[int, FetchSession]:
+        """The fetch session with each broker (by node id)."""
+        return self._sessions
+
+    @property
+    def in_flight_nodes(self) -> frozenset[int]:
+        """The brokers a Fetch of ours is on the wire to."""
+        return frozenset(self._in_flight_nodes)
+
+    def _fetch_target(self, tp: TopicPartition, state: PartitionState, now: float) -> int | None:
         """The broker to fetch tp from: the preferred read replica (KIP-392)
         while its lease lasts, else the leader."""
         if state.preferred_replica is not None:
-            if self._now < state.preferred_replica_until and state.preferred_replica in self.cluster.brokers:
+            if now < state.preferred_replica_until and state.preferred_replica in self.cluster.brokers:
                 return state.preferred_replica
             state.preferred_replica = None
         return self.cluster.leader_for(tp)
 
-    def _replan(self) -> None:
-        """Something changed which brokers partitions are fetched from (or
-        whether they can be): the next plan looks at every partition."""
-        self._fetch_nodes = None
-
-    def _plan_fetches(self, now: float, link: Link) -> None:
-        if self._buffered_bytes >= self.config["fetch_max_bytes"]:
+    def plan(self, now: float, link: Link) -> None:
+        """The Fetches due now, into the request ledger's outbox."""
+        if self._buffer.buffered_bytes() >= self.config["fetch_max_bytes"]:
             return  # bounded memory: wait until poll() drains the buffer
         in_flight = self._in_flight_nodes
-        if in_flight and self._fetch_nodes is not None and self._fetch_nodes <= in_flight:
+        partitions = self._partitions
+        if in_flight and not partitions.plan_stale and self._fetch_nodes <= in_flight:
             return  # every broker we fetch from already has a fetch on the wire (the common case per poll)
         cluster = self.cluster
         wanted_by_node: dict[int, dict[TopicPartition, PartitionFetch]] = {}
@@ -90,16 +139,16 @@ class PlannerMixin(MachineParts):
         # Rotate the order partitions are asked in, as the Java client does:
         # the broker fills fetch_max_bytes in request order, so a fixed order
         # could starve the partitions at the end.
-        states = list(self.states.items())
+        states = list(partitions.states.items())
         if states:
             self._fetch_rotation = (self._fetch_rotation + 1) % len(states)
             states = states[self._fetch_rotation:] + states[:self._fetch_rotation]
         for tp, state in states:
             if not state.fetchable():
                 continue
-            node_id = self._fetch_target(tp, state)
+            node_id = self._fetch_target(tp, state, now)
             if node_id is None:
-                self.metadata_wanted = True
+                partitions.want_metadata()
                 continue
             nodes.add(node_id)  # backing-off partitions count too: their broker must be looked at again
             if state.next_retry > now:
@@ -113,13 +162,15 @@ class PlannerMixin(MachineParts):
             wanted_by_node.setdefault(node_id, {})[tp] = (
                 fetch_offset, leader_epoch, state.fetch_epoch, self.config["max_partition_fetch_bytes"])
         self._fetch_nodes = nodes
+        partitions.planned()
         for node_id, wanted in wanted_by_node.items():
             node = link(node_id)
             if node is None:
                 continue
-            self._plan_fetch(node_id, node, wanted)
+            self._plan_fetch(node_id, node, wanted, now)
 
-    def _plan_fetch(self, node_id: int, node: NodeLink, wanted: dict[TopicPartition, PartitionFetch]) -> None:
+    def _plan_fetch(self, node_id: int, node: NodeLink, wanted: dict[TopicPartition, PartitionFetch],
+                    now: float) -> None:
         version = min(_fetch_version(node), _backend.FETCH_MAX_VERSION)
         cluster = self.cluster
         if version >= 13 and any(cluster.topics.get(tp.topic) is None or cluster.topics[tp.topic].topic_id is None
@@ -175,36 +226,34 @@ class PlannerMixin(MachineParts):
         }
         sent_offsets = {tp: data[0] for tp, data in wanted.items()}
         self._in_flight_nodes.add(node_id)
-        sent_at = self._now
+        sent_at = now
 
-        def answered(result: Any, error: BaseException | None) -> ProtocolParseError | None:
+        def answered(result: Any, error: BaseException | None, now: float) -> ProtocolParseError | None:
             self._in_flight_nodes.discard(node_id)
             if error is not None:
                 session.reset()
-                self._retry_later(sent_offsets, error)
+                self._reactions.retry_later(sent_offsets, now, error)
                 return None
             if self.sensors is not None:
-                self.sensors.fetch_latency.record((self._now - sent_at) * 1000.0)
+                self.sensors.fetch_latency.record((now - sent_at) * 1000.0)
             payload, used_version = result
-            failure = self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets)
-            if self._worker is not None and self._records_form:
-                # new data: its first steps can be prepared while this thread
-                # goes on (poll() may still be handing out older data)
-                self._prepare_ahead(self.config["key_deserializer"], self.config["value_deserializer"])
+            failure = self._handle_fetch_response(node_id, session, epoch, payload, used_version, sent_offsets, now)
+            self._buffer.fetched()
             return failure
 
-        self._emit(node_id, "Fetch", body, answered, raw=True, version=version)
-        self.metrics["fetch-total"] += 1
+        self._requests.emit(node_id, "Fetch", body, answered, raw=True, version=version)
+        self._metrics["fetch-total"] += 1
 
     def _handle_fetch_response(self, node_id: int, session: FetchSession, epoch_sent: int, payload: bytes | memoryview,
-                               version: int, sent_offsets: dict[TopicPartition, int]) -> ProtocolParseError | None:
+                               version: int, sent_offsets: dict[TopicPartition, int],
+                               now: float) -> ProtocolParseError | None:
         try:
             response = _backend.parse_fetch_response(payload, version)
         except ProtocolParseError as exc:
             # the connection cannot be trusted: the driver applies the
             # client's parse-failure policy to what this returns
             session.reset()
-            self._retry_later(sent_offsets)
+            self._reactions.retry_later(sent_offsets, now)
             return exc
         sensors = self.sensors
         tally = None
@@ -215,10 +264,10 @@ class PlannerMixin(MachineParts):
             log.debug("fetch session with broker %s reset: error %s", node_id, response.error_code)
             # asked again after retry_backoff_ms: a broker answering every
             # Fetch at once with an error must not be fetched from in a loop
-            self._retry_later(sent_offsets, metadata=response.error_code not in codes.SESSION_ERRORS)
+            self._reactions.retry_later(sent_offsets, now, metadata=response.error_code not in codes.SESSION_ERRORS)
             return None
         names = self.cluster.topic_names_by_id
-        now = self._now
+        partitions = self._partitions
         seen_data = False  # for "first partition with data in the response" (_NO_PROGRESS_LIMIT)
         # a full fetch (no session, or a new one) must answer every partition
         # it asked for; one left out is asked again after the backoff
@@ -228,7 +277,7 @@ class PlannerMixin(MachineParts):
             name = topic.topic if topic.topic is not None else (
                 names.get(topic.topic_id) if topic.topic_id is not None else None)
             if name is None:
-                self.metadata_wanted = True
+                partitions.want_metadata()
                 continue
             if tally is not None:
                 tally.add_topic(name)
@@ -239,7 +288,7 @@ class PlannerMixin(MachineParts):
                 tp = TopicPartition(name, part.partition)
                 if unanswered:
                     unanswered.discard(tp)
-                state = self.states.get(tp)
+                state = partitions.states.get(tp)
                 sent = sent_offsets.get(tp)
                 if state is None:
                     continue
@@ -252,7 +301,7 @@ class PlannerMixin(MachineParts):
                     continue  # stale: sought, reset or paused since
                 code = part.error_code
                 if code != codes.NONE:
-                    self._partition_error(tp, code, "Fetch", state=state)
+                    self._reactions.partition_error(tp, code, "Fetch", now, state=state)
                     continue
                 state.highwater = part.high_watermark
                 state.last_stable_offset = part.last_stable_offset
@@ -263,22 +312,22 @@ class PlannerMixin(MachineParts):
                     state.preferred_replica_until = now + self.config["metadata_max_age_ms"] / 1000.0
                 diverging = part.diverging_epoch
                 if diverging is not None and diverging[0] >= 0 and diverging[1] >= 0:
-                    self._check_divergence(tp, diverging[0], diverging[1])
+                    self._offsets.check_divergence(tp, diverging[0], diverging[1])
                     continue
                 data = part.records
                 if data is None or len(data) == 0:
                     continue
-                self._buffer_fetched(state, tp, sent, data, part.aborted_transactions, tally, first_with_data)
+                self._buffer_fetched(state, tp, sent, data, part.aborted_transactions, tally, first_with_data, now)
         if tally is not None:
             tally.seal()
         if unanswered:
             log.debug("broker %s left %s out of a full fetch response", node_id, sorted(unanswered))
-            self._retry_later(unanswered, metadata=False)
+            self._reactions.retry_later(unanswered, now, metadata=False)
         return None
 
-    def _buffer_fetched(self, state: "PartitionState", tp: TopicPartition, sent: int, data: memoryview,
+    def _buffer_fetched(self, state: PartitionState, tp: TopicPartition, sent: int, data: memoryview,
                         aborted: list[tuple[int, int]] | None, tally: "ResponseTally | None",
-                        first_with_data: bool) -> None:
+                        first_with_data: bool, now: float) -> None:
         info = fastkc_records.scan_blob(data)
         if info.tail == "malformed":
             # hand the bad bytes to the decoder (which raises the typed
@@ -289,13 +338,12 @@ class PlannerMixin(MachineParts):
             if tally is not None:
                 tally.pending += 1
                 completed.tally = tally
-            state.buffered.append(completed)
-            self._buffered_bytes += len(data)
+            self._buffer.add(state, completed)
             state.stalled = True
             return
         next_offset = info.next_offset
         if next_offset is None or next_offset <= sent:
-            self._no_progress(state, tp, sent, data, info, first_with_data)
+            self._no_progress(state, tp, sent, data, info, first_with_data, now)
             return
         state.no_progress = 0
         complete = info.complete_bytes
@@ -305,17 +353,16 @@ class PlannerMixin(MachineParts):
         if tally is not None:
             tally.pending += 1
             completed.tally = tally
-        state.buffered.append(completed)
-        self._buffered_bytes += complete
-        self.metrics["fetch-bytes-total"] += complete
+        self._buffer.add(state, completed)
+        self._metrics["fetch-bytes-total"] += complete
         assert state.fetch_offset is not None  # the caller took this answer because it matched fetch_offset
         if next_offset > state.fetch_offset:
             state.fetch_offset = next_offset
             if info.leader_epoch >= 0:
                 state.fetch_epoch = info.leader_epoch
 
-    def _no_progress(self, state: "PartitionState", tp: TopicPartition, sent: int, data: memoryview, info: ScanInfo,
-                     first_with_data: bool) -> None:
+    def _no_progress(self, state: PartitionState, tp: TopicPartition, sent: int, data: memoryview, info: ScanInfo,
+                     first_with_data: bool, now: float) -> None:
         """Data that cannot advance the position: refetch, a bounded number of
         times (see _NO_PROGRESS_LIMIT for the rule and why)."""
         if info.next_offset is None:
@@ -336,40 +383,13 @@ class PlannerMixin(MachineParts):
         state.no_progress += 1
         log.warning("%s: %s (%d time(s) in a row)", tp, reason, state.no_progress)
         if state.no_progress >= _NO_PROGRESS_LIMIT:
-            self._pending_error = FetchProgressError(
+            self._partitions.fail(FetchProgressError(
                 reason + "; refetched {0} time(s) without progress".format(state.no_progress - 1),
-                tp.topic, tp.partition, offset, [], offset + 1)
-            state.next_retry = self._now + self._backoff
-
-    def _partition_error(self, tp: TopicPartition, code: int, what: str, state: "PartitionState | None" = None) -> None:
-        """The reaction codes.reaction(code) names (documented there)."""
-        self._replan()
-        state = state or self.states.get(tp)
-        reaction = codes.reaction(code)
-        if reaction == codes.RESET and state is not None:
-            policy = self.config["auto_offset_reset"]
-            if policy == "none":
-                self._pending_error = OffsetOutOfRangeError(
-                    "{0}: fetch offset {1} is out of range and auto_offset_reset='none'".format(tp, state.fetch_offset))
-                state.next_retry = self._now + self._backoff
-                return
-            log.info("%s: offset %s out of range, resetting to %s", tp, state.fetch_offset, policy)
-            self.request_reset(tp, policy)
-            return
-        if reaction == codes.FAIL:
-            self._pending_error = TopicAuthorizationFailedError("{0} for {1}".format(what, tp))
-            return
-        if reaction == codes.REFRESH_METADATA:
-            if state is not None:
-                state.preferred_replica = None
-            self.metadata_wanted = True
-        else:
-            log.warning("%s for %s: %s", what, tp, for_code(code).__name__)
-        if state is not None:
-            state.next_retry = self._now + self._backoff
+                tp.topic, tp.partition, offset, [], offset + 1))
+            state.next_retry = now + self._reactions.backoff
 
     # --- sessions ---------------------------------------------------------------------------
-    def close_session_requests(self, link: Link) -> "list[Request]":
+    def close_session_requests(self, link: Link) -> list[Request]:
         """A Fetch with the final epoch to each broker holding a session of
         ours, as the Java client sends on close, so its session cache slot
         frees at once. The sessions are reset; the answers change nothing."""
@@ -384,9 +404,9 @@ class PlannerMixin(MachineParts):
                     "isolation_level": self._isolation, "session_id": session.session_id,
                     "session_epoch": FetchSession.FINAL_EPOCH, "topics": [], "forgotten_topics_data": [],
                     "rack_id": self.config["client_rack"]}
-            requests.append(self._emit(node_id, "Fetch", body, lambda result, error: None, raw=True,
-                                       version=min(_fetch_version(node), _backend.FETCH_MAX_VERSION),
-                                       outbox=False))
+            requests.append(self._requests.emit(node_id, "Fetch", body, lambda result, error, now: None, raw=True,
+                                                version=min(_fetch_version(node), _backend.FETCH_MAX_VERSION),
+                                                outbox=False))
             session.reset()
         return requests
 

@@ -27,7 +27,7 @@ from fastkc.errors import IllegalStateError
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.fetch.handout import CompletedFetch
+    from fastkc.fetch.completed import CompletedFetch
 
 NO_EPOCH = -1
 

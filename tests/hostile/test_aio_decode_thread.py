@@ -14,6 +14,7 @@ import pytest
 import fastkc
 from fastkc import errors
 from fastkc.aio import AIOKafkaConsumer, TopicPartition
+from fastkc.fetch.completed import PrepareArrowStep, PrepareRecordsStep
 from tests.support import batchgen as bg
 from tests.support.aio_tools import drain
 from tests.support.fake_broker import FakeBroker, answer, serve_log
@@ -37,19 +38,26 @@ def _gzip_batches(count, per_batch):
 
 
 class _Watch:
-    """Which threads ran one of the machine's off-loop steps (`method`,
-    wrapped on the consumer's machine instance)."""
+    """Which threads ran the decode-ahead jobs of one kind (`kind`: records
+    or Arrow steps) the consumer's fetch driver submitted to its executor."""
 
-    def __init__(self, consumer, method="prepare_step"):
+    def __init__(self, consumer, kind=PrepareRecordsStep):
         self.threads = []
-        machine = consumer._machine
-        inner = getattr(machine, method)
+        executor = consumer._fetcher.decode_executor
+        submit = executor.submit
 
-        def step(completed, *args):
-            self.threads.append(threading.current_thread().name)
-            return inner(completed, *args)
+        class Watched:
+            def __init__(self, job):
+                self.job, self.key = job, job.key
 
-        setattr(machine, method, step)
+            def run(watched):
+                self.threads.append(threading.current_thread().name)
+                return watched.job.run()
+
+        def watched_submit(job):
+            return submit(Watched(job) if isinstance(job, kind) else job)
+
+        executor.submit = watched_submit
 
 
 @pytest.mark.parametrize("decode_threads", [1, 0])
@@ -91,7 +99,7 @@ def test_many_small_batches_over_several_partitions_every_record_once(codec):
     must never stand for the next one: that spun for ever once). Fetches of
     gzip or zstd batches are prepared on the decode thread; lz4 and
     uncompressed ones, whose phase 1 costs less than the hand-off, are
-    decoded on the loop (fastkc.fetch.handout.worth_preparing)."""
+    decoded on the loop (fastkc.fetch.completed.worth_preparing)."""
     count, partitions = 40 * 512, 3
     batches = [(base, bg.record_batch(bg.records_from_values([b"%d" % i for i in range(base, base + 512)]),
                                       base_offset=base, codec=codec)) for base in range(0, count, 512)]
@@ -218,7 +226,7 @@ def test_getmany_arrow_decodes_heavy_fetches_off_the_loop(decode_threads):
         async def scenario():
             consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, decode_threads=decode_threads,
                                         max_partition_fetch_bytes=4 * 1024 * 1024, **FAST)
-            watch = _Watch(consumer, "prepare_arrow_step")
+            watch = _Watch(consumer, PrepareArrowStep)
             await consumer.start()
             try:
                 tps = [TopicPartition(TOPIC, p) for p in range(2)]

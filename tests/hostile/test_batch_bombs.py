@@ -173,7 +173,7 @@ def consume_through_bad_batches(fetcher, client, blob, bad_offsets, good_offset,
         delivered.extend(r.offset for r in out.get(TP0, []))
         if good_offset in delivered:
             return seen, delivered
-        if fetcher._pending_error is not None:
+        if fetcher.pending_error is not None:
             continue  # raised by the next poll, after the records before it
         fetcher.send_requests()
         if client.pending("Fetch"):

@@ -95,7 +95,7 @@ def test_next_fetch_is_in_flight_when_poll_returns(kafka_broker, filled_topic):
         while not records:
             records = consumer.poll(timeout_ms=5000)
         # pipelining: the application holds records while a Fetch is on the wire
-        assert consumer._fetcher._in_flight_nodes, "no fetch in flight after poll returned"
+        assert consumer._fetcher.planner.in_flight_nodes, "no fetch in flight after poll returned"
 
 
 def test_incremental_fetch_session_is_established(kafka_broker, filled_topic):
@@ -104,7 +104,7 @@ def test_incremental_fetch_session_is_established(kafka_broker, filled_topic):
         tps = _assign_all(consumer, topic)
         for _ in range(6):
             consumer.poll(timeout_ms=300)
-        sessions = consumer._fetcher._sessions
+        sessions = consumer._fetcher.planner.sessions
         assert sessions and all(s.session_id != 0 and s.epoch >= 1 for s in sessions.values())
         assert set().union(*(s.partitions_in_session() for s in sessions.values())) == set(tps)
 
@@ -112,7 +112,7 @@ def test_incremental_fetch_session_is_established(kafka_broker, filled_topic):
         _assign_all(consumer, topic)
         for _ in range(3):
             consumer.poll(timeout_ms=300)
-        assert all(s.session_id == 0 for s in consumer._fetcher._sessions.values())
+        assert all(s.session_id == 0 for s in consumer._fetcher.planner.sessions.values())
 
 
 def test_deserializers_apply(kafka_broker, filled_topic):

@@ -39,7 +39,7 @@ def _read(bootstrap, topic, ends, decode_threads, max_records, isolation_level):
                 polls.append(({tp.partition: [tuple(r) for r in recs] for tp, recs in got.items()}, positions))
             elif all(positions[p] >= ends[p] for p in positions):
                 break
-        assert (consumer._fetcher._worker is not None) == bool(decode_threads)
+        assert consumer._fetcher.decode_ahead == bool(decode_threads)
         steps = dict(consumer._fetcher.decode_steps)
     finally:
         consumer.close()

@@ -13,6 +13,7 @@ import pytest
 
 from fastkc import KafkaConsumer, errors
 from fastkc.config import consumer_config
+from fastkc.decode_executor import ThreadDecodeExecutor
 from fastkc.fetch import Fetcher
 from fastkc.structs import TopicPartition
 from tests.support import batchgen as bg
@@ -51,8 +52,8 @@ class Run:
         self.log = []
 
     def settle(self):
-        worker = self.fetcher._worker
-        if self.wait and worker is not None:
+        worker = self.fetcher.decode_executor
+        if self.wait and isinstance(worker, ThreadDecodeExecutor):
             assert worker.wait_idle(10)
 
     def observe(self, what):
@@ -165,7 +166,7 @@ CODECS = {"none": bg.NONE, "lz4": bg.LZ4, "zstd": bg.ZSTD, "gzip": bg.GZIP}
 def test_decode_worker_changes_nothing_the_application_sees(name, codec):
     script = SCRIPTS[name](CODECS[codec])
     expected, plain = run_script(script, 0, wait=False)
-    assert plain._worker is None
+    assert not plain.decode_ahead and not isinstance(plain.decode_executor, ThreadDecodeExecutor)
     assert any(entry[0] == "records" and entry[1] for entry in expected)
     for wait in (True, False):
         got, threaded = run_script(script, 1, wait=wait)
@@ -181,7 +182,7 @@ def test_the_twin_backend_has_no_worker(twin_backend):
 
     with using_backend(twin_backend):
         client, fetcher = _fetcher(decode_threads=1)
-    assert fetcher._worker is None
+    assert not fetcher.decode_ahead and not isinstance(fetcher.decode_executor, ThreadDecodeExecutor)
 
 
 @pytest.mark.parametrize("value", [2, -1, "1", None, 1.0])
@@ -215,7 +216,7 @@ def test_consumer_reads_the_same_with_and_without_the_worker():
                 consumer.assign(tps)
                 records = _read_all(consumer, tps, 120)
                 seen[dt] = (sorted(records), {tp.partition: consumer.position(tp) for tp in tps})
-                assert (consumer._fetcher._worker is not None) == (dt == 1)
+                assert isinstance(consumer._fetcher.decode_executor, ThreadDecodeExecutor) == (dt == 1)
             finally:
                 consumer.close()
         assert seen[0] == seen[1] and len(seen[0][0]) == 120
@@ -241,9 +242,9 @@ def test_close_while_the_worker_is_busy_returns_within_its_bound(monkeypatch):
     run = Run(1, wait=False)
     run.do("assign", [0, 1], {0: 0, 1: 0})
     run.do("fetch", {0: lambda start: blob, 1: lambda start: blob})
-    worker = run.fetcher._worker
+    worker = run.fetcher.decode_executor
     assert started.wait(10), "the worker never started a step"
-    thread = worker._thread
+    thread = worker.thread
     t0 = time.monotonic()
     assert run.fetcher.close_worker(10)
     assert time.monotonic() - t0 < 5
@@ -269,8 +270,8 @@ def test_wakeup_interrupts_a_poll_with_the_worker():
             timer.join()
         finally:
             consumer.close()
-        thread = consumer._fetcher._worker
-        assert thread is None  # close() stopped and dropped it
+        worker = consumer._fetcher.decode_executor
+        assert worker.started and not worker.thread.is_alive()  # close() stopped and joined it
 
 
 def test_a_forgotten_consumer_does_not_block_exit():
@@ -291,7 +292,7 @@ def test_a_forgotten_consumer_does_not_block_exit():
                 n += sum(len(v) for v in c.poll(timeout_ms=200).values())
                 if n >= 5:
                     break
-            assert c._fetcher._worker.started
+            assert c._fetcher.decode_executor.started
             print("read", n)
         """ % broker.bootstrap)
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

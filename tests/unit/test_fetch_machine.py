@@ -32,10 +32,10 @@ class MachineRunner:
         self.now = 1000.0
         self.cluster = ClusterMetadata()
         self.cluster.update(fs.metadata(), all_topics=False)
-        self.app = FetchMachine(_config(scenario), self.cluster, clock=lambda: self.now)
+        self.app = FetchMachine(_config(scenario), self.cluster)
         self.app.assign(list(scenario.assign))
         self.app.on_metadata(self.cluster)  # the leader epochs seen from here on
-        _MADE.append(self.app)
+        _MADE.append(self)
 
     def version_for(self, api):  # the link: every broker ready, Fetch v12
         return FETCH_VERSION if api == "Fetch" else 0
@@ -56,6 +56,10 @@ class MachineRunner:
     def metadata(self, answer):
         self.cluster.update(answer, all_topics=False)
         self.app.on_metadata(self.cluster)
+
+    def close_worker(self, timeout):
+        assert self.app.take_decode_jobs() == []  # the machine alone makes none (decode_threads=0)
+        return True
 
 
 class SyncDriverRunner:
@@ -158,7 +162,7 @@ class AioDriverRunner:
         self.driver._task.cancel()
         self.loop.run_until_complete(asyncio.gather(self.driver._task, return_exceptions=True))
         self.loop.close()
-        return self.driver.machine.close_worker(timeout)
+        return self.driver.decode_executor.close(timeout)
 
 
 @pytest.fixture(autouse=True)

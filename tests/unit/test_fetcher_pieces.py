@@ -5,7 +5,7 @@ that small blobs take many steps."""
 import pytest
 
 from fastkc import errors
-from fastkc.fetch import handout as fetcher_module
+from fastkc.fetch import buffer as fetcher_module
 from tests.support import batchgen as bg
 from tests.support.scripted_fetch import TP0
 from tests.support.scripted_fetch import answer_fetch as _answer_fetch

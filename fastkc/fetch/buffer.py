@@ -1,7 +1,8 @@
-"""Handing fetched data to the application: the buffered CompletedFetches,
-their decoder streams, fetched_records() / fetched_arrow(), and the decode
-worker's scheduling. Python runs here once per buffered fetch (and step);
-every record is decoded and built in C by fastkc.records.
+"""The record buffer and its hand-out (Java's FetchBuffer + FetchCollector):
+the buffered CompletedFetches (completed.py), their decoder streams,
+fetched_records() / fetched_arrow(), and the decode-ahead jobs. Python runs
+here once per buffered fetch (and step); every record is decoded and built
+in C by fastkc.records.
 
 Two offsets per partition:
 - `position`: the next offset the application will be given (what
@@ -15,24 +16,47 @@ a batch only when it is reached and hands out at most the records asked for,
 within the memory budget of fastkc.config.decode_budget(). poll() keeps
 draining the partition whose fetch it left mid-way before it starts another
 (`_in_line`), so one partition's decoded batch is alive at a time.
+
+Decode ahead, two ways, each a job a driver runs through its
+`fastkc.decode_executor.DecodeExecutor` (this part owns no thread):
+- `decode_ahead` (the sync consumer's decode_threads=1): after a Fetch
+  answer was buffered and after a take that returned records, the first
+  fetches the next take will reach get a PrepareRecordsStep
+  (`take_decode_jobs()`, the driver submits them).
+- `prepared_only` takes (the asyncio consumer): a take hands out only
+  prepared steps of heavy fetches and names the fetch it stopped at in
+  `unprepared`; the caller submits `prepare_job(unprepared, ...)`.
+
+Interface to the other parts: `add` (the planner buffers a fetch),
+`fetched` (a Fetch answer was handled), `drop` (a seek, reset, truncation or
+unassignment clears a partition's buffer), `discard_prepared` (pause).
 """
 from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
 from fastkc import records as fastkc_records
+from fastkc.config import Config, decode_budget
 from fastkc.errors import CorruptRecordError
-from fastkc.fetch.base import MachineParts
+from fastkc.fetch.completed import (
+    ARROW_STEP_MAX,
+    CompletedFetch,
+    PrepareArrowStep,
+    PreparedArrowStep,
+    PrepareRecordsStep,
+    worth_preparing,
+)
+from fastkc.fetch.partitions import FetchPartitions
 from fastkc.structs import ConsumerRecord, TopicPartition
 
 if TYPE_CHECKING:
     from fastkc._backend import RecordStream
     from fastkc.fetch.state import PartitionState
-    from fastkc.metrics import ResponseTally
+    from fastkc.metrics import ConsumerMetrics
 
 # a pyarrow.RecordBatch (pyarrow has no type information)
 _RecordBatch = Any
-#: a records blob: a slice of the Fetch response (memoryview) or bytes
-_Buffer = bytes | bytearray | memoryview
+#: a decode-ahead job this part makes
+DecodeJob = PrepareRecordsStep | PrepareArrowStep
 
 # poll() decodes a fetched blob in steps of at most this many records instead
 # of all at once. Why: ~8,000 ConsumerRecords of one 1 MB blob fill several
@@ -47,98 +71,69 @@ _Buffer = bytes | bytearray | memoryview
 # 0.51-0.59; whole blobs → ~193 k, 0.58-0.66.
 _STEP_RECORDS = 1024
 
-# The decode worker (decode_threads=1, fastkc/decode_worker.py) prepares a
-# stream's next step of up to this many records (~1.3 MB of descriptors; a
-# whole 1 MiB fetch of 100-byte records is ~9,500): one thread hand-off
-# (tens of us) per fetch, not per poll. poll() still builds objects in
-# pieces of _STEP_RECORDS from it.
+# A decode-ahead job (decode_threads=1) prepares a stream's next step of up
+# to this many records (~1.3 MB of descriptors; a whole 1 MiB fetch of
+# 100-byte records is ~9,500): one thread hand-off (tens of us) per fetch,
+# not per poll. poll() still builds objects in pieces of _STEP_RECORDS from it.
 _PREPARE_RECORDS = 16384
 # Streams with a step prepared or in preparation at once: the partition
 # poll() is draining and the next one in line. Each prepared step holds at
 # most half the per-step decompressed budget (plus its open batch), so the
 # two together stay within what one step may hold today.
 _PREPARE_AHEAD = 2
-_ARROW_STEP_MAX = 1 << 62  # poll_arrow without max_records: no count limit
 
 
-class CompletedFetch:
-    """One partition's data from one Fetch response, parsed; decoded lazily
-    through a decoder stream (see module docstring)."""
+class RecordBuffer:
+    """The buffered fetches and their hand-out (see the module docstring)."""
 
-    __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "stream",
-                 "form", "tally", "records_out", "nothing_to_prepare", "slow_codec_bytes", "arrow_ready")
+    def __init__(self, config: Config, partitions: FetchPartitions, metrics: dict[str, int], *,
+                 decode_ahead: bool) -> None:
+        self.config = config
+        self._partitions = partitions
+        self._metrics = metrics  # the machine's counters; this part adds records and bytes consumed
+        self.sensors: ConsumerMetrics | None = None  # the windowed metrics (the facade sets them)
+        self._buffered_bytes = 0
+        self._next_partition = 0  # round-robin start for the takes
+        # the partition whose buffered fetch a take left mid-way: drained first
+        self._in_line: TopicPartition | None = None
+        # the decoding budget (fastkc.config.decode_budget): per-batch
+        # decompressed bytes and records, decompressed bytes held per step
+        self._max_decompressed, self._max_batch_records, self._max_held = decode_budget(config)
+        self._arrow_zero_copy = bool(config.get("arrow_zero_copy", False))
+        # decode_threads=1 with streams that can prepare off-thread: steps
+        # are prepared ahead (take_decode_jobs)
+        self.decode_ahead = decode_ahead
+        self._prepare_held = max(1, self._max_held // _PREPARE_AHEAD)
+        self._decode_jobs: list[DecodeJob] = []
+        # record steps the takes handed out from a step prepared off the
+        # caller's thread, had to wait for (being prepared), or decoded themselves
+        self.decode_steps = {"prepared": 0, "waited": 0, "inline": 0}
+        self.unprepared: CompletedFetch | None = None  # a prepared_only take: the fetch it stopped at
+        # fetched_arrow() was called last: no record streams are prepared for
+        # fetches as they arrive (the Arrow form would start its own)
+        self._records_form = True
 
-    def __init__(self, tp: TopicPartition, fetch_offset: int, data: _Buffer, aborted: list[tuple[int, int]] | None,
-                 next_offset: int, leader_epoch: int, nbytes: int) -> None:
-        self.tp = tp
-        self.fetch_offset = fetch_offset  # where the stream starts / has got to
-        self.data = data
-        self.aborted = aborted
-        self.next_offset = next_offset  # from the scan: one past the complete entries
-        self.leader_epoch = leader_epoch
-        self.nbytes = nbytes
-        # The decoder over `data`, for poll() ("records") or poll_arrow()
-        # ("arrow"); a call asking for the other form starts a new stream
-        # from the position (the decoder skips what is below it).
-        self.stream: RecordStream | None = None
-        self.form: str | None = None
-        # metrics: the response's ResponseTally (None when metrics are off)
-        # and the records handed out from this fetch, added per step
-        self.tally: ResponseTally | None = None
-        self.records_out = 0
-        # set by an off-thread prepare() of the records stream that found
-        # nothing to do with no step kept: the stream is used up or failed,
-        # so what is left of it (the end, or its sticky error) is cheap to
-        # take on the caller's thread (fetched_records(prepared_only=True))
-        self.nothing_to_prepare = False
-        # bytes of its entries compressed with gzip, snappy or zstd (the
-        # scan's count): what makes its steps heavy (worth_preparing)
-        self.slow_codec_bytes = 0
-        # an Arrow step of its stream decoded off the caller's thread
-        # (prepare_arrow_step), waiting to be handed out by fetched_arrow
-        self.arrow_ready: PreparedArrowStep | None = None
+    @property
+    def _states(self) -> "dict[TopicPartition, PartitionState]":
+        return self._partitions.states
 
+    # --- the other parts' side -------------------------------------------------------------
+    def add(self, state: "PartitionState", completed: CompletedFetch) -> None:
+        """A fetched partition's data, buffered after what it holds (contiguous:
+        the planner checked it answers the fetch_offset)."""
+        state.buffered.append(completed)
+        self._buffered_bytes += completed.nbytes
 
-class PreparedArrowStep:
-    """One Arrow step decoded off the caller's thread into a builder of its
-    own: the rows (None when it appended none), the stream it advanced (it
-    is handed out only while that stream is still the fetch's), how many
-    rows were handed out so far, and the CorruptRecordError that ended it
-    after those rows (reported once every row before it is out)."""
+    def fetched(self) -> None:
+        """A Fetch answer was handled: with decode_ahead (and records taken
+        last), the first steps of the new data can be prepared while the
+        application goes on (a take may still be handing out older data)."""
+        if self.decode_ahead and self._records_form:
+            self._prepare_ahead(self.config["key_deserializer"], self.config["value_deserializer"])
 
-    __slots__ = ("batch", "stream", "error", "taken")
-
-    def __init__(self, batch: _RecordBatch | None, stream: "RecordStream", error: CorruptRecordError | None) -> None:
-        self.batch = batch
-        self.stream = stream
-        self.error = error
-        self.taken = 0
-
-
-
-# Which fetches have their steps prepared off the caller's thread
-# (prepared_only): any holding gzip-, snappy- or zstd-compressed entries --
-# inflating costs milliseconds per MiB of output, and a few KiB of
-# compressible data can inflate to MiBs, so their compressed size says
-# little -- and any larger than BYTES_WORTH_PREPARING. Uncompressed and lz4
-# data (liblz4 in C, ~4 GB/s) cost ~20-50 ns a record in phase 1, less than
-# the thread hand-off (~50-100 us) for a take of a few thousand records, and
-# about what building those records costs on the loop anyway. Measured on
-# the e2e bench (2 M x 100 B, lz4, 1 MiB fetches per partition): preparing
-# every step off the loop cost fastkc.aio 5-30 % of its rate.
-BYTES_WORTH_PREPARING = 4 * 1024 * 1024
-
-
-def worth_preparing(completed: CompletedFetch) -> bool:
-    """Whether a fetch's decode steps are heavy enough to prepare off the
-    caller's thread (see BYTES_WORTH_PREPARING)."""
-    return completed.slow_codec_bytes > 0 or completed.nbytes >= BYTES_WORTH_PREPARING
-
-
-class HandoutMixin(MachineParts):
-    """The FetchMachine's application side (see the module docstring)."""
-
-    def _drop_buffered(self, state: "PartitionState") -> None:
+    def drop(self, state: "PartitionState") -> None:
+        """Clear a partition's buffered fetches: it is fetched again from its
+        position."""
         for completed in state.buffered:
             self._buffered_bytes -= completed.nbytes
             if completed.tally is not None:
@@ -149,46 +144,44 @@ class HandoutMixin(MachineParts):
         if self._in_line == state.tp:
             self._in_line = None
         state.stalled = False
-        self._replan()
+        self._partitions.replan()
         if state.position is not None:
             state.fetch_offset = state.position
             state.fetch_epoch = state.position_epoch
 
-
-    def raise_pending(self) -> None:
-        if self._pending_error is not None:
-            error, self._pending_error = self._pending_error, None
-            raise error
+    def discard_prepared(self, state: "PartitionState") -> None:
+        """A paused partition: a step prepared ahead is not delivered later;
+        the stream goes, and the next take after resume() decodes again from
+        the position (the fetched bytes stay buffered)."""
+        if not self.decode_ahead or not state.buffered:
+            return
+        completed = state.buffered[0]
+        if completed.stream is not None and completed.form == "records" and completed.fetch_offset == state.position:
+            completed.stream = None
+            completed.form = None
 
     def has_buffered(self) -> bool:
-        return any(s.buffered and not s.paused for s in self.states.values())
+        return any(s.buffered and not s.paused for s in self._states.values())
 
     def buffered_bytes(self) -> int:
         return self._buffered_bytes
 
     def _ordered_states(self) -> "list[PartitionState]":
-        states = list(self.states.values())
-        if not states:
-            return states
-        start = self._next_partition % len(states)
-        self._next_partition = start + 1
-        states = states[start:] + states[:start]
-        # The fetch poll() left mid-way is drained first (Java's
-        # nextInLineFetch): one partition's decoded batch is alive at a time.
-        in_line = self.states.get(self._in_line) if self._in_line is not None else None
-        if in_line is not None and in_line.buffered and states[0] is not in_line:
-            states.remove(in_line)
-            states.insert(0, in_line)
-        return states
+        """The partitions in the order this take visits them (_take_order);
+        the next take starts one partition further on."""
+        order = self._take_order()
+        if order:
+            self._next_partition = self._next_partition % len(order) + 1
+        return order
 
-    def _stop_at_bad_batch(self, state: "PartitionState", exc: CorruptRecordError, handed_out_to: int | None,
-                           advance: bool = True) -> None:
+    def stop_at_bad_batch(self, state: "PartitionState", exc: CorruptRecordError, handed_out_to: int | None,
+                          now: float, advance: bool = True) -> None:
         """After a CorruptRecordError: drop what is buffered, move the position
         past the records already handed out (`handed_out_to`: the offset after
         the last, or None) to the bad batch, and fetch again from there after
         retry_backoff_ms — the records before it are delivered, the error
         surfaces next, nothing is skipped."""
-        self._drop_buffered(state)
+        self.drop(state)
         if advance:
             if handed_out_to is not None:
                 state.position = handed_out_to
@@ -196,7 +189,7 @@ class HandoutMixin(MachineParts):
             if bad_offset is not None and bad_offset > state.position:
                 state.position = bad_offset
         state.fetch_offset = state.position
-        state.next_retry = self._clock() + self._backoff
+        state.next_retry = now + self.config["retry_backoff_ms"] / 1000.0
 
     def _stream(self, state: "PartitionState", completed: CompletedFetch, form: str, key_deserializer: Any = None,
                 value_deserializer: Any = None) -> "RecordStream | None":
@@ -206,7 +199,7 @@ class HandoutMixin(MachineParts):
         if completed.stream is not None and completed.form == form:
             return completed.stream
         if completed.stream is None and completed.fetch_offset != state.position:
-            self._drop_buffered(state)  # stale: fetch again
+            self.drop(state)  # stale: fetch again
             return None
         position = state.position
         # data is buffered only while there is a position: every move that
@@ -236,17 +229,19 @@ class HandoutMixin(MachineParts):
             return max(stream.next_offset, completed.next_offset)
         return stream.next_offset
 
-    def _used_up(self, state: "PartitionState", completed: CompletedFetch) -> None:
+    def used_up(self, state: "PartitionState", completed: CompletedFetch) -> None:
+        """A fetch whose records are all out leaves the buffer (consumed)."""
         state.buffered.popleft()
         self._buffered_bytes -= completed.nbytes
-        self.metrics["bytes-consumed-total"] += completed.nbytes
+        self._metrics["bytes-consumed-total"] += completed.nbytes
         if completed.tally is not None:
             completed.tally.done(state.tp.topic, completed.nbytes, completed.records_out)
         if self._in_line == state.tp:
             self._in_line = None
 
-    def fetched_records(self, max_records: int, update_offsets: bool = True, key_deserializer: Any = None,
-                        value_deserializer: Any = None, partitions: Container[TopicPartition] | None = None,
+    def fetched_records(self, now: float, max_records: int, update_offsets: bool = True,
+                        key_deserializer: Any = None, value_deserializer: Any = None,
+                        partitions: Container[TopicPartition] | None = None,
                         prepared_only: bool = False) -> dict[TopicPartition, list[ConsumerRecord]]:
         """{tp: [ConsumerRecord]} of up to max_records buffered records (of
         `partitions` only, when given: aiokafka's getmany(*partitions)). A
@@ -292,8 +287,8 @@ class HandoutMixin(MachineParts):
                     else:
                         self.unprepared = completed
                         break
-                elif self._worker is not None:
-                    # where this step's phase 1 comes from (metrics: how much the worker took over)
+                elif self.decode_ahead:
+                    # where this step's phase 1 comes from (metrics: how much the decode thread took over)
                     self.decode_steps["waited" if stream.preparing else
                                       "prepared" if stream.pending else "inline"] += 1
                 try:
@@ -306,13 +301,13 @@ class HandoutMixin(MachineParts):
                         completed.records_out += len(good)
                         if update_offsets:
                             state.position_epoch = good[-1].leader_epoch
-                    self._stop_at_bad_batch(state, exc, good[-1].offset + 1 if good else None,
-                                            advance=update_offsets)
+                    self.stop_at_bad_batch(state, exc, good[-1].offset + 1 if good else None, now,
+                                           advance=update_offsets)
                     if taken:
-                        self._pending_error = exc
+                        self._partitions.fail(exc)
                         break
                     if out:
-                        self._pending_error = exc
+                        self._partitions.fail(exc)
                         return out
                     raise
                 if chunk:
@@ -331,7 +326,7 @@ class HandoutMixin(MachineParts):
                         state.position_epoch = completed.leader_epoch
                 completed.fetch_offset = stream.next_offset
                 if done:
-                    self._used_up(state, completed)
+                    self.used_up(state, completed)
                 else:
                     self._in_line = tp
                     if not chunk:
@@ -340,13 +335,13 @@ class HandoutMixin(MachineParts):
                     break
             if not update_offsets:
                 # the position stays: what was handed out will be fetched again
-                self._drop_buffered(state)
+                self.drop(state)
             if taken:
                 out[tp] = taken
-                self.metrics["records-consumed-total"] += len(taken)
+                self._metrics["records-consumed-total"] += len(taken)
             if self.sensors is not None and update_offsets:
                 self.sensors.partition_position(state)  # lag and lead: once per partition per poll
-        if self._worker is not None and out and update_offsets:
+        if self.decode_ahead and out and update_offsets:
             self._prepare_ahead(key_deserializer, value_deserializer)
         if prepared_only and self.unprepared is None and update_offsets:
             self.unprepared = self._next_to_prepare(key_deserializer, value_deserializer, partitions)
@@ -371,27 +366,29 @@ class HandoutMixin(MachineParts):
         return None
 
     def _take_order(self) -> "list[PartitionState]":
-        """The partitions in the order the next take will visit them (as
-        _ordered_states() will give them, without moving its rotation): the
-        in-line one first."""
-        states = list(self.states.values())
+        """The partitions in the order the next take will visit them, without
+        moving the rotation: round-robin from where the last take started
+        plus one, the in-line one first -- the fetch a take left mid-way is
+        drained first (Java's nextInLineFetch): one partition's decoded batch
+        is alive at a time."""
+        states = list(self._states.values())
         if not states:
             return states
-        start = self._next_partition % len(states)  # where _ordered_states() will start next
+        start = self._next_partition % len(states)
         order = states[start:] + states[:start]
-        in_line = self.states.get(self._in_line) if self._in_line is not None else None
+        in_line = self._states.get(self._in_line) if self._in_line is not None else None
         if in_line is not None and in_line.buffered and order[0] is not in_line:
             order.remove(in_line)
             order.insert(0, in_line)
         return order
 
     def _prepare_ahead(self, key_deserializer: Any, value_deserializer: Any) -> None:
-        """Hand the worker the next steps the next poll() will need: the
-        first buffered fetch of the partitions in the order that poll will
-        take them (the in-line one first), _PREPARE_AHEAD of them."""
-        worker = self._worker
-        assert worker is not None  # both callers prepare ahead only with a decode worker
+        """The jobs for the next steps the next take will need: the first
+        buffered fetch of the partitions in the order that take will visit
+        them (the in-line one first), _PREPARE_AHEAD of them. They replace
+        jobs the driver has not taken (hints for an older buffer)."""
         order = self._take_order()
+        jobs: list[DecodeJob] = []
         ahead = 0
         for state in order:
             if ahead >= _PREPARE_AHEAD:
@@ -409,49 +406,35 @@ class HandoutMixin(MachineParts):
                 continue
             ahead += 1
             if not stream.done and not stream.pending:
-                worker.submit(stream, _PREPARE_RECORDS, self._prepare_held)
+                jobs.append(PrepareRecordsStep(completed, _PREPARE_RECORDS, self._prepare_held))
+        self._decode_jobs = jobs
 
-    def prepare_step(self, completed: CompletedFetch, max_records: int = _PREPARE_RECORDS) -> None:
-        """Prepare the next step (at most max_records) of `completed`'s records
-        stream (the one fetched_records(prepared_only=True) named). Runs on
-        the asyncio driver's decode thread: it touches only that stream (which
-        has its own lock) and the fetch's nothing_to_prepare flag, never the
-        machine's state; a fetch dropped meanwhile (seek, pause, unassign)
-        gets a step nobody reads, freed with it."""
-        stream = completed.stream
-        if stream is None or completed.form != "records":
-            return
-        if not stream.prepare(max_records, self._prepare_held) and not stream.prepared:
-            completed.nothing_to_prepare = True
+    def take_decode_jobs(self) -> list[DecodeJob]:
+        """The decode-ahead jobs made since the last call (decode_ahead), for
+        the driver's executor."""
+        jobs, self._decode_jobs = self._decode_jobs, []
+        return jobs
 
-    def close_worker(self, timeout: float = 5.0) -> bool:
-        """Stop and join the decode worker (close()); True when it is gone."""
-        worker, self._worker = self._worker, None
-        return worker.stop(timeout) if worker is not None else True
+    def prepare_job(self, completed: CompletedFetch, max_records: int, arrow: bool = False) -> DecodeJob:
+        """The job preparing the next step of `completed` (the fetch a
+        prepared_only take named in `unprepared`): at most max_records
+        records, or with `arrow` an Arrow step of at most max_records rows."""
+        if arrow:
+            return PrepareArrowStep(completed, max_records, self._max_held, self._arrow_zero_copy)
+        return PrepareRecordsStep(completed, max_records, self._prepare_held)
 
-    def _discard_prepared(self, state: "PartitionState") -> None:
-        # A prepared step of a paused partition is not delivered later: the
-        # stream goes, and the next poll after resume() decodes again from
-        # the position (the fetched bytes stay buffered).
-        if self._worker is None or not state.buffered:
-            return
-        completed = state.buffered[0]
-        if completed.stream is not None and completed.form == "records" and completed.fetch_offset == state.position:
-            completed.stream = None
-            completed.form = None
-
-    def fetched_arrow(self, max_records: int, partitions: Container[TopicPartition] | None = None,
+    def fetched_arrow(self, now: float, max_records: float, partitions: Container[TopicPartition] | None = None,
                       prepared_only: bool = False) -> list[_RecordBatch]:
         """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
-        max_records buffered records across partitions (of `partitions`
-        only, when given), or an empty list;
-        positions advanced. The steps append to one ArrowBuilder (one copy of
-        the data, no join afterwards); a step ends before the batch would pass
-        Arrow's int32 offsets, and the rest is handed out by the next call.
+        max_records buffered records (inf: no limit) across partitions (of
+        `partitions` only, when given), or an empty list; positions
+        advanced. The steps append to one ArrowBuilder (one copy of the data,
+        no join afterwards); a step ends before the batch would pass Arrow's
+        int32 offsets, and the rest is handed out by the next call.
 
         prepared_only (the asyncio driver): a heavy fetch (worth_preparing)
         is not decoded here; its rows come from a step decoded off this
-        thread (prepare_arrow_step) and are joined to the others' (one copy
+        thread (prepare_job(..., arrow=True)) and are joined to the others' (one copy
         of those rows). The take stops at a heavy fetch with no step ready
         and names it in `self.unprepared`."""
         builder = fastkc_records.arrow_builder(zero_copy=self._arrow_zero_copy)
@@ -483,29 +466,29 @@ class HandoutMixin(MachineParts):
                     if ready is None or ready.stream is not stream:
                         self.unprepared = completed
                         return finish()
-                    n, error = self._hand_out_prepared_arrow(state, completed, stream, ready, remaining, pieces)
+                    n, error = self._hand_out_prepared_arrow(state, completed, stream, ready, remaining, pieces, now)
                     remaining -= n
                     if error is not None:
                         if builder.num_rows or pieces:
-                            self._pending_error = error
+                            self._partitions.fail(error)
                             return finish()
                         raise error
                     continue
                 try:
-                    appended = stream.arrow(int(min(remaining, _ARROW_STEP_MAX)), self._max_held, None, builder)
+                    appended = stream.arrow(int(min(remaining, ARROW_STEP_MAX)), self._max_held, None, builder)
                 except CorruptRecordError as exc:
                     # the step's records before the bad batch are in the builder
                     last_offset = builder.last_offset  # None while the builder holds no row
                     handed_out_to = last_offset + 1 if stream.last_totals[0] and last_offset is not None else None
-                    self._stop_at_bad_batch(state, exc, handed_out_to)
+                    self.stop_at_bad_batch(state, exc, handed_out_to, now)
                     if builder.num_rows:
-                        self._pending_error = exc
+                        self._partitions.fail(exc)
                         return [builder.finish()]
                     raise
                 if appended:
                     remaining -= appended
                     completed.records_out += appended
-                    self.metrics["records-consumed-total"] += appended
+                    self._metrics["records-consumed-total"] += appended
                 if not self._arrow_step_ended(state, completed, stream) and not appended:
                     return finish()  # full (int32 offsets)
         return finish()
@@ -524,21 +507,21 @@ class HandoutMixin(MachineParts):
         if done:
             if completed.leader_epoch >= 0:
                 state.position_epoch = completed.leader_epoch
-            self._used_up(state, completed)
+            self.used_up(state, completed)
         else:
             self._in_line = state.tp
         return done
 
     def _hand_out_prepared_arrow(self, state: "PartitionState", completed: CompletedFetch, stream: "RecordStream",
-                                 ready: PreparedArrowStep, remaining: int, pieces: list[_RecordBatch],
-                                 ) -> tuple[int, CorruptRecordError | None]:
+                                 ready: PreparedArrowStep, remaining: float, pieces: list[_RecordBatch],
+                                 now: float) -> tuple[int, CorruptRecordError | None]:
         """Up to `remaining` rows of a prepared Arrow step into `pieces`; once
         all its rows are out, the position moves as a step on this thread
         would have moved it (or stops at its bad batch: the error is
         returned). Returns (rows handed out, error)."""
         batch = ready.batch
         rows = batch.num_rows if batch is not None else 0
-        n = min(rows - ready.taken, remaining)
+        n = int(min(rows - ready.taken, remaining))
         last = None
         if n > 0:
             assert batch is not None  # rows > 0
@@ -547,7 +530,7 @@ class HandoutMixin(MachineParts):
             pieces.append(piece)
             last = int(piece.column("offset")[n - 1].as_py())
             completed.records_out += n
-            self.metrics["records-consumed-total"] += n
+            self._metrics["records-consumed-total"] += n
         if ready.taken < rows:  # the rest waits for the next call; the stream has gone past it
             assert last is not None
             state.position = last + 1
@@ -555,27 +538,7 @@ class HandoutMixin(MachineParts):
             return n, None
         completed.arrow_ready = None
         if ready.error is not None:
-            self._stop_at_bad_batch(state, ready.error, last + 1 if last is not None else None)
+            self.stop_at_bad_batch(state, ready.error, last + 1 if last is not None else None, now)
             return n, ready.error
         self._arrow_step_ended(state, completed, stream)
         return n, None
-
-    def prepare_arrow_step(self, completed: CompletedFetch, max_records: int) -> None:
-        """Decode the next Arrow step (at most max_records rows) of
-        `completed`'s stream into a builder of its own, kept in
-        `completed.arrow_ready` for fetched_arrow(prepared_only=True). Runs on
-        the asyncio driver's decode thread: it touches only that stream and
-        the fetch's arrow_ready; a fetch dropped meanwhile keeps a step
-        nobody reads."""
-        stream = completed.stream
-        if stream is None or completed.form != "arrow" or completed.arrow_ready is not None:
-            return
-        builder = fastkc_records.arrow_builder(zero_copy=self._arrow_zero_copy)
-        error = None
-        try:
-            stream.arrow(int(min(max_records, _ARROW_STEP_MAX)), self._max_held, None, builder)
-        except CorruptRecordError as exc:
-            error = exc  # the rows before the bad batch stay in the builder
-        if completed.stream is stream:
-            completed.arrow_ready = PreparedArrowStep(builder.finish() if builder.num_rows else None, stream, error)
-

@@ -50,6 +50,7 @@ class CeilingReader:
         self.consumer = KafkaConsumer(**config)
         self._fetcher = self.consumer._fetcher
         self._client = self.consumer._client
+        self._clock = self.consumer._clock
 
     def poll_raw(self, timeout_ms: float = 0) -> int:
         """Records CRC-checked from every buffered fetch (all of them, like
@@ -57,7 +58,7 @@ class CeilingReader:
         some; 0 when none came in time."""
         consumer = self.consumer
         fetcher = self._fetcher
-        clock = consumer._clock
+        clock = self._clock
         deadline = clock() + max(0, timeout_ms) / 1000.0
         while True:
             fetcher.raise_pending()
@@ -88,7 +89,7 @@ class CeilingReader:
                     records, next_offset = check_blob(completed.data, tp.topic, tp.partition, state.position)
                 except CorruptRecordError as exc:
                     # the position stays before the bad batch; fetched again only after retry_backoff_ms
-                    buffer.stop_at_bad_batch(state, exc, None, self.consumer._clock(), advance=False)
+                    buffer.stop_at_bad_batch(state, exc, None, self._clock(), advance=False)
                     raise
                 total += records
                 state.position = max(next_offset, completed.next_offset)

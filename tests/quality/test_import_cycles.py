@@ -23,11 +23,6 @@ KNOWN: dict = {
     # goes when the Arrow stream stands on the consumer engine
     ("fastkc.arrow_stream", "fastkc.consumer"):
         "consumer <-> arrow_stream: the stream reads KafkaConsumer's internals",
-    # FetchMachine's mixins type each other (base <-> handout, offsets, planner,
-    # state, machine): goes when FetchMachine is composed of parts
-    ("fastkc.fetch.base", "fastkc.fetch.handout", "fastkc.fetch.machine", "fastkc.fetch.offsets",
-     "fastkc.fetch.planner", "fastkc.fetch.state"):
-        "the fetch/ circle: FetchMachine's mixins import each other",
 }
 
 

@@ -14,7 +14,7 @@ from fastkc.config import Config
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.client import ClusterMetadata
+    from fastkc.cluster.metadata import ClusterMetadata
     from fastkc.decode_worker import DecodeWorker
     from fastkc.errors import ProtocolParseError
     from fastkc.fetch.handout import CompletedFetch

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
 from fastkc import _backend
-from fastkc.client import ClusterMetadata
+from fastkc.cluster.metadata import ClusterMetadata
 from fastkc.config import Config, decode_budget
 from fastkc.decode_worker import DecodeWorker
 from fastkc.errors import IncompatibleBrokerVersion, KafkaProtocolError, ProtocolParseError

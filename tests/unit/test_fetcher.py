@@ -8,7 +8,7 @@ import pytest
 
 from fastkc import errors
 from fastkc import records as fastkc_records
-from fastkc.client import ClusterMetadata
+from fastkc.cluster.metadata import ClusterMetadata
 from fastkc.config import consumer_config
 from fastkc.fetch import Fetcher, FetchSession
 from fastkc.protocol import codec

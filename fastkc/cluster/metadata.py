@@ -121,7 +121,7 @@ class ClusterMetadata:
                 # nothing could connect there: leave it out (its partitions
                 # look leaderless and are looked up again), as if not sent
                 log.warning("ignoring broker %s advertised at %r:%s (not a usable address: %s)",
-                            b["node_id"], _shortened(b["host"]), b["port"], problem)
+                            b["node_id"], loggable_host(b["host"]), b["port"], problem)
                 continue
             brokers[b["node_id"]] = BrokerMetadata(b["node_id"], b["host"], b["port"], b["rack"])
         self.brokers = brokers
@@ -168,8 +168,9 @@ class ClusterMetadata:
         return leaders
 
 
-def _shortened(host: object) -> object:
-    """A hostile host name in a log line: its start and its length."""
+def loggable_host(host: object) -> object:
+    """A host name from the wire as a log line shows it: a hostile one's
+    start and its length."""
     if isinstance(host, str) and len(host) > 80:
         return "{0}... ({1} characters)".format(host[:60], len(host))
     return host

@@ -1,0 +1,139 @@
+"""Both clients (fastkc.client.KafkaClient, fastkc.aio.client.AioClient)
+against the fake broker, where they hand the cluster core (fastkc.cluster)
+their connections: the same verdict for an unparseable handshake answer (the
+drift issue 22 found), and a broker named leader again connecting at once
+instead of after its grown reconnect backoff (issue 23, item 3)."""
+import asyncio
+import time
+
+import pytest
+
+from fastkc import errors
+from fastkc.aio.client import AioClient
+from fastkc.client import KafkaClient
+from fastkc.cluster import MAX_PARSE_FAILURES
+from fastkc.config import consumer_config
+from fastkc.structs import TopicPartition
+from tests.hostile import kit
+
+TP = TopicPartition("t", 0)
+SECOND = 2  # a second node id for the fake broker's own address (a second connection to it)
+SETTINGS = dict(request_timeout_ms=1000, fetch_max_wait_ms=100, bootstrap_timeout_ms=3000, reconnect_backoff_ms=20,
+                reconnect_backoff_max_ms=30000, retry_backoff_ms=20)
+
+
+def _config(broker, **overrides):
+    return consumer_config(dict(SETTINGS, bootstrap_servers=broker.bootstrap, **overrides))
+
+
+@pytest.fixture
+def broker():
+    b = kit.FakeBroker(topics={"t": 1}, records=5, sasl=None)
+    yield b
+    b.close()
+    assert not b.errors, "the fake broker failed while serving: {0!r}".format(b.errors)
+
+
+# --- one verdict for an unparseable handshake answer ------------------------------------------------
+def _bootstrap_sync(config):
+    client = KafkaClient(config)
+    try:
+        client.bootstrap()
+    finally:
+        client.close()
+
+
+def _bootstrap_aio(config):
+    async def run():
+        client = AioClient(config)
+        try:
+            await client.bootstrap()
+        finally:
+            await client.close()
+    asyncio.run(asyncio.wait_for(run(), 30))
+
+
+@pytest.mark.parametrize("bootstrap", [_bootstrap_sync, _bootstrap_aio], ids=["sync", "aio"])
+def test_unparseable_api_versions_answers_are_retried_then_the_parse_error_is_raised(broker, bootstrap):
+    broker.script("ApiVersions", kit.truncated())
+    with pytest.raises(errors.ProtocolParseError):
+        bootstrap(_config(broker))
+    # each garbage answer closed its connection; the limit's answer is raised
+    assert broker.count("ApiVersions") == MAX_PARSE_FAILURES
+
+
+@pytest.mark.parametrize("bootstrap", [_bootstrap_sync, _bootstrap_aio], ids=["sync", "aio"])
+def test_fewer_unparseable_handshake_answers_than_the_limit_are_survived(broker, bootstrap):
+    broker.script("ApiVersions", kit.truncated(), times=MAX_PARSE_FAILURES - 1)
+    bootstrap(_config(broker))
+    assert broker.count("ApiVersions") == MAX_PARSE_FAILURES
+
+
+# --- a leader named again connects at once ----------------------------------------------------------
+def _second_node_leads(header, body, default):
+    """The fake broker also advertised as node 2, which leads every partition."""
+    first = default["brokers"][0]
+    default["brokers"].append(dict(first, node_id=SECOND))
+    for topic in default["topics"]:
+        for partition in topic["partitions"]:
+            partition.update(leader_id=SECOND, replica_nodes=[SECOND], isr_nodes=[SECOND])
+    return default
+
+
+def _grown_backoff(core):
+    """The connection failed as a broker down for a while leaves it: 30 s to wait."""
+    core.fail(errors.KafkaConnectionError("refused"), time.monotonic(), backoff_failures=12)
+    assert core.backoff_remaining(time.monotonic()) > 20.0
+
+
+def test_sync_client_reconnects_a_leader_named_again_at_once(broker):
+    broker.script("Metadata", kit.answer(_second_node_leads))
+    client = KafkaClient(_config(broker))
+    try:
+        client.bootstrap()
+        client.add_topics(["t"])
+        client.wait_for_metadata(3000)
+        assert client.cluster.leader_for(TP) == SECOND
+        deadline = time.monotonic() + 3
+        while not client.ready(SECOND):
+            assert time.monotonic() < deadline, "node 2 never became ready"
+            client.poll(0.05)
+        _grown_backoff(client.connection(SECOND).core)
+        client.wait_for_metadata(3000)  # answered through node 1: node 2 leads t
+        began = time.monotonic()
+        while not client.ready(SECOND):
+            assert time.monotonic() - began < 2.0, "node 2 waited out its backoff"
+            client.poll(0.05)
+    finally:
+        client.close()
+
+
+def test_aio_client_reconnects_a_leader_named_again_at_once(broker):
+    broker.script("Metadata", kit.answer(_second_node_leads))
+
+    async def scenario():
+        client = AioClient(_config(broker))
+        try:
+            await client.bootstrap()
+            client.add_topics(["t"])
+            await client.wait_for_metadata(3000)
+            assert client.cluster.leader_for(TP) == SECOND
+            await client.request("ListOffsets", _list_offsets(), node_id=SECOND)  # node 2 connected
+            conn = client.connection(SECOND)
+            await conn.close()
+            _grown_backoff(conn.core)
+            assert not client.ready(SECOND)  # backing off: no attempt
+            await client.wait_for_metadata(3000)
+            began = time.monotonic()
+            while not client.ready(SECOND):
+                assert time.monotonic() - began < 2.0, "node 2 waited out its backoff"
+                await asyncio.sleep(0.05)
+        finally:
+            await client.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def _list_offsets():
+    return {"replica_id": -1, "isolation_level": 0, "topics": [
+        {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]}

@@ -50,6 +50,10 @@ from fastkc.protocol import codec
 
 log = logging.getLogger(__name__)
 
+#: what a failed bootstrap attempt raises (the next server is tried, unless it is fatal)
+_ATTEMPT_FAILED: tuple[type[BaseException], ...] = (
+    KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, ProtocolParseError) + FATAL_CONNECT_ERRORS
+
 
 class AioClient:
     def __init__(self, config: Config) -> None:
@@ -104,8 +108,7 @@ class AioClient:
                     except TimeoutError:
                         last_error = KafkaTimeoutError("bootstrap from {0}:{1} timed out".format(conn.host, conn.port))
                         await conn.close()
-                    except (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, ProtocolParseError,
-                            *FATAL_CONNECT_ERRORS) as exc:
+                    except _ATTEMPT_FAILED as exc:
                         # what the attempt failed with, as KafkaClient.bootstrap reads it (for an
                         # unparseable handshake answer: the parse-failure policy's verdict)
                         last_error = conn.core.last_error if conn.core.last_error is not None else exc

@@ -261,8 +261,8 @@ class ClusterCore:
         if best is not None:
             return best
         for node_id in self.cluster.brokers:
-            link = links.get(node_id)
-            if link is None or link.backoff_remaining(now) == 0:
+            spare = links.get(node_id)
+            if spare is None or spare.backoff_remaining(now) == 0:
                 return node_id
         return next(iter(self.cluster.brokers), None)
 

@@ -160,7 +160,7 @@ class ClusterMetadata:
 
     def leaders_of(self, topics: Iterable[str]) -> set[int]:
         """The known brokers that lead a partition of `topics`."""
-        leaders = set()
+        leaders: set[int] = set()
         for name in topics:
             topic = self.topics.get(name)
             if topic is not None:

@@ -62,7 +62,7 @@ from fastkc.cluster import (
     TopicMetadata,
     is_fatal,
 )
-from fastkc.cluster.core import SPARE_CONNECTION_IDLE_S
+from fastkc.cluster.core import SPARE_CONNECTION_IDLE_S, ClusterCoreDriver
 from fastkc.config import Config, build_ssl_context
 from fastkc.conn import BrokerConnection
 from fastkc.errors import (
@@ -84,7 +84,7 @@ log = logging.getLogger(__name__)
 _WAKEUP = object()  # the selector key data of the wakeup socket
 
 
-class KafkaClient:
+class KafkaClient(ClusterCoreDriver):
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self._clock = clock
@@ -334,15 +334,6 @@ class KafkaClient:
             self.raise_fatal()
 
     # --- metadata ------------------------------------------------------------------------
-    @property
-    def subscribe_all_topics(self) -> bool:
-        """A pattern subscription: every refresh asks for all topics."""
-        return self.policy.subscribe_all_topics
-
-    @subscribe_all_topics.setter
-    def subscribe_all_topics(self, value: bool) -> None:
-        self.policy.subscribe_all_topics = value
-
     def add_topics(self, topics: Iterable[str]) -> None:
         self.policy.add_topics(topics)
 
@@ -500,9 +491,6 @@ class KafkaClient:
         for listener in self.on_disconnect:
             listener(node_id)
 
-    def raise_fatal(self) -> None:
-        """Raise (once) an error no retry can fix that a connection or refresh met."""
-        self.policy.raise_fatal()
 
     def enable_wakeup(self) -> None:
         """Let another thread interrupt a poll (`wakeup()`): a socket pair

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from fastkc.cluster import FATAL_CONNECT_ERRORS, Body, ClusterCore, ClusterMetadata, Link, is_fatal
+from fastkc.cluster.core import ClusterCoreDriver
 from fastkc.config import Config, build_ssl_context
 from fastkc.errors import (
     IllegalStateError,
@@ -55,7 +56,7 @@ _ATTEMPT_FAILED: tuple[type[BaseException], ...] = (
     KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, ProtocolParseError) + FATAL_CONNECT_ERRORS
 
 
-class AioClient:
+class AioClient(ClusterCoreDriver):
     def __init__(self, config: Config) -> None:
         self.config = config
         #: the I/O-free cluster policy (shared with fastkc.client.KafkaClient)
@@ -312,15 +313,6 @@ class AioClient:
         return conn.send_nowait(api_name, body, answered, version=version)
 
     # --- metadata -------------------------------------------------------------------------------
-    @property
-    def subscribe_all_topics(self) -> bool:
-        """A pattern subscription: every refresh asks for all topics."""
-        return self.policy.subscribe_all_topics
-
-    @subscribe_all_topics.setter
-    def subscribe_all_topics(self, value: bool) -> None:
-        self.policy.subscribe_all_topics = value
-
     def add_topics(self, topics: Iterable[str]) -> None:
         if self.policy.add_topics(topics):
             self._wake_metadata_loop()
@@ -403,9 +395,6 @@ class AioClient:
         for listener in list(self.on_change):
             listener()
 
-    def raise_fatal(self) -> None:
-        """Raise (once) an error no retry can fix that a connection or refresh met."""
-        self.policy.raise_fatal()
 
     async def close(self) -> None:
         if self._closed:

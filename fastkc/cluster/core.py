@@ -322,3 +322,23 @@ class ClusterCore:
         if self._fatal_error is not None:
             error, self._fatal_error = self._fatal_error, None
             raise error
+
+
+class ClusterCoreDriver:
+    """What both clients expose of their ClusterCore in the same words (a
+    base class without state of its own: the client sets `policy`)."""
+
+    policy: ClusterCore
+
+    @property
+    def subscribe_all_topics(self) -> bool:
+        """A pattern subscription: every refresh asks for all topics."""
+        return self.policy.subscribe_all_topics
+
+    @subscribe_all_topics.setter
+    def subscribe_all_topics(self, value: bool) -> None:
+        self.policy.subscribe_all_topics = value
+
+    def raise_fatal(self) -> None:
+        """Raise (once) an error no retry can fix that a connection or refresh met."""
+        self.policy.raise_fatal()

@@ -110,13 +110,14 @@ class AioClient(ClusterCoreDriver):
                         last_error = KafkaTimeoutError("bootstrap from {0}:{1} timed out".format(conn.host, conn.port))
                         await conn.close()
                     except _ATTEMPT_FAILED as exc:
-                        # what the attempt failed with, as KafkaClient.bootstrap reads it (for an
-                        # unparseable handshake answer: the parse-failure policy's verdict)
-                        last_error = conn.core.last_error if conn.core.last_error is not None else exc
-                        if is_fatal(last_error):
-                            if last_error is exc:
-                                raise
-                            raise last_error from None  # the verdict itself, not the lost connection
+                        if is_fatal(exc):
+                            raise
+                        # an unparseable handshake answer has no caller: the connection
+                        # failed with the policy's verdict (as KafkaClient.bootstrap reads it)
+                        verdict = conn.core.last_error
+                        if verdict is not None and is_fatal(verdict):
+                            raise verdict from None
+                        last_error = exc
                         if conn.core.state is not ConnectionState.DISCONNECTED:
                             await conn.close()
                 remaining = deadline - self._clock()

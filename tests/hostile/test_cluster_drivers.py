@@ -67,20 +67,22 @@ def _bootstrap_aio(config):
     asyncio.run(asyncio.wait_for(run(), 30))
 
 
+@pytest.mark.parametrize("api", ["ApiVersions", "Metadata"])  # a handshake answer, a caller's answer
 @pytest.mark.parametrize("bootstrap", [_bootstrap_sync, _bootstrap_aio], ids=["sync", "aio"])
-def test_unparseable_api_versions_answers_are_retried_then_the_parse_error_is_raised(broker, bootstrap):
-    broker.script("ApiVersions", kit.truncated())
+def test_unparseable_bootstrap_answers_are_retried_then_the_parse_error_is_raised(broker, bootstrap, api):
+    broker.script(api, kit.truncated())
     with pytest.raises(errors.ProtocolParseError):
         bootstrap(_config(broker))
     # each garbage answer closed its connection; the limit's answer is raised
-    assert broker.count("ApiVersions") == MAX_PARSE_FAILURES
+    assert broker.count(api) == MAX_PARSE_FAILURES
 
 
+@pytest.mark.parametrize("api", ["ApiVersions", "Metadata"])
 @pytest.mark.parametrize("bootstrap", [_bootstrap_sync, _bootstrap_aio], ids=["sync", "aio"])
-def test_fewer_unparseable_handshake_answers_than_the_limit_are_survived(broker, bootstrap):
-    broker.script("ApiVersions", kit.truncated(), times=MAX_PARSE_FAILURES - 1)
+def test_fewer_unparseable_bootstrap_answers_than_the_limit_are_survived(broker, bootstrap, api):
+    broker.script(api, kit.truncated(), times=MAX_PARSE_FAILURES - 1)
     bootstrap(_config(broker))
-    assert broker.count("ApiVersions") == MAX_PARSE_FAILURES
+    assert broker.count(api) == MAX_PARSE_FAILURES
 
 
 # --- a leader named again connects at once ----------------------------------------------------------

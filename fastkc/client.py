@@ -178,7 +178,7 @@ class KafkaClient(ClusterCoreDriver):
                         assert last_error is not None  # is_fatal(None) is False; said for the type checker
                         raise last_error
                     if conn.has_untried_address():
-                        conn.core.retry_now(now)  # the next address of the same server, at once
+                        conn.core.retry_at(now)  # the next address of the same server, at once
                         turn -= 1
                     conn = None
                     continue
@@ -271,6 +271,7 @@ class KafkaClient(ClusterCoreDriver):
                 return False
             return bool(conn.can_send())
         if conn.state is ConnectionState.DISCONNECTED:
+            self.policy.connection_wanted(node_id, conn.core, self._clock())
             conn.connect()
             self._sync(conn)
         return False

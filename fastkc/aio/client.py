@@ -206,6 +206,8 @@ class AioClient(ClusterCoreDriver):
             return False
         if conn.ready:
             return conn.core.can_send()
+        if conn.state is ConnectionState.DISCONNECTED and node_id not in self._connecting:
+            self.policy.connection_wanted(node_id, conn.core, self._clock())
         if conn.state is ConnectionState.DISCONNECTED and node_id not in self._connecting \
                 and conn.core.backoff_remaining(self._clock()) == 0:
             task = asyncio.get_running_loop().create_task(self._connect(node_id, conn))

@@ -17,11 +17,14 @@ pass it `now` (their monotonic clock, in seconds):
 - **leaders back**: a broker that a Metadata answer names as the leader of
   a wanted partition, while its connection waits out a reconnect backoff
   that grew while it was down (reconnect_backoff_max_ms is 30 s by
-  kafka-python's default), may connect at once: its partitions are read
-  again as soon as it leads them, not 11-13 s later. Bounded: at most one
-  such early attempt per broker every LEADER_RETRY_INTERVAL_S (Java's whole
-  reconnect.backoff.max.ms), and the failure count is kept, so a broker that
-  keeps refusing backs off as before between them.
+  kafka-python's default), is tried again at once the first time, then at
+  most LEADER_RETRY_INTERVAL_S (Java's whole reconnect.backoff.max.ms)
+  after the previous early attempt: its partitions are read again about a
+  second after it is back, not 11-13 s later. Applied when an answer names
+  it and whenever a driver wants its connection (`connection_wanted`: the
+  fetcher asks for its leaders' every poll); bounded: at most one early
+  attempt per broker per interval, and the failure count is kept (its own
+  backoff, when shorter, still rules).
 - **least-loaded node**: a ready broker with the fewest requests in flight,
   else one that is not backing off, else any known one.
 - **parse failures**: an unparseable answer fails its connection with a
@@ -102,7 +105,7 @@ class Link(Protocol):
 
     def fail(self, error: BaseException, now: float, backoff_failures: int = 0) -> None: ...
 
-    def retry_now(self, now: float) -> None: ...
+    def retry_at(self, when: float) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,9 @@ class ClusterCore:
         self._in_flight: RefreshRequest | None = None
         # when the last refresh attempt failed or left a wanted topic incomplete
         self._backoff_from: float | None = None
-        # node id -> when a Metadata answer last let it connect before its backoff ended
+        # the brokers that lead a wanted partition, as of the last answer
+        self._wanted_leaders: frozenset[int] = frozenset()
+        # node id -> when it was last let connect before its backoff ended
         self._leader_retries: dict[int, float] = {}
         # (host, port, api name) -> unparseable responses in a row
         self._parse_failures: dict[tuple[str, int, str], int] = {}
@@ -238,16 +243,33 @@ class ClusterCore:
 
     def _let_leaders_reconnect(self, links: Mapping[int, Link], now: float) -> None:
         wanted: Iterable[str] = self.cluster.topics if self.subscribe_all_topics else self._topics
-        for node_id in self.cluster.leaders_of(wanted):
+        self._wanted_leaders = frozenset(self.cluster.leaders_of(wanted))
+        for node_id in self._wanted_leaders:
             link = links.get(node_id)
-            if link is None or link.established or link.connecting or link.backoff_remaining(now) == 0:
-                continue
-            last = self._leader_retries.get(node_id)
-            if last is not None and now - last < LEADER_RETRY_INTERVAL_S:
-                continue
-            self._leader_retries[node_id] = now
-            log.debug("broker %s leads wanted partitions again: connecting before its backoff ends", node_id)
-            link.retry_now(now)
+            if link is not None:
+                self._retry_leader(node_id, link, now)
+
+    def connection_wanted(self, node_id: int, link: Link, now: float) -> None:
+        """A driver wants node_id's connection (ready()) while it is down: if
+        the last answer named it leader of a wanted partition, its grown
+        backoff gives way as after that answer (the module docstring's
+        "leaders back"). A refused connect fails at once on a local host,
+        before the lost-connection rule could ask for metadata: this is what
+        keeps such a broker tried about once a second."""
+        if node_id in self._wanted_leaders:
+            self._retry_leader(node_id, link, now)
+
+    def _retry_leader(self, node_id: int, link: Link, now: float) -> None:
+        if link.established or link.connecting:
+            return
+        last = self._leader_retries.get(node_id)
+        earliest = now if last is None else max(now, last + LEADER_RETRY_INTERVAL_S)
+        if link.backoff_remaining(now) <= earliest - now:
+            return  # its own backoff ends first
+        self._leader_retries[node_id] = earliest
+        log.debug("broker %s leads wanted partitions: its next attempt in %.2f s, not after its backoff",
+                  node_id, earliest - now)
+        link.retry_at(earliest)
 
     # --- connections -----------------------------------------------------------------------------
     def least_loaded_node(self, links: Mapping[int, Link], now: float) -> int | None:

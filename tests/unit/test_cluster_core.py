@@ -54,7 +54,7 @@ class FakeLink:
         self.idle = idle
         self.last_error = None
         self.failed = []  # (error, backoff_failures)
-        self.retried = []
+        self.retried = []  # the `when` of each early attempt granted
 
     ready = property(lambda self: self.state == "ready")
     established = property(lambda self: self.state == "ready")
@@ -74,9 +74,8 @@ class FakeLink:
         self.state = "disconnected"
         self.last_error = error
 
-    def retry_now(self, now):
-        self.retried.append(now)
-        self.backoff = 0.0
+    def retry_at(self, when):
+        self.retried.append(when)
 
 
 # --- metadata parsing ------------------------------------------------------------------------------
@@ -301,32 +300,59 @@ def _connection(port):
     return ConnectionCore("127.0.0.1", port, dict(DEFAULTS, security_protocol="PLAINTEXT"))
 
 
+def _named_leader(core, link, now):
+    """A Metadata answer at `now` naming node 1 (at `link`) leader of t/0."""
+    core.begin_refresh()
+    core.refresh_answered(_answer(leaders={0: 1}), now, {1: link})
+
+
+def _refused_once(link, now):
+    link.start_connecting(now)
+    link.transport_lost(errors.KafkaConnectionError("refused"), now)
+
+
 def test_a_leader_named_again_connects_at_once_then_backs_off_as_before():
     core = _core()
     core.set_topics(["t"])
     down = _connection(9091)
     now = _refused_many_times(down, 0.0, 10)  # kafka-python's defaults: 50 ms doubling to 30 s
-    grown = down.backoff_remaining(now)
-    assert grown > 10.0
+    assert down.backoff_remaining(now) > 10.0
     failures = down.failures
-    core.begin_refresh()
-    core.refresh_answered(_answer(leaders={0: 1}), now, {1: down})
+    _named_leader(core, down, now)
     assert down.backoff_remaining(now) == 0.0  # one attempt at once
     assert down.failures == failures  # the count kept
-    # that attempt is refused too: the backoff is as long as it was going to be
-    down.start_connecting(now)
-    down.transport_lost(errors.KafkaConnectionError("refused"), now)
+    # that attempt is refused too: the backoff is as long as it was going to be ...
+    _refused_once(down, now)
+    assert down.failures == failures + 1
     assert down.backoff_remaining(now) > 10.0
-    # a next answer within the interval does not let it try again ...
-    soon = now + LEADER_RETRY_INTERVAL_S / 2
-    core.begin_refresh()
-    core.refresh_answered(_answer(leaders={0: 1}), soon, {1: down})
-    assert down.backoff_remaining(soon) > 9.0
-    # ... one after it does: at most one early attempt per interval, whatever the refresh rate
-    later = now + LEADER_RETRY_INTERVAL_S
-    core.begin_refresh()
-    core.refresh_answered(_answer(leaders={0: 1}), later, {1: down})
+    # ... but the answer its refusal asks for lets the next attempt come one interval after the last
+    soon = now + 0.01
+    _named_leader(core, down, soon)
+    assert down.backoff_remaining(soon) == pytest.approx(LEADER_RETRY_INTERVAL_S - 0.01)
+    # more answers within the interval change nothing: one early attempt per interval, whatever the refresh rate
+    _named_leader(core, down, soon + 0.5)
+    assert down.backoff_remaining(soon + 0.5) == pytest.approx(LEADER_RETRY_INTERVAL_S - 0.51)
+    # refused again at its moment: the next one, an interval later
+    then = now + LEADER_RETRY_INTERVAL_S
+    _refused_once(down, then)
+    _named_leader(core, down, then + 0.01)
+    assert down.backoff_remaining(then + 0.01) == pytest.approx(LEADER_RETRY_INTERVAL_S - 0.01)
+    # long after the last early attempt (the broker led nothing wanted meanwhile): at once again
+    later = then + 60.0
+    _refused_once(down, later)
+    _named_leader(core, down, later)
     assert down.backoff_remaining(later) == 0.0
+
+
+def test_a_shorter_backoff_of_its_own_rules():
+    core = _core()
+    core.set_topics(["t"])
+    link = FakeLink(state="disconnected", backoff=0.2)
+    _named_leader(core, link, 0.0)  # the first time: at once
+    assert link.retried == [0.0]
+    link.backoff = 0.4
+    _named_leader(core, link, 0.1)  # the next early attempt would be at 1.0: its own at 0.5 comes first
+    assert link.retried == [0.0]
 
 
 def test_only_leaders_of_wanted_partitions_that_are_backing_off_are_touched():
@@ -341,7 +367,7 @@ def test_only_leaders_of_wanted_partitions_that_are_backing_off_are_touched():
     answer["topics"].append(_answer(leaders={0: 3}, topic="u")["topics"][0])
     core.refresh_answered(answer, now, {1: connected, 2: follower, 3: other_topic})
     assert connected.retried == []
-    assert follower.backoff_remaining(now) > 0 and other_topic.backoff_remaining(now) > 0
+    assert follower.backoff_remaining(now) > 1.0 and other_topic.backoff_remaining(now) > 1.0
     # a pattern subscription wants every topic
     core.subscribe_all_topics = True
     core.begin_refresh()
@@ -356,3 +382,29 @@ def test_a_leader_not_in_the_broker_list_is_not_touched():
     core.begin_refresh()
     core.refresh_answered(_answer(leaders={0: 4}), 0.0, {4: gone})  # node 4 led it, but is not listed
     assert gone.retried == []
+
+
+def test_a_wanted_leader_that_refuses_at_once_is_tried_about_once_a_second():
+    # A refused connect on a local host fails inside the attempt, before any
+    # Metadata answer could follow it: the driver's ready() asks the core.
+    core = _core()
+    core.set_topics(["t"])
+    down = _connection(9091)
+    _named_leader(core, FakeLink(), 0.0)  # node 1 leads t/0 (connected then)
+    now = _refused_many_times(down, 0.0, 10)
+    attempts = []
+    t = now
+    while t < now + 5.0:  # a driver polling every 50 ms, attempting whenever allowed
+        core.connection_wanted(1, down, t)
+        if down.backoff_remaining(t) == 0:
+            attempts.append(t)
+            _refused_once(down, t)
+        t += 0.05
+    gaps = [b - a for a, b in zip(attempts, attempts[1:])]
+    assert attempts[0] == now and len(attempts) in (5, 6), attempts
+    assert all(abs(g - LEADER_RETRY_INTERVAL_S) <= 0.05 + 1e-9 for g in gaps), gaps  # the driver's 50 ms tick
+    # a broker that leads nothing wanted keeps its backoff
+    other = _connection(9092)
+    later = _refused_many_times(other, 0.0, 10)
+    core.connection_wanted(2, other, later)
+    assert other.backoff_remaining(later) > 10.0

@@ -18,6 +18,11 @@ refreshed every metadata_max_age_ms, and at once when anything calls
 UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH and when
 a connection is lost.
 
+The cluster policy (refresh rules, least-loaded node, parse failures, idle
+connections, fatal errors, leaders reconnected when they come back) is
+fastkc.cluster.ClusterCore's, shared with the asyncio client: this module
+does the I/O and asks it.
+
 Failures, in one place (so every API behaves alike, whoever called it):
 - Each connection phase has request_timeout_ms (conn.py); `bootstrap()`
   drives one bootstrap server at a time through connect, TLS, ApiVersions,
@@ -27,7 +32,7 @@ Failures, in one place (so every API behaves alike, whoever called it):
   verification, authorization) are raised at once.
 - A response that cannot be parsed (the codec's or the Fetch parser's
   ProtocolParseError) closes its connection with backoff, and
-  `parse_failed()` counts it per (broker address, API): below
+  `parse_failed()` (the cluster core's rule) counts it per (broker address, API): below
   MAX_PARSE_FAILURES the caller gets a retriable KafkaConnectionError and its
   usual retry path (re-fetch, coordinator lookup, request retry, next
   bootstrap server) runs after the backoff; at the limit it gets the
@@ -43,13 +48,24 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
+from fastkc.cluster import (
+    MAX_PARSE_FAILURES,
+    Body,
+    BrokerMetadata,
+    ClusterCore,
+    ClusterMetadata,
+    Link,
+    PartitionMetadata,
+    TopicMetadata,
+    is_fatal,
+)
+from fastkc.cluster.core import SPARE_CONNECTION_IDLE_S, ClusterCoreDriver
 from fastkc.config import Config, build_ssl_context
 from fastkc.conn import BrokerConnection
 from fastkc.errors import (
-    AuthorizationError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
@@ -57,130 +73,18 @@ from fastkc.errors import (
     NoBrokersAvailable,
     NodeNotReadyError,
     ProtocolParseError,
-    SaslAuthenticationFailedError,
-    SslAuthenticationError,
-    UnsupportedSaslMechanismError,
     for_code,
 )
 from fastkc.net.core import EVENTS as CONN_EVENTS
-from fastkc.net.core import ConnectionState
+from fastkc.net.core import Callback, ConnectionState
 from fastkc.protocol import codec
-from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
-#: a request or response body as the protocol codec reads and writes it
-Body = dict[str, Any]
-#: callback(response, error): the decoded body (or (payload, version) raw) or the error
-Callback = Callable[[Any, BaseException | None], None]
-
-
-class BrokerMetadata(NamedTuple):
-    node_id: int
-    host: str
-    port: int
-    rack: str | None
-
-
-class PartitionMetadata(NamedTuple):
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    error_code: int
-
-
-class TopicMetadata(NamedTuple):
-    name: str
-    topic_id: bytes | None
-    is_internal: bool
-    partitions: dict[int, PartitionMetadata]
-    error_code: int
-
-
-_NULL_TOPIC_ID = bytes(16)
 _WAKEUP = object()  # the selector key data of the wakeup socket
-# Errors that no retry can fix: raised to the application at once.
-_FATAL_CONNECT_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, AuthorizationError,
-                         SslAuthenticationError)
-#: Unparseable responses of one API from one broker tolerated (each closes the
-#: connection and backs off) before the ProtocolParseError reaches the caller.
-MAX_PARSE_FAILURES = 3
 
 
-class ClusterMetadata:
-    """What the last Metadata response said, plus bookkeeping for refreshes."""
-
-    def __init__(self) -> None:
-        self.brokers: dict[int, BrokerMetadata] = {}
-        self.topics: dict[str, TopicMetadata] = {}
-        self.topic_names_by_id: dict[bytes, str] = {}
-        self.cluster_id: str | None = None
-        self.controller_id = -1
-        self.last_refresh: float | None = None  # monotonic seconds of the last successful update
-        self.all_topics_known = False
-
-    def update(self, response: Body, *, all_topics: bool) -> None:
-        brokers = {}
-        for b in response["brokers"]:
-            if not b["host"] or not 0 < b["port"] < 65536 or b["node_id"] < 0:
-                # nothing could connect there: leave it out (its partitions
-                # look leaderless and are looked up again), as if not sent
-                log.warning("ignoring broker %s advertised at %r:%s (not a usable address)",
-                            b["node_id"], b["host"], b["port"])
-                continue
-            brokers[b["node_id"]] = BrokerMetadata(b["node_id"], b["host"], b["port"], b["rack"])
-        self.brokers = brokers
-        self.cluster_id = response["cluster_id"]
-        self.controller_id = response["controller_id"]
-        fresh = {}
-        for t in response["topics"]:
-            if t["name"] is None:
-                continue
-            partitions = {
-                p["partition_index"]: PartitionMetadata(p["partition_index"], p["leader_id"], p["leader_epoch"],
-                                                        tuple(p["replica_nodes"]), tuple(p["isr_nodes"]),
-                                                        p["error_code"])
-                for p in t["partitions"]
-            }
-            topic_id = t["topic_id"] if t["topic_id"] != _NULL_TOPIC_ID else None
-            fresh[t["name"]] = TopicMetadata(t["name"], topic_id, t["is_internal"], partitions, t["error_code"])
-        if all_topics:
-            self.topics = fresh
-        else:
-            self.topics.update(fresh)
-        self.all_topics_known = all_topics
-        self.topic_names_by_id = {t.topic_id: t.name for t in self.topics.values() if t.topic_id is not None}
-
-    def partition(self, tp: TopicPartition) -> PartitionMetadata | None:
-        topic = self.topics.get(tp.topic)
-        if topic is None:
-            return None
-        return topic.partitions.get(tp.partition)
-
-    def leader_for(self, tp: TopicPartition) -> int | None:
-        meta = self.partition(tp)
-        if meta is None or meta.leader < 0:
-            return None
-        return meta.leader
-
-
-def metadata_request_body(topics: Iterable[str], all_topics: bool, allow_auto_create_topics: bool) -> Body:
-    """The Metadata request a refresh sends (both clients, sync and asyncio):
-    every topic (a pattern subscription, topics()) or the named ones."""
-    names = None if all_topics else [{"name": t} for t in sorted(topics)]
-    return {"topics": names, "allow_auto_topic_creation": bool(allow_auto_create_topics)}
-
-
-def metadata_incomplete(cluster: ClusterMetadata, topics: Container[str]) -> bool:
-    """True when a wanted topic came back with an error or a partition
-    without leader (an election in progress): look again after the backoff."""
-    return any(t.error_code != 0 or any(p.leader < 0 for p in t.partitions.values())
-               for name, t in cluster.topics.items() if name in topics)
-
-
-class KafkaClient:
+class KafkaClient(ClusterCoreDriver):
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self._clock = clock
@@ -189,19 +93,14 @@ class KafkaClient:
         self._registered: dict[BrokerConnection, tuple[socket.socket, int, int]] = {}
         self._conns: dict[int, BrokerConnection] = {}
         self._bootstrap_conn: BrokerConnection | None = None
-        self.cluster = ClusterMetadata()
+        #: the I/O-free cluster policy (metadata refreshes, least-loaded node,
+        #: parse failures, idle connections, fatal errors): this client does its I/O
+        self.policy = ClusterCore.from_config(config)
+        #: the metadata cache (the policy's)
+        self.cluster: ClusterMetadata = self.policy.cluster
         self._ssl_context: ssl.SSLContext | None = None
         if config["security_protocol"] in ("SSL", "SASL_SSL"):
             self._ssl_context = build_ssl_context(config)
-        self._metadata_topics: set[str] = set()  # topics the consumer needs
-        self.subscribe_all_topics = False  # a pattern subscription: every refresh asks for all topics
-        self._metadata_wanted = False
-        self._metadata_all_wanted = False
-        self._metadata_in_flight = False
-        self._metadata_failed_at: float | None = None
-        self._fatal_error: BaseException | None = None
-        # (host, port, api name) -> unparseable responses in a row
-        self._parse_failures: dict[tuple[str, int, str], int] = {}
         # (read, write) sockets, when enable_wakeup() was called
         self._wakeup_pair: tuple[socket.socket, socket.socket] | None = None
         # thread ident -> check(): raises to end that thread's blocking call
@@ -275,10 +174,11 @@ class KafkaClient:
                         # (still up: the Metadata request failed, with its error)
                         conn.fail(last_error)
                     self._unregister(conn)
-                    if isinstance(last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)):
+                    if is_fatal(last_error):
+                        assert last_error is not None  # is_fatal(None) is False; said for the type checker
                         raise last_error
-                    if conn._address_index < len(conn._addresses):
-                        conn._next_attempt = 0.0  # the next address of the same server, at once
+                    if conn.has_untried_address():
+                        conn.core.retry_at(now)  # the next address of the same server, at once
                         turn -= 1
                     conn = None
                     continue
@@ -304,8 +204,7 @@ class KafkaClient:
                 if other is not conn or not _answered_ok(answer):
                     self._unregister(other, lost=False)
                     other.close()
-        self.cluster.update(answer[0][0], all_topics=False)
-        self.cluster.last_refresh = self._clock()
+        self.policy.bootstrap_answered(answer[0][0], self._clock())
         self.bootstrapped = True
         self.bootstrap_api_versions = dict(conn.api_versions)
         if self._bootstrap_conn is not None and self._bootstrap_conn is not conn:
@@ -323,33 +222,17 @@ class KafkaClient:
 
     # --- parse failures (see the module docstring) ------------------------------------------------
     def parse_failed(self, conn: BrokerConnection, api_name: str, exc: ProtocolParseError) -> BaseException:
-        """A response of `api_name` from `conn` could not be parsed: close the
-        connection with backoff and return the error the caller must see — a
-        retriable KafkaConnectionError below MAX_PARSE_FAILURES in a row from
-        this broker for this API, the ProtocolParseError itself from then on."""
-        key = (conn.host, conn.port, api_name)
-        count = self._parse_failures.get(key, 0) + 1
-        self._parse_failures[key] = count
-        log.warning("%s response from %s:%s could not be parsed (%d in a row): %s",
-                    api_name, conn.host, conn.port, count, exc)
-        lost = KafkaConnectionError("{0}:{1} closed after an unparseable {2} response ({3} of {4} tolerated): "
-                                    "{5}".format(conn.host, conn.port, api_name, count, MAX_PARSE_FAILURES, exc))
-        lost.__cause__ = exc
-        # an ApiVersions / SASL answer (also a re-authentication's), not a caller's request
-        handshake = not conn.established or api_name in ("SaslHandshake", "SaslAuthenticate")
-        # the other requests on the connection lost it: theirs is the retriable error
-        conn.fail(lost, backoff_failures=count)
-        error: BaseException = exc if count >= MAX_PARSE_FAILURES else lost
-        if handshake:
-            # an ApiVersions / SASL answer has no caller to hand the error to:
-            # the attempt fails with it (bootstrap and _connection_lost read it)
-            conn.last_error = error
+        """A response of `api_name` from `conn` could not be parsed: the
+        policy fails the connection with backoff and says what the caller
+        must see — a retriable KafkaConnectionError below MAX_PARSE_FAILURES
+        in a row from this broker for this API, the ProtocolParseError itself
+        from then on."""
+        error = self.policy.parse_failed(conn.core, api_name, exc, self._clock())
         self._sync(conn)
         return error
 
     def parse_ok(self, conn: BrokerConnection, api_name: str) -> None:
-        if self._parse_failures:
-            self._parse_failures.pop((conn.host, conn.port, api_name), None)
+        self.policy.parse_ok(conn.core, api_name)
 
     # --- connections ---------------------------------------------------------------
     def _conn(self, node_id: int) -> BrokerConnection | None:
@@ -388,6 +271,7 @@ class KafkaClient:
                 return False
             return bool(conn.can_send())
         if conn.state is ConnectionState.DISCONNECTED:
+            self.policy.connection_wanted(node_id, conn.core, self._clock())
             conn.connect()
             self._sync(conn)
         return False
@@ -401,18 +285,11 @@ class KafkaClient:
 
     def least_loaded_node(self) -> int | None:
         """A ready broker with the fewest requests in flight, else any known one."""
-        best: int | None = None
-        best_load: int | None = None
-        for node_id, conn in self._conns.items():
-            if conn.ready and (best_load is None or conn.in_flight_count() < best_load):
-                best, best_load = node_id, conn.in_flight_count()
-        if best is not None:
-            return best
-        candidates = [n for n in self.cluster.brokers if self._conns.get(n) is None or
-                      self._conns[n].backoff_remaining() == 0]
-        if candidates:
-            return candidates[0]
-        return next(iter(self.cluster.brokers), None)
+        return self.policy.least_loaded_node(self._links(), self._clock())
+
+    def _links(self) -> dict[int, Link]:
+        """node id -> its connection's core: what the cluster policy reads."""
+        return {node_id: conn.core for node_id, conn in self._conns.items()}
 
     # --- requests ------------------------------------------------------------------------
     def send(self, node_id: int, api_name: str, body: Body, callback: Callback, *, raw: bool = False,
@@ -455,80 +332,52 @@ class KafkaClient:
             if remaining <= 0:
                 raise KafkaTimeoutError("{0}: no broker answered within {1} ms".format(api_name, timeout_ms))
             self.poll(min(remaining, self.config["retry_backoff_ms"] / 1000.0))
-            self._raise_fatal()
+            self.raise_fatal()
 
     # --- metadata ------------------------------------------------------------------------
     def add_topics(self, topics: Iterable[str]) -> None:
-        new = set(topics) - self._metadata_topics
-        if new:
-            self._metadata_topics |= new
-            self._metadata_wanted = True
+        self.policy.add_topics(topics)
 
     def set_topics(self, topics: Iterable[str]) -> None:
-        wanted = set(topics)
-        if wanted - self._metadata_topics:
-            self._metadata_wanted = True
-        self._metadata_topics = wanted
+        self.policy.set_topics(topics)
 
     def request_metadata_update(self, all_topics: bool = False) -> None:
-        self._metadata_wanted = True
-        if all_topics:
-            self._metadata_all_wanted = True
+        self.policy.request_update(all_topics)
 
     def metadata_due(self) -> bool:
-        if self._metadata_wanted or self._metadata_all_wanted:
-            return True
-        last = self.cluster.last_refresh
-        return last is None or self._clock() - last >= self.config["metadata_max_age_ms"] / 1000.0
+        """A refresh was asked for, or the cache is older than metadata_max_age_ms."""
+        return self.policy.refresh_wanted(self._clock())
 
     def _maybe_refresh_metadata(self) -> None:
-        if self._metadata_in_flight or not self.bootstrapped or not self.metadata_due():
-            return
-        if self._metadata_failed_at is not None and \
-                self._clock() - self._metadata_failed_at < self.config["retry_backoff_ms"] / 1000.0:
+        if not self.bootstrapped or self.policy.refresh_due_in(self._clock()) > 0:
             return
         node_id = self.least_loaded_node()
         if node_id is None or not self.ready(node_id):
             return
-        all_topics = self._metadata_all_wanted or self.subscribe_all_topics
-        body = metadata_request_body(self._metadata_topics, all_topics, self.config["allow_auto_create_topics"])
-        self._metadata_in_flight = True
-        self._metadata_wanted = False
-        self._metadata_all_wanted = False
+        refresh = self.policy.begin_refresh()
 
         def answered(response: Body, error: BaseException | None) -> None:
-            self._metadata_in_flight = False
             if error is not None:
-                if isinstance(error, ProtocolParseError):
-                    self._fatal_error = error  # parse failures past the limit reach the application
-                self._metadata_failed_at = self._clock()
-                self._metadata_wanted = True
-                self._metadata_all_wanted = self._metadata_all_wanted or all_topics
+                self.policy.refresh_failed(error, self._clock())
                 return
-            self._metadata_failed_at = None
-            self.cluster.update(response, all_topics=all_topics)
-            self.cluster.last_refresh = self._clock()
-            # leader elections in progress: look again after the backoff
-            if metadata_incomplete(self.cluster, self._metadata_topics):
-                self._metadata_wanted = True
-                self._metadata_failed_at = self._clock()
+            self.policy.refresh_answered(response, self._clock(), self._links())
             for listener in self.metadata_listeners:
                 listener()
 
-        self.send(node_id, "Metadata", body, answered)
+        self.send(node_id, "Metadata", refresh.body, answered)
 
     def wait_for_metadata(self, timeout_ms: float, all_topics: bool = False) -> None:
         """Refresh metadata now and wait for it (blocking API calls)."""
         before = self.cluster.last_refresh
         self.request_metadata_update(all_topics=all_topics)
         deadline = self._clock() + timeout_ms / 1000.0
-        while self.cluster.last_refresh == before or self._metadata_in_flight or \
+        while self.cluster.last_refresh == before or self.policy.refresh_in_flight or \
                 (all_topics and not self.cluster.all_topics_known):
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise KafkaTimeoutError("no metadata within {0} ms".format(timeout_ms))
             self.poll(min(remaining, 0.1))
-            self._raise_fatal()
+            self.raise_fatal()
 
     # --- the poll loop --------------------------------------------------------------------
     def poll(self, timeout: float) -> None:
@@ -543,8 +392,12 @@ class KafkaClient:
             deadline = conn.next_deadline()
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - now))
-        if self._metadata_wanted and self._metadata_failed_at is not None:
-            wait = min(wait, self.config["retry_backoff_ms"] / 1000.0)
+        if self.bootstrapped:
+            # the refresh's backoff or the cache's age; a refresh due now that
+            # could not start waits for a connection (its deadlines wake us)
+            due = self.policy.refresh_due_in(now)
+            if due > 0:
+                wait = min(wait, due)
         self._poll_sockets(wait)
         now = self._clock()
         for conn in self._all_conns():
@@ -589,12 +442,11 @@ class KafkaClient:
         return conns
 
     def _close_idle(self, now: float) -> None:
-        limit = self.config["connections_max_idle_ms"] / 1000.0
-        for conn in list(self._conns.values()):
-            if conn.ready and conn.idle_for(now) > limit:
-                conn.close()
-                self._sync(conn)
-        if self._bootstrap_conn is not None and self._bootstrap_conn.idle_for(now) > 1.0:
+        for node_id in self.policy.idle_nodes(self._links(), now):
+            conn = self._conns[node_id]
+            conn.close()
+            self._sync(conn)
+        if self._bootstrap_conn is not None and self._bootstrap_conn.idle_for(now) > SPARE_CONNECTION_IDLE_S:
             # no broker matched the bootstrap address: it has done its job
             self._unregister(self._bootstrap_conn)
             self._bootstrap_conn.close()
@@ -635,22 +487,11 @@ class KafkaClient:
             self._connection_lost(conn, conn.node_id)
 
     def _connection_lost(self, conn: BrokerConnection, node_id: int) -> None:
-        # a refused re-authentication (KIP-368) is not raised at once: the
-        # connection had been authenticated, so reconnect; a refusal of the
-        # new connection's authentication reaches the application from there
-        if isinstance(conn.last_error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)) and not conn.reauth_failed:
-            self._fatal_error = conn.last_error
+        self.policy.connection_failed(conn.last_error, reauth_failed=conn.reauth_failed)
         self.request_metadata_update()
         for listener in self.on_disconnect:
             listener(node_id)
 
-    def _raise_fatal(self) -> None:
-        if self._fatal_error is not None:
-            error, self._fatal_error = self._fatal_error, None
-            raise error
-
-    def raise_fatal(self) -> None:
-        self._raise_fatal()
 
     def enable_wakeup(self) -> None:
         """Let another thread interrupt a poll (`wakeup()`): a socket pair
@@ -778,5 +619,7 @@ def broker_error(code: int, what: str) -> BaseException:
     return for_code(code)(what)
 
 
+# The metadata types live in fastkc.cluster (a pure module); named here too,
+# where fastkc's own modules and users imported them from.
 __all__ = ["KafkaClient", "ClusterMetadata", "BrokerMetadata", "PartitionMetadata", "TopicMetadata",
-           "KafkaError", "KafkaConnectionError", "broker_error"]
+           "KafkaError", "KafkaConnectionError", "MAX_PARSE_FAILURES", "broker_error"]

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from fastkc.cluster.metadata import address_problem
 from fastkc.config import Config
 from fastkc.errors import KafkaConnectionError, ProtocolParseError
 from fastkc.net.core import (  # noqa: F401 - the names callers and tests import from here
@@ -205,6 +206,10 @@ class BrokerConnection:
         idle: float = self.core.idle_for(self._clock() if now is None else now)
         return idle
 
+    def has_untried_address(self) -> bool:
+        """The host resolved to more addresses than this round of attempts tried."""
+        return self._address_index < len(self._addresses)
+
     # --- connecting ---------------------------------------------------------------
     def connect(self) -> bool:
         """Start a connection attempt if DISCONNECTED and the backoff allows.
@@ -218,7 +223,7 @@ class BrokerConnection:
         if not self._addresses or self._address_index >= len(self._addresses):
             try:
                 self._addresses = self._resolve()
-            except OSError as exc:
+            except (OSError, UnicodeError, ValueError) as exc:  # the resolver's refusals (IDNA, NUL) too
                 core.fail(KafkaConnectionError("cannot resolve {0}:{1}: {2}".format(self.host, self.port, exc)), now)
                 return False
             self._address_index = 0
@@ -247,10 +252,12 @@ class BrokerConnection:
         return True
 
     def _resolve(self) -> list[tuple[Any, ...]]:
-        # getaddrinfo would take port 70000 as 4464: an address from the wire
+        # getaddrinfo would take port 70000 as 4464, and raise a bare
+        # UnicodeError for a 64-byte label: an address from the wire
         # (Metadata, FindCoordinator) is checked here, whoever passed it on
-        if not self.host or not isinstance(self.port, int) or not 0 < self.port < 65536:
-            raise OSError("not a usable broker address")
+        problem = address_problem(self.host, self.port)
+        if problem is not None:
+            raise OSError("not a usable broker address: {0}".format(problem))
         infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
         if not infos:
             raise OSError("no addresses")

@@ -7,18 +7,20 @@ metadata cache and its refresh rules; the asyncio twin of fastkc.client.KafkaCli
     answer = await client.request("ListOffsets", body, node_id=1)
     await client.close()
 
-What it shares with the sync client rather than copies: the metadata cache
-(`fastkc.client.ClusterMetadata`), the Metadata request body and the "look
-again" rule after a refresh (`fastkc.client.metadata_request_body` /
-`metadata_incomplete`), the connection core (each AioConnection drives a
-`fastkc.net.core.ConnectionCore`, which keeps the per-connection backoff:
-reconnect_backoff_ms doubling to reconnect_backoff_max_ms, jittered).
+What it shares with the sync client rather than copies: the cluster policy
+(`fastkc.cluster.ClusterCore`: the metadata cache and its refresh rules,
+leaders reconnected when they come back, least-loaded node, parse failures,
+idle connections, fatal errors) and the connection core (each AioConnection
+drives a `fastkc.net.core.ConnectionCore`, which keeps the per-connection
+backoff: reconnect_backoff_ms doubling to reconnect_backoff_max_ms,
+jittered). This module does the asyncio I/O and asks them.
 
-One task of its own: `_metadata_loop`, which refreshes every
-metadata_max_age_ms and at once on `request_metadata_update()` (the fetch
-driver calls it when the fetch machine sets `metadata_wanted`, and every lost
-connection does), retry_backoff_ms apart after a failure, and closes
-connections idle past connections_max_idle_ms. Connecting to a broker is a
+One task of its own: `_metadata_loop`, which refreshes when the policy says
+a refresh is due (every metadata_max_age_ms, at once on
+`request_metadata_update()` — the fetch driver calls it when the fetch
+machine sets `metadata_wanted`, and every lost connection does —,
+retry_backoff_ms apart after a failure), and closes connections idle past
+connections_max_idle_ms. Connecting to a broker is a
 task per attempt (`ready()` starts it); listeners in `on_change` are called
 when a connection becomes ready or metadata arrives, so the fetch driver
 wakes at once instead of on its next tick. A connection that fails calls the
@@ -32,15 +34,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from fastkc.client import (
-    _FATAL_CONNECT_ERRORS,
-    MAX_PARSE_FAILURES,
-    Body,
-    Callback,
-    ClusterMetadata,
-    metadata_incomplete,
-    metadata_request_body,
-)
+from fastkc.cluster import FATAL_CONNECT_ERRORS, Body, ClusterCore, ClusterMetadata, Link, is_fatal
+from fastkc.cluster.core import ClusterCoreDriver
 from fastkc.config import Config, build_ssl_context
 from fastkc.errors import (
     IllegalStateError,
@@ -51,31 +46,31 @@ from fastkc.errors import (
     ProtocolParseError,
 )
 from fastkc.net.aio import AioConnection
-from fastkc.net.core import ConnectionState
+from fastkc.net.core import Callback, ConnectionState
 from fastkc.protocol import codec
 
 log = logging.getLogger(__name__)
 
+#: what a failed bootstrap attempt raises (the next server is tried, unless it is fatal)
+_ATTEMPT_FAILED: tuple[type[BaseException], ...] = (
+    KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, ProtocolParseError) + FATAL_CONNECT_ERRORS
 
-class AioClient:
+
+class AioClient(ClusterCoreDriver):
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.cluster = ClusterMetadata()
+        #: the I/O-free cluster policy (shared with fastkc.client.KafkaClient)
+        self.policy = ClusterCore.from_config(config)
+        #: the metadata cache (the policy's)
+        self.cluster: ClusterMetadata = self.policy.cluster
         self._ssl_context: ssl.SSLContext | None = None
         if config["security_protocol"] in ("SSL", "SASL_SSL"):
             self._ssl_context = config.get("ssl_context") or build_ssl_context(config)
         self._conns: dict[int, AioConnection] = {}
         self._connecting: dict[int, asyncio.Task[None]] = {}  # node_id -> the task of its connection attempt
-        self._metadata_topics: set[str] = set()
-        self.subscribe_all_topics = False
-        self._metadata_wanted = False
-        self._metadata_all_wanted = False
         self._metadata_task: asyncio.Task[None] | None = None
         self._metadata_wake: asyncio.Event | None = None  # made on the running loop
         self._metadata_done: asyncio.Event | None = None  # set after each refresh attempt
-        self._fatal_error: BaseException | None = None
-        # (host, port, api name) -> unparseable responses in a row
-        self._parse_failures: dict[tuple[object, ...], int] = {}
         self.bootstrapped = False
         self.bootstrap_api_versions: dict[int, tuple[int, int]] | None = None
         self._closed = False
@@ -114,9 +109,14 @@ class AioClient:
                     except TimeoutError:
                         last_error = KafkaTimeoutError("bootstrap from {0}:{1} timed out".format(conn.host, conn.port))
                         await conn.close()
-                    except _FATAL_CONNECT_ERRORS + (ProtocolParseError,):
-                        raise
-                    except (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError) as exc:
+                    except _ATTEMPT_FAILED as exc:
+                        if is_fatal(exc):
+                            raise
+                        # an unparseable handshake answer has no caller: the connection
+                        # failed with the policy's verdict (as KafkaClient.bootstrap reads it)
+                        verdict = conn.core.last_error
+                        if verdict is not None and is_fatal(verdict):
+                            raise verdict from None
                         last_error = exc
                         if conn.core.state is not ConnectionState.DISCONNECTED:
                             await conn.close()
@@ -147,13 +147,20 @@ class AioClient:
 
     async def _bootstrap_from(self, conn: AioConnection) -> None:
         await conn.connect()
-        response = await conn.request("Metadata", {"topics": [], "allow_auto_topic_creation": False})
-        self.cluster.update(response, all_topics=False)
-        self.cluster.last_refresh = self._clock()
+        response = await self._request_on(conn, "Metadata", {"topics": [], "allow_auto_topic_creation": False})
+        self.policy.bootstrap_answered(response, self._clock())
 
     # --- connections ---------------------------------------------------------------------------
     def _new_connection(self, host: str, port: int) -> AioConnection:
-        return AioConnection(host, port, self.config, ssl_context=self._ssl_context)
+        conn = AioConnection(host, port, self.config, ssl_context=self._ssl_context)
+        core = conn.core
+
+        def handshake_unparseable(api_name: str, exc: ProtocolParseError) -> BaseException:
+            # an ApiVersions / SASL answer: the same policy as any answer (as KafkaClient's connections)
+            return self.policy.parse_failed(core, api_name, exc, self._clock())
+
+        core.on_parse_error = handshake_unparseable
+        return conn
 
     def _adopt(self, node_id: int, conn: AioConnection) -> None:
         self._conns[node_id] = conn
@@ -168,8 +175,7 @@ class AioClient:
         conn.core.on_close = closed
 
     def _connection_lost(self, node_id: int, conn: AioConnection, error: BaseException) -> None:
-        if isinstance(error, _FATAL_CONNECT_ERRORS + (ProtocolParseError,)) and not conn.core.reauth_failed:
-            self._fatal_error = error
+        self.policy.connection_failed(error, reauth_failed=conn.core.reauth_failed)
         self.request_metadata_update()
         for listener in list(self.on_disconnect):
             listener(node_id)
@@ -200,6 +206,8 @@ class AioClient:
             return False
         if conn.ready:
             return conn.core.can_send()
+        if conn.state is ConnectionState.DISCONNECTED and node_id not in self._connecting:
+            self.policy.connection_wanted(node_id, conn.core, self._clock())
         if conn.state is ConnectionState.DISCONNECTED and node_id not in self._connecting \
                 and conn.core.backoff_remaining(self._clock()) == 0:
             task = asyncio.get_running_loop().create_task(self._connect(node_id, conn))
@@ -213,29 +221,21 @@ class AioClient:
     async def _connect(self, node_id: int, conn: AioConnection) -> None:
         try:
             await conn.connect()
-        except _FATAL_CONNECT_ERRORS as exc:
-            self._fatal_error = exc
         except Exception as exc:  # the core keeps the backoff; the machine's retry path runs
             log.debug("connecting to broker %s failed: %s", node_id, exc)
+            # (for an unparseable handshake answer: the parse-failure policy's verdict)
+            self.policy.connection_failed(conn.core.last_error if conn.core.last_error is not None else exc)
         finally:
             self._connecting.pop(node_id, None)
             self._changed()
 
     def least_loaded_node(self) -> int | None:
         """A ready broker with the fewest requests in flight, else one not backing off."""
-        best: int | None = None
-        best_load: int | None = None
-        for node_id, conn in self._conns.items():
-            if conn.ready and (best_load is None or conn.core.in_flight_count() < best_load):
-                best, best_load = node_id, conn.core.in_flight_count()
-        if best is not None:
-            return best
-        now = self._clock()
-        for node_id in self.cluster.brokers:
-            spare = self._conns.get(node_id)
-            if spare is None or spare.core.backoff_remaining(now) == 0:
-                return node_id
-        return next(iter(self.cluster.brokers), None)
+        return self.policy.least_loaded_node(self._links(), self._clock())
+
+    def _links(self) -> dict[int, Link]:
+        """node id -> its connection's core: what the cluster policy reads."""
+        return {node_id: conn.core for node_id, conn in self._conns.items()}
 
     async def _ready_connection(self, node_id: int | None, deadline: float) -> tuple[int, AioConnection]:
         while True:
@@ -265,12 +265,28 @@ class AioClient:
         while True:
             target, conn = await self._ready_connection(node_id, deadline)
             try:
-                return await conn.request(api_name, body, version=version, raw=raw,
-                                          timeout_ms=max(1.0, (deadline - self._clock()) * 1000.0))
+                return await self._request_on(conn, api_name, body, version=version, raw=raw,
+                                              timeout_ms=max(1.0, (deadline - self._clock()) * 1000.0))
             except Exception as exc:
                 if not getattr(exc, "retriable", False) or self._clock() >= deadline:
                     raise
             await asyncio.sleep(min(max(0.0, deadline - self._clock()), self.config["retry_backoff_ms"] / 1000.0))
+
+    async def _request_on(self, conn: AioConnection, api_name: str, body: Body, *, version: int | None = None,
+                          raw: bool = False, timeout_ms: float | None = None) -> Any:
+        """One request on `conn`, its answer decoded here (raw: the payload)
+        so that a body that cannot be parsed meets the
+        parse-failure policy, as every answer does."""
+        version = conn.version_for(api_name) if version is None else version
+        payload = await conn.request(api_name, body, version=version, timeout_ms=timeout_ms, raw=True)
+        if raw:
+            return payload
+        try:
+            _, decoded = codec.decode_response(api_name, version, payload)
+        except ProtocolParseError as exc:
+            raise self.policy.parse_failed(conn.core, api_name, exc, self._clock())  # noqa: B904 - its cause is set
+        self.policy.parse_ok(conn.core, api_name)
+        return decoded
 
     def send(self, node_id: int, api_name: str, body: Body, callback: Callback, *, raw: bool = False,
              version: int | None = None) -> int:
@@ -301,32 +317,20 @@ class AioClient:
 
     # --- metadata -------------------------------------------------------------------------------
     def add_topics(self, topics: Iterable[str]) -> None:
-        new = set(topics) - self._metadata_topics
-        if new:
-            self._metadata_topics |= new
-            self.request_metadata_update()
+        if self.policy.add_topics(topics):
+            self._wake_metadata_loop()
 
     def set_topics(self, topics: Iterable[str]) -> None:
-        wanted = set(topics)
-        if wanted - self._metadata_topics:
-            self.request_metadata_update()
-        self._metadata_topics = wanted
+        if self.policy.set_topics(topics):
+            self._wake_metadata_loop()
 
     def request_metadata_update(self, all_topics: bool = False) -> None:
-        self._metadata_wanted = True
-        if all_topics:
-            self._metadata_all_wanted = True
+        self.policy.request_update(all_topics)
+        self._wake_metadata_loop()
+
+    def _wake_metadata_loop(self) -> None:
         if self._metadata_wake is not None:
             self._metadata_wake.set()
-
-    def _metadata_due_in(self) -> float:
-        if self._metadata_wanted or self._metadata_all_wanted:
-            return 0.0
-        last = self.cluster.last_refresh
-        if last is None:
-            return 0.0
-        max_age_s: float = self.config["metadata_max_age_ms"] / 1000.0
-        return max(0.0, last + max_age_s - self._clock())
 
     def _start_metadata_loop(self) -> None:
         if self._metadata_task is None:
@@ -337,60 +341,39 @@ class AioClient:
     async def _metadata_loop(self) -> None:
         # both events exist once the loop runs (_start_metadata_loop made them first)
         assert self._metadata_wake is not None and self._metadata_done is not None
-        backoff = self.config["retry_backoff_ms"] / 1000.0
         while not self._closed:
-            wait = self._metadata_due_in()
+            wait = self.policy.refresh_due_in(self._clock())
             if wait > 0:
                 self._metadata_wake.clear()
                 try:
-                    await asyncio.wait_for(self._metadata_wake.wait(), min(wait, self._idle_check_period()))
+                    await asyncio.wait_for(self._metadata_wake.wait(), min(wait, self.policy.idle_check_period))
                 except TimeoutError:
                     pass
                 self._close_idle()
                 continue
-            ok = await self._refresh_metadata()
+            await self._refresh_metadata()
             self._metadata_done.set()
             self._metadata_done = asyncio.Event()
-            if not ok or self._metadata_wanted:
-                await asyncio.sleep(backoff)  # a failure, or leaders being elected: look again after the backoff
-
-    def _idle_check_period(self) -> float:
-        max_idle_s: float = self.config["connections_max_idle_ms"] / 1000.0
-        return max(0.1, min(30.0, max_idle_s / 2))
 
     def _close_idle(self) -> None:
-        limit = self.config["connections_max_idle_ms"] / 1000.0
-        now = self._clock()
-        for node_id, conn in list(self._conns.items()):
-            if conn.ready and conn.core.idle_for(now) > limit:
-                self._conns.pop(node_id, None)  # a requested close: no loss reported
-                asyncio.get_running_loop().create_task(conn.close())
+        for node_id in self.policy.idle_nodes(self._links(), self._clock()):
+            conn = self._conns.pop(node_id)  # a requested close: no loss reported
+            asyncio.get_running_loop().create_task(conn.close())
 
-    async def _refresh_metadata(self) -> bool:
-        all_topics = self._metadata_all_wanted or self.subscribe_all_topics
-        self._metadata_wanted = self._metadata_all_wanted = False
-        body = metadata_request_body(self._metadata_topics, all_topics, self.config["allow_auto_create_topics"])
+    async def _refresh_metadata(self) -> None:
+        refresh = self.policy.begin_refresh()
         try:
-            response = await self.request("Metadata", body)
+            response = await self.request("Metadata", refresh.body)
         except asyncio.CancelledError:
             raise
-        except ProtocolParseError as exc:
-            self._fatal_error = exc
-            self._metadata_wanted = True
-            return False
         except Exception as exc:
             log.debug("metadata refresh failed: %s", exc)
-            self._metadata_wanted = True
-            self._metadata_all_wanted = self._metadata_all_wanted or all_topics
-            return False
-        self.cluster.update(response, all_topics=all_topics)
-        self.cluster.last_refresh = self._clock()
-        if metadata_incomplete(self.cluster, self._metadata_topics):
-            self._metadata_wanted = True
+            self.policy.refresh_failed(exc, self._clock())
+            return
+        self.policy.refresh_answered(response, self._clock(), self._links())
         for listener in list(self.metadata_listeners):
             listener()
         self._changed()
-        return True
 
     async def wait_for_metadata(self, timeout_ms: float, all_topics: bool = False) -> None:
         """Refresh metadata now and wait for it."""
@@ -415,10 +398,6 @@ class AioClient:
         for listener in list(self.on_change):
             listener()
 
-    def raise_fatal(self) -> None:
-        if self._fatal_error is not None:
-            error, self._fatal_error = self._fatal_error, None
-            raise error
 
     async def close(self) -> None:
         if self._closed:
@@ -435,25 +414,21 @@ class AioClient:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    # --- parse failures (fastkc.client's policy) ----------------------------------------------------
+    # --- parse failures (the cluster policy's rule) ------------------------------------------------
     def parse_failed(self, node_id: int, api_name: str, exc: ProtocolParseError) -> BaseException:
-        """A response of `api_name` from node_id could not be parsed: close
-        that connection (with backoff) and return the error the caller must
-        see: a retriable KafkaConnectionError below MAX_PARSE_FAILURES in a
-        row, the ProtocolParseError itself from then on (as KafkaClient)."""
+        """A response of `api_name` from node_id could not be parsed: the
+        policy closes that connection (with backoff) and says what the caller
+        must see: a retriable KafkaConnectionError below MAX_PARSE_FAILURES
+        in a row, the ProtocolParseError itself from then on."""
         conn = self._conns.get(node_id)
-        key: tuple[object, ...] = (conn.host, conn.port, api_name) if conn is not None else (node_id, api_name)
-        count = self._parse_failures.get(key, 0) + 1
-        self._parse_failures[key] = count
-        log.warning("%s response from broker %s could not be parsed (%d in a row): %s", api_name, node_id, count, exc)
-        lost = KafkaConnectionError("broker {0} closed after an unparseable {1} response ({2} of {3} tolerated): "
-                                    "{4}".format(node_id, api_name, count, MAX_PARSE_FAILURES, exc))
-        lost.__cause__ = exc
-        if conn is not None and conn.core.state is not ConnectionState.DISCONNECTED:
-            conn.core.fail(lost, self._clock(), backoff_failures=count)
-        return exc if count >= MAX_PARSE_FAILURES else lost
+        if conn is None:  # closed and forgotten meanwhile (idle): nothing to fail, nothing to count
+            lost = KafkaConnectionError("broker {0} closed after an unparseable {1} response: {2}".format(
+                node_id, api_name, exc))
+            lost.__cause__ = exc
+            return lost
+        return self.policy.parse_failed(conn.core, api_name, exc, self._clock())
 
     def parse_ok(self, node_id: int, api_name: str) -> None:
         conn = self._conns.get(node_id)
-        if self._parse_failures and conn is not None:
-            self._parse_failures.pop((conn.host, conn.port, api_name), None)
+        if conn is not None:
+            self.policy.parse_ok(conn.core, api_name)

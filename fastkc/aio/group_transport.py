@@ -20,7 +20,7 @@ import ssl
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from fastkc.client import Body, ClusterMetadata
+from fastkc.cluster.metadata import Body, ClusterMetadata
 from fastkc.config import Config, build_ssl_context
 from fastkc.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, NoBrokersAvailable
 from fastkc.group.coordinator_machine import Coordinator, CoordinatorUnknownError

@@ -13,7 +13,7 @@ from fastkc.protocol.consumer_protocol import (
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.client import TopicMetadata
+    from fastkc.cluster.metadata import TopicMetadata
 
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from fastkc.protocol.consumer_protocol import (
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.client import BrokerMetadata
+    from fastkc.cluster.metadata import BrokerMetadata
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class StaticCluster:
 
     @classmethod
     def from_metadata(cls, metadata: MetadataView) -> "StaticCluster":
-        """A snapshot of the client's metadata cache (fastkc.client's
+        """A snapshot of the client's metadata cache (fastkc.cluster's
         ClusterMetadata, or anything with `topics` {name: .partitions
         {partition: .replicas}} and `brokers` {node_id: .rack}): partitions
         per topic and the racks of each partition's replicas, which the

@@ -46,7 +46,7 @@ and the reactions to partition errors (reactions.py, from codes.py).
 from collections.abc import Container, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from fastkc.client import ClusterMetadata
+from fastkc.cluster.metadata import ClusterMetadata
 from fastkc.config import Config
 from fastkc.errors import ProtocolParseError
 from fastkc.fetch.buffer import DecodeJob, RecordBuffer

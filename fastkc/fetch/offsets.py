@@ -28,7 +28,7 @@ from fastkc.fetch.state import FetchState, PartitionState
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.client import ClusterMetadata
+    from fastkc.cluster.metadata import ClusterMetadata
 
 log = logging.getLogger("fastkc.fetch")
 

@@ -35,7 +35,7 @@ from fastkc.fetch.state import PartitionState
 from fastkc.structs import ScanInfo, TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.client import ClusterMetadata
+    from fastkc.cluster.metadata import ClusterMetadata
     from fastkc.metrics import ConsumerMetrics, ResponseTally
 
 log = logging.getLogger("fastkc.fetch")

@@ -69,7 +69,7 @@ from fastkc.protocol.consumer_protocol import (
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.client import BrokerMetadata, ClusterMetadata, TopicMetadata
+    from fastkc.cluster.metadata import BrokerMetadata, ClusterMetadata, TopicMetadata
     from fastkc.protocol.consumer_protocol import Assignment
 
 log = logging.getLogger(__name__)

@@ -55,7 +55,7 @@ from fastkc.protocol.consumer_protocol import heartbeat_topic_partitions, resolv
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.client import ClusterMetadata
+    from fastkc.cluster.metadata import ClusterMetadata
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ import enum
 import logging
 from typing import Any, NamedTuple
 
+from fastkc.cluster.metadata import address_problem, loggable_host
 from fastkc.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -138,9 +139,11 @@ class CoordinatorMachine(StateHolder[CoordinatorState]):
         if entry["error_code"]:
             raise for_code(entry["error_code"])(entry.get("error_message") or "FindCoordinator")
         node_id, host, port = entry["node_id"], entry["host"], entry["port"]
-        if not host or not 0 < port < 65536 or node_id < 0:
+        problem = address_problem(host, port, node_id)
+        if problem is not None:
             # nothing could connect there: as if the coordinator were not known yet
-            log.warning("FindCoordinator named %r:%s (node %s), not a usable address", host, port, node_id)
+            log.warning("FindCoordinator named %r:%s (node %s), not a usable address: %s",
+                        loggable_host(host), port, node_id, problem)
             raise CoordinatorNotAvailableError("coordinator advertised at {0!r}:{1}".format(host, port))
         return Coordinator(node_id, host, port)
 

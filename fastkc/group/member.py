@@ -62,7 +62,7 @@ from fastkc.group.machine import COORDINATOR, Request, earliest
 from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
-    from fastkc.client import ClusterMetadata
+    from fastkc.cluster.metadata import ClusterMetadata
     from fastkc.group.classic_machine import ClassicMachine
     from fastkc.group.consumer_machine import ConsumerMachine
 

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from fastkc.client import BrokerMetadata, ClusterMetadata, KafkaClient
+from fastkc.client import KafkaClient
+from fastkc.cluster.metadata import BrokerMetadata, ClusterMetadata
 from fastkc.config import Config
 from fastkc.errors import KafkaConnectionError, KafkaTimeoutError
 from fastkc.group.coordinator_machine import Coordinator, CoordinatorUnknownError, is_coordinator_error

@@ -121,7 +121,7 @@ class AioConnection:
         except TimeoutError:
             core.transport_lost(KafkaTimeoutError("connecting to {0}:{1} timed out".format(self.host, self.port)),
                                 loop.time())
-        except OSError as exc:
+        except (OSError, UnicodeError, ValueError) as exc:  # the resolver's refusals (IDNA, NUL) too
             core.transport_lost(KafkaConnectionError("connect to {0}:{1} failed: {2}".format(
                 self.host, self.port, exc)), loop.time())
         except BaseException:

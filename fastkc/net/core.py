@@ -32,7 +32,7 @@ The interface (`now` is the driver's monotonic clock in seconds):
     transport_lost(error, now)   the transport failed or hit EOF: fail with `error`
     fail(error, now, backoff_failures=0), close(error=None)
     state, ready, established, tls, can_send(), in_flight_count(),
-    oldest_in_flight(), version_for(api_name), backoff_remaining(now),
+    oldest_in_flight(), version_for(api_name), backoff_remaining(now), retry_at(when),
     idle_for(now), last_error, api_versions, api_versions_response
 
 Hooks, set by the driver: on_close(error) runs once the core is DISCONNECTED
@@ -346,6 +346,14 @@ class ConnectionCore:
 
     def backoff_remaining(self, now: float) -> float:
         return max(0.0, self.next_attempt - now)
+
+    def retry_at(self, when: float) -> None:
+        """Let the next attempt start no later than `when` (the driver's
+        clock), ending the backoff early: the cluster policy's word for a
+        broker that metadata names leader of partitions someone waits for.
+        The failure count stays: if that attempt fails too, the backoff
+        after it is as long as it would have been."""
+        self.next_attempt = min(self.next_attempt, when)
 
     def idle_for(self, now: float) -> float:
         return now - self.last_activity if not self._in_flight else 0.0

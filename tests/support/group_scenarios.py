@@ -16,7 +16,7 @@ import typing
 import uuid
 
 from fastkc.assignors import CooperativeStickyAssignor
-from fastkc.client import ClusterMetadata, PartitionMetadata, TopicMetadata
+from fastkc.cluster.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata
 from fastkc.config import consumer_config
 from fastkc.group.classic_machine import ClassicMachine
 from fastkc.group.commit_machine import CommitMachine

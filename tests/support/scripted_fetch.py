@@ -5,7 +5,7 @@ responses go through the parser the consumer uses), plus fetchers positioned
 on it and the answers a test gives. For the fetcher's tests
 (tests/unit/test_fetcher*.py), the decode worker's, the fetch machine's and
 the batch-bomb tests."""
-from fastkc.client import ClusterMetadata
+from fastkc.cluster.metadata import ClusterMetadata
 from fastkc.config import consumer_config
 from fastkc.fetch import Fetcher
 from fastkc.structs import TopicPartition

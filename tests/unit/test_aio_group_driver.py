@@ -11,7 +11,7 @@ import pytest
 
 from fastkc.aio.abc import ConsumerRebalanceListener
 from fastkc.aio.group_driver import AioGroupDriver
-from fastkc.client import ClusterMetadata
+from fastkc.cluster.metadata import ClusterMetadata
 from fastkc.config import consumer_config
 from fastkc.errors import CommitFailedError, IllegalStateError, KafkaError, RebalanceInProgressError
 from fastkc.structs import OffsetAndMetadata

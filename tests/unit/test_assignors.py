@@ -570,7 +570,7 @@ def test_member_metadata_in_wire_form_is_decoded_and_junk_refused():
 
 
 def test_cluster_view_from_the_clients_metadata_cache():
-    from fastkc.client import ClusterMetadata
+    from fastkc.cluster.metadata import ClusterMetadata
 
     meta = ClusterMetadata()
     meta.update({

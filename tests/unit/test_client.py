@@ -119,7 +119,7 @@ def test_lost_connection_requests_metadata_and_tells_listeners(peer):
     lost = []
     client.on_disconnect.append(lost.append)
     client.cluster.last_refresh = time.monotonic()
-    client._metadata_wanted = False
+    assert not client.metadata_due()
     peer.sock.close()
     peer.sock = None
     _run(client, peer, lambda: lost)

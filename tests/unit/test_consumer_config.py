@@ -6,7 +6,8 @@ import time
 import pytest
 
 from fastkc import errors
-from fastkc.client import ClusterMetadata, KafkaClient
+from fastkc.client import KafkaClient
+from fastkc.cluster.metadata import ClusterMetadata
 from fastkc.config import CONSUMER_DEFAULTS, consumer_config, parse_host_port
 from fastkc.structs import TopicPartition
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from fastkc.assignors import CooperativeStickyAssignor, RangePartitionAssignor
-from fastkc.client import ClusterMetadata, PartitionMetadata, TopicMetadata
+from fastkc.cluster.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata
 from fastkc.config import consumer_config
 from fastkc.errors import (
     CommitFailedError,

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from fastkc.aio.fetch_driver import AioFetchDriver
-from fastkc.client import ClusterMetadata
+from fastkc.cluster.metadata import ClusterMetadata
 from fastkc.config import consumer_config
 from fastkc.errors import NoOffsetForPartitionError
 from fastkc.fetch import Fetcher, FetchMachine

@@ -21,7 +21,7 @@ import pytest
 import fastkc
 from fastkc import errors
 from fastkc.aio.fetch_driver import LoopDecodeExecutor
-from fastkc.client import ClusterMetadata
+from fastkc.cluster.metadata import ClusterMetadata
 from fastkc.config import consumer_config
 from fastkc.decode_executor import InlineDecodeExecutor, ThreadDecodeExecutor
 from fastkc.fetch.buffer import RecordBuffer

@@ -373,7 +373,7 @@ def test_an_unparseable_reauthentication_answer_is_a_lost_connection_for_the_cli
             client.raise_fatal()  # below the parse-failure limit: retriable, not raised
         assert client.counters["reauth_failed"] == 1 and client.counters["lost"] == 1
         # counted by the client's parse-failure policy, like any handshake answer
-        assert client._parse_failures[("127.0.0.1", broker.port, "SaslHandshake")] == 1
+        assert client.policy.parse_failures("127.0.0.1", broker.port, "SaslHandshake") == 1
         client.close()
 
 

@@ -12,7 +12,6 @@ from tests.support.repo import ROOT
 
 # reading module -> {private name read from another module: how many reads}
 KNOWN = {
-    "fastkc.aio.client": {"_FATAL_CONNECT_ERRORS": 1},
     "fastkc.aio.consumer": {"_is_topic_partition": 1},
     "fastkc.arrow_stream": {
         "_arrow_stream": 4, "_assignment": 3, "_check_open": 1, "_client": 1, "_coordinator": 2, "_fetcher": 5,
@@ -23,7 +22,6 @@ KNOWN = {
     "fastkc.bench.driver": {"_split": 1},
     "fastkc.bench.rebalance": {"_split": 1},
     "fastkc.bench_ceiling": {"_poll_once": 1},
-    "fastkc.client": {"_address_index": 1, "_addresses": 1, "_next_attempt": 1},
     "fastkc.conn": {"_LEGAL_TRANSITIONS": 1},
     "fastkc.consume.command": {"_client": 1},
     "fastkc.consumer": {"_conns": 1, "_deliver_commit_callbacks": 1},

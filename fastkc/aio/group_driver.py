@@ -67,6 +67,7 @@ from fastkc.group.reconciler import (
     listener_method,
     sorted_partitions,
 )
+from fastkc.group.subscription import Pattern, compile_pattern
 from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,6 @@ _IDLE_S = 1.0
 _MIN_WAIT_S = 0.005
 
 
-#: subscribe()'s pattern: a regular expression, or its source
-Pattern = str | re.Pattern[str]
 #: {tp: OffsetAndMetadata or None}: committed offsets (None: nothing committed)
 Committed = dict[TopicPartition, OffsetAndMetadata | None]
 #: one listener callback run: (listener, method name, partitions)
@@ -339,7 +338,7 @@ class AioGroupDriver:
         self._listener = listener
         wanted: Collection[str]
         if pattern is not None:
-            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            self._pattern = compile_pattern(pattern)
             if isinstance(self.machine, consumer_machine.ConsumerMachine):  # group_protocol consumer
                 self.machine.set_pattern(self._pattern.pattern)
             self.app.request_metadata_for(None)

@@ -17,9 +17,11 @@ On the loop:
   holds open never stops a commit from being sent, and cancelling an
   awaited commit()/committed() leaves the exchange (and the driver) alone.
 - the application's coroutines (getone/getmany call `on_app_poll`) apply
-  the machines' events: revoke before assign, lost after fencing, listener
-  callbacks awaited when they are coroutines, committed offsets read for
-  new partitions. A commit inside a callback works: the task keeps running.
+  the machines' events as the reconciler's steps (fastkc/group/reconciler.py,
+  the sync member's list too): revoke before assign, lost after fencing,
+  listener callbacks awaited when they are coroutines, committed offsets
+  read for new partitions. A commit inside a callback works: the task keeps
+  running.
 - auto commit is a timer of the task (auto_commit_interval_ms), never while
   an assignment change is being applied.
 

@@ -34,6 +34,7 @@ from fastkc.errors import (
 )
 from fastkc.fetch import EARLIEST, LATEST, Fetcher, PartitionState
 from fastkc.group.classic_machine import resolve_assignors
+from fastkc.group.subscription import SubscriptionState, visible_topics
 from fastkc.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
 _GROUP_WAKEUP_S = 0.05
 
 #: what poll() returns
@@ -75,9 +75,8 @@ class KafkaConsumer:
         self._fetcher = Fetcher(self._client, self.config)
         self._metrics = self._make_metrics() if self.config["metrics_enabled"] else None
         self._assignment: list[TopicPartition] = []
-        # set while subscribed (no group: all partitions assigned)
-        self._subscribed_topics: set[str] | None = None
-        self._pattern: re.Pattern[str] | None = None
+        # topics or a pattern while subscribed (no group: all their partitions assigned)
+        self._subscription_state = SubscriptionState()
         self._coordinator: _GroupMember | None = None
         # records the iterator has polled but not all yielded (_HandOut)
         self._handout: _HandOut | None = None
@@ -184,8 +183,7 @@ class KafkaConsumer:
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Manually assign a list of TopicPartition (replaces the assignment)."""
         self._check_open()
-        if self._subscribed_topics is not None or self._pattern is not None:
-            raise IllegalStateError(_EXCLUSIVE)
+        self._subscription_state.check_assign()
         self._set_assignment(partitions)
         if self.config["group_id"] is not None:
             # with a group_id, manually assigned partitions start at the
@@ -211,7 +209,7 @@ class KafkaConsumer:
                 if tp not in seen:
                     self._handout.take(tp)
         self._fetcher.assign(seen)
-        if self._pattern is None:
+        if self._subscription_state.pattern is None:
             self._client.set_topics(set(self._subscribed_topics or ()) | {tp.topic for tp in seen})
 
     def assignment(self) -> set[TopicPartition]:
@@ -233,10 +231,8 @@ class KafkaConsumer:
         topics = [topics] if isinstance(topics, str) else list(topics or ())
         if not topics and not pattern:
             raise ValueError("Must provide topics or pattern")
-        if topics and pattern:
-            raise IllegalStateError(_EXCLUSIVE)
-        if self._assignment and self._subscribed_topics is None and self._pattern is None:
-            raise IllegalStateError(_EXCLUSIVE)
+        state = self._subscription_state
+        state.check_subscribe(topics, pattern, bool(self._assignment))
         if listener is not None and not any(hasattr(listener, m) for m in (
                 "on_partitions_revoked", "on_partitions_assigned", "on_partitions_lost")):
             raise TypeError("listener must be a ConsumerRebalanceListener")
@@ -245,50 +241,43 @@ class KafkaConsumer:
 
             self._coordinator = make_group_member(self.config, _GroupApp(self))
             self._watch_group()
-        if pattern is not None:
-            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
-            self._subscribed_topics = set()
+        state.subscribe(topics, pattern)
+        subscribed = set(state.topics or ())
+        if state.pattern is not None:
             self._client.subscribe_all_topics = True
             self._client.request_metadata_update(all_topics=True)
         else:
-            self._pattern = None
-            self._subscribed_topics = set(topics)
             self._client.subscribe_all_topics = False
-            self._client.set_topics(self._subscribed_topics)
+            self._client.set_topics(subscribed)
             self._client.request_metadata_update()
         if self._coordinator is not None:
-            if self._pattern is not None and hasattr(self._coordinator, "set_pattern"):
-                self._coordinator.set_pattern(self._pattern.pattern)
-            self._coordinator.subscribe(self._subscribed_topics, listener)
+            if state.pattern is not None and hasattr(self._coordinator, "set_pattern"):
+                self._coordinator.set_pattern(state.pattern.pattern)
+            self._coordinator.subscribe(subscribed, listener)
         self._update_subscribed_assignment()
 
     def _update_subscribed_assignment(self) -> None:
         """Assign every known partition of the subscribed (or matching) topics."""
-        if self._subscribed_topics is None:
+        state = self._subscription_state
+        if not state.subscribed:
             return
         cluster = self._client.cluster
-        pattern = self._pattern
-        if pattern is not None:
-            exclude = self.config["exclude_internal_topics"]
-            self._subscribed_topics = {name for name, t in cluster.topics.items()
-                                       if t.error_code == 0 and pattern.match(name)
-                                       and not (exclude and t.is_internal)}
-        wanted: list[TopicPartition] = []
-        for topic in sorted(self._subscribed_topics):
-            meta = cluster.topics.get(topic)
-            if meta is None or meta.error_code != 0:
-                continue
-            wanted.extend(TopicPartition(topic, p) for p in sorted(meta.partitions))
+        wanted = state.follow_metadata(cluster.topics, self.config["exclude_internal_topics"])
         if self._coordinator is not None:
             # the group assigns; it hears of new pattern matches and partition counts
-            if self._pattern is not None:
-                self._coordinator.update_subscription(self._subscribed_topics)
+            if state.pattern is not None:
+                self._coordinator.update_subscription(set(state.topics or ()))
             if hasattr(self._coordinator, "metadata_changed"):
                 self._coordinator.metadata_changed({t: len(m.partitions) for t, m in cluster.topics.items()
                                                     if m.error_code == 0})
             return
         if set(wanted) != set(self._assignment):
             self._set_assignment(wanted)
+
+    @property
+    def _subscribed_topics(self) -> set[str] | None:
+        """The subscribed topics (a pattern's matches), None when not subscribed."""
+        return self._subscription_state.topics
 
     def subscription(self) -> set[str] | None:
         """The subscribed topics (a set), or None without a subscription."""
@@ -301,8 +290,7 @@ class KafkaConsumer:
         self._check_open()
         if self._coordinator is not None and self._subscribed_topics is not None:
             self._coordinator.unsubscribe()
-        self._subscribed_topics = None
-        self._pattern = None
+        self._subscription_state.unsubscribe()
         self._client.subscribe_all_topics = False
         self._set_assignment([])
 
@@ -685,9 +673,7 @@ class KafkaConsumer:
         exclude_internal_topics)."""
         self._check_open()
         self._client.wait_for_metadata(self.config["request_timeout_ms"], all_topics=True)
-        exclude = self.config["exclude_internal_topics"]
-        return {name for name, t in self._client.cluster.topics.items()
-                if t.error_code == 0 and not (exclude and t.is_internal)}
+        return visible_topics(self._client.cluster.topics, self.config["exclude_internal_topics"])
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         """The set of partition ids of `topic`, or None when it does not exist."""

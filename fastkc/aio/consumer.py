@@ -37,7 +37,6 @@ it waits has taken nothing, so nothing is lost.
 import asyncio
 import inspect
 import logging
-import re
 import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
@@ -53,6 +52,7 @@ from fastkc.client import infer_broker_version
 from fastkc.fetch import EARLIEST, LATEST
 from fastkc.fetch.completed import streams_prepare_off_thread
 from fastkc.fetch.state import PartitionState
+from fastkc.group.subscription import Pattern, SubscriptionState, compile_pattern, visible_topics
 from fastkc.structs import ConsumerRecord
 
 if TYPE_CHECKING:
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
 #: getmany()'s limit when max_records and max_poll_records are None. aiokafka
 #: then returns all that is buffered (its fetches are a partition's at a time);
 #: here one call's decoding is bounded so that it holds the loop for a few ms
@@ -71,8 +70,6 @@ _GETMANY_CHUNK = 4096
 Records = dict[TopicPartition, list[ConsumerRecord]]
 # a pyarrow.RecordBatch (pyarrow has no type information)
 _RecordBatch = Any
-#: subscribe()'s pattern: a regular expression, or its source
-Pattern = str | re.Pattern[str]
 #: what commit() takes per partition: an offset, (offset, metadata) or an OffsetAndMetadata
 CommitOffset = int | tuple[int, str] | OffsetAndMetadata
 
@@ -96,8 +93,8 @@ class AIOKafkaConsumer:
         self._started = False
         self._closed = False
         self._assignment: list[TopicPartition] = []
-        self._subscribed_topics: set[str] | None = None  # a set while subscribed
-        self._pattern: re.Pattern[str] | None = None
+        # topics or a pattern while subscribed (no group: all their partitions assigned)
+        self._subscription_state = SubscriptionState()
         self._listener: ConsumerRebalanceListener | None = None
         # with a group_id and a subscription or a commit
         self._group: AioGroupDriver | None = None
@@ -128,9 +125,9 @@ class AIOKafkaConsumer:
             self._config["api_version"] = infer_broker_version(self._client.bootstrap_api_versions)
         self._fetcher.start()
         self._look_up_committed()
-        if self._subscribed_topics is not None and self._group is None:
+        if self._subscription_state.subscribed and self._group is None:
             await self._client.wait_for_metadata(self._config["request_timeout_ms"],
-                                                 all_topics=self._pattern is not None)
+                                                 all_topics=self._subscription_state.pattern is not None)
             self._update_subscribed_assignment()
         if self._group is not None:
             await self._start_group()
@@ -146,10 +143,10 @@ class AIOKafkaConsumer:
         group = self._group
         assert group is not None  # start() calls this only with a group driver
         await group.start()
-        if self._subscribed_topics is None or self._group_subscription is None:
+        if not self._subscription_state.subscribed or self._group_subscription is None:
             return
         await self._client.wait_for_metadata(self._config["request_timeout_ms"],
-                                             all_topics=self._pattern is not None)
+                                             all_topics=self._subscription_state.pattern is not None)
         topics, pattern, listener = self._group_subscription
         group.subscribe(topics=topics, pattern=pattern, listener=listener)
         deadline = time.monotonic() + self._driver_config["rebalance_timeout_ms"] / 1000.0
@@ -249,8 +246,7 @@ class AIOKafkaConsumer:
     # --- assignment ----------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Manually assign partitions (replaces the assignment)."""
-        if self._subscribed_topics is not None:
-            raise IllegalStateError(_EXCLUSIVE)
+        self._subscription_state.check_assign()
         given = list(partitions)
         for tp in given:
             if not _is_topic_partition(tp):
@@ -271,12 +267,12 @@ class AIOKafkaConsumer:
         seen = list(dict.fromkeys(partitions))
         self._assignment = seen
         self._machine.assign(seen)
-        if self._pattern is None:
-            self._client.set_topics(set(self._subscribed_topics or ()) | {tp.topic for tp in seen})
+        if self._subscription_state.pattern is None:
+            self._client.set_topics(set(self._subscription_state.topics or ()) | {tp.topic for tp in seen})
         self._fetcher.wake()
 
     def assignment(self) -> set[TopicPartition]:
-        if self._group is not None and self._subscribed_topics is not None:
+        if self._group is not None and self._subscription_state.subscribed:
             return set(self._group.assignment())
         return set(self._assignment)
 
@@ -289,18 +285,15 @@ class AIOKafkaConsumer:
         names = [topics] if isinstance(topics, str) else list(topics or ())
         if not names and pattern is None:
             raise ValueError("You should provide either `topics` or `pattern`")
-        if names and pattern is not None:
-            raise IllegalStateError(_EXCLUSIVE)
-        if self._assignment and self._subscribed_topics is None:
-            raise IllegalStateError(_EXCLUSIVE)
+        state = self._subscription_state
+        state.check_subscribe(names, pattern, bool(self._assignment))
         if listener is not None:
             from fastkc.aio.abc import check_listener
 
             check_listener(listener)
         if self._config["group_id"] is not None:
             group = self._group_driver()
-            self._subscribed_topics = set(names)
-            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            state.subscribe(names, pattern)
             if pattern is not None:
                 self._client.subscribe_all_topics = True
                 self._client.request_metadata_update(all_topics=True)
@@ -311,16 +304,13 @@ class AIOKafkaConsumer:
                 asyncio.get_running_loop().create_task(group.start())
             return
         self._listener = listener
+        state.subscribe(names, pattern)
         if pattern is not None:
-            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
-            self._subscribed_topics = set()
             self._client.subscribe_all_topics = True
             self._client.request_metadata_update(all_topics=True)
         else:
-            self._pattern = None
-            self._subscribed_topics = set(names)
             self._client.subscribe_all_topics = False
-            self._client.set_topics(self._subscribed_topics)
+            self._client.set_topics(set(names))
             self._client.request_metadata_update()
         self._update_subscribed_assignment()
 
@@ -337,34 +327,24 @@ class AIOKafkaConsumer:
 
     def _update_subscribed_assignment(self) -> None:
         """No group: every known partition of the subscribed (or matching) topics."""
-        if self._subscribed_topics is None or self._group is not None:
+        state = self._subscription_state
+        if not state.subscribed or self._group is not None:
             return
-        cluster = self._client.cluster
-        if self._pattern is not None:
-            exclude = self._config["exclude_internal_topics"]
-            self._subscribed_topics = {name for name, t in cluster.topics.items()
-                                       if t.error_code == 0 and self._pattern.match(name)
-                                       and not (exclude and t.is_internal)}
-        wanted: list[TopicPartition] = []
-        for topic in sorted(self._subscribed_topics):
-            meta = cluster.topics.get(topic)
-            if meta is None or meta.error_code != 0:
-                continue
-            wanted.extend(TopicPartition(topic, p) for p in sorted(meta.partitions))
+        wanted = state.follow_metadata(self._client.cluster.topics, self._config["exclude_internal_topics"])
         if set(wanted) != set(self._assignment):
             self._set_assignment(wanted)
 
     def subscription(self) -> set[str]:
-        if self._group is not None and self._subscribed_topics is not None:
+        state = self._subscription_state
+        if self._group is not None and state.subscribed:
             return set(self._group.subscription())
-        return set(self._subscribed_topics) if self._subscribed_topics is not None else set()
+        return set(state.topics or ())
 
     def unsubscribe(self) -> None:
-        if self._group is not None and self._subscribed_topics is not None:
+        if self._group is not None and self._subscription_state.subscribed:
             self._group.unsubscribe()
         self._group_subscription = None
-        self._subscribed_topics = None
-        self._pattern = None
+        self._subscription_state.unsubscribe()
         self._client.subscribe_all_topics = False
         self._set_assignment([])
 
@@ -676,9 +656,7 @@ class AIOKafkaConsumer:
         """Every topic of the cluster (internal ones hidden when exclude_internal_topics)."""
         self._check_running()
         await self._client.wait_for_metadata(self._config["request_timeout_ms"], all_topics=True)
-        exclude = self._config["exclude_internal_topics"]
-        return {name for name, t in self._client.cluster.topics.items()
-                if t.error_code == 0 and not (exclude and t.is_internal)}
+        return visible_topics(self._client.cluster.topics, self._config["exclude_internal_topics"])
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         """The partition ids of `topic` the cached metadata knows, or None
@@ -735,10 +713,8 @@ class _AioGroupApp:
 
     def topics_matching(self, pattern: Pattern) -> set[str]:
         consumer = self._consumer
-        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
-        exclude = consumer._config["exclude_internal_topics"]
-        return {name for name, t in consumer._client.cluster.topics.items()
-                if t.error_code == 0 and compiled.match(name) and not (exclude and t.is_internal)}
+        return visible_topics(consumer._client.cluster.topics, consumer._config["exclude_internal_topics"],
+                              compile_pattern(pattern))
 
     def request_metadata_for(self, topics: Iterable[str] | None) -> None:
         client = self._consumer._client

@@ -17,9 +17,11 @@ On the loop:
   holds open never stops a commit from being sent, and cancelling an
   awaited commit()/committed() leaves the exchange (and the driver) alone.
 - the application's coroutines (getone/getmany call `on_app_poll`) apply
-  the machines' events: revoke before assign, lost after fencing, listener
-  callbacks awaited when they are coroutines, committed offsets read for
-  new partitions. A commit inside a callback works: the task keeps running.
+  the machines' events as the reconciler's steps (fastkc/group/reconciler.py,
+  the sync member's list too): revoke before assign, lost after fencing,
+  listener callbacks awaited when they are coroutines, committed offsets
+  read for new partitions. A commit inside a callback works: the task keeps
+  running.
 - auto commit is a timer of the task (auto_commit_interval_ms), never while
   an assignment change is being applied.
 
@@ -47,13 +49,27 @@ from typing import Any, Protocol
 
 from fastkc.aio.abc import ConsumerRebalanceListener, call_listener
 from fastkc.aio.group_transport import AioGroupTransport, GroupTransport
-from fastkc.assignors import partition_changes
 from fastkc.config import Config
 from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
 from fastkc.group.commit_machine import CommitCompleted, CommitMachine, CommitOp, FetchOp
 from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
 from fastkc.group.machine import COORDINATOR, Request, earliest
+from fastkc.group.reconciler import (
+    COMMIT_BEFORE_REVOKE_FAILED,
+    REVOKED,
+    AcknowledgeAssignment,
+    Assign,
+    CallListener,
+    CommitBeforeRevoke,
+    ListenerErrors,
+    Reconciler,
+    Revoke,
+    Step,
+    listener_method,
+    sorted_partitions,
+)
+from fastkc.group.subscription import Pattern, compile_pattern
 from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -67,8 +83,6 @@ _IDLE_S = 1.0
 _MIN_WAIT_S = 0.005
 
 
-#: subscribe()'s pattern: a regular expression, or its source
-Pattern = str | re.Pattern[str]
 #: {tp: OffsetAndMetadata or None}: committed offsets (None: nothing committed)
 Committed = dict[TopicPartition, OffsetAndMetadata | None]
 #: one listener callback run: (listener, method name, partitions)
@@ -95,10 +109,6 @@ class GroupApp(Protocol):
     def request_metadata_for(self, topics: Iterable[str] | None) -> None: ...
 
 
-def _sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
-    return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
-
-
 class AioGroupDriver:
     def __init__(self, config: Config, app: GroupApp, *, listener_runner: ListenerRunner | None = None,
                  transport: GroupTransport | None = None, clock: Callable[[], float] | None = None) -> None:
@@ -123,7 +133,11 @@ class AioGroupDriver:
             self.machine = classic_machine.ClassicMachine(config, self.coordinator, now)
         self.commits = CommitMachine(self.group_id, self.group_instance_id, self.coordinator, self.machine,
                                      config["retry_backoff_ms"], config["request_timeout_ms"])
-        self._auto_commit = bool(config["enable_auto_commit"])
+        # aiokafka's rules: on_partitions_assigned hears the whole
+        # assignment; a failing callback is logged and the hand-over goes on
+        self.reconciler = Reconciler(self.group_id, auto_commit=bool(config["enable_auto_commit"]),
+                                     assigned_hears_whole_assignment=True)
+        self._listener_errors = ListenerErrors(self.group_id, raise_after_hand_over=False)
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
         self._next_auto_commit: float | None = None
         self._auto_commit_op: CommitOp | None = None
@@ -141,6 +155,10 @@ class AioGroupDriver:
         self._applying = False
         self._error: BaseException | None = None  # what no retry fixes, raised from the next on_app_poll
         self._closed = False
+
+    @property
+    def _auto_commit(self) -> bool:  # the reconciler's fact (it commits before revoking)
+        return self.reconciler.auto_commit
 
     def _now(self) -> float:
         return self._clock() if self._clock is not None else asyncio.get_running_loop().time()
@@ -322,7 +340,7 @@ class AioGroupDriver:
         self._listener = listener
         wanted: Collection[str]
         if pattern is not None:
-            self._pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
+            self._pattern = compile_pattern(pattern)
             if isinstance(self.machine, consumer_machine.ConsumerMachine):  # group_protocol consumer
                 self.machine.set_pattern(self._pattern.pattern)
             self.app.request_metadata_for(None)
@@ -411,65 +429,45 @@ class AioGroupDriver:
             self._applying = True
             try:
                 for event in events:
-                    await self._handle_event(event)
+                    await self._execute(self.reconciler.steps(event, self.machine.owned, self.machine.subscription))
             finally:
                 self._applying = False
                 self.machine.app_done(events)
                 self._kick()
 
-    async def _handle_event(self, event: object) -> None:
-        owned = list(self.machine.owned)
-        if isinstance(event, (classic_machine.PartitionsLost, consumer_machine.PartitionsLost)):
-            if owned:
-                await self._revoke(owned, lost=True)
-        elif isinstance(event, classic_machine.RevokeBeforeRejoin):
-            if owned:  # eager: everything goes back before we rejoin
-                await self._revoke(owned, lost=False)
-        elif isinstance(event, classic_machine.AssignmentReceived):
-            # only the classic machine emits AssignmentReceived
-            assert isinstance(self.machine, classic_machine.ClassicMachine)
-            assignment = event.assignment
-            subscribed = set(self.machine.subscription or ())
-            assigned = [tp for tp in assignment.partitions() if tp.topic in subscribed]
-            if len(assigned) != len(assignment.partitions()):
-                log.warning("group %s: assigned partitions of topics not subscribed to were ignored", self.group_id)
-            revoked, added = partition_changes(owned, assigned)
-            if revoked:
-                await self._revoke(_sorted_tps(revoked), lost=False)
-            await self._assign([tp for tp in assigned if tp in added], assigned)
-            assignor = self.machine.assignors_by_name.get(event.protocol)
-            if assignor is not None:
-                assignor.on_assignment(assignment, event.generation)
-            self.machine.assignment_applied(bool(revoked))
-        elif isinstance(event, consumer_machine.Reconcile):
-            target = event.target
-            revoked = set(owned) - target
-            if revoked:
-                await self._revoke(_sorted_tps(revoked), lost=False)
-            kept = [tp for tp in self.machine.owned if tp in target]
-            await self._assign(_sorted_tps(target - set(kept)), kept + _sorted_tps(target - set(kept)))
+    async def _execute(self, steps: list[Step]) -> None:
+        """The reconciler's steps, in order; the commit, the committed
+        offsets and the listener callbacks awaited (aiokafka's order)."""
+        for step in steps:
+            if isinstance(step, CommitBeforeRevoke):
+                positions = self._positions(step.partitions)
+                if positions:
+                    try:
+                        await self.commit(positions)
+                    except KafkaError as exc:
+                        log.warning(COMMIT_BEFORE_REVOKE_FAILED, self.group_id, exc)
+            elif isinstance(step, CallListener):
+                await self._call_listener(step.method, step.partitions)
+            elif isinstance(step, Revoke):
+                gone = set(step.partitions)
+                self.machine.owned = [tp for tp in self.machine.owned if tp not in gone]
+                self.app.revoke_from_group(list(step.partitions))
+            elif isinstance(step, Assign):
+                await self._assign(step.added, step.assignment)
+            elif isinstance(step, AcknowledgeAssignment):
+                # only the classic machine receives assignments to acknowledge
+                assert isinstance(self.machine, classic_machine.ClassicMachine)
+                event = step.event
+                assignor = self.machine.assignors_by_name.get(event.protocol)
+                if assignor is not None:
+                    assignor.on_assignment(event.assignment, event.generation)
+                self.machine.assignment_applied(step.revoked_any)
 
-    async def _revoke(self, partitions: list[TopicPartition], *, lost: bool) -> None:
-        """Give partitions up: commit their positions first (auto commit;
-        not when lost: the group has moved on), the listener, stop fetching."""
-        if not lost and self._auto_commit:
-            positions = self._positions(partitions)
-            if positions:
-                try:
-                    await self.commit(positions)
-                except KafkaError as exc:
-                    log.warning("group %s: commit before revocation failed: %s", self.group_id, exc)
-        await self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", partitions)
-        gone = set(partitions)
-        self.machine.owned = [tp for tp in self.machine.owned if tp not in gone]
-        self.app.revoke_from_group(list(partitions))
-
-    async def _assign(self, added: list[TopicPartition], all_assigned: list[TopicPartition]) -> None:
-        """Take partitions: fetching starts at their committed offsets
-        (auto_offset_reset where none), then the listener hears of the
-        whole assignment (aiokafka's on_partitions_assigned)."""
-        self.machine.owned = list(all_assigned)
-        self.app.assign_from_group(list(all_assigned))
+    async def _assign(self, added: list[TopicPartition], assignment: list[TopicPartition]) -> None:
+        """Take partitions: fetching starts at the new ones' committed
+        offsets (auto_offset_reset where none)."""
+        self.machine.owned = list(assignment)
+        self.app.assign_from_group(list(assignment))
         start = getattr(self.app, "start_from_committed", None)
         if added and start is not None:
             committed: Committed
@@ -479,20 +477,16 @@ class AioGroupDriver:
                 log.warning("group %s: committed offsets of %s not read: %s", self.group_id, added, exc)
                 committed = dict.fromkeys(added)
             start(committed)
-        await self._call_listener("on_partitions_assigned", all_assigned)
 
-    async def _call_listener(self, method: str, partitions: Iterable[TopicPartition]) -> None:
-        """aiokafka logs a failing callback and goes on with the rebalance
-        (stopping half way would leave the group inconsistent)."""
+    async def _call_listener(self, method: str, partitions: list[TopicPartition]) -> None:
         listener = self._listener
-        if listener is None:
+        name = listener_method(listener, method)
+        if listener is None or name is None:
             return
-        if method == "on_partitions_lost" and getattr(listener, method, None) is None:
-            method = "on_partitions_revoked"  # aiokafka's listener has no lost: it is told of a revocation
         try:
-            await self._listener_runner(listener, method, _sorted_tps(partitions))
-        except Exception as exc:  # noqa: BLE001 - as aiokafka: logged, the rebalance goes on
-            log.exception("group %s: %s raised %r", self.group_id, method, exc)
+            await self._listener_runner(listener, name, partitions)
+        except Exception as exc:  # noqa: BLE001 - the hand-over goes on (ListenerErrors)
+            self._listener_errors.failed(method, exc)
 
     def _committable(self) -> bool:
         return bool(self.machine.owned) and self.machine.subscription is not None
@@ -612,8 +606,8 @@ class AioGroupDriver:
                 assert self._apply_lock is not None  # start() made it with the task
                 async with self._apply_lock:
                     # the machine keeps its owned list: a KIP-848 leave names them
-                    owned = _sorted_tps(self.machine.owned)
-                    await self._call_listener("on_partitions_revoked", owned)
+                    owned = sorted_partitions(self.machine.owned)
+                    await self._call_listener(REVOKED, owned)
                     self.app.revoke_from_group(owned)
             if self._task is not None:
                 await self._leave(timeout)

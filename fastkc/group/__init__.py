@@ -6,10 +6,13 @@ Layout — I/O-free state machines (every protocol decision; see machine.py):
 - commit_machine.py       OffsetCommit / OffsetFetch and the Java client's commit rules
 - classic_machine.py      the classic protocol (JoinGroup/SyncGroup/Heartbeat), eager and cooperative
 - consumer_machine.py     the KIP-848 protocol (ConsumerGroupHeartbeat, server-side assignors)
+- reconciler.py           a machine's events as ordered steps (commit, listener, revoke, assign),
+                          executed by both drivers (this sync one, fastkc/aio/group_driver.py)
+- subscription.py         topics / pattern and their rules, shared by both consumers
 and the sync driver that moves their requests:
 - transport.py  the group's I/O (its own KafkaClient; blocking calls to the coordinator)
-- member.py     threads, locks, listener calls, commits, committed offsets (both protocols)
-- classic.py / kip848.py  each protocol's events applied on the application's thread
+- member.py     threads, locks, the reconciler's steps, commits, committed offsets (both protocols)
+- classic.py / kip848.py  what each protocol's member adds
 """
 from typing import Any
 

@@ -2,13 +2,10 @@
 (member.py) around `ConsumerMachine` (consumer_machine.py), which holds
 every protocol decision. What stays here: what the machine must learn from
 the group client before it asks for requests (topic ids the client already
-knows, the coordinator's ConsumerGroupHeartbeat version), and its events on
-the application's thread — revoke before assign, lost partitions after
-fencing.
+knows, the coordinator's ConsumerGroupHeartbeat version). Its events
+(revoke before assign, lost partitions after fencing) are the reconciler's
+(reconciler.py), as every member's.
 """
-import logging
-from collections.abc import Sequence
-
 from fastkc.config import Config
 from fastkc.group.consumer_machine import (
     FAST_FOLLOW_UP_S,
@@ -17,14 +14,10 @@ from fastkc.group.consumer_machine import (
     LEAVE_STATIC_EPOCH,
     ConsumerMachine,
     ConsumerState,
-    PartitionsLost,
-    Reconcile,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine
 from fastkc.group.member import GroupMemberBase
-from fastkc.structs import ConsumerGroupMetadata, TopicPartition
-
-log = logging.getLogger(__name__)
+from fastkc.structs import ConsumerGroupMetadata
 
 #: the name the member's states had before the machine (tests, callers)
 Member848State = ConsumerState
@@ -71,20 +64,3 @@ class ConsumerProtocolMember(GroupMemberBase[ConsumerMachine]):
             return 0
         version: int = conn.version_for("ConsumerGroupHeartbeat")
         return version
-
-    def _handle_events(self, events: Sequence[object]) -> None:
-        for event in events:
-            if isinstance(event, PartitionsLost):
-                if self._owned:
-                    self._revoke_on_app_thread(list(self._owned), lost=True, commit=False)
-            elif isinstance(event, Reconcile):
-                self._reconcile(event.target)
-
-    def _reconcile(self, target: set[TopicPartition]) -> None:
-        revoked = set(self._owned) - target
-        if revoked:
-            self._revoke_on_app_thread(sorted(revoked, key=lambda tp: (tp.topic, tp.partition)), lost=False,
-                                       commit=True)
-        kept = [tp for tp in self._owned if tp in target]
-        added = sorted(target - set(kept), key=lambda tp: (tp.topic, tp.partition))
-        self._assign_on_app_thread(added, kept + added)

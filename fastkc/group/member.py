@@ -37,7 +37,7 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -59,6 +59,18 @@ from fastkc.group.coordinator_machine import (
     is_coordinator_error,
 )
 from fastkc.group.machine import COORDINATOR, Request, earliest
+from fastkc.group.reconciler import (
+    COMMIT_BEFORE_REVOKE_FAILED,
+    AcknowledgeAssignment,
+    Assign,
+    CallListener,
+    CommitBeforeRevoke,
+    ListenerErrors,
+    Reconciler,
+    Revoke,
+    Step,
+    listener_method,
+)
 from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
@@ -127,27 +139,9 @@ class ConsumerRebalanceListener(abc.ABC):
         self.on_partitions_revoked(lost)
 
 
-def _sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
-    return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
-
-
-def call_listener(listener: object, method: str, partitions: Iterable[TopicPartition]) -> None:
-    """Call a listener method with a sorted list of partitions. A listener
-    without on_partitions_lost (kafka-python's abstract class predates it)
-    gets on_partitions_revoked, as Java's default method does."""
-    if listener is None:
-        return
-    fn = getattr(listener, method, None)
-    if fn is None and method == "on_partitions_lost":
-        fn = getattr(listener, "on_partitions_revoked", None)
-    if fn is None:
-        return
-    fn(_sorted_tps(partitions))
-
-
 class GroupMemberBase(Generic[Machine]):
-    """The driver; subclasses name their machine (`_make_machine`) and
-    handle its events on the application's thread (`_handle_events`)."""
+    """The driver; subclasses name their machine (`_make_machine`); its
+    events become the reconciler's steps, run on the application's thread."""
 
     protocol_name = ""  # "classic" / "consumer"
 
@@ -181,13 +175,24 @@ class GroupMemberBase(Generic[Machine]):
         # (callback, offsets, error) for the application's poll
         self._commit_done: collections.deque[tuple[CommitCallback | None, Offsets, Exception | None]] = \
             collections.deque()
-        self._auto_commit = bool(config["enable_auto_commit"])
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
         self._next_auto_commit = clock() + self._auto_commit_interval
         self._start_thread = start_thread
-        self._listener_error: Exception | None = None  # raised from poll after the hand-over it interrupted
+        # Java's rules: on_partitions_assigned hears the added partitions; a
+        # listener's error is raised from poll after the hand-over it interrupted
+        self.reconciler = Reconciler(self.group_id, auto_commit=bool(config["enable_auto_commit"]),
+                                     assigned_hears_whole_assignment=False)
+        self._listener_errors = ListenerErrors(self.group_id, raise_after_hand_over=True)
         self._manual: list[TopicPartition] | None = None  # partitions assign()ed by the application (no subscription)
         self._manual_unresolved: list[TopicPartition] = []  # of those, the ones still to start at committed offsets
+
+    @property
+    def _auto_commit(self) -> bool:  # the reconciler's fact (it commits before revoking)
+        return self.reconciler.auto_commit
+
+    @_auto_commit.setter
+    def _auto_commit(self, on: bool) -> None:
+        self.reconciler.auto_commit = on
 
     # the machine's view, under the names the consumer-facing code uses
     @property
@@ -391,7 +396,7 @@ class GroupMemberBase(Generic[Machine]):
                 except KafkaError as exc:
                     log.warning("commit on close failed: %s", exc)
             if self._owned and self._subscription is not None:
-                self._revoke_on_app_thread(list(self._owned), lost=False, commit=False)
+                self._execute(self.reconciler.release(self._owned))
         finally:
             # a JoinGroup in flight may hold the group client for up to the
             # rebalance timeout: wait a bounded time, then go without leaving
@@ -458,7 +463,7 @@ class GroupMemberBase(Generic[Machine]):
                     self.commit_sync(None, self.config["request_timeout_ms"])
                 except KafkaError as exc:
                     log.warning("commit before unsubscribe failed: %s", exc)
-            self._revoke_on_app_thread(list(self._owned), lost=False, commit=False)
+            self._execute(self.reconciler.release(self._owned))
         with self._io_lock:
             with self._lock:
                 self.machine.set_subscription(None)
@@ -499,69 +504,74 @@ class GroupMemberBase(Generic[Machine]):
         if self._manual_unresolved and self._subscription is None:
             self._start_manual_at_committed()
         self._apply_pending()
-        if self._listener_error is not None:
-            failed, self._listener_error = self._listener_error, None
+        failed = self._listener_errors.take()
+        if failed is not None:
             raise failed
         if self._auto_commit and self._committable() and self._clock() >= self._next_auto_commit:
             self._next_auto_commit = self._clock() + self._auto_commit_interval
             self.commit_async(None, self.config["default_offset_commit_callback"])
 
     def _apply_pending(self) -> None:
-        """The machine's events, handled on the application's thread, then
-        acknowledged (also when a listener or a commit raised)."""
+        """The machine's events, handled on the application's thread (the
+        reconciler's steps), then acknowledged (also when a listener or a
+        commit raised)."""
         with self._lock:
             events = self.machine.take_events()
         if not events:
             return
         try:
-            self._handle_events(events)
+            for event in events:
+                self._execute(self.reconciler.steps(event, self._owned, self._subscription))
         finally:
             with self._lock:
                 self.machine.app_done(events)
             self._kick_thread()
 
-    def _handle_events(self, events: Sequence[object]) -> None:
-        raise NotImplementedError
+    def _execute(self, steps: list[Step]) -> None:
+        """The reconciler's steps, in order, on the application's thread."""
+        for step in steps:
+            if isinstance(step, CommitBeforeRevoke):
+                positions = self._positions(step.partitions)
+                if positions:
+                    try:
+                        self.commit_sync(positions, self.config["request_timeout_ms"])
+                    except KafkaError as exc:
+                        log.warning(COMMIT_BEFORE_REVOKE_FAILED, self.group_id, exc)
+            elif isinstance(step, CallListener):
+                self._call_listener(step.method, step.partitions)
+            elif isinstance(step, Revoke):
+                gone = set(step.partitions)
+                self._owned = [tp for tp in self._owned if tp not in gone]
+                self.app.set_assignment(list(self._owned))
+            elif isinstance(step, Assign):
+                self._assign(step.added, step.assignment)
+            elif isinstance(step, AcknowledgeAssignment):
+                self._acknowledge_assignment(step)
 
-    def _revoke_on_app_thread(self, partitions: list[TopicPartition], *, lost: bool, commit: bool) -> None:
-        """Give partitions up: commit their positions first (auto commit,
-        not when lost: the group has moved on), call the listener, stop
-        fetching them."""
-        if commit and not lost and self._auto_commit and partitions:
-            positions = self._positions(partitions)
-            if positions:
-                try:
-                    self.commit_sync(positions, self.config["request_timeout_ms"])
-                except KafkaError as exc:
-                    log.warning("commit before revocation failed: %s", exc)
-        self._call_listener("on_partitions_lost" if lost else "on_partitions_revoked", partitions)
-        gone = set(partitions)
-        self._owned = [tp for tp in self._owned if tp not in gone]
-        self.app.set_assignment(list(self._owned))
-
-    def _assign_on_app_thread(self, added: list[TopicPartition], all_assigned: list[TopicPartition]) -> None:
-        """Take partitions: fetch their committed offsets (falling back to
-        auto_offset_reset when none), then tell the listener."""
-        self._owned = list(all_assigned)
-        self.app.set_assignment(list(all_assigned))
+    def _assign(self, added: list[TopicPartition], assignment: list[TopicPartition]) -> None:
+        """Take partitions: the new ones start at their committed offsets
+        (auto_offset_reset when none)."""
+        self._owned = list(assignment)
+        self.app.set_assignment(list(assignment))
         if added:
             committed = self.fetch_committed(added, self.config["request_timeout_ms"])
             for tp in added:
                 entry = committed.get(tp)
                 if entry is not None and entry.offset is not None and entry.offset >= 0:
                     self.app.seek(tp, entry.offset, entry.leader_epoch)
-        self._call_listener("on_partitions_assigned", added)
 
-    def _call_listener(self, method: str, partitions: Iterable[TopicPartition]) -> None:
-        """A listener that raises does not stop the hand-over half way (the
-        group would be left inconsistent); the first error is raised from
-        poll once the hand-over is complete, as the Java client does."""
+    def _acknowledge_assignment(self, step: AcknowledgeAssignment) -> None:
+        """Only the classic member is given this step (ClassicGroupMember)."""
+        raise NotImplementedError
+
+    def _call_listener(self, method: str, partitions: list[TopicPartition]) -> None:
+        name = listener_method(self._listener, method)
+        if name is None:
+            return
         try:
-            call_listener(self._listener, method, partitions)
+            getattr(self._listener, name)(partitions)
         except Exception as exc:
-            log.error("group %s: %s raised %r", self.group_id, method, exc)
-            if self._listener_error is None:
-                self._listener_error = exc
+            self._listener_errors.failed(method, exc)
 
     def _committable(self) -> bool:
         return bool(self._owned) if self._subscription is not None else bool(self._manual)

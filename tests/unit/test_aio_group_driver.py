@@ -6,6 +6,7 @@ does: events applied in on_app_poll with async listeners, commits inside a
 callback, auto commit, cancellation, leaving on stop."""
 import asyncio
 import collections
+import logging
 
 import pytest
 
@@ -584,3 +585,28 @@ def test_stop_during_a_held_join_leaves_over_a_fresh_coordinator_connection():
         broker.task.cancel()
 
     run(scenario())
+
+
+def test_a_raising_listener_is_logged_and_the_hand_over_goes_on(caplog):
+    # aiokafka's rule (reconciler.ListenerErrors): nothing reaches on_app_poll
+    class Raising(AsyncListener):
+        async def on_partitions_assigned(self, assigned):
+            await super().on_partitions_assigned(assigned)
+            raise ValueError("listener bug")
+
+    async def scenario():
+        app = RecordingApp()
+        driver, transport, clock = await start_driver(app=app)
+        broker = Broker(transport, classic_answers())
+        listener = Raising()
+        driver.subscribe(topics=[gs.TOPIC], listener=listener)
+        assert await driver.wait_assignment(5)
+        await driver.on_app_poll()  # nothing raised
+        assert listener.calls == [("assigned", [0, 1, 2, 3])] and driver.assignment() == set(gs.TPS)
+        assert driver.machine.state.name == "STABLE"  # the assignment was acknowledged
+        await driver.stop(autocommit=False)
+        broker.task.cancel()
+
+    with caplog.at_level(logging.ERROR):
+        run(scenario())
+    assert "on_partitions_assigned raised ValueError('listener bug')" in caplog.text

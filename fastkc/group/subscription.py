@@ -72,8 +72,9 @@ class SubscriptionState:
     def check_subscribe(self, topics: Collection[str], pattern: Pattern | None, assigned: bool) -> None:
         """subscribe() takes topics or a pattern, never both, and is
         refused while partitions are assigned by hand (`assigned`: the
-        consumer has an assignment and no subscription)."""
-        if topics and pattern is not None:
+        consumer has an assignment and no subscription). Truthiness, as
+        kafka-python and aiokafka test it: an empty pattern is no pattern."""
+        if topics and pattern:
             raise IllegalStateError(EXCLUSIVE)
         if assigned and not self.subscribed:
             raise IllegalStateError(EXCLUSIVE)
@@ -81,7 +82,7 @@ class SubscriptionState:
     def subscribe(self, topics: Iterable[str], pattern: Pattern | None) -> None:
         """Topics, or a pattern: its matches are unknown until metadata
         comes (`follow_metadata`)."""
-        if pattern is not None:
+        if pattern:
             self.pattern = compile_pattern(pattern)
             self.topics = set()
         else:

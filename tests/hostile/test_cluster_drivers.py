@@ -28,7 +28,7 @@ from fastkc.config import consumer_config
 from fastkc.conn import BrokerConnection
 from fastkc.net.aio import AioConnection
 from fastkc.structs import TopicPartition
-from tests.hostile import kit
+from tests.support import fake_broker as kit
 
 TP = TopicPartition("t", 0)
 SECOND = 2  # a second node id for the fake broker's own address (a second connection to it)

@@ -170,3 +170,11 @@ else:
             del buf[size:]
         else:
             buf.extend(bytes(size - len(buf)))
+
+
+# The Avro program decoder (fastkc/schema_registry/avro.py uses it): the
+# compiled one with the compiled core, else the twin, by the same choice.
+if name == "c":
+    from fastkc._core._avro import Decoder as AvroDecoderCore
+else:
+    from fastkc._twin.avro import Decoder as AvroDecoderCore  # type: ignore[assignment]

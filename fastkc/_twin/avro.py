@@ -33,9 +33,9 @@ class _Fail(Exception):
 
 
 class _Reader:
-    def __init__(self, program: s.Program, data: bytes) -> None:
-        self.code = program.code
-        self.consts = program.consts
+    def __init__(self, code: Sequence[int], consts: Sequence[Any], data: bytes) -> None:
+        self.code = code
+        self.consts = consts
         self.data = data
         self.pos = 0
         self.max_depth = self.code[2]
@@ -226,17 +226,26 @@ class _Reader:
         return items if emit else None
 
 
-def decode_many(program: s.Program, payloads: Sequence[Any], allow_trailing: bool = False) -> list[Any]:
-    """Each payload's value, as the compiled decoder gives it; the first bad
-    payload raises AvroDecodeError (its index, offset, what, problem)."""
-    out = []
-    for index, payload in enumerate(payloads):
-        r = _Reader(program, bytes(payload))
-        try:
-            v = r.value(program.root, 0, True)
-            if not allow_trailing and r.pos < len(r.data):
-                raise _Fail(r.pos, "datum", "trailing bytes")
-        except _Fail as f:
-            raise AvroDecodeError(index, f.offset, f.what, f.problem) from None
-        out.append(v)
-    return out
+class Decoder:
+    """The twin of fastkc._core._avro.Decoder: Decoder(code, consts,
+    allow_trailing) with code and consts from avro_schema.compile_program."""
+
+    def __init__(self, code: Sequence[int], consts: Sequence[Any], allow_trailing: bool = False) -> None:
+        self.code = list(code)
+        self.consts = tuple(consts)
+        self.allow_trailing = allow_trailing
+
+    def decode_many(self, payloads: Sequence[Any]) -> list[Any]:
+        """Each payload's value, as the compiled decoder gives it; the first
+        bad payload raises AvroDecodeError (its index, offset, what, problem)."""
+        out = []
+        for index, payload in enumerate(payloads):
+            r = _Reader(self.code, self.consts, bytes(payload))
+            try:
+                v = r.value(self.code[1], 0, True)
+                if not self.allow_trailing and r.pos < len(r.data):
+                    raise _Fail(r.pos, "datum", "trailing bytes")
+            except _Fail as f:
+                raise AvroDecodeError(index, f.offset, f.what, f.problem) from None
+            out.append(v)
+        return out

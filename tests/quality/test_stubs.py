@@ -9,7 +9,7 @@ import pytest
 
 from tests.quality.conftest import ROOT, run_tool
 
-MODULES = ["fastkc._core._records", "fastkc._core._fetch"]
+MODULES = ["fastkc._core._records", "fastkc._core._fetch", "fastkc._core._avro"]
 
 
 def test_stubs_match_the_compiled_modules():

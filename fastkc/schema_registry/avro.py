@@ -14,6 +14,7 @@ index in the list and the byte offset where reading failed.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any, Optional
 
@@ -24,6 +25,19 @@ from fastkc.schema_registry.avro_errors import AvroDecodeError, AvroSchemaError
 __all__ = ["AvroDecoder", "AvroDecodeError", "AvroSchemaError"]
 
 _Buffer = bytes | bytearray | memoryview
+
+
+def _same_schema(a: Any, b: Any) -> bool:
+    # fastavro's schemaless_reader drops a reader schema equal to the writer
+    # schema (no resolution at all): so does this decoder.
+    try:
+        return bool(_loaded(a) == _loaded(b))
+    except ValueError:
+        return False
+
+
+def _loaded(schema: Any) -> Any:
+    return json.loads(schema) if isinstance(schema, (str, bytes, bytearray)) else schema
 
 
 class AvroDecoder:
@@ -50,7 +64,7 @@ class AvroDecoder:
     ) -> None:
         writer = avro_schema.parse_schema(writer_schema, max_depth=max_depth)
         reader: Optional[avro_schema.AvroType] = None
-        if reader_schema is not None:
+        if reader_schema is not None and not _same_schema(writer_schema, reader_schema):
             reader = avro_schema.parse_schema(reader_schema, max_depth=max_depth)
         self.program = avro_schema.compile_program(
             writer, reader, max_depth=max_depth, max_empty_items=max_empty_items

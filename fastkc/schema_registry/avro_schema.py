@@ -375,13 +375,14 @@ def _names_match(writer: AvroType, reader: AvroType) -> bool:
     )
 
 
-def _matches(w: AvroType, r: AvroType) -> bool:
+def _matches(w: AvroType, r: AvroType, promote: bool = True) -> bool:
     """Whether writer type `w` may be read as reader type `r` (shallow, as the
-    spec's union-branch rule: names for named types, items for arrays)."""
+    spec's union-branch rule: names for named types, items for arrays);
+    with promote False, only without a promotion."""
     if w.kind == "union" or r.kind == "union":
         return True
     if w.kind in PRIMITIVES and r.kind in PRIMITIVES:
-        return w.kind == r.kind or r.kind in _PROMOTIONS.get(w.kind, ())
+        return w.kind == r.kind or (promote and r.kind in _PROMOTIONS.get(w.kind, ()))
     if w.kind != r.kind:
         return False
     if w.kind in ("record", "enum"):
@@ -390,9 +391,21 @@ def _matches(w: AvroType, r: AvroType) -> bool:
         return w.size == r.size and _names_match(w, r)
     if w.kind == "array":
         assert w.items is not None and r.items is not None
-        return _matches(w.items, r.items)
+        return _matches(w.items, r.items, promote)
     assert w.values is not None and r.values is not None
-    return _matches(w.values, r.values)
+    return _matches(w.values, r.values, promote)
+
+
+def _best_branch(w: AvroType, branches: tuple[AvroType, ...]) -> int:
+    """The reader union branch a writer type resolves to: the first that
+    matches without a promotion, else the first that matches with one (Avro
+    Java's rule; fastavro takes the first match either way, so a writer's
+    bytes in a reader's ["string", "bytes"] stays bytes here). -1: none."""
+    for promote in (False, True):
+        for i, b in enumerate(branches):
+            if _matches(w, b, promote):
+                return i
+    return -1
 
 
 @dataclasses.dataclass
@@ -462,10 +475,10 @@ class _Compiler:
         if r is None:
             r_eff = w
         elif r.kind == "union" and w.kind != "union":
-            match = next((b for b in r.branches if _matches(w, b)), None)
-            if match is None:
+            best = _best_branch(w, r.branches)
+            if best < 0:
                 raise _fail(f"writer type {self.describe(w)} matches no branch of the reader's union")
-            pc = self.compile(w, match)
+            pc = self.compile(w, r.branches[best])
             self.memo[key] = pc
             return pc
         else:
@@ -516,14 +529,17 @@ class _Compiler:
         # (pc -1), as the spec and fastavro have it, not at compile time.
         if r is None:
             return self.compile(b, None), -1
-        candidates = list(enumerate(r.branches)) if r.kind == "union" else [(-1, r)]
-        for index, candidate in candidates:
-            if _matches(b, candidate):
-                try:
-                    return self.compile(b, candidate), index
-                except AvroSchemaError:
-                    return -1, index
-        return -1, -1
+        if r.kind == "union":
+            index = _best_branch(b, r.branches)
+            candidate = r.branches[index] if index >= 0 else None
+        else:
+            index, candidate = -1, r if _matches(b, r) else None
+        if candidate is None:
+            return -1, -1
+        try:
+            return self.compile(b, candidate), index
+        except AvroSchemaError:
+            return -1, index
 
     def record(self, pc: int, w: AvroType, r: Optional[AvroType]) -> None:
         code = self.code

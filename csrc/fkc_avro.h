@@ -31,7 +31,9 @@
  *         a logical-typed scalar:      first the value's start offset (so a
  *                                      value the sink cannot convert is
  *                                      reported where it is), then as above
- *     Skipped writer fields and null write nothing. A string is valid UTF-8
+ *     Skipped writer fields and null write nothing. (A payload's read errors
+     therefore come before a logical value the sink cannot convert, wherever
+     each is: the sink only sees payloads read whole.) A string is valid UTF-8
  *     (checked here), so the sink decodes it without failing.
  *   - No Python API, no allocation besides the tape (grown by doubling,
  *     overflow-checked): runs with the GIL released and under libFuzzer.

@@ -40,6 +40,10 @@ class _Reader:
         self.pos = 0
         self.max_depth = self.code[2]
         self.empty_budget = self.code[3]
+        # The compiled decoder reads a whole payload before it builds any
+        # value, so a read error anywhere wins over a logical value Python
+        # cannot hold; the first such value is kept until the read is done.
+        self.logical_fail: _Fail | None = None
 
     # -- primitives (fkc_varint.h's rules) ---------------------------------
 
@@ -180,7 +184,9 @@ class _Reader:
             try:
                 return convert_logical(logical, wire, raw, self.consts[const] if const >= 0 else None)
             except (ValueError, OverflowError, ArithmeticError):
-                raise _Fail(at, s.LOGICAL_NAMES[logical], "value out of range") from None
+                if self.logical_fail is None:
+                    self.logical_fail = _Fail(at, s.LOGICAL_NAMES[logical], "value out of range")
+                return None
         if out in (s.O_FLOAT, s.O_DOUBLE) and wire in (s.W_INT, s.W_LONG):
             return float(raw)
         return raw
@@ -245,6 +251,8 @@ class Decoder:
                 v = r.value(self.code[1], 0, True)
                 if not self.allow_trailing and r.pos < len(r.data):
                     raise _Fail(r.pos, "datum", "trailing bytes")
+                if r.logical_fail is not None:
+                    raise r.logical_fail
             except _Fail as f:
                 raise AvroDecodeError(index, f.offset, f.what, f.problem) from None
             out.append(v)

@@ -78,7 +78,7 @@ class Pair:
         except AvroDecodeError as e:
             with pytest.raises(AvroDecodeError) as t_err:
                 self.twin.decode_many(payloads)
-            assert t_err.value.key() == e.key()
+            assert t_err.value.key() == e.key(), (payloads, e.key(), t_err.value.key())
             return e.key()
         assert_same(got, self.twin.decode_many(payloads))
         return got

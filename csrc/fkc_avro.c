@@ -26,7 +26,7 @@ static int op_width(const int32_t *code, size_t n, size_t pc, size_t *width)
         break;
     case FKC_AVRO_OP_ARRAY:
     case FKC_AVRO_OP_MAP:
-        *width = 3;
+        *width = 4;
         break;
     case FKC_AVRO_OP_RECORD:
         if (avail < 4 || code[pc + 1] < 0 || code[pc + 2] < 0)
@@ -75,7 +75,7 @@ int fkc_avro_check_program(const int32_t *code, size_t n)
             break;
         case FKC_AVRO_OP_ARRAY:
         case FKC_AVRO_OP_MAP:
-            ok = PC_OK(op[1]) && op[2] >= 0;
+            ok = PC_OK(op[1]) && op[2] >= 0 && op[3] >= 1;
             break;
         case FKC_AVRO_OP_UNION:
             for (int32_t i = 0; ok && i < op[1]; i++)
@@ -346,9 +346,10 @@ static int blocks(avro_run *r, const int32_t *op, int32_t depth, int emit, int i
             if ((uint64_t)count > fkc_cursor_remaining(c) / min_item)
                 return fail_at(r, at, count_what, "more items than bytes left");
         } else {
-            if (count > r->empty_budget)
+            int64_t weight = op[3]; /* values of no bytes per item, >= 1 */
+            if (count > r->empty_budget / weight)
                 return fail_at(r, at, count_what, "too many items");
-            r->empty_budget -= count;
+            r->empty_budget -= count * weight;
         }
         total += count;
         for (int64_t i = 0; i < count; i++) {

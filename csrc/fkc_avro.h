@@ -56,8 +56,8 @@ extern "C" {
 enum {
     FKC_AVRO_OP_SCALAR = 1, /* wire, out, logical, size, const */
     FKC_AVRO_OP_ENUM = 2,   /* n, (reader index, const) * n */
-    FKC_AVRO_OP_ARRAY = 3,  /* item pc, item min size */
-    FKC_AVRO_OP_MAP = 4,    /* value pc, value min size */
+    FKC_AVRO_OP_ARRAY = 3,  /* item pc, item min size (bytes), item weight (values of no bytes, >= 1) */
+    FKC_AVRO_OP_MAP = 4,    /* value pc, value min size, value weight */
     FKC_AVRO_OP_UNION = 5,  /* n, (pc, reader branch) * n */
     FKC_AVRO_OP_RECORD = 6  /* nfields, ndefaults, name const, (pc, key const) * nfields,
                                (key const, default const) * ndefaults */

@@ -216,9 +216,10 @@ class _Reader:
                 if count > (len(self.data) - self.pos) // min_item:
                     raise _Fail(at, count_what, "more items than bytes left")
             else:
-                if count > self.empty_budget:
+                weight = code[pc + 3]
+                if count > self.empty_budget // weight:
                     raise _Fail(at, count_what, "too many items")
-                self.empty_budget -= count
+                self.empty_budget -= count * weight
             for _ in range(count):
                 if is_map:
                     key = self.text("map key length", "map key", emit)

@@ -22,12 +22,19 @@ The program's layout (the C header csrc/fkc_avro.h names the same numbers):
     header  [MAGIC, root_pc, max_depth, max_empty_items]
     SCALAR  [OP_SCALAR, wire, out, logical, size, const]
     ENUM    [OP_ENUM, n, (reader_index, const) * n]    reader_index -1: no symbol
-    ARRAY   [OP_ARRAY, item_pc, item_min_size]
-    MAP     [OP_MAP, value_pc, value_min_size]
+    ARRAY   [OP_ARRAY, item_pc, item_min_size, item_weight]
+    MAP     [OP_MAP, value_pc, value_min_size, value_weight]
     UNION   [OP_UNION, n, (pc, reader_branch) * n]     pc -1: branch has no match
     RECORD  [OP_RECORD, nfields, ndefaults, name_const,
              (pc, key_const) * nfields,                key_const -1: skip the field
              (key_const, default_const) * ndefaults]
+
+An item's weight is how many values it holds that take no bytes (nulls,
+records, empty fixed): an array of items of no bytes spends weight * count
+of the payload's budget (max_empty_items), so neither a claimed 2^31 nulls
+nor records that fan out into many empty records by reusing a named type
+cost more than the budget; a type whose weight passes MAX_EMPTY_WEIGHT is
+refused when compiled (it would turn each byte into that many values).
 
 A skipped field's pc points at a writer-only program (compiled without a
 reader), run without emitting values. Children are referenced by absolute
@@ -141,6 +148,7 @@ DEFAULT_MAX_SCHEMA_BYTES = 1 << 20
 # payload's length: this caps them per payload, so a claimed 2^31 nulls
 # fails instead of building a list of 2^31 Nones.
 DEFAULT_MAX_EMPTY_ITEMS = 1 << 20
+MAX_EMPTY_WEIGHT = 10_000
 
 
 @dataclasses.dataclass(eq=False)
@@ -430,6 +438,7 @@ class _Compiler:
         self.const_ids: dict[tuple[str, str], int] = {}
         self.memo: dict[tuple[int, int], int] = {}
         self.min_sizes: dict[int, int] = {}
+        self.weights: dict[int, int] = {}
 
     def const(self, value: Any) -> int:
         # strings (names, symbols) are shared; defaults get their own slot
@@ -462,6 +471,25 @@ class _Compiler:
         else:
             n = 1
         self.min_sizes[key] = n
+        return n
+
+    def weight(self, t: AvroType) -> int:
+        """How many values of no bytes a value of writer type `t` holds
+        outside its own byte-taking parts (a type that contains itself
+        counts 0 for the inner occurrence: the depth bound stops that)."""
+        key = id(t)
+        if key in self.weights:
+            return self.weights[key]
+        self.weights[key] = 0
+        if t.kind == "record":
+            n = 1 + sum(self.weight(f.type) for f in t.fields)
+        elif t.kind == "null" or (t.kind == "fixed" and t.size == 0):
+            n = 1
+        else:
+            n = 0
+        if n > MAX_EMPTY_WEIGHT:
+            raise _fail(f"{self.describe(t)} holds more than {MAX_EMPTY_WEIGHT} values that take no bytes")
+        self.weights[key] = n
         return n
 
     def compile(self, w: AvroType, r: Optional[AvroType]) -> int:
@@ -505,12 +533,13 @@ class _Compiler:
                     code += [-1, self.const(sym)]
         elif w.kind in ("array", "map"):
             self.memo[key] = pc
-            code += [OP_ARRAY if w.kind == "array" else OP_MAP, 0, 0]
+            code += [OP_ARRAY if w.kind == "array" else OP_MAP, 0, 0, 0]
             child_w = w.items if w.kind == "array" else w.values
             child_r = r_eff.items if w.kind == "array" else r_eff.values
             assert child_w is not None and child_r is not None
             code[pc + 1] = self.compile(child_w, child_r if r is not None else None)
             code[pc + 2] = self.min_size(child_w)
+            code[pc + 3] = max(1, self.weight(child_w))
         elif w.kind == "union":
             self.memo[key] = pc
             n = len(w.branches)
@@ -598,6 +627,7 @@ def compile_program(
     if not 0 <= max_empty_items <= 0x7FFFFFFF:
         raise ValueError("max_empty_items must be in [0, 2^31)")
     c = _Compiler(max_depth, max_empty_items)
+    c.weight(writer)  # refuses a writer type that fans out into too many empty values
     c.code[1] = c.compile(writer, reader)
     if len(c.code) > 0x7FFFFFFF:
         raise _fail("program too large")

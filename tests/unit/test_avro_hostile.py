@@ -156,3 +156,20 @@ def test_errors_are_kafka_errors_with_fields():
     assert isinstance(err.value, KafkaError)
     assert (err.value.index, err.value.offset, err.value.what, err.value.problem) == (0, 1, "string", "truncated")
     assert "byte 1" in str(err.value)
+
+
+def test_a_schema_fanning_out_into_empty_values_is_refused():
+    # R0 holds two R1s, each two R2s, ...: 2^20 records per value, no bytes
+    schema = {"type": "record", "name": "R0", "fields": [{"name": "n", "type": "null"}]}
+    for i in range(1, 21):
+        schema = {"type": "record", "name": f"R{i}", "fields": [{"name": "a", "type": schema},
+                                                                {"name": "b", "type": f"R{i - 1}"}]}
+    with pytest.raises(AvroSchemaError, match="values that take no bytes"):
+        AvroDecoder(json.dumps(schema), max_depth=64)
+
+
+def test_empty_items_spend_the_budget_by_weight():
+    item = {"type": "record", "name": "I", "fields": [{"name": "a", "type": "null"}, {"name": "b", "type": "null"}]}
+    schema = {"type": "array", "items": item}  # 3 values of no bytes per item
+    assert Pair(schema, max_empty_items=6).both([b"\x04\x00"]) == [[{"a": None, "b": None}] * 2]
+    assert Pair(schema, max_empty_items=6).error([b"\x06\x00"]) == (0, 0, "array block count", "too many items")

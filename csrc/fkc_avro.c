@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_records.h" /* fkc_utf8_valid: UTF-8 as Python's strict decoder takes it */
 #include "fkc_varint.h"
 
 /* ------------------------------------------------------------------------ */
@@ -90,58 +91,6 @@ int fkc_avro_check_program(const int32_t *code, size_t n)
 #undef PC_OK
     free(starts);
     return ok;
-}
-
-/* ------------------------------------------------------------------------ */
-/* UTF-8 as CPython's strict decoder takes it. */
-
-int fkc_utf8_valid(const uint8_t *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        /* ASCII runs eight bytes at a time */
-        while (n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (w & 0x8080808080808080ull)
-                break;
-            i += 8;
-        }
-        if (i >= n)
-            break;
-        uint8_t b = p[i];
-        if (b < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xBF; /* range of the second byte */
-        if (b >= 0xC2 && b <= 0xDF)
-            need = 1;
-        else if (b >= 0xE0 && b <= 0xEF) {
-            need = 2;
-            if (b == 0xE0)
-                lo = 0xA0; /* over-long */
-            else if (b == 0xED)
-                hi = 0x9F; /* surrogates */
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            need = 3;
-            if (b == 0xF0)
-                lo = 0x90; /* over-long */
-            else if (b == 0xF4)
-                hi = 0x8F; /* past U+10FFFF */
-        } else
-            return 0;
-        if (n - i - 1 < need)
-            return 0;
-        if (p[i + 1] < lo || p[i + 1] > hi)
-            return 0;
-        for (size_t k = 2; k <= need; k++)
-            if ((p[i + k] & 0xC0) != 0x80)
-                return 0;
-        i += need + 1;
-    }
-    return 1;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -110,10 +110,6 @@ size_t fkc_avro_decode_many(const int32_t *code, size_t code_len, const uint8_t 
 
 void fkc_avro_tape_free(fkc_avro_tape *tape);
 
-/* 1 when [p, p + n) is UTF-8 as Python's strict decoder accepts it (no
- * surrogates, no over-long forms, nothing past U+10FFFF). */
-int fkc_utf8_valid(const uint8_t *p, size_t n);
-
 #ifdef __cplusplus
 }
 #endif

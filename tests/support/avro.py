@@ -97,6 +97,8 @@ def assert_same(a: Any, b: Any, path: str = "$") -> None:
             assert_same(x, y, f"{path}[{i}]")
     elif isinstance(a, datetime.datetime):
         assert a == b and a.tzinfo == b.tzinfo, f"{path}: {a!r} != {b!r}"
+    elif isinstance(a, float) and a != a:
+        assert b != b, f"{path}: nan != {b!r}"  # a corrupted payload's NaN (NaN != NaN)
     elif isinstance(a, decimal.Decimal):
         assert a.as_tuple() == b.as_tuple(), f"{path}: {a!r} != {b!r}"
     else:

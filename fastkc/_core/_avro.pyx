@@ -25,8 +25,10 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromLongLong
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM
+from cpython.datetime cimport import_datetime, timedelta_new
 
 import copy
+import datetime as _datetime
 
 from fastkc.schema_registry.avro_errors import AvroDecodeError
 from fastkc.schema_registry.avro_schema import LOGICAL_NAMES
@@ -70,6 +72,24 @@ cdef extern from "fkc_avro.h":
                                 const size_t *lengths, size_t count, int allow_trailing, fkc_avro_tape *tape,
                                 size_t *starts, fkc_avro_error *err) nogil
     void fkc_avro_tape_free(fkc_avro_tape *tape)
+
+
+import_datetime()
+
+# Timestamps take the C path below (a timedelta from the C API added to the
+# epoch: the same value as fastavro's epoch + timedelta(microseconds=...));
+# the logical kinds' numbers are avro_schema's.
+from fastkc.schema_registry.avro_schema import (
+    L_LOCAL_TIMESTAMP_MICROS as _LTS_US,
+    L_LOCAL_TIMESTAMP_MILLIS as _LTS_MS,
+    L_TIMESTAMP_MICROS as _TS_US,
+    L_TIMESTAMP_MILLIS as _TS_MS,
+)
+cdef int L_TS_MS = _TS_MS, L_TS_US = _TS_US, L_LTS_MS = _LTS_MS, L_LTS_US = _LTS_US
+cdef object _EPOCH = _datetime.datetime(1970, 1, 1, tzinfo=_datetime.timezone.utc)
+cdef object _EPOCH_NAIVE = _datetime.datetime(1970, 1, 1)
+# |microseconds| below this is inside datetime's range and far from int64's
+cdef int64_t _US_BOUND = 400_000_000_000_000_000
 
 
 cdef inline double _f32(int64_t bits) noexcept:
@@ -231,6 +251,25 @@ cdef class Decoder:
             PyDict_SetItem(mapping, key, self._value(op[1]))
         return mapping
 
+    cdef object _timestamp(self, int32_t logical, int64_t v):
+        # None: outside the fast path's range (the Python conversion decides)
+        cdef int64_t us, days, rest
+        if v > _US_BOUND // 1000 or v < -(_US_BOUND // 1000):
+            return None
+        us = v * 1000 if logical == L_TS_MS or logical == L_LTS_MS else v
+        if us > _US_BOUND or us < -_US_BOUND:
+            return None
+        days = us // 86_400_000_000
+        rest = us - days * 86_400_000_000
+        if rest < 0:
+            days -= 1
+            rest += 86_400_000_000
+        try:
+            return (_EPOCH if logical == L_TS_MS or logical == L_TS_US else _EPOCH_NAIVE) + timedelta_new(
+                <int>days, <int>(rest // 1_000_000), <int>(rest % 1_000_000))
+        except OverflowError:
+            return None
+
     cdef object _scalar(self, const int32_t *op):
         cdef int32_t wire = op[1], out = op[2], logical = op[3]
         cdef int64_t at = 0, off, ln, v
@@ -264,6 +303,11 @@ cdef class Decoder:
                 raw = PyBytes_FromStringAndSize(<const char *>self.base + off, <Py_ssize_t>ln)
         if not self.converts[logical][wire]:
             return raw
+        if wire == FKC_AVRO_LONG and (logical == L_TS_MS or logical == L_TS_US or logical == L_LTS_MS
+                                      or logical == L_LTS_US):
+            ts = self._timestamp(logical, v)
+            if ts is not None:
+                return ts
         param = <object>PyTuple_GET_ITEM(self.consts, op[5]) if op[5] >= 0 else None
         try:
             return convert_logical(logical, wire, raw, param)

@@ -128,3 +128,15 @@ def test_float_and_double_bits_survive():
     for f, d in [(float("inf"), -0.0), (-1.5e-45, 5e-324), (3.4028234663852886e38, 1.7976931348623157e308)]:
         payload = encode(schema, {"f": f, "d": d})
         assert_same(Pair(schema).both([payload])[0], fastavro_read(schema, payload))
+
+
+def test_timestamp_edges_equal_fastavro():
+    # the compiled builder's timestamp path (C-API timedelta) at its edges
+    for logical in ("timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros"):
+        schema = {"type": "long", "logicalType": logical}
+        scale = 1 if "millis" in logical else 1000
+        raw = [-1, 0, 1, -86_400_001, 86_399_999, -62_135_596_800_000 * scale, 253_402_300_799_999 * scale]
+        payloads = [encode("long", v) for v in raw]
+        got = Pair(schema).both(payloads)
+        for payload, value in zip(payloads, got):
+            assert_same(value, fastavro_read(schema, payload))

@@ -19,6 +19,10 @@ import statistics
 import sys
 import time
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # this checkout's fastkc, not an installed one
+
 QUICK = os.environ.get("FASTKC_BENCH_QUICK", "") not in ("", "0")
 
 EVENT = {
@@ -49,7 +53,7 @@ def make_payloads(n):
     import fastavro
 
     parsed = fastavro.parse_schema(EVENT)
-    base = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
+    base = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
     out = []
     for i in range(n):
         value = {

@@ -175,6 +175,6 @@ else:
 # The Avro program decoder (fastkc/schema_registry/avro.py uses it): the
 # compiled one with the compiled core, else the twin, by the same choice.
 if name == "c":
-    from fastkc._core._avro import Decoder as AvroDecoderCore
+    from fastkc._core._avro import Decoder as AvroDecoderCore  # noqa: F401 (re-exported)
 else:
-    from fastkc._twin.avro import Decoder as AvroDecoderCore  # type: ignore[assignment]
+    from fastkc._twin.avro import Decoder as AvroDecoderCore  # type: ignore[assignment]  # noqa: F401

@@ -80,12 +80,24 @@ import_datetime()
 # epoch: the same value as fastavro's epoch + timedelta(microseconds=...));
 # the logical kinds' numbers are avro_schema's.
 from fastkc.schema_registry.avro_schema import (
+    L_DECIMAL as _DECIMAL,
     L_LOCAL_TIMESTAMP_MICROS as _LTS_US,
     L_LOCAL_TIMESTAMP_MILLIS as _LTS_MS,
     L_TIMESTAMP_MICROS as _TS_US,
     L_TIMESTAMP_MILLIS as _TS_MS,
 )
-cdef int L_TS_MS = _TS_MS, L_TS_US = _TS_US, L_LTS_MS = _LTS_MS, L_LTS_US = _LTS_US
+cdef int L_DECIMAL_ = _DECIMAL, L_TS_MS = _TS_MS, L_TS_US = _TS_US, L_LTS_MS = _LTS_MS, L_LTS_US = _LTS_US
+# Decimals of at most 18 digits: Decimal(unscaled).scaleb(-scale) in a
+# context wide enough to be exact, which is fastavro's value (its context
+# of `precision` digits rounds only longer coefficients, left to it).
+import decimal as _decimal
+cdef object _Decimal = _decimal.Decimal
+cdef object _EXACT = _decimal.Context(prec=40)
+cdef int64_t _POW10[19]
+_POW10[0] = 1
+for _i in range(1, 19):
+    _POW10[_i] = _POW10[_i - 1] * 10
+
 cdef object _EPOCH = _datetime.datetime(1970, 1, 1, tzinfo=_datetime.timezone.utc)
 cdef object _EPOCH_NAIVE = _datetime.datetime(1970, 1, 1)
 # |microseconds| below this is inside datetime's range and far from int64's
@@ -251,6 +263,24 @@ cdef class Decoder:
             PyDict_SetItem(mapping, key, self._value(op[1]))
         return mapping
 
+    cdef object _decimal(self, bytes raw, int32_t const):
+        # None: not the fast path's case (the Python conversion decides)
+        cdef Py_ssize_t n = len(raw), i
+        cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(raw)
+        cdef int64_t unscaled, bound
+        cdef uint64_t acc
+        precision, scale = <object>PyTuple_GET_ITEM(self.consts, const)
+        if n == 0 or n > 8 or precision > 18:
+            return None
+        acc = 0xFFFFFFFFFFFFFFFF if p[0] & 0x80 else 0  # sign extension
+        for i in range(n):
+            acc = (acc << 8) | p[i]
+        unscaled = <int64_t>acc
+        bound = _POW10[<int>precision]
+        if unscaled >= bound or unscaled <= -bound:
+            return None
+        return _Decimal(unscaled).scaleb(-scale, _EXACT)
+
     cdef object _timestamp(self, int32_t logical, int64_t v):
         # None: outside the fast path's range (the Python conversion decides)
         cdef int64_t us, days, rest
@@ -303,6 +333,10 @@ cdef class Decoder:
                 raw = PyBytes_FromStringAndSize(<const char *>self.base + off, <Py_ssize_t>ln)
         if not self.converts[logical][wire]:
             return raw
+        if logical == L_DECIMAL_ and (wire == FKC_AVRO_BYTES or wire == FKC_AVRO_FIXED):
+            d = self._decimal(raw, op[5])
+            if d is not None:
+                return d
         if wire == FKC_AVRO_LONG and (logical == L_TS_MS or logical == L_TS_US or logical == L_LTS_MS
                                       or logical == L_LTS_US):
             ts = self._timestamp(logical, v)

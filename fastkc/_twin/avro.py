@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import struct
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from fastkc.schema_registry import avro_schema as s
 from fastkc.schema_registry.avro_errors import AvroDecodeError

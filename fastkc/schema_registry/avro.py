@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, Optional
+from typing import Any
 
 from fastkc import _backend
 from fastkc.schema_registry import avro_schema
@@ -63,7 +63,7 @@ class AvroDecoder:
         allow_trailing_bytes: bool = False,
     ) -> None:
         writer = avro_schema.parse_schema(writer_schema, max_depth=max_depth)
-        reader: Optional[avro_schema.AvroType] = None
+        reader: avro_schema.AvroType | None = None
         if reader_schema is not None and not _same_schema(writer_schema, reader_schema):
             reader = avro_schema.parse_schema(reader_schema, max_depth=max_depth)
         self.program = avro_schema.compile_program(

@@ -45,7 +45,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from typing import Any, Optional
+from typing import Any
 
 from fastkc.schema_registry.avro_errors import AvroSchemaError
 
@@ -154,7 +154,7 @@ MAX_EMPTY_WEIGHT = 10_000
 @dataclasses.dataclass(eq=False)
 class AvroField:
     name: str
-    type: "AvroType"
+    type: AvroType
     has_default: bool
     default: Any
     aliases: tuple[str, ...]
@@ -173,10 +173,10 @@ class AvroType:
     precision: int = 0  # decimal
     scale: int = 0
     symbols: tuple[str, ...] = ()  # enum
-    enum_default: Optional[str] = None
-    items: Optional["AvroType"] = None  # array
-    values: Optional["AvroType"] = None  # map
-    branches: tuple["AvroType", ...] = ()  # union
+    enum_default: str | None = None
+    items: AvroType | None = None  # array
+    values: AvroType | None = None  # map
+    branches: tuple[AvroType, ...] = ()  # union
     fields: list[AvroField] = dataclasses.field(default_factory=list)  # record
 
     @property
@@ -276,7 +276,8 @@ class _Parser:
                 raise _fail(f"namespace must be a string, not {ns!r}")
             name = self.full_name(s.get("name"), ns or "")
             own_ns = name.rsplit(".", 1)[0] if "." in name else ""
-            t = AvroType("record" if kind == "error" else kind, name=name, aliases=self.aliases(s.get("aliases"), own_ns))
+            aliases = self.aliases(s.get("aliases"), own_ns)
+            t = AvroType("record" if kind == "error" else kind, name=name, aliases=aliases)
             self.define(t)
             if kind == "fixed":
                 size = s.get("size")
@@ -492,7 +493,7 @@ class _Compiler:
         self.weights[key] = n
         return n
 
-    def compile(self, w: AvroType, r: Optional[AvroType]) -> int:
+    def compile(self, w: AvroType, r: AvroType | None) -> int:
         """The pc of a program reading writer `w` as reader `r` (None: as
         itself, also the skip programs). Raises AvroSchemaError when `r`
         cannot read `w`."""
@@ -553,7 +554,7 @@ class _Compiler:
             self.record(pc, w, r_eff if r is not None else None)
         return pc
 
-    def union_branch(self, b: AvroType, r: Optional[AvroType]) -> tuple[int, int]:
+    def union_branch(self, b: AvroType, r: AvroType | None) -> tuple[int, int]:
         # A writer branch the reader cannot read fails when a value takes it
         # (pc -1), as the spec and fastavro have it, not at compile time.
         if r is None:
@@ -570,9 +571,9 @@ class _Compiler:
         except AvroSchemaError:
             return -1, index
 
-    def record(self, pc: int, w: AvroType, r: Optional[AvroType]) -> None:
+    def record(self, pc: int, w: AvroType, r: AvroType | None) -> None:
         code = self.code
-        fields: list[tuple[AvroField, Optional[AvroField]]] = []
+        fields: list[tuple[AvroField, AvroField | None]] = []
         defaults: list[AvroField] = []
         if r is None:
             fields = [(f, f) for f in w.fields]
@@ -614,7 +615,7 @@ class _Compiler:
 
 def compile_program(
     writer: AvroType,
-    reader: Optional[AvroType] = None,
+    reader: AvroType | None = None,
     *,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_empty_items: int = DEFAULT_MAX_EMPTY_ITEMS,

@@ -16,11 +16,12 @@ from __future__ import annotations
 import datetime
 import decimal
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fastkc.schema_registry import avro_schema as s
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
 _DAYS_SHIFT = datetime.date(1970, 1, 1).toordinal()
 _contexts: dict[int, decimal.Context] = {}

@@ -53,7 +53,8 @@ READER_V2 = {"type": "record", "name": "R", "fields": [
 
 PROGRAMS = [(EVENT, None), (NODE, None), (NULLS, None), (WRITER_V1, READER_V2), (WRITER_V1, None)]
 VALUES = [
-    [{"id": 1, "name": "n", "tags": ["a"], "attrs": {"k": 1, "z": None}, "user": {"uid": "00000000-0000-0000-0000-000000000001", "b": True},
+    [{"id": 1, "name": "n", "tags": ["a"], "attrs": {"k": 1, "z": None},
+      "user": {"uid": "00000000-0000-0000-0000-000000000001", "b": True},
       "at": 5, "price": __import__("decimal").Decimal("1.25"), "kind": "B", "f": 0.5, "d": -2.0, "fx": b"abc"}],
     [{"v": 1, "next": {"v": 2, "next": None, "kids": []}, "kids": [{"v": 3, "next": None, "kids": []}]}],
     [[{"a": [None, None]}, {}]],

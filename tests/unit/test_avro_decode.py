@@ -58,7 +58,7 @@ def _event(i):
         "id": i * 1_000_003 - 5, "name": f"événement-{i}", "tags": ["a", "bb"][: i % 3],
         "attrs": {"x": i, "y": None, "z": "s"},
         "user": None if i % 2 else {"uid": uuid.UUID(int=i), "since": datetime.date(2020, 1, 1 + i % 28)},
-        "at": datetime.datetime(2024, 5, 1, 12, 0, i % 60, tzinfo=datetime.timezone.utc),
+        "at": datetime.datetime(2024, 5, 1, 12, 0, i % 60, tzinfo=datetime.UTC),
         "at_us": datetime.datetime(1969, 12, 31, 23, 59, 59, 999_999 - i),
         "t": datetime.time(13, 14, 15, 16_000), "price": decimal.Decimal("-1234.567"),
         "fprice": decimal.Decimal("99.99"), "kind": "ABC"[i % 3], "ratio": 0.1 * i, "blob": bytes(range(i % 7)),
@@ -72,7 +72,7 @@ def test_a_realistic_event_schema_many_payloads_per_call():
     assert len(got) == 50
     for payload, value in zip(payloads, got):
         assert_same(value, fastavro_read(EVENT, payload))
-    assert got[0]["at"].tzinfo is datetime.timezone.utc
+    assert got[0]["at"].tzinfo is datetime.UTC
 
 
 def test_public_decoder_takes_json_text_and_memoryviews():
@@ -124,7 +124,8 @@ def test_primitive_root_schema_and_block_forms():
 
 
 def test_float_and_double_bits_survive():
-    schema = {"type": "record", "name": "F", "fields": [{"name": "f", "type": "float"}, {"name": "d", "type": "double"}]}
+    schema = {"type": "record", "name": "F",
+              "fields": [{"name": "f", "type": "float"}, {"name": "d", "type": "double"}]}
     for f, d in [(float("inf"), -0.0), (-1.5e-45, 5e-324), (3.4028234663852886e38, 1.7976931348623157e308)]:
         payload = encode(schema, {"f": f, "d": d})
         assert_same(Pair(schema).both([payload])[0], fastavro_read(schema, payload))

@@ -89,7 +89,8 @@ def test_nesting_is_bounded():
 def test_logical_values_python_cannot_hold_fail_at_their_offset():
     schema = {"type": "record", "name": "T", "fields": [
         {"name": "a", "type": "int"}, {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
-    far = encode({"type": "record", "name": "T", "fields": [{"name": "a", "type": "int"}, {"name": "t", "type": "long"}]},
+    far = encode({"type": "record", "name": "T",
+                  "fields": [{"name": "a", "type": "int"}, {"name": "t", "type": "long"}]},
                  {"a": 0, "t": 1 << 60})
     assert Pair(schema).error([far]) == (0, 1, "timestamp-millis", "value out of range")
     uid = {"type": "string", "logicalType": "uuid"}

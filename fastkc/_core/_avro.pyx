@@ -27,12 +27,13 @@ from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.datetime cimport import_datetime, timedelta_new
 
-import copy
+import copy as _copy
 import datetime as _datetime
 
-from fastkc.schema_registry.avro_errors import AvroDecodeError
-from fastkc.schema_registry.avro_schema import LOGICAL_NAMES
-from fastkc.schema_registry.avro_values import convert_logical, python_converts
+from fastkc.schema_registry.avro_errors import AvroDecodeError as _AvroDecodeError
+from fastkc.schema_registry.avro_schema import LOGICAL_NAMES as _LOGICAL_NAMES
+from fastkc.schema_registry.avro_values import convert_logical as _convert_logical
+from fastkc.schema_registry.avro_values import python_converts as _python_converts
 
 
 cdef extern from "Python.h":
@@ -151,7 +152,7 @@ cdef class Decoder:
         self.allow_trailing = 1 if allow_trailing else 0
         for logical in range(FKC_AVRO_LOGICAL_MAX + 1):
             for wire in range(FKC_AVRO_FIXED + 1):
-                self.converts[logical][wire] = 1 if logical and python_converts(logical, wire) else 0
+                self.converts[logical][wire] = 1 if logical and _python_converts(logical, wire) else 0
 
     def __dealloc__(self):
         free(self.code)
@@ -203,7 +204,7 @@ cdef class Decoder:
                 Py_INCREF(v)
                 PyList_SET_ITEM(out, <Py_ssize_t>i, v)
             if done < count:
-                raise AvroDecodeError(err.index, err.offset, err.what.decode(), err.problem.decode())
+                raise _AvroDecodeError(err.index, err.offset, err.what.decode(), err.problem.decode())
             return out
         finally:
             self.tape = NULL
@@ -237,7 +238,7 @@ cdef class Decoder:
             for i in range(op[2]):
                 d = <object>PyTuple_GET_ITEM(self.consts, op[at + 1])
                 if op[at + 1] in self.mutable_consts:
-                    d = copy.deepcopy(d)
+                    d = _copy.deepcopy(d)
                 PyDict_SetItem(record, <object>PyTuple_GET_ITEM(self.consts, op[at]), d)
                 at += 2
             return record
@@ -344,6 +345,6 @@ cdef class Decoder:
                 return ts
         param = <object>PyTuple_GET_ITEM(self.consts, op[5]) if op[5] >= 0 else None
         try:
-            return convert_logical(logical, wire, raw, param)
+            return _convert_logical(logical, wire, raw, param)
         except (ValueError, OverflowError, ArithmeticError):
-            raise AvroDecodeError(self.index, at, LOGICAL_NAMES[logical], "value out of range") from None
+            raise _AvroDecodeError(self.index, at, _LOGICAL_NAMES[logical], "value out of range") from None

@@ -48,7 +48,8 @@ ASAN_TESTS ?= $(wildcard tests/unit/test_records_core.py tests/unit/test_fetch_p
 	tests/unit/test_corpus.py tests/unit/test_arrow_export.py tests/unit/test_record_stream.py \
 	tests/unit/test_untrusted_lengths.py tests/unit/test_fetcher_pieces.py \
 	tests/unit/test_prepared_steps.py tests/unit/test_decode_worker.py tests/unit/test_lz4_native.py \
-	tests/unit/test_bench_ceiling.py tests/unit/test_fetch_machine.py tests/unit/test_share_decode.py)
+	tests/unit/test_bench_ceiling.py tests/unit/test_fetch_machine.py tests/unit/test_share_decode.py \
+	tests/unit/test_avro_decode.py tests/unit/test_avro_resolution.py tests/unit/test_avro_hostile.py)
 LIBASAN := $(shell gcc -print-file-name=libasan.so)
 LIBUBSAN := $(shell gcc -print-file-name=libubsan.so)
 
@@ -75,7 +76,7 @@ asan:
 # and crash reproducers to tests/fuzz/build/ (both ignored by git). Needs
 # clang with its libFuzzer runtime (Debian: apt-get install clang).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= fetch records lz4
+FUZZ_TARGETS ?= fetch records lz4 avro
 FUZZ_CC ?= clang
 FUZZ_DIR := tests/fuzz/build
 FUZZ_CFLAGS ?= -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -84,7 +85,7 @@ KERNEL_SOURCES := $(wildcard csrc/*.c)
 # the records target's oracle (descriptor-form Arrow columns), not a kernel of the library
 FUZZ_ORACLE := tests/fuzz/fkc_arrow.c
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(KERNEL_SOURCES) $(FUZZ_ORACLE) $(wildcard csrc/*.h tests/fuzz/*.h)
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(KERNEL_SOURCES) $(FUZZ_ORACLE) $(wildcard csrc/*.h tests/fuzz/*.h tests/fuzz/*.inc)
 	mkdir -p $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests/fuzz $< $(KERNEL_SOURCES) $(FUZZ_ORACLE) -o $@
 

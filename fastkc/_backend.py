@@ -162,3 +162,17 @@ else:
             del buf[size:]
         else:
             buf.extend(bytes(size - len(buf)))
+
+
+# The Avro program decoder (fastkc/schema_registry/avro.py uses it): the
+# compiled one with the compiled core, else the twin, by the same choice.
+if name == "c":
+    from fastkc._core._avro import Decoder as _CompiledAvroDecoder
+
+    AvroDecoderCore: "type[_CompiledAvroDecoder]" = _CompiledAvroDecoder
+else:
+    from fastkc._twin.avro import Decoder as _TwinAvroDecoder
+
+    # the twin implements the compiled class's interface (held to it by the
+    # differential tests, as the records twin)
+    AvroDecoderCore = cast("type[_CompiledAvroDecoder]", _TwinAvroDecoder)

@@ -1,4 +1,5 @@
-"""Schema Registry support: the client, the wire framing, their errors.
+"""Schema Registry support: the client, the wire framing, their errors, and
+the compiled Avro decoder (`fastkc.schema_registry.avro.AvroDecoder`).
 
     from fastkc.schema_registry import SchemaRegistryClient
     client = SchemaRegistryClient({"url": "http://registry:8081"})

@@ -1,0 +1,350 @@
+# cython: language_level=3
+"""Cython bridge over the Avro interpreter (csrc/fkc_avro.c).
+
+Two phases, as the record decoder:
+  1. fkc_avro_decode_many(): pure C with the GIL released. Reads every
+     payload of the call by the compiled program onto one int64 tape,
+     checking everything (lengths, varints, indexes, UTF-8, nesting).
+  2. _Builder: walks the same program over the tape and builds the Python
+     values fastavro's schemaless_reader gives (dicts, lists, str, bytes,
+     int, float, bool, None, logical types by fastavro's conversions). It
+     cannot meet bad input (phase 1 proved the tape), except a logical
+     value Python cannot hold, which it reports at the value's offset.
+
+The program and its constants come from
+fastkc/schema_registry/avro_schema.py; fastkc/_twin/avro.py is the oracle.
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_SetItem
+from cpython.float cimport PyFloat_FromDouble
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_FromLongLong
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM
+from cpython.datetime cimport import_datetime, timedelta_new
+
+import copy as _copy
+import datetime as _datetime
+
+from fastkc.schema_registry.avro_errors import AvroDecodeError as _AvroDecodeError
+from fastkc.schema_registry.avro_schema import LOGICAL_NAMES as _LOGICAL_NAMES
+from fastkc.schema_registry.avro_values import convert_logical as _convert_logical
+from fastkc.schema_registry.avro_values import python_converts as _python_converts
+
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
+
+
+cdef extern from "fkc_avro.h":
+    enum:
+        FKC_AVRO_OP_SCALAR
+        FKC_AVRO_OP_ENUM
+        FKC_AVRO_OP_ARRAY
+        FKC_AVRO_OP_MAP
+        FKC_AVRO_OP_UNION
+        FKC_AVRO_OP_RECORD
+        FKC_AVRO_NULL
+        FKC_AVRO_BOOLEAN
+        FKC_AVRO_INT
+        FKC_AVRO_LONG
+        FKC_AVRO_FLOAT
+        FKC_AVRO_DOUBLE
+        FKC_AVRO_BYTES
+        FKC_AVRO_STRING
+        FKC_AVRO_FIXED
+        FKC_AVRO_LOGICAL_MAX
+    ctypedef struct fkc_avro_tape:
+        int64_t *v
+        size_t len
+        size_t cap
+    ctypedef struct fkc_avro_error:
+        size_t index
+        size_t offset
+        const char *what
+        const char *problem
+        int nomem
+    int fkc_avro_check_program(const int32_t *code, size_t n)
+    size_t fkc_avro_decode_many(const int32_t *code, size_t code_len, const uint8_t *const *payloads,
+                                const size_t *lengths, size_t count, int allow_trailing, fkc_avro_tape *tape,
+                                size_t *starts, fkc_avro_error *err) nogil
+    void fkc_avro_tape_free(fkc_avro_tape *tape)
+
+
+import_datetime()
+
+# Timestamps take the C path below (a timedelta from the C API added to the
+# epoch: the same value as fastavro's epoch + timedelta(microseconds=...));
+# the logical kinds' numbers are avro_schema's.
+from fastkc.schema_registry.avro_schema import (
+    L_DECIMAL as _DECIMAL,
+    L_LOCAL_TIMESTAMP_MICROS as _LTS_US,
+    L_LOCAL_TIMESTAMP_MILLIS as _LTS_MS,
+    L_TIMESTAMP_MICROS as _TS_US,
+    L_TIMESTAMP_MILLIS as _TS_MS,
+)
+cdef int L_DECIMAL_ = _DECIMAL, L_TS_MS = _TS_MS, L_TS_US = _TS_US, L_LTS_MS = _LTS_MS, L_LTS_US = _LTS_US
+# Decimals of at most 18 digits: Decimal(unscaled).scaleb(-scale) in a
+# context wide enough to be exact, which is fastavro's value (its context
+# of `precision` digits rounds only longer coefficients, left to it).
+import decimal as _decimal
+cdef object _Decimal = _decimal.Decimal
+cdef object _EXACT = _decimal.Context(prec=40)
+cdef int64_t _POW10[19]
+_POW10[0] = 1
+for _i in range(1, 19):
+    _POW10[_i] = _POW10[_i - 1] * 10
+
+cdef object _EPOCH = _datetime.datetime(1970, 1, 1, tzinfo=_datetime.timezone.utc)
+cdef object _EPOCH_NAIVE = _datetime.datetime(1970, 1, 1)
+# |microseconds| below this is inside datetime's range and far from int64's
+cdef int64_t _US_BOUND = 400_000_000_000_000_000
+
+
+cdef inline double _f32(int64_t bits) noexcept:
+    cdef uint32_t b = <uint32_t>bits
+    cdef float f
+    memcpy(&f, &b, 4)
+    return f
+
+
+cdef inline double _f64(int64_t bits) noexcept:
+    cdef uint64_t b = <uint64_t>bits
+    cdef double d
+    memcpy(&d, &b, 8)
+    return d
+
+
+cdef class Decoder:
+    """A compiled program, ready to decode payloads: Decoder(code, consts,
+    allow_trailing) with code and consts from avro_schema.compile_program."""
+    cdef int32_t *code
+    cdef size_t code_len
+    cdef tuple consts
+    cdef frozenset mutable_consts  # defaults that are copied per value (dicts, lists)
+    cdef int allow_trailing
+    cdef uint8_t converts[FKC_AVRO_LOGICAL_MAX + 1][FKC_AVRO_FIXED + 1]
+    # the call in progress (phase 2)
+    cdef const int64_t *tape
+    cdef size_t pos
+    cdef const uint8_t *base
+    cdef size_t index
+
+    def __cinit__(self, code, consts, allow_trailing=False):
+        cdef size_t i
+        cdef int logical, wire
+        self.code = NULL
+        n = len(code)
+        self.code = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
+        if self.code == NULL:
+            raise MemoryError()
+        for i in range(n):
+            self.code[i] = <int32_t>code[i]
+        self.code_len = n
+        if not fkc_avro_check_program(self.code, self.code_len):
+            raise ValueError("fastkc: not a well-formed Avro program")
+        self.consts = tuple(consts)
+        self.mutable_consts = frozenset(i for i, c in enumerate(self.consts) if isinstance(c, (dict, list)))
+        self.allow_trailing = 1 if allow_trailing else 0
+        for logical in range(FKC_AVRO_LOGICAL_MAX + 1):
+            for wire in range(FKC_AVRO_FIXED + 1):
+                self.converts[logical][wire] = 1 if logical and _python_converts(logical, wire) else 0
+
+    def __dealloc__(self):
+        free(self.code)
+
+    def decode_many(self, payloads):
+        """The values of a list of payloads (bytes-like), in order. The first
+        bad payload raises AvroDecodeError naming its index and byte offset."""
+        cdef list items = payloads if type(payloads) is list else list(payloads)
+        cdef size_t count = len(items)
+        cdef size_t i, done
+        cdef const uint8_t **ptrs = <const uint8_t **>malloc(max(count, 1) * sizeof(uint8_t *))
+        cdef size_t *lengths = <size_t *>malloc(max(count, 1) * sizeof(size_t))
+        cdef size_t *starts = <size_t *>malloc((count + 1) * sizeof(size_t))
+        cdef Py_buffer *views = NULL
+        cdef size_t nviews = 0
+        cdef fkc_avro_tape tape
+        cdef fkc_avro_error err
+        tape.v = NULL
+        tape.len = tape.cap = 0
+        try:
+            if ptrs == NULL or lengths == NULL or starts == NULL:
+                raise MemoryError()
+            for i in range(count):
+                p = items[i]
+                if PyBytes_CheckExact(p):
+                    ptrs[i] = <const uint8_t *>PyBytes_AS_STRING(p)
+                    lengths[i] = <size_t>PyBytes_GET_SIZE(p)
+                else:
+                    if views == NULL:
+                        views = <Py_buffer *>malloc(max(count, 1) * sizeof(Py_buffer))
+                        if views == NULL:
+                            raise MemoryError()
+                    PyObject_GetBuffer(p, &views[nviews], PyBUF_SIMPLE)
+                    ptrs[i] = <const uint8_t *>views[nviews].buf
+                    lengths[i] = <size_t>views[nviews].len
+                    nviews += 1
+            with nogil:
+                done = fkc_avro_decode_many(self.code, self.code_len, ptrs, lengths, count, self.allow_trailing,
+                                            &tape, starts, &err)
+            if done < count and err.nomem:
+                raise MemoryError("fastkc: out of memory for the Avro tape")
+            out = PyList_New(<Py_ssize_t>done)
+            self.tape = tape.v
+            for i in range(done):
+                self.pos = starts[i]
+                self.base = ptrs[i]
+                self.index = i
+                v = self._value(self.code[1])
+                Py_INCREF(v)
+                PyList_SET_ITEM(out, <Py_ssize_t>i, v)
+            if done < count:
+                raise _AvroDecodeError(err.index, err.offset, err.what.decode(), err.problem.decode())
+            return out
+        finally:
+            self.tape = NULL
+            for i in range(nviews):
+                PyBuffer_Release(&views[i])
+            free(views)
+            free(ptrs)
+            free(lengths)
+            free(starts)
+            fkc_avro_tape_free(&tape)
+
+    cdef inline int64_t _next(self) noexcept:
+        cdef int64_t v = self.tape[self.pos]
+        self.pos += 1
+        return v
+
+    cdef object _value(self, int32_t pc):
+        cdef const int32_t *op = self.code + pc
+        cdef int32_t kind = op[0]
+        cdef int64_t n, i, off, ln
+        cdef int32_t at
+        if kind == FKC_AVRO_OP_SCALAR:
+            return self._scalar(op)
+        if kind == FKC_AVRO_OP_RECORD:
+            record = {}
+            at = 4
+            for i in range(op[1]):
+                if op[at + 1] >= 0:  # a skipped field (-1) wrote nothing on the tape
+                    PyDict_SetItem(record, <object>PyTuple_GET_ITEM(self.consts, op[at + 1]), self._value(op[at]))
+                at += 2
+            for i in range(op[2]):
+                d = <object>PyTuple_GET_ITEM(self.consts, op[at + 1])
+                if op[at + 1] in self.mutable_consts:
+                    d = _copy.deepcopy(d)
+                PyDict_SetItem(record, <object>PyTuple_GET_ITEM(self.consts, op[at]), d)
+                at += 2
+            return record
+        if kind == FKC_AVRO_OP_UNION:
+            i = self._next()
+            return self._value(op[2 + 2 * i])
+        if kind == FKC_AVRO_OP_ENUM:
+            i = self._next()
+            return <object>PyTuple_GET_ITEM(self.consts, op[3 + 2 * i])
+        n = self._next()
+        if kind == FKC_AVRO_OP_ARRAY:
+            items = PyList_New(<Py_ssize_t>n)
+            for i in range(n):
+                v = self._value(op[1])
+                Py_INCREF(v)
+                PyList_SET_ITEM(items, <Py_ssize_t>i, v)
+            return items
+        mapping = {}
+        for i in range(n):
+            off = self._next()
+            ln = self._next()
+            key = PyUnicode_DecodeUTF8(<const char *>self.base + off, <Py_ssize_t>ln, NULL)
+            PyDict_SetItem(mapping, key, self._value(op[1]))
+        return mapping
+
+    cdef object _decimal(self, bytes raw, int32_t const):
+        # None: not the fast path's case (the Python conversion decides)
+        cdef Py_ssize_t n = len(raw), i
+        cdef const uint8_t *p = <const uint8_t *>PyBytes_AS_STRING(raw)
+        cdef int64_t unscaled, bound
+        cdef uint64_t acc
+        precision, scale = <object>PyTuple_GET_ITEM(self.consts, const)
+        if n == 0 or n > 8 or precision > 18:
+            return None
+        acc = 0xFFFFFFFFFFFFFFFF if p[0] & 0x80 else 0  # sign extension
+        for i in range(n):
+            acc = (acc << 8) | p[i]
+        unscaled = <int64_t>acc
+        bound = _POW10[<int>precision]
+        if unscaled >= bound or unscaled <= -bound:
+            return None
+        return _Decimal(unscaled).scaleb(-scale, _EXACT)
+
+    cdef object _timestamp(self, int32_t logical, int64_t v):
+        # None: outside the fast path's range (the Python conversion decides)
+        cdef int64_t us, days, rest
+        if v > _US_BOUND // 1000 or v < -(_US_BOUND // 1000):
+            return None
+        us = v * 1000 if logical == L_TS_MS or logical == L_LTS_MS else v
+        if us > _US_BOUND or us < -_US_BOUND:
+            return None
+        days = us // 86_400_000_000
+        rest = us - days * 86_400_000_000
+        if rest < 0:
+            days -= 1
+            rest += 86_400_000_000
+        try:
+            return (_EPOCH if logical == L_TS_MS or logical == L_TS_US else _EPOCH_NAIVE) + timedelta_new(
+                <int>days, <int>(rest // 1_000_000), <int>(rest % 1_000_000))
+        except OverflowError:
+            return None
+
+    cdef object _scalar(self, const int32_t *op):
+        cdef int32_t wire = op[1], out = op[2], logical = op[3]
+        cdef int64_t at = 0, off, ln, v
+        if logical:
+            at = self._next()
+        if wire == FKC_AVRO_NULL:
+            raw = None
+        elif wire == FKC_AVRO_BOOLEAN:
+            raw = self._next() != 0
+        elif wire == FKC_AVRO_INT or wire == FKC_AVRO_LONG:
+            v = self._next()
+            if (out == FKC_AVRO_FLOAT or out == FKC_AVRO_DOUBLE) and not self.converts[logical][wire]:
+                return PyFloat_FromDouble(<double>v)
+            raw = PyLong_FromLongLong(v)
+        elif wire == FKC_AVRO_FLOAT:
+            raw = PyFloat_FromDouble(_f32(self._next()))
+        elif wire == FKC_AVRO_DOUBLE:
+            raw = PyFloat_FromDouble(_f64(self._next()))
+        elif wire == FKC_AVRO_FIXED:
+            raw = PyBytes_FromStringAndSize(<const char *>self.base + self._next(), op[4])
+        else:
+            off = self._next()
+            ln = self._next()
+            if out == FKC_AVRO_STRING:
+                # validated by phase 1
+                raw = PyUnicode_DecodeUTF8(<const char *>self.base + off, <Py_ssize_t>ln, NULL)
+            elif wire == FKC_AVRO_STRING and self.converts[logical][wire]:
+                # a uuid string read as bytes: fastavro converts the str
+                raw = PyUnicode_DecodeUTF8(<const char *>self.base + off, <Py_ssize_t>ln, "surrogateescape")
+            else:
+                raw = PyBytes_FromStringAndSize(<const char *>self.base + off, <Py_ssize_t>ln)
+        if not self.converts[logical][wire]:
+            return raw
+        if logical == L_DECIMAL_ and (wire == FKC_AVRO_BYTES or wire == FKC_AVRO_FIXED):
+            d = self._decimal(raw, op[5])
+            if d is not None:
+                return d
+        if wire == FKC_AVRO_LONG and (logical == L_TS_MS or logical == L_TS_US or logical == L_LTS_MS
+                                      or logical == L_LTS_US):
+            ts = self._timestamp(logical, v)
+            if ts is not None:
+                return ts
+        param = <object>PyTuple_GET_ITEM(self.consts, op[5]) if op[5] >= 0 else None
+        try:
+            return _convert_logical(logical, wire, raw, param)
+        except (ValueError, OverflowError, ArithmeticError):
+            raise _AvroDecodeError(self.index, at, _LOGICAL_NAMES[logical], "value out of range") from None

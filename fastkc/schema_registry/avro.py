@@ -1,0 +1,80 @@
+"""Avro payloads decoded in C: `AvroDecoder(writer_schema, reader_schema=None)`.
+
+    decoder = AvroDecoder(writer_schema_json)
+    values = decoder.decode_many(payloads)   # what fastavro.schemaless_reader gives, per payload
+
+The payloads are bare Avro binary (the Confluent framing, magic byte and
+schema id, is cut by the caller that reads it). With a reader schema, every
+value is resolved to it by Avro's rules (promotions, defaults for added
+fields, removed fields skipped, aliases, enum and union mapping): the
+resolution is compiled once here (fastkc/schema_registry/avro_schema.py),
+the C interpreter (csrc/fkc_avro.c) follows it with the GIL released, and
+the values are built in C. A bad payload raises AvroDecodeError with its
+index in the list and the byte offset where reading failed.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from fastkc import _backend
+from fastkc.schema_registry import avro_schema
+from fastkc.schema_registry.avro_errors import AvroDecodeError, AvroSchemaError
+
+__all__ = ["AvroDecoder", "AvroDecodeError", "AvroSchemaError"]
+
+_Buffer = bytes | bytearray | memoryview
+
+
+def _same_schema(a: Any, b: Any) -> bool:
+    # fastavro's schemaless_reader drops a reader schema equal to the writer
+    # schema (no resolution at all): so does this decoder.
+    try:
+        return bool(_loaded(a) == _loaded(b))
+    except ValueError:
+        return False
+
+
+def _loaded(schema: Any) -> Any:
+    return json.loads(schema) if isinstance(schema, (str, bytes, bytearray)) else schema
+
+
+class AvroDecoder:
+    """Decodes Avro payloads written with `writer_schema`, as `reader_schema`
+    when given (JSON text, or the JSON already loaded).
+
+    Bounds (hostile input gets a typed error, never unbounded work):
+      max_depth: nesting of the schema, and of the data at decode time
+      max_empty_items: items that take no bytes (nulls, empty records) in
+        one payload's arrays
+      allow_trailing_bytes: by default bytes after the value are an error
+        (they mean the payload was not written with this schema); fastavro
+        ignores them, and so does this decoder when True
+    """
+
+    def __init__(
+        self,
+        writer_schema: Any,
+        reader_schema: Any = None,
+        *,
+        max_depth: int = avro_schema.DEFAULT_MAX_DEPTH,
+        max_empty_items: int = avro_schema.DEFAULT_MAX_EMPTY_ITEMS,
+        allow_trailing_bytes: bool = False,
+    ) -> None:
+        writer = avro_schema.parse_schema(writer_schema, max_depth=max_depth)
+        reader: avro_schema.AvroType | None = None
+        if reader_schema is not None and not _same_schema(writer_schema, reader_schema):
+            reader = avro_schema.parse_schema(reader_schema, max_depth=max_depth)
+        self.program = avro_schema.compile_program(
+            writer, reader, max_depth=max_depth, max_empty_items=max_empty_items
+        )
+        self._core = _backend.AvroDecoderCore(self.program.code, self.program.consts, allow_trailing_bytes)
+
+    def decode_many(self, payloads: Iterable[_Buffer]) -> list[Any]:
+        """The values of `payloads` in order (one C call for the whole list)."""
+        return self._core.decode_many(payloads)
+
+    def decode(self, payload: _Buffer) -> Any:
+        """The value of one payload."""
+        return self._core.decode_many([payload])[0]

@@ -58,7 +58,7 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
-from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
+from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, Token, earliest
 from fastkc.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
@@ -66,6 +66,7 @@ from fastkc.protocol.consumer_protocol import (
     encode_subscription,
     with_member_state,
 )
+from fastkc.state_machine import StateHolder
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:

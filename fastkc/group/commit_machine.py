@@ -45,7 +45,8 @@ from fastkc.group.coordinator_machine import (
     is_coordinator_error,
     is_retriable,
 )
-from fastkc.group.machine import COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
+from fastkc.group.machine import COORDINATOR, DUE_NOW, Request, Token, earliest
+from fastkc.state_machine import StateHolder
 from fastkc.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)

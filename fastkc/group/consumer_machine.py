@@ -50,8 +50,9 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
-from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
+from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, Token, earliest
 from fastkc.protocol.consumer_protocol import heartbeat_topic_partitions, resolve_heartbeat_assignment
+from fastkc.state_machine import StateHolder
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:

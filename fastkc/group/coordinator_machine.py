@@ -20,7 +20,8 @@ from fastkc.errors import (
     NotCoordinatorError,
     for_code,
 )
-from fastkc.group.machine import ANY_NODE, DUE_NOW, Request, StateHolder, Token
+from fastkc.group.machine import ANY_NODE, DUE_NOW, Request, Token
+from fastkc.state_machine import StateHolder
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""What every group state machine shares: requests out, answers in, an
-explicit state with a legal-transition table.
+"""What every group state machine shares: requests out, answers in (each
+machine's explicit state is a fastkc.state_machine.StateHolder).
 
 A machine never does I/O, never sleeps, never takes a lock and never reads a
 clock: `now` (seconds, any monotonic origin) comes with every call. A driver
@@ -27,12 +27,7 @@ Errors: `on_response` raises only what no retry can fix (the driver hands it
 to the application); everything retriable is absorbed into the state and a
 deadline.
 """
-import collections
-import enum
-from collections.abc import Collection, Mapping
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
-
-from fastkc.errors import IllegalStateError
+from typing import Any, NamedTuple
 
 COORDINATOR = "coordinator"
 ANY_NODE = "any"
@@ -58,30 +53,6 @@ class Request(NamedTuple):
     body: dict[str, Any]
     timeout_ms: float
     token: Token
-
-
-State = TypeVar("State", bound=enum.Enum)
-
-
-class StateHolder(Generic[State]):
-    """An enum state changed only through `_set_state`, which refuses any
-    transition its table does not list (IllegalStateError)."""
-
-    # state -> the states it may move to (a subclass's own enum)
-    _LEGAL: ClassVar[Mapping[Any, Collection[Any]]] = {}
-    _machine_name = "group machine"
-
-    def _init_state(self, initial: State) -> None:
-        self.state = initial
-        # (from, to): for logs and tests
-        self.transitions: collections.deque[tuple[State, State]] = collections.deque(maxlen=64)
-
-    def _set_state(self, new: State) -> None:
-        if new not in self._LEGAL[self.state]:
-            raise IllegalStateError("{0}: illegal transition {1} -> {2}".format(
-                self._machine_name, self.state.name, new.name))
-        self.transitions.append((self.state, new))
-        self.state = new
 
 
 #: a deadline that has passed already: the machine has a request to make now

@@ -26,7 +26,6 @@ are raised from `on_response` and the member keeps its state.
 """
 from __future__ import annotations
 
-import collections
 import enum
 import logging
 import uuid
@@ -35,7 +34,6 @@ from typing import Any
 
 from fastkc.errors import (
     FencedMemberEpochError,
-    IllegalStateError,
     KafkaError,
     UnknownMemberIdError,
     for_code,
@@ -43,6 +41,7 @@ from fastkc.errors import (
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
 from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, Token, earliest
 from fastkc.protocol.consumer_protocol import resolve_heartbeat_assignment
+from fastkc.state_machine import StateHolder
 from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -73,13 +72,14 @@ _LEGAL = {
 _IN_GROUP = (_S.STABLE, _S.RECONCILING)
 
 
-class ShareMemberMachine:
+class ShareMemberMachine(StateHolder[ShareMemberState]):
+    _LEGAL = _LEGAL
+    _machine_name = "share group member"
 
     def __init__(self, group_id: str, coordinator: CoordinatorMachine, *, heartbeat_interval_ms: int = 5000,
                  retry_backoff_ms: int = 100, request_timeout_ms: int = 30000, rack_id: str | None = None,
                  member_id: str | None = None) -> None:
-        self.state = _S.UNSUBSCRIBED
-        self.transitions: collections.deque[tuple[ShareMemberState, ShareMemberState]] = collections.deque(maxlen=64)
+        self._init_state(_S.UNSUBSCRIBED)
         self.group_id = group_id
         self.coordinator = coordinator
         self.member_id = member_id or str(uuid.uuid4())
@@ -100,14 +100,6 @@ class ShareMemberMachine:
         self._metadata_retry_at: float | None = None
         self._token: Token | None = None
         self.fenced_count = 0
-
-    def _set_state(self, new: ShareMemberState) -> None:
-        """The one way the state changes: a move `_LEGAL` does not list is a bug."""
-        if new not in _LEGAL[self.state]:
-            raise IllegalStateError("share group member: illegal transition {0} -> {1}".format(
-                self.state.name, new.name))
-        self.transitions.append((self.state, new))
-        self.state = new
 
     # --- what the application tells the member ----------------------------------------------------
     def set_subscription(self, topics: list[str] | None) -> None:

@@ -49,12 +49,12 @@ def check_transition(legal: "Transitions[S]", machine: str, from_state: S, to_st
         raise error(machine, from_state, to_state)
 
 
-def check_table(legal: "Transitions[Any]") -> None:
+def check_table(legal: "Transitions[S]") -> None:
     """A table names every state of its enum, and moves only to those
     (TypeError otherwise: a machine written wrong, caught when it is defined)."""
     if not legal:
         return
-    states = set(type(next(iter(legal))))
+    states = set(next(iter(legal)).__class__.__members__.values())
     targets = {target for row in legal.values() for target in row}
     missing = states - set(legal)
     strangers = (set(legal) | targets) - states

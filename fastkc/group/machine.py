@@ -27,34 +27,6 @@ Errors: `on_response` raises only what no retry can fix (the driver hands it
 to the application); everything retriable is absorbed into the state and a
 deadline.
 """
-from typing import Any, NamedTuple
-
-COORDINATOR = "coordinator"
-ANY_NODE = "any"
-
-#: one outgoing request: where to, the API name, its body (a dict the
-#: protocol codec encodes), how long the driver may wait for the answer, and
-#: the token to give back with it.
-class Token:
-    """An opaque request token (identity compared), named for logs."""
-
-    __slots__ = ("what",)
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __repr__(self) -> str:
-        return "<token {0}>".format(self.what)
-
-
-class Request(NamedTuple):
-    target: str  # COORDINATOR or ANY_NODE
-    api: str
-    body: dict[str, Any]
-    timeout_ms: float
-    token: Token
-
-
 #: a deadline that has passed already: the machine has a request to make now
 DUE_NOW = float("-inf")
 

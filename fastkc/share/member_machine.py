@@ -1,5 +1,6 @@
 """A share group member (KIP-932): ShareGroupHeartbeat as an I/O-free state
-machine (see fastkc/group/machine.py for the driving loop and Request).
+machine (see fastkc/group/machine.py for the driving loop, fastkc/request.py
+for Request).
 
 The broker assigns partitions to share group members by itself; unlike a
 consumer group, a partition may be assigned to several members at once and
@@ -39,8 +40,9 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
-from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, Token, earliest
+from fastkc.group.machine import DUE_NOW, earliest
 from fastkc.protocol.consumer_protocol import resolve_heartbeat_assignment
+from fastkc.request import ANY_NODE, COORDINATOR, Request, Token
 from fastkc.state_machine import StateHolder
 from fastkc.structs import TopicPartition
 
@@ -135,7 +137,7 @@ class ShareMemberMachine(StateHolder[ShareMemberState]):
         return self.state is _S.LEAVING
 
     # --- requests ----------------------------------------------------------------------------------
-    def next_requests(self, now: float) -> list[Request]:
+    def next_requests(self, now: float) -> list[Request[Token]]:
         if self._token is not None or self.state in (_S.CLOSED, _S.UNSUBSCRIBED):
             return []
         if self.state is _S.FENCED:
@@ -167,7 +169,7 @@ class ShareMemberMachine(StateHolder[ShareMemberState]):
         result: float | None = earliest(self.coordinator.after_lookup(due), metadata)
         return result
 
-    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: int) -> list[Request]:
+    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: int) -> list[Request[Token]]:
         self._token = Token(api)
         return [Request(target, api, body, timeout_ms, self._token)]
 

@@ -11,7 +11,8 @@ Targets:
 - `COORDINATOR`: the group coordinator the CoordinatorMachine found (a
   driver that cannot reach it answers with CoordinatorUnknownError);
 - `ANY_NODE`: whichever broker the driver picks (FindCoordinator;
-  "Metadata", answered with the driver's refreshed cluster view);
+  "Metadata", answered with the driver's refreshed cluster view: `.topics`
+  {name: TopicMetadata}, `.brokers`, `.topic_names_by_id`);
 - a node id (int): that broker (Fetch, ListOffsets, ShareFetch, ...);
   `node_id` reads it.
 

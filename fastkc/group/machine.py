@@ -14,14 +14,10 @@ driver the same way over its own connections) repeats:
     sleep until machine.next_deadline() (or until an answer / the application;
                                          DUE_NOW: at once; None: only they move it)
 
-Targets: `COORDINATOR` (the group coordinator the CoordinatorMachine found;
-a driver that cannot reach it answers with CoordinatorUnknownError) or
-`ANY_NODE` (FindCoordinator; "Metadata", answered with the driver's refreshed
-cluster view: `.topics` {name: TopicMetadata}, `.brokers`,
-`.topic_names_by_id`).
-
-Tokens are opaque to the driver; an answer whose token the machine no longer
-waits for (a reply that lost a race with a state change) is ignored.
+Requests are fastkc/request.py's `Request[Token]`, to `COORDINATOR` or
+`ANY_NODE` (that module says what a driver answers for each). An answer whose
+token the machine no longer waits for (a reply that lost a race with a state
+change) is ignored.
 
 Errors: `on_response` raises only what no retry can fix (the driver hands it
 to the application); everything retriable is absorbed into the state and a

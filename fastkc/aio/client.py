@@ -289,11 +289,12 @@ class AioClient(ClusterCoreDriver):
         return decoded
 
     def send(self, node_id: int, api_name: str, body: Body, callback: Callback, *, raw: bool = False,
-             version: int | None = None) -> int:
+             version: int | None = None, timeout_ms: float | None = None) -> int:
         """Send to a ready node_id now (written before this returns: a get
         call that never suspends still pipelines its next fetches);
         callback(answer, error) runs when it is answered (answer: the decoded
-        body, or (payload, version) when raw)."""
+        body, or (payload, version) when raw). timeout_ms: this request's own
+        timeout, when not request_timeout_ms."""
         conn = self._conns.get(node_id)
         if conn is None or not conn.ready:
             raise NodeNotReadyError("broker {0} is not ready".format(node_id))
@@ -313,7 +314,7 @@ class AioClient(ClusterCoreDriver):
                 self.parse_ok(node_id, api_name)
                 callback(decoded, None)
 
-        return conn.send_nowait(api_name, body, answered, version=version)
+        return conn.send_nowait(api_name, body, answered, version=version, timeout_ms=timeout_ms)
 
     # --- metadata -------------------------------------------------------------------------------
     def add_topics(self, topics: Iterable[str]) -> None:

@@ -39,7 +39,8 @@ from fastkc.errors import NodeNotReadyError
 from fastkc.fetch.completed import CompletedFetch
 from fastkc.fetch.machine import FetchMachine
 from fastkc.fetch.offsets import AwaitMetadata, BackOff, LookupResults, LookupStep, offset_lookup
-from fastkc.fetch.requests import ConnectionLink, Request
+from fastkc.fetch.requests import ConnectionLink
+from fastkc.request import Request
 from fastkc.structs import ConsumerRecord, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -179,7 +180,7 @@ class AioFetchDriver:
             self.machine.metadata_wanted = False
             self.client.request_metadata_update()
 
-    def _send(self, request: Request, done: Callable[[], object] | None = None) -> None:
+    def _send(self, request: Request[int], done: Callable[[], object] | None = None) -> None:
         machine = self.machine
         node_id, api, token = request.node_id, request.api, request.token
 
@@ -198,7 +199,8 @@ class AioFetchDriver:
                 done()
 
         try:
-            self.client.send(node_id, api, request.body, answered, raw=request.raw, version=request.version)
+            self.client.send(node_id, api, request.body, answered, raw=request.raw, version=request.version,
+                             timeout_ms=request.timeout_ms)
         except NodeNotReadyError as exc:  # gone between link() and now: the machine retries
             answered(None, exc)
 

@@ -54,7 +54,7 @@ from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
 from fastkc.group.commit_machine import CommitCompleted, CommitMachine, CommitOp, FetchOp
 from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
-from fastkc.group.machine import COORDINATOR, Request, earliest
+from fastkc.group.machine import earliest
 from fastkc.group.reconciler import (
     COMMIT_BEFORE_REVOKE_FAILED,
     REVOKED,
@@ -70,6 +70,7 @@ from fastkc.group.reconciler import (
     sorted_partitions,
 )
 from fastkc.group.subscription import Pattern, compile_pattern
+from fastkc.request import COORDINATOR, Request, Token
 from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -150,7 +151,7 @@ class AioGroupDriver:
         self._wake: asyncio.Event | None = None  # the task has work
         self._changed: list[asyncio.Future[None]] = []  # futures of coroutines waiting for any answer
         # exchange task -> (machine, request)
-        self._inflight: dict[asyncio.Task[None], tuple[Membership | CommitMachine, Request]] = {}
+        self._inflight: dict[asyncio.Task[None], tuple[Membership | CommitMachine, Request[Token]]] = {}
         self._apply_lock: asyncio.Lock | None = None
         self._applying = False
         self._error: BaseException | None = None  # what no retry fixes, raised from the next on_app_poll
@@ -298,7 +299,7 @@ class AioGroupDriver:
         if error is not None:
             self._fail(error)
 
-    async def _exchange(self, machine: Membership | CommitMachine, request: Request) -> None:
+    async def _exchange(self, machine: Membership | CommitMachine, request: Request[Token]) -> None:
         response: Any  # the decoded answer, or the exception that ended the request
         try:
             response = await self._send(request)
@@ -314,7 +315,7 @@ class AioGroupDriver:
                 await self.transport.coordinator_lost()
             self._notify()
 
-    async def _send(self, request: Request) -> Any:
+    async def _send(self, request: Request[Token]) -> Any:
         if request.target == COORDINATOR:
             coordinator = self.coordinator.coordinator
             if coordinator is None:

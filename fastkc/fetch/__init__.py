@@ -6,7 +6,6 @@ from fastkc.fetch.completed import CompletedFetch
 from fastkc.fetch.driver import Fetcher
 from fastkc.fetch.machine import FetchMachine
 from fastkc.fetch.offsets import EARLIEST, LATEST, list_offsets_results
-from fastkc.fetch.requests import Request
 from fastkc.fetch.session import FetchSession
 from fastkc.fetch.state import (
            TRANSITIONS,
@@ -16,5 +15,5 @@ from fastkc.fetch.state import (
 )
 
 __all__ = ["CompletedFetch", "EARLIEST", "FetchMachine", "FetchSession", "FetchState", "Fetcher",
-           "IllegalFetchStateTransition", "LATEST", "PartitionState", "Request", "TRANSITIONS",
+           "IllegalFetchStateTransition", "LATEST", "PartitionState", "TRANSITIONS",
            "list_offsets_results"]

@@ -15,7 +15,8 @@ from fastkc.decode_executor import DecodeExecutor, InlineDecodeExecutor, ThreadD
 from fastkc.errors import NodeNotReadyError
 from fastkc.fetch.machine import FetchMachine
 from fastkc.fetch.offsets import AwaitMetadata, BackOff, LookupResults, LookupStep, offset_lookup
-from fastkc.fetch.requests import ConnectionLink, Request
+from fastkc.fetch.requests import ConnectionLink
+from fastkc.request import Request
 from fastkc.structs import ConsumerRecord, TopicPartition
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class Fetcher:
         for request in requests:
             self._send(request)
 
-    def _send(self, request: Request, done: Callable[[], object] | None = None) -> None:
+    def _send(self, request: Request[int], done: Callable[[], object] | None = None) -> None:
         machine = self.machine
         node_id, api, token = request.node_id, request.api, request.token
 
@@ -120,7 +121,8 @@ class Fetcher:
                 done()
 
         try:
-            self.client.send(node_id, api, request.body, answered, raw=request.raw, version=request.version)
+            self.client.send(node_id, api, request.body, answered, raw=request.raw, version=request.version,
+                             timeout_ms=request.timeout_ms)
         except NodeNotReadyError as exc:  # the node went away between link() and now: the machine retries
             answered(None, exc)
 

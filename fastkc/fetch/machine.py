@@ -7,9 +7,10 @@ driver moves its requests over connections and hands the answers back:
   validations (OffsetForLeaderEpoch) and Fetches due now. `link(node_id)`
   says whether a broker can take a request now and which versions it speaks
   (None: not now; else an object with `version_for(api_name)`, None for an
-  API it does not speak). Each Request carries the node, the API, the body,
-  the version the body was built for (None: the driver may pick any), `raw`
-  (the answer is wanted undecoded, as (payload, version)) and an opaque token.
+  API it does not speak). Each Request (fastkc.request) carries the node,
+  the API, the body, request_timeout_ms, an opaque int token, the version
+  the body was built for (None: the driver may pick any) and `raw` (the
+  answer is wanted undecoded, as (payload, version)).
 - `on_response(token, payload_or_error, now)`: a request's answer (the
   decoded body, or (payload, version) when raw) or the exception that ended
   it. Returns the ProtocolParseError of a Fetch payload the parser refused
@@ -55,8 +56,9 @@ from fastkc.fetch.offsets import LookupResults, OffsetRequests
 from fastkc.fetch.partitions import FetchPartitions
 from fastkc.fetch.planner import FetchPlanner
 from fastkc.fetch.reactions import Reactions, fatal
-from fastkc.fetch.requests import Link, Request, RequestLedger
+from fastkc.fetch.requests import Link, RequestLedger
 from fastkc.fetch.state import NO_EPOCH, FetchState, PartitionState
+from fastkc.request import Request
 from fastkc.structs import ConsumerRecord, TopicPartition
 
 if TYPE_CHECKING:
@@ -73,7 +75,7 @@ class FetchMachine:
         self._partitions = FetchPartitions()
         self.metrics = {"fetch-total": 0, "records-consumed-total": 0, "bytes-consumed-total": 0,
                         "fetch-bytes-total": 0, "offset-validations-total": 0}
-        self._requests = RequestLedger()
+        self._requests = RequestLedger(config["request_timeout_ms"])
         # decode_threads=1: steps are prepared ahead, as jobs for the driver's
         # executor; only the compiled core's streams can prepare off-thread
         decode_ahead = bool(config.get("decode_threads", 0)) and streams_prepare_off_thread()
@@ -88,7 +90,7 @@ class FetchMachine:
         self._sensors: ConsumerMetrics | None = None
 
     # --- driven -------------------------------------------------------------------------
-    def next_requests(self, now: float, link: Link) -> list[Request]:
+    def next_requests(self, now: float, link: Link) -> list[Request[int]]:
         """The requests due now (see the module docstring). Raises the
         NoOffsetForPartitionError of a partition without position under
         auto_offset_reset='none'."""
@@ -138,7 +140,7 @@ class FetchMachine:
         if error is not None and fatal(error):
             self._partitions.fail(error)
 
-    def close_session_requests(self, link: Link) -> list[Request]:
+    def close_session_requests(self, link: Link) -> list[Request[int]]:
         """A Fetch with the final epoch to each broker holding a session of
         ours (close), see FetchPlanner.close_session_requests."""
         return self.planner.close_session_requests(link)

@@ -29,9 +29,10 @@ from fastkc.fetch import codes
 from fastkc.fetch.completed import CompletedFetch
 from fastkc.fetch.partitions import FetchPartitions
 from fastkc.fetch.reactions import Reactions
-from fastkc.fetch.requests import Link, NodeLink, Request, RequestLedger, isolation_level
+from fastkc.fetch.requests import Link, NodeLink, RequestLedger, isolation_level
 from fastkc.fetch.session import FetchSession, PartitionFetch
 from fastkc.fetch.state import PartitionState
+from fastkc.request import Request
 from fastkc.structs import ScanInfo, TopicPartition
 
 if TYPE_CHECKING:
@@ -389,11 +390,11 @@ class FetchPlanner:
             state.next_retry = now + self._reactions.backoff
 
     # --- sessions ---------------------------------------------------------------------------
-    def close_session_requests(self, link: Link) -> list[Request]:
+    def close_session_requests(self, link: Link) -> list[Request[int]]:
         """A Fetch with the final epoch to each broker holding a session of
         ours, as the Java client sends on close, so its session cache slot
         frees at once. The sessions are reset; the answers change nothing."""
-        requests: list[Request] = []
+        requests: list[Request[int]] = []
         for node_id, session in self._sessions.items():
             if session.session_id == 0 or node_id in self._in_flight_nodes:
                 continue

@@ -1,21 +1,13 @@
-"""The fetch machine's requests: what a driver sends (`Request`), what the
+"""The fetch machine's requests (fastkc.request.Request, its tokens ints): what the
 machine asks of a connection (`NodeLink`, next_requests' `Link`), and the
 ledger that numbers requests and routes each answer to its handler
 (`RequestLedger`, shared by the planner and the offset requests)."""
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from fastkc.config import Config
 from fastkc.errors import IncompatibleBrokerVersion, ProtocolParseError
-
-
-class Request(NamedTuple):
-    node_id: int
-    api: str
-    body: dict[str, Any]
-    version: int | None  # the version the body was built for; None: any the driver picks
-    raw: bool  # answer wanted as (payload bytes, version), undecoded
-    token: int  # hand back to on_response (opaque to the driver)
+from fastkc.request import Request
 
 
 class NodeLink(Protocol):
@@ -42,24 +34,25 @@ class RequestLedger:
     """Requests made and not yet answered: a token each, its handler, and
     the requests due for the driver's next pass (the outbox)."""
 
-    def __init__(self) -> None:
-        self._outbox: list[Request] = []
+    def __init__(self, request_timeout_ms: float) -> None:
+        self._request_timeout_ms = request_timeout_ms  # every request's timeout_ms
+        self._outbox: list[Request[int]] = []
         self._handlers: dict[int, Handler] = {}  # token -> the answer's handler
         self._next_token = 0
 
     def emit(self, node_id: int, api: str, body: dict[str, Any], handler: Handler, raw: bool = False,
-             version: int | None = None, outbox: bool = True) -> Request:
+             version: int | None = None, outbox: bool = True) -> Request[int]:
         """A new request; in the outbox unless `outbox` is False (the caller
         hands it to the driver itself)."""
         token = self._next_token
         self._next_token += 1
         self._handlers[token] = handler
-        request = Request(node_id, api, body, version, raw, token)
+        request = Request(node_id, api, body, self._request_timeout_ms, token, version, raw)
         if outbox:
             self._outbox.append(request)
         return request
 
-    def take_outbox(self) -> list[Request]:
+    def take_outbox(self) -> list[Request[int]]:
         out, self._outbox = self._outbox, []
         return out
 

@@ -2,9 +2,12 @@
 
 The first Fetch to a broker is full (epoch 0) and creates the session; later
 ones send only the partitions whose fetch state changed, plus the ones to
-forget. Any top-level error, or a lost connection, starts a new full session.
+forget. Any top-level error, or a lost connection, starts a new full session
+(the epoch rule is fastkc/session_epoch.py's, shared with share sessions).
 """
+from fastkc import session_epoch
 from fastkc.fetch.codes import NONE
+from fastkc.session_epoch import SessionEpoch
 from fastkc.structs import TopicPartition
 
 #: what a session holds per partition: (fetch_offset, leader_epoch,
@@ -13,15 +16,20 @@ PartitionFetch = tuple[int, int, int, int]
 
 
 class FetchSession:
-    INITIAL_EPOCH = 0
-    FINAL_EPOCH = -1
+    INITIAL_EPOCH = session_epoch.INITIAL_EPOCH
+    FINAL_EPOCH = session_epoch.FINAL_EPOCH
 
     def __init__(self, node_id: int, incremental: bool) -> None:
         self.node_id = node_id
         self.incremental = incremental
         self.session_id = 0
-        self.epoch = self.INITIAL_EPOCH
+        self._epoch = SessionEpoch()
         self.partitions: dict[TopicPartition, PartitionFetch] = {}  # what the broker's session holds
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next incremental Fetch carries."""
+        return self._epoch.value
 
     def build(self, wanted: dict[TopicPartition, PartitionFetch],
               ) -> tuple[int, int, list[tuple[TopicPartition, PartitionFetch]], list[TopicPartition]]:
@@ -30,7 +38,7 @@ class FetchSession:
         to_forget), to_send in the same order."""
         if not self.incremental:
             return 0, self.FINAL_EPOCH, list(wanted.items()), []
-        if self.session_id == 0 or self.epoch == self.INITIAL_EPOCH:
+        if self.session_id == 0 or self._epoch.opening:
             self.partitions = dict(wanted)
             return self.session_id, self.INITIAL_EPOCH, list(wanted.items()), []
         to_send = [(tp, data) for tp, data in wanted.items() if self.partitions.get(tp) != data]
@@ -52,16 +60,14 @@ class FetchSession:
         if epoch_sent == self.INITIAL_EPOCH:
             if session_id == 0:  # the broker would not create a session: full fetches again
                 self.reset()
-            else:
-                self.session_id = session_id
-                self.epoch = 1
-        else:
-            self.epoch = self.epoch + 1 if self.epoch < 0x7FFFFFFF else 1
+                return True
+            self.session_id = session_id
+        self._epoch.answered()
         return True
 
     def reset(self) -> None:
         self.session_id = 0
-        self.epoch = self.INITIAL_EPOCH
+        self._epoch.restart()
         self.partitions = {}
 
     def partitions_in_session(self) -> set[TopicPartition]:

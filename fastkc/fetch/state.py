@@ -17,13 +17,14 @@ one step.
 
 Nothing goes back to INITIALIZING: once a partition has been given a position
 or a reset, it only moves between the other three. Any other move is a bug in
-the fetch machine and raises IllegalFetchStateTransition.
+the fetch machine and raises IllegalFetchStateTransition (a
+fastkc.state_machine.IllegalTransition).
 """
 import enum
 from collections import deque
 from typing import TYPE_CHECKING
 
-from fastkc.errors import IllegalStateError
+from fastkc.state_machine import IllegalTransition, check_table, check_transition
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -56,9 +57,10 @@ TRANSITIONS = {
     FetchState.AWAIT_RESET: _ANY_BUT_INITIALIZING,
     FetchState.AWAIT_VALIDATION: _ANY_BUT_INITIALIZING,
 }
+check_table(TRANSITIONS)
 
 
-class IllegalFetchStateTransition(IllegalStateError):
+class IllegalFetchStateTransition(IllegalTransition):
     """A move the transition table does not allow: a bug in the fetch
     machine, never a broker's or an application's doing."""
 
@@ -101,9 +103,9 @@ class PartitionState:
         self.held = False
 
     def transition(self, new_state: FetchState) -> None:
-        if new_state not in TRANSITIONS[self.fetch_state]:
-            raise IllegalFetchStateTransition("{0}: {1} -> {2} is not a legal fetch state transition".format(
-                self.tp, self.fetch_state.name, new_state.name))
+        # the shared check, not a StateHolder: one per partition, no history kept
+        check_transition(TRANSITIONS, "fetch state of {0}".format(self.tp), self.fetch_state, new_state,
+                         IllegalFetchStateTransition)
         self.fetch_state = new_state
 
     @property

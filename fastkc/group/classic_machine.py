@@ -58,7 +58,7 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
-from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
+from fastkc.group.machine import DUE_NOW, earliest
 from fastkc.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
@@ -66,6 +66,8 @@ from fastkc.protocol.consumer_protocol import (
     encode_subscription,
     with_member_state,
 )
+from fastkc.request import ANY_NODE, COORDINATOR, Request, Token
+from fastkc.state_machine import StateHolder
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -334,7 +336,7 @@ class ClassicMachine(StateHolder[ClassicState]):
         it follow at once."""
         return self.state in (_M.ASSIGNING, _M.SYNCING) and self._token is None
 
-    def next_requests(self, now: float) -> list[Request]:
+    def next_requests(self, now: float) -> list[Request[Token]]:
         if self._token is not None or self.state is _M.CLOSED:
             return []  # one request at a time
         if self.state is _M.LEAVING:
@@ -413,11 +415,11 @@ class ClassicMachine(StateHolder[ClassicState]):
         # keeps the state it narrowed before leave() moved it
         return self.state is _M.LEAVING
 
-    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: float) -> list[Request]:
+    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: float) -> list[Request[Token]]:
         self._token = Token(api)
         return [Request(target, api, body, timeout_ms, self._token)]
 
-    def _join(self, now: float) -> list[Request]:
+    def _join(self, now: float) -> list[Request[Token]]:
         if self.retry_at is not None and now < self.retry_at:
             return []
         if not self.coordinator.known:
@@ -444,7 +446,7 @@ class ClassicMachine(StateHolder[ClassicState]):
             "reason": None,
         }
 
-    def _send_sync(self, assignments: Iterable[dict[str, Any]]) -> list[Request]:
+    def _send_sync(self, assignments: Iterable[dict[str, Any]]) -> list[Request[Token]]:
         return self._send("SyncGroup", COORDINATOR, {
             "group_id": self.group_id, "generation_id": self.generation, "member_id": self.member_id,
             "group_instance_id": self.group_instance_id, "protocol_type": "consumer",

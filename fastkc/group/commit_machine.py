@@ -45,7 +45,9 @@ from fastkc.group.coordinator_machine import (
     is_coordinator_error,
     is_retriable,
 )
-from fastkc.group.machine import COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
+from fastkc.group.machine import DUE_NOW, earliest
+from fastkc.request import COORDINATOR, Request, Token
+from fastkc.state_machine import StateHolder
 from fastkc.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -194,8 +196,8 @@ class CommitMachine:
         return out
 
     # --- the driver's side ------------------------------------------------------------------
-    def next_requests(self, now: float) -> list[Request]:
-        requests: list[Request] = []
+    def next_requests(self, now: float) -> list[Request[Token]]:
+        requests: list[Request[Token]] = []
         for op in list(self._ops):
             if op.state is _O.BACKOFF and op.retry_at is not None and now >= op.retry_at:
                 op._set_state(_O.QUEUED)

@@ -50,8 +50,10 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
-from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, StateHolder, Token, earliest
+from fastkc.group.machine import DUE_NOW, earliest
 from fastkc.protocol.consumer_protocol import heartbeat_topic_partitions, resolve_heartbeat_assignment
+from fastkc.request import ANY_NODE, COORDINATOR, Request, Token
+from fastkc.state_machine import StateHolder
 from fastkc.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -274,7 +276,7 @@ class ConsumerMachine(StateHolder[ConsumerState]):
         """Metadata the heartbeat or the target waits for: asked at once."""
         return self._token is None and self._metadata_due is not None
 
-    def next_requests(self, now: float) -> list[Request]:
+    def next_requests(self, now: float) -> list[Request[Token]]:
         if self._token is not None or self.state is _S.CLOSED:
             return []
         if self.state is _S.LEAVING:
@@ -347,7 +349,7 @@ class ConsumerMachine(StateHolder[ConsumerState]):
     def _metadata_allowed(self, now: float) -> bool:
         return self._metadata_retry_at is None or now >= self._metadata_retry_at
 
-    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: float) -> list[Request]:
+    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: float) -> list[Request[Token]]:
         self._token = Token(api)
         return [Request(target, api, body, timeout_ms, self._token)]
 

@@ -21,7 +21,9 @@ from fastkc.errors import (
     NotCoordinatorError,
     for_code,
 )
-from fastkc.group.machine import ANY_NODE, DUE_NOW, Request, StateHolder, Token
+from fastkc.group.machine import DUE_NOW
+from fastkc.request import ANY_NODE, Request, Token
+from fastkc.state_machine import StateHolder
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ class CoordinatorMachine(StateHolder[CoordinatorState]):
     def known(self) -> bool:
         return self.state is _C.KNOWN
 
-    def next_requests(self, now: float) -> list[Request]:
+    def next_requests(self, now: float) -> list[Request[Token]]:
         if self.state is not _C.UNKNOWN or (self._retry_at is not None and now < self._retry_at):
             return []
         self._set_state(_C.LOOKING)

@@ -1,5 +1,5 @@
-"""What every group state machine shares: requests out, answers in, an
-explicit state with a legal-transition table.
+"""What every group state machine shares: requests out, answers in (each
+machine's explicit state is a fastkc.state_machine.StateHolder).
 
 A machine never does I/O, never sleeps, never takes a lock and never reads a
 clock: `now` (seconds, any monotonic origin) comes with every call. A driver
@@ -14,76 +14,15 @@ driver the same way over its own connections) repeats:
     sleep until machine.next_deadline() (or until an answer / the application;
                                          DUE_NOW: at once; None: only they move it)
 
-Targets: `COORDINATOR` (the group coordinator the CoordinatorMachine found;
-a driver that cannot reach it answers with CoordinatorUnknownError) or
-`ANY_NODE` (FindCoordinator; "Metadata", answered with the driver's refreshed
-cluster view: `.topics` {name: TopicMetadata}, `.brokers`,
-`.topic_names_by_id`).
-
-Tokens are opaque to the driver; an answer whose token the machine no longer
-waits for (a reply that lost a race with a state change) is ignored.
+Requests are fastkc/request.py's `Request[Token]`, to `COORDINATOR` or
+`ANY_NODE` (that module says what a driver answers for each). An answer whose
+token the machine no longer waits for (a reply that lost a race with a state
+change) is ignored.
 
 Errors: `on_response` raises only what no retry can fix (the driver hands it
 to the application); everything retriable is absorbed into the state and a
 deadline.
 """
-import collections
-import enum
-from collections.abc import Collection, Mapping
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
-
-from fastkc.errors import IllegalStateError
-
-COORDINATOR = "coordinator"
-ANY_NODE = "any"
-
-#: one outgoing request: where to, the API name, its body (a dict the
-#: protocol codec encodes), how long the driver may wait for the answer, and
-#: the token to give back with it.
-class Token:
-    """An opaque request token (identity compared), named for logs."""
-
-    __slots__ = ("what",)
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __repr__(self) -> str:
-        return "<token {0}>".format(self.what)
-
-
-class Request(NamedTuple):
-    target: str  # COORDINATOR or ANY_NODE
-    api: str
-    body: dict[str, Any]
-    timeout_ms: float
-    token: Token
-
-
-State = TypeVar("State", bound=enum.Enum)
-
-
-class StateHolder(Generic[State]):
-    """An enum state changed only through `_set_state`, which refuses any
-    transition its table does not list (IllegalStateError)."""
-
-    # state -> the states it may move to (a subclass's own enum)
-    _LEGAL: ClassVar[Mapping[Any, Collection[Any]]] = {}
-    _machine_name = "group machine"
-
-    def _init_state(self, initial: State) -> None:
-        self.state = initial
-        # (from, to): for logs and tests
-        self.transitions: collections.deque[tuple[State, State]] = collections.deque(maxlen=64)
-
-    def _set_state(self, new: State) -> None:
-        if new not in self._LEGAL[self.state]:
-            raise IllegalStateError("{0}: illegal transition {1} -> {2}".format(
-                self._machine_name, self.state.name, new.name))
-        self.transitions.append((self.state, new))
-        self.state = new
-
-
 #: a deadline that has passed already: the machine has a request to make now
 DUE_NOW = float("-inf")
 

@@ -58,7 +58,7 @@ from fastkc.group.coordinator_machine import (
     CoordinatorUnknownError,
     is_coordinator_error,
 )
-from fastkc.group.machine import COORDINATOR, Request, earliest
+from fastkc.group.machine import earliest
 from fastkc.group.reconciler import (
     COMMIT_BEFORE_REVOKE_FAILED,
     AcknowledgeAssignment,
@@ -71,6 +71,7 @@ from fastkc.group.reconciler import (
     Step,
     listener_method,
 )
+from fastkc.request import COORDINATOR, Request, Token
 from fastkc.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
@@ -323,7 +324,7 @@ class GroupMemberBase(Generic[Machine]):
             else:
                 return
 
-    def _exchange(self, machine: "Machine | CommitMachine", request: Request) -> None:
+    def _exchange(self, machine: "Machine | CommitMachine", request: Request[Token]) -> None:
         """One request over the blocking transport; its answer, or the error
         that ended it, goes back to the machine (io lock held)."""
         response: Any  # the decoded answer, or the error that ended the request
@@ -338,7 +339,7 @@ class GroupMemberBase(Generic[Machine]):
                 if not self.coordinator.known and self.transport.coordinator_id is not None:
                     self.transport.coordinator_lost()
 
-    def _send(self, request: Request) -> Any:
+    def _send(self, request: Request[Token]) -> Any:
         if request.target == COORDINATOR:
             coordinator = self.coordinator.coordinator
             if coordinator is None:

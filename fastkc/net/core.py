@@ -44,7 +44,7 @@ offload(work, timeout_error, name) (how a SASL first message that may wait
 runs elsewhere; None: inline).
 
 States (ConnectionState), changed only through `_set_state`, which allows the
-transitions of _LEGAL_TRANSITIONS and raises IllegalStateError on any other:
+transitions of _LEGAL_TRANSITIONS and raises IllegalTransition (fastkc.state_machine) on any other:
 
     DISCONNECTED → CONNECTING → [HANDSHAKE (TLS)] → API_VERSIONS → [AUTHENTICATING (SASL)] → READY
     READY ⇄ REAUTHENTICATING (KIP-368, SASL only)
@@ -113,7 +113,6 @@ from fastkc._version import __version__
 from fastkc.config import Config
 from fastkc.errors import (
     CorrelationIdError,
-    IllegalStateError,
     IncompatibleBrokerVersion,
     KafkaConnectionError,
     KafkaError,
@@ -128,6 +127,7 @@ from fastkc.errors import (
 )
 from fastkc.protocol import codec
 from fastkc.protocol.messages import API_VERSIONS, get_api
+from fastkc.state_machine import StateHolder
 
 log = logging.getLogger("fastkc.conn")
 
@@ -237,7 +237,7 @@ def _fastkc_version() -> str:
     return __version__
 
 
-class ConnectionCore:
+class ConnectionCore(StateHolder[ConnectionState]):
     """See the module docstring. `config` holds kafka-python's keys:
     client_id, request_timeout_ms, max_in_flight_requests_per_connection,
     receive_message_max_bytes, security_protocol, reconnect_backoff_ms,
@@ -255,6 +255,7 @@ class ConnectionCore:
     #: KIP-368 re-authentication on/off. Only tests switch it off (the
     #: negative control: the broker must then close the connection at expiry).
     _reauth_enabled = True
+    _LEGAL = _LEGAL_TRANSITIONS
 
     def __init__(self, host: str, port: int, config: Config, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host
@@ -265,7 +266,8 @@ class ConnectionCore:
         self.on_ready: Callable[[], None] | None = None
         self.on_event: Callable[[str], None] | None = None
         self.on_parse_error: Callable[[str, ProtocolParseError], object] | None = None
-        self.state = ConnectionState.DISCONNECTED
+        self._machine_name = "connection {0}:{1}".format(host, port)
+        self._init_state(ConnectionState.DISCONNECTED)
         #: api_key -> (min, max) the broker speaks, from ApiVersions
         self.api_versions: dict[int, tuple[int, int]] = {}
         #: the decoded ApiVersions answer (tools read the broker's features)
@@ -308,12 +310,6 @@ class ConnectionCore:
         return "<ConnectionCore {0}:{1} {2}>".format(self.host, self.port, self.state.value)
 
     # --- state ------------------------------------------------------------------
-    def _set_state(self, new_state: ConnectionState) -> None:
-        if new_state not in _LEGAL_TRANSITIONS[self.state]:
-            raise IllegalStateError("connection {0}:{1}: illegal transition {2} -> {3}".format(
-                self.host, self.port, self.state.name, new_state.name))
-        self.state = new_state
-
     @property
     def ready(self) -> bool:
         return self.state is ConnectionState.READY

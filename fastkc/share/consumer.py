@@ -43,8 +43,9 @@ from fastkc.errors import (
     WakeupException,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine
+from fastkc.request import Request
 from fastkc.share.acknowledgements import AcknowledgeType
-from fastkc.share.fetch_machine import AckResult, ShareFetchMachine, ShareRequest
+from fastkc.share.fetch_machine import AckResult, ShareFetchMachine, ShareFetchToken
 from fastkc.share.heartbeat import ShareHeartbeat
 from fastkc.share.member_machine import ShareMemberMachine
 from fastkc.structs import TopicPartition
@@ -171,7 +172,7 @@ class KafkaShareConsumer:
         self._assignment_version = 0
         self._fenced_seen = 0
         # requests the machines made whose broker was not ready yet: (request, machine, first tried)
-        self._unsent: list[tuple[ShareRequest, Any, float]] = []
+        self._unsent: list[tuple[Request[ShareFetchToken], Any, float]] = []
         self._answers: list[tuple[Any, object, Any]] = []  # (machine, token, answer) after a client poll
         self._handed_arrow: tuple[weakref.ref[Any], dict[TopicPartition, list[int]]] | None = None
         self._cluster_seen: tuple[Any, ...] | None = None  # (last_refresh, topics) the routes were made from
@@ -559,8 +560,8 @@ class KafkaShareConsumer:
                 # RENEW (ShareAcknowledge) and record_limit (ShareFetch) both came with v2 of both APIs
                 self._fetch.versions[node] = min(conn.version_for("ShareAcknowledge"), conn.version_for("ShareFetch"))
 
-    def _send(self, request: ShareRequest, machine: Any, now: float) -> None:
-        node = request.target  # the fetch machine addresses leaders by node id
+    def _send(self, request: Request[ShareFetchToken], machine: Any, now: float) -> None:
+        node = request.node_id  # the fetch machine addresses leaders by node id
         if not self._client.ready(node):
             self._unsent.append((request, machine, now))
             return
@@ -572,7 +573,7 @@ class KafkaShareConsumer:
             return
         waiting, self._unsent = self._unsent, []
         for request, machine, first in waiting:
-            node = request.target
+            node = request.node_id
             if self._client.ready(node):
                 self._client.send(node, request.api, request.body, self._collector(machine, request.token),
                                   timeout_ms=request.timeout_ms)

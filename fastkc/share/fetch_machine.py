@@ -52,6 +52,7 @@ from fastkc.errors import (
     for_code,
 )
 from fastkc.fetch import codes
+from fastkc.request import Request
 from fastkc.share.acknowledgements import GAP, AcknowledgeType, PartitionAcks, to_batches
 from fastkc.share.session import SessionPartition, ShareSession
 from fastkc.share_ranges import checked_acquired
@@ -101,18 +102,6 @@ class AckResult(NamedTuple):
     partition: TopicPartition
     offsets: frozenset[int]
     error: KafkaError | None
-
-
-class ShareRequest(NamedTuple):
-    """One request for the driver: the leader's node id, the API, its body
-    (a dict the protocol codec encodes), how long to wait for the answer,
-    and the token to hand back with it."""
-
-    target: int
-    api: str
-    body: dict[str, Any]
-    timeout_ms: int
-    token: ShareFetchToken
 
 
 class ShareFetchToken:
@@ -318,7 +307,7 @@ class ShareFetchMachine:
         return self.closing and not self.in_flight and not self.acks_outstanding() and \
             not any(session.is_open for session in self.sessions.values())
 
-    def next_requests(self, now: float, fetch: bool) -> list[ShareRequest]:
+    def next_requests(self, now: float, fetch: bool) -> list[Request[ShareFetchToken]]:
         """Requests to send now. fetch: the application is polling (a
         ShareFetch may acquire records)."""
         if self.fatal_error is not None:
@@ -349,7 +338,7 @@ class ShareFetchMachine:
                 self.metadata_wanted = True
                 continue
             acks_by_node.setdefault(leader, []).append(tp)
-        requests: list[ShareRequest] = []
+        requests: list[Request[ShareFetchToken]] = []
         nodes = set(by_node) | set(acks_by_node)
         if self.closing:
             nodes |= {node for node, session in self.sessions.items() if session.is_open}
@@ -418,7 +407,7 @@ class ShareFetchMachine:
         return [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()]
 
     def _fetch(self, session: ShareSession, fetch_tps: list[TopicPartition],
-               ack_tps: list[TopicPartition], ahead: bool = False) -> ShareRequest:
+               ack_tps: list[TopicPartition], ahead: bool = False) -> Request[ShareFetchToken]:
         wanted: list[SessionPartition] = [(self.topic_ids[tp.topic], tp.partition) for tp in fetch_tps]
         epoch, added, forgotten = session.build_fetch(wanted)
         acks = self._take_acks(ack_tps)
@@ -443,9 +432,10 @@ class ShareFetchMachine:
         self.in_flight[session.node_id] = token
         # the broker may hold a ShareFetch for max_wait_ms: the answer's timeout includes it
         timeout = config["request_timeout_ms"] + config["fetch_max_wait_ms"]
-        return ShareRequest(session.node_id, "ShareFetch", body, timeout, token)
+        return Request(session.node_id, "ShareFetch", body, timeout, token)
 
-    def _acknowledge(self, session: ShareSession, ack_tps: list[TopicPartition], closing: bool) -> ShareRequest:
+    def _acknowledge(self, session: ShareSession, ack_tps: list[TopicPartition],
+                     closing: bool) -> Request[ShareFetchToken]:
         acks = self._take_acks(ack_tps)
         epoch = session.close_epoch() if closing else session.epoch
         body: dict[str, Any] = {
@@ -456,7 +446,7 @@ class ShareFetchMachine:
             body["is_renew_ack"] = True
         token = ShareFetchToken("ShareAcknowledge", session.node_id, acks, False, epoch, closing)
         self.in_flight[session.node_id] = token
-        return ShareRequest(session.node_id, "ShareAcknowledge", body, self.config["request_timeout_ms"], token)
+        return Request(session.node_id, "ShareAcknowledge", body, self.config["request_timeout_ms"], token)
 
     def _fail_acks(self, tps: Iterable[TopicPartition], error: KafkaError) -> None:
         for tp in tps:

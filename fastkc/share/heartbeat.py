@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fastkc.group.machine import DUE_NOW, Request
+from fastkc.group.machine import DUE_NOW
 from fastkc.group.transport import GroupTransport
+from fastkc.request import Request, Token
 from fastkc.share.member_machine import ShareMemberMachine
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class ShareHeartbeat:
             self._wake.wait(seconds)
         self._wake.clear()
 
-    def _exchange(self, request: Request) -> Any:
+    def _exchange(self, request: Request[Token]) -> Any:
         """Send one request, wait for its answer: the decoded body, the
         cluster view (Metadata) or the exception that ended it."""
         transport = self.transport

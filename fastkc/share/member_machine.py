@@ -1,5 +1,6 @@
 """A share group member (KIP-932): ShareGroupHeartbeat as an I/O-free state
-machine (see fastkc/group/machine.py for the driving loop and Request).
+machine (see fastkc/group/machine.py for the driving loop, fastkc/request.py
+for Request).
 
 The broker assigns partitions to share group members by itself; unlike a
 consumer group, a partition may be assigned to several members at once and
@@ -26,7 +27,6 @@ are raised from `on_response` and the member keeps its state.
 """
 from __future__ import annotations
 
-import collections
 import enum
 import logging
 import uuid
@@ -35,14 +35,15 @@ from typing import Any
 
 from fastkc.errors import (
     FencedMemberEpochError,
-    IllegalStateError,
     KafkaError,
     UnknownMemberIdError,
     for_code,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine, is_coordinator_error, is_retriable
-from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW, Request, Token, earliest
+from fastkc.group.machine import DUE_NOW, earliest
 from fastkc.protocol.consumer_protocol import resolve_heartbeat_assignment
+from fastkc.request import ANY_NODE, COORDINATOR, Request, Token
+from fastkc.state_machine import StateHolder
 from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -73,13 +74,14 @@ _LEGAL = {
 _IN_GROUP = (_S.STABLE, _S.RECONCILING)
 
 
-class ShareMemberMachine:
+class ShareMemberMachine(StateHolder[ShareMemberState]):
+    _LEGAL = _LEGAL
+    _machine_name = "share group member"
 
     def __init__(self, group_id: str, coordinator: CoordinatorMachine, *, heartbeat_interval_ms: int = 5000,
                  retry_backoff_ms: int = 100, request_timeout_ms: int = 30000, rack_id: str | None = None,
                  member_id: str | None = None) -> None:
-        self.state = _S.UNSUBSCRIBED
-        self.transitions: collections.deque[tuple[ShareMemberState, ShareMemberState]] = collections.deque(maxlen=64)
+        self._init_state(_S.UNSUBSCRIBED)
         self.group_id = group_id
         self.coordinator = coordinator
         self.member_id = member_id or str(uuid.uuid4())
@@ -100,14 +102,6 @@ class ShareMemberMachine:
         self._metadata_retry_at: float | None = None
         self._token: Token | None = None
         self.fenced_count = 0
-
-    def _set_state(self, new: ShareMemberState) -> None:
-        """The one way the state changes: a move `_LEGAL` does not list is a bug."""
-        if new not in _LEGAL[self.state]:
-            raise IllegalStateError("share group member: illegal transition {0} -> {1}".format(
-                self.state.name, new.name))
-        self.transitions.append((self.state, new))
-        self.state = new
 
     # --- what the application tells the member ----------------------------------------------------
     def set_subscription(self, topics: list[str] | None) -> None:
@@ -143,7 +137,7 @@ class ShareMemberMachine:
         return self.state is _S.LEAVING
 
     # --- requests ----------------------------------------------------------------------------------
-    def next_requests(self, now: float) -> list[Request]:
+    def next_requests(self, now: float) -> list[Request[Token]]:
         if self._token is not None or self.state in (_S.CLOSED, _S.UNSUBSCRIBED):
             return []
         if self.state is _S.FENCED:
@@ -175,7 +169,7 @@ class ShareMemberMachine:
         result: float | None = earliest(self.coordinator.after_lookup(due), metadata)
         return result
 
-    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: int) -> list[Request]:
+    def _send(self, api: str, target: str, body: dict[str, Any], timeout_ms: int) -> list[Request[Token]]:
         self._token = Token(api)
         return [Request(target, api, body, timeout_ms, self._token)]
 

@@ -12,7 +12,8 @@ the client is in it:
   acknowledgements; the broker releases what the session still holds.
 
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH or a lost connection
-start a new session (epoch 0) as Java's ShareSessionHandler does; the broker
+start a new session (epoch 0) as Java's ShareSessionHandler does (the epoch
+rule is fastkc/session_epoch.py's, shared with fetch sessions); the broker
 has released the records the old session held, so acknowledgements for them
 can no longer succeed. Any other top-level error still moves the epoch on
 (the broker counted the request).
@@ -22,10 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fastkc.errors import InvalidShareSessionEpochError, ShareSessionNotFoundError
-
-INITIAL_EPOCH = 0
-FINAL_EPOCH = -1
-_MAX_EPOCH = 0x7FFFFFFF
+from fastkc.session_epoch import FINAL_EPOCH, SessionEpoch
 
 #: top-level errors after which the session is gone: open a new one
 SESSION_ERRORS = frozenset((ShareSessionNotFoundError.errno, InvalidShareSessionEpochError.errno))
@@ -37,21 +35,26 @@ SessionPartition = tuple[bytes, int]
 class ShareSession:
     def __init__(self, node_id: int) -> None:
         self.node_id = node_id
-        self.epoch = INITIAL_EPOCH
+        self._epoch = SessionEpoch()
         self.partitions: dict[SessionPartition, None] = {}  # what the broker's session fetches, in order
         self.closed = False
 
     @property
+    def epoch(self) -> int:
+        """The epoch the next ShareFetch or ShareAcknowledge carries."""
+        return self._epoch.value
+
+    @property
     def is_open(self) -> bool:
         """The broker holds a session: acknowledgements may be sent."""
-        return self.epoch > INITIAL_EPOCH and not self.closed
+        return not self._epoch.opening and not self.closed
 
     def build_fetch(self, wanted: Iterable[SessionPartition]) -> tuple[int, list[SessionPartition],
                                                                         list[SessionPartition]]:
         """(epoch, partitions to name, partitions to forget) for a ShareFetch
         of `wanted`. A new session names them all."""
         wanted = list(dict.fromkeys(wanted))
-        if self.epoch == INITIAL_EPOCH:
+        if self._epoch.opening:
             self.partitions = dict.fromkeys(wanted)
             return self.epoch, wanted, []
         added = [tp for tp in wanted if tp not in self.partitions]
@@ -72,11 +75,11 @@ class ShareSession:
         if error_code in SESSION_ERRORS:
             self.reset()
             return False
-        self.epoch = self.epoch + 1 if self.epoch < _MAX_EPOCH else 1
+        self._epoch.answered()
         return True
 
     def reset(self) -> None:
         """A lost connection or a session error: the next ShareFetch opens anew."""
-        self.epoch = INITIAL_EPOCH
+        self._epoch.restart()
         self.partitions = {}
         self.closed = False

@@ -61,7 +61,7 @@ class ScriptedClient:
     def parse_ok(self, conn, api_name):
         pass
 
-    def send(self, node_id, api_name, body, callback, raw=False, version=None):
+    def send(self, node_id, api_name, body, callback, raw=False, version=None, timeout_ms=None):
         self.sent.append((node_id, api_name, body, callback, raw, version))
         return version
 

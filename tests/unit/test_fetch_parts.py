@@ -107,7 +107,7 @@ class Planner:
         self.config = _config(**configs)
         self.partitions = FetchPartitions()
         self.partitions.assign([fs.TP0, fs.TP1])
-        self.requests = RequestLedger()
+        self.requests = RequestLedger(self.config["request_timeout_ms"])
         self.buffer = FakeBuffer(self.partitions)
         self.offsets = FakeOffsets()
         self.metrics = {"fetch-total": 0, "fetch-bytes-total": 0}
@@ -200,7 +200,7 @@ class Offsets:
         self.config = _config(**configs)
         self.partitions = FetchPartitions()
         self.partitions.assign([fs.TP0])
-        self.requests = RequestLedger()
+        self.requests = RequestLedger(self.config["request_timeout_ms"])
         self.buffer = FakeBuffer(self.partitions)
         self.metrics = {"offset-validations-total": 0}
         reactions = Reactions(self.config, self.partitions, self.buffer)

@@ -9,7 +9,8 @@ import pytest
 
 from fastkc import errors
 from fastkc.group.coordinator_machine import CoordinatorMachine
-from fastkc.group.machine import ANY_NODE, COORDINATOR, DUE_NOW
+from fastkc.group.machine import DUE_NOW
+from fastkc.request import ANY_NODE, COORDINATOR
 from fastkc.share.acknowledgements import GAP, AckBatch, AcknowledgeType, PartitionAcks, from_batches, to_batches
 from fastkc.share.consumer import _grouped, share_config
 from fastkc.share.fetch_machine import FETCH_AHEAD_LOCK_FRACTION, ShareFetchMachine

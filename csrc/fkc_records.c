@@ -33,6 +33,7 @@
 #define FKC_V2_HEADER_SIZE 61      /* whole v2 batch header, BaseOffset..RecordCount */
 #define FKC_V2_CRC_START 21        /* Attributes: where the CRC-32C coverage begins */
 #define FKC_HEADER_UP_TO_MAGIC 17  /* Offset + size + 4 bytes + Magic: enough to dispatch */
+#define FKC_ARROW_HINT_MAX ((size_t)16 << 20) /* fkc_decode_arrow: input bytes that size the first reservation */
 #define FKC_RECORD_MIN_SIZE 7      /* v2 record: Length + Attributes + the 5 varints, 1 byte each */
 
 /* The kept records of one batch: parsed whole before any is handed out. */
@@ -327,6 +328,12 @@ static int fkc_add_i64(int64_t a, int64_t b, int64_t *out)
 }
 
 static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec) __attribute__((noinline, cold));
+static int fkc_fail_arrow_nomem(fkc_decoder *d) __attribute__((noinline, cold));
+
+static int fkc_fail_arrow_nomem(fkc_decoder *d)
+{
+    return fkc_fail(d, FKC_ERR_ARROW_NOMEM, "out of memory for the Arrow columns of the batch");
+}
 
 static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec)
 {
@@ -349,9 +356,10 @@ static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *
         if (__builtin_mul_overflow(rec->timestamp, (int64_t)1000, &us))
             return fkc_fail_timestamp_us(d, rec);
     }
-    if (d->cols_active)
-        fkc_builder_append(d->cols, rec);
-    else
+    if (d->cols_active) {
+        if (!fkc_builder_append(d->cols, rec))
+            return fkc_fail_arrow_nomem(d);
+    } else
         d->dst->count++;
     return FKC_OK;
 }
@@ -701,22 +709,21 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
     fkc_cursor_init(&pc, payload, payload_len, payload_pos);
     /* The sink: the step's Arrow columns when the whole batch fits them (its
      * kept records are at most RecordCount, their bytes at most the
-     * payload's), else descriptors. One parser either way. RecordCount sizes
-     * the reservation only when the payload could hold that many records
-     * (each takes >= FKC_RECORD_MIN_SIZE bytes); a larger count cannot
-     * parse, and fails in the descriptor sink exactly as it would here,
-     * without an allocation sized by an untrusted field. */
+     * payload's: no int32 offset can pass its limit), else descriptors. One
+     * parser either way. Nothing is reserved here: each append grows the
+     * columns for the record it writes (fkc_builder_append), so neither
+     * RecordCount nor the payload length sizes an allocation. A count the
+     * payload cannot hold (each record takes >= FKC_RECORD_MIN_SIZE bytes)
+     * fails in the descriptor sink exactly as it would here. */
     int to_columns = 0;
     if (d->cols != NULL && !control && (uint64_t)record_count <= d->cols_cap &&
         (size_t)record_count <= payload_len / FKC_RECORD_MIN_SIZE &&
         fkc_builder_batch_fits(d->cols, (uint64_t)record_count, payload_len) &&
         (!d->cols->zero_copy || payload_len <= (size_t)INT32_MAX)) {
-        if (!fkc_builder_reserve(d->cols, (size_t)record_count, payload_len))
-            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
         /* zero-copy: long keys and values become views into the payload
          * (the input's bytes, or the decompressed buffer kept below) */
         if (d->cols->zero_copy && !fkc_builder_region(d->cols, payload, payload_len))
-            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+            return fkc_fail_arrow_nomem(d);
         to_columns = 1;
     }
     /* Control records are parsed (strictly, like any record) into scratch
@@ -800,7 +807,7 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
                                                : fkc_builder_keep(d->cols, d->blob.owner, d->opts->host->release,
                                                                   d->opts->host->ctx);
             if (!kept)
-                return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+                return fkc_fail_arrow_nomem(d);
             d->have_blob = 0;
         }
     }
@@ -1645,7 +1652,7 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
 static int fkc_append_out(fkc_decoder *d, fkc_arrow_builder *b, const fkc_record *src, size_t n)
 {
     if (!fkc_builder_append_records(b, src, n))
-        return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+        return fkc_fail_arrow_nomem(d);
     return FKC_OK;
 }
 
@@ -1770,12 +1777,14 @@ int fkc_decode_arrow(const uint8_t *data, size_t len, const fkc_decode_opts *opt
     /* Capacity from the blob's size, never from a RecordCount field: values
      * take at most the blob's bytes when uncompressed, and a record of a
      * typical fetch takes >= 32 bytes; growth covers the rest (small or
-     * compressed records). Unused capacity is never touched. */
-    if (len > 4096 && !fkc_builder_hint(b, len / 32, len)) {
-        r->error = FKC_ERR_NOMEM;
-        snprintf(r->error_reason, sizeof r->error_reason, "out of memory for Arrow columns");
-        fkc_stream_clear(&d);
-        return r->error;
+     * compressed records). Only the first FKC_ARROW_HINT_MAX bytes count:
+     * unused capacity is never touched, but it is address space, which a
+     * container's limit counts; past that the columns grow with what is
+     * decoded. The hint is an optimisation: when it cannot be had, growth
+     * decides (and reports a real shortage as ArrowMemoryError). */
+    if (len > 4096) {
+        size_t basis = len < FKC_ARROW_HINT_MAX ? len : FKC_ARROW_HINT_MAX;
+        (void)fkc_builder_hint(b, basis / 32, basis);
     }
     fkc_stream_step_arrow(&d, SIZE_MAX, SIZE_MAX, b, r);
     if (r->error == FKC_OK && !fkc_stream_done(&d)) {

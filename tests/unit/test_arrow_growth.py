@@ -25,8 +25,8 @@ def _growing_blob(seed):
         recs = []
         for i in range(size):
             n = offset + i
-            value = None if rng.random() < 0.05 else bytes(rng.randrange(256) for _ in range(min(n * 3, 40_000) % 997)) \
-                * (1 + n // 300)
+            stem = bytes(rng.randrange(256) for _ in range(min(n * 3, 40_000) % 997))
+            value = None if rng.random() < 0.05 else stem * (1 + n // 300)
             key = None if rng.random() < 0.1 else b"k" * rng.randrange(0, 40)
             headers = [("h%d" % j, None if rng.random() < 0.2 else b"x" * rng.randrange(0, 50))
                        for j in range(rng.randrange(0, 4))]
@@ -42,7 +42,8 @@ def _rows(blob):
 
 def _arrow_rows(rb):
     rb.validate(full=True)
-    headers = [[(h["key"], h["value"]) for h in hs] if hs is not None else [] for hs in rb.column("headers").to_pylist()]
+    headers = [[(h["key"], h["value"]) for h in hs] if hs is not None else []
+               for hs in rb.column("headers").to_pylist()]
     return list(zip(rb.column("offset").to_pylist(), rb.column("key").to_pylist(), rb.column("value").to_pylist(),
                     headers))
 

@@ -155,24 +155,19 @@ static int fkc_regrow(fkc_arrow_builder *b, const fkc_caps *c)
     fkc_caps spread;
     if (have / total >= 2) {
         /* A reused arena larger than asked for: spread the capacities over
-         * it, so the builder does not move again soon. Rows and headers grow
-         * by a common factor; the four byte columns all get the largest
-         * byte capacity times it, since each batch reserves its payload in
-         * all four (fkc_builder_reserve). The factor halves until the
-         * layout fits. */
-        size_t bytes = c->key;
-        if (c->value > bytes)
-            bytes = c->value;
-        if (c->hkey > bytes)
-            bytes = c->hkey;
-        if (c->hvalue > bytes)
-            bytes = c->hvalue;
+         * it, so the builder does not move again soon. Every capacity grows
+         * by a common factor (they grew with what was written, so their
+         * proportions are the data's); the factor halves until the layout
+         * fits. */
         for (size_t factor = have / total; factor >= 2; factor /= 2) {
             size_t at_spread[FKC_R_COUNT];
             spread = *c;
             spread.rows *= factor;
             spread.headers *= factor;
-            spread.key = spread.value = spread.hkey = spread.hvalue = bytes * factor;
+            spread.key *= factor;
+            spread.value *= factor;
+            spread.hkey *= factor;
+            spread.hvalue *= factor;
             size_t spread_total = fkc_layout(&spread, at_spread);
             if (spread_total != 0 && spread_total <= have) {
                 c = &spread;
@@ -325,9 +320,22 @@ static int fkc_builder_reserve_caps(fkc_arrow_builder *b, size_t rows, size_t he
     return fkc_regrow(b, &c);
 }
 
-int fkc_builder_reserve(fkc_arrow_builder *b, size_t rows, size_t payload)
+int fkc_builder_grow_for(fkc_arrow_builder *b, const fkc_record *rec)
 {
-    return fkc_builder_reserve_caps(b, rows, payload / 2, payload, payload, payload, payload);
+    size_t headers = 0, hkey = 0, hvalue = 0, key, value;
+    if (rec->header_count > 0) {
+        headers = (size_t)rec->header_count;
+        hkey = (size_t)rec->header_key_bytes;
+        hvalue = (size_t)((int64_t)rec->header_size - rec->header_key_bytes);
+    }
+    if (b->zero_copy) { /* views: only what they copy lands in value_data */
+        key = 0;
+        value = fkc_builder_view_copy(b, rec->key, rec->key_len) + fkc_builder_view_copy(b, rec->value, rec->value_len);
+    } else {
+        key = fkc_len_or_0(rec->key_len);
+        value = fkc_len_or_0(rec->value_len);
+    }
+    return fkc_builder_reserve_caps(b, 1, headers, key, value, hkey, hvalue);
 }
 
 int fkc_builder_region(fkc_arrow_builder *b, const uint8_t *data, size_t len)
@@ -419,17 +427,26 @@ size_t fkc_builder_room(const fkc_arrow_builder *b, const fkc_record *recs, size
 
 int fkc_builder_append_records(fkc_arrow_builder *b, const fkc_record *recs, size_t n)
 {
-    size_t payload = 0;
+    /* exactly what the records hold, column by column (zero-copy: a
+     * descriptor's key and value are both copied into value_data) */
+    size_t key = 0, value = 0, headers = 0, hkey = 0, hvalue = 0;
     for (size_t i = 0; i < n; i++) {
         const fkc_record *rec = &recs[i];
-        /* what the record's columns can take: bounded by its own bytes */
-        payload += (rec->key_len > 0 ? (size_t)rec->key_len : 0) + (rec->value_len > 0 ? (size_t)rec->value_len : 0) +
-                   rec->headers_len;
+        if (b->zero_copy)
+            value += fkc_len_or_0(rec->key_len);
+        else
+            key += fkc_len_or_0(rec->key_len);
+        value += fkc_len_or_0(rec->value_len);
+        if (rec->header_count > 0) {
+            headers += (size_t)rec->header_count;
+            hkey += (size_t)rec->header_key_bytes;
+            hvalue += (size_t)((int64_t)rec->header_size - rec->header_key_bytes);
+        }
     }
-    if (!fkc_builder_reserve(b, n, payload))
+    if (!fkc_builder_reserve_caps(b, n, headers, key, value, hkey, hvalue))
         return 0;
     for (size_t i = 0; i < n; i++)
-        fkc_builder_append(b, &recs[i]);
+        fkc_builder_put(b, &recs[i]);
     return 1;
 }
 

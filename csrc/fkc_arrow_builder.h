@@ -10,10 +10,14 @@
  *     timestampType int32, headers list<struct<key string, value binary>>;
  *     with `share` set (a share decode), a ninth column delivery_count int16
  *     (fastkc.records.share_arrow_schema()), written by the same append.
- *   - Capacity is reserved per batch before its records are written
- *     (fkc_builder_reserve: rows for the batch's RecordCount, bytes for its
- *     payload length, both already bounded by the bytes the batch holds), so
- *     the per-record append does no capacity check and no allocation.
+ *   - Capacity follows what is written, never what a batch claims: the
+ *     per-record append compares the record's own row, key, value and header
+ *     bytes with the room left (a few compares, no allocation on the common
+ *     path) and grows the columns geometrically when they do not fit
+ *     (fkc_builder_grow_for). A batch's RecordCount or payload length
+ *     reserves nothing: a hostile batch costs at most what it actually
+ *     decodes (times the growth factor), and an allocation that fails is
+ *     reported (0) for the decoder to raise as a typed error.
  *   - int32 offsets: the decoder writes a batch in one pass only when
  *     fkc_builder_batch_fits() proves no offset can pass INT32_MAX whatever
  *     the batch holds; otherwise it parses descriptors and appends the ones
@@ -149,20 +153,19 @@ void fkc_builder_free(fkc_arrow_builder *b);
  * memory runs out. */
 int fkc_builder_segment(fkc_arrow_builder *b, const uint8_t *topic, size_t topic_len, int32_t partition);
 
-/* Room for `rows` more rows, `payload` more bytes in every byte column and
- * payload / 2 more headers (a header takes at least two bytes). 0 when
- * memory runs out (nothing changed). */
-int fkc_builder_reserve(fkc_arrow_builder *b, size_t rows, size_t payload);
+/* Grow the columns (geometrically) so `rec` fits after what they hold. 0
+ * when memory runs out (nothing changed). Out of line: the append calls it
+ * only when the record does not fit. */
+int fkc_builder_grow_for(fkc_arrow_builder *b, const fkc_record *rec);
 
 /* How many builders were given a released arena instead of fresh memory
  * (for tests: the reuse must happen, see "arena reuse" in the .c file). */
 uint64_t fkc_arena_reuse_count(void);
 
 /* Capacity for a decode whose input size is known up front, so the arena
- * is not reallocated on the way (each batch reserves its payload length in
- * the key and value columns): `rows`, and `bytes` in the key and value
- * columns. Capacity never touched costs address space, not memory. 0 when
- * memory runs out. */
+ * is not reallocated on the way: `rows`, and `bytes` in the key and value
+ * columns (the caller bounds both by the bytes it holds). Capacity never
+ * touched costs address space, not memory. 0 when memory runs out. */
 int fkc_builder_hint(fkc_arrow_builder *b, size_t rows, size_t bytes);
 
 /* 1 when `rows` more rows of at most `payload` bytes in all cannot pass an
@@ -172,8 +175,8 @@ int fkc_builder_batch_fits(const fkc_arrow_builder *b, uint64_t rows, uint64_t p
 /* How many of recs[0..n) fit after what the builder holds (exactly). */
 size_t fkc_builder_room(const fkc_arrow_builder *b, const fkc_record *recs, size_t n);
 
-/* Append n descriptors (reserving as needed; the caller checked the room).
- * 0 when memory runs out (nothing appended). */
+/* Append n descriptors (reserving exactly what they hold; the caller
+ * checked the int32 room). 0 when memory runs out (nothing appended). */
 int fkc_builder_append_records(fkc_arrow_builder *b, const fkc_record *recs, size_t n);
 
 void fkc_builder_mark_at(const fkc_arrow_builder *b, fkc_builder_mark *m);
@@ -201,6 +204,18 @@ int fkc_builder_keep(fkc_arrow_builder *b, void *owner, fkc_codec_release_fn rel
 /* One binary_view entry (Arrow's layout, little-endian as every host we
  * build for): length, then the bytes inline (<= 12) or a 4-byte prefix,
  * the variadic buffer index and the offset in it. */
+static inline int fkc_builder_in_region(const fkc_arrow_builder *b, const uint8_t *p, int32_t len)
+{
+    return b->region >= 0 && p >= b->region_base && (size_t)(p - b->region_base) <= b->region_len - (size_t)len;
+}
+
+/* Zero-copy: the bytes a view of [p, p + len) copies into value_data (a
+ * long value outside the batch's region: a descriptor's record). */
+static inline size_t fkc_builder_view_copy(const fkc_arrow_builder *b, const uint8_t *p, int32_t len)
+{
+    return len > 12 && !fkc_builder_in_region(b, p, len) ? (size_t)len : 0;
+}
+
 static inline void fkc_builder_view(fkc_arrow_builder *b, uint8_t *view, const uint8_t *p, int32_t len)
 {
     memset(view, 0, 16);
@@ -213,7 +228,7 @@ static inline void fkc_builder_view(fkc_arrow_builder *b, uint8_t *view, const u
     }
     memcpy(view + 4, p, 4);
     int32_t index, offset;
-    if (b->region >= 0 && p >= b->region_base && (size_t)(p - b->region_base) <= b->region_len - (size_t)len) {
+    if (fkc_builder_in_region(b, p, len)) {
         index = b->region;
         offset = (int32_t)(p - b->region_base);
     } else { /* not in the batch's region (a descriptor's record): copied */
@@ -226,9 +241,31 @@ static inline void fkc_builder_view(fkc_arrow_builder *b, uint8_t *view, const u
     memcpy(view + 12, &offset, 4);
 }
 
-/* One record whose capacity was reserved. Inlined into the decoder's batch
- * loop: the record goes from the parser's registers straight to the columns. */
-static inline __attribute__((always_inline)) void fkc_builder_append(fkc_arrow_builder *b, const fkc_record *rec)
+static inline size_t fkc_len_or_0(int32_t len)
+{
+    return len > 0 ? (size_t)len : 0;
+}
+
+/* 1 when `rec` fits the columns' capacity as they are: one row, its key and
+ * value bytes (zero-copy: the bytes its views copy) and its headers. */
+static inline __attribute__((always_inline)) int fkc_builder_fits(const fkc_arrow_builder *b, const fkc_record *rec)
+{
+    if (b->rows >= b->rows_cap)
+        return 0;
+    if (rec->header_count > 0 &&
+        ((size_t)rec->header_count > b->headers_cap - b->headers ||
+         (size_t)rec->header_key_bytes > b->hkey_data.cap - b->hkey_data.len ||
+         (size_t)((int64_t)rec->header_size - rec->header_key_bytes) > b->hvalue_data.cap - b->hvalue_data.len))
+        return 0;
+    if (b->zero_copy)
+        return fkc_builder_view_copy(b, rec->key, rec->key_len) + fkc_builder_view_copy(b, rec->value, rec->value_len) <=
+               b->value_data.cap - b->value_data.len;
+    return fkc_len_or_0(rec->key_len) <= b->key_data.cap - b->key_data.len &&
+           fkc_len_or_0(rec->value_len) <= b->value_data.cap - b->value_data.len;
+}
+
+/* One record whose capacity is there (fkc_builder_fits, or reserved). */
+static inline __attribute__((always_inline)) void fkc_builder_put(fkc_arrow_builder *b, const fkc_record *rec)
 {
     size_t i = b->rows;
     if (b->zero_copy) {
@@ -280,6 +317,17 @@ static inline __attribute__((always_inline)) void fkc_builder_append(fkc_arrow_b
         b->headers_nulls++;
     b->headers_offsets[i + 1] = (int32_t)b->headers;
     b->rows = i + 1;
+}
+
+/* One record, growing the columns when it does not fit. Inlined into the
+ * decoder's batch loop: the record goes from the parser's registers
+ * straight to the columns. 0 when memory runs out (nothing appended). */
+static inline __attribute__((always_inline)) int fkc_builder_append(fkc_arrow_builder *b, const fkc_record *rec)
+{
+    if (__builtin_expect(!fkc_builder_fits(b, rec), 0) && !fkc_builder_grow_for(b, rec))
+        return 0;
+    fkc_builder_put(b, rec);
+    return 1;
 }
 
 struct ArrowArray;

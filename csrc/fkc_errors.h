@@ -17,8 +17,11 @@ typedef enum fkc_error_kind {
     FKC_ERR_NOMEM = 7,             /* a C allocation failed */
     FKC_ERR_BUDGET = 8,            /* RecordCountLimitError: a batch declares more records than the
                                       per-batch descriptor budget (max_batch_records) */
-    FKC_ERR_ARROW_LIMIT = 9        /* ArrowCapacityError: a whole (one-step) Arrow decode would pass
+    FKC_ERR_ARROW_LIMIT = 9,       /* ArrowCapacityError: a whole (one-step) Arrow decode would pass
                                       Arrow's int32 offsets; the stepper splits instead */
+    FKC_ERR_ARROW_NOMEM = 10       /* ArrowMemoryError: the Arrow columns could not grow for what a
+                                      batch decodes (an address-space limit, a huge value): typed, with
+                                      the batch's offset, so the consumer can stop there and seek past */
 } fkc_error_kind;
 
 #endif /* FKC_ERRORS_H */

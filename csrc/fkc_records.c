@@ -33,6 +33,7 @@
 #define FKC_V2_HEADER_SIZE 61      /* whole v2 batch header, BaseOffset..RecordCount */
 #define FKC_V2_CRC_START 21        /* Attributes: where the CRC-32C coverage begins */
 #define FKC_HEADER_UP_TO_MAGIC 17  /* Offset + size + 4 bytes + Magic: enough to dispatch */
+#define FKC_ARROW_HINT_MAX ((size_t)16 << 20) /* fkc_decode_arrow: input bytes that size the first reservation */
 #define FKC_RECORD_MIN_SIZE 7      /* v2 record: Length + Attributes + the 5 varints, 1 byte each */
 
 /* The kept records of one batch: parsed whole before any is handed out. */
@@ -100,12 +101,11 @@ typedef struct fkc_stream {
 
     /* Arrow in one pass: the step's column builder. A v2 batch whose
      * RecordCount the step can take whole, and whose payload cannot pass the
-     * int32 offsets, is parsed straight into it (cols_active while it is);
+     * int32 offsets, is parsed straight into it;
      * any other batch is parsed into descriptors, appended as they are
      * handed out. cols_cap: rows the step can still take. */
     fkc_arrow_builder *cols;
     size_t cols_cap;
-    int cols_active;
 
     /* With record_marks: where the step's output crosses a batch boundary
      * (fkc_stream_marks), so a caller handing a large prepared step out in
@@ -327,6 +327,12 @@ static int fkc_add_i64(int64_t a, int64_t b, int64_t *out)
 }
 
 static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec) __attribute__((noinline, cold));
+static int fkc_fail_arrow_nomem(fkc_decoder *d) __attribute__((noinline, cold));
+
+static int fkc_fail_arrow_nomem(fkc_decoder *d)
+{
+    return fkc_fail(d, FKC_ERR_ARROW_NOMEM, "out of memory for the Arrow columns of the batch");
+}
 
 static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec)
 {
@@ -334,10 +340,13 @@ static int fkc_fail_timestamp_us(fkc_decoder *d, const fkc_record *rec)
                     (long long)rec->offset, (long long)rec->timestamp);
 }
 
-/* Keep or drop a decoded record (already written at records[count]); also
- * the Arrow-only check that the timestamp fits int64 microseconds. Inlined:
- * it runs once per record, and its error path is kept out of line. */
-static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *d, fkc_record *rec)
+/* Keep or drop a decoded record: to_columns (a constant where it is
+ * inlined), append it to the step's Arrow columns, else count the
+ * descriptor already written at records[count]; also the Arrow-only check
+ * that the timestamp fits int64 microseconds. Inlined: it runs once per
+ * record, and its error path is kept out of line. */
+static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *d, fkc_record *rec,
+                                                                   const int to_columns)
 {
     const fkc_decode_opts *o = d->opts;
     if (!fkc_keep_offset(d, o, rec->offset))
@@ -349,9 +358,10 @@ static inline __attribute__((always_inline)) int fkc_commit_record(fkc_decoder *
         if (__builtin_mul_overflow(rec->timestamp, (int64_t)1000, &us))
             return fkc_fail_timestamp_us(d, rec);
     }
-    if (d->cols_active)
-        fkc_builder_append(d->cols, rec);
-    else
+    if (to_columns) {
+        if (!fkc_builder_append(d->cols, rec))
+            return fkc_fail_arrow_nomem(d);
+    } else
         d->dst->count++;
     return FKC_OK;
 }
@@ -606,10 +616,90 @@ static void fkc_free_owner(void *ctx, void *owner)
     free(owner);
 }
 
+/* A v2 batch's header fields its record loop needs. */
+typedef struct fkc_batch_fields {
+    int64_t base_offset, base_timestamp, max_timestamp;
+    size_t blob_pos;
+    const char *where; /* "" or where a decompressed payload came from, for errors */
+    int32_t last_offset_delta, leader_epoch, record_count;
+    int timestamp_type, control;
+} fkc_batch_fields;
+
+/* Parse a v2 batch's RecordCount records from *pc into the sink:
+ * to_columns (a constant at both call sites, so each instance keeps only
+ * its sink's code): the step's Arrow columns, else descriptors (control
+ * records: scratch, the first one's key returned as the marker). */
+static inline __attribute__((always_inline)) int fkc_parse_records_v2(fkc_decoder *d, fkc_cursor *pc,
+                                                                      const fkc_batch_fields *h, const int to_columns,
+                                                                      const uint8_t **marker_key,
+                                                                      int32_t *marker_key_len)
+{
+    fkc_recbuf *r = d->dst;
+    const size_t blob_pos = h->blob_pos;
+    const int32_t record_count = h->record_count, last_offset_delta = h->last_offset_delta;
+    const int control = h->control;
+    fkc_record scratch;
+    fkc_record parsed; /* the record on its way to the columns */
+    int32_t prev_delta = -1;
+    for (int32_t i = 0; i < record_count; i++) {
+        /* Each record takes at least one byte, so a count larger than the
+         * bytes left fails here rather than looping or preallocating. */
+        if (fkc_cursor_remaining(pc) == 0)
+            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: payload ends after %d of %d records",
+                            blob_pos, i, record_count);
+        fkc_record *rec = &scratch;
+        if (to_columns) {
+            rec = &parsed;
+        } else if (!control) {
+            int rrc = fkc_reserve_one(d);
+            if (rrc != FKC_OK)
+                return rrc;
+            rec = &r->records[r->count];
+        }
+        int64_t timestamp_delta = 0;
+        int32_t offset_delta = 0;
+        int rrc;
+        if (!fkc_parse_record_v2_fast(pc, rec, &timestamp_delta, &offset_delta) &&
+            !fkc_parse_record_v2_fast_headers(pc, rec, &timestamp_delta, &offset_delta)) {
+            rrc = fkc_parse_record_v2(d, pc, h->where, rec, &timestamp_delta, &offset_delta);
+            if (rrc != FKC_OK)
+                return rrc;
+        }
+        /* Offsets in a batch strictly increase (compaction leaves gaps, never
+         * reorders) and stay within LastOffsetDelta: anything else would hand
+         * out offsets the position has passed or the batch does not cover. */
+        if (offset_delta <= prev_delta || offset_delta > last_offset_delta)
+            return fkc_fail(d, FKC_ERR_INVALID,
+                            "record batch at byte %zu: record %d has OffsetDelta %d (previous %d, LastOffsetDelta %d)",
+                            blob_pos, i, offset_delta, prev_delta, last_offset_delta);
+        prev_delta = offset_delta;
+        if (!to_columns && control) {
+            if (i == 0) {
+                *marker_key = rec->key;
+                *marker_key_len = rec->key_len;
+            }
+            continue;
+        }
+        if (!fkc_add_i64(h->base_offset, offset_delta, &rec->offset))
+            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: record offset does not fit in int64",
+                            blob_pos);
+        if (h->timestamp_type == 1)
+            rec->timestamp = h->max_timestamp;
+        else if (!fkc_add_i64(h->base_timestamp, timestamp_delta, &rec->timestamp))
+            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: record timestamp does not fit in int64",
+                            blob_pos);
+        rec->timestamp_type = (int8_t)h->timestamp_type;
+        rec->leader_epoch = h->leader_epoch;
+        rrc = fkc_commit_record(d, rec, to_columns);
+        if (rrc != FKC_OK)
+            return rrc;
+    }
+    return FKC_OK;
+}
+
 static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len, size_t blob_pos)
 {
     const fkc_decode_opts *o = d->opts;
-    fkc_recbuf *r = d->dst;
     if (batch_len < FKC_V2_HEADER_SIZE)
         return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: BatchLength %zu is below the 49-byte minimum",
                         blob_pos, batch_len - FKC_LOG_OVERHEAD);
@@ -701,86 +791,33 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
     fkc_cursor_init(&pc, payload, payload_len, payload_pos);
     /* The sink: the step's Arrow columns when the whole batch fits them (its
      * kept records are at most RecordCount, their bytes at most the
-     * payload's), else descriptors. One parser either way. RecordCount sizes
-     * the reservation only when the payload could hold that many records
-     * (each takes >= FKC_RECORD_MIN_SIZE bytes); a larger count cannot
-     * parse, and fails in the descriptor sink exactly as it would here,
-     * without an allocation sized by an untrusted field. */
+     * payload's: no int32 offset can pass its limit), else descriptors. One
+     * parser either way. Nothing is reserved here: each append grows the
+     * columns for the record it writes (fkc_builder_append), so neither
+     * RecordCount nor the payload length sizes an allocation. A count the
+     * payload cannot hold (each record takes >= FKC_RECORD_MIN_SIZE bytes)
+     * fails in the descriptor sink exactly as it would here. */
     int to_columns = 0;
     if (d->cols != NULL && !control && (uint64_t)record_count <= d->cols_cap &&
         (size_t)record_count <= payload_len / FKC_RECORD_MIN_SIZE &&
         fkc_builder_batch_fits(d->cols, (uint64_t)record_count, payload_len) &&
         (!d->cols->zero_copy || payload_len <= (size_t)INT32_MAX)) {
-        if (!fkc_builder_reserve(d->cols, (size_t)record_count, payload_len))
-            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
         /* zero-copy: long keys and values become views into the payload
          * (the input's bytes, or the decompressed buffer kept below) */
         if (d->cols->zero_copy && !fkc_builder_region(d->cols, payload, payload_len))
-            return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+            return fkc_fail_arrow_nomem(d);
         to_columns = 1;
     }
-    /* Control records are parsed (strictly, like any record) into scratch
-     * space and never returned; the first one's key is the marker. */
-    fkc_record scratch;
-    fkc_record parsed; /* the record on its way to the columns */
+    fkc_batch_fields fields = {base_offset, base_timestamp, max_timestamp, blob_pos, where, last_offset_delta,
+                               leader_epoch, record_count, timestamp_type, control};
     const uint8_t *marker_key = NULL;
     int32_t marker_key_len = -1;
-    int32_t prev_delta = -1;
-    for (int32_t i = 0; i < record_count; i++) {
-        /* Each record takes at least one byte, so a count larger than the
-         * bytes left fails here rather than looping or preallocating. */
-        if (fkc_cursor_remaining(&pc) == 0)
-            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: payload ends after %d of %d records",
-                            blob_pos, i, record_count);
-        fkc_record *rec = &scratch;
-        if (to_columns) {
-            rec = &parsed;
-        } else if (!control) {
-            int rrc = fkc_reserve_one(d);
-            if (rrc != FKC_OK)
-                return rrc;
-            rec = &r->records[r->count];
-        }
-        int64_t timestamp_delta = 0;
-        int32_t offset_delta = 0;
-        int rrc;
-        if (!fkc_parse_record_v2_fast(&pc, rec, &timestamp_delta, &offset_delta) &&
-            !fkc_parse_record_v2_fast_headers(&pc, rec, &timestamp_delta, &offset_delta)) {
-            rrc = fkc_parse_record_v2(d, &pc, where, rec, &timestamp_delta, &offset_delta);
-            if (rrc != FKC_OK)
-                return rrc;
-        }
-        /* Offsets in a batch strictly increase (compaction leaves gaps, never
-         * reorders) and stay within LastOffsetDelta: anything else would hand
-         * out offsets the position has passed or the batch does not cover. */
-        if (offset_delta <= prev_delta || offset_delta > last_offset_delta)
-            return fkc_fail(d, FKC_ERR_INVALID,
-                            "record batch at byte %zu: record %d has OffsetDelta %d (previous %d, LastOffsetDelta %d)",
-                            blob_pos, i, offset_delta, prev_delta, last_offset_delta);
-        prev_delta = offset_delta;
-        if (control) {
-            if (i == 0) {
-                marker_key = rec->key;
-                marker_key_len = rec->key_len;
-            }
-            continue;
-        }
-        if (!fkc_add_i64(base_offset, offset_delta, &rec->offset))
-            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: record offset does not fit in int64",
-                            blob_pos);
-        if (timestamp_type == 1)
-            rec->timestamp = max_timestamp;
-        else if (!fkc_add_i64(base_timestamp, timestamp_delta, &rec->timestamp))
-            return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: record timestamp does not fit in int64",
-                            blob_pos);
-        rec->timestamp_type = (int8_t)timestamp_type;
-        rec->leader_epoch = leader_epoch;
-        d->cols_active = to_columns;
-        rrc = fkc_commit_record(d, rec);
-        d->cols_active = 0;
-        if (rrc != FKC_OK)
-            return rrc;
-    }
+    /* two instances of one loop: the compiler drops the other sink's code
+     * and the per-record choice between them */
+    int lrc = to_columns ? fkc_parse_records_v2(d, &pc, &fields, 1, &marker_key, &marker_key_len)
+                         : fkc_parse_records_v2(d, &pc, &fields, 0, &marker_key, &marker_key_len);
+    if (lrc != FKC_OK)
+        return lrc;
     if (fkc_cursor_remaining(&pc) != 0)
         return fkc_fail(d, FKC_ERR_INVALID, "record batch at byte %zu: %zu bytes left over after %d records",
                         blob_pos, fkc_cursor_remaining(&pc), record_count);
@@ -800,7 +837,7 @@ static int fkc_decode_v2(fkc_decoder *d, const uint8_t *batch, size_t batch_len,
                                                : fkc_builder_keep(d->cols, d->blob.owner, d->opts->host->release,
                                                                   d->opts->host->ctx);
             if (!kept)
-                return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+                return fkc_fail_arrow_nomem(d);
             d->have_blob = 0;
         }
     }
@@ -912,7 +949,7 @@ static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len,
         if (rc != FKC_OK)
             return rc;
         fkc_fill_legacy(&r->records[r->count], &w, w.offset, w.timestamp, timestamp_type);
-        rc = fkc_commit_record(d, &r->records[r->count]);
+        rc = fkc_commit_record(d, &r->records[r->count], 0);
         if (rc != FKC_OK)
             return rc;
         fkc_advance(d, next);
@@ -991,7 +1028,7 @@ static int fkc_decode_legacy(fkc_decoder *d, const uint8_t *msg, size_t msg_len,
     for (size_t i = first; i < end; i++) {
         if (r->count != i)
             r->records[r->count] = r->records[i];
-        rc = fkc_commit_record(d, &r->records[r->count]);
+        rc = fkc_commit_record(d, &r->records[r->count], 0);
         if (rc != FKC_OK)
             return rc;
     }
@@ -1645,7 +1682,7 @@ int fkc_stream_step(fkc_stream *d, size_t max_records, size_t max_held_bytes, fk
 static int fkc_append_out(fkc_decoder *d, fkc_arrow_builder *b, const fkc_record *src, size_t n)
 {
     if (!fkc_builder_append_records(b, src, n))
-        return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for Arrow columns");
+        return fkc_fail_arrow_nomem(d);
     return FKC_OK;
 }
 
@@ -1770,12 +1807,14 @@ int fkc_decode_arrow(const uint8_t *data, size_t len, const fkc_decode_opts *opt
     /* Capacity from the blob's size, never from a RecordCount field: values
      * take at most the blob's bytes when uncompressed, and a record of a
      * typical fetch takes >= 32 bytes; growth covers the rest (small or
-     * compressed records). Unused capacity is never touched. */
-    if (len > 4096 && !fkc_builder_hint(b, len / 32, len)) {
-        r->error = FKC_ERR_NOMEM;
-        snprintf(r->error_reason, sizeof r->error_reason, "out of memory for Arrow columns");
-        fkc_stream_clear(&d);
-        return r->error;
+     * compressed records). Only the first FKC_ARROW_HINT_MAX bytes count:
+     * unused capacity is never touched, but it is address space, which a
+     * container's limit counts; past that the columns grow with what is
+     * decoded. The hint is an optimisation: when it cannot be had, growth
+     * decides (and reports a real shortage as ArrowMemoryError). */
+    if (len > 4096) {
+        size_t basis = len < FKC_ARROW_HINT_MAX ? len : FKC_ARROW_HINT_MAX;
+        (void)fkc_builder_hint(b, basis / 32, basis);
     }
     fkc_stream_step_arrow(&d, SIZE_MAX, SIZE_MAX, b, r);
     if (r->error == FKC_OK && !fkc_stream_done(&d)) {

@@ -26,6 +26,7 @@ cdef extern from "fkc_errors.h":
         FKC_ERR_NOMEM
         FKC_ERR_BUDGET
         FKC_ERR_ARROW_LIMIT
+        FKC_ERR_ARROW_NOMEM
 
 
 cdef extern from "fkc_crc32c.h":

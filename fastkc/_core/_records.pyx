@@ -403,6 +403,7 @@ _ERROR_CLASSES = {
     FKC_ERR_UNSUPPORTED_CODEC: _errors.UnsupportedCompressionError,
     FKC_ERR_BUDGET: _errors.RecordCountLimitError,
     FKC_ERR_ARROW_LIMIT: _errors.ArrowCapacityError,
+    FKC_ERR_ARROW_NOMEM: _errors.ArrowMemoryError,
 }
 
 

@@ -202,6 +202,16 @@ class ArrowCapacityError(RecordBudgetExceededError):
     splits into several batches by itself)."""
 
 
+class ArrowMemoryError(RecordBudgetExceededError, MemoryError):
+    """The Arrow columns could not grow for what a batch decodes (the
+    process's memory or address-space limit, e.g. a container's RLIMIT_AS,
+    facing huge values). The columns grow with what is decoded, never with
+    what a batch claims, so this means the batch's records really do not
+    fit. `offset` is the batch's base offset and `records` holds the records
+    before it; poll_arrow() raises it with the position left at the batch
+    (seek() past it to continue). Also a MemoryError, as it used to be."""
+
+
 class FetchProgressError(InvalidRecordError):
     """The broker keeps sending data for a partition that cannot advance its
     position: an entry cut short where the broker must send it whole (the

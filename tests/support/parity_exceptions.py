@@ -48,6 +48,7 @@ EXCEPTIONS = {
                                                                "for records that break the format; code "
                                                                "catching CorruptRecordError must see them",
     "errors.extra:ArrowCapacityError": _RECORD_ERROR,
+    "errors.extra:ArrowMemoryError": _RECORD_ERROR,
     "errors.extra:DecompressedSizeLimitError": _RECORD_ERROR,
     "errors.extra:FetchProgressError": _RECORD_ERROR,
     "errors.extra:RecordBudgetExceededError": _RECORD_ERROR,

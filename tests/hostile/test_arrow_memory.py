@@ -98,7 +98,7 @@ _CONSUMER = r"""
 import os
 from fastkc import KafkaConsumer
 from fastkc.structs import TopicPartition
-from tests.hostile.kit import FakeBroker, serve_log
+from tests.support.fake_broker import FakeBroker, serve_log
 
 VALUE = 96 * MIB
 TP = TopicPartition("t", 0)

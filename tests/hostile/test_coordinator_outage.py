@@ -1,0 +1,174 @@
+"""A coordinator outage stalls no partition (Java's consumer keeps fetching
+while it looks for a new coordinator; commits wait, fetching does not).
+
+The fake broker serves an endless log (a few records per Fetch, from the
+fetch offset on) while, for OUTAGE_S, every group request it gets is refused
+as a moving coordinator does: FindCoordinator answers
+COORDINATOR_NOT_AVAILABLE, Heartbeat / OffsetCommit / OffsetFetch answer
+NOT_COORDINATOR. Through the outage poll() keeps handing out records with
+gaps far below the outage; the commits asked for meanwhile (auto commit or
+commit_async) land after it, and no commit the broker accepted is ever past
+what poll() had handed out."""
+import threading
+import time
+
+import pytest
+
+from fastkc import KafkaConsumer
+from fastkc.group.coordinator_machine import CoordinatorUnknownError
+from tests.support.batchgen import Record, record_batch
+from tests.support.fake_broker import FakeBroker, answer
+
+OUTAGE_S = 3.0
+#: the longest pause poll() may show during the outage: a few poll rounds,
+#: far below the outage itself
+MAX_GAP_S = 0.75
+PER_FETCH = 5
+NOT_COORDINATOR = 16
+COORDINATOR_NOT_AVAILABLE = 15
+TOPIC = "t"
+
+
+class Outage:
+    """The refusal window, opened by the test; `ended` is when it closed."""
+
+    def __init__(self):
+        self.until = 0.0
+        self.lock = threading.Lock()
+
+    def start(self, seconds):
+        with self.lock:
+            self.until = time.monotonic() + seconds
+
+    @property
+    def on(self):
+        with self.lock:
+            return time.monotonic() < self.until
+
+
+def _endless_fetch(header, body, default):
+    """PER_FETCH records from each partition's fetch offset on, a short
+    pause per answer (a broker's wait for new data)."""
+    wanted = {p["partition"]: p["fetch_offset"] for t in body["topics"] for p in t["partitions"]}
+    for topic in default["responses"]:
+        for part in topic["partitions"]:
+            offset = wanted.get(part["partition_index"], 0)
+            records = [Record(value=b"v%d" % (offset + i), offset_delta=i, timestamp_delta=i)
+                       for i in range(PER_FETCH)]
+            part["records"] = record_batch(records, base_offset=offset)
+            part["high_watermark"] = part["last_stable_offset"] = offset + PER_FETCH
+    time.sleep(0.02)
+    return default
+
+
+def _refused_while(outage, code, shape, mode):
+    """The default answer, or during the outage a refusal (mode "refused")
+    or nothing at all: the connection stalls (mode "stalled")."""
+    def act(link, request):
+        if outage.on and mode == "stalled":
+            link.stalled = True
+            return
+        default = request.default_body()
+        body = shape(default, code) if outage.on else default
+        answer(lambda header, body_, default_: body)(link, request)
+    return act
+
+
+def _find_coordinator_refused(default, code):
+    for entry in default.get("coordinators") or []:
+        entry["error_code"] = code
+    default["error_code"] = code
+    return default
+
+
+def _top_level_refused(default, code):
+    default["error_code"] = code
+    return default
+
+
+def _commit_refused(default, code):
+    for topic in default["topics"]:
+        for part in topic["partitions"]:
+            part["error_code"] = code
+    return default
+
+
+def _fetch_offsets_refused(default, code):
+    for group in default.get("groups") or []:
+        group["error_code"] = code
+    default["error_code"] = code
+    return default
+
+
+def _script_outage(broker, outage, mode):
+    broker.script("Fetch", answer(_endless_fetch))
+    broker.script("FindCoordinator", _refused_while(outage, COORDINATOR_NOT_AVAILABLE, _find_coordinator_refused,
+                                                    mode))
+    broker.script("Heartbeat", _refused_while(outage, NOT_COORDINATOR, _top_level_refused, mode))
+    broker.script("OffsetCommit", _refused_while(outage, NOT_COORDINATOR, _commit_refused, mode))
+    broker.script("OffsetFetch", _refused_while(outage, NOT_COORDINATOR, _fetch_offsets_refused, mode))
+
+
+@pytest.mark.parametrize("mode", ["refused", "stalled"])
+@pytest.mark.parametrize("commits", ["auto", "commit_async"])
+def test_records_keep_flowing_while_the_coordinator_is_lost(commits, mode):
+    outage = Outage()
+    failed = []  # asynchronous commits that ended with an error
+    with FakeBroker(topics={TOPIC: 2}, records=0) as broker:
+        _script_outage(broker, outage, mode)
+        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="g-outage",
+                                 enable_auto_commit=commits == "auto", auto_commit_interval_ms=200,
+                                 request_timeout_ms=2000, retry_backoff_ms=50, heartbeat_interval_ms=100,
+                                 session_timeout_ms=10000, auto_offset_reset="earliest",
+                                 default_offset_commit_callback=lambda offsets, error: error and failed.append(error))
+        consumer.subscribe([TOPIC])
+        handed = {}  # partition -> one past the last offset handed out
+        accepted_ahead = []
+
+        def poll_round():
+            batch = consumer.poll(timeout_ms=50)
+            for tp, records in batch.items():
+                handed[tp.partition] = records[-1].offset + 1
+            # what the broker has accepted so far is never past what was handed out
+            for (_group, _topic, partition), offset in list(broker.committed.items()):
+                if offset > handed.get(partition, 0):
+                    accepted_ahead.append((partition, offset, handed.get(partition, 0)))
+            if commits == "commit_async":
+                consumer.commit_async(callback=lambda offsets, error: error and failed.append(error))
+            return bool(batch)
+
+        try:
+            deadline = time.monotonic() + 10
+            while len(handed) < 2 and time.monotonic() < deadline:
+                poll_round()
+            assert len(handed) == 2, "no records from both partitions before the outage"
+            outage.start(OUTAGE_S)
+            began = time.monotonic()
+            last_records = began
+            gap = 0.0
+            while outage.on:
+                if poll_round():
+                    now = time.monotonic()
+                    gap = max(gap, now - last_records)
+                    last_records = now
+            gap = max(gap, time.monotonic() - last_records)
+            assert gap < MAX_GAP_S, "poll() handed out nothing for {0:.2f} s of a {1} s outage".format(
+                gap, OUTAGE_S)
+            during = dict(handed)
+            # after the outage the commits land: at least what was handed out during it
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not all(
+                    broker.committed.get(("g-outage", TOPIC, p), -1) >= during[p] for p in during):
+                poll_round()
+            for p in during:
+                assert broker.committed.get(("g-outage", TOPIC, p), -1) >= during[p], (broker.committed, during)
+            assert accepted_ahead == []
+            if commits == "auto":
+                # one auto commit waited through the outage with ever newer positions: none expired
+                assert failed == []
+            else:
+                # a commit_async asked for during the outage may run out of time: typed, retriable
+                assert all(isinstance(e, CoordinatorUnknownError) for e in failed), failed
+        finally:
+            consumer.close(autocommit=False)
+        assert not broker.errors

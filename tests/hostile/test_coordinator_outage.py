@@ -8,13 +8,16 @@ COORDINATOR_NOT_AVAILABLE, Heartbeat / OffsetCommit / OffsetFetch answer
 NOT_COORDINATOR. Through the outage poll() keeps handing out records with
 gaps far below the outage; the commits asked for meanwhile (auto commit or
 commit_async) land after it, and no commit the broker accepted is ever past
-what poll() had handed out."""
+what poll() had handed out. The same for fastkc.aio's getmany (auto
+commit)."""
+import asyncio
 import threading
 import time
 
 import pytest
 
 from fastkc import KafkaConsumer
+from fastkc.aio import AIOKafkaConsumer
 from fastkc.group.coordinator_machine import CoordinatorUnknownError
 from tests.support.batchgen import Record, record_batch
 from tests.support.fake_broker import FakeBroker, answer
@@ -27,6 +30,8 @@ PER_FETCH = 5
 NOT_COORDINATOR = 16
 COORDINATOR_NOT_AVAILABLE = 15
 TOPIC = "t"
+SETTINGS = dict(auto_commit_interval_ms=200, request_timeout_ms=2000, retry_backoff_ms=50, heartbeat_interval_ms=100,
+                session_timeout_ms=10000, auto_offset_reset="earliest")
 
 
 class Outage:
@@ -109,60 +114,79 @@ def _script_outage(broker, outage, mode):
     broker.script("OffsetFetch", _refused_while(outage, NOT_COORDINATOR, _fetch_offsets_refused, mode))
 
 
+class Flow:
+    """What poll()/getmany handed out, checked against what the broker
+    accepted as committed, and the longest pause in the hand-out while the
+    outage lasts."""
+
+    def __init__(self, broker, group):
+        self.broker = broker
+        self.group = group
+        self.handed = {}  # partition -> one past the last offset handed out
+        self.ahead = []  # (partition, committed, handed) the broker accepted past the hand-out
+        self.last_records = None
+        self.gap = 0.0
+
+    def saw(self, batch):
+        for tp, records in batch.items():
+            self.handed[tp.partition] = records[-1].offset + 1
+        for (group, _topic, partition), offset in list(self.broker.committed.items()):
+            if group == self.group and offset > self.handed.get(partition, 0):
+                self.ahead.append((partition, offset, self.handed.get(partition, 0)))
+        if batch and self.last_records is not None:
+            now = time.monotonic()
+            self.gap = max(self.gap, now - self.last_records)
+            self.last_records = now
+
+    def outage_started(self):
+        self.last_records = time.monotonic()
+
+    def outage_ended(self):
+        """The longest pause, the tail up to now included; what was handed out."""
+        self.gap = max(self.gap, time.monotonic() - self.last_records)
+        self.last_records = None
+        assert self.gap < MAX_GAP_S, "nothing handed out for {0:.2f} s of a {1} s outage".format(self.gap, OUTAGE_S)
+        return dict(self.handed)
+
+    def committed_at_least(self, offsets):
+        return all(self.broker.committed.get((self.group, TOPIC, p), -1) >= offset for p, offset in offsets.items())
+
+
 @pytest.mark.parametrize("mode", ["refused", "stalled"])
 @pytest.mark.parametrize("commits", ["auto", "commit_async"])
-def test_records_keep_flowing_while_the_coordinator_is_lost(commits, mode):
+def test_poll_keeps_flowing_while_the_coordinator_is_lost(commits, mode):
     outage = Outage()
     failed = []  # asynchronous commits that ended with an error
     with FakeBroker(topics={TOPIC: 2}, records=0) as broker:
         _script_outage(broker, outage, mode)
         consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="g-outage",
-                                 enable_auto_commit=commits == "auto", auto_commit_interval_ms=200,
-                                 request_timeout_ms=2000, retry_backoff_ms=50, heartbeat_interval_ms=100,
-                                 session_timeout_ms=10000, auto_offset_reset="earliest",
-                                 default_offset_commit_callback=lambda offsets, error: error and failed.append(error))
+                                 enable_auto_commit=commits == "auto",
+                                 default_offset_commit_callback=lambda offsets, error: error and failed.append(error),
+                                 **SETTINGS)
         consumer.subscribe([TOPIC])
-        handed = {}  # partition -> one past the last offset handed out
-        accepted_ahead = []
+        flow = Flow(broker, "g-outage")
 
         def poll_round():
-            batch = consumer.poll(timeout_ms=50)
-            for tp, records in batch.items():
-                handed[tp.partition] = records[-1].offset + 1
-            # what the broker has accepted so far is never past what was handed out
-            for (_group, _topic, partition), offset in list(broker.committed.items()):
-                if offset > handed.get(partition, 0):
-                    accepted_ahead.append((partition, offset, handed.get(partition, 0)))
+            flow.saw(consumer.poll(timeout_ms=50))
             if commits == "commit_async":
                 consumer.commit_async(callback=lambda offsets, error: error and failed.append(error))
-            return bool(batch)
 
         try:
             deadline = time.monotonic() + 10
-            while len(handed) < 2 and time.monotonic() < deadline:
+            while len(flow.handed) < 2 and time.monotonic() < deadline:
                 poll_round()
-            assert len(handed) == 2, "no records from both partitions before the outage"
+            assert len(flow.handed) == 2, "no records from both partitions before the outage"
             outage.start(OUTAGE_S)
-            began = time.monotonic()
-            last_records = began
-            gap = 0.0
+            flow.outage_started()
             while outage.on:
-                if poll_round():
-                    now = time.monotonic()
-                    gap = max(gap, now - last_records)
-                    last_records = now
-            gap = max(gap, time.monotonic() - last_records)
-            assert gap < MAX_GAP_S, "poll() handed out nothing for {0:.2f} s of a {1} s outage".format(
-                gap, OUTAGE_S)
-            during = dict(handed)
+                poll_round()
+            during = flow.outage_ended()
             # after the outage the commits land: at least what was handed out during it
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and not all(
-                    broker.committed.get(("g-outage", TOPIC, p), -1) >= during[p] for p in during):
+            while time.monotonic() < deadline and not flow.committed_at_least(during):
                 poll_round()
-            for p in during:
-                assert broker.committed.get(("g-outage", TOPIC, p), -1) >= during[p], (broker.committed, during)
-            assert accepted_ahead == []
+            assert flow.committed_at_least(during), (broker.committed, during)
+            assert flow.ahead == []
             if commits == "auto":
                 # one auto commit waited through the outage with ever newer positions: none expired
                 assert failed == []
@@ -171,4 +195,37 @@ def test_records_keep_flowing_while_the_coordinator_is_lost(commits, mode):
                 assert all(isinstance(e, CoordinatorUnknownError) for e in failed), failed
         finally:
             consumer.close(autocommit=False)
+        assert not broker.errors
+
+
+@pytest.mark.parametrize("mode", ["refused", "stalled"])
+def test_getmany_keeps_flowing_while_the_coordinator_is_lost(mode):
+    outage = Outage()
+
+    async def scenario(broker):
+        consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=broker.bootstrap, group_id="g-aio-outage",
+                                    enable_auto_commit=True, **SETTINGS)
+        await consumer.start()
+        flow = Flow(broker, "g-aio-outage")
+        try:
+            deadline = time.monotonic() + 10
+            while len(flow.handed) < 2 and time.monotonic() < deadline:
+                flow.saw(await consumer.getmany(timeout_ms=50))
+            assert len(flow.handed) == 2, "no records from both partitions before the outage"
+            outage.start(OUTAGE_S)
+            flow.outage_started()
+            while outage.on:
+                flow.saw(await consumer.getmany(timeout_ms=50))
+            during = flow.outage_ended()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not flow.committed_at_least(during):
+                flow.saw(await consumer.getmany(timeout_ms=50))
+            assert flow.committed_at_least(during), (broker.committed, during)
+            assert flow.ahead == []
+        finally:
+            await consumer.stop()
+
+    with FakeBroker(topics={TOPIC: 2}, records=0) as broker:
+        _script_outage(broker, outage, mode)
+        asyncio.run(asyncio.wait_for(scenario(broker), 60))
         assert not broker.errors

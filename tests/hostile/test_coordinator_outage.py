@@ -79,16 +79,15 @@ def _refused_while(outage, code, shape, mode):
     return act
 
 
-def _find_coordinator_refused(default, code):
-    for entry in default.get("coordinators") or []:
-        entry["error_code"] = code
-    default["error_code"] = code
-    return default
-
-
-def _top_level_refused(default, code):
-    default["error_code"] = code
-    return default
+def _refused(entries=None):
+    """The answer's top-level error code, and each entry's of the list
+    `entries` names (FindCoordinator's coordinators, OffsetFetch's groups)."""
+    def shape(default, code):
+        for entry in default.get(entries) or [] if entries else []:
+            entry["error_code"] = code
+        default["error_code"] = code
+        return default
+    return shape
 
 
 def _commit_refused(default, code):
@@ -98,20 +97,12 @@ def _commit_refused(default, code):
     return default
 
 
-def _fetch_offsets_refused(default, code):
-    for group in default.get("groups") or []:
-        group["error_code"] = code
-    default["error_code"] = code
-    return default
-
-
 def _script_outage(broker, outage, mode):
     broker.script("Fetch", answer(_endless_fetch))
-    broker.script("FindCoordinator", _refused_while(outage, COORDINATOR_NOT_AVAILABLE, _find_coordinator_refused,
-                                                    mode))
-    broker.script("Heartbeat", _refused_while(outage, NOT_COORDINATOR, _top_level_refused, mode))
+    broker.script("FindCoordinator", _refused_while(outage, COORDINATOR_NOT_AVAILABLE, _refused("coordinators"), mode))
+    broker.script("Heartbeat", _refused_while(outage, NOT_COORDINATOR, _refused(), mode))
     broker.script("OffsetCommit", _refused_while(outage, NOT_COORDINATOR, _commit_refused, mode))
-    broker.script("OffsetFetch", _refused_while(outage, NOT_COORDINATOR, _fetch_offsets_refused, mode))
+    broker.script("OffsetFetch", _refused_while(outage, NOT_COORDINATOR, _refused("groups"), mode))
 
 
 class Flow:

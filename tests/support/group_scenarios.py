@@ -627,21 +627,27 @@ def a_commit_waiting_for_the_coordinator_takes_newer_offsets():
     ]
 
 
+def _coordinator_outage(seconds):
+    """FindCoordinator answered COORDINATOR_NOT_AVAILABLE once a second:
+    the member stays STABLE and hands the application nothing to do."""
+    steps = []
+    for _ in range(seconds):
+        steps += [Tick(1.0), Send("FindCoordinator", find_coordinator(COORDINATOR_NOT_AVAILABLE)),
+                  Events([]), Check(_is("STABLE"), "still a member")]
+    return steps
+
+
 @scenario(session_timeout_ms=10000)
 def classic_membership_survives_a_long_coordinator_outage():
     """FindCoordinator fails for 12 s, past the session timeout (10 s): the
     member keeps its assignment the whole time (no event: the application
     goes on fetching), as Java's does; the coordinator it finds again says
     whether the session survived."""
-    outage = []
-    for _ in range(12):
-        outage += [Tick(1.0), Send("FindCoordinator", find_coordinator(COORDINATOR_NOT_AVAILABLE)),
-                   Events([]), Check(_is("STABLE"), "still a member")]
     return classic_join_as_leader() + [
         _heartbeat_due(),
         Send("Heartbeat", heartbeat(NOT_COORDINATOR)),
         Events([]),
-    ] + outage + [
+    ] + _coordinator_outage(12) + [
         Tick(1.0),
         Send("FindCoordinator", find_coordinator(node_id=2)),
         Send("Heartbeat", heartbeat(UNKNOWN_MEMBER_ID), target="coordinator"),
@@ -742,6 +748,21 @@ def kip848_coordinator_moves_and_the_heartbeat_follows():
         Tick(0.1),
         Send("FindCoordinator", find_coordinator(node_id=3)),
         Send("ConsumerGroupHeartbeat", heartbeat_848(1), lambda b: b["member_epoch"] == 1),
+    ]
+
+
+@scenario(protocol="consumer")
+def kip848_membership_survives_a_long_coordinator_outage():
+    return kip848_join() + [
+        Tick(0.5),
+        Send("ConsumerGroupHeartbeat", heartbeat_848(0, error=NOT_COORDINATOR)),
+        Events([]),
+    ] + _coordinator_outage(12) + [
+        Tick(1.0),
+        Send("FindCoordinator", find_coordinator(node_id=2)),
+        Send("ConsumerGroupHeartbeat", heartbeat_848(1), lambda b: b["member_epoch"] == 1, target="coordinator"),
+        Check(_is("STABLE")),
+        Events([]),
     ]
 
 

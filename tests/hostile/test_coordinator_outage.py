@@ -23,9 +23,9 @@ from tests.support.batchgen import Record, record_batch
 from tests.support.fake_broker import FakeBroker, answer
 
 OUTAGE_S = 3.0
-#: the longest pause poll() may show during the outage: a few poll rounds,
-#: far below the outage itself
-MAX_GAP_S = 0.75
+#: the longest pause poll() may show during the outage: a few poll rounds (on a
+#: loaded machine), a third of the outage
+MAX_GAP_S = 1.0
 PER_FETCH = 5
 NOT_COORDINATOR = 16
 COORDINATOR_NOT_AVAILABLE = 15

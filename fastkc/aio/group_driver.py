@@ -504,13 +504,18 @@ class AioGroupDriver:
         self._next_auto_commit = now + self._auto_commit_interval
         if self._applying or not self._committable():
             return
-        if self._auto_commit_op is not None and not self._auto_commit_op.done:
-            return  # the last one still going
         offsets = self._positions()
-        if offsets:
-            self._auto_commit_op = self.commits.commit(
-                self._normalise(offsets), now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
-                asynchronous=True)
+        if not offsets:
+            return
+        deadline = now + self.config["request_timeout_ms"] / 1000.0
+        auto = self._auto_commit_op
+        if auto is not None and not auto.done:
+            # the last one still waits (a coordinator outage): it takes these
+            # newer positions; on the wire, the next interval commits them
+            self.commits.refresh(auto, self._normalise(offsets), deadline)
+            return
+        self._auto_commit_op = self.commits.commit(self._normalise(offsets), now, deadline=deadline,
+                                                   asynchronous=True)
 
     # --- commits ---------------------------------------------------------------------------------------
     @staticmethod

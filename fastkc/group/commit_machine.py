@@ -9,8 +9,14 @@ with `.error` None (and `.result` for a fetch) or the error to raise.
 Retries (Java's rules): a synchronous commit or fetch (`retry=True`, with a
 deadline) retries what is retriable — the coordinator moved or is loading,
 a timeout — after retry_backoff_ms until its deadline (then
-KafkaTimeoutError naming the last error); an asynchronous commit is sent
-once (its callback gets the error). What the membership must react to goes
+KafkaTimeoutError naming the last error); an asynchronous commit waits for
+the coordinator and, when the coordinator moved under it (NOT_COORDINATOR,
+COORDINATOR_NOT_AVAILABLE, a lost connection), is sent again to the one
+found next, until its deadline; any other error goes to its callback. A
+coordinator outage thus delays commits and nothing else: fetching goes on,
+and a commit carries what was handed out when it was asked for, so it can
+land late but never ahead. The auto commit keeps one such operation and
+refreshes its offsets while it waits (`refresh`). What the membership must react to goes
 to the member machine through three hooks, whichever protocol it speaks:
 
 - REBALANCE_IN_PROGRESS -> member.rebalance_needed(); RebalanceInProgressError
@@ -176,6 +182,17 @@ class CommitMachine:
         self._ops.append(op)
         return op
 
+    def refresh(self, op: CommitOp, offsets: Offsets, deadline: float | None) -> bool:
+        """Give a commit that has not gone out yet (waiting for the
+        coordinator, or backing off before a retry) newer offsets and a new
+        deadline: the auto commit's one operation, kept through an outage.
+        False when it is on the wire or settled (ask for a new one then)."""
+        if op.state not in (_O.QUEUED, _O.BACKOFF):
+            return False
+        op.offsets = offsets
+        op.deadline = deadline
+        return True
+
     def cancel(self, op: CommitOp | FetchOp, error: BaseException | None) -> None:
         """The caller stopped waiting (wakeup): forget the operation; an
         answer still on its way is ignored."""
@@ -265,7 +282,11 @@ class CommitMachine:
             else:
                 result = self._read_fetch(response, op.partitions)
         except KafkaError as exc:
-            if op.retry and is_retriable(exc) and (op.deadline is None or now < op.deadline):
+            # an asynchronous commit is retried only where the coordinator moved:
+            # the one found next is asked (Java's RetriableCommitFailedException
+            # would leave that to the application)
+            again = op.retry or (op.asynchronous and is_coordinator_error(exc))
+            if again and is_retriable(exc) and (op.deadline is None or now < op.deadline):
                 op.last_error = exc
                 op.retry_at = now + self._backoff
                 if op.deadline is not None:

@@ -51,6 +51,7 @@ from fastkc.group.commit_machine import (
     Committed,
     FetchOp,
     Offsets,
+    OpState,
 )
 from fastkc.group.coordinator_machine import (
     Coordinator,
@@ -178,6 +179,7 @@ class GroupMemberBase(Generic[Machine]):
             collections.deque()
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
         self._next_auto_commit = clock() + self._auto_commit_interval
+        self._auto_commit_op: CommitOp | None = None  # the last auto commit, refreshed while it waits
         self._start_thread = start_thread
         # Java's rules: on_partitions_assigned hears the added partitions; a
         # listener's error is raised from poll after the hand-over it interrupted
@@ -510,7 +512,21 @@ class GroupMemberBase(Generic[Machine]):
             raise failed
         if self._auto_commit and self._committable() and self._clock() >= self._next_auto_commit:
             self._next_auto_commit = self._clock() + self._auto_commit_interval
-            self.commit_async(None, self.config["default_offset_commit_callback"])
+            self._auto_commit_now()
+
+    def _auto_commit_now(self) -> None:
+        """The positions handed out so far, committed asynchronously. While
+        the last auto commit still waits for a coordinator (an outage), it
+        is given these newer positions rather than queueing one more: one
+        commit lands when the coordinator is back, none expires meanwhile."""
+        op = self._auto_commit_op
+        offsets = self._positions()
+        if op is not None and offsets:
+            with self._lock:  # the group thread moves the operation
+                deadline = self._clock() + self.config["request_timeout_ms"] / 1000.0
+                if self.commits.refresh(op, offsets, deadline) or op.state is OpState.IN_FLIGHT:
+                    return  # in flight: the next interval commits what follows
+        self._auto_commit_op = self.commit_async(None, self.config["default_offset_commit_callback"])
 
     def _apply_pending(self) -> None:
         """The machine's events, handled on the application's thread (the
@@ -632,19 +648,22 @@ class GroupMemberBase(Generic[Machine]):
             op = self.commits.commit(normalised, self._clock(), deadline=deadline, retry=True)
         self._wait_for(op, deadline, interrupt)
 
-    def commit_async(self, offsets: Mapping[TopicPartition, object] | None, callback: CommitCallback | None) -> None:
+    def commit_async(self, offsets: Mapping[TopicPartition, object] | None,
+                     callback: CommitCallback | None) -> CommitOp | None:
         """Queue a commit for the group thread; callback(offsets, response)
         runs in a later poll on the application's thread (response is None on
-        success, else the exception)."""
+        success, else the exception). Returns the operation (None: nothing
+        to commit)."""
         normalised = self._normalise_offsets(offsets)
         if not normalised:
-            return
+            return None
         with self._lock:
             now = self._clock()
-            self.commits.commit(normalised, now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
-                                callback=callback, asynchronous=True)
+            op = self.commits.commit(normalised, now, deadline=now + self.config["request_timeout_ms"] / 1000.0,
+                                     callback=callback, asynchronous=True)
             self._kick_thread()
         self._ensure_thread()
+        return op
 
     def _wait_for(self, op: CommitOp | FetchOp, deadline: float, interrupt: Interrupt | None) -> Committed | None:
         """Drive the commit machine until `op` is settled (on the caller's

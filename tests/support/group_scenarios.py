@@ -574,15 +574,84 @@ def commit_rules_follow_the_java_client():
     ]
 
 
+def _one_commit_event():
+    return Check(lambda m: [e.op for e in m.commits.take_events()] == [m.op], "one CommitCompleted")
+
+
 @scenario()
-def commit_async_is_sent_once_and_reported_as_an_event():
-    from fastkc.errors import NotCoordinatorError
+def commit_async_meets_a_moved_coordinator_and_is_sent_to_the_next():
+    from fastkc.errors import UnknownTopicOrPartitionError
 
     return classic_join_as_leader() + [
         _commit(retry=False, asynchronous=True),
         Send("OffsetCommit", commit([0], NOT_COORDINATOR)),
-        _op_error(NotCoordinatorError),
-        Check(lambda m: [e.op for e in m.commits.take_events()] == [m.op], "one CommitCompleted"),
+        Check(lambda m: not m.op.done and not m.coordinator.known, "kept for the coordinator found next"),
+        Tick(0.1),
+        Send("FindCoordinator", find_coordinator(COORDINATOR_NOT_AVAILABLE)),
+        Quiet(),  # the lookup backs off
+        Tick(0.1),
+        Send("FindCoordinator", find_coordinator(node_id=2)),
+        Send("OffsetCommit", commit([0]), target="coordinator"),
+        _op_error(None),
+        _one_commit_event(),
+        # any other error ends it at once (its callback is told): sent once
+        _commit(retry=False, asynchronous=True),
+        Send("OffsetCommit", commit([0], 3)),  # UNKNOWN_TOPIC_OR_PARTITION
+        _op_error(UnknownTopicOrPartitionError),
+        _one_commit_event(),
+    ]
+
+
+@scenario()
+def a_commit_waiting_for_the_coordinator_takes_newer_offsets():
+    from fastkc.structs import OffsetAndMetadata
+
+    def refresh(to, expect):
+        def fn(m, now):
+            assert m.commits.refresh(m.op, {TPS[0]: OffsetAndMetadata(to, "", -1)}, now + 5.0) is expect
+        return Act(fn)
+
+    return classic_join_as_leader() + [
+        _heartbeat_due(),
+        Send("Heartbeat", heartbeat(NOT_COORDINATOR)),
+        _commit(retry=False, asynchronous=True, deadline=1.0),
+        Send("FindCoordinator", find_coordinator(COORDINATOR_NOT_AVAILABLE)),
+        Tick(0.9),
+        refresh(9, True),  # the auto commit's next interval, still no coordinator: a new deadline
+        Tick(0.9),  # past the first deadline, not the refreshed one
+        Send("FindCoordinator", find_coordinator()),
+        Send("Heartbeat", heartbeat()),
+        refresh(12, False),  # the commit is on the wire too: not changed
+        Send("OffsetCommit", commit([0]), lambda b: b["topics"][0]["partitions"][0]["committed_offset"] == 9),
+        _op_error(None),
+    ]
+
+
+def _coordinator_outage(seconds):
+    """FindCoordinator answered COORDINATOR_NOT_AVAILABLE once a second:
+    the member stays STABLE and hands the application nothing to do."""
+    steps = []
+    for _ in range(seconds):
+        steps += [Tick(1.0), Send("FindCoordinator", find_coordinator(COORDINATOR_NOT_AVAILABLE)),
+                  Events([]), Check(_is("STABLE"), "still a member")]
+    return steps
+
+
+@scenario(session_timeout_ms=10000)
+def classic_membership_survives_a_long_coordinator_outage():
+    """FindCoordinator fails for 12 s, past the session timeout (10 s): the
+    member keeps its assignment the whole time (no event: the application
+    goes on fetching), as Java's does; the coordinator it finds again says
+    whether the session survived."""
+    return classic_join_as_leader() + [
+        _heartbeat_due(),
+        Send("Heartbeat", heartbeat(NOT_COORDINATOR)),
+        Events([]),
+    ] + _coordinator_outage(12) + [
+        Tick(1.0),
+        Send("FindCoordinator", find_coordinator(node_id=2)),
+        Send("Heartbeat", heartbeat(UNKNOWN_MEMBER_ID), target="coordinator"),
+        Events(["PartitionsLost"]),  # the session ended on the broker: lost, then a rejoin
     ]
 
 
@@ -679,6 +748,21 @@ def kip848_coordinator_moves_and_the_heartbeat_follows():
         Tick(0.1),
         Send("FindCoordinator", find_coordinator(node_id=3)),
         Send("ConsumerGroupHeartbeat", heartbeat_848(1), lambda b: b["member_epoch"] == 1),
+    ]
+
+
+@scenario(protocol="consumer")
+def kip848_membership_survives_a_long_coordinator_outage():
+    return kip848_join() + [
+        Tick(0.5),
+        Send("ConsumerGroupHeartbeat", heartbeat_848(0, error=NOT_COORDINATOR)),
+        Events([]),
+    ] + _coordinator_outage(12) + [
+        Tick(1.0),
+        Send("FindCoordinator", find_coordinator(node_id=2)),
+        Send("ConsumerGroupHeartbeat", heartbeat_848(1), lambda b: b["member_epoch"] == 1, target="coordinator"),
+        Check(_is("STABLE")),
+        Events([]),
     ]
 
 

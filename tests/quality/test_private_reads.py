@@ -18,13 +18,11 @@ KNOWN = {
     "fastkc.bench.driver": {"_split": 1},
     "fastkc.bench.rebalance": {"_split": 1},
     "fastkc.conn": {"_LEGAL_TRANSITIONS": 1},
-    "fastkc.consume.command": {"_client": 1},
     "fastkc.consumer": {"_conns": 1, "_deliver_commit_callbacks": 1},
     "fastkc.group.commit_machine": {"_set_state": 3},
     "fastkc.group.transport": {"_clock": 7, "_sync": 2},
     "fastkc.protocol.codec": {"_Malformed": 1},
     "fastkc.protocol.consumer_protocol": {"_Malformed": 1},
-    "fastkc.spark.ranges": {"_client": 4, "_fetcher": 1},
     "fastkc.spark.source": {"_scala_bool": 1},
 }
 

@@ -1,4 +1,5 @@
-"""KafkaConsumer: kafka-python 3.x's public API over fastkc's client and fetcher.
+"""KafkaConsumer: kafka-python 3.x's public API over fastkc's consumer engine
+(fastkc/engine/: the client, the fetcher, wakeup, poll rounds).
 
 Names, signatures, config keys and defaults are kafka-python's (see
 fastkc/config.py); an unknown key raises KafkaConfigurationError. Beyond

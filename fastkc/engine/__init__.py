@@ -9,15 +9,16 @@ nothing private of it or of each other.
 
 The API (all on the thread that drives the consumer, except `wakeup`):
 
-- lifecycle: `check_open()`, `closed`, `close(timeout_ms)`.
+- lifecycle: `check_open()`, `closed`, `mark_closed()`, `close(timeout_ms)`.
 - waking: `wakeup()` (any thread) makes the blocking call in progress, or
   the next one, raise WakeupException once through `raise_wakeup()`.
 - one poll round: `raise_pending()` (fetch errors, fatal client errors),
   `poll_once(timeout_s)` (send what is due, block up to timeout_s, send
   again), `round_for_assignment(timeout_s)` (a round that lets the group
   hand out its assignment, and hands out no records).
-- records: `take_records(...)` and `take_arrow(...)` poll until records come
-  or the deadline passes (`poll()` and `poll_arrow()`'s loops).
+- records: `check_can_poll()` (an assignment or a subscription, else
+  IllegalStateError); `take_records(...)` and `take_arrow(...)` poll until
+  records come or the deadline passes (`poll()` and `poll_arrow()`'s loops).
 - partitions: `assignment()`, `partitions()` (the partitions' fetch states,
   read-only), `pause`, `resume`, `seek`, `wait_for_position(tp, timeout_ms)`.
 - metadata: `cluster` (read-only view), `ensure_metadata(topics, timeout_ms)`,

@@ -48,14 +48,12 @@ error strings right, and fastkc owns what the stream means:
 """
 import threading
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
+from fastkc.engine import ConsumerEngine
 from fastkc.errors import IllegalStateError, KafkaTimeoutError
 from fastkc.structs import TopicPartition
-
-if TYPE_CHECKING:
-    from fastkc.consumer import KafkaConsumer
 
 # pyarrow has no type information: its objects (RecordBatch, Schema,
 # RecordBatchReader, capsules) are Any here
@@ -70,9 +68,15 @@ _STEP_MS = 100
 
 class ArrowStream:
     """The object KafkaConsumer.arrow_stream() returns; see the module
-    docstring for the semantics."""
+    docstring for the semantics. It reads through the consumer's `engine`;
+    `pull(timeout_ms, max_records)` is the consumer's poll_arrow() without
+    the stream check, `position(tp)` and `end_offsets(tps)` the consumer's
+    public ones (positions of what was handed out)."""
 
-    def __init__(self, consumer: "KafkaConsumer", *, max_records: int | None = None, until: str | None = UNTIL_END,
+    def __init__(self, engine: ConsumerEngine, *, pull: Callable[[float, int | None], _Batch],
+                 position: Callable[[TopicPartition], int],
+                 end_offsets: Callable[[Iterable[TopicPartition]], dict[TopicPartition, int]],
+                 max_records: int | None = None, until: str | None = UNTIL_END,
                  timeout_ms: float | None = None, batch_records: int | None = None) -> None:
         if until not in (UNTIL_END, None):
             raise ValueError("until must be 'end' or None, not {0!r}".format(until))
@@ -83,12 +87,15 @@ class ArrowStream:
             raise ValueError("timeout_ms must be a non-negative number or None")
         from fastkc.records import arrow_schema
 
-        self._consumer = consumer
+        self._engine = engine
+        self._pull = pull
+        self._position = position
+        self._end_offsets = end_offsets
         self._max_records = max_records
         self._until = until
         self._timeout_ms = timeout_ms
         self._batch_records = batch_records
-        self.schema: Any = arrow_schema(zero_copy=consumer.config["arrow_zero_copy"])
+        self.schema: Any = arrow_schema(zero_copy=engine.config["arrow_zero_copy"])
         # the pull in progress (and the claim below) are decided under it:
         # duckdb may pull, probe and release from different threads
         self._lock = threading.RLock()
@@ -179,29 +186,24 @@ class ArrowStream:
             return
         if self._claimed_by is not None or self._finished:
             raise IllegalStateError("this arrow_stream is already being read (a stream is single-use)")
-        consumer = self._consumer
-        consumer._check_open()
-        if consumer._arrow_stream is not None:
-            raise IllegalStateError("another arrow_stream of this consumer is live")
+        self._engine.check_open()
+        self._engine.claim_stream(self)
         self._claimed_by = token
-        consumer._arrow_stream = self
 
     def _end(self) -> None:
         if self._finished:
             return
         self._finished = True
-        consumer = self._consumer
-        if consumer._arrow_stream is self:
-            consumer._arrow_stream = None
-        fetcher = consumer._fetcher
+        engine = self._engine
+        engine.release_stream(self)
+        assigned = engine.partitions()
         for tp in self._paused_here:
-            if tp in fetcher.states:
-                fetcher.resume(tp)
+            if tp in assigned:
+                engine.resume(tp)
         self._paused_here.clear()
 
     def _next_batch(self) -> _Batch | None:
         """The next non-empty batch, or None at the end of the stream."""
-        consumer = self._consumer
         if self._max_records is not None and self.records >= self._max_records:
             return None
         idle_since = time.monotonic()
@@ -221,7 +223,7 @@ class ArrowStream:
                     return None
             limit = self._batch_limit()
             try:
-                batch = consumer._poll_arrow(_STEP_MS, limit)
+                batch = self._pull(_STEP_MS, limit)
             except Exception as exc:
                 self.error = exc
                 raise
@@ -261,7 +263,7 @@ class ArrowStream:
         return min(limits) if limits else None
 
     def _positions(self) -> dict[TopicPartition, int | None]:
-        return {tp: state.position for tp, state in self._consumer._fetcher.states.items()}
+        return {tp: state.position for tp, state in self._engine.partitions().items()}
 
     # --- until="end" ----------------------------------------------------------------------
     def _start(self) -> bool:
@@ -269,18 +271,13 @@ class ArrowStream:
         pending reset resolved) and, until="end", their end offsets. False
         while a group has assigned nothing yet (a poll round is then made,
         which lets the member join; it hands out no rows)."""
-        consumer = self._consumer
-        if not consumer._assignment:
-            if consumer._subscribed_topics is None:
-                raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
-            consumer._maybe_raise_wakeup()
-            if consumer._coordinator is not None:
-                consumer._coordinator.on_app_poll()  # applies the group's assignment
-            consumer._client.raise_fatal()
-            consumer._poll_once(_STEP_MS / 1000.0)
-            if not consumer._assignment:
+        engine = self._engine
+        if not engine.assignment():
+            engine.check_can_poll()
+            engine.round_for_assignment(_STEP_MS / 1000.0)  # applies the group's assignment
+            if not engine.assignment():
                 return False
-        self.start_positions = {tp: consumer.position(tp) for tp in consumer._assignment}
+        self.start_positions = {tp: self._position(tp) for tp in engine.assignment()}
         if self._until == UNTIL_END:
             self._ends = {}
             self._follow_assignment()
@@ -290,25 +287,25 @@ class ArrowStream:
         """Keep _ends in step with the assignment: partitions assigned since
         the last look get their snapshot, revoked ones are dropped. Paused
         partitions (the application's) are not read and not waited for."""
-        fetcher = self._consumer._fetcher
-        assigned = {tp for tp, state in fetcher.states.items()
+        states = self._engine.partitions()
+        assigned = {tp for tp, state in states.items()
                     if not state.paused or tp in self._paused_here}
         for tp in list(self._ends):
             if tp not in assigned:
                 del self._ends[tp]
-        self._paused_here &= set(fetcher.states)
+        self._paused_here &= set(states)
         new = [tp for tp in assigned if tp not in self._ends]
         if new:
-            self._ends.update(self._consumer.end_offsets(new))
+            self._ends.update(self._end_offsets(new))
 
     def _at_end(self) -> bool:
-        fetcher = self._consumer._fetcher
+        states = self._engine.partitions()
         done = True
         for tp, end in self._ends.items():
-            state = fetcher.states[tp]
+            state = states[tp]
             if state.position is not None and state.position >= end:
                 if not state.paused:
-                    fetcher.pause(tp)
+                    self._engine.pause(tp)
                     self._paused_here.add(tp)
             else:
                 done = False
@@ -319,10 +316,10 @@ class ArrowStream:
         partition's rows are one run of increasing offsets in the batch) and
         seek those partitions back to the snapshot. A copy of the batch, made
         only for the batch that crosses an end."""
-        fetcher = self._consumer._fetcher
+        states = self._engine.partitions()
         over: list[tuple[TopicPartition, int, int]] = []
         for tp, end in self._ends.items():
-            state = fetcher.states[tp]
+            state = states[tp]
             if state.position is not None and state.position > end:
                 over.append((tp, end, state.position_epoch))
         if not over:
@@ -336,6 +333,6 @@ class ArrowStream:
                            pc.greater_equal(batch.column("offset"), end))
             keep = pc.invert(past) if keep is None else pc.and_(keep, pc.invert(past))
         for tp, end, epoch in over:
-            fetcher.seek(tp, end, epoch)
+            self._engine.seek(tp, end, epoch)
         return batch.filter(keep)
 

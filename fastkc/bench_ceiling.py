@@ -42,32 +42,30 @@ class CeilingReader:
     `consumer` is the underlying KafkaConsumer for assign/seek/position/close."""
 
     def __init__(self, **config: Any) -> None:
-        from fastkc.consumer import KafkaConsumer
+        from fastkc.consumer import KafkaConsumer, engine_of
 
         if config.get("group_id") is not None:
             # positions are moved here, not by poll(): a group's commits would not see them
             raise ValueError("CeilingReader reads assigned partitions without a group (group_id=None)")
         self.consumer = KafkaConsumer(**config)
-        self._fetcher = self.consumer._fetcher
-        self._client = self.consumer._client
-        self._clock = self.consumer._clock
+        self._engine = engine_of(self.consumer)
+        self._fetcher = self._engine.fetcher
 
     def poll_raw(self, timeout_ms: float = 0) -> int:
         """Records CRC-checked from every buffered fetch (all of them, like
         poll_arrow() with max_records=None), waiting up to timeout_ms for
         some; 0 when none came in time."""
-        consumer = self.consumer
+        engine = self._engine
         fetcher = self._fetcher
-        clock = self._clock
+        clock = engine.clock
         deadline = clock() + max(0, timeout_ms) / 1000.0
         while True:
-            fetcher.raise_pending()
-            self._client.raise_fatal()
+            engine.raise_pending()
             n = self._take_buffered()
             if n:
                 fetcher.send_requests()  # pipelining, as poll() does before returning
                 return n
-            consumer._poll_once(max(0.0, deadline - clock()))
+            engine.poll_once(max(0.0, deadline - clock()))
             if clock() >= deadline and not fetcher.has_buffered():
                 fetcher.raise_pending()
                 return 0
@@ -89,7 +87,7 @@ class CeilingReader:
                     records, next_offset = check_blob(completed.data, tp.topic, tp.partition, state.position)
                 except CorruptRecordError as exc:
                     # the position stays before the bad batch; fetched again only after retry_backoff_ms
-                    buffer.stop_at_bad_batch(state, exc, None, self._clock(), advance=False)
+                    buffer.stop_at_bad_batch(state, exc, None, self._engine.clock(), advance=False)
                     raise
                 total += records
                 state.position = max(next_offset, completed.next_offset)

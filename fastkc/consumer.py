@@ -1,4 +1,5 @@
-"""KafkaConsumer: kafka-python 3.x's public API over fastkc's client and fetcher.
+"""KafkaConsumer: kafka-python 3.x's public API over fastkc's consumer engine
+(fastkc/engine/: the client, the fetcher, wakeup, poll rounds).
 
 Names, signatures, config keys and defaults are kafka-python's (see
 fastkc/config.py); an unknown key raises KafkaConfigurationError. Beyond
@@ -17,22 +18,21 @@ Not thread-safe, like kafka-python's: one thread drives a consumer.
 """
 import logging
 import re
-import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from fastkc.client import KafkaClient, infer_broker_version
+from fastkc.client import infer_broker_version
 from fastkc.config import CONSUMER_DEFAULTS, consumer_config
+from fastkc.engine import ConsumerEngine
 from fastkc.errors import (
     IllegalStateError,
     KafkaTimeoutError,
     UnknownTopicOrPartitionError,
-    WakeupException,
 )
-from fastkc.fetch import EARLIEST, LATEST, Fetcher, PartitionState
+from fastkc.fetch import EARLIEST, LATEST, PartitionState
 from fastkc.group.classic_machine import resolve_assignors
 from fastkc.group.subscription import SubscriptionState, visible_topics
 from fastkc.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_GROUP_WAKEUP_S = 0.05
 
 #: what poll() returns
 Records = dict[TopicPartition, list[ConsumerRecord]]
@@ -69,10 +68,12 @@ class KafkaConsumer:
         self.config = consumer_config(configs)
         self.config["partition_assignment_strategy"] = resolve_assignors(self.config["partition_assignment_strategy"])
         self._api_version_configured = self.config["api_version"] is not None
-        self._closed = False
-        self._clock = time.monotonic
-        self._client = KafkaClient(self.config, clock=self._clock)
-        self._fetcher = Fetcher(self._client, self.config)
+        # the engine owns the client, the fetcher, the clock, wakeup and the
+        # stream being read; _client, _fetcher and _clock name its drivers here
+        self._engine = ConsumerEngine(self.config, subscribed=lambda: self._subscribed_topics is not None)
+        self._client = self._engine.client
+        self._fetcher = self._engine.fetcher
+        self._clock = self._engine.clock
         self._metrics = self._make_metrics() if self.config["metrics_enabled"] else None
         self._assignment: list[TopicPartition] = []
         # topics or a pattern while subscribed (no group: all their partitions assigned)
@@ -80,17 +81,11 @@ class KafkaConsumer:
         self._coordinator: _GroupMember | None = None
         # records the iterator has polled but not all yielded (_HandOut)
         self._handout: _HandOut | None = None
-        # the ArrowStream being read (fastkc/arrow_stream.py): polls wait for its end
-        self._arrow_stream: ArrowStream | None = None
-        # wakeup(): a flag for the next poll and the client's wakeup socket
-        # pair for the poll in progress (the group transport's mechanism)
-        self._wakeup_pending = False
-        self._client.enable_wakeup()
         try:
             self._client.bootstrap()
         except BaseException:
             self._client.close()
-            self._closed = True
+            self._engine.mark_closed()
             raise
         self._set_broker_version()
         self._client.metadata_listeners.append(self._update_subscribed_assignment)
@@ -108,7 +103,7 @@ class KafkaConsumer:
 
     def close(self, autocommit: bool = True, timeout_ms: float | None = None) -> None:
         """Close the connections. autocommit matters once groups exist."""
-        if self._closed:
+        if self._engine.closed:
             return
         if self._coordinator is not None:
             try:
@@ -116,22 +111,9 @@ class KafkaConsumer:
                 self._coordinator.close(autocommit=autocommit, timeout_ms=timeout_ms)
             except Exception:  # closing must close
                 log.warning("leaving the group failed", exc_info=True)
-        self._closed = True
         try:
-            # free the brokers' fetch-session slots; bounded, and never fatal
-            pending = self._fetcher.close_sessions()
-            if pending:
-                limit = min(1.0, (timeout_ms if timeout_ms is not None else 1000) / 1000.0)
-                deadline = self._clock() + limit
-                while pending and self._clock() < deadline:
-                    self._client.poll(deadline - self._clock())
-        except Exception:  # closing must close, whatever the brokers do
-            log.debug("closing fetch sessions failed", exc_info=True)
+            self._engine.close(timeout_ms)
         finally:
-            # the decode worker finishes the step it is on (bounded: one
-            # partition's fetch) and is joined; its prepared steps are dropped
-            self._fetcher.close_worker()
-            self._client.close()
             if self._metrics is not None:
                 self._metrics.close()
 
@@ -160,23 +142,16 @@ class KafkaConsumer:
         KafkaConsumer.wakeup(). The calls: poll(), poll_arrow(), iteration,
         position() while it waits for a reset, offset lookups, commit() and
         committed(). kafka-python 3.0.12 has no wakeup()."""
-        self._wakeup_pending = True
-        self._client.wakeup()
-        coordinator = self._coordinator
-        if coordinator is not None:
-            coordinator.wake_caller()
+        self._engine.wakeup()
 
     def _maybe_raise_wakeup(self) -> None:
-        if self._wakeup_pending:
-            self._wakeup_pending = False
-            raise WakeupException("interrupted by wakeup()")
+        self._engine.raise_wakeup()
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise IllegalStateError("KafkaConsumer is closed")
+        self._engine.check_open()
 
     def bootstrap_connected(self) -> bool:
-        return not self._closed and self._client.bootstrapped and any(
+        return not self._engine.closed and self._client.bootstrapped and any(
             self._client.is_connected(n) for n in list(self._client._conns))
 
     # --- assignment ------------------------------------------------------------------
@@ -366,55 +341,7 @@ class KafkaConsumer:
         if timeout_ms is None:
             timeout_ms = float("inf")
         self._rewind_iteration()
-        deadline = self._clock() + max(0, timeout_ms) / 1000.0
-        fetcher = self._fetcher
-        key_d = self.config["key_deserializer"]
-        value_d = self.config["value_deserializer"]
-        while True:
-            self._maybe_raise_wakeup()
-            if self._coordinator is not None:
-                self._coordinator.on_app_poll()
-            fetcher.raise_pending()
-            self._client.raise_fatal()
-            records: Records = fetcher.fetched_records(max_records, update_offsets, key_d, value_d)
-            if records:
-                # pipelining: the next fetches go out before the application
-                # sees these records
-                fetcher.send_requests()
-                return records
-            fetcher.raise_pending()
-            remaining = deadline - self._clock()
-            self._poll_once(max(0.0, remaining))
-            if self._clock() >= deadline and not fetcher.has_buffered():
-                fetcher.raise_pending()
-                return {}
-
-    def _poll_once(self, timeout: float) -> None:
-        """Send what is due, then block in select for up to `timeout` s."""
-        fetcher = self._fetcher
-        fetcher.send_requests()
-        if fetcher.has_buffered():
-            timeout = 0.0
-        # wake for retry backoffs (resets, fetch retries) and metadata
-        timeout = min(timeout, self.config["retry_backoff_ms"] / 1000.0) if self._needs_retry_wakeup() else timeout
-        if self._coordinator is not None:
-            # the group thread's decisions (assignments, revocations) are
-            # applied on this thread: look at least every 50 ms
-            timeout = min(timeout, _GROUP_WAKEUP_S)
-        self._client.poll(timeout)
-        fetcher.send_requests()
-
-    def _needs_retry_wakeup(self) -> bool:
-        now = self._clock()
-        for state in self._fetcher.states.values():
-            if state.next_retry > now or state.reset_strategy is not None or state.awaiting_validation:
-                return True
-            if state.fetchable() and self._client.cluster.leader_for(state.tp) is None:
-                return True
-            if state.fetchable() and not self._client.is_connected(self._client.cluster.leader_for(state.tp)):
-                return True
-        due: bool = self._client.metadata_due()
-        return due
+        return self._engine.take_records(timeout_ms, max_records, update_offsets)
 
     def poll_arrow(self, timeout_ms: float | None = 0, max_records: int | None = None) -> _RecordBatch:
         """One pyarrow.RecordBatch (fastkc.records.arrow_schema(zero_copy=
@@ -453,44 +380,23 @@ class KafkaConsumer:
         self._check_no_stream()
         if not self._assignment and self._subscribed_topics is None:
             raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
-        return ArrowStream(self, max_records=max_records, until=until, timeout_ms=timeout_ms,
-                           batch_records=batch_records)
+        # pull through the attribute at each call (tests watch it)
+        return ArrowStream(self._engine, pull=lambda timeout, limit: self._poll_arrow(timeout, limit),
+                           position=self.position, end_offsets=self.end_offsets,
+                           max_records=max_records, until=until, timeout_ms=timeout_ms, batch_records=batch_records)
 
     def _check_no_stream(self) -> None:
-        if self._arrow_stream is not None:
-            raise IllegalStateError("an arrow_stream of this consumer is being read: poll(), poll_arrow() and "
-                                    "iteration are refused until it ends, is released or is closed")
+        self._engine.check_no_stream()
 
     def _poll_arrow(self, timeout_ms: float | None, max_records: int | None) -> _RecordBatch:
         """poll_arrow() without the stream check (ArrowStream's pulls)."""
-        import pyarrow as pa
-
-        from fastkc.records import arrow_schema
-
         self._check_open()
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError("max_records must be a positive integer")
         if not self._assignment and self._subscribed_topics is None:
             raise IllegalStateError("No partitions assigned and no subscription: call assign() or subscribe()")
-        limit: float = max_records if max_records is not None else float("inf")
         self._rewind_iteration()
-        deadline = self._clock() + max(0, timeout_ms if timeout_ms is not None else float("inf")) / 1000.0
-        fetcher = self._fetcher
-        while True:
-            self._maybe_raise_wakeup()
-            if self._coordinator is not None:
-                self._coordinator.on_app_poll()
-            fetcher.raise_pending()
-            self._client.raise_fatal()
-            batches = fetcher.fetched_arrow(limit)
-            if batches:
-                fetcher.send_requests()
-                return batches[0]  # one batch across partitions, built in place
-            remaining = deadline - self._clock()
-            self._poll_once(max(0.0, remaining))
-            if self._clock() >= deadline and not fetcher.has_buffered():
-                fetcher.raise_pending()
-                return pa.RecordBatch.from_pylist([], schema=arrow_schema(zero_copy=self.config["arrow_zero_copy"]))
+        return self._engine.take_arrow(timeout_ms, max_records)
 
     # --- iteration ------------------------------------------------------------------------
     def __iter__(self) -> "KafkaConsumer":
@@ -587,19 +493,10 @@ class KafkaConsumer:
         it by default.api.timeout.ms, where kafka-python would block for ever
         when no broker answers). KafkaTimeoutError past it."""
         self._check_open()
-        state = self._assigned_state(partition)
+        self._assigned_state(partition)
         if timeout_ms is None:
             timeout_ms = self.config["request_timeout_ms"]
-        deadline = self._clock() + timeout_ms / 1000.0
-        while state.position is None:
-            self._maybe_raise_wakeup()  # as Java's position(): only while it blocks
-            self._fetcher.raise_pending()
-            self._client.raise_fatal()
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise KafkaTimeoutError("position of {0} not known within {1} ms".format(partition, timeout_ms))
-            self._poll_once(min(remaining, 0.1))
-            state = self._assigned_state(partition)
+        state = self._engine.wait_for_position(partition, timeout_ms)
         return self._handed_position(partition, state)[0]
 
     def highwater(self, partition: TopicPartition) -> int | None:
@@ -749,9 +646,18 @@ class KafkaConsumer:
 
     def _watch_group(self) -> None:
         # the coordinator metrics: the group transport reports each answered request
+        if self._coordinator is not None:
+            self._engine.attach_group(self._coordinator)
         transport = getattr(self._coordinator, "transport", None)
         if self._metrics is not None and transport is not None:
             transport.on_answer = self._metrics.group_answer
+
+
+def engine_of(consumer: KafkaConsumer) -> ConsumerEngine:
+    """The engine under `consumer`: for fastkc's own tools that read below
+    KafkaConsumer's API (the benchmark's ceiling reader, the Spark planner,
+    `fastkc consume`); not part of kafka-python's surface."""
+    return consumer._engine
 
 
 class _GroupApp:

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if out is None:
             renderer: Renderer
             if args.json:
-                renderer = JsonRenderer(consumer._client.cluster.leader_for)
+                renderer = JsonRenderer(consumer_module.engine_of(consumer).leader_for)
             else:
                 renderer = FormatRenderer(args.format, b"NULL" if args.null_as_text else None)
             out = StdoutBytes(renderer)

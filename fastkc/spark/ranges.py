@@ -88,15 +88,11 @@ def _look_up_topics(consumer: "KafkaConsumer", topics: Sequence[str]) -> None:
     requests and 55,000 partitions decoded instead of 10,000. A topic that
     does not exist is simply absent afterwards (partitions_for_topic then
     asks once more and finds nothing, as before)."""
+    from fastkc.consumer import engine_of
     from fastkc.errors import KafkaTimeoutError
 
-    cluster = consumer._client.cluster
-    unknown = [t for t in topics if t not in cluster.topics or cluster.topics[t].error_code != 0]
-    if not unknown:
-        return
-    consumer._client.add_topics(unknown)
     try:
-        consumer._client.wait_for_metadata(consumer.config["request_timeout_ms"])
+        engine_of(consumer).ensure_metadata(topics, consumer.config["request_timeout_ms"])
     except KafkaTimeoutError:
         pass  # partitions_for_topic() waits (and gives up) topic by topic, as without this look-up
 
@@ -160,19 +156,20 @@ def both_ends(consumer: "KafkaConsumer", earliest_pairs: Sequence[Pair],
 
 def _list_offsets_at_once(consumer: "KafkaConsumer", wanted: Mapping[int, list[Pair]],
                           found: dict[int, Offsets], deadline: float) -> None:
+    from fastkc.consumer import engine_of
     from fastkc.errors import NodeNotReadyError
     from fastkc.fetch import list_offsets_results as _list_offsets_results
 
-    client = consumer._client
-    fetcher = consumer._fetcher
-    cluster = client.cluster
+    engine = engine_of(consumer)
+    client = engine.client
+    fetcher = engine.fetcher
     # leaders: with `assign` no metadata was asked for yet
     _look_up_topics(consumer, sorted({t for pairs in wanted.values() for t, _ in pairs}))
     requests: dict[tuple[int, Any], dict[TopicPartition, int]] = {}  # (timestamp, node) -> {tp: timestamp}
     for stamp, pairs in wanted.items():
         for t, p in pairs:
             tp = TopicPartition(t, p)
-            leader = cluster.leader_for(tp)
+            leader = engine.leader_for(tp)
             if leader is not None:
                 requests.setdefault((stamp, leader), {})[tp] = stamp
     unsent = dict(requests)

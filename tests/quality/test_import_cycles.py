@@ -17,13 +17,7 @@ from tests.support import import_graph
 from tests.support.repo import ROOT
 
 # component (sorted modules) -> the cycle, and why it is still here
-KNOWN: dict = {
-    # consumer -> arrow_stream (KafkaConsumer.arrow_stream() builds one, in a function)
-    # -> consumer (ArrowStream types its consumer, under TYPE_CHECKING):
-    # goes when the Arrow stream stands on the consumer engine
-    ("fastkc.arrow_stream", "fastkc.consumer"):
-        "consumer <-> arrow_stream: the stream reads KafkaConsumer's internals",
-}
+KNOWN: dict = {}
 
 
 @pytest.fixture(scope="module")

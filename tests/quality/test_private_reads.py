@@ -13,23 +13,16 @@ from tests.support.repo import ROOT
 # reading module -> {private name read from another module: how many reads}
 KNOWN = {
     "fastkc.aio.consumer": {"_is_topic_partition": 1},
-    "fastkc.arrow_stream": {
-        "_arrow_stream": 4, "_assignment": 3, "_check_open": 1, "_client": 1, "_coordinator": 2, "_fetcher": 5,
-        "_maybe_raise_wakeup": 1, "_poll_arrow": 1, "_poll_once": 1, "_subscribed_topics": 1,
-    },
     "fastkc.assignors.user_data": {"_EncodeError": 1, "_Malformed": 1, "_decode_struct": 1, "_encode_struct": 1},
     "fastkc.bench.curves": {"_split": 1},
     "fastkc.bench.driver": {"_split": 1},
     "fastkc.bench.rebalance": {"_split": 1},
-    "fastkc.bench_ceiling": {"_poll_once": 1},
     "fastkc.conn": {"_LEGAL_TRANSITIONS": 1},
-    "fastkc.consume.command": {"_client": 1},
     "fastkc.consumer": {"_conns": 1, "_deliver_commit_callbacks": 1},
     "fastkc.group.commit_machine": {"_set_state": 3},
     "fastkc.group.transport": {"_clock": 7, "_sync": 2},
     "fastkc.protocol.codec": {"_Malformed": 1},
     "fastkc.protocol.consumer_protocol": {"_Malformed": 1},
-    "fastkc.spark.ranges": {"_client": 4, "_fetcher": 1},
     "fastkc.spark.source": {"_scala_bool": 1},
 }
 

@@ -11,53 +11,62 @@ pa = pytest.importorskip("pyarrow")
 from fastkc.arrow_stream import ArrowStream  # noqa: E402
 
 
-class _Client:
-    def raise_fatal(self):
-        pass
-
-
-class _Fetcher:
-    states = {}  # nothing assigned: no partition state
-
-
 class _NeverAssigned:
-    """A subscribed consumer whose group hands out no partitions."""
+    """The engine of a subscribed consumer whose group hands out no
+    partitions (the part of ConsumerEngine's API the stream uses before an
+    assignment)."""
 
     def __init__(self):
         self.config = {"arrow_zero_copy": False}
-        self._assignment = set()
-        self._subscribed_topics = {"t"}
-        self._coordinator = None
-        self._client = _Client()
-        self._fetcher = _Fetcher()
-        self._arrow_stream = None
+        self.stream = None
         self.polls = 0
 
-    def _check_open(self):
+    def check_open(self):
         pass
 
-    def _maybe_raise_wakeup(self):
-        pass
+    def claim_stream(self, stream):
+        assert self.stream is None
+        self.stream = stream
 
-    def _poll_once(self, timeout_s):
+    def release_stream(self, stream):
+        if self.stream is stream:
+            self.stream = None
+
+    def assignment(self):
+        return []
+
+    def partitions(self):
+        return {}
+
+    def check_can_poll(self):
+        pass  # subscribed: an assignment may still come
+
+    def round_for_assignment(self, timeout_s):
         self.polls += 1
         time.sleep(min(timeout_s, 0.01))
 
 
+def _stream(engine, **options):
+    def never(*args):
+        raise AssertionError("nothing is assigned: no pull")
+
+    return ArrowStream(engine, pull=never, position=never, end_offsets=never, **options)
+
+
 def test_until_none_ends_when_nothing_is_assigned_in_time():
     consumer = _NeverAssigned()
-    stream = ArrowStream(consumer, until=None, timeout_ms=50)
+    stream = _stream(consumer, until=None, timeout_ms=50)
     started = time.monotonic()
     table = stream.reader().read_all()
     assert table.num_rows == 0 and stream.error is None
     assert consumer.polls >= 1  # it did wait for the group, then gave up
     assert time.monotonic() - started < 5
-    assert consumer._arrow_stream is None  # the consumer is given back
+    assert consumer.stream is None  # the consumer is given back
 
 
 def test_until_end_without_an_assignment_is_a_timeout():
     consumer = _NeverAssigned()
-    stream = ArrowStream(consumer, until="end", timeout_ms=50)
+    stream = _stream(consumer, until="end", timeout_ms=50)
     from fastkc.errors import KafkaTimeoutError
 
     with pytest.raises(KafkaTimeoutError, match="no progress within 50 ms"):

@@ -125,12 +125,14 @@ def test_an_id_of_another_schema_type_is_refused(schema_type):
 
 
 def test_a_corrupt_payload_names_its_own_offset_in_a_mixed_batch():
-    deserializer = AvroDeserializer(FakeRegistry({1: _avro(EVENT), 2: _avro(EVENT)}))
+    registry = FakeRegistry({1: _avro(EVENT), 2: _avro(EVENT)})
+    deserializer = AvroDeserializer(registry)
     truncated = _event_value(2, 1, "abcdef")[:-3]
     values = [_event_value(1, 1), _event_value(2, 2), truncated, _event_value(1, 4)]
     with pytest.raises(PayloadDecodeError) as info:
         deserializer.deserialize_many(values, "c", 0, [10, 11, 12, 13])
     _assert_names(info.value, "c", 0, 12, 2)
+    assert [sorted(ids) for ids in registry.prefetched] == [[1, 2]]  # one prefetch for the batch's ids
     # the good values around it decode (and the schemas were fetched in one prefetch)
     assert deserializer.deserialize_many(values[:2] + [None], "c", 0, [10, 11, 12]) == [
         {"id": 1, "tag": None}, {"id": 2, "tag": None}, None]

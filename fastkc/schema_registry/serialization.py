@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Protocol
 
-from fastkc.errors import KafkaConfigurationError, KafkaError
+from fastkc.errors import KafkaConfigurationError
+from fastkc.schema_registry.errors import RecordSchemaError
 
 # A record's headers as either client spells them: kafka-python / fastkc's list
 # of (name, value) pairs, or confluent-kafka's list or dict.
@@ -59,27 +60,10 @@ class DeserializerConfigurationError(KafkaConfigurationError, ValueError):
     ValueError for the same settings, so `except ValueError` keeps working)."""
 
 
-class DeserializationError(KafkaError):
-    """A key or value that could not be turned into an object.
-
-    Attributes:
-      reason: what went wrong
-      topic, partition, offset: the record ("" / -1 when not known)
-      schema_id: the schema id (int) or GUID (str), None when the frame did not name one
-    """
-
-    def __init__(self, reason: str = "", topic: str = "", partition: int = -1, offset: int = -1,
-                 schema_id: int | str | None = None) -> None:
-        self.reason = reason
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.schema_id = schema_id
-        super().__init__("{0} (topic={1!r}, partition={2}, offset={3}, schema id={4})".format(
-            reason, topic, partition, offset, schema_id))
-
-    def __reduce__(self) -> tuple[type[DeserializationError], tuple[str, str, int, int, int | str | None]]:
-        return (self.__class__, (self.reason, self.topic, self.partition, self.offset, self.schema_id))
+class DeserializationError(RecordSchemaError):
+    """A key or value that could not be turned into an object; `reason`,
+    `topic`, `partition`, `offset` and `schema_id` name what and where (the
+    schema id is None when the frame did not name one)."""
 
 
 class ValueFramingError(DeserializationError):

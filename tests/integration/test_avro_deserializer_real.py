@@ -177,3 +177,31 @@ def test_references_resolve_through_the_registry(registries):
     assert AvroDeserializer(ours)(value, _their_context(topic)) == record
     # a reader Schema with references is resolved through the registry too
     assert AvroDeserializer(ours, top_schema).deserialize_many([value], topic, 0, [0]) == [record]
+
+
+@pytest.mark.parametrize("conf", [
+    {"subject.name.strategy": sr.record_subject_name_strategy},
+    {"subject.name.strategy.type": "RECORD"},
+])
+def test_use_latest_version_under_the_record_subject_strategy(registries, conf):
+    theirs, ours = registries
+    topic = _unique("record-subject")
+    # no namespace: Apicurio's ccompat API does not find a subject with dots in it again
+    name = "Event" + uuid.uuid4().hex[:8]
+    v1, v2 = (dict(s, name=name, namespace="") for s in (EVENT_V1, EVENT_V2))
+    values = _serialized(theirs, topic, v1, [_event(i) for i in range(4)])
+    # the record's subject holds v1 then v2 (confluent-kafka looks the writer
+    # schema up in it): both deserializers resolve v1's values to its latest, v2
+    for version in (v1, v2):
+        theirs.register_schema(name, sr.Schema(json.dumps(version), "AVRO"))
+    conf = dict(conf, **{"use.latest.version": True})
+    if "subject.name.strategy.type" in conf:
+        expected = [avro_serde.AvroDeserializer(theirs, conf={"use.latest.version": True,
+                                                              "subject.name.strategy": sr.record_subject_name_strategy})
+                    (v, _their_context(topic)) for v in values]
+    else:
+        expected = [avro_serde.AvroDeserializer(theirs, conf=conf)(v, _their_context(topic)) for v in values]
+    assert all("level" in value and "tag" not in value for value in expected)
+    deserializer = AvroDeserializer(ours, conf=conf)
+    assert [deserializer(v, _their_context(topic)) for v in values] == expected
+    assert deserializer.deserialize_many(values, topic, 0, [0, 1, 2, 3]) == expected

@@ -10,6 +10,7 @@ import datetime
 import decimal
 import json
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -205,3 +206,15 @@ def test_use_latest_version_under_the_record_subject_strategy(registries, conf):
     deserializer = AvroDeserializer(ours, conf=conf)
     assert [deserializer(v, _their_context(topic)) for v in values] == expected
     assert deserializer.deserialize_many(values, topic, 0, [0, 1, 2, 3]) == expected
+
+
+def test_one_deserializer_shared_by_threads(registries):
+    theirs, ours = registries
+    topic = _unique("threads")
+    values = _serialized(theirs, topic, EVENT_V1, [_event(i) for i in range(200)])
+    expected = [avro_serde.AvroDeserializer(theirs)(v, _their_context(topic)) for v in values]
+    deserializer = AvroDeserializer(ours)
+    offsets = list(range(len(values)))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda _: deserializer.deserialize_many(values, topic, 0, offsets), range(16)))
+    assert all(result == expected for result in results)

@@ -1,5 +1,6 @@
-"""Schema Registry support: the client, the wire framing, their errors, and
-the compiled Avro decoder (`fastkc.schema_registry.avro.AvroDecoder`).
+"""Schema Registry support: the client, the wire framing, their errors, the
+compiled Avro decoder (`fastkc.schema_registry.avro.AvroDecoder`) and
+confluent-kafka's AvroDeserializer over it.
 
     from fastkc.schema_registry import SchemaRegistryClient
     client = SchemaRegistryClient({"url": "http://registry:8081"})
@@ -10,6 +11,7 @@ functions need nothing.
 """
 from typing import TYPE_CHECKING
 
+from fastkc.schema_registry.avro_deserializer import AvroDeserializer
 from fastkc.schema_registry.errors import (
     InvalidMessageIndexError,
     MalformedSchemaResponseError,
@@ -34,6 +36,17 @@ from fastkc.schema_registry.framing import (
     schema_id_header,
     split_record,
     split_value,
+)
+from fastkc.schema_registry.serialization import (
+    DeserializationError,
+    DeserializerConfigurationError,
+    MessageField,
+    PayloadDecodeError,
+    SerializationContext,
+    UnreachableWriterSchemaError,
+    ValueFramingError,
+    WriterSchemaError,
+    WrongSchemaTypeError,
 )
 
 if TYPE_CHECKING:
@@ -72,6 +85,16 @@ __all__ = [
     "NotFramedError",
     "TruncatedFrameError",
     "InvalidMessageIndexError",
+    "AvroDeserializer",
+    "SerializationContext",
+    "MessageField",
+    "DeserializationError",
+    "DeserializerConfigurationError",
+    "ValueFramingError",
+    "WriterSchemaError",
+    "UnreachableWriterSchemaError",
+    "WrongSchemaTypeError",
+    "PayloadDecodeError",
 ]
 
 _CLIENT_NAMES = frozenset({"SchemaRegistryClient", "Schema", "SchemaReference", "RegisteredSchema",

@@ -67,11 +67,11 @@ class MalformedSchemaResponseError(SchemaRegistryError):
     than the bound)."""
 
 
-class SchemaFramingError(KafkaError):
-    """A key or value that is not a well-formed Schema Registry frame.
+class RecordSchemaError(KafkaError):
+    """A failure about one record's key or value, naming the record.
 
     Attributes:
-      reason: what was wrong, with the byte position
+      reason: what was wrong
       topic, partition, offset: the record, when the caller passed them ("" / -1 otherwise)
       schema_id: the schema id (int) or GUID (str) when the frame got that far, else None
     """
@@ -86,8 +86,13 @@ class SchemaFramingError(KafkaError):
         super().__init__("{0} (topic={1!r}, partition={2}, offset={3}, schema id={4})".format(
             reason, topic, partition, offset, schema_id))
 
-    def __reduce__(self) -> tuple[type["SchemaFramingError"], tuple[str, str, int, int, int | str | None]]:
+    def __reduce__(self) -> tuple[type["RecordSchemaError"], tuple[str, str, int, int, int | str | None]]:
         return (self.__class__, (self.reason, self.topic, self.partition, self.offset, self.schema_id))
+
+
+class SchemaFramingError(RecordSchemaError):
+    """A key or value that is not a well-formed Schema Registry frame (the
+    reason names the byte position)."""
 
 
 class NotFramedError(SchemaFramingError):

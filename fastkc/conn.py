@@ -24,10 +24,10 @@ from fastkc.cluster.metadata import address_problem
 from fastkc.config import Config
 from fastkc.errors import KafkaConnectionError, ProtocolParseError
 from fastkc.net.core import (  # noqa: F401 - the names callers and tests import from here
-    _LEGAL_TRANSITIONS,
     EVENTS,
     FIRST_FRAME_CHUNK,
     HANDSHAKE_MAX_FRAME,
+    LEGAL_TRANSITIONS,
     PENDING_STEP_POLL_S,
     REAUTH_WINDOW,
     ConnectionCore,

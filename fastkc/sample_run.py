@@ -38,7 +38,7 @@ class ConsumeResult:
         return self.wire_bytes / self.seconds / 1e6 if self.seconds else 0.0
 
 
-def _split(bootstrap: str) -> tuple[str, int]:
+def split_bootstrap(bootstrap: str) -> tuple[str, int]:
     host, _, port = bootstrap.split(",")[0].rpartition(":")
     return host, int(port)
 
@@ -132,7 +132,7 @@ def ensure_sample(bootstrap: str, topic: str, *, records: int, record_size: int,
     """Create and fill the sample topic unless it already holds the dataset."""
     from fastkc.broker.tools import producer_performance
 
-    host, port = _split(bootstrap)
+    host, port = split_bootstrap(bootstrap)
     with BlockingConnection(host, port, timeout=30.0) as conn:
         topic_id, ends = topic_layout(conn, topic)
         if topic_id is not None and sum(ends.values()) >= records:

@@ -47,7 +47,7 @@ from fastkc.aio.client import AioClient
 from fastkc.aio.config import KEYS, resolve
 from fastkc.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
 from fastkc.aio.fetch_driver import AioFetchDriver
-from fastkc.aio.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, _is_topic_partition
+from fastkc.aio.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, is_topic_partition
 from fastkc.client import infer_broker_version
 from fastkc.fetch import EARLIEST, LATEST
 from fastkc.fetch.completed import streams_prepare_off_thread
@@ -249,7 +249,7 @@ class AIOKafkaConsumer:
         self._subscription_state.check_assign()
         given = list(partitions)
         for tp in given:
-            if not _is_topic_partition(tp):
+            if not is_topic_partition(tp):
                 raise TypeError("partitions must be TopicPartition namedtuples")
         before = set(self._machine.states)
         self._set_assignment([TopicPartition(tp.topic, tp.partition) for tp in given])
@@ -374,7 +374,7 @@ class AIOKafkaConsumer:
         self._client.raise_fatal()
         for tp in partitions:
             # a partition not (or no longer) assigned just yields nothing, as in aiokafka
-            if not _is_topic_partition(tp):
+            if not is_topic_partition(tp):
                 raise TypeError("partitions must be TopicPartition namedtuples")
 
     # --- getting records -----------------------------------------------------------------
@@ -483,7 +483,7 @@ class AIOKafkaConsumer:
 
     # --- positions --------------------------------------------------------------------------
     def _state(self, partition: TopicPartition) -> PartitionState:
-        if not _is_topic_partition(partition):
+        if not is_topic_partition(partition):
             raise TypeError("partition must be a TopicPartition")
         state: PartitionState | None = self._machine.states.get(partition)
         if state is None:
@@ -596,7 +596,7 @@ class AIOKafkaConsumer:
         """{tp: (offset, timestamp)} of a ListOffsets lookup, in the order asked."""
         self._check_running()
         for tp in timestamps:
-            if not _is_topic_partition(tp):
+            if not is_topic_partition(tp):
                 raise TypeError("partitions must be TopicPartition namedtuples")
         if not timestamps:
             return {}

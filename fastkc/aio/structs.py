@@ -119,7 +119,7 @@ def from_fastkc_record(record: structs.ConsumerRecord) -> ConsumerRecord[Any, An
     )
 
 
-def _is_topic_partition(tp: object) -> TypeGuard[TopicPartition]:
+def is_topic_partition(tp: object) -> TypeGuard[TopicPartition]:
     # fastkc's TopicPartition, or another library's namedtuple of the same
     # shape (aiokafka's, kafka-python's) while code migrates
     return isinstance(tp, tuple) and getattr(tp, "_fields", None) == ("topic", "partition")
@@ -138,7 +138,7 @@ def normalize_commit_offsets(offsets: Mapping[TopicPartition, Any]) -> dict[Topi
         raise ValueError(offsets)
     normalized: dict[TopicPartition, OffsetAndMetadata] = {}
     for tp, given in offsets.items():
-        if not _is_topic_partition(tp):
+        if not is_topic_partition(tp):
             raise TypeError("Key should be TopicPartition instance")
         if isinstance(given, int) and not isinstance(given, bool):
             offset, metadata = given, ""

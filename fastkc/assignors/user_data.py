@@ -9,7 +9,7 @@ from fastkc.errors import IllegalArgumentError
 from fastkc.protocol.codec import _decode_struct, _encode_struct, _EncodeError
 from fastkc.protocol.consumer_protocol import group_by_topic
 from fastkc.protocol.schema import parse_struct
-from fastkc.protocol.types import Reader, Writer, _Malformed
+from fastkc.protocol.types import Malformed, Reader, Writer
 from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def decode_sticky_user_data(data: bytes | None) -> tuple[list[TopicPartition], i
     for layout in (1, 0):
         try:
             body = _decode_struct(_STICKY_USER_DATA, Reader(data), layout, False)
-        except _Malformed:
+        except Malformed:
             continue
         parts = [TopicPartition(e["topic"], p) for e in body["previous_assignment"] for p in e["partitions"]]
         generation: int = body["generation"] if layout == 1 else DEFAULT_GENERATION
@@ -83,5 +83,5 @@ def decode_cooperative_user_data(data: bytes | None) -> int:
     try:
         generation: int = _decode_struct(_COOPERATIVE_USER_DATA, Reader(data), 0, False)["generation"]
         return generation
-    except _Malformed:
+    except Malformed:
         return DEFAULT_GENERATION

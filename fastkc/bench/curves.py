@@ -146,7 +146,7 @@ def produce_with_headers(bootstrap: str, topic: str, records: int, point: Point,
     from fastkc import sample_run
     from fastkc.net.blocking import BlockingConnection
 
-    host, port = sample_run._split(bootstrap)
+    host, port = sample_run.split_bootstrap(bootstrap)
     with BlockingConnection(host, port, timeout=30.0) as conn:
         topic_id, ends = sample_run.topic_layout(conn, topic)
         if topic_id is not None and sum(ends.values()) >= records:

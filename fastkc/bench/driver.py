@@ -205,7 +205,7 @@ def topic_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     from fastkc import sample_run
     from fastkc.net.blocking import BlockingConnection
 
-    host, port = sample_run._split(bootstrap)
+    host, port = sample_run.split_bootstrap(bootstrap)
     with BlockingConnection(host, port, timeout=30.0) as conn:
         topic_id, ends = sample_run.topic_layout(conn, topic)
     if topic_id is None:

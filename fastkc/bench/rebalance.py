@@ -86,7 +86,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 3
     from fastkc import sample_run
     from fastkc.net.blocking import BlockingConnection
 
-    host, port = sample_run._split(bootstrap)
+    host, port = sample_run.split_bootstrap(bootstrap)
     deadline = time.monotonic() + timeout
     with BlockingConnection(host, port, timeout=timeout) as conn:
         sample_run.create_topic(conn, topic, partitions)

@@ -44,7 +44,7 @@ offload(work, timeout_error, name) (how a SASL first message that may wait
 runs elsewhere; None: inline).
 
 States (ConnectionState), changed only through `_set_state`, which allows the
-transitions of _LEGAL_TRANSITIONS and raises IllegalTransition (fastkc.state_machine) on any other:
+transitions of LEGAL_TRANSITIONS and raises IllegalTransition (fastkc.state_machine) on any other:
 
     DISCONNECTED → CONNECTING → [HANDSHAKE (TLS)] → API_VERSIONS → [AUTHENTICATING (SASL)] → READY
     READY ⇄ REAUTHENTICATING (KIP-368, SASL only)
@@ -183,7 +183,7 @@ class ConnectionState(enum.Enum):
 
 
 _S = ConnectionState
-_LEGAL_TRANSITIONS = {
+LEGAL_TRANSITIONS = {
     _S.DISCONNECTED: {_S.CONNECTING},
     _S.CONNECTING: {_S.HANDSHAKE, _S.API_VERSIONS, _S.DISCONNECTED},
     _S.HANDSHAKE: {_S.API_VERSIONS, _S.DISCONNECTED},
@@ -255,7 +255,7 @@ class ConnectionCore(StateHolder[ConnectionState]):
     #: KIP-368 re-authentication on/off. Only tests switch it off (the
     #: negative control: the broker must then close the connection at expiry).
     _reauth_enabled = True
-    _LEGAL = _LEGAL_TRANSITIONS
+    _LEGAL = LEGAL_TRANSITIONS
 
     def __init__(self, host: str, port: int, config: Config, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host

@@ -27,7 +27,7 @@ from typing import Any
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
 from fastkc.protocol.messages import get_api
 from fastkc.protocol.schema import Api, Field, Message, Struct, in_range
-from fastkc.protocol.types import FIXED_SIZES, Reader, Writer, _Malformed
+from fastkc.protocol.types import FIXED_SIZES, Malformed, Reader, Writer
 from fastkc.structs import FetchPartitionResponse, FetchResponse, FetchTopicResponse
 
 UNKNOWN_TAGS = "_unknown_tags"
@@ -436,7 +436,7 @@ def decode_struct(struct: Struct, r: Reader, version: int, *, flexible: bool = F
     `api_name`, `reported_version` (default `version`) and the byte position."""
     try:
         return _decode_struct(struct, r, version, flexible)
-    except _Malformed as exc:
+    except Malformed as exc:
         raise ProtocolParseError(exc.reason, api_name, version if reported_version is None else reported_version,
                                  exc.position) from None
 
@@ -456,7 +456,7 @@ def _decode_whole(api: Api, version: int, r: Reader, response: bool) -> Message:
         body = _decode_struct(struct, r, version, api.is_flexible(version))
         if r.pos != r.end:
             r.fail("{0} bytes left after the body".format(r.end - r.pos))
-    except _Malformed as exc:
+    except Malformed as exc:
         raise ProtocolParseError(
             exc.reason if response else "(request) " + exc.reason, api.name, version, exc.position
         ) from None
@@ -512,7 +512,7 @@ def decode_request(data: bytes | bytearray | memoryview) -> tuple[dict[str, Any]
         correlation_id = r.int32("correlation_id")
         n = r.length(False, False, "client_id")
         client_id = None if n < 0 else r.string_of(n, "client_id")
-    except _Malformed as exc:
+    except Malformed as exc:
         raise ProtocolParseError("(request header) " + exc.reason, "", -1, exc.position) from None
     try:
         api = get_api(api_key)
@@ -531,7 +531,7 @@ def decode_request(data: bytes | bytearray | memoryview) -> tuple[dict[str, Any]
     if api.is_flexible(version):
         try:
             _decode_tags({}, r, version, {})
-        except _Malformed as exc:
+        except Malformed as exc:
             raise ProtocolParseError("(request header) " + exc.reason, api.name, version, exc.position) from None
     return header, _decode_whole(api, version, r, False)
 
@@ -560,7 +560,7 @@ def decode_response_header(api_name: str | int, version: int,
         correlation_id = r.int32("correlation_id")
         if response_header_version(api_name, version) == 1:
             _decode_tags({}, r, version, {})
-    except _Malformed as exc:
+    except Malformed as exc:
         raise ProtocolParseError("(response header) " + exc.reason, api.name, version, exc.position) from None
     return correlation_id, r.pos
 

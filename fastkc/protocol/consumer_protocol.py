@@ -44,7 +44,7 @@ from fastkc import structs
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
 from fastkc.protocol.codec import decode_struct, encode_struct
 from fastkc.protocol.schema import Message, Struct, Versions, parse_struct, parse_versions
-from fastkc.protocol.types import Reader, Writer, _Malformed
+from fastkc.protocol.types import Malformed, Reader, Writer
 from fastkc.structs import TopicPartition
 
 PROTOCOL_TYPE = "consumer"
@@ -254,7 +254,7 @@ def _decode(message: DataMessage, data: object) -> tuple[int, Message]:
         version = r.int16("version")
         if version < 0:
             r.fail("unsupported version {0}".format(version), 0)
-    except _Malformed as exc:
+    except Malformed as exc:
         raise ProtocolParseError(exc.reason, message.name, version, exc.position) from None
     body = decode_struct(message.struct, r, min(version, message.versions[1]),
                          api_name=message.name, reported_version=version)

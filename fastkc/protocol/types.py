@@ -2,10 +2,10 @@
 
 Contract of `Reader`: every read checks that the bytes it needs are there
 before touching them (`need > end - pos`, the same idiom as the C cursor) and
-raises `_Malformed` with the byte position and what was being read; on failure
+raises `Malformed` with the byte position and what was being read; on failure
 the position does not move. Varints are strict: at most 5 bytes for 32-bit
 values and 10 for 64-bit ones, an over-long or overflowing encoding is an
-error. The codec turns `_Malformed` into `fastkc.errors.ProtocolParseError`
+error. The codec turns `Malformed` into `fastkc.errors.ProtocolParseError`
 naming the API and version (the reader does not know them).
 
 Lengths and counts read from the wire are untrusted: callers compare them
@@ -45,7 +45,7 @@ FIXED_SIZES = {
 PRIMITIVES = frozenset(FIXED_SIZES)
 
 
-class _Malformed(Exception):
+class Malformed(Exception):
     """Raised by Reader; carries the absolute byte position and a reason."""
 
     def __init__(self, position: int, reason: str) -> None:
@@ -71,13 +71,13 @@ class Reader:
 
     def _need(self, n: int, what: str) -> None:
         if n > self.end - self.pos:
-            raise _Malformed(
+            raise Malformed(
                 self.pos,
                 "{0}: need {1} bytes, {2} left".format(what, n, self.end - self.pos),
             )
 
     def fail(self, reason: str, position: int | None = None) -> NoReturn:
-        raise _Malformed(self.pos if position is None else position, reason)
+        raise Malformed(self.pos if position is None else position, reason)
 
     # --- fixed-size integers -------------------------------------------------
     def _fixed(self, st: struct.Struct, what: str) -> Any:
@@ -138,16 +138,16 @@ class Reader:
         shift = 0
         for i in range(max_bytes):
             if self.pos + i >= self.end:
-                raise _Malformed(start, "{0}: varint truncated".format(what))
+                raise Malformed(start, "{0}: varint truncated".format(what))
             byte = self.data[self.pos + i]
             value |= (byte & 0x7F) << shift
             if not byte & 0x80:
                 if value >> bits:
-                    raise _Malformed(start, "{0}: varint overflows {1} bits".format(what, bits))
+                    raise Malformed(start, "{0}: varint overflows {1} bits".format(what, bits))
                 self.pos += i + 1
                 return value
             shift += 7
-        raise _Malformed(start, "{0}: varint longer than {1} bytes".format(what, max_bytes))
+        raise Malformed(start, "{0}: varint longer than {1} bytes".format(what, max_bytes))
 
     def uvarint(self, what: str = "unsigned varint") -> int:
         return self._uvarint(5, 32, what)

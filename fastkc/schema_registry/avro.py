@@ -15,6 +15,7 @@ index in the list and the byte offset where reading failed.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -51,6 +52,11 @@ class AvroDecoder:
       allow_trailing_bytes: by default bytes after the value are an error
         (they mean the payload was not written with this schema); fastavro
         ignores them, and so does this decoder when True
+
+    Thread-safe: the compiled decoder keeps its read position on the
+    instance while it builds the values, and the logical-type conversions
+    run Python code (where another thread may take the GIL), so one
+    instance decodes one list at a time, under its own lock.
     """
 
     def __init__(
@@ -70,11 +76,13 @@ class AvroDecoder:
             writer, reader, max_depth=max_depth, max_empty_items=max_empty_items
         )
         self._core = _backend.AvroDecoderCore(self.program.code, self.program.consts, allow_trailing_bytes)
+        self._lock = threading.Lock()
 
     def decode_many(self, payloads: Iterable[_Buffer]) -> list[Any]:
         """The values of `payloads` in order (one C call for the whole list)."""
-        return self._core.decode_many(payloads)
+        with self._lock:
+            return self._core.decode_many(payloads)
 
     def decode(self, payload: _Buffer) -> Any:
         """The value of one payload."""
-        return self._core.decode_many([payload])[0]
+        return self.decode_many([payload])[0]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,23 +78,6 @@ _DEFAULT_CONF: dict[str, Any] = {
     "subject.name.strategy": None,
     "schema.id.deserializer": None,
 }
-
-
-class _SharedDecoder:
-    """A cached AvroDecoder and the lock its users take: the compiled
-    decoder keeps its read position on the instance while it builds the
-    values (and the logical-type conversions run Python code, where another
-    thread may get the GIL), so one instance decodes one list at a time."""
-
-    __slots__ = ("decoder", "lock")
-
-    def __init__(self, decoder: AvroDecoder) -> None:
-        self.decoder = decoder
-        self.lock = threading.Lock()
-
-    def decode_many(self, payloads: list[bytes]) -> list[Any]:
-        with self.lock:
-            return self.decoder.decode_many(payloads)
 
 
 @dataclass(frozen=True)
@@ -255,7 +237,7 @@ class AvroDeserializer:
             raise DeserializerConfigurationError("return_record_name=True is not supported by fastkc's decoder")
         if rule_conf or rule_registry is not None:
             raise DeserializerConfigurationError("data-contract rules (rule_conf, rule_registry) are not supported")
-        self._decoders: LruCache[tuple[int | str, str | None], _SharedDecoder] = LruCache(_DECODER_CACHE_SIZE)
+        self._decoders: LruCache[tuple[int | str, str | None], AvroDecoder] = LruCache(_DECODER_CACHE_SIZE)
         self._writers: LruCache[int | str, Any] = LruCache(_DECODER_CACHE_SIZE)
         self._latest_readers: LruCache[Any, _Reader] = LruCache(_DECODER_CACHE_SIZE)
         self._reader: _Reader | None = None
@@ -388,16 +370,16 @@ class AvroDeserializer:
         return writer
 
     def _decoder(self, key: int | str, writer: Any, reader: _Reader | None, topic: str, partition: int,
-                 offset: int) -> _SharedDecoder:
+                 offset: int) -> AvroDecoder:
         cache_key = (key, reader.key if reader is not None else None)
-        shared = self._decoders.get(cache_key)
-        if shared is None:
+        decoder = self._decoders.get(cache_key)
+        if decoder is None:
             try:
-                shared = _SharedDecoder(AvroDecoder(writer, reader.schema if reader is not None else None))
+                decoder = AvroDecoder(writer, reader.schema if reader is not None else None)
             except AvroSchemaError as exc:
                 raise WriterSchemaError(str(exc), topic, partition, offset, key) from exc
-            self._decoders.put(cache_key, shared)
-        return shared
+            self._decoders.put(cache_key, decoder)
+        return decoder
 
     def _reader_from(self, schema: Any) -> _Reader:
         """A reader schema from text or from a Schema (its references fetched by subject and version)."""

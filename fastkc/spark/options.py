@@ -73,7 +73,7 @@ def _lower(options: Mapping[Any, Any]) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
-def _scala_bool(value: object, key: str) -> bool:
+def scala_bool(value: object, key: str) -> bool:
     # Scala's String.toBoolean: true/false in any case, else an error naming the input
     text = str(value).strip().lower()
     if text == "true":
@@ -532,8 +532,8 @@ def parse(options: Mapping[Any, Any], *, streaming: bool) -> SourceOptions:
         starting=starting,
         ending=ending,
         no_match_strategy=no_match,
-        fail_on_data_loss=_scala_bool(params.get("failondataloss", "true"), "failOnDataLoss"),
-        include_headers=_scala_bool(params.get("includeheaders", "false"), "includeHeaders"),
+        fail_on_data_loss=scala_bool(params.get("failondataloss", "true"), "failOnDataLoss"),
+        include_headers=scala_bool(params.get("includeheaders", "false"), "includeHeaders"),
         min_partitions=_scala_int(params["minpartitions"], "minPartitions") if "minpartitions" in params else None,
         max_records_per_partition=(_scala_int(params["maxrecordsperpartition"], "maxRecordsPerPartition")
                                    if "maxrecordsperpartition" in params else None),

@@ -232,7 +232,7 @@ class FastkcDataSource(DataSource):
         return SOURCE_NAME
 
     def _include_headers(self) -> bool:
-        return _options._scala_bool(
+        return _options.scala_bool(
             {k.lower(): v for k, v in self.options.items()}.get("includeheaders", "false"), "includeHeaders")
 
     def schema(self) -> StructType:

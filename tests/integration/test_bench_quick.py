@@ -267,7 +267,7 @@ def _true_ends(kafka_broker, topic):
     from fastkc import sample_run
     from fastkc.net.blocking import BlockingConnection
 
-    host, port = sample_run._split(kafka_broker.bootstrap_servers)
+    host, port = sample_run.split_bootstrap(kafka_broker.bootstrap_servers)
     with BlockingConnection(host, port, timeout=30.0) as conn:
         _, ends = sample_run.topic_layout(conn, topic)
     assert sum(ends.values()) == RECORDS

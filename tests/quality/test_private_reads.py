@@ -12,18 +12,10 @@ from tests.support.repo import ROOT
 
 # reading module -> {private name read from another module: how many reads}
 KNOWN = {
-    "fastkc.aio.consumer": {"_is_topic_partition": 1},
-    "fastkc.assignors.user_data": {"_EncodeError": 1, "_Malformed": 1, "_decode_struct": 1, "_encode_struct": 1},
-    "fastkc.bench.curves": {"_split": 1},
-    "fastkc.bench.driver": {"_split": 1},
-    "fastkc.bench.rebalance": {"_split": 1},
-    "fastkc.conn": {"_LEGAL_TRANSITIONS": 1},
+    "fastkc.assignors.user_data": {"_EncodeError": 1, "_decode_struct": 1, "_encode_struct": 1},
     "fastkc.consumer": {"_conns": 1, "_deliver_commit_callbacks": 1},
     "fastkc.group.commit_machine": {"_set_state": 3},
     "fastkc.group.transport": {"_clock": 7, "_sync": 2},
-    "fastkc.protocol.codec": {"_Malformed": 1},
-    "fastkc.protocol.consumer_protocol": {"_Malformed": 1},
-    "fastkc.spark.source": {"_scala_bool": 1},
 }
 
 

@@ -191,24 +191,6 @@ def test_the_group_resolves_names_and_keeps_classes_and_instances():
     assert isinstance(made[0], RangePartitionAssignor) and made[1] is sticky
 
 
-def test_the_configuration_reaches_no_assignor():
-    # every import counted, function-level ones too (tests/support/import_graph.py): the
-    # cycle config -> assignors -> client -> config cannot close through the configuration
-    from tests.support import import_graph
-    from tests.support.repo import ROOT
-
-    edges = import_graph.combined(import_graph.build(ROOT))
-    for start in ("fastkc.config", "fastkc.config_schema"):
-        seen, todo = set(), [start]
-        while todo:
-            for module in edges.get(todo.pop(), ()):
-                if module not in seen:
-                    seen.add(module)
-                    todo.append(module)
-        assert "fastkc.errors" in seen  # the walk follows edges
-        assert "fastkc.assignors" not in seen and start not in seen, start
-
-
 # --- api_version (issue 23): kafka-python 3.0.12 raises at construction -----------------------
 ACCEPTED = [(None, None), ("auto", None), ((2, 6), (2, 6)), ((0, 10, 2), (0, 10, 2)), ("2.6", (2, 6)),
             ("0.10.2", (0, 10, 2)), (" 2.6", (2, 6)), ((4, 3), (4, 3)), ((9, 9), (9, 9)), ((2, 6, 0, 0), (2, 6, 0, 0)),

@@ -5,7 +5,7 @@ import pytest
 
 from fastkc.errors import IllegalArgumentError, ProtocolParseError
 from fastkc.protocol import codec
-from fastkc.protocol.types import Reader, Writer, _Malformed
+from fastkc.protocol.types import Malformed, Reader, Writer
 
 
 def i16(v):
@@ -218,13 +218,13 @@ def test_zigzag_varint_round_trip(value):
 def test_overlong_and_overflowing_varints_are_rejected_without_moving():
     for bad in (b"\x80\x80\x80\x80\x80\x01", b"\xff\xff\xff\xff\x1f", b"\x80\x80"):
         r = Reader(b"\x00" + bad, pos=1)
-        with pytest.raises(_Malformed):
+        with pytest.raises(Malformed):
             r.uvarint()
         assert r.pos == 1
     w = Writer()
     w.varlong(-(2**63))
     assert Reader(w.getvalue()).varlong() == -(2**63)
-    with pytest.raises(_Malformed):
+    with pytest.raises(Malformed):
         Reader(b"\xff" * 10 + b"\x01").uvarlong()
 
 

@@ -63,11 +63,11 @@ def _sasl_order(broker):
 
 
 def test_state_machine_allows_only_ready_to_reauthenticating_and_back():
-    from fastkc.conn import _LEGAL_TRANSITIONS
+    from fastkc.conn import LEGAL_TRANSITIONS
 
-    assert _LEGAL_TRANSITIONS[ConnectionState.READY] == {ConnectionState.REAUTHENTICATING,
+    assert LEGAL_TRANSITIONS[ConnectionState.READY] == {ConnectionState.REAUTHENTICATING,
                                                          ConnectionState.DISCONNECTED}
-    assert _LEGAL_TRANSITIONS[ConnectionState.REAUTHENTICATING] == {ConnectionState.READY,
+    assert LEGAL_TRANSITIONS[ConnectionState.REAUTHENTICATING] == {ConnectionState.READY,
                                                                     ConnectionState.DISCONNECTED}
     conn = BrokerConnection("127.0.0.1", 1, consumer_config({"bootstrap_servers": "127.0.0.1:1"}))
     with pytest.raises(errors.IllegalStateError):

@@ -124,6 +124,20 @@ def schema_registry(tmp_path_factory):
         registry.stop(info)
 
 
+@pytest.fixture
+def registries(schema_registry):
+    """(confluent-kafka's SchemaRegistryClient, fastkc's) on the test registry:
+    theirs writes the data (the serializers), ours reads it back."""
+    from confluent_kafka import schema_registry as confluent_registry
+
+    from fastkc.schema_registry import SchemaRegistryClient
+
+    theirs = confluent_registry.SchemaRegistryClient({"url": schema_registry.url})
+    ours = SchemaRegistryClient({"url": schema_registry.url})
+    yield theirs, ours
+    ours.close()
+
+
 @pytest.fixture(scope="session")
 def secure_broker(tmp_path_factory):
     """One broker with the harness's security=True listeners (SASL_PLAINTEXT,

@@ -17,11 +17,11 @@ import pytest
 from fastkc.schema_registry import (
     AvroDeserializer,
     MessageField,
-    SchemaRegistryClient,
     SerializationContext,
     frame_schema_id,
     split_value,
 )
+from tests.support.kafka_tools import unique_name
 
 sr = pytest.importorskip("confluent_kafka.schema_registry")
 avro_serde = pytest.importorskip("confluent_kafka.schema_registry.avro")
@@ -73,15 +73,7 @@ def _v2_event(i):
 
 
 def _unique(prefix):
-    return "{0}-{1}".format(prefix, uuid.uuid4().hex[:10])
-
-
-@pytest.fixture
-def registries(schema_registry):
-    theirs = sr.SchemaRegistryClient({"url": schema_registry.url})
-    ours = SchemaRegistryClient({"url": schema_registry.url})
-    yield theirs, ours
-    ours.close()
+    return unique_name(prefix)
 
 
 def _their_context(topic, headers=None):

@@ -12,10 +12,10 @@ import pytest
 
 from fastkc.schema_registry import (
     SchemaNotFoundError,
-    SchemaRegistryClient,
     SchemaRegistryError,
     split_value,
 )
+from tests.support.kafka_tools import unique_name
 
 sr = pytest.importorskip("confluent_kafka.schema_registry")
 avro_serde = pytest.importorskip("confluent_kafka.schema_registry.avro")
@@ -35,15 +35,7 @@ EVENT = {
 
 
 def _unique(prefix):
-    return "{0}-{1}".format(prefix, uuid.uuid4().hex[:10])
-
-
-@pytest.fixture
-def registries(schema_registry):
-    theirs = sr.SchemaRegistryClient({"url": schema_registry.url})
-    ours = SchemaRegistryClient({"url": schema_registry.url})
-    yield theirs, ours
-    ours.close()
+    return unique_name(prefix)
 
 
 def _context(topic):

@@ -134,6 +134,7 @@ def test_each_wheel_holds_the_package_and_nothing_else(wheels):
         version = "{0}{1}".format(tag[2], tag[3:])  # cp313 -> 313
         extensions = sorted(n for n in names if n.endswith(".so"))
         assert extensions == [
+            "fastkc/_core/_avro.cpython-{0}-x86_64-linux-gnu.so".format(version),
             "fastkc/_core/_fetch.cpython-{0}-x86_64-linux-gnu.so".format(version),
             "fastkc/_core/_records.cpython-{0}-x86_64-linux-gnu.so".format(version),
         ], os.path.basename(path)

@@ -28,7 +28,8 @@ import tempfile
 import threading
 import time
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the repository root (this file is tests/support/faults/soak.py): the producer child runs from it
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 

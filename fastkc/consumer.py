@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from fastkc.client import infer_broker_version
+from fastkc.cluster.metadata import partition_counts
 from fastkc.config import CONSUMER_DEFAULTS, consumer_config
 from fastkc.engine import ConsumerEngine
 from fastkc.errors import (
@@ -243,8 +244,7 @@ class KafkaConsumer:
             if state.pattern is not None:
                 self._coordinator.update_subscription(set(state.topics or ()))
             if hasattr(self._coordinator, "metadata_changed"):
-                self._coordinator.metadata_changed({t: len(m.partitions) for t, m in cluster.topics.items()
-                                                    if m.error_code == 0})
+                self._coordinator.metadata_changed(partition_counts(cluster))
             return
         if set(wanted) != set(self._assignment):
             self._set_assignment(wanted)
@@ -679,6 +679,12 @@ class _GroupApp:
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int | None) -> None:
         self._consumer._fetcher.seek(tp, offset, epoch if epoch is not None else -1)
+
+    def request_metadata_update(self) -> None:
+        """The consumer's metadata is asked for again (after
+        retry_backoff_ms); its answer goes through the metadata listener
+        to the member's metadata_changed."""
+        self._consumer._client.request_metadata_update()
 
 
 @dataclass(slots=True)

@@ -49,6 +49,7 @@ from fastkc.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalSta
 from fastkc.aio.fetch_driver import AioFetchDriver
 from fastkc.aio.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, is_topic_partition
 from fastkc.client import infer_broker_version
+from fastkc.cluster.metadata import partition_counts
 from fastkc.fetch import EARLIEST, LATEST
 from fastkc.fetch.completed import streams_prepare_off_thread
 from fastkc.fetch.state import PartitionState
@@ -321,9 +322,9 @@ class AIOKafkaConsumer:
             self._group_notify_metadata()
 
     def _group_notify_metadata(self) -> None:
-        wake = getattr(self._group, "metadata_changed", None)
-        if wake is not None:
-            wake()
+        group = self._group
+        if group is not None:
+            group.metadata_changed(partition_counts(self._client.cluster))
 
     def _update_subscribed_assignment(self) -> None:
         """No group: every known partition of the subscribed (or matching) topics."""

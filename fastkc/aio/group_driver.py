@@ -49,6 +49,7 @@ from typing import Any, Protocol
 
 from fastkc.aio.abc import ConsumerRebalanceListener, call_listener
 from fastkc.aio.group_transport import AioGroupTransport, GroupTransport
+from fastkc.cluster.metadata import partition_counts
 from fastkc.config import Config
 from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
@@ -273,11 +274,27 @@ class AioGroupDriver:
         if not self._leader_checks() or self._metadata_check is not None:
             return
         if self._next_metadata_check is None:
-            self._next_metadata_check = now + self.config["metadata_max_age_ms"] / 1000.0
+            self._next_metadata_check = now + self._metadata_check_period()
         if now < self._next_metadata_check:
             return
-        self._next_metadata_check = now + self.config["metadata_max_age_ms"] / 1000.0
+        self._next_metadata_check = now + self._metadata_check_period()
         self._metadata_check = asyncio.get_running_loop().create_task(self._check_partition_counts())
+
+    def metadata_changed(self, partition_counts: Mapping[str, int]) -> None:
+        """The consumer's metadata was refreshed ({topic: partition count}
+        of the topics described without error): the leader rejoins when
+        they differ from what it assigned from."""
+        if self._leader_checks() and self.machine.metadata_changed(partition_counts):
+            self._kick()
+
+    def _metadata_check_period(self) -> float:
+        """Seconds to the next look: retry_backoff_ms while a subscribed
+        topic lacked metadata when this leader assigned
+        (ClassicMachine.leader_snapshot_incomplete), else metadata_max_age_ms."""
+        machine = self.machine
+        assert isinstance(machine, classic_machine.ClassicMachine)  # _leader_checks() held
+        key = "retry_backoff_ms" if machine.leader_snapshot_incomplete else "metadata_max_age_ms"
+        return float(self.config[key]) / 1000.0
 
     async def _check_partition_counts(self) -> None:
         """The leader rejoins when a subscribed topic's partition count
@@ -285,8 +302,7 @@ class AioGroupDriver:
         try:
             topics = list(self.machine.subscription or ())
             cluster = await self.transport.metadata(topics, self.config["request_timeout_ms"])
-            counts = {name: len(meta.partitions) for name, meta in cluster.topics.items() if meta.error_code == 0}
-            if self.machine.metadata_changed(counts):
+            if self.machine.metadata_changed(partition_counts(cluster)):
                 self._kick()
         except KafkaError as exc:  # the next period looks again
             log.debug("group %s: partition count check failed: %s", self.group_id, exc)
@@ -463,6 +479,8 @@ class AioGroupDriver:
                 if assignor is not None:
                     assignor.on_assignment(event.assignment, event.generation)
                 self.machine.assignment_applied(step.revoked_any)
+                if self.machine.leader_snapshot_incomplete:
+                    self._next_metadata_check = None  # look again after retry_backoff_ms
 
     async def _assign(self, added: list[TopicPartition], assignment: list[TopicPartition]) -> None:
         """Take partitions: fetching starts at the new ones' committed

@@ -183,6 +183,13 @@ def metadata_request_body(topics: Iterable[str], all_topics: bool, allow_auto_cr
     return {"topics": names, "allow_auto_topic_creation": bool(allow_auto_create_topics)}
 
 
+def partition_counts(cluster: ClusterMetadata) -> dict[str, int]:
+    """{topic: partition count} of the topics the cache describes without
+    error: what a classic group's leader compares with the counts it
+    assigned from (ClassicMachine.metadata_changed)."""
+    return {name: len(t.partitions) for name, t in cluster.topics.items() if t.error_code == 0}
+
+
 def metadata_incomplete(cluster: ClusterMetadata, topics: Container[str]) -> bool:
     """True when a wanted topic came back with an error or a partition
     without leader (an election in progress): look again after the backoff."""

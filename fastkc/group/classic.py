@@ -54,3 +54,7 @@ class ClassicGroupMember(GroupMemberBase[ClassicMachine]):
             assignor.on_assignment(event.assignment, event.generation)
         with self._lock:
             self.machine.assignment_applied(step.revoked_any)
+            incomplete = self.machine.leader_snapshot_incomplete
+        if incomplete:
+            # the consumer's next metadata answer reaches metadata_changed
+            self.app.request_metadata_update()

@@ -246,11 +246,25 @@ class ClassicMachine(StateHolder[ClassicState]):
         if snap is None or self.member_id != self.leader_id:
             return False
         for topic, count in snap.items():
-            if partition_counts.get(topic, count) != count:
+            # a topic the snapshot has at 0 had no metadata when the leader
+            # assigned: its partitions appearing is a change too (else a
+            # member whose metadata answer lacked the topic, as a broker just
+            # restarted answers, leaves the group with nothing assigned)
+            if topic in partition_counts and partition_counts[topic] != count:
                 self.leader_snapshot = None
                 self.rebalance_needed("partitions of {0} changed".format(topic))
                 return True
         return False
+
+    @property
+    def leader_snapshot_incomplete(self) -> bool:
+        """This member led the last assignment and a subscribed topic had
+        no metadata then: the drivers look at metadata again after
+        retry_backoff_ms, not metadata_max_age_ms (Java asks again at once
+        for a topic its metadata answer lacked), so the partitions are
+        assigned as soon as a broker describes them."""
+        snap = self.leader_snapshot
+        return snap is not None and self.member_id == self.leader_id and 0 in snap.values()
 
     def close(self) -> None:
         if self.state is not _M.CLOSED:
@@ -562,8 +576,12 @@ class ClassicMachine(StateHolder[ClassicState]):
             self._set_state(_M.UNJOINED)
             self.retry_at = now + self._backoff
             raise
-        self.leader_snapshot = {t: len(cluster.topics[t].partitions) for t in topics
-                                if t in cluster.topics and cluster.topics[t].error_code == 0}
+        # {topic: partition count} of every subscribed topic, 0 for one the
+        # metadata did not describe (Java's MetadataSnapshot: it differs from
+        # a later one when a count changes or a topic appears)
+        self.leader_snapshot = {t: len(cluster.topics[t].partitions)
+                                if t in cluster.topics and cluster.topics[t].error_code == 0 else 0
+                                for t in topics}
         self._set_state(_M.SYNCING)
         self._pending_assignments = [{"member_id": member_id, "assignment": encode_assignment(assignment)}
                                      for member_id, assignment in result.items()]

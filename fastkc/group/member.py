@@ -117,6 +117,8 @@ class MemberApp(Protocol):
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int) -> None: ...
 
+    def request_metadata_update(self) -> None: ...
+
 NO_GENERATION = -1
 NO_EPOCH = -1
 #: how many request rounds one step of the group thread may chain (a

@@ -297,6 +297,51 @@ def classic_stable_heartbeats():
     ]
 
 
+def _no_topic():
+    """A Metadata answer without the subscribed topic (a broker just
+    restarted answers so until its metadata cache catches up)."""
+    view = ClusterMetadata()
+    view.topics[TOPIC] = TopicMetadata(TOPIC, TOPIC_ID, False, {}, 3)  # UNKNOWN_TOPIC_OR_PARTITION
+    return view
+
+
+@scenario()
+def classic_leader_without_topic_metadata_rejoins_when_it_appears():
+    """The leader assigned from metadata lacking the topic (nothing to
+    assign); once the consumer's metadata shows its partitions, the leader
+    rejoins and assigns them (Java's metadata snapshot: a topic appearing
+    is a change)."""
+    return [
+        subscribe(),
+        Send("FindCoordinator", find_coordinator()),
+        Send("JoinGroup", join("m-1", members=[("m-1", subscription())])),
+        Send("Metadata", _no_topic()),
+        Send("SyncGroup", sync([]), lambda b: b["assignments"][0]["member_id"] == "m-1"),
+        Events(["AssignmentReceived"], lambda ev: ev[0].assignment.partitions() == []),
+        Quiet(),
+        Check(lambda m: m.member.metadata_changed({}) is False, "no metadata for the topic yet: no change"),
+        Check(lambda m: m.member.metadata_changed({TOPIC: 4}) is True, "its partitions appeared: a change"),
+        Send("JoinGroup", join("m-1", generation=2, members=[("m-1", subscription())]),
+             lambda b: b["member_id"] == "m-1"),
+        Send("Metadata", cluster()),
+        Send("SyncGroup", sync(TPS), lambda b: b["generation_id"] == 2),
+        Events(["AssignmentReceived"], lambda ev: ev[0].assignment.partitions() == TPS),
+    ]
+
+
+@scenario()
+def classic_leader_rejoins_when_partitions_are_added():
+    return classic_join_as_leader() + [
+        Check(lambda m: m.member.metadata_changed({TOPIC: 4, "other": 9}) is False, "same count: no change"),
+        Check(lambda m: m.member.metadata_changed({TOPIC: 6}) is True, "4 -> 6 partitions"),
+        Quiet(),  # eager and owning: the application revokes first
+        Quiet(),
+        Events(["RevokeBeforeRejoin"], lambda ev: ev[0].partitions == TPS),
+        own([]),
+        Send("JoinGroup", join("m-1", generation=2, members=[("m-1", subscription())])),
+    ]
+
+
 @scenario()
 def classic_follower_sends_no_assignment():
     return [

@@ -536,6 +536,43 @@ def test_the_classic_leader_rejoins_when_a_partition_count_changes():
     run(scenario())
 
 
+def test_a_leader_that_assigned_without_the_topics_metadata_looks_again_after_the_backoff():
+    """The leader's Metadata answer lacked the topic (a broker just
+    restarted answers so): nothing was assigned; the driver looks again
+    after retry_backoff_ms, not metadata_max_age_ms, and rejoins once the
+    topic's partitions show (ClassicMachine.leader_snapshot_incomplete)."""
+    async def scenario():
+        driver, transport, clock = await start_driver(metadata_max_age_ms=300000, retry_backoff_ms=100)
+        without = gs.ClusterMetadata()
+        without.topics[gs.TOPIC] = gs.TopicMetadata(gs.TOPIC, gs.TOPIC_ID, False, {}, 3)
+        answers = classic_answers(Metadata=[without], SyncGroup=[gs.sync([])])
+        broker = Broker(transport, answers)
+        driver.subscribe(topics=[gs.TOPIC])
+        began = clock.now
+        for _ in range(200):
+            await driver.on_app_poll()
+            await asyncio.sleep(0.01)
+            if "SyncGroup" in broker.apis() and driver.machine.state.name == "STABLE":
+                break
+        assert driver.machine.state.name == "STABLE" and driver.assignment() == set(), broker.apis()
+        answers["Metadata"] = [gs.cluster(4)]
+        answers["JoinGroup"] = [gs.join("m-1", generation=2, members=[("m-1", gs.subscription())])]
+        answers["SyncGroup"] = [gs.sync(gs.TPS)]
+        for _ in range(100):
+            clock.now += 0.05
+            driver._kick()
+            await driver.on_app_poll()
+            await asyncio.sleep(0.01)
+            if driver.assignment() == set(gs.TPS):
+                break
+        assert driver.assignment() == set(gs.TPS), broker.apis()
+        assert clock.now - began < 10.0  # well inside metadata_max_age_ms
+        await driver.stop(autocommit=False)
+        broker.task.cancel()
+
+    run(scenario())
+
+
 def test_a_pattern_subscription_follows_the_apps_matches():
     import re
 

@@ -159,13 +159,13 @@ def produce_main(bootstrap, topic, partitions, rate, out_path):
 
 
 def run(cluster, *, minutes, warmup_s, sample_s, period_s, rate, out_dir, members=2, partitions=6,
-        log=print, bounds=None, restart_every=None):
+        log=print, bounds=None, restart_every=None, coordinator_victim=True):
     """Run the soak on `cluster` (tests/faults/conftest.ProxiedCluster) and
     return the result dict (also written to out_dir/soak.json and soak.md)."""
     from fastkc import broker, errors
     from tests.support.faults.accounting import ConsumerDriver
     from tests.support.faults.runner import make_fastkc
-    from tests.support.kafka_tools import create_topic, unique_name
+    from tests.support.kafka_tools import coordinator_of, create_topic, unique_name
 
     bounds = dict(BOUNDS, **(bounds or {}))
     os.makedirs(out_dir, exist_ok=True)
@@ -224,7 +224,10 @@ def run(cluster, *, minutes, warmup_s, sample_s, period_s, rate, out_dir, member
                 if (period % restart_every == 0) if restart_every else (
                         not restarted and now - began > warmup_s + (end - began - warmup_s) / 2):
                     restarted = True
-                    victim = 1 + period % 3
+                    # the group coordinator's node: the harshest victim (the
+                    # members lose their coordinator and some leaders at once),
+                    # and the same one every run rather than one run in three
+                    victim = coordinator_of(cluster.direct, group) if coordinator_victim else 1 + period % 3
                     f = Fault("kill -9 + restart node {0}".format(victim), time.time())
                     broker.kill_node(cluster.info, victim)
                     time.sleep(2.0)

@@ -8,7 +8,7 @@ so a key is validated in one place. An unknown key raises
 KafkaConfigurationError, as kafka-python does (a misspelt key would otherwise
 be ignored silently); so does every bad value, naming its key.
 """
-import ipaddress
+
 import logging
 import os
 import ssl
@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, Literal, NoReturn
 
 from fastkc import auth
+from fastkc.cluster.metadata import host_problem
 from fastkc.config_schema import (
     SETTINGS,
     SETTINGS_BY_KEY,
@@ -135,26 +136,12 @@ def _check_security(config: Mapping[str, Any]) -> None:
 
 
 def _check_host(host: str, server: str) -> None:
-    """A bootstrap host must be an IP address or a DNS name (RFC 1123: at most
-    253 characters, labels of 1..63)."""
-    try:
-        ipaddress.ip_address(host)
-        return
-    except ValueError:
-        pass
-    name = host[:-1] if host.endswith(".") else host
-    try:
-        ascii_name = name.encode("idna").decode("ascii")
-    except UnicodeError:
-        _fail("bootstrap server {0!r}: {1!r} is not a valid host name".format(server, host))
-    if len(ascii_name) > 253:
-        _fail("bootstrap server {0!r}: host name longer than 253 characters".format(server[:80] + "..."))
-    for label in ascii_name.split("."):
-        if not 0 < len(label) <= 63:
-            _fail("bootstrap server {0!r}: host name has an empty or over-long (> 63) label".format(
-                server if len(server) < 100 else server[:80] + "..."))
-        if not all(c.isalnum() or c in "-_" for c in label):
-            _fail("bootstrap server {0!r}: {1!r} is not a valid host name".format(server, host))
+    """A bootstrap host must be an IP address or a name DNS can carry: the
+    rule metadata answers are held to (fastkc.cluster.metadata.host_problem)."""
+    problem = host_problem(host)
+    if problem is not None:
+        _fail("bootstrap server {0!r}: not a valid host ({1})".format(
+            server if len(server) < 100 else server[:80] + "...", problem))
 
 
 def parse_host_port(server: str, default_port: int = 9092) -> tuple[str, int]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from fastkc.client import infer_broker_version
+from fastkc.cluster.broker_version import infer_broker_version
 from fastkc.cluster.metadata import partition_counts
 from fastkc.config import CONSUMER_DEFAULTS, consumer_config
 from fastkc.engine import ConsumerEngine

@@ -48,7 +48,7 @@ from fastkc.aio.config import KEYS, resolve
 from fastkc.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
 from fastkc.aio.fetch_driver import AioFetchDriver
 from fastkc.aio.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, is_topic_partition
-from fastkc.client import infer_broker_version
+from fastkc.cluster.broker_version import infer_broker_version
 from fastkc.cluster.metadata import partition_counts
 from fastkc.fetch import EARLIEST, LATEST
 from fastkc.fetch.completed import streams_prepare_off_thread

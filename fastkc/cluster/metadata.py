@@ -19,7 +19,9 @@ This module imports nothing from the I/O side (and nothing from
 fastkc.config), so the config, the assignors and the machines can import it
 without a cycle.
 """
+import ipaddress
 import logging
+import string
 from collections.abc import Container, Iterable
 from typing import Any, NamedTuple
 
@@ -62,14 +64,25 @@ class TopicMetadata(NamedTuple):
     error_code: int
 
 
+#: the bytes a host name's label may hold (RFC 1123, and '_', which resolvers accept)
+_HOST_LABEL_BYTES = frozenset((string.ascii_letters + string.digits + "-_").encode("ascii"))
+
+
 def host_problem(host: object) -> str | None:
-    """Why `host` (from the wire) cannot be connected to, or None. An IP
-    literal passes (IPv6 ones have no dots to split); a single trailing dot
-    (the DNS root) is allowed, as resolvers allow it."""
+    """Why `host` (from the wire, or a bootstrap server the application
+    gave) cannot be connected to, or None. An IP literal passes; a name must
+    be one DNS can carry (RFC 1123: at most 253 bytes, labels of 1..63 of
+    letters, digits, '-' and '_'); a single trailing dot (the DNS root) is
+    allowed, as resolvers allow it."""
     if not isinstance(host, str) or not host:
         return "empty host"
     if "\0" in host:
         return "a NUL byte in the host name"
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
     name = host[:-1] if host.endswith(".") else host
     try:
         # what the resolver would send (IDNA for a non-ASCII name); the idna
@@ -84,6 +97,8 @@ def host_problem(host: object) -> str | None:
             return "an empty label in the host name"
         if len(label) > MAX_LABEL_BYTES:
             return "a host name label of {0} bytes (DNS allows {1})".format(len(label), MAX_LABEL_BYTES)
+        if not all(c in _HOST_LABEL_BYTES for c in label):
+            return "a character no host name has"
     return None
 
 

@@ -133,6 +133,21 @@ def test_host_names_follow_dns_limits():
         assert host_problem(empty) is not None, empty
     assert host_problem("") is not None and host_problem(None) is not None and host_problem("a\0b") is not None
     assert host_problem("bücher.example") is None  # IDNA: xn--bcher-kva
+    assert host_problem("my_broker-1") is None
+    for odd in ("bad host", "a/b", "a:b", "h@st"):
+        assert host_problem(odd) == "a character no host name has", odd
+
+
+def test_a_bootstrap_host_is_held_to_the_same_rule():
+    from fastkc.config import parse_host_port
+    from fastkc.errors import KafkaConfigurationError
+
+    assert parse_host_port("broker-1:9093") == ("broker-1", 9093)
+    assert parse_host_port("[::1]:9093") == ("::1", 9093)
+    for bad, why in (("bad host:9092", "a character no host name has"), ("a..b:9092", "an empty label"),
+                     ("a" * 64 + ".b", "64 bytes")):
+        with pytest.raises(KafkaConfigurationError, match=why):
+            parse_host_port(bad)
     assert address_problem("h", True) is not None  # a bool is no port
     assert address_problem("h", 65535) is None
 

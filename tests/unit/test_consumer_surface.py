@@ -11,7 +11,7 @@ import time
 import pytest
 
 from fastkc import ConsumerRebalanceListener, KafkaConsumer, errors
-from fastkc.client import infer_broker_version
+from fastkc.cluster.broker_version import infer_broker_version
 from fastkc.config import consumer_config
 from fastkc.structs import ConsumerGroupMetadata, MemberState, OffsetAndMetadata, TopicPartition
 from tests.support.fake_broker import API_KEYS, ScriptedPeer

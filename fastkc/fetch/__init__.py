@@ -1,7 +1,7 @@
 """The fetch path: an I/O-free state machine (machine.py, FetchMachine, the
 facade over its parts: planner.py, offsets.py, buffer.py) and its
 synchronous driver over KafkaClient (driver.py, Fetcher). See machine.py's
-docstring for the driving contract and DESIGN.md "The fetch state machine"."""
+docstring for the driving contract and DESIGN.md "The fetch path" for the map."""
 from fastkc.fetch.completed import CompletedFetch
 from fastkc.fetch.driver import Fetcher
 from fastkc.fetch.machine import FetchMachine

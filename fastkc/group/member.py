@@ -5,7 +5,7 @@ rebalance listener, offset commits and fetches.
 The protocol decisions live in I/O-free machines (`coordinator_machine.py`,
 `commit_machine.py`, `classic_machine.py`, `consumer_machine.py`); this
 driver moves their requests over the blocking `GroupTransport` and hands
-their events to the application. See DESIGN.md, "The group state machines".
+their events to the application. DESIGN.md, "The group logic", maps the parts.
 
 Threads:
 - the application's thread calls KafkaConsumer.poll(); inside it the member

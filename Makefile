@@ -91,14 +91,16 @@ $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(KERNEL_SOURCES) $(FUZZ_ORACLE) $(wildc
 
 fuzz-build: $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
 
+# FUZZ_JOBS targets run at once (one core each; CI sets 2 on its 2 cores);
+# each one's output goes to $(FUZZ_DIR)/<target>.log, printed when it ends.
+FUZZ_JOBS ?= 1
 fuzz: fuzz-build
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		mkdir -p $(FUZZ_DIR)/corpus/$$t; \
-		echo "== fuzz_$$t for $(FUZZ_SECONDS)s"; \
-		ASAN_OPTIONS=detect_leaks=1 $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
-			-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$$t- \
-			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t; \
-	done
+	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
+		mkdir -p $(FUZZ_DIR)/corpus/{}; \
+		ASAN_OPTIONS=detect_leaks=1 $(FUZZ_DIR)/fuzz_{} -max_total_time=$(FUZZ_SECONDS) \
+			-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/{}- \
+			$(FUZZ_DIR)/corpus/{} tests/fuzz/corpus/{} > $(FUZZ_DIR)/{}.log 2>&1; rc=$$?; \
+		echo "== fuzz_{} for $(FUZZ_SECONDS)s (exit $$rc)"; tail -n 25 $(FUZZ_DIR)/{}.log; exit $$rc'
 
 # Source coverage of the kernels reached by the corpora (committed seeds plus
 # whatever `make fuzz` found): replays them through a profiling build, no

@@ -111,7 +111,8 @@ cat "$WHEELS_LOG"
 [ "$wheels_rc" = 0 ] || { echo "the wheels stage failed (exit $wheels_rc): its log is above" >&2; exit 1; }
 
 step "fuzzing, ${FUZZ_SECONDS:-20}s per target"
-make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+make -s -j2 fuzz-build PYTHON="$PY"
+make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-20}" FUZZ_JOBS=2
 
 # fastkc's own modules (the compiled core included) are imported outright: a
 # missing one fails. The optional tools and extras skip without their switch:

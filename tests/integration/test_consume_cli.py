@@ -47,7 +47,7 @@ def _message(i):
         headers = (("trace", b"t-%d" % i), ("empty", b""), ("none", None), ("trace", b"dup"))
     elif i % 5 == 0:
         # not a NUL byte: kcat prints header values with printf's %.*s, which
-        # stops at the first NUL; fastkc prints every byte (DESIGN.md)
+        # stops at the first NUL; fastkc prints every byte
         headers = (("caf\u00e9", b"\x01bin"),)
     return Message(key=key, value=value, headers=headers, timestamp=BASE_TS + i * 1000,
                    partition=i % PARTITIONS)

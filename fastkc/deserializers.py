@@ -1,0 +1,160 @@
+"""Batch deserializers: what they are, and the one place records get them.
+
+A key or value deserializer is one of three things (kafka-python's two, and
+one of fastkc's):
+- a plain callable, fn(data);
+- a kafka-python `Deserializer`, deserialize(topic, headers, data);
+- a **batch deserializer**: an object with `deserialize_many(values, topic,
+  partition, offsets, headers_list, field)` (the `BatchDeserializer`
+  protocol), such as fastkc.schema_registry.AvroDeserializer. Any decoder
+  that implements that one method is recognised, whatever else it is.
+
+The first two are called by the compiled record builder, once per record.
+A batch deserializer is not: the records are built with that field's raw
+bytes (so serialized_key_size / serialized_value_size are the raw sizes, as
+kafka-python reports them), then `RecordDeserializers.deserialize()` replaces
+the field of a partition's records with the result of one deserialize_many
+call. Every front-end's record path goes through it: the fetch buffer
+(KafkaConsumer.poll() and iteration, fastkc.aio's getmany / getone) and the
+share consumer's poll.
+
+Errors: a failing batch names the record it failed at through the error's
+`offset` (fastkc.schema_registry's DeserializationError does). Then
+`deserialize()` gives the records before it, deserialized, and the error
+(the fetch buffer delivers those and moves the position to the bad record,
+as Java's RecordDeserializationException leaves it, so the application can
+seek past it). An error that names no record of the batch counts as failing
+at its first record.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+from fastkc.structs import ConsumerRecord
+
+# A record's headers as fastkc builds them: (name, value) pairs
+Headers = list[tuple[str, bytes | None]]
+
+# the fields' positions in ConsumerRecord, and in ShareRecord (which only
+# appends delivery_count)
+_OFFSET = ConsumerRecord._fields.index("offset")
+_KEY = ConsumerRecord._fields.index("key")
+_VALUE = ConsumerRecord._fields.index("value")
+_HEADERS = ConsumerRecord._fields.index("headers")
+
+_Record = TypeVar("_Record", bound=tuple[Any, ...])
+
+
+class BatchDeserializer(Protocol):
+    """What fastkc recognises as a batch deserializer (Avro today; Protobuf
+    and JSON Schema deserializers plug in by implementing the same method).
+
+    `values[i]` is the raw key or value of the record at `offsets[i]` (None
+    for a null one), `headers_list[i]` its headers; `field` is "key" or
+    "value" (fastkc.schema_registry.MessageField's members compare equal to
+    these). Returns one object per value, in order. A failure should be an
+    exception whose `offset` attribute names the record it failed at."""
+
+    def deserialize_many(self, values: Sequence[bytes | None], topic: str, partition: int,
+                         offsets: Sequence[int], headers_list: Sequence[Headers | None] | None = None,
+                         field: Any = "value") -> list[Any]:
+        ...
+
+
+def is_batch_deserializer(deserializer: object) -> bool:
+    """True for an object with a callable deserialize_many (the one test)."""
+    return callable(getattr(deserializer, "deserialize_many", None))
+
+
+def per_record(deserializer: Any) -> Any:
+    """What the record builder calls per record for a field: the deserializer
+    itself, or None (raw bytes) for a batch deserializer."""
+    return None if is_batch_deserializer(deserializer) else deserializer
+
+
+class DeserializedRecords(NamedTuple):
+    """A partition's records after their batch deserializers.
+
+    records: the records before the failing one (all of them when error is
+    None), their keys and values deserialized
+    error: what the deserializer raised, or None
+    failed_at: the offset of the record it failed at (None without an error)"""
+
+    records: list[Any]
+    error: BaseException | None
+    failed_at: int | None
+
+
+class RecordDeserializers:
+    """A consumer's key and value deserializers, split into what the record
+    builder calls per record and what runs once per partition's records."""
+
+    __slots__ = ("key_per_record", "value_per_record", "_key_batch", "_value_batch")
+
+    def __init__(self, key_deserializer: Any, value_deserializer: Any) -> None:
+        self.key_per_record = per_record(key_deserializer)
+        self.value_per_record = per_record(value_deserializer)
+        self._key_batch: BatchDeserializer | None = key_deserializer if self.key_per_record is None \
+            and key_deserializer is not None else None
+        self._value_batch: BatchDeserializer | None = value_deserializer if self.value_per_record is None \
+            and value_deserializer is not None else None
+
+    @property
+    def batched(self) -> bool:
+        """True when a field is left to a batch deserializer."""
+        return self._key_batch is not None or self._value_batch is not None
+
+    def deserialize(self, records: list[_Record], topic: str, partition: int) -> DeserializedRecords:
+        """One partition's records (in offset order, as built) with their
+        batch-deserialized fields replaced: one deserialize_many call per
+        field. On a failure, the records before the one it names, each
+        deserialized (that prefix decoded again), and the error."""
+        if not records or not self.batched:
+            return DeserializedRecords(records, None, None)
+        try:
+            return DeserializedRecords(self.replaced(records, topic, partition), None, None)
+        except Exception as exc:  # the deserializer's own error, handed to the application unchanged
+            bad = _failed_index(exc, records)
+            before = self.deserialize(records[:bad], topic, partition) if bad else DeserializedRecords([], None, None)
+            if before.error is not None:  # the prefix failed on its own (a registry gone meanwhile)
+                return before
+            return DeserializedRecords(before.records, exc, records[bad][_OFFSET])
+
+    def replaced(self, records: list[_Record], topic: str, partition: int) -> list[_Record]:
+        """`records` with their batch-deserialized fields replaced; the
+        deserializer's error propagates as it is."""
+        if not records or not self.batched:
+            return records
+        offsets = [record[_OFFSET] for record in records]
+        headers = [record[_HEADERS] for record in records]
+        fields: list[tuple[int, list[Any]]] = []
+        for index, name, batch in ((_KEY, "key", self._key_batch), (_VALUE, "value", self._value_batch)):
+            if batch is not None:
+                raw = [record[index] for record in records]
+                done = batch.deserialize_many(raw, topic, partition, offsets, headers, name)
+                if len(done) != len(raw):
+                    raise TypeError("{0}.deserialize_many returned {1} {2}s for {3}".format(
+                        type(batch).__name__, len(done), name, len(raw)))
+                fields.append((index, done))
+        # the record type's own tuple, filled without _replace's per-call field walk
+        make = tuple.__new__
+        cls = type(records[0])
+        if len(fields) == 1:
+            index, done = fields[0]
+            return [make(cls, record[:index] + (new,) + record[index + 1:])  # type: ignore[misc]
+                    for record, new in zip(records, done)]
+        (_, keys), (_, values) = fields
+        return [make(cls, record[:_KEY] + (key, value) + record[_VALUE + 1:])  # type: ignore[misc]
+                for record, key, value in zip(records, keys, values)]
+
+
+def _failed_index(exc: BaseException, records: Sequence[tuple[Any, ...]]) -> int:
+    """The position in `records` of the record the error names (its
+    `offset`), 0 when it names none of them."""
+    offset = getattr(exc, "offset", None)
+    if isinstance(offset, int) and not isinstance(offset, bool):
+        for i, record in enumerate(records):
+            if record[_OFFSET] == offset:
+                return i
+    return 0

@@ -142,10 +142,10 @@ class RecordDeserializers:
         cls = type(records[0])
         if len(fields) == 1:
             index, done = fields[0]
-            return [make(cls, record[:index] + (new,) + record[index + 1:])  # type: ignore[misc]
+            return [make(cls, record[:index] + (new,) + record[index + 1:])
                     for record, new in zip(records, done)]
         (_, keys), (_, values) = fields
-        return [make(cls, record[:_KEY] + (key, value) + record[_VALUE + 1:])  # type: ignore[misc]
+        return [make(cls, record[:_KEY] + (key, value) + record[_VALUE + 1:])
                 for record, key, value in zip(records, keys, values)]
 
 

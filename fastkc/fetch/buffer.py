@@ -189,6 +189,7 @@ class RecordBuffer:
                 state.position = handed_out_to
             if bad_offset is None:
                 bad_offset = getattr(exc, "offset", None)
+            assert state.position is not None  # records were handed out from the buffer: there is one
             if bad_offset is not None and bad_offset > state.position:
                 state.position = bad_offset
         state.fetch_offset = state.position

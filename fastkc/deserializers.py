@@ -28,7 +28,7 @@ at its first record.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from fastkc.structs import ConsumerRecord
@@ -60,6 +60,20 @@ class BatchDeserializer(Protocol):
                          offsets: Sequence[int], headers_list: Sequence[Headers | None] | None = None,
                          field: Any = "value") -> list[Any]:
         ...
+
+
+def call_form(deserializer: Any) -> tuple[Callable[..., Any], bool] | None:
+    """How a per-record deserializer is called: (function, full) where full
+    means deserialize(topic, headers, data) (kafka-python 3's Deserializer),
+    else fn(data) (also for null data); None for no deserializer."""
+    if deserializer is None:
+        return None
+    method = getattr(deserializer, "deserialize", None)
+    if method is not None and callable(method):
+        return (method, True)
+    if callable(deserializer):
+        return (deserializer, False)
+    raise TypeError("a deserializer must be callable or have a deserialize() method")
 
 
 def is_batch_deserializer(deserializer: object) -> bool:
@@ -100,6 +114,17 @@ class RecordDeserializers:
         self._value_batch: BatchDeserializer | None = value_deserializer if self.value_per_record is None \
             and value_deserializer is not None else None
 
+    def replayed(self, raw: list[_Record], topic: str, partition: int) -> DeserializedRecords:
+        """After the record builder's per-record call raised (it does not say
+        at which record): the same step's records built raw, each field
+        deserialized again from Python, record by record for the per-record
+        deserializers, to find the record the error belongs to. The records
+        before it and the error, as deserialize() gives them; no error when
+        the calls all passed this time."""
+        key = _replay(self.key_per_record) if self.key_per_record is not None else self._key_batch
+        value = _replay(self.value_per_record) if self.value_per_record is not None else self._value_batch
+        return RecordDeserializers(key, value).deserialize(raw, topic, partition)
+
     @property
     def batched(self) -> bool:
         """True when a field is left to a batch deserializer."""
@@ -115,11 +140,12 @@ class RecordDeserializers:
         try:
             return DeserializedRecords(self.replaced(records, topic, partition), None, None)
         except Exception as exc:  # the deserializer's own error, handed to the application unchanged
+            error = exc.error if isinstance(exc, _FailedAt) else exc
             bad = _failed_index(exc, records)
             before = self.deserialize(records[:bad], topic, partition) if bad else DeserializedRecords([], None, None)
             if before.error is not None:  # the prefix failed on its own (a registry gone meanwhile)
                 return before
-            return DeserializedRecords(before.records, exc, records[bad][_OFFSET])
+            return DeserializedRecords(before.records, error, records[bad][_OFFSET])
 
     def replaced(self, records: list[_Record], topic: str, partition: int) -> list[_Record]:
         """`records` with their batch-deserialized fields replaced; the
@@ -158,3 +184,43 @@ def _failed_index(exc: BaseException, records: Sequence[tuple[Any, ...]]) -> int
             if record[_OFFSET] == offset:
                 return i
     return 0
+
+
+class _FailedAt(Exception):
+    """A per-record deserializer's `error`, raised at the record at `offset`
+    (replayed() only; the application gets `error` itself)."""
+
+    def __init__(self, offset: int, error: Exception) -> None:
+        super().__init__(offset, error)
+        self.offset = offset
+        self.error = error
+
+
+class _PerRecordReplay:
+    """A per-record deserializer as a batch one, called from Python record by
+    record, in the record builder's order (replayed())."""
+
+    def __init__(self, function: Callable[..., Any], full: bool) -> None:
+        self._function = function
+        self._full = full
+
+    def deserialize_many(self, values: Sequence[bytes | None], topic: str, partition: int,
+                         offsets: Sequence[int], headers_list: Sequence[Headers | None] | None = None,
+                         field: Any = "value") -> list[Any]:
+        function = self._function
+        out = []
+        for i, value in enumerate(values):
+            try:
+                if self._full:
+                    out.append(function(topic, headers_list[i] if headers_list is not None else None, value))
+                else:
+                    out.append(function(value))
+            except Exception as exc:
+                raise _FailedAt(offsets[i], exc) from exc
+        return out
+
+
+def _replay(deserializer: Any) -> _PerRecordReplay:
+    form = call_form(deserializer)
+    assert form is not None
+    return _PerRecordReplay(*form)

@@ -209,18 +209,35 @@ class RecordBuffer:
         # data is buffered only while there is a position: every move that
         # clears it (a reset) drops the buffer first (planner.py's invariant)
         assert position is not None
-        config = self.config
-        tp = completed.tp
-        completed.stream = fastkc_records.record_stream(
-            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=position,
-            check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
-            aborted_transactions=completed.aborted or (), key_deserializer=per_record(key_deserializer),
-            value_deserializer=per_record(value_deserializer), max_decompressed_bytes=self._max_decompressed,
-            max_batch_records=self._max_batch_records, arrow=form == "arrow")
+        completed.stream = self._open_stream(completed, position, form, per_record(key_deserializer),
+                                             per_record(value_deserializer))
         completed.form = form
         completed.fetch_offset = position
         completed.arrow_ready = None  # a step of the stream this one replaces is not handed out
         return completed.stream
+
+    def _open_stream(self, completed: CompletedFetch, position: int, form: str, key_deserializer: Any = None,
+                     value_deserializer: Any = None) -> "RecordStream":
+        config = self.config
+        tp = completed.tp
+        return fastkc_records.record_stream(
+            completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=position,
+            check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
+            aborted_transactions=completed.aborted or (), key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer, max_decompressed_bytes=self._max_decompressed,
+            max_batch_records=self._max_batch_records, arrow=form == "arrow")
+
+    def _raw_step(self, state: "PartitionState", completed: CompletedFetch, max_records: int) -> list[ConsumerRecord]:
+        """The records a step of `completed` from the position gives, built
+        raw (no deserializer), on a stream of its own (the error path of a
+        per-record deserializer: its step is gone from the fetch's stream)."""
+        assert state.position is not None
+        try:
+            records: list[ConsumerRecord] = self._open_stream(completed, state.position, "records").records(
+                max_records, self._max_held)
+        except CorruptRecordError as exc:
+            records = list(getattr(exc, "records", None) or ())
+        return records
 
     @staticmethod
     def _resume_at(stream: "RecordStream", completed: CompletedFetch, done: bool) -> int:
@@ -300,13 +317,21 @@ class RecordBuffer:
                                       "prepared" if stream.pending else "inline"] += 1
                 failure: BaseException | None = None
                 bad_offset: int | None = None
+                deserialized = None
                 try:
                     chunk = stream.records(step, self._max_held)
                 except CorruptRecordError as exc:
                     chunk = list(getattr(exc, "records", None) or ())
                     failure = exc
-                if deserializers.batched:
+                except Exception as exc:  # a per-record deserializer's, at a record the builder does not name
+                    deserialized = deserializers.replayed(self._raw_step(state, completed, step), tp.topic,
+                                                          tp.partition)
+                    if deserialized.error is None:  # it passed when called again: deliver nothing of the step
+                        deserialized = deserialized._replace(records=[], error=exc)
+                    chunk = []
+                if deserialized is None and deserializers.batched:
                     deserialized = deserializers.deserialize(chunk, tp.topic, tp.partition)
+                if deserialized is not None:
                     chunk = deserialized.records
                     if deserialized.error is not None:  # at a record before a corrupt batch, if any
                         failure, bad_offset = deserialized.error, deserialized.failed_at

@@ -6,7 +6,7 @@ import pytest
 
 from fastkc import records as R
 from fastkc.config import consumer_config
-from fastkc.deserializers import RecordDeserializers, is_batch_deserializer, per_record
+from fastkc.deserializers import RecordDeserializers, call_form, is_batch_deserializer, per_record
 from fastkc.errors import KafkaConfigurationError
 from fastkc.structs import ConsumerRecord, ShareRecord
 from tests.support import batchgen as g
@@ -135,3 +135,37 @@ def test_share_records_keep_their_type_and_delivery_count():
     out = RecordDeserializers(None, Upper()).replaced(list(decoded.records), "t", 0)
     assert [type(r) for r in out] == [ShareRecord] * 3
     assert [(r.value, r.delivery_count) for r in out] == [(b"V0", 4), (b"V1", 4), (b"V2", 4)]
+
+
+def test_a_per_record_failure_is_found_by_replaying_the_raw_records():
+    seen = []
+
+    class Boom(Exception):
+        pass
+
+    def value_fn(data):
+        seen.append(data)
+        if data == b"BAD":
+            raise Boom("no")
+        return data.decode()
+
+    class Keys:  # kafka-python 3's form: deserialize(topic, headers, data)
+        def deserialize(self, topic, headers, data):
+            return (topic, headers[0][1], data)
+
+    split = RecordDeserializers(Keys(), value_fn)
+    raw = _records([b"a", b"b", b"BAD", b"d"])
+    out = split.replayed(raw, "t", 3)
+    # the user's own error, unchanged; the records before it as the builder would have made them
+    assert isinstance(out.error, Boom) and out.failed_at == 102
+    built = R.decode(g.record_batch([g.Record(key=b"k%d" % i, value=v, headers=[("h", b"%d" % i)], offset_delta=i,
+                                              timestamp_delta=i) for i, v in enumerate([b"a", b"b"])],
+                                    base_offset=100), topic="t", partition=3,
+                     key_deserializer=Keys(), value_deserializer=value_fn)
+    assert out.records == built
+    assert b"d" not in seen  # nothing past the bad record is deserialized
+    # all pass when replayed: no error, every record
+    assert split.replayed(_records([b"a"]), "t", 3).error is None
+    assert call_form(None) is None and call_form(value_fn) == (value_fn, False)
+    with pytest.raises(TypeError):
+        call_form(3)

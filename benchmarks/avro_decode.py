@@ -107,12 +107,18 @@ def main(argv=None):
             fn(payloads)
             times[name].append(time.perf_counter() - start)
     size = sum(map(len, payloads))
-    print(f"{args.payloads} payloads ({size / len(payloads):.0f} B each), {args.rounds} round(s), "
-          f"load {os.getloadavg()[0]:.2f}{' (QUICK)' if QUICK else ''}")
-    base = statistics.median(times["fastavro schemaless_reader per value"])
+    print_medians(f"{args.payloads} payloads ({size / len(payloads):.0f} B each), {args.rounds} round(s)", times,
+                  "fastavro schemaless_reader per value", args.payloads, "values")
+
+
+def print_medians(title, times, base, count, unit):
+    """`title` with the load average, then each way's median rate and its
+    ratio to `base`'s."""
+    print(f"{title}, load {os.getloadavg()[0]:.2f}{' (QUICK)' if QUICK else ''}")
+    base_time = statistics.median(times[base])
     for name, samples in times.items():
         t = statistics.median(samples)
-        print(f"  {name:40s} {args.payloads / t / 1e6:6.3f} M values/s   x{base / t:5.1f}")
+        print(f"  {name:40s} {count / t / 1e6:6.3f} M {unit}/s   x{base_time / t:5.1f}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ import argparse
 import io
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # this checkout's fastkc, not an installed one
 
-from benchmarks.avro_decode import EVENT, QUICK, event_value  # noqa: E402
+from benchmarks.avro_decode import EVENT, QUICK, event_value, print_medians  # noqa: E402
 
 PARTITIONS = 4
 
@@ -132,12 +131,8 @@ def main(argv=None):
     finally:
         if started is not None:
             apicurio.stop(started)
-    print(f"poll(): {args.records} Avro records, {PARTITIONS} partitions, lz4, {args.rounds} round(s), "
-          f"load {os.getloadavg()[0]:.2f}{' (QUICK)' if QUICK else ''}")
-    base = statistics.median(times["AvroDeserializer, called per record"])
-    for name, samples in times.items():
-        t = statistics.median(samples)
-        print(f"  {name:40s} {args.records / t / 1e6:6.3f} M records/s   x{base / t:5.1f}")
+    print_medians(f"poll(): {args.records} Avro records, {PARTITIONS} partitions, lz4, {args.rounds} round(s)", times,
+                  "AvroDeserializer, called per record", args.records, "records")
 
 
 if __name__ == "__main__":

@@ -101,6 +101,17 @@ def _deserializers(registries):
     return CountingAvroDeserializer(ours), CountingAvroDeserializer(ours)
 
 
+@pytest.fixture
+def avro_topic(registries, kafka_broker, make_topic):
+    """(bootstrap, topic, written, key deserializer, value deserializer): a
+    topic of PARTITIONS partitions holding COUNT Avro records, and two
+    counting AvroDeserializers."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = make_topic(partitions=PARTITIONS)
+    written = _write_avro(registries, bootstrap, topic)
+    return (bootstrap, topic, written) + _deserializers(registries)
+
+
 def _assert_records_equal_theirs(registries, topic, records, written):
     assert len(records) == len(written)
     assert {(r.partition, r.offset) for r in records} == set(written)
@@ -131,11 +142,8 @@ def _consumer(bootstrap, key_d, value_d, **configs):
                          auto_offset_reset="earliest", enable_auto_commit=False, **configs)
 
 
-def test_sync_poll_decodes_whole_batches(registries, kafka_broker, make_topic):
-    bootstrap = kafka_broker.bootstrap_servers
-    topic = make_topic(partitions=PARTITIONS)
-    written = _write_avro(registries, bootstrap, topic)
-    key_d, value_d = _deserializers(registries)
+def test_sync_poll_decodes_whole_batches(registries, avro_topic):
+    bootstrap, topic, written, key_d, value_d = avro_topic
     with _consumer(bootstrap, key_d, value_d, max_poll_records=50) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
         records = _drain_poll(consumer, COUNT)
@@ -145,11 +153,8 @@ def test_sync_poll_decodes_whole_batches(registries, kafka_broker, make_topic):
     assert value_d.batch_calls < COUNT // 2
 
 
-def test_iteration_decodes_whole_batches(registries, kafka_broker, make_topic):
-    bootstrap = kafka_broker.bootstrap_servers
-    topic = make_topic(partitions=PARTITIONS)
-    written = _write_avro(registries, bootstrap, topic)
-    key_d, value_d = _deserializers(registries)
+def test_iteration_decodes_whole_batches(registries, avro_topic):
+    bootstrap, topic, written, key_d, value_d = avro_topic
     with _consumer(bootstrap, key_d, value_d, consumer_timeout_ms=3000) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
         records = [record for record, _ in zip(consumer, range(COUNT))]
@@ -157,11 +162,8 @@ def test_iteration_decodes_whole_batches(registries, kafka_broker, make_topic):
     _assert_batch_path(key_d, value_d)
 
 
-def test_aio_getmany_and_getone_decode_whole_batches(registries, kafka_broker, make_topic):
-    bootstrap = kafka_broker.bootstrap_servers
-    topic = make_topic(partitions=PARTITIONS)
-    written = _write_avro(registries, bootstrap, topic)
-    key_d, value_d = _deserializers(registries)
+def test_aio_getmany_and_getone_decode_whole_batches(registries, avro_topic):
+    bootstrap, topic, written, key_d, value_d = avro_topic
 
     async def scenario():
         consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, key_deserializer=key_d, value_deserializer=value_d,
@@ -183,11 +185,8 @@ def test_aio_getmany_and_getone_decode_whole_batches(registries, kafka_broker, m
     _assert_batch_path(key_d, value_d)
 
 
-def test_share_poll_decodes_whole_batches(registries, kafka_broker, make_topic):
-    bootstrap = kafka_broker.bootstrap_servers
-    topic = make_topic(partitions=PARTITIONS)
-    written = _write_avro(registries, bootstrap, topic)
-    key_d, value_d = _deserializers(registries)
+def test_share_poll_decodes_whole_batches(registries, avro_topic):
+    bootstrap, topic, written, key_d, value_d = avro_topic
     group = "share-batch-" + topic[-12:]
     set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
     with KafkaShareConsumer(topic, bootstrap_servers=bootstrap, group_id=group, key_deserializer=key_d,

@@ -49,25 +49,29 @@ EVENT = {
 }
 
 
+def event_value(i):
+    """The i-th event (a dict of EVENT's shape, fastavro's types)."""
+    base = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
+    return {
+        "event_id": f"evt-{i:012d}", "user_id": 10_000_000 + i * 7, "session_id": f"s-{i % 5000:08x}",
+        "sequence": i, "url": f"https://example.com/p/{i % 977}?ref=bench",
+        "referrer": None if i % 3 else "https://search.example.org/", "country": ("FR", "US", "DE", "JP")[i % 4],
+        "duration_ms": 100 + i % 9000, "is_bot": i % 50 == 0, "kind": ("VIEW", "CLICK", "BUY")[i % 3],
+        "device": {"os": "android" if i % 2 else "ios", "version": f"{14 + i % 3}.{i % 10}", "screen_w": 1080,
+                   "screen_h": 2400},
+        "tags": ["a", "promo"][: i % 3], "props": {"ab": "b" if i % 2 else "a"},
+        "ts": base + datetime.timedelta(milliseconds=i * 13), "amount": decimal.Decimal(i % 100_000).scaleb(-2),
+    }
+
+
 def make_payloads(n):
     import fastavro
 
     parsed = fastavro.parse_schema(EVENT)
-    base = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
     out = []
     for i in range(n):
-        value = {
-            "event_id": f"evt-{i:012d}", "user_id": 10_000_000 + i * 7, "session_id": f"s-{i % 5000:08x}",
-            "sequence": i, "url": f"https://example.com/p/{i % 977}?ref=bench",
-            "referrer": None if i % 3 else "https://search.example.org/", "country": ("FR", "US", "DE", "JP")[i % 4],
-            "duration_ms": 100 + i % 9000, "is_bot": i % 50 == 0, "kind": ("VIEW", "CLICK", "BUY")[i % 3],
-            "device": {"os": "android" if i % 2 else "ios", "version": f"{14 + i % 3}.{i % 10}", "screen_w": 1080,
-                       "screen_h": 2400},
-            "tags": ["a", "promo"][: i % 3], "props": {"ab": "b" if i % 2 else "a"},
-            "ts": base + datetime.timedelta(milliseconds=i * 13), "amount": decimal.Decimal(i % 100_000).scaleb(-2),
-        }
         buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, parsed, value)
+        fastavro.schemaless_writer(buf, parsed, event_value(i))
         out.append(buf.getvalue())
     return out
 
@@ -103,12 +107,18 @@ def main(argv=None):
             fn(payloads)
             times[name].append(time.perf_counter() - start)
     size = sum(map(len, payloads))
-    print(f"{args.payloads} payloads ({size / len(payloads):.0f} B each), {args.rounds} round(s), "
-          f"load {os.getloadavg()[0]:.2f}{' (QUICK)' if QUICK else ''}")
-    base = statistics.median(times["fastavro schemaless_reader per value"])
+    print_medians(f"{args.payloads} payloads ({size / len(payloads):.0f} B each), {args.rounds} round(s)", times,
+                  "fastavro schemaless_reader per value", args.payloads, "values")
+
+
+def print_medians(title, times, base, count, unit):
+    """`title` with the load average, then each way's median rate and its
+    ratio to `base`'s."""
+    print(f"{title}, load {os.getloadavg()[0]:.2f}{' (QUICK)' if QUICK else ''}")
+    base_time = statistics.median(times[base])
     for name, samples in times.items():
         t = statistics.median(samples)
-        print(f"  {name:40s} {args.payloads / t / 1e6:6.3f} M values/s   x{base / t:5.1f}")
+        print(f"  {name:40s} {count / t / 1e6:6.3f} M {unit}/s   x{base_time / t:5.1f}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypedDict
 
+from fastkc.deserializers import is_batch_deserializer
 from fastkc.errors import KafkaConfigurationError
 
 INT32_MAX = 0x7FFFFFFF
@@ -357,8 +358,8 @@ def check_value(setting: Setting, value: Any, *, aiokafka: bool = False) -> Any:
     elif kind is Kind.ASSIGNORS:
         _check_assignors(setting, value)
     elif kind is Kind.DESERIALIZER:
-        if not callable(value) and not callable(getattr(value, "deserialize", None)):
-            _type_error(setting, "callable or an object with a deserialize() method", value)
+        if not (callable(value) or callable(getattr(value, "deserialize", None)) or is_batch_deserializer(value)):
+            _type_error(setting, "callable or an object with a deserialize() or deserialize_many() method", value)
     elif kind is Kind.CALLABLE:
         if not callable(value):
             _type_error(setting, "callable", value)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastkc import _backend
 from fastkc.arrow_schema import arrow_schema, share_arrow_schema
+from fastkc.deserializers import call_form
 from fastkc.share_ranges import checked_acquired
 from fastkc.structs import ConsumerRecord, DecodedPartition, ScanInfo, ShareDecoded, ShareRecord
 
@@ -86,14 +87,7 @@ def _deserializer_spec(deserializer: Deserializer) -> tuple[Callable[..., Any], 
     # deserialize(topic, headers, data)) or a plain callable (called as
     # fn(data), also for null data). The backends get (callable, full_form)
     # so the compiled core can call either shape without a Python shim.
-    if deserializer is None:
-        return None
-    method = getattr(deserializer, "deserialize", None)
-    if method is not None and callable(method):
-        return (method, True)
-    if callable(deserializer):
-        return (deserializer, False)
-    raise TypeError("a deserializer must be callable or have a deserialize() method")
+    return call_form(deserializer)
 
 
 def decode_partition(

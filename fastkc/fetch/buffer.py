@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastkc import records as fastkc_records
 from fastkc.config import Config, decode_budget
+from fastkc.deserializers import RecordDeserializers, per_record
 from fastkc.errors import CorruptRecordError
 from fastkc.fetch.completed import (
     ARROW_STEP_MAX,
@@ -174,18 +175,21 @@ class RecordBuffer:
             self._next_partition = self._next_partition % len(order) + 1
         return order
 
-    def stop_at_bad_batch(self, state: "PartitionState", exc: CorruptRecordError, handed_out_to: int | None,
-                          now: float, advance: bool = True) -> None:
-        """After a CorruptRecordError: drop what is buffered, move the position
-        past the records already handed out (`handed_out_to`: the offset after
-        the last, or None) to the bad batch, and fetch again from there after
-        retry_backoff_ms — the records before it are delivered, the error
-        surfaces next, nothing is skipped."""
+    def stop_at_bad_batch(self, state: "PartitionState", exc: BaseException, handed_out_to: int | None,
+                          now: float, advance: bool = True, bad_offset: int | None = None) -> None:
+        """After a CorruptRecordError (or a batch deserializer's error, at the
+        record `bad_offset`): drop what is buffered, move the position past
+        the records already handed out (`handed_out_to`: the offset after the
+        last, or None) to the bad batch (record), and fetch again from there
+        after retry_backoff_ms — the records before it are delivered, the
+        error surfaces next, nothing is skipped."""
         self.drop(state)
         if advance:
             if handed_out_to is not None:
                 state.position = handed_out_to
-            bad_offset = getattr(exc, "offset", None)
+            if bad_offset is None:
+                bad_offset = getattr(exc, "offset", None)
+            assert state.position is not None  # records were handed out from the buffer: there is one
             if bad_offset is not None and bad_offset > state.position:
                 state.position = bad_offset
         state.fetch_offset = state.position
@@ -205,18 +209,35 @@ class RecordBuffer:
         # data is buffered only while there is a position: every move that
         # clears it (a reset) drops the buffer first (planner.py's invariant)
         assert position is not None
+        completed.stream = self._open_stream(completed, position, form, per_record(key_deserializer),
+                                             per_record(value_deserializer))
+        completed.form = form
+        completed.fetch_offset = position
+        completed.arrow_ready = None  # a step of the stream this one replaces is not handed out
+        return completed.stream
+
+    def _open_stream(self, completed: CompletedFetch, position: int, form: str, key_deserializer: Any = None,
+                     value_deserializer: Any = None) -> "RecordStream":
         config = self.config
         tp = completed.tp
-        completed.stream = fastkc_records.record_stream(
+        return fastkc_records.record_stream(
             completed.data, topic=tp.topic, partition=tp.partition, fetch_offset=position,
             check_crcs=config["check_crcs"], isolation_level=config["isolation_level"],
             aborted_transactions=completed.aborted or (), key_deserializer=key_deserializer,
             value_deserializer=value_deserializer, max_decompressed_bytes=self._max_decompressed,
             max_batch_records=self._max_batch_records, arrow=form == "arrow")
-        completed.form = form
-        completed.fetch_offset = position
-        completed.arrow_ready = None  # a step of the stream this one replaces is not handed out
-        return completed.stream
+
+    def _raw_step(self, state: "PartitionState", completed: CompletedFetch, max_records: int) -> list[ConsumerRecord]:
+        """The records a step of `completed` from the position gives, built
+        raw (no deserializer), on a stream of its own (the error path of a
+        per-record deserializer: its step is gone from the fetch's stream)."""
+        assert state.position is not None
+        try:
+            records: list[ConsumerRecord] = self._open_stream(completed, state.position, "records").records(
+                max_records, self._max_held)
+        except CorruptRecordError as exc:
+            records = list(getattr(exc, "records", None) or ())
+        return records
 
     @staticmethod
     def _resume_at(stream: "RecordStream", completed: CompletedFetch, done: bool) -> int:
@@ -258,6 +279,9 @@ class RecordBuffer:
         `unprepared` is None."""
         self._records_form = True
         self.unprepared = None
+        # the streams build records with the per-record deserializers; a
+        # batch deserializer's field is replaced per step, below
+        deserializers = RecordDeserializers(key_deserializer, value_deserializer)
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
         remaining = max_records
         for state in self._ordered_states():
@@ -291,25 +315,43 @@ class RecordBuffer:
                     # where this step's phase 1 comes from (metrics: how much the decode thread took over)
                     self.decode_steps["waited" if stream.preparing else
                                       "prepared" if stream.pending else "inline"] += 1
+                failure: BaseException | None = None
+                bad_offset: int | None = None
+                deserialized = None
                 try:
                     chunk = stream.records(step, self._max_held)
                 except CorruptRecordError as exc:
-                    good = list(getattr(exc, "records", None) or ())
+                    chunk = list(getattr(exc, "records", None) or ())
+                    failure = exc
+                except Exception as exc:  # a per-record deserializer's, at a record the builder does not name
+                    deserialized = deserializers.replayed(self._raw_step(state, completed, step), tp.topic,
+                                                          tp.partition)
+                    if deserialized.error is None:  # it passed when called again: deliver nothing of the step
+                        deserialized = deserialized._replace(records=[], error=exc)
+                    chunk = []
+                if deserialized is None and deserializers.batched:
+                    deserialized = deserializers.deserialize(chunk, tp.topic, tp.partition)
+                if deserialized is not None:
+                    chunk = deserialized.records
+                    if deserialized.error is not None:  # at a record before a corrupt batch, if any
+                        failure, bad_offset = deserialized.error, deserialized.failed_at
+                if failure is not None:
+                    good = chunk
                     if good:
                         taken.extend(good)
                         remaining -= len(good)
                         completed.records_out += len(good)
                         if update_offsets:
                             state.position_epoch = good[-1].leader_epoch
-                    self.stop_at_bad_batch(state, exc, good[-1].offset + 1 if good else None, now,
-                                           advance=update_offsets)
+                    self.stop_at_bad_batch(state, failure, good[-1].offset + 1 if good else None, now,
+                                           advance=update_offsets, bad_offset=bad_offset)
                     if taken:
-                        self._partitions.fail(exc)
+                        self._partitions.fail(failure)
                         break
                     if out:
-                        self._partitions.fail(exc)
+                        self._partitions.fail(failure)
                         return out
-                    raise
+                    raise failure
                 if chunk:
                     if taken:
                         taken.extend(chunk)

@@ -44,6 +44,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
+from fastkc.deserializers import RecordDeserializers
 from fastkc.errors import (
     IllegalStateError,
     InvalidAcquiredRecordsError,
@@ -207,6 +208,9 @@ class ShareFetchMachine:
         self.member_id = member_id
         self._decode = decode
         self._decode_arrow = decode_arrow
+        # per-record ones go to the decoder; a batch deserializer's field is
+        # replaced once per decoded fetch (_records)
+        self._deserializers = RecordDeserializers(config.get("key_deserializer"), config.get("value_deserializer"))
         self.assignment: frozenset[TopicPartition] = frozenset()
         self.topic_ids: dict[str, bytes] = {}
         self.leaders: dict[TopicPartition, int] = {}
@@ -580,9 +584,15 @@ class ShareFetchMachine:
                 "acquired": acquired, "check_crcs": self.config["check_crcs"],
                 "max_decompressed_bytes": max_decompressed, "max_batch_records": max_records}
         if not arrow:  # Arrow columns hold the bytes as they are
-            args["key_deserializer"] = self.config["key_deserializer"]
-            args["value_deserializer"] = self.config["value_deserializer"]
+            args["key_deserializer"] = self._deserializers.key_per_record
+            args["value_deserializer"] = self._deserializers.value_per_record
         return args
+
+    def _records(self, completed: CompletedShareFetch, decoded: Any) -> list[Any]:
+        """A decoded fetch's records with their batch-deserialized fields (a
+        deserializer's error fails the fetch as a per-record one does)."""
+        tp = completed.partition
+        return self._deserializers.replaced(list(decoded.records), tp.topic, tp.partition)
 
     def _first_decode(self, completed: CompletedShareFetch, arrow: bool) -> None:
         """Decode a completed fetch for the first time: its gaps become GAP
@@ -592,6 +602,7 @@ class ShareFetchMachine:
         assert decoder is not None
         try:
             out = decoder(completed.data, **self._decode_args(completed, completed.acquired, arrow))
+            records = None if arrow else self._records(completed, out)
         except Exception as exc:
             self.buffer.remove(completed)
             self._settle_failed_decode(completed, exc)
@@ -601,7 +612,8 @@ class ShareFetchMachine:
             completed.arrow = out.records
             record_offsets = set(out.records.column("offset").to_pylist())
         else:
-            completed.decoded = list(out.records)
+            assert records is not None
+            completed.decoded = records
             completed.offsets = list(map(_OFFSET, completed.decoded))
             record_offsets = set(completed.offsets)
         completed.next_record = 0
@@ -645,7 +657,7 @@ class ShareFetchMachine:
         if arrow:
             completed.arrow = out.records
         else:
-            completed.decoded = list(out.records)
+            completed.decoded = self._records(completed, out)
             completed.offsets = list(map(_OFFSET, completed.decoded))
             completed.next_record = 0
 

@@ -1,0 +1,224 @@
+"""Batch deserializers: what they are, and the one place records get them.
+
+A key or value deserializer is one of three things (kafka-python's two, and
+one of fastkc's):
+- a plain callable, fn(data);
+- a kafka-python `Deserializer`, deserialize(topic, headers, data);
+- a **batch deserializer**: an object with `deserialize_many(values, topic,
+  partition, offsets, headers_list, field)` (the `BatchDeserializer`
+  protocol), such as fastkc.schema_registry.AvroDeserializer. Any decoder
+  that implements that one method is recognised, whatever else it is.
+
+The first two are called by the compiled record builder, once per record.
+A batch deserializer is not: the records are built with that field's raw
+bytes (so serialized_key_size / serialized_value_size are the raw sizes, as
+kafka-python reports them), then `RecordDeserializers.deserialize()` replaces
+the field of a partition's records with the result of one deserialize_many
+call. Every front-end's record path goes through it: the fetch buffer
+(KafkaConsumer.poll() and iteration, fastkc.aio's getmany / getone) and the
+share consumer's poll.
+
+Errors: a failing batch names the record it failed at through the error's
+`offset` (fastkc.schema_registry's DeserializationError does). Then
+`deserialize()` gives the records before it, deserialized, and the error
+(the fetch buffer delivers those and moves the position to the bad record,
+as Java's RecordDeserializationException leaves it, so the application can
+seek past it). An error that names no record of the batch counts as failing
+at its first record.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+from fastkc.structs import ConsumerRecord
+
+# A record's headers as fastkc builds them: (name, value) pairs
+Headers = list[tuple[str, bytes | None]]
+
+# the fields' positions in ConsumerRecord, and in ShareRecord (which only
+# appends delivery_count)
+_OFFSET = ConsumerRecord._fields.index("offset")
+_KEY = ConsumerRecord._fields.index("key")
+_VALUE = ConsumerRecord._fields.index("value")
+_HEADERS = ConsumerRecord._fields.index("headers")
+
+_Record = TypeVar("_Record", bound=tuple[Any, ...])
+
+
+class BatchDeserializer(Protocol):
+    """What fastkc recognises as a batch deserializer (Avro today; Protobuf
+    and JSON Schema deserializers plug in by implementing the same method).
+
+    `values[i]` is the raw key or value of the record at `offsets[i]` (None
+    for a null one), `headers_list[i]` its headers; `field` is "key" or
+    "value" (fastkc.schema_registry.MessageField's members compare equal to
+    these). Returns one object per value, in order. A failure should be an
+    exception whose `offset` attribute names the record it failed at."""
+
+    def deserialize_many(self, values: Sequence[bytes | None], topic: str, partition: int,
+                         offsets: Sequence[int], headers_list: Sequence[Headers | None] | None = None,
+                         field: Any = "value") -> list[Any]:
+        ...
+
+
+def call_form(deserializer: Any) -> tuple[Callable[..., Any], bool] | None:
+    """How a per-record deserializer is called: (function, full) where full
+    means deserialize(topic, headers, data) (kafka-python 3's Deserializer),
+    else fn(data) (also for null data); None for no deserializer."""
+    if deserializer is None:
+        return None
+    method = getattr(deserializer, "deserialize", None)
+    if method is not None and callable(method):
+        return (method, True)
+    if callable(deserializer):
+        return (deserializer, False)
+    raise TypeError("a deserializer must be callable or have a deserialize() method")
+
+
+def is_batch_deserializer(deserializer: object) -> bool:
+    """True for an object with a callable deserialize_many (the one test)."""
+    return callable(getattr(deserializer, "deserialize_many", None))
+
+
+def per_record(deserializer: Any) -> Any:
+    """What the record builder calls per record for a field: the deserializer
+    itself, or None (raw bytes) for a batch deserializer."""
+    return None if is_batch_deserializer(deserializer) else deserializer
+
+
+class DeserializedRecords(NamedTuple):
+    """A partition's records after their batch deserializers.
+
+    records: the records before the failing one (all of them when error is
+    None), their keys and values deserialized
+    error: what the deserializer raised, or None
+    failed_at: the offset of the record it failed at (None without an error)"""
+
+    records: list[Any]
+    error: BaseException | None
+    failed_at: int | None
+
+
+class RecordDeserializers:
+    """A consumer's key and value deserializers, split into what the record
+    builder calls per record and what runs once per partition's records."""
+
+    __slots__ = ("key_per_record", "value_per_record", "_key_batch", "_value_batch")
+
+    def __init__(self, key_deserializer: Any, value_deserializer: Any) -> None:
+        self.key_per_record = per_record(key_deserializer)
+        self.value_per_record = per_record(value_deserializer)
+        self._key_batch: BatchDeserializer | None = key_deserializer if self.key_per_record is None \
+            and key_deserializer is not None else None
+        self._value_batch: BatchDeserializer | None = value_deserializer if self.value_per_record is None \
+            and value_deserializer is not None else None
+
+    def replayed(self, raw: list[_Record], topic: str, partition: int) -> DeserializedRecords:
+        """After the record builder's per-record call raised (it does not say
+        at which record): the same step's records built raw, each field
+        deserialized again from Python, record by record for the per-record
+        deserializers, to find the record the error belongs to. The records
+        before it and the error, as deserialize() gives them; no error when
+        the calls all passed this time."""
+        key = _replay(self.key_per_record) if self.key_per_record is not None else self._key_batch
+        value = _replay(self.value_per_record) if self.value_per_record is not None else self._value_batch
+        return RecordDeserializers(key, value).deserialize(raw, topic, partition)
+
+    @property
+    def batched(self) -> bool:
+        """True when a field is left to a batch deserializer."""
+        return self._key_batch is not None or self._value_batch is not None
+
+    def deserialize(self, records: list[_Record], topic: str, partition: int) -> DeserializedRecords:
+        """One partition's records (in offset order, as built) with their
+        batch-deserialized fields replaced: one deserialize_many call per
+        field. On a failure, the records before the one it names, each
+        deserialized (that prefix decoded again), and the error."""
+        if not records or not self.batched:
+            return DeserializedRecords(records, None, None)
+        try:
+            return DeserializedRecords(self.replaced(records, topic, partition), None, None)
+        except Exception as exc:  # the deserializer's own error, handed to the application unchanged
+            error = exc.error if isinstance(exc, _FailedAt) else exc
+            bad = _failed_index(exc, records)
+            before = self.deserialize(records[:bad], topic, partition) if bad else DeserializedRecords([], None, None)
+            if before.error is not None:  # the prefix failed on its own (a registry gone meanwhile)
+                return before
+            return DeserializedRecords(before.records, error, records[bad][_OFFSET])
+
+    def replaced(self, records: list[_Record], topic: str, partition: int) -> list[_Record]:
+        """`records` with their batch-deserialized fields replaced; the
+        deserializer's error propagates as it is."""
+        if not records or not self.batched:
+            return records
+        offsets = [record[_OFFSET] for record in records]
+        headers = [record[_HEADERS] for record in records]
+        fields: list[tuple[int, list[Any]]] = []
+        for index, name, batch in ((_KEY, "key", self._key_batch), (_VALUE, "value", self._value_batch)):
+            if batch is not None:
+                raw = [record[index] for record in records]
+                done = batch.deserialize_many(raw, topic, partition, offsets, headers, name)
+                if len(done) != len(raw):
+                    raise TypeError("{0}.deserialize_many returned {1} {2}s for {3}".format(
+                        type(batch).__name__, len(done), name, len(raw)))
+                fields.append((index, done))
+        # column by column, then rows again: the loops are zip's and map's, in C
+        # (a record rebuilt per row in Python costs ~25 % more)
+        columns: list[Sequence[Any]] = list(zip(*records))
+        for index, done in fields:
+            columns[index] = done
+        rebuilt: list[_Record] = list(map(tuple.__new__, repeat(type(records[0])), zip(*columns)))
+        return rebuilt
+
+
+def _failed_index(exc: BaseException, records: Sequence[tuple[Any, ...]]) -> int:
+    """The position in `records` of the record the error names (its
+    `offset`), 0 when it names none of them."""
+    offset = getattr(exc, "offset", None)
+    if isinstance(offset, int) and not isinstance(offset, bool):
+        for i, record in enumerate(records):
+            if record[_OFFSET] == offset:
+                return i
+    return 0
+
+
+class _FailedAt(Exception):
+    """A per-record deserializer's `error`, raised at the record at `offset`
+    (replayed() only; the application gets `error` itself)."""
+
+    def __init__(self, offset: int, error: Exception) -> None:
+        super().__init__(offset, error)
+        self.offset = offset
+        self.error = error
+
+
+class _PerRecordReplay:
+    """A per-record deserializer as a batch one, called from Python record by
+    record, in the record builder's order (replayed())."""
+
+    def __init__(self, function: Callable[..., Any], full: bool) -> None:
+        self._function = function
+        self._full = full
+
+    def deserialize_many(self, values: Sequence[bytes | None], topic: str, partition: int,
+                         offsets: Sequence[int], headers_list: Sequence[Headers | None] | None = None,
+                         field: Any = "value") -> list[Any]:
+        function = self._function
+        out = []
+        for i, value in enumerate(values):
+            try:
+                if self._full:
+                    out.append(function(topic, headers_list[i] if headers_list is not None else None, value))
+                else:
+                    out.append(function(value))
+            except Exception as exc:
+                raise _FailedAt(offsets[i], exc) from exc
+        return out
+
+
+def _replay(deserializer: Any) -> _PerRecordReplay:
+    form = call_form(deserializer)
+    assert form is not None
+    return _PerRecordReplay(*form)

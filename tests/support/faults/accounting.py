@@ -446,14 +446,16 @@ class CommitAuditor(threading.Thread):
         self.stop_event = threading.Event()
         self.failed_reads = 0
 
-    def read_now(self, timeout=2.0, attempts=5):
+    def read_now(self, timeout=2.0, attempts=8):
         """One read of the committed offsets, tried up to `attempts` times a
-        second apart; True when the broker answered. A short timeout per try:
+        second apart; True when the broker answered. A short first timeout:
         on a fresh cluster the first reads wait for the offsets topic to
-        exist, and the next try should not wait behind them."""
+        exist, and the next try should not wait behind them; each later try
+        waits twice as long as the one before (up to 16 s), so a loaded
+        machine's slow answer still arrives."""
         for attempt in range(attempts):
             try:
-                offsets = committed_offsets(self.admin, self.group, self.topic, timeout)
+                offsets = committed_offsets(self.admin, self.group, self.topic, min(16.0, timeout * 2 ** attempt))
             except Exception:  # noqa: BLE001 - a read during a fault may fail; it is counted
                 self.failed_reads += 1
                 if attempt + 1 < attempts:

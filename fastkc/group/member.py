@@ -237,10 +237,6 @@ class GroupMemberBase(Generic[Machine]):
     def _next_heartbeat(self, when: float) -> None:
         self.machine.next_heartbeat = when
 
-    def _set_state(self, new: Any) -> None:  # the machine's state enum
-        with self._lock:
-            self.machine._set_state(new)
-
     # --- lifecycle ------------------------------------------------------------------------
     def _ensure_thread(self) -> None:
         if self._start_thread and self._thread is None:

@@ -54,3 +54,23 @@ def test_the_rule_on_a_small_package(tmp_path):
     })
     assert sorted(found) == [("fastkc.b", "_LIMIT"), ("fastkc.b", "_m"), ("fastkc.b", "_x"),
                              ("pyspark_fastkc", "_core")]
+
+
+def test_a_name_the_module_also_defines_is_resolved_by_the_receivers_type(tmp_path):
+    # module c has its own self._x; reading _x of an object whose class lives
+    # in module a is still a read of a's private name, when the type is known
+    _uses(tmp_path, {
+        "fastkc/__init__.py": "",
+        "fastkc/a.py": "class A:\n    def __init__(self):\n        self._x = 1\n",
+        "fastkc/c.py": "from typing import TypeVar\nfrom fastkc.a import A\n"
+                       "T = TypeVar('T', 'A', 'A')\n"
+                       "class C:\n"
+                       "    def __init__(self, a: A, t: T):\n"
+                       "        self._x = 2\n        self.a = a\n        self.made = A()\n        self.t = t\n"
+                       "    def reads(self, other: 'A | None', peer: 'C', anything):\n"
+                       "        mine = C(self.a, self.t)\n        held = self.made\n"
+                       "        return (other._x, self.a._x, self.made._x, held._x, self.t._x,\n"
+                       "                peer._x, mine._x, anything._x, self._x)\n",
+    })
+    found = [(u.module, u.name, u.line) for u in private_names.find(str(tmp_path))]
+    assert found == [("fastkc.c", "_x", 13)] * 5  # the five foreign receivers; line 14's are c's own or unknown

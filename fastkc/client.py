@@ -118,6 +118,13 @@ class KafkaClient(ClusterCoreDriver):
         # called after each metadata update (the fetcher checks leader epochs)
         self.metadata_listeners: list[Callable[[], None]] = []
 
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The monotonic clock (seconds) this client measures its deadlines
+        on: a caller whose own bound shares a wait with this client's calls
+        (the group transport, the fetcher) measures it on the same clock."""
+        return self._clock
+
     # --- bootstrap ---------------------------------------------------------------
     def bootstrap(self, timeout_ms: float | None = None) -> None:
         """Connect to a bootstrap server and load the broker list from it.
@@ -282,6 +289,23 @@ class KafkaClient(ClusterCoreDriver):
 
     def connection(self, node_id: int) -> BrokerConnection | None:
         return self._conns.get(node_id)
+
+    def connected_to_any_broker(self) -> bool:
+        """Some broker connection (one the metadata named) is established:
+        the consumer's bootstrap_connected(). The bootstrap connection counts
+        once it is matched to its broker."""
+        return any(conn.established for conn in list(self._conns.values()))
+
+    def drop_connection(self, node_id: int) -> None:
+        """Close the connection to node_id now (no backoff; its requests in
+        flight fail) and stop watching its socket: for a caller that stopped
+        waiting for an answer (a timeout, an abort), which may still come but
+        cannot be trusted to arrive in order with the next request's. The
+        next ready(node_id) reconnects. Nothing happens without a connection."""
+        conn = self._conns.get(node_id)
+        if conn is not None:
+            conn.close()
+            self._sync(conn)
 
     def least_loaded_node(self) -> int | None:
         """A ready broker with the fewest requests in flight, else any known one."""

@@ -159,27 +159,6 @@ class BrokerConnection:
     def _next_attempt(self, value: float) -> None:
         self.core.next_attempt = value
 
-    @property
-    def _reauth_at(self) -> float | None:
-        value: float | None = self.core._reauth_at
-        return value
-
-    @_reauth_at.setter
-    def _reauth_at(self, value: float | None) -> None:
-        self.core._reauth_at = value
-
-    @property
-    def _reauth_enabled(self) -> bool:
-        value: bool = self.core._reauth_enabled
-        return value
-
-    @_reauth_enabled.setter
-    def _reauth_enabled(self, value: bool) -> None:
-        self.core._reauth_enabled = value
-
-    def _set_state(self, new_state: ConnectionState) -> None:
-        self.core._set_state(new_state)
-
     def in_flight_count(self) -> int:
         count: int = self.core.in_flight_count()
         return count

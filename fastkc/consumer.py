@@ -152,8 +152,7 @@ class KafkaConsumer:
         self._engine.check_open()
 
     def bootstrap_connected(self) -> bool:
-        return not self._engine.closed and self._client.bootstrapped and any(
-            self._client.is_connected(n) for n in list(self._client._conns))
+        return not self._engine.closed and self._client.bootstrapped and self._client.connected_to_any_broker()
 
     # --- assignment ------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -290,7 +289,7 @@ class KafkaConsumer:
         CommitFailedError / RebalanceInProgressError as the Java client does."""
         group = self._group()
         group.commit_sync(offsets, timeout_ms, interrupt=self._maybe_raise_wakeup)
-        group._deliver_commit_callbacks()
+        group.run_commit_callbacks()
 
     def commit_async(
         self,

@@ -5,11 +5,11 @@ import logging
 from collections.abc import Iterable
 
 from fastkc.assignors.abstract import DEFAULT_GENERATION
-from fastkc.errors import IllegalArgumentError
-from fastkc.protocol.codec import _decode_struct, _encode_struct, _EncodeError
+from fastkc.errors import ProtocolParseError
+from fastkc.protocol.codec import decode_struct, encode_struct
 from fastkc.protocol.consumer_protocol import group_by_topic
 from fastkc.protocol.schema import parse_struct
-from fastkc.protocol.types import Malformed, Reader, Writer
+from fastkc.protocol.types import Reader, Writer
 from fastkc.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -38,10 +38,7 @@ def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: in
                                 for g in group_by_topic(list(partitions), sort=True)],
         "generation": generation,
     }
-    try:
-        _encode_struct(_STICKY_USER_DATA, body, w, 1, False, "")
-    except (_EncodeError, ValueError) as exc:
-        raise IllegalArgumentError("cannot encode sticky user data: {0}".format(exc)) from None
+    encode_struct(_STICKY_USER_DATA, body, w, 1, name="sticky user data")  # IllegalArgumentError on bad values
     return w.getvalue()
 
 
@@ -54,8 +51,8 @@ def decode_sticky_user_data(data: bytes | None) -> tuple[list[TopicPartition], i
         return [], DEFAULT_GENERATION
     for layout in (1, 0):
         try:
-            body = _decode_struct(_STICKY_USER_DATA, Reader(data), layout, False)
-        except Malformed:
+            body = decode_struct(_STICKY_USER_DATA, Reader(data), layout)
+        except ProtocolParseError:
             continue
         parts = [TopicPartition(e["topic"], p) for e in body["previous_assignment"] for p in e["partitions"]]
         generation: int = body["generation"] if layout == 1 else DEFAULT_GENERATION
@@ -68,10 +65,8 @@ def encode_cooperative_user_data(generation: int) -> bytes:
     """The cooperative-sticky user data: the generation as an int32, for
     leaders that read it there (members older than subscription v2)."""
     w = Writer()
-    try:
-        _encode_struct(_COOPERATIVE_USER_DATA, {"generation": generation}, w, 0, False, "")
-    except (_EncodeError, ValueError) as exc:
-        raise IllegalArgumentError("cannot encode cooperative user data: {0}".format(exc)) from None
+    encode_struct(_COOPERATIVE_USER_DATA, {"generation": generation}, w, 0,
+                  name="cooperative user data")  # IllegalArgumentError on bad values
     return w.getvalue()
 
 
@@ -81,7 +76,7 @@ def decode_cooperative_user_data(data: bytes | None) -> int:
     if data is None:
         return DEFAULT_GENERATION
     try:
-        generation: int = _decode_struct(_COOPERATIVE_USER_DATA, Reader(data), 0, False)["generation"]
+        generation: int = decode_struct(_COOPERATIVE_USER_DATA, Reader(data), 0)["generation"]
         return generation
-    except Malformed:
+    except ProtocolParseError:
         return DEFAULT_GENERATION

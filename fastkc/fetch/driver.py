@@ -31,7 +31,7 @@ class Fetcher:
     def __init__(self, client: "KafkaClient", config: Config, *, clock: Callable[[], float] | None = None) -> None:
         self.client = client
         self.config = config
-        self._clock = clock or client._clock
+        self._clock = clock or client.clock
         self.machine = FetchMachine(config, client.cluster)
         # where the machine's decode-ahead jobs run: the "fastkc-decode"
         # thread with decode_threads=1 (the machine makes none otherwise)

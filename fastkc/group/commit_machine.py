@@ -119,6 +119,22 @@ class _Op(StateHolder[OpState]):
     def done(self) -> bool:
         return self.state is _O.DONE
 
+    # --- its moves, made by CommitMachine (_finish: to DONE) ------------------------------
+    def sent(self, token: Token) -> None:
+        """QUEUED -> IN_FLIGHT: its request went out; the answer comes back under `token`."""
+        self.token = token
+        self._set_state(_O.IN_FLIGHT)
+
+    def back_off(self, error: KafkaError, retry_at: float) -> None:
+        """IN_FLIGHT -> BACKOFF: a retriable `error`; queued again at `retry_at`."""
+        self.last_error = error
+        self.retry_at = retry_at
+        self._set_state(_O.BACKOFF)
+
+    def requeue(self) -> None:
+        """BACKOFF -> QUEUED: the backoff is over; sent by the next next_requests()."""
+        self._set_state(_O.QUEUED)
+
     def _finish(self, error: BaseException | None = None, result: Committed | None = None) -> None:
         self.error, self.result = error, result
         self._set_state(_O.DONE)
@@ -217,7 +233,7 @@ class CommitMachine:
         requests: list[Request[Token]] = []
         for op in list(self._ops):
             if op.state is _O.BACKOFF and op.retry_at is not None and now >= op.retry_at:
-                op._set_state(_O.QUEUED)
+                op.requeue()
             if op.state is not _O.QUEUED:
                 continue
             if op.deadline is not None and now >= op.deadline:
@@ -237,12 +253,12 @@ class CommitMachine:
             except KafkaError as exc:  # refused before sending (no generation, a rebalance)
                 self._settle(op, exc)
                 continue
-            op.token = Token(op.api)
-            self._by_token[op.token] = op
-            op._set_state(_O.IN_FLIGHT)
+            token = Token(op.api)
+            self._by_token[token] = op
+            op.sent(token)
             timeout = self._request_timeout_ms if op.deadline is None else \
                 max(1.0, min(self._request_timeout_ms, (op.deadline - now) * 1000.0))
-            requests.append(Request(COORDINATOR, op.api, body, timeout, op.token))
+            requests.append(Request(COORDINATOR, op.api, body, timeout, token))
         if any(op.state is _O.QUEUED for op in self._ops) and not self.coordinator.known:
             requests.extend(self.coordinator.next_requests(now))
         return requests
@@ -287,11 +303,8 @@ class CommitMachine:
             # would leave that to the application)
             again = op.retry or (op.asynchronous and is_coordinator_error(exc))
             if again and is_retriable(exc) and (op.deadline is None or now < op.deadline):
-                op.last_error = exc
-                op.retry_at = now + self._backoff
-                if op.deadline is not None:
-                    op.retry_at = min(op.retry_at, op.deadline)
-                op._set_state(_O.BACKOFF)
+                retry_at = now + self._backoff
+                op.back_off(exc, retry_at if op.deadline is None else min(retry_at, op.deadline))
                 return
             if op.retry and is_retriable(exc):
                 exc = KafkaTimeoutError("{0} not done in time: {1}".format(op.api, exc))

@@ -237,10 +237,6 @@ class GroupMemberBase(Generic[Machine]):
     def _next_heartbeat(self, when: float) -> None:
         self.machine.next_heartbeat = when
 
-    def _set_state(self, new: Any) -> None:  # the machine's state enum
-        with self._lock:
-            self.machine._set_state(new)
-
     # --- lifecycle ------------------------------------------------------------------------
     def _ensure_thread(self) -> None:
         if self._start_thread and self._thread is None:
@@ -432,7 +428,7 @@ class GroupMemberBase(Generic[Machine]):
                 self._thread.join(timeout=5.0)
             if acquired and (self._thread is None or not self._thread.is_alive()):
                 self.transport.close()
-            self._deliver_commit_callbacks()
+            self.run_commit_callbacks()
 
     def _leave(self, reason: str) -> None:
         """Leave the group (io lock held): the machine's leave request, if
@@ -505,7 +501,7 @@ class GroupMemberBase(Generic[Machine]):
         if self.machine.fatal_error is not None:
             fatal, self.machine.fatal_error = self.machine.fatal_error, None
             raise fatal
-        self._deliver_commit_callbacks()
+        self.run_commit_callbacks()
         if self._manual_unresolved and self._subscription is None:
             self._start_manual_at_committed()
         self._apply_pending()
@@ -702,7 +698,11 @@ class GroupMemberBase(Generic[Machine]):
                     assert error is None or isinstance(error, Exception)
                     self._commit_done.append((op.callback, op.offsets, error))
 
-    def _deliver_commit_callbacks(self) -> None:
+    def run_commit_callbacks(self) -> None:
+        """On the application's thread: run the callbacks of the
+        asynchronous commits settled so far, in the order they settled (a
+        failed one logged too). poll() and close() run them, and
+        KafkaConsumer.commit() once its own commit is done."""
         self._collect_commit_events()
         while True:
             try:

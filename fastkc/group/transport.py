@@ -53,10 +53,11 @@ class GroupTransport:
         that needed it (the two share one bound, never twice timeout_ms)."""
         if self._bootstrapped:
             return timeout_ms
-        started = self.client._clock()
+        clock = self.client.clock
+        started = clock()
         self.client.bootstrap(timeout_ms=timeout_ms)
         self._bootstrapped = True
-        return max(1.0, timeout_ms - (self.client._clock() - started) * 1000.0)
+        return max(1.0, timeout_ms - (clock() - started) * 1000.0)
 
     # --- the coordinator ------------------------------------------------------------------
     def request_any(self, api_name: str, body: dict[str, Any], timeout_ms: float) -> Any:
@@ -99,10 +100,7 @@ class GroupTransport:
     def _check_aborted(self, node_id: int) -> None:
         if self._aborted:
             self._aborted = False
-            conn = self.client.connection(node_id)
-            if conn is not None:  # an answer may still come: the connection is not to be trusted
-                conn.close()
-                self.client._sync(conn)
+            self.client.drop_connection(node_id)  # an answer may still come: the connection is not to be trusted
             raise KafkaConnectionError("the call to coordinator {0} was ended: the consumer is closing".format(
                 node_id))
 
@@ -119,7 +117,8 @@ class GroupTransport:
         if node_id is None:
             raise CoordinatorUnknownError("no coordinator known")
         client = self.client
-        deadline = client._clock() + timeout_ms / 1000.0
+        clock = client.clock
+        deadline = clock() + timeout_ms / 1000.0
         while not client.ready(node_id):
             conn = client.connection(node_id)
             if conn is not None and conn.last_error is not None and conn.state.name == "DISCONNECTED":
@@ -128,7 +127,7 @@ class GroupTransport:
                     raise conn.last_error  # the client's parse-failure limit, TLS or SASL: no retry helps
                 self.coordinator_lost()
                 raise CoordinatorUnknownError("coordinator {0} unreachable: {1}".format(node_id, conn.last_error))
-            remaining = deadline - client._clock()
+            remaining = deadline - clock()
             if remaining <= 0:
                 self.coordinator_lost()
                 raise CoordinatorUnknownError("coordinator {0} not ready within {1} ms".format(node_id, timeout_ms))
@@ -141,19 +140,16 @@ class GroupTransport:
             version = min(cap, ready.version_for(api_name))
         box: list[tuple[Any, BaseException | None]] = []
         request_timeout = timeout_ms if api_name == "JoinGroup" else None
-        sent_at = client._clock()
+        sent_at = clock()
         client.send(node_id, api_name, body, lambda r, e: box.append((r, e)), version=version,
                     timeout_ms=request_timeout)
         while not box:
             self._check_aborted(node_id)
-            remaining = deadline - client._clock()
+            remaining = deadline - clock()
             if remaining <= 0:
                 # the answer may still come; the connection cannot be trusted
                 # to deliver it in order with the next request's
-                conn = client.connection(node_id)
-                if conn is not None:
-                    conn.close()
-                    client._sync(conn)
+                client.drop_connection(node_id)
                 self.coordinator_lost()
                 raise CoordinatorUnknownError("{0} to coordinator {1}: no answer within {2} ms".format(
                     api_name, node_id, timeout_ms))
@@ -165,7 +161,7 @@ class GroupTransport:
                 raise CoordinatorUnknownError("{0} to coordinator {1} failed: {2}".format(api_name, node_id, error))
             raise error
         if self.on_answer is not None:
-            self.on_answer(api_name, response, sent_at, client._clock())
+            self.on_answer(api_name, response, sent_at, clock())
         return response
 
     def metadata(self, topics: Iterable[str] | None, timeout_ms: float) -> ClusterMetadata:

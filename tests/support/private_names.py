@@ -15,11 +15,19 @@ module that defines it. Counted as a use from another module:
 
 A module "defines" a private name when it binds it: `def`/`class`, an
 assignment to a name or to `self._name`/`cls._name`, a class-body
-assignment, an import alias, `__slots__`. Without type inference a read of a
-name that this module also defines for its own objects (`other._client`
-where the module has a `self._client`) is not seen, and names fastkc never
-defines (`sys._getframe`, a namedtuple's `_replace`) are third parties'
-documented API, not counted.
+assignment, an import alias, `__slots__`. Names fastkc never defines
+(`sys._getframe`, a namedtuple's `_replace`) are third parties' documented
+API, not counted.
+
+A read of a name that this module also defines for its own objects
+(`other._client` where the module has a `self._client`) is a use from another
+module when the type of `other` is known and its class lives in another
+fastkc module. Known, without inference: a parameter's or variable's
+annotation, `x = SomeClass(...)`, and an attribute of `self` annotated or
+bound so in its class (`self.core = ConnectionCore(...)`, `self.client =
+client` with `client: KafkaClient`); a TypeVar or alias stands for the classes
+it names. A receiver of unknown type (an unannotated local, an element of a
+container) is taken for the module's own object, as before.
 """
 import ast
 import os
@@ -116,6 +124,162 @@ def _private_module_allowed(importer, private_module):
     return importer == package or importer.startswith(package + ".")
 
 
+# typing's names whose arguments are the classes an annotation allows
+_UNION_WRAPPERS = ("Optional", "Union")
+
+
+def _type_names(expr):
+    """The class names an annotation names ({"A", "B"} for `A | None | "B"`,
+    {"Request"} for `Request[Token]`), None when it is no such simple type."""
+    if isinstance(expr, ast.Constant):
+        if expr.value is None:
+            return set()
+        if isinstance(expr.value, str):  # a forward reference
+            try:
+                return _type_names(ast.parse(expr.value, mode="eval").body)
+            except SyntaxError:
+                return None
+        return None
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
+        return _union(_type_names(expr.left), _type_names(expr.right))
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
+        if expr.value.id in _UNION_WRAPPERS:
+            parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+            return _union(*(_type_names(part) for part in parts))
+        return {expr.value.id}  # a generic class: its origin
+    return None
+
+
+def _union(*names):
+    if any(n is None for n in names):
+        return None
+    return set().union(*names)
+
+
+def _bound_type(value, params, attribute_types):
+    """The class names of what `value` evaluates to: a constructor call, a
+    parameter, `self.attr` (attribute_types: its class's); None when unknown."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return {value.func.id}
+    if isinstance(value, ast.Name) and value.id in params:
+        return params[value.id]
+    if isinstance(value, ast.Attribute) and _own_object(value.value):
+        return attribute_types.get(value.attr)
+    return None
+
+
+def _params(function):
+    args = function.args
+    every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    return {a.arg: _type_names(a.annotation) for a in every if a.annotation is not None}
+
+
+class _Types:
+    """The types this module's code gives its receivers (see the module docstring)."""
+
+    def __init__(self, module, is_package, tree, files):
+        self.module = module
+        self.homes = {}  # a class name -> the module it lives in
+        self.aliases = {}  # a TypeVar's or alias's name -> the class names it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                self.homes[node.name] = module
+            elif isinstance(node, ast.ImportFrom):
+                source = _resolve(module, is_package, node)
+                if source in files:
+                    for alias in node.names:
+                        if "{0}.{1}".format(source, alias.name) not in files:
+                            self.homes.setdefault(alias.asname or alias.name, source)
+        for node in tree.body:
+            target, value = None, None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            if not isinstance(target, ast.Name):
+                continue
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "TypeVar":
+                bounds = value.args[1:] + [k.value for k in value.keywords if k.arg == "bound"]
+                names = _union(*(_type_names(b) for b in bounds)) if bounds else None
+            else:
+                names = _type_names(value) if isinstance(value, (ast.BinOp, ast.Subscript)) else None
+            if names:
+                self.aliases[target.id] = names
+        self.attribute_types = {}  # class node -> {attribute of self: class names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                self.attribute_types[node] = self._attributes(node)
+
+    @staticmethod
+    def _attributes(cls_node):
+        out = {}
+        for item in cls_node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                out.setdefault(item.target.id, _type_names(item.annotation))
+        for method in cls_node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = _params(method)
+            for node in ast.walk(method):
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) \
+                        and _own_object(node.target.value):
+                    out[node.target.attr] = _type_names(node.annotation)
+                elif isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Attribute) and _own_object(target.value):
+                            bound = _bound_type(node.value, params, {})
+                            if bound is not None:
+                                out.setdefault(target.attr, bound)
+        return out
+
+    def receiver_types(self, receiver, function, cls_node):
+        """The class names `receiver` (an expression) is known to have, or None."""
+        attributes = self.attribute_types.get(cls_node, {})
+        if isinstance(receiver, ast.Attribute) and _own_object(receiver.value):
+            return attributes.get(receiver.attr)
+        if not isinstance(receiver, ast.Name) or function is None:
+            return None
+        params = _params(function)
+        if receiver.id in params:
+            return params[receiver.id]
+        for node in ast.walk(function):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                    and node.target.id == receiver.id:
+                return _type_names(node.annotation)
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == receiver.id
+                                                    for t in node.targets):
+                return _bound_type(node.value, params, attributes)
+        return None
+
+    def foreign(self, names):
+        """Every class in `names` lives in another fastkc module."""
+        homes = set()
+        for name in names or ():
+            for concrete in self.aliases.get(name, {name}):
+                homes.add(self.homes.get(concrete))
+        return bool(homes) and None not in homes and self.module not in homes
+
+
+def _enclosing(tree):
+    """{node: (innermost function, innermost class)} for every node of the tree."""
+    out = {}
+
+    def visit(node, function, cls_node):
+        for child in ast.iter_child_nodes(node):
+            out[child] = (function, cls_node)
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, child, cls_node)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, None, child)
+            else:
+                visit(child, function, cls_node)
+
+    visit(tree, None, None)
+    return out
+
+
 def find(root):
     """Every cross-module use of a private name, in module then line order."""
     files = module_files(root)
@@ -129,9 +293,14 @@ def find(root):
     for module, tree in sorted(trees.items()):
         own = defined[module]
         is_package = files[module].endswith("__init__.py")
+        types = _Types(module, is_package, tree, files)
+        enclosing = _enclosing(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and is_private(node.attr) and not _own_object(node.value):
-                if node.attr not in own and defined_anywhere[node.attr]:
+                if node.attr not in own:
+                    if defined_anywhere[node.attr]:
+                        uses.append(Use(module, node.attr, node.lineno))
+                elif types.foreign(types.receiver_types(node.value, *enclosing[node])):
                     uses.append(Use(module, node.attr, node.lineno))
             elif isinstance(node, ast.ImportFrom):
                 source = _resolve(module, is_package, node)

@@ -33,7 +33,7 @@ class ScriptedClient:
 
     def __init__(self, partitions=(0, 1), leader_epoch=5):
         self.now = 1000.0
-        self._clock = lambda: self.now
+        self.clock = lambda: self.now  # KafkaClient.clock
         self.cluster = ClusterMetadata()
         self.cluster.update(metadata_answer(partitions, leader_epoch), all_topics=False)
         self.sent = []

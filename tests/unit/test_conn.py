@@ -38,10 +38,10 @@ def peer():
 def test_illegal_transition_raises():
     conn = BrokerConnection("127.0.0.1", 1, consumer_config({}))
     with pytest.raises(errors.IllegalStateError):
-        conn._set_state(ConnectionState.READY)
-    conn._set_state(ConnectionState.CONNECTING)
+        conn.core._set_state(ConnectionState.READY)
+    conn.core._set_state(ConnectionState.CONNECTING)
     with pytest.raises(errors.IllegalStateError):
-        conn._set_state(ConnectionState.AUTHENTICATING)
+        conn.core._set_state(ConnectionState.AUTHENTICATING)
 
 
 def test_connects_negotiates_versions_and_becomes_ready(peer):

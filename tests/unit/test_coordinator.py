@@ -425,7 +425,7 @@ def test_static_member_sends_its_instance_id_and_does_not_leave():
 def test_illegal_transitions_are_refused():
     member, transport, app, clock, listener = make()
     with pytest.raises(IllegalStateError):
-        member._set_state(MemberState.STABLE)
+        member.machine._set_state(MemberState.STABLE)
 
 
 def heartbeat_848(epoch, partitions=None, member_id="m-848", error=NONE):
@@ -533,7 +533,7 @@ def test_close_commits_revokes_leaves_and_ends_closed():
     assert transport.bodies("LeaveGroup")[0]["members"][0]["member_id"] == "m-1"
     assert member.state is MemberState.CLOSED
     with pytest.raises(IllegalStateError):
-        member._set_state(MemberState.UNJOINED)
+        member.machine._set_state(MemberState.UNJOINED)
 
 
 def test_a_raising_listener_does_not_stop_the_hand_over_and_its_error_reaches_poll():

@@ -71,7 +71,7 @@ def test_state_machine_allows_only_ready_to_reauthenticating_and_back():
                                                                     ConnectionState.DISCONNECTED}
     conn = BrokerConnection("127.0.0.1", 1, consumer_config({"bootstrap_servers": "127.0.0.1:1"}))
     with pytest.raises(errors.IllegalStateError):
-        conn._set_state(ConnectionState.REAUTHENTICATING)  # from DISCONNECTED
+        conn.core._set_state(ConnectionState.REAUTHENTICATING)  # from DISCONNECTED
 
 
 def test_schedule_is_uniform_in_the_85_to_95_percent_window():
@@ -80,19 +80,19 @@ def test_schedule_is_uniform_in_the_85_to_95_percent_window():
     fractions = []
     for _ in range(2000):
         conn.core._schedule_reauthentication(10_000)
-        fractions.append((conn._reauth_at - 100.0) / 10.0)
+        fractions.append((conn.core._reauth_at - 100.0) / 10.0)
     assert REAUTH_WINDOW == (0.85, 0.95)
     assert 0.85 <= min(fractions) < 0.86 and 0.94 < max(fractions) <= 0.95
     # spread over the window, not a constant: both halves are well used
     assert 700 < sum(f < 0.90 for f in fractions) < 1300
     conn.core._schedule_reauthentication(0)
-    assert conn._reauth_at is None
+    assert conn.core._reauth_at is None
 
 
 def test_no_lifetime_no_reauthentication():
     with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=0) as broker:
         conn = _ready_conn(broker)
-        assert conn._reauth_at is None and conn.next_deadline() is None
+        assert conn.core._reauth_at is None and conn.next_deadline() is None
         conn.close()
 
 
@@ -102,7 +102,7 @@ def test_sasl_authenticate_v0_carries_no_lifetime():
     with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=500,
                         api_versions={"SaslAuthenticate": (0, 0)}) as broker:
         conn = _ready_conn(broker)
-        assert conn.session_lifetime_ms == 0 and conn._reauth_at is None
+        assert conn.session_lifetime_ms == 0 and conn.core._reauth_at is None
         _assert_no_reauthentication_after(conn, broker, 0.6)
         conn.close()
 
@@ -153,7 +153,7 @@ def test_requests_wait_during_reauthentication_then_go_out():
         client.bootstrap()
         node = next(iter(client.cluster.brokers))
         conn = client.connection(node)
-        conn._reauth_at = time.monotonic()  # due now
+        conn.core._reauth_at = time.monotonic()  # due now
         client.poll(0)
         assert conn.state is ConnectionState.REAUTHENTICATING
         assert not conn.can_send() and not client.ready(node) and client.is_connected(node)
@@ -177,7 +177,7 @@ def test_in_flight_answers_arrive_in_order_across_reauthentication():
         got = []
         for i in range(3):
             conn.send("Metadata", {"topics": []}, lambda p, e, i=i: got.append((i, conn.state, e)))
-        conn._reauth_at = time.monotonic()
+        conn.core._reauth_at = time.monotonic()
         conn.check_timeouts()
         assert conn.state is ConnectionState.REAUTHENTICATING and conn.in_flight_count() == 4
         drive(conn, lambda: conn.reauthentications == 1 and conn.ready, timeout=3.0)
@@ -206,7 +206,7 @@ def test_a_big_answer_in_flight_during_reauthentication_is_not_a_handshake_frame
         conn = _ready_conn(broker, request_timeout_ms=2000)
         got = []
         conn.send("Metadata", {"topics": []}, lambda p, e: got.append((p, e)))
-        conn._reauth_at = time.monotonic()
+        conn.core._reauth_at = time.monotonic()
         conn.check_timeouts()
         drive(conn, lambda: got and conn.ready and conn.reauthentications == 1, timeout=3.0)
         payload, error = got[0]
@@ -272,7 +272,7 @@ def test_an_unanswered_reauthentication_step_times_out():
     with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=60_000) as broker:
         broker.script("SaslAuthenticate", kit.silence(), skip=1)
         conn = _ready_conn(broker, request_timeout_ms=300)
-        conn._reauth_at = time.monotonic()
+        conn.core._reauth_at = time.monotonic()
         began = time.monotonic()
         drive(conn, lambda: conn.state is ConnectionState.DISCONNECTED, timeout=2.0)
         elapsed = time.monotonic() - began
@@ -285,7 +285,7 @@ def test_an_unanswered_reauthentication_step_times_out():
 def test_the_switch_off_leaves_the_session_to_expire():
     with kit.FakeBroker(sasl=(USER, PASSWORD), session_lifetime_ms=200) as broker:
         conn = _ready_conn(broker)
-        conn._reauth_enabled = False
+        conn.core._reauth_enabled = False
         assert conn.next_deadline() is None
         _assert_no_reauthentication_after(conn, broker, 0.3)
         conn.close()
@@ -385,7 +385,7 @@ def test_a_step_queued_behind_a_long_held_request_gets_its_timeout_after_it():
         conn = _ready_conn(broker, request_timeout_ms=400)
         got = []
         conn.send("Metadata", {"topics": []}, lambda p, e: got.append(e), timeout_ms=3000)
-        conn._reauth_at = time.monotonic()
+        conn.core._reauth_at = time.monotonic()
         conn.check_timeouts()
         drive(conn, lambda: conn.reauthentications == 1 and conn.ready, timeout=3.0)
         assert got == [None]
@@ -400,7 +400,7 @@ def test_a_queued_step_that_gets_no_answer_fails_a_request_timeout_after_the_hea
         got = []
         conn.send("Metadata", {"topics": []}, lambda p, e: got.append(e), timeout_ms=3000)
         began = time.monotonic()
-        conn._reauth_at = began
+        conn.core._reauth_at = began
         conn.check_timeouts()
         drive(conn, lambda: conn.state is ConnectionState.DISCONNECTED, timeout=3.0)
         elapsed = time.monotonic() - began

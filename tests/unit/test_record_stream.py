@@ -276,24 +276,34 @@ def test_builder_steps_across_partitions_equal_separate_steps_and_twin(both, dat
         assert run_builder(twin, parts, k, held, zero_copy=True) == viewed
 
 
-def test_held_bytes_count_only_batches_not_parsed_straight_into_columns(both):
+def test_arrow_steps_count_the_batches_parsed_straight_into_their_columns(both):
     # A compressed v2 batch the step can take whole is parsed straight into
-    # the columns and its decompressed buffer released at once, so it does
-    # not count against max_held_bytes; a legacy wrapper's buffer goes the
-    # descriptor way and does. The twin once counted both, and the two ended
-    # steps at different records (found by the property test above).
+    # the columns and its decompressed buffer released at once (held_bytes
+    # no longer counts it); a legacy wrapper's buffer goes the descriptor way
+    # and is held. Either way the columns now hold the batch's decompressed
+    # bytes, so both end the step at max_held_bytes -- else one Arrow step of
+    # a fetch of many compressed batches decoded the whole fetch into its
+    # columns. (The twin once weighed the two differently from the C step,
+    # found by the property test above.)
     values = [b"v" * 60 + bytes([i]) for i in range(7)]
     direct = g.record_batch(g.records_from_values(values), base_offset=0, codec=g.GZIP)
     wrapper = g.legacy_wrapper(1, 6, [(None, v, 1_700_000_000_000) for v in values], codec=g.GZIP)
     tail = g.record_batch(g.records_from_values([b"tail"]), base_offset=7)
     logs = []
     for module in both:
-        log, (_names, rows) = run_builder(module, [(direct + tail, dict(topic="t", partition=0))], 1024, 200)
-        assert log == [(8, 8), ("done", 8)]  # one step: nothing was held
-        log, _ = run_builder(module, [(wrapper + tail, dict(topic="t", partition=0))], 1024, 200)
-        assert log == [(7, 7), (1, 8), ("done", 8)]  # the wrapper's 7 records end the step
-        logs.append(rows)
-    assert logs[0] == logs[1]
+        held_after_first = []
+        for first in (direct, wrapper):
+            log, (_names, rows) = run_builder(module, [(first + tail, dict(topic="t", partition=0))], 1024, 200)
+            assert log == [(7, 7), (1, 8), ("done", 8)]  # the 7 records' ~480 bytes end the step
+            log, _ = run_builder(module, [(first + tail, dict(topic="t", partition=0))], 1024)
+            assert log == [(8, 8), ("done", 8)]  # no bound: one step
+            with using_backend(module):
+                stream = R.record_stream(first + tail, topic="t", partition=0, arrow=True)
+                assert stream.arrow(1024, 200, None, R.arrow_builder()) == 7
+            held_after_first.append(stream.held_bytes)
+            logs.append(rows)
+        assert held_after_first[0] == 0 and held_after_first[1] > 0
+    assert logs[:2] == logs[2:]
 
 
 def test_builder_rolls_back_a_bad_batch_and_keeps_the_rest(both):

@@ -5,32 +5,25 @@ the steps it handed out decompressed the per-step budget, whatever number of
 compressed batches the fetch holds; the rest stays buffered and the next take
 resumes there.
 
-Two layers:
-- the streams' `decompressed_bytes` (what a take is charged): the compiled
-  stream against the twin at every step (property test over the blobs the
-  stream differential tests draw), against an independent count (the
-  payloads batchgen compressed), and for a prepared step (charged from its
-  first hand-out);
-- the record buffer's takes over fetches of many batches of every codec,
-  with a budget of a few hundred bytes (decode_budget patched): every record
-  handed out once, in order, positions never past what was handed out, each
-  take's records from a bounded number of decompressed bytes, C and twin
-  taking the same records take by take, and an unbounded budget giving the
-  takes max_records alone gives (the normal path is untouched)."""
+The streams' `decompressed_bytes` (what a take is charged) is tested with
+the streams (tests/unit/test_record_stream.py); here, the record buffer's
+takes over fetches of many batches of every codec,
+with a budget of a few hundred bytes (decode_budget patched): every record
+handed out once, in order, positions never past what was handed out, each
+take's records from a bounded number of decompressed bytes, C and twin
+taking the same records take by take, and an unbounded budget giving the
+takes max_records alone gives (the normal path is untouched)."""
 import contextlib
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastkc import records as R
 from fastkc.config import decode_budget
 from fastkc.decode_executor import ThreadDecodeExecutor
-from fastkc.errors import CorruptRecordError
 from fastkc.fetch import buffer as buffer_module
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
-from tests.support.differential import blobs, damaged, numbered_values
 from tests.support.scripted_fetch import TP0
 from tests.support.scripted_fetch import answer_fetch as _answer_fetch
 from tests.support.scripted_fetch import positioned as _positioned
@@ -39,96 +32,12 @@ CODECS = [g.NONE, g.GZIP, g.SNAPPY, g.LZ4, g.ZSTD]
 UNBOUNDED = 1 << 62
 
 
-# --- the streams' count -----------------------------------------------------------------------------
-def stepped(module, blob, k, held, arrow, **kw):
-    """[(records handed out, next_offset, decompressed_bytes)] per step, to the end or the error."""
-    with using_backend(module):
-        stream = R.record_stream(blob, arrow=arrow, **kw)
-    log = []
-    for _ in range(len(blob) + 5):
-        if stream.done:
-            return log
-        try:
-            got = stream.arrow(k, held) if arrow else stream.records(k, held)
-            n = got.num_rows if arrow else len(got)
-        except CorruptRecordError as exc:
-            n = exc.records.num_rows if arrow and exc.records is not None else len(exc.records or ())
-        log.append((n, stream.next_offset, stream.decompressed_bytes))
-    raise AssertionError("the stream never finished")
-
-
-@property_settings(fast_examples=60, slow_examples=2000)
-@given(data=st.data())
-def test_decompressed_bytes_agree_with_the_twin_at_every_step(both, data):
-    compiled, twin = both
-    blob, start, end = data.draw(blobs())
-    blob = damaged(data, blob)
-    kw = dict(
-        topic="t",
-        partition=3,
-        fetch_offset=data.draw(st.integers(max(start - 1, 0), end + 1)),
-        check_crcs=data.draw(st.booleans()),
-        isolation_level=data.draw(st.sampled_from(["read_uncommitted", "read_committed"])),
-        max_decompressed_bytes=data.draw(st.sampled_from([R.DEFAULT_MAX_DECOMPRESSED_BYTES, 300])),
-    )
-    held = data.draw(st.sampled_from([None, 0, 1, 200]))
-    arrow = data.draw(st.booleans())
-    for k in (1, 7, 1024):
-        ours = stepped(compiled, blob, k, held, arrow, **kw)
-        assert stepped(twin, blob, k, held, arrow, **kw) == ours
-        counts = [c for _, _, c in ours]
-        assert counts == sorted(counts)  # a running count: it never goes back
-
-
+# --- the record buffer's takes ----------------------------------------------------------------------
 def _payload(values):
     """The bytes batchgen compresses for a batch of `values` (its records, encoded)."""
     return b"".join(g.encode_record(r) for r in g.records_from_values(values))
 
 
-def test_decompressed_bytes_count_each_opened_batch_once(both):
-    # one batch per codec, then a legacy gzip wrapper: the count grows by
-    # each compressed batch's payload as the step that opens it runs, by
-    # nothing for an uncompressed one, and never again for the same batch
-    batches, expected, offset = [], [], 0
-    for codec in CODECS:
-        values = numbered_values(offset, 4)
-        batches.append(g.record_batch(g.records_from_values(values), base_offset=offset, codec=codec))
-        expected.append(0 if codec == g.NONE else len(_payload(values)))
-        offset += 4
-    inner = [(None, b"in%d" % i, 1_700_000_000_000) for i in range(3)]
-    inner_set = b"".join(g.legacy_message(1, i, None, v, timestamp=t) for i, (_, v, t) in enumerate(inner))
-    batches.append(g.legacy_wrapper(1, offset + 2, inner, codec=g.GZIP, inner_set=inner_set))
-    expected.append(len(inner_set))
-    blob = b"".join(batches)
-    running = [sum(expected[:i + 1]) for i in range(len(expected))]
-    for module in both:
-        for arrow in (False, True):
-            # steps of 4 records: one batch each (the wrapper's 3 are the 6th step)
-            log = stepped(module, blob, 4, None, arrow, topic="t", partition=0)
-            assert [c for _, _, c in log] == running
-            # steps of 3: a batch opened by one step is not counted again by the next
-            log = stepped(module, blob, 3, None, arrow, topic="t", partition=0)
-            assert set(c for _, _, c in log) <= set(running) and log[-1][2] == running[-1]
-            # one step of everything
-            assert stepped(module, blob, 1024, None, arrow, topic="t", partition=0) == [(23, 23, running[-1])]
-
-
-def test_a_prepared_step_is_counted_from_its_first_hand_out(compiled_backend):
-    blob = b"".join(g.record_batch(g.records_from_values(numbered_values(5 * i, 5)), base_offset=5 * i,
-                                   codec=g.ZSTD) for i in range(3))
-    whole = len(_payload(numbered_values(0, 5))) + len(_payload(numbered_values(5, 5))) + \
-        len(_payload(numbered_values(10, 5)))
-    with using_backend(compiled_backend):
-        stream = R.record_stream(blob)
-    assert stream.prepare(1024)
-    assert stream.decompressed_bytes == 0  # as of the last hand-out: nothing handed out yet
-    assert [r.offset for r in stream.records(2)] == [0, 1]
-    assert stream.decompressed_bytes == whole  # the whole prepared step, charged by its first piece
-    assert [r.offset for r in stream.records(1024)] == list(range(2, 15))
-    assert stream.decompressed_bytes == whole
-
-
-# --- the record buffer's takes ----------------------------------------------------------------------
 @contextlib.contextmanager
 def take_budget(held):
     """The consumer's decoding budget with `held` decompressed bytes per step

@@ -5,23 +5,25 @@
 #
 # The budget is 30 minutes on a 2-core machine. Where the time goes, and why
 # the stages are laid out as they are:
-# - The wheels stage (sdist, three wheels, each tested in a fresh venv) runs
-#   in the background beside the sanitizer run and the quick benchmarks: all
-#   three are mostly one process on one core, none asserts a time, and the
-#   wheels stage touches only dist/ (it builds from the sdist, not the tree).
-#   The fuzzers wait for it: a fuzz target's budget is seconds, and sharing
-#   the cores would cut its executions.
+# - The wheels stage (sdist, three wheels, each tested in a fresh venv, with
+#   tests/unit and tests/packaging run against the installed wheel) runs in
+#   the background beside the sanitizer run, the quick benchmarks and the
+#   broker-free suites: the first two are one process on one core, the
+#   suites mostly wait, none asserts a time, and the wheels stage touches
+#   only dist/ (it builds from the sdist, not the tree). The fuzzers wait
+#   for it: a fuzz target's budget is seconds, and sharing the cores would
+#   cut its executions; they then run two at a time, one per core.
 # - The broker-free suites (tests/hostile, tests/quality, tests/c) run under
 #   pytest-xdist with two workers: their tests share no broker and mostly
 #   wait on scripted stalls and timeouts.
 # - The broker suites run last, in two pytest sessions side by side: the
-#   integration, asyncio and docs suites in one; the fault campaign and Spark
-#   in the other (its own brokers: the proxied 3-node cluster, Spark's JVM).
-#   Their tests mostly wait on brokers, timeouts and faults, so two at once
-#   take about half the time of one after the other (29 minutes in series in
-#   the last CI run). Sessions rather than pytest-xdist groups: xdist 3.8's
-#   loadgroup does not group under pytest 9, and spreading files over two
-#   workers made each start every broker fixture.
+#   integration suite in one; the fault campaign, Spark, the asyncio and the
+#   docs suites in the other (the fault campaign has its own brokers: the
+#   proxied 3-node cluster). Their tests mostly wait on brokers, timeouts and
+#   faults, so two at once take about half the time of one after the other
+#   (29 minutes in series in an earlier CI run). Sessions rather than
+#   pytest-xdist groups: xdist 3.8's loadgroup does not group under pytest 9,
+#   and spreading files over two workers made each start every broker fixture.
 # Each stage prints when it starts; the end prints every stage's duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,16 +66,16 @@ summary() {
 trap summary EXIT
 
 # Which folders each run takes is said once, here; a folder in neither fails
-# the run (tests/unit is the wheels stage's; support, corpus and fuzz hold no
-# pytest tests).
-BROKER_FREE=(tests/hostile tests/quality tests/c tests/packaging)
-BROKER_SESSION_INTEGRATION=(tests/integration tests/integration_aio tests/docs)
-BROKER_SESSION_FAULTS=(tests/faults tests/spark)
+# the run (tests/unit and tests/packaging are the wheels stage's: they run
+# against the installed wheels; support, corpus and fuzz hold no pytest tests).
+BROKER_FREE=(tests/hostile tests/quality tests/c)
+BROKER_SESSION_INTEGRATION=(tests/integration)
+BROKER_SESSION_FAULTS=(tests/faults tests/spark tests/integration_aio tests/docs)
 WITH_BROKERS=("${BROKER_SESSION_INTEGRATION[@]}" "${BROKER_SESSION_FAULTS[@]}")
 for dir in tests/*/; do
     dir=${dir%/}
     case $dir in tests/__*) continue ;; esac
-    case " ${BROKER_FREE[*]} ${WITH_BROKERS[*]} tests/unit tests/support tests/corpus tests/fuzz " in
+    case " ${BROKER_FREE[*]} ${WITH_BROKERS[*]} tests/unit tests/packaging tests/support tests/corpus tests/fuzz " in
         *" $dir "*) ;;
         *) echo "scripts/test.sh: $dir is in no pytest run: add it to BROKER_FREE or WITH_BROKERS" >&2; exit 1 ;;
     esac
@@ -110,6 +112,19 @@ make -s asan PYTHON="$PY"
 step "benchmarks, quick mode (they must keep running; no speed is asserted)"
 FASTKC_BENCH_QUICK=1 $PY -m pytest -q benchmarks/ --benchmark-disable
 
+# fastkc's own modules (the compiled core included) are imported outright: a
+# missing one fails. The optional tools and extras skip without their switch:
+# FASTKC_REQUIRE_FAULTS turns a missing toxiproxy (tests/faults/) into a failure,
+# FASTKC_REQUIRE_MSK_REFERENCE AWS's missing reference signer (AWS_MSK_IAM),
+# FASTKC_REQUIRE_KERBEROS a missing KDC or gssapi binding (GSSAPI),
+# FASTKC_REQUIRE_POLARS / _DUCKDB a missing interop extra (arrow_stream()),
+# FASTKC_REQUIRE_KCAT a missing kcat (`fastkc consume`'s differential tests).
+export FASTKC_REQUIRE_FAULTS=1 FASTKC_REQUIRE_MSK_REFERENCE=1 FASTKC_REQUIRE_KERBEROS=1 \
+    FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 FASTKC_REQUIRE_KCAT=1
+
+step "broker-free suites, two workers, beside the wheels stage: hostile brokers, quality gates, C kernels"
+$PY -m pytest -q -n 2 --durations=10 "${BROKER_FREE[@]}"
+
 step "waiting for the wheels stage"
 wheels_rc=0
 wait "$wheels_pid" || wheels_rc=$?
@@ -121,20 +136,7 @@ step "fuzzing, ${FUZZ_SECONDS:-20}s per target"
 make -s -j2 fuzz-build PYTHON="$PY"
 make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-20}" FUZZ_JOBS=2
 
-# fastkc's own modules (the compiled core included) are imported outright: a
-# missing one fails. The optional tools and extras skip without their switch:
-# FASTKC_REQUIRE_FAULTS turns a missing toxiproxy (tests/faults/) into a failure,
-# FASTKC_REQUIRE_MSK_REFERENCE AWS's missing reference signer (AWS_MSK_IAM),
-# FASTKC_REQUIRE_KERBEROS a missing KDC or gssapi binding (GSSAPI),
-# FASTKC_REQUIRE_POLARS / _DUCKDB a missing interop extra (arrow_stream()),
-# FASTKC_REQUIRE_KCAT a missing kcat (`fastkc consume`'s differential tests).
-export FASTKC_REQUIRE_FAULTS=1 FASTKC_REQUIRE_MSK_REFERENCE=1 FASTKC_REQUIRE_KERBEROS=1 \
-    FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 FASTKC_REQUIRE_KCAT=1
-
-step "broker-free suites, two workers: hostile brokers, quality gates, C kernels, packaging"
-$PY -m pytest -q -n 2 --durations=10 "${BROKER_FREE[@]}"
-
-step "suites on real brokers, two sessions side by side: (integration, asyncio, docs) | (fault campaign, Spark)"
+step "suites on real brokers, two sessions side by side: (integration) | (fault campaign, Spark, asyncio, docs)"
 # Two pytest sessions at once (the top of this file says why); each starts
 # the brokers its tests ask for, and its log is printed when both are done.
 run_broker_session() {

@@ -123,7 +123,7 @@ export FASTKC_REQUIRE_FAULTS=1 FASTKC_REQUIRE_MSK_REFERENCE=1 FASTKC_REQUIRE_KER
     FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 FASTKC_REQUIRE_KCAT=1
 
 step "broker-free suites, two workers, beside the wheels stage: hostile brokers, quality gates, C kernels"
-$PY -m pytest -q -n 2 --durations=10 "${BROKER_FREE[@]}"
+$PY -m pytest -q -n 2 --dist loadfile --durations=10 "${BROKER_FREE[@]}"
 
 step "waiting for the wheels stage"
 wheels_rc=0

@@ -210,7 +210,10 @@ def test_three_processes_kill_and_join(kafka_broker, tmp_path, protocol, assigno
                 elif ev["e"] in ("revoked", "lost"):
                     owned_before -= set(ev["tps"])
             gone = set().union(*revoked_after_join) if revoked_after_join else set()
-            assert gone < owned_before or not owned_before, "cooperative: a member revoked everything"
+            # kept some of what it owned before the join (a partition it
+            # gained after the join and gave back later is not one of them)
+            assert owned_before - gone or not owned_before, (
+                "cooperative: a member revoked everything", owned_before, gone)
         # partitions that do not move keep flowing during the rebalance: records of kept partitions
         # were handed over between the late member's subscribe and its first partitions
         settled = min(ev["t"] for ev in per_member[3] if ev["e"] == "assigned" and ev["tps"])

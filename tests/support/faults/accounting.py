@@ -195,6 +195,12 @@ class Ledger:
         with self.lock:
             self.commits.append((t, consumer, dict(offsets)))
 
+    def committed_any(self):
+        """True once a commit of some offsets was accepted (a commit with no
+        partition, e.g. while nothing was assigned, commits nothing)."""
+        with self.lock:
+            return any(offsets for _t, _c, offsets in self.commits)
+
     def broker_committed(self, offsets, t=None):
         """offsets: {partition: committed offset} as the broker answered an
         independent client at `t` (partitions with no commit left out)."""
@@ -457,6 +463,12 @@ class CommitAuditor(threading.Thread):
             try:
                 offsets = committed_offsets(self.admin, self.group, self.topic, min(16.0, timeout * 2 ** attempt))
             except Exception:  # noqa: BLE001 - a read during a fault may fail; it is counted
+                offsets = None
+            if offsets is None or (not offsets and self.ledger.committed_any() and attempt + 1 < attempts):
+                # no answer, or none yet where commits were accepted (a
+                # coordinator that moved answers before it loaded the group's
+                # offsets): counted, and asked again; the last try's answer
+                # is kept whatever it says, so lost offsets still fail
                 self.failed_reads += 1
                 if attempt + 1 < attempts:
                     time.sleep(1.0)

@@ -210,7 +210,10 @@ def _run(ctx, inject, settle, allow_duplicates, name):
     assert not problems, "{0}: {1}".format(name, "; ".join(problems))
     if auditor is not None:
         # the read-back check ran: a group that committed was read back at least once
-        assert report.broker_commit_reads > 0 and (not ledger.commits or any(
-            offsets for _, offsets in ledger.broker_commits)), "no committed offsets read back from the brokers"
+        assert report.broker_commit_reads > 0 and (not ledger.committed_any() or any(
+            offsets for _, offsets in ledger.broker_commits)), (
+            "no committed offsets read back from the brokers: {0} answers {1}, {2} reads failed or empty, "
+            "last accepted commit {3}".format(report.broker_commit_reads, ledger.broker_commits[-3:],
+                                              auditor.failed_reads, ledger.commits[-1:]))
     assert longest < 15.0, "poll() blocked {0:.1f}s".format(longest)
     return report

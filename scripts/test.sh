@@ -17,9 +17,9 @@
 #   pytest-xdist with two workers: their tests share no broker and mostly
 #   wait on scripted stalls and timeouts.
 # - The broker suites run last, in two pytest sessions side by side: the
-#   integration suite in one; the fault campaign, the asyncio and the docs
-#   suites in the other (the fault campaign has its own brokers: the proxied
-#   3-node cluster); then the Spark suite alone (its comment says why). Their tests mostly wait on brokers, timeouts and
+#   integration suite in one; the fault campaign, Spark, the asyncio and the
+#   docs suites in the other (the fault campaign has its own brokers: the
+#   proxied 3-node cluster). Their tests mostly wait on brokers, timeouts and
 #   faults, so two at once take about half the time of one after the other
 #   (29 minutes in series in an earlier CI run). Sessions rather than
 #   pytest-xdist groups: xdist 3.8's loadgroup does not group under pytest 9,
@@ -70,9 +70,8 @@ trap summary EXIT
 # against the installed wheels; support, corpus and fuzz hold no pytest tests).
 BROKER_FREE=(tests/hostile tests/quality tests/c)
 BROKER_SESSION_INTEGRATION=(tests/integration)
-BROKER_SESSION_FAULTS=(tests/faults tests/integration_aio tests/docs)
-BROKER_SESSION_SPARK=(tests/spark)
-WITH_BROKERS=("${BROKER_SESSION_INTEGRATION[@]}" "${BROKER_SESSION_FAULTS[@]}" "${BROKER_SESSION_SPARK[@]}")
+BROKER_SESSION_FAULTS=(tests/faults tests/spark tests/integration_aio tests/docs)
+WITH_BROKERS=("${BROKER_SESSION_INTEGRATION[@]}" "${BROKER_SESSION_FAULTS[@]}")
 for dir in tests/*/; do
     dir=${dir%/}
     case $dir in tests/__*) continue ;; esac
@@ -137,7 +136,7 @@ step "fuzzing, ${FUZZ_SECONDS:-20}s per target"
 make -s -j2 fuzz-build PYTHON="$PY"
 make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-20}" FUZZ_JOBS=2
 
-step "suites on real brokers, two sessions side by side: (integration) | (fault campaign, asyncio, docs)"
+step "suites on real brokers, two sessions side by side: (integration) | (fault campaign, Spark, asyncio, docs)"
 # Two pytest sessions at once (the top of this file says why); each starts
 # the brokers its tests ask for, and its log is printed when both are done.
 run_broker_session() {
@@ -149,20 +148,13 @@ run_broker_session() {
 }
 run_broker_session integration "${BROKER_SESSION_INTEGRATION[@]}" &
 integration_pid=$!
-run_broker_session faults "${BROKER_SESSION_FAULTS[@]}" &
+run_broker_session faults-spark "${BROKER_SESSION_FAULTS[@]}" &
 faults_pid=$!
 wait "$integration_pid" "$faults_pid"
 broker_rc=0
-for name in integration faults; do
+for name in integration faults-spark; do
     echo "== the $name session (exit $(cat "build/ci/$name.rc")):"
     cat "build/ci/$name.log"
     [ "$(cat "build/ci/$name.rc")" = 0 ] || broker_rc=1
 done
 [ "$broker_rc" = 0 ] || { echo "a broker session failed: its log is above" >&2; exit 1; }
-
-step "the Spark source on a real local Spark, alone"
-# Alone: beside the other sessions, Spark's Python workers (started per
-# query, importing pyspark, pyarrow and fastkc) sometimes missed Spark's
-# connect-back deadline ("Python worker failed to connect"): in 2 of 3
-# runs with other sessions beside it (a streaming query's worker).
-$PY -m pytest -q --durations=10 "${BROKER_SESSION_SPARK[@]}"

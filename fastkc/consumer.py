@@ -18,6 +18,7 @@ Not thread-safe, like kafka-python's: one thread drives a consumer.
 """
 import logging
 import re
+import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -495,6 +496,12 @@ class KafkaConsumer:
         self._assigned_state(partition)
         if timeout_ms is None:
             timeout_ms = self.config["request_timeout_ms"]
+        if self._coordinator is not None:
+            # a partition held for its committed offset (assign() or the
+            # group with a group_id) starts there, as Java's position() does
+            started = time.monotonic()
+            self._coordinator.start_at_committed(timeout_ms)
+            timeout_ms = max(0.0, timeout_ms - (time.monotonic() - started) * 1000.0)
         state = self._engine.wait_for_position(partition, timeout_ms)
         return self._handed_position(partition, state)[0]
 
@@ -678,6 +685,12 @@ class _GroupApp:
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int | None) -> None:
         self._consumer._fetcher.seek(tp, offset, epoch if epoch is not None else -1)
+
+    def hold_for_committed(self, tp: TopicPartition, held: bool = True) -> None:
+        self._consumer._fetcher.hold_for_committed(tp, held)
+
+    def is_held(self, tp: TopicPartition) -> bool:
+        return bool(self._consumer._fetcher.is_held(tp))
 
     def request_metadata_update(self) -> None:
         """The consumer's metadata is asked for again (after

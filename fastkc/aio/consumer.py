@@ -57,7 +57,7 @@ from fastkc.group.subscription import Pattern, SubscriptionState, compile_patter
 from fastkc.structs import ConsumerRecord
 
 if TYPE_CHECKING:
-    from fastkc.aio.group_driver import AioGroupDriver, Committed
+    from fastkc.aio.group_driver import AioGroupDriver
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +101,7 @@ class AIOKafkaConsumer:
         self._group: AioGroupDriver | None = None
         # subscribe()'s (topics, pattern, listener) with a group_id
         self._group_subscription: tuple[list[str], Pattern | None, ConsumerRebalanceListener | None] | None = None
-        # manually assigned partitions whose committed offsets are to be read
-        self._pending_committed: list[TopicPartition] = []
+        # the task starting the group driver for assign()ed partitions' committed offsets
         self._committed_tasks: set[asyncio.Task[None]] = set()
         self._client.metadata_listeners.append(self._metadata_updated)
         if topics:
@@ -125,7 +124,8 @@ class AIOKafkaConsumer:
         if self._aio_config.get("api_version") in (None, "auto") and self._client.bootstrap_api_versions:
             self._config["api_version"] = infer_broker_version(self._client.bootstrap_api_versions)
         self._fetcher.start()
-        self._look_up_committed()
+        if self._group is not None:
+            self._read_committed_starts()
         if self._subscription_state.subscribed and self._group is None:
             await self._client.wait_for_metadata(self._config["request_timeout_ms"],
                                                  all_topics=self._subscription_state.pattern is not None)
@@ -155,37 +155,17 @@ class AIOKafkaConsumer:
             if await group.wait_assignment(min(1.0, max(0.0, deadline - time.monotonic()))):
                 break
 
-    def _look_up_committed(self) -> None:
-        """A task reading the group's committed offsets of the partitions
-        assign() held (hold_for_committed), seeking them there, releasing
-        the rest to auto_offset_reset."""
-        partitions, self._pending_committed = self._pending_committed, []
-        if not partitions:
-            return
-
-        async def look_up() -> None:
-            committed: Committed = {}
+    def _read_committed_starts(self) -> None:
+        """The group driver reads the committed offsets of the partitions
+        assign() held (group/committed_starts.py): started here, since
+        assign() is not a coroutine."""
+        async def start_group() -> None:
             try:
-                group = await self._running_group()
-                committed = await group.fetch_committed(list(partitions))
-            except Exception as exc:  # noqa: BLE001 - logged, and the partitions go by auto_offset_reset
-                log.warning("committed offsets of %s not read: %s", partitions, exc)
-            finally:
-                states = self._machine.states
-                for tp in partitions:
-                    state = states.get(tp)
-                    if state is None or not state.held:
-                        continue  # unassigned or sought meanwhile
-                    entry = committed.get(tp)
-                    if entry is not None and entry.offset is not None and entry.offset >= 0:
-                        self._machine.seek(tp, entry.offset)
-                    else:
-                        self._machine.hold_for_committed(tp, False)
-                self._fetcher.wake()
-                if self._fetcher.data_event is not None:
-                    self._fetcher.data_event.set()  # position() waits on it
+                await self._running_group()
+            except Exception as exc:  # noqa: BLE001 - the partitions stay held; the next get call raises it
+                log.warning("the group driver did not start: %s", exc)
 
-        task = asyncio.get_running_loop().create_task(look_up())
+        task = asyncio.get_running_loop().create_task(start_group())
         self._committed_tasks.add(task)
         task.add_done_callback(self._committed_tasks.discard)
 
@@ -258,11 +238,9 @@ class AIOKafkaConsumer:
             # as aiokafka and Java: manually assigned partitions of a group
             # start at its committed offsets (auto_offset_reset where none)
             fresh = [tp for tp in self._assignment if tp not in before]
-            for tp in fresh:
-                self._machine.hold_for_committed(tp)
-            self._pending_committed.extend(fresh)
+            self._group_driver().hold_for_committed(fresh)
             if self._started and not self._closed:
-                self._look_up_committed()
+                self._read_committed_starts()
 
     def _set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         seen = list(dict.fromkeys(partitions))
@@ -726,10 +704,22 @@ class _AioGroupApp:
             client.set_topics(set(topics) | {tp.topic for tp in self._consumer._assignment})
             client.request_metadata_update()
 
-    def start_from_committed(self, committed: "Committed") -> None:
-        machine = self._consumer._machine
-        for tp, entry in committed.items():
-            if entry is not None and tp in machine.states:
-                assert entry.offset is not None  # the commit machine makes an entry only of an offset >= 0
-                machine.seek(tp, entry.offset)
-        self._consumer._fetcher.wake()
+    def hold_for_committed(self, tp: TopicPartition, held: bool = True) -> None:
+        self._consumer._machine.hold_for_committed(tp, held)
+        if not held:
+            self._wake()
+
+    def is_held(self, tp: TopicPartition) -> bool:
+        return self._consumer._machine.is_held(tp)
+
+    def seek(self, tp: TopicPartition, offset: int, epoch: int) -> None:
+        self._consumer._machine.seek(tp, offset, epoch)
+        self._wake()
+
+    def _wake(self) -> None:
+        """A partition has a start: the fetch task plans it, and position()
+        waiting on it looks again."""
+        fetcher = self._consumer._fetcher
+        fetcher.wake()
+        if fetcher.data_event is not None:
+            fetcher.data_event.set()

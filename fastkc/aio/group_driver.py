@@ -37,9 +37,10 @@ The application side (`app`), called on the loop, never awaited:
   app.topics_matching(pattern) -> set of topic names (pattern subscriptions)
   app.request_metadata_for(topics)    the fetch client's metadata must cover
                                       these (None: every topic)
-  app.start_from_committed({tp: OffsetAndMetadata or None})   optional: the
-      committed offsets of partitions just assigned (None: none committed),
-      before on_partitions_assigned runs
+  app.hold_for_committed(tp, held=True) / app.is_held(tp) / app.seek(tp,
+      offset, epoch)   partitions just assigned wait for their committed
+      offsets (group/committed_starts.py): read before on_partitions_assigned
+      runs, and again after retry_backoff_ms while the read fails
 """
 import asyncio
 import logging
@@ -53,7 +54,8 @@ from fastkc.cluster.metadata import partition_counts
 from fastkc.config import Config
 from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
-from fastkc.group.commit_machine import CommitCompleted, CommitMachine, CommitOp, FetchOp
+from fastkc.group.commit_machine import CommitCompleted, CommitMachine, CommitOp, Committed, FetchOp
+from fastkc.group.committed_starts import CommittedStarts, HeldPartitions
 from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
 from fastkc.group.machine import earliest
 from fastkc.group.reconciler import (
@@ -86,7 +88,6 @@ _MIN_WAIT_S = 0.005
 
 
 #: {tp: OffsetAndMetadata or None}: committed offsets (None: nothing committed)
-Committed = dict[TopicPartition, OffsetAndMetadata | None]
 #: one listener callback run: (listener, method name, partitions)
 ListenerRunner = Callable[[ConsumerRebalanceListener, str, list[TopicPartition]], Awaitable[object]]
 #: a membership machine (group_protocol picks which)
@@ -96,9 +97,8 @@ Membership = classic_machine.ClassicMachine | consumer_machine.ConsumerMachine
 CommitValue = OffsetAndMetadata | int | tuple[int, str] | tuple[int, str, int]
 
 
-class GroupApp(Protocol):
-    """The application side (module docstring); start_from_committed is
-    optional and looked up with getattr."""
+class GroupApp(HeldPartitions, Protocol):
+    """The application side (module docstring)."""
 
     def positions(self, partitions: Iterable[TopicPartition] | None = None) -> Mapping[TopicPartition, CommitValue]: ...
 
@@ -157,6 +157,9 @@ class AioGroupDriver:
         self._applying = False
         self._error: BaseException | None = None  # what no retry fixes, raised from the next on_app_poll
         self._closed = False
+        # partitions held until their committed offsets are read, and the task reading them again
+        self._starts = CommittedStarts(config["retry_backoff_ms"])
+        self._starts_task: asyncio.Task[None] | None = None
 
     @property
     def _auto_commit(self) -> bool:  # the reconciler's fact (it commits before revoking)
@@ -187,6 +190,8 @@ class AioGroupDriver:
         self._next_auto_commit = now + self._auto_commit_interval
         self._task = asyncio.get_running_loop().create_task(self._run(), name="fastkc-group-{0}".format(
             self.group_id))
+        if self._starts.pending:
+            self._keep_reading_starts()
 
     def _kick(self) -> None:
         if self._wake is not None:
@@ -484,18 +489,43 @@ class AioGroupDriver:
 
     async def _assign(self, added: list[TopicPartition], assignment: list[TopicPartition]) -> None:
         """Take partitions: fetching starts at the new ones' committed
-        offsets (auto_offset_reset where none)."""
+        offsets (auto_offset_reset where none), read before the listener
+        hears of them; a failed read is tried again in the background."""
         self.machine.owned = list(assignment)
         self.app.assign_from_group(list(assignment))
-        start = getattr(self.app, "start_from_committed", None)
-        if added and start is not None:
-            committed: Committed
+        self._starts.hold(self.app, added)
+        if not await self._read_starts():
+            self._keep_reading_starts()
+
+    def hold_for_committed(self, partitions: Iterable[TopicPartition]) -> None:
+        """assign() with a group_id: these partitions start at the group's
+        committed offsets, read as soon as the driver runs."""
+        self._starts.hold(self.app, partitions)
+        if self._task is not None:
+            self._keep_reading_starts()
+
+    async def _read_starts(self) -> bool:
+        """One read of the held partitions' committed offsets (when due);
+        True when none is left to read."""
+        due = self._starts.due(self.app, self._now())
+        if due:
             try:
-                committed = await self.fetch_committed(added)
-            except KafkaError as exc:  # the app falls back to auto_offset_reset... not silently
-                log.warning("group %s: committed offsets of %s not read: %s", self.group_id, added, exc)
-                committed = dict.fromkeys(added)
-            start(committed)
+                committed = await self.fetch_committed(due)
+            except KafkaError as exc:
+                self._starts.failed(self._now(), exc)
+                if not exc.retriable:
+                    self._fail(exc)  # raised from the next get call, as Java's poll() would
+                return False
+            self._starts.settle(self.app, committed)
+        return not self._starts.pending
+
+    def _keep_reading_starts(self) -> None:
+        if self._starts_task is None or self._starts_task.done():
+            self._starts_task = asyncio.get_running_loop().create_task(self._read_starts_until_done())
+
+    async def _read_starts_until_done(self) -> None:
+        while not self._closed and not await self._read_starts():
+            await asyncio.sleep(max(0.001, self._starts.seconds_to_retry(self._now())))
 
     async def _call_listener(self, method: str, partitions: list[TopicPartition]) -> None:
         listener = self._listener
@@ -639,8 +669,9 @@ class AioGroupDriver:
             self._closed = True
             self.machine.close()
             tasks = list(self._inflight)
-            if self._metadata_check is not None:
-                tasks.append(self._metadata_check)
+            for extra in (self._metadata_check, self._starts_task):
+                if extra is not None:
+                    tasks.append(extra)
             if self._task is not None:
                 tasks.append(self._task)
             for task in tasks:

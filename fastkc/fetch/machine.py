@@ -191,13 +191,19 @@ class FetchMachine:
         self._reactions.request_reset(tp, strategy)
 
     def hold_for_committed(self, tp: TopicPartition, held: bool = True) -> None:
-        """Keep a partition without position from auto_offset_reset while the
-        driver looks up its committed offset (an asyncio driver cannot block
-        in assign() as the sync one does); seek() or held=False ends it."""
+        """Keep a partition without position from auto_offset_reset while its
+        committed offset is read (group/committed_starts.py); seek() or
+        held=False ends it."""
         state = self.states[tp]
         state.held = held and state.fetch_state is FetchState.INITIALIZING
         if not state.held:
             self._partitions.replan()
+
+    def is_held(self, tp: TopicPartition) -> bool:
+        """Still held for its committed offset (False once unassigned, sought
+        or released)."""
+        state = self.states.get(tp)
+        return state is not None and state.held and state.fetch_state is FetchState.INITIALIZING
 
     def pause(self, tp: TopicPartition) -> None:
         self._partitions.replan()

@@ -53,6 +53,7 @@ from fastkc.group.commit_machine import (
     Offsets,
     OpState,
 )
+from fastkc.group.committed_starts import CommittedStarts
 from fastkc.group.coordinator_machine import (
     Coordinator,
     CoordinatorMachine,
@@ -116,6 +117,10 @@ class MemberApp(Protocol):
     def set_assignment(self, partitions: Iterable[TopicPartition]) -> None: ...
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int) -> None: ...
+
+    def hold_for_committed(self, tp: TopicPartition, held: bool = True) -> None: ...
+
+    def is_held(self, tp: TopicPartition) -> bool: ...
 
     def request_metadata_update(self) -> None: ...
 
@@ -189,7 +194,8 @@ class GroupMemberBase(Generic[Machine]):
                                      assigned_hears_whole_assignment=False)
         self._listener_errors = ListenerErrors(self.group_id, raise_after_hand_over=True)
         self._manual: list[TopicPartition] | None = None  # partitions assign()ed by the application (no subscription)
-        self._manual_unresolved: list[TopicPartition] = []  # of those, the ones still to start at committed offsets
+        # partitions (group-assigned or assign()ed) held until their committed offsets are read
+        self._starts = CommittedStarts(config["retry_backoff_ms"])
 
     @property
     def _auto_commit(self) -> bool:  # the reconciler's fact (it commits before revoking)
@@ -477,7 +483,7 @@ class GroupMemberBase(Generic[Machine]):
         """assign() with a group_id: no membership, but committed offsets
         are the starting positions and auto commit covers these partitions."""
         self._manual = list(partitions)
-        self._manual_unresolved = list(partitions)
+        self._starts.hold(self.app, self._manual)
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._owned)
@@ -502,9 +508,8 @@ class GroupMemberBase(Generic[Machine]):
             fatal, self.machine.fatal_error = self.machine.fatal_error, None
             raise fatal
         self.run_commit_callbacks()
-        if self._manual_unresolved and self._subscription is None:
-            self._start_manual_at_committed()
         self._apply_pending()
+        self.start_at_committed()
         failed = self._listener_errors.take()
         if failed is not None:
             raise failed
@@ -568,12 +573,8 @@ class GroupMemberBase(Generic[Machine]):
         (auto_offset_reset when none)."""
         self._owned = list(assignment)
         self.app.set_assignment(list(assignment))
-        if added:
-            committed = self.fetch_committed(added, self.config["request_timeout_ms"])
-            for tp in added:
-                entry = committed.get(tp)
-                if entry is not None and entry.offset is not None and entry.offset >= 0:
-                    self.app.seek(tp, entry.offset, entry.leader_epoch)
+        self._starts.hold(self.app, added)
+        self.start_at_committed()
 
     def _acknowledge_assignment(self, step: AcknowledgeAssignment) -> None:
         """Only the classic member is given this step (ClassicGroupMember)."""
@@ -591,15 +592,23 @@ class GroupMemberBase(Generic[Machine]):
     def _committable(self) -> bool:
         return bool(self._owned) if self._subscription is not None else bool(self._manual)
 
-    def _start_manual_at_committed(self) -> None:
-        positions = self.app.positions()
-        need = [tp for tp in self._manual_unresolved if tp not in positions]
-        committed = self.fetch_committed(need, self.config["request_timeout_ms"])
-        self._manual_unresolved = []
-        for tp in need:
-            entry = committed.get(tp)
-            if entry is not None and entry.offset is not None and entry.offset >= 0:
-                self.app.seek(tp, entry.offset, entry.leader_epoch)
+    def start_at_committed(self, timeout_ms: float | None = None) -> None:
+        """Held partitions start at their committed offsets
+        (group/committed_starts.py): poll() and position() call this. A read
+        that fails for a reason a retry may fix leaves them held, read again
+        after retry_backoff_ms; poll() goes on meanwhile, as in Java. Any
+        other failure is raised. timeout_ms: request_timeout_ms when None."""
+        due = self._starts.due(self.app, self._clock())
+        if not due:
+            return
+        try:
+            committed = self.fetch_committed(due, self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms)
+        except KafkaError as exc:
+            self._starts.failed(self._clock(), exc)
+            if not exc.retriable:
+                raise
+            return
+        self._starts.settle(self.app, committed)
 
     def _positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
         positions = self.app.positions()

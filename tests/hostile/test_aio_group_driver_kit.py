@@ -20,6 +20,7 @@ class App:
         self.assigned = []
         self.revoked = []
         self.committed = {}
+        self.held = set()
 
     def positions(self, partitions):
         return {tp: OffsetAndMetadata(100 + tp.partition, "", -1) for tp in partitions}
@@ -30,8 +31,19 @@ class App:
     def revoke_from_group(self, partitions):
         self.revoked.extend(partitions)
 
-    def start_from_committed(self, committed):
-        self.committed.update(committed)
+    def hold_for_committed(self, tp, held=True):
+        if held:
+            self.held.add(tp)
+        elif tp in self.held:
+            self.held.discard(tp)
+            self.committed[tp] = None  # nothing committed: auto_offset_reset
+
+    def is_held(self, tp):
+        return tp in self.held and tp in self.assigned
+
+    def seek(self, tp, offset, epoch):
+        self.held.discard(tp)
+        self.committed[tp] = offset
 
     def topics_matching(self, pattern):
         return set()

@@ -108,6 +108,7 @@ class RecordingApp:
         self.calls = []
         self.position_of = {}
         self.assigned = []
+        self.held = set()
 
     def positions(self, partitions):
         return {tp: OffsetAndMetadata(self.position_of[tp], "", -1) for tp in partitions if tp in self.position_of}
@@ -119,8 +120,21 @@ class RecordingApp:
     def revoke_from_group(self, partitions):
         self.calls.append(("revoke", sorted(p.partition for p in partitions)))
 
-    def start_from_committed(self, committed):
-        self.calls.append(("committed", {tp.partition: (v.offset if v else None) for tp, v in committed.items()}))
+    # the fetch side of group/committed_starts.py: held partitions start at a
+    # committed offset (seek) or go by auto_offset_reset (released: None)
+    def hold_for_committed(self, tp, held=True):
+        if held:
+            self.held.add(tp)
+        elif tp in self.held:
+            self.held.discard(tp)
+            self.calls.append(("start", tp.partition, None))
+
+    def is_held(self, tp):
+        return tp in self.held and tp in self.assigned
+
+    def seek(self, tp, offset, epoch):
+        self.held.discard(tp)
+        self.calls.append(("start", tp.partition, offset))
 
     def topics_matching(self, pattern):
         return {gs.TOPIC} if pattern.match(gs.TOPIC) else set()
@@ -308,7 +322,8 @@ def test_assignment_is_applied_in_on_app_poll_with_committed_offsets_before_the_
         assert app.calls == [("metadata", {gs.TOPIC})]
         assert await driver.wait_assignment(5)
         assert driver.assignment() == set(gs.TPS)
-        assert app.calls[1:] == [("assign", [0, 1, 2, 3]), ("committed", {0: 5, 1: 7, 2: None, 3: None})]
+        assert app.calls[1:] == [("assign", [0, 1, 2, 3]), ("start", 0, 5), ("start", 1, 7), ("start", 2, None),
+                                 ("start", 3, None)]
         assert listener.calls == [("assigned", [0, 1, 2, 3])]
         assert driver.group_metadata().generation_id == 1
         await driver.stop(autocommit=False)
@@ -425,6 +440,43 @@ def test_commit_errors_are_aiokafkas_and_fatal_errors_reach_on_app_poll():
     run(scenario())
 
 
+def test_a_failed_committed_offset_read_keeps_the_partitions_held_and_reads_again():
+    """A read of the committed offsets that fails (the coordinator's node
+    gone) must not let auto_offset_reset start the partitions: they stay
+    held, and the driver reads again after retry_backoff_ms."""
+    async def scenario():
+        app = RecordingApp()
+        driver, transport, clock = await start_driver(app=app, request_timeout_ms=1000, retry_backoff_ms=100)
+        failing = [True]
+
+        def offset_fetch(body):
+            if failing[0]:
+                return dict(gs.offset_fetch({}), error_code=gs.NOT_COORDINATOR)
+            return gs.offset_fetch({0: 5, 1: 7})
+
+        async def tick():  # the fake clock runs: backoffs end, the read's deadline passes
+            while True:
+                await asyncio.sleep(0.005)
+                clock.now += 0.05
+                driver._kick()
+
+        Broker(transport, classic_answers(OffsetFetch=offset_fetch))
+        ticker = asyncio.get_running_loop().create_task(tick())
+        driver.subscribe(topics=[gs.TOPIC])
+        assert await driver.wait_assignment(5)
+        assert app.held == set(gs.TPS) and not [c for c in app.calls if c[0] == "start"]
+        failing[0] = False
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if not app.held:
+                break
+        ticker.cancel()
+        assert [c for c in app.calls if c[0] == "start"] == [
+            ("start", 0, 5), ("start", 1, 7), ("start", 2, None), ("start", 3, None)]
+        await driver.stop(autocommit=False)
+    run(scenario())
+
+
 def test_kip848_reconcile_through_on_app_poll_and_leave_with_epoch_minus_one():
     async def scenario():
         app = RecordingApp()
@@ -441,7 +493,7 @@ def test_kip848_reconcile_through_on_app_poll_and_leave_with_epoch_minus_one():
         driver.subscribe(topics=[gs.TOPIC], listener=listener)
         assert await driver.wait_assignment(5)
         assert listener.calls == [("assigned", [0, 1])]
-        assert app.calls[-1] == ("committed", {0: 5, 1: None})
+        assert app.calls[-2:] == [("start", 0, 5), ("start", 1, None)]
         for _ in range(50):  # the acknowledging heartbeat
             await asyncio.sleep(0.01)
             if driver.machine.state.name == "STABLE":

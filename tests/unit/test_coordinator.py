@@ -107,6 +107,8 @@ class FakeApp:
         self.assigned = []
         self.positions_ = {}
         self.seeks = []
+        self.held = set()  # held for their committed offsets
+        self.released = []  # released to auto_offset_reset
 
     def positions(self):
         return {tp: pos for tp, pos in self.positions_.items() if tp in self.assigned}
@@ -116,6 +118,17 @@ class FakeApp:
 
     def seek(self, tp, offset, epoch):
         self.seeks.append((tp, offset, epoch))
+        self.held.discard(tp)
+
+    def hold_for_committed(self, tp, held=True):
+        if held and tp in self.assigned and tp not in self.positions_:
+            self.held.add(tp)
+        elif tp in self.held:
+            self.held.discard(tp)
+            self.released.append(tp)
+
+    def is_held(self, tp):
+        return tp in self.held and tp in self.assigned
 
 
 class Recorder:
@@ -203,6 +216,35 @@ def test_join_with_member_id_required_leader_assigns_and_committed_positions_are
     # committed offsets become positions (with their leader epoch); the rest follow auto_offset_reset
     assert app.seeks == [(TPS[0], 5, 3), (TPS[2], 9, 3)]
     assert member.group_metadata().state == "<stable>" and member.group_metadata().generation_id == 1
+
+
+def test_a_failed_committed_offset_read_keeps_the_partitions_held_and_is_retried():
+    """The soak's early duplicates: a member that could not read the
+    committed offsets (its coordinator's node killed) let auto_offset_reset
+    start partition 1 at 0 though 1002 was committed. Java keeps such
+    partitions without a position and reads again; so does fastkc."""
+    member, transport, app, clock, listener = make(request_timeout_ms=1000, retry_backoff_ms=100)
+    transport.answer("JoinGroup", join_response("m-1", members=[("m-1", subscription_bytes())]))
+    transport.answer("SyncGroup", sync_response(TPS))
+    not_coordinator = dict(offset_fetch_response({}), error_code=NOT_COORDINATOR)
+    for _ in range(100):
+        transport.answer("OffsetFetch", not_coordinator)
+    member.run_step()
+    member.on_app_poll()  # the read times out: poll goes on, nothing is released
+    assert app.assigned == TPS and listener.calls == [("assigned", [0, 1, 2, 3])]
+    assert app.seeks == [] and app.released == [] and app.held == set(TPS)
+    tried = len(transport.bodies("OffsetFetch"))
+    assert tried > 1  # retried inside request_timeout_ms
+    transport.script["OffsetFetch"].clear()
+    member.on_app_poll()  # backing off: no read yet
+    assert len(transport.bodies("OffsetFetch")) == tried
+    clock.now += 0.1
+    transport.answer("OffsetFetch", offset_fetch_response({1: 1002}))
+    member.on_app_poll()
+    assert app.seeks == [(TPS[1], 1002, 3)]
+    assert sorted(app.released) == [TPS[0], TPS[2], TPS[3]] and app.held == set()
+    member.on_app_poll()
+    assert len(transport.bodies("OffsetFetch")) == tried + 1  # settled: not read again
 
 
 def test_follower_sends_no_assignment():

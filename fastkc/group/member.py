@@ -602,7 +602,9 @@ class GroupMemberBase(Generic[Machine]):
         if not due:
             return
         try:
-            committed = self.fetch_committed(due, self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms)
+            if timeout_ms is None:
+                timeout_ms = self.config["request_timeout_ms"]
+            committed = self.fetch_committed(due, timeout_ms)
         except KafkaError as exc:
             self._starts.failed(self._clock(), exc)
             if not exc.retriable:

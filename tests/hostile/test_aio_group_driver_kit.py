@@ -13,14 +13,14 @@ from fastkc.config import consumer_config
 from fastkc.errors import KafkaTimeoutError
 from fastkc.structs import OffsetAndMetadata, TopicPartition
 from tests.support.fake_broker import FakeBroker, reset, silence
+from tests.support.held_partitions import HeldPartitions
 
 
-class App:
+class App(HeldPartitions):
     def __init__(self):
+        super().__init__()
         self.assigned = []
         self.revoked = []
-        self.committed = {}
-        self.held = set()
 
     def positions(self, partitions):
         return {tp: OffsetAndMetadata(100 + tp.partition, "", -1) for tp in partitions}
@@ -30,20 +30,6 @@ class App:
 
     def revoke_from_group(self, partitions):
         self.revoked.extend(partitions)
-
-    def hold_for_committed(self, tp, held=True):
-        if held:
-            self.held.add(tp)
-        elif tp in self.held:
-            self.held.discard(tp)
-            self.committed[tp] = None  # nothing committed: auto_offset_reset
-
-    def is_held(self, tp):
-        return tp in self.held and tp in self.assigned
-
-    def seek(self, tp, offset, epoch):
-        self.held.discard(tp)
-        self.committed[tp] = offset
 
     def topics_matching(self, pattern):
         return set()
@@ -67,7 +53,7 @@ def test_join_commit_committed_and_leave_over_real_connections():
         driver.subscribe(topics=["t"])
         assert await driver.wait_assignment(5)
         assert app.assigned == [TopicPartition("t", 0), TopicPartition("t", 1)]
-        assert app.committed == {TopicPartition("t", 0): None, TopicPartition("t", 1): None}
+        assert app.starts == {TopicPartition("t", 0): None, TopicPartition("t", 1): None}
         await driver.commit()
         assert broker.committed[("g", "t", 0)] == 100 and broker.committed[("g", "t", 1)] == 101
         assert (await driver.committed(TopicPartition("t", 1))).offset == 101

@@ -13,14 +13,16 @@ from fastkc.aio.abc import ConsumerRebalanceListener
 from fastkc.aio.group_driver import AioGroupDriver
 from fastkc.config import consumer_config
 from fastkc.structs import OffsetAndMetadata, TopicPartition
+from tests.support.held_partitions import HeldPartitions
 
 PARTITIONS = 4
 # long enough that only a LeaveGroup (not the session timeout) can move partitions in time
 SESSION_TIMEOUT_MS = 45000
 
 
-class App:
+class App(HeldPartitions):
     def __init__(self):
+        super().__init__()
         self.assigned = set()
 
     def positions(self, partitions):

@@ -17,6 +17,7 @@ from fastkc.config import consumer_config
 from fastkc.errors import CommitFailedError, IllegalStateError, KafkaError, RebalanceInProgressError
 from fastkc.structs import OffsetAndMetadata
 from tests.support import group_scenarios as gs
+from tests.support.held_partitions import HeldPartitions
 
 _SETTLE_ROUNDS = 30
 _ANSWER_WAIT_S = 2.0
@@ -101,14 +102,14 @@ def make_config(protocol="classic", **settings):
     return consumer_config(config)
 
 
-class RecordingApp:
+class RecordingApp(HeldPartitions):
     """The app side of the driver interface, recording what it is told."""
 
     def __init__(self):
+        super().__init__()
         self.calls = []
         self.position_of = {}
         self.assigned = []
-        self.held = set()
 
     def positions(self, partitions):
         return {tp: OffsetAndMetadata(self.position_of[tp], "", -1) for tp in partitions if tp in self.position_of}
@@ -120,20 +121,7 @@ class RecordingApp:
     def revoke_from_group(self, partitions):
         self.calls.append(("revoke", sorted(p.partition for p in partitions)))
 
-    # the fetch side of group/committed_starts.py: held partitions start at a
-    # committed offset (seek) or go by auto_offset_reset (released: None)
-    def hold_for_committed(self, tp, held=True):
-        if held:
-            self.held.add(tp)
-        elif tp in self.held:
-            self.held.discard(tp)
-            self.calls.append(("start", tp.partition, None))
-
-    def is_held(self, tp):
-        return tp in self.held and tp in self.assigned
-
-    def seek(self, tp, offset, epoch):
-        self.held.discard(tp)
+    def started(self, tp, offset):
         self.calls.append(("start", tp.partition, offset))
 
     def topics_matching(self, pattern):

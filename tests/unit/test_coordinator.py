@@ -31,6 +31,7 @@ from fastkc.protocol.consumer_protocol import (
     group_by_topic,
 )
 from fastkc.structs import OffsetAndMetadata, TopicPartition
+from tests.support.held_partitions import HeldPartitions
 
 TOPIC = "t"
 TOPIC_ID = uuid.UUID(int=7).bytes
@@ -102,13 +103,12 @@ class FakeTransport:
         pass
 
 
-class FakeApp:
+class FakeApp(HeldPartitions):
     def __init__(self):
+        super().__init__()
         self.assigned = []
         self.positions_ = {}
         self.seeks = []
-        self.held = set()  # held for their committed offsets
-        self.released = []  # released to auto_offset_reset
 
     def positions(self):
         return {tp: pos for tp, pos in self.positions_.items() if tp in self.assigned}
@@ -116,19 +116,13 @@ class FakeApp:
     def set_assignment(self, partitions):
         self.assigned = list(partitions)
 
+    def hold_for_committed(self, tp, held=True):
+        if tp not in self.positions_:  # a partition with a position is not held (FetchMachine's rule)
+            super().hold_for_committed(tp, held)
+
     def seek(self, tp, offset, epoch):
         self.seeks.append((tp, offset, epoch))
-        self.held.discard(tp)
-
-    def hold_for_committed(self, tp, held=True):
-        if held and tp in self.assigned and tp not in self.positions_:
-            self.held.add(tp)
-        elif tp in self.held:
-            self.held.discard(tp)
-            self.released.append(tp)
-
-    def is_held(self, tp):
-        return tp in self.held and tp in self.assigned
+        super().seek(tp, offset, epoch)
 
 
 class Recorder:
@@ -232,7 +226,7 @@ def test_a_failed_committed_offset_read_keeps_the_partitions_held_and_is_retried
     member.run_step()
     member.on_app_poll()  # the read times out: poll goes on, nothing is released
     assert app.assigned == TPS and listener.calls == [("assigned", [0, 1, 2, 3])]
-    assert app.seeks == [] and app.released == [] and app.held == set(TPS)
+    assert app.seeks == [] and app.starts == {} and app.held == set(TPS)
     tried = len(transport.bodies("OffsetFetch"))
     assert tried > 1  # retried inside request_timeout_ms
     transport.script["OffsetFetch"].clear()
@@ -242,7 +236,7 @@ def test_a_failed_committed_offset_read_keeps_the_partitions_held_and_is_retried
     transport.answer("OffsetFetch", offset_fetch_response({1: 1002}))
     member.on_app_poll()
     assert app.seeks == [(TPS[1], 1002, 3)]
-    assert sorted(app.released) == [TPS[0], TPS[2], TPS[3]] and app.held == set()
+    assert app.starts == {TPS[0]: None, TPS[1]: 1002, TPS[2]: None, TPS[3]: None} and app.held == set()
     member.on_app_poll()
     assert len(transport.bodies("OffsetFetch")) == tried + 1  # settled: not read again
 

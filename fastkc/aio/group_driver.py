@@ -50,7 +50,6 @@ from typing import Any, Protocol
 
 from fastkc.aio.abc import ConsumerRebalanceListener, call_listener
 from fastkc.aio.group_transport import AioGroupTransport, GroupTransport
-from fastkc.cluster.metadata import partition_counts
 from fastkc.config import Config
 from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
@@ -143,8 +142,6 @@ class AioGroupDriver:
         self._auto_commit_interval = config["auto_commit_interval_ms"] / 1000.0
         self._next_auto_commit: float | None = None
         self._auto_commit_op: CommitOp | None = None
-        self._next_metadata_check: float | None = None
-        self._metadata_check: asyncio.Task[None] | None = None  # the task checking partition counts
         self._listener: ConsumerRebalanceListener | None = None
         self._pattern: re.Pattern[str] | None = None
         self._pattern_checked: float | None = None
@@ -246,15 +243,13 @@ class AioGroupDriver:
         started = 0
         if member:
             started += self._start_exchanges(self.machine, now)
-            self._maybe_check_partition_counts(now)
         self._maybe_auto_commit(now)
         self._drop_commit_events()  # auto commits settle as events nobody else takes
         if self.commits.busy:
             started += self._start_exchanges(self.commits, now)
         deadline: float | None = earliest(self.machine.next_deadline() if member else None,
                             self.commits.next_deadline() if self.commits.busy else None,
-                            self._next_auto_commit if self._auto_commit and self._committable() else None,
-                            self._next_metadata_check if self._leader_checks() else None)
+                            self._next_auto_commit if self._auto_commit and self._committable() else None)
         if deadline is None:
             return _IDLE_S
         wait = min(deadline - self._now(), _IDLE_S)
@@ -272,47 +267,32 @@ class AioGroupDriver:
         return len(requests)
 
     # --- the classic leader watches partition counts (Java's metadata snapshot) -------------------
+    # The consumer's own metadata (refreshed every metadata_max_age_ms, and
+    # when asked) reaches metadata_changed through its listener, as in the
+    # sync consumer (group/classic.py): no second source of metadata here.
     def _leader_checks(self) -> bool:
         return self.protocol == "classic" and getattr(self.machine, "leader_snapshot", None) is not None
-
-    def _maybe_check_partition_counts(self, now: float) -> None:
-        if not self._leader_checks() or self._metadata_check is not None:
-            return
-        if self._next_metadata_check is None:
-            self._next_metadata_check = now + self._metadata_check_period()
-        if now < self._next_metadata_check:
-            return
-        self._next_metadata_check = now + self._metadata_check_period()
-        self._metadata_check = asyncio.get_running_loop().create_task(self._check_partition_counts())
 
     def metadata_changed(self, partition_counts: Mapping[str, int]) -> None:
         """The consumer's metadata was refreshed ({topic: partition count}
         of the topics described without error): the leader rejoins when
-        they differ from what it assigned from."""
-        if self._leader_checks() and self.machine.metadata_changed(partition_counts):
+        they differ from what it assigned from; while a subscribed topic is
+        still missing from that (ClassicMachine.leader_snapshot_incomplete),
+        each answer asks for the next (the client paces them by
+        retry_backoff_ms)."""
+        if not self._leader_checks():
+            return
+        if self.machine.metadata_changed(partition_counts):
             self._kick()
+        elif self._snapshot_incomplete():
+            self._request_metadata()
 
-    def _metadata_check_period(self) -> float:
-        """Seconds to the next look: retry_backoff_ms while a subscribed
-        topic lacked metadata when this leader assigned
-        (ClassicMachine.leader_snapshot_incomplete), else metadata_max_age_ms."""
+    def _snapshot_incomplete(self) -> bool:
         machine = self.machine
-        assert isinstance(machine, classic_machine.ClassicMachine)  # _leader_checks() held
-        key = "retry_backoff_ms" if machine.leader_snapshot_incomplete else "metadata_max_age_ms"
-        return float(self.config[key]) / 1000.0
+        return isinstance(machine, classic_machine.ClassicMachine) and machine.leader_snapshot_incomplete
 
-    async def _check_partition_counts(self) -> None:
-        """The leader rejoins when a subscribed topic's partition count
-        changed since it assigned (ClassicMachine.metadata_changed)."""
-        try:
-            topics = list(self.machine.subscription or ())
-            cluster = await self.transport.metadata(topics, self.config["request_timeout_ms"])
-            if self.machine.metadata_changed(partition_counts(cluster)):
-                self._kick()
-        except KafkaError as exc:  # the next period looks again
-            log.debug("group %s: partition count check failed: %s", self.group_id, exc)
-        finally:
-            self._metadata_check = None
+    def _request_metadata(self) -> None:
+        self.app.request_metadata_for(None if self._pattern is not None else set(self.machine.subscription or ()))
 
     def _exchange_done(self, task: asyncio.Task[None]) -> None:
         self._inflight.pop(task, None)
@@ -485,7 +465,7 @@ class AioGroupDriver:
                     assignor.on_assignment(event.assignment, event.generation)
                 self.machine.assignment_applied(step.revoked_any)
                 if self.machine.leader_snapshot_incomplete:
-                    self._next_metadata_check = None  # look again after retry_backoff_ms
+                    self._request_metadata()  # the answer reaches metadata_changed
 
     async def _assign(self, added: list[TopicPartition], assignment: list[TopicPartition]) -> None:
         """Take partitions: fetching starts at the new ones' committed
@@ -669,9 +649,8 @@ class AioGroupDriver:
             self._closed = True
             self.machine.close()
             tasks = list(self._inflight)
-            for extra in (self._metadata_check, self._starts_task):
-                if extra is not None:
-                    tasks.append(extra)
+            if self._starts_task is not None:
+                tasks.append(self._starts_task)
             if self._task is not None:
                 tasks.append(self._task)
             for task in tasks:

@@ -5,6 +5,8 @@ JoinGroup / SyncGroup / Heartbeat / LeaveGroup, eager and cooperative
 application's thread: the assignor and the machine told that an assignment
 was applied (the reconciler's last step for it, reconciler.py).
 """
+from collections.abc import Mapping
+
 from fastkc.assignors import AbstractPartitionAssignor, RebalanceProtocol
 from fastkc.config import Config
 from fastkc.group.classic_machine import (
@@ -46,6 +48,17 @@ class ClassicGroupMember(GroupMemberBase[ClassicMachine]):
         machine = self.machine
         return ConsumerGroupMetadata(self.group_id, machine.generation, machine.member_id, self.group_instance_id,
                                      KAFKA_PYTHON_STATE[machine.state])
+
+    def metadata_changed(self, partition_counts: Mapping[str, int]) -> None:
+        """As the base's; and while a subscribed topic is still missing from
+        what this leader assigned from (leader_snapshot_incomplete), each
+        metadata answer asks for the next (the client paces them by
+        retry_backoff_ms) until the topic shows."""
+        super().metadata_changed(partition_counts)
+        with self._lock:
+            incomplete = self.machine.leader_snapshot_incomplete
+        if incomplete:
+            self.app.request_metadata_update()
 
     def _acknowledge_assignment(self, step: AcknowledgeAssignment) -> None:
         event = step.event

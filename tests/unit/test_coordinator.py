@@ -109,6 +109,7 @@ class FakeApp(HeldPartitions):
         self.assigned = []
         self.positions_ = {}
         self.seeks = []
+        self.metadata_requests = 0
 
     def positions(self):
         return {tp: pos for tp, pos in self.positions_.items() if tp in self.assigned}
@@ -123,6 +124,9 @@ class FakeApp(HeldPartitions):
     def seek(self, tp, offset, epoch):
         self.seeks.append((tp, offset, epoch))
         super().seek(tp, offset, epoch)
+
+    def request_metadata_update(self):
+        self.metadata_requests += 1
 
 
 class Recorder:
@@ -210,6 +214,32 @@ def test_join_with_member_id_required_leader_assigns_and_committed_positions_are
     # committed offsets become positions (with their leader epoch); the rest follow auto_offset_reset
     assert app.seeks == [(TPS[0], 5, 3), (TPS[2], 9, 3)]
     assert member.group_metadata().state == "<stable>" and member.group_metadata().generation_id == 1
+
+
+def test_a_leader_that_assigned_without_the_topics_metadata_asks_for_metadata_until_it_shows():
+    """The sync twin of the asyncio driver's test: the leader's Metadata
+    lacked the topic, so nothing was assigned; the member asks the
+    consumer's metadata again after acknowledging, and after each answer
+    that still lacks the topic; the answer that has it makes it rejoin."""
+    member, transport, app, clock, listener = make()
+    cluster = transport.client.cluster
+    full = cluster.topics[TOPIC]
+    cluster.topics[TOPIC] = type(full)(TOPIC, TOPIC_ID, False, {}, 3)  # UNKNOWN_TOPIC_OR_PARTITION
+    transport.answer("JoinGroup", join_response("m-1", members=[("m-1", subscription_bytes())]))
+    transport.answer("SyncGroup", sync_response([]))
+    member.run_step()
+    member.on_app_poll()
+    assert member.state is MemberState.STABLE and app.assigned == [] and app.metadata_requests == 1
+    member.metadata_changed({})  # still without the topic: asked again
+    assert app.metadata_requests == 2
+    cluster.topics[TOPIC] = full
+    member.metadata_changed({TOPIC: 4})
+    transport.answer("JoinGroup", join_response("m-1", generation=2, members=[("m-1", subscription_bytes())]))
+    transport.answer("SyncGroup", sync_response(TPS))
+    transport.answer("OffsetFetch", offset_fetch_response({}))
+    member.run_step()
+    member.on_app_poll()
+    assert app.assigned == TPS and len(transport.bodies("JoinGroup")) == 2
 
 
 def test_a_failed_committed_offset_read_keeps_the_partitions_held_and_is_retried():

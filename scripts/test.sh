@@ -7,23 +7,26 @@
 # the stages are laid out as they are:
 # - The wheels stage (sdist, three wheels, each tested in a fresh venv, with
 #   tests/unit and tests/packaging run against the installed wheel) runs in
-#   the background beside the sanitizer run, the quick benchmarks and the
-#   broker-free suites: the first two are one process on one core, the
-#   suites mostly wait, none asserts a time, and the wheels stage touches
-#   only dist/ (it builds from the sdist, not the tree). The fuzzers wait
-#   for it: a fuzz target's budget is seconds, and sharing the cores would
-#   cut its executions; they then run two at a time, one per core.
-# - The broker-free suites (tests/hostile, tests/quality, tests/c) run under
-#   pytest-xdist with two workers: their tests share no broker and mostly
-#   wait on scripted stalls and timeouts.
+#   the background from after set-up until it ends (about 9.5 minutes),
+#   beside the sanitizer run, the broker-free suites, the fuzzers and the
+#   start of the broker sessions: none of them asserts a time, and the
+#   wheels stage touches only dist/ (it builds from the sdist, not the
+#   tree). Its result is read at the end. The fuzzers run two at a time.
+# - The broker-free suites (tests/hostile, tests/quality, tests/c) and the
+#   quick benchmarks run in one pytest-xdist session with two workers, file
+#   by file: they share no broker, the suites mostly wait on scripted stalls
+#   and timeouts, and the benchmarks are one CPU-bound file beside them.
 # - The broker suites run last, in two pytest sessions side by side: the
 #   integration suite in one, file by file over two xdist workers (each
 #   starts the broker fixtures its files ask for: 9m38 with two workers
 #   against about 20 minutes in one, at 133 % CPU); the fault campaign,
 #   Spark, the asyncio and the docs suites in the other, in one process
 #   (the fault campaign has its own brokers, the proxied 3-node cluster,
-#   started once). Their tests mostly wait on brokers, timeouts and faults,
-#   so running them at once costs little more than the longest of them.
+#   started once). Their tests mostly wait on brokers, timeouts and faults.
+#   Measured at 72d0837: set-up 1m12, sanitizers 5m17, benchmarks 2m16,
+#   broker-free 2m25, fuzzing 1m01, broker sessions 17m52 (integration
+#   16m20, faults and Spark 17m48), 30m03 in all: hence the benchmarks
+#   joined the broker-free session and the wheels are waited for last.
 # Each stage prints when it starts; the end prints every stage's duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,9 +112,6 @@ wheels_pid=$!
 step "decoder tests under ASan + UBSan"
 make -s asan PYTHON="$PY"
 
-step "benchmarks, quick mode (they must keep running; no speed is asserted)"
-FASTKC_BENCH_QUICK=1 $PY -m pytest -q benchmarks/ --benchmark-disable
-
 # fastkc's own modules (the compiled core included) are imported outright: a
 # missing one fails. The optional tools and extras skip without their switch:
 # FASTKC_REQUIRE_FAULTS turns a missing toxiproxy (tests/faults/) into a failure,
@@ -122,15 +122,11 @@ FASTKC_BENCH_QUICK=1 $PY -m pytest -q benchmarks/ --benchmark-disable
 export FASTKC_REQUIRE_FAULTS=1 FASTKC_REQUIRE_MSK_REFERENCE=1 FASTKC_REQUIRE_KERBEROS=1 \
     FASTKC_REQUIRE_POLARS=1 FASTKC_REQUIRE_DUCKDB=1 FASTKC_REQUIRE_KCAT=1
 
-step "broker-free suites, two workers, beside the wheels stage: hostile brokers, quality gates, C kernels"
-$PY -m pytest -q -n 2 --dist loadfile --durations=10 "${BROKER_FREE[@]}"
-
-step "waiting for the wheels stage"
-wheels_rc=0
-wait "$wheels_pid" || wheels_rc=$?
-wheels_pid=""
-cat "$WHEELS_LOG"
-[ "$wheels_rc" = 0 ] || { echo "the wheels stage failed (exit $wheels_rc): its log is above" >&2; exit 1; }
+step "broker-free suites and the quick benchmarks, two workers, beside the wheels stage"
+# the benchmarks must keep running; quick mode (FASTKC_BENCH_QUICK) and
+# --benchmark-disable: no speed is asserted (only benchmarks/ reads the switch)
+FASTKC_BENCH_QUICK=1 $PY -m pytest -q -n 2 --dist loadfile --durations=10 --benchmark-disable \
+    "${BROKER_FREE[@]}" benchmarks/
 
 step "fuzzing, ${FUZZ_SECONDS:-20}s per target"
 make -s -j2 fuzz-build PYTHON="$PY"
@@ -158,3 +154,10 @@ for name in integration faults-spark; do
     [ "$(cat "build/ci/$name.rc")" = 0 ] || broker_rc=1
 done
 [ "$broker_rc" = 0 ] || { echo "a broker session failed: its log is above" >&2; exit 1; }
+
+step "waiting for the wheels stage (it ended during the broker sessions)"
+wheels_rc=0
+wait "$wheels_pid" || wheels_rc=$?
+wheels_pid=""
+cat "$WHEELS_LOG"
+[ "$wheels_rc" = 0 ] || { echo "the wheels stage failed (exit $wheels_rc): its log is above" >&2; exit 1; }

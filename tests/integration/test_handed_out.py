@@ -43,7 +43,7 @@ def _group():
     return "handed-" + uuid.uuid4().hex[:10]
 
 
-def _rest(flavour, kafka_broker, group, topic, expected_count, timeout=30.0):
+def _rest(flavour, kafka_broker, group, topic, expected_count, timeout=60.0):
     """What a second member of `group` receives: {partition: [offsets]}."""
     consumer = _member(flavour, kafka_broker, group, topic, enable_auto_commit=False)
     got = {p: [] for p in range(PARTITIONS)}

@@ -78,6 +78,13 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UsageError("-o stored reads the group's committed offsets: it needs -G GROUP")
     if args.from_time is not None and args.offset is not None and args.offset.kind != "stop":
         raise UsageError("--from-time and -o both say where to start: give one")
+    if args.serdes and not args.schema_registry:
+        raise UsageError("-s avro reads writer schemas from a Schema Registry: give -r URL")
+    if args.schema_registry and not args.serdes:
+        raise UsageError("-r URL is for -s avro (say which fields to decode: -s value=avro)")
+    if args.serdes and (args.arrow_ipc or args.parquet):
+        raise UsageError("-s avro prints JSON text (-f or -J); the Arrow and Parquet outputs carry the "
+                         "raw bytes")
     if args.count is not None and args.count < 1:
         raise UsageError("-c must be a positive count")
     if args.from_time is not None and args.to_time is not None and args.to_time < args.from_time:

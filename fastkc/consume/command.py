@@ -11,6 +11,7 @@ from fastkc.consume.arguments import UsageError, check_arguments, parse_offset, 
 from fastkc.consume.formats import DEFAULT_FORMAT, FormatRenderer, JsonRenderer, Renderer, parse_format
 from fastkc.consume.loop import ConsumeRun
 from fastkc.consume.outputs import ArrowIpcOutput, Output, ParquetOutput, Progress, StdoutBytes
+from fastkc.consume.schema_values import DecodedRenderer, SchemaRegistryColumns, parse_serdes
 from fastkc.consume.settings import consumer_settings
 from fastkc.errors import KafkaConfigurationError, KafkaError, WakeupException
 
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         settings = consumer_settings(args)
         if not (args.arrow_ipc or args.parquet or args.json):
             parse_format(args.format)  # a bad -f is a usage error before any connection
+        fields = parse_serdes(args.serdes)
     except UsageError as exc:
         return _fail(str(exc), 2)
     interrupt = _Interrupt()
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     consumer: KafkaConsumer | None = None
     out: Output | None = None
     progress: Progress | None = None
+    registry_columns: SchemaRegistryColumns | None = None
     status = 0
     try:
         from fastkc import consumer as consumer_module
@@ -90,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
                 renderer = JsonRenderer(consumer_module.engine_of(consumer).leader_for)
             else:
                 renderer = FormatRenderer(args.format, b"NULL" if args.null_as_text else None)
+            if fields:
+                registry_columns = SchemaRegistryColumns(args.schema_registry, fields)
+                renderer = DecodedRenderer(registry_columns, renderer)
             out = StdoutBytes(renderer)
         job.out = out
         if sys.stderr.isatty() and not args.quiet:
@@ -104,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         out = None
         if args.group:
             job.commit()
+        if registry_columns is not None and registry_columns.failures and status == 0:
+            status = 1  # each was reported on stderr as it came
     except BrokenPipeError:
         # the reader has gone (`| head`): what it took is written; Python's
         # advice, so that the interpreter's own flush at exit finds a sink
@@ -127,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
                 out.close()
             except (BrokenPipeError, OSError):
                 pass
+        if registry_columns is not None:
+            registry_columns.close()
         if consumer is not None:
             try:
                 consumer.close(autocommit=False)
@@ -159,6 +169,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  fastkc consume -b localhost:9092 -t orders -o beginning -e\n"
         "  fastkc consume -b localhost:9092 -t orders -p 0 -o -10 -e -f '%p/%o %k: %s (%T)\\n'\n"
         "  fastkc consume -b localhost:9092 -t orders -G audit --json -c 100\n"
+        "  fastkc consume -b localhost:9092 -t payments -s value=avro -r http://localhost:8081 -J -e\n"
         "  fastkc consume -b localhost:9092 -t orders --from-time 2026-11-25T00:00Z --to-time "
         "2026-11-26T00:00Z -e --parquet day.parquet\n\n"
         "exit status: 0 done (also when stdout closes early), 1 Kafka error, 2 bad arguments, "
@@ -199,4 +210,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-F", dest="config_file", metavar="FILE",
                         help="key=value settings, one a line (as -X); -X and -b override them")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on a terminal")
+    parser.add_argument("-s", dest="serdes", action="append", default=[], metavar="[key=|value=]avro",
+                        help="decode Schema Registry Avro keys and values (avro: both) and print them as "
+                             "kcat does: the Avro JSON encoding; needs -r")
+    parser.add_argument("-r", "--schema-registry", dest="schema_registry", metavar="URL",
+                        help="the Schema Registry -s avro reads writer schemas from (comma-separated URLs "
+                             "are tried in turn)")
     parser.set_defaults(handler=run)

@@ -138,7 +138,8 @@ class FormatRenderer:
     def _field(self, batch: Batch, name: str) -> Any:
         pa, pc = self._pa, self._pc
         if name in ("key", "value"):
-            column = self._bytes_column(batch, name)
+            # -s avro: the decoded JSON text (fastkc/consume/schema_values.py)
+            column = batch.column(name + "_json") if decoded(batch, name) else self._bytes_column(batch, name)
             if self.null_text is not None:
                 # kcat -Z: empty and null alike print as the null text
                 empty = pc.fill_null(pc.equal(pc.binary_length(column), 0), True)
@@ -248,8 +249,8 @@ class JsonRenderer:
         columns = [lit(b'{"topic":"'), topic, lit(b'","partition":'), as_text(batch.column("partition")),
                    lit(b',"offset":'), as_text(batch.column("offset")), timestamp,
                    lit(b',"broker":'), self._brokers(batch), self._headers(batch.column("headers")),
-                   lit(b',"key":'), self._string_or_null(batch.column("key")),
-                   lit(b',"payload":'), self._string_or_null(batch.column("value")), lit(b"}\n")]
+                   lit(b',"key":'), self._key_or_value(batch, "key", b"key"),
+                   lit(b',"payload":'), self._key_or_value(batch, "value", b"payload"), lit(b"}\n")]
         joined = pc.binary_join_element_wise(*columns, lit(b""), null_handling="replace", null_replacement=b"")
         offsets = joined.buffers()[1]
         first, last = _int32_at(offsets, joined.offset), _int32_at(offsets, joined.offset + n)
@@ -268,6 +269,33 @@ class JsonRenderer:
             return pa.scalar(next(iter(nodes.values())), pa.binary())
         return pa.array([nodes[tp] for tp in zip(batch.column("topic").to_pylist(),
                                                   batch.column("partition").to_pylist())], pa.binary())
+
+    def _key_or_value(self, batch: Batch, name: str, label: bytes) -> Any:
+        """As kcat -J: a JSON string (null for null); with -s avro the decoded
+        JSON as it is, then "<name>_schema_id": id, or null then
+        "<label>_error": why (kcat's key_error / payload_error)."""
+        if not decoded(batch, name):
+            return self._string_or_null(batch.column(name))
+        pa, pc = self._pa, self._pc
+        text = batch.column(name + "_json")
+        ids = batch.column(name + "_schema_id")
+        errors = batch.column(name + "_error")
+        schema_id = pc.binary_join_element_wise(
+            pa.scalar(b',"' + name.encode() + b'_schema_id":', pa.binary()), self._schema_ids(ids),
+            pa.scalar(b"", pa.binary()))
+        done = pc.binary_join_element_wise(text, schema_id, pa.scalar(b"", pa.binary()))  # null where no text
+        failed = pc.binary_join_element_wise(
+            pa.scalar(b'null,"' + label + b'_error":', pa.binary()), self._string_or_null(errors),
+            pa.scalar(b"", pa.binary()))
+        out = pc.if_else(pc.is_null(errors), done, failed)
+        return pc.fill_null(out, b"null")  # a null key or value
+
+    def _schema_ids(self, ids: Any) -> Any:
+        """A schema id prints as a number, a GUID as a string."""
+        pa, pc = self._pa, self._pc
+        as_binary = ids.cast(pa.binary())
+        numeric = pc.fill_null(pc.match_substring_regex(ids, r"^[0-9]+$"), False)
+        return pc.if_else(numeric, as_binary, self._string_or_null(as_binary))
 
     def _string_or_null(self, column: Any) -> Any:
         """JSON strings of a key or value column, null for null."""
@@ -295,6 +323,11 @@ class JsonRenderer:
                 json_string(h["key"].encode("utf-8")) + b"," +
                 (json_string(h["value"]) if h["value"] is not None else b"null") for h in row) + b"]")
         return pc.replace_with_mask(pa.nulls(len(headers), pa.binary()), has, pa.array(rendered, pa.binary()))
+
+
+def decoded(batch: Batch, name: str) -> bool:
+    """Whether -s avro decoded this field (fastkc/consume/schema_values.py)."""
+    return bool(batch.schema.get_field_index(name + "_json") >= 0)
 
 
 class Renderer(Protocol):

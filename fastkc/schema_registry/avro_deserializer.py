@@ -168,6 +168,30 @@ def inline_references(root: Any, referenced: Sequence[Any]) -> Any:
     return walk(root, "", 0)
 
 
+def writer_schema_json(registry: SchemaRegistryClient, key: int | str, topic: str, partition: int,
+                       offset: int) -> Any:
+    """The JSON of the Avro writer schema a frame names (`key`: its id or
+    GUID), references inlined. The errors are typed and name the record
+    (topic, partition, offset) and the id: the registry unreachable, the id
+    unknown or its schema malformed, a schema that is not Avro."""
+    try:
+        resolved = registry.resolve(key)
+    except SchemaRegistryUnreachableError as exc:
+        raise UnreachableWriterSchemaError(str(exc), topic, partition, offset, key) from exc
+    except SchemaRegistryError as exc:
+        raise WriterSchemaError(str(exc), topic, partition, offset, key) from exc
+    schema_type = resolved.schema.schema_type
+    if schema_type != "AVRO":
+        raise WrongSchemaTypeError("the frame names a {0} schema, not Avro".format(schema_type),
+                                   topic, partition, offset, key)
+    try:
+        return inline_references(_load(resolved.schema.schema_str, "the writer schema"),
+                                 [_load(s.schema_str, "referenced schema {0!r}".format(name))
+                                  for name, s in resolved.referenced.items()])
+    except AvroSchemaError as exc:
+        raise WriterSchemaError(str(exc), topic, partition, offset, key) from exc
+
+
 def _is_raw_bytes(writer: Any) -> bool:
     # confluent-kafka returns the payload itself, unread, when the writer
     # schema is bytes (with or without a logical type): so does this.
@@ -350,22 +374,7 @@ class AvroDeserializer:
         cached = self._writers.get(key)
         if cached is not None:
             return cached
-        try:
-            resolved = self._registry.resolve(key)
-        except SchemaRegistryUnreachableError as exc:
-            raise UnreachableWriterSchemaError(str(exc), topic, partition, offset, key) from exc
-        except SchemaRegistryError as exc:
-            raise WriterSchemaError(str(exc), topic, partition, offset, key) from exc
-        schema_type = resolved.schema.schema_type
-        if schema_type != "AVRO":
-            raise WrongSchemaTypeError("the frame names a {0} schema, not Avro".format(schema_type),
-                                       topic, partition, offset, key)
-        try:
-            writer = inline_references(_load(resolved.schema.schema_str, "the writer schema"),
-                                       [_load(s.schema_str, "referenced schema {0!r}".format(name))
-                                        for name, s in resolved.referenced.items()])
-        except AvroSchemaError as exc:
-            raise WriterSchemaError(str(exc), topic, partition, offset, key) from exc
+        writer = writer_schema_json(self._registry, key, topic, partition, offset)
         self._writers.put(key, writer)
         return writer
 

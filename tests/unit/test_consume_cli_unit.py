@@ -200,6 +200,11 @@ def _cli(*argv):
     (["-b", "h:1", "-t", "t", "--to-time", "last week"], "invalid time"),
     (["-b", "h:1", "-t", "t", "--from-time", "2000", "--to-time", "1000"], "before --from-time"),
     (["-b", "h:1", "-t", "t", "-X", "security_protocol=CARRIER_PIGEON"], "configuration"),
+    (["-b", "h:1", "-t", "t", "-s", "value=avro"], "give -r URL"),
+    (["-b", "h:1", "-t", "t", "-r", "http://h:1"], "-r URL is for -s avro"),
+    (["-b", "h:1", "-t", "t", "-s", "value=json", "-r", "http://h:1"], "the only deserializer is avro"),
+    (["-b", "h:1", "-t", "t", "-s", "payload=avro", "-r", "http://h:1"], "expected avro, key=avro or value=avro"),
+    (["-b", "h:1", "-t", "t", "-s", "avro", "-r", "http://h:1", "--parquet", "x.parquet"], "prints JSON text"),
 ])
 def test_bad_arguments_exit_2(argv, message):
     done = _cli(*argv)

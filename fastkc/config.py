@@ -14,13 +14,14 @@ import os
 import ssl
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, cast
 
 from fastkc import auth
 from fastkc.cluster.metadata import host_problem
 from fastkc.config_schema import (
     SETTINGS,
     SETTINGS_BY_KEY,
+    ConsumerConfig,
     Kind,
     check_rules,
     check_value,
@@ -32,11 +33,11 @@ log = logging.getLogger(__name__)
 
 #: a consumer configuration: kafka-python's keys; the values are the caller's (checked below).
 #: fastkc.config_schema.ConsumerConfig is the same dict typed key by key.
-Config = dict[str, Any]
+Config = ConsumerConfig
 
 #: kafka-python's keys and defaults (with fastkc's additions), from the schema. The
 #: default assignors are named ("range", "roundrobin"): KafkaConsumer shows the classes.
-CONSUMER_DEFAULTS: Config = {setting.key: setting.default for setting in SETTINGS}
+CONSUMER_DEFAULTS: dict[str, Any] = {setting.key: setting.default for setting in SETTINGS}
 
 SECURITY_PROTOCOLS = SETTINGS_BY_KEY["security_protocol"].choices
 _SSL_FILES = tuple(s.key for s in SETTINGS if s.kind is Kind.PATH and s.key.startswith("ssl_"))
@@ -57,7 +58,7 @@ def consumer_config(configs: Mapping[str, Any]) -> Config:
     unknown = set(configs).difference(CONSUMER_DEFAULTS)
     if unknown:
         _fail("Unrecognized configs: {0}".format(sorted(unknown)))
-    config = dict(CONSUMER_DEFAULTS)
+    config: dict[str, Any] = dict(CONSUMER_DEFAULTS)
     config["socket_options"] = list(CONSUMER_DEFAULTS["socket_options"])
     config.update(configs)
     for setting in SETTINGS:
@@ -77,7 +78,18 @@ def consumer_config(configs: Mapping[str, Any]) -> Config:
         _fail("bootstrap_servers is empty")
     config["bootstrap_servers"] = [parse_host_port(s) for s in servers]
     _check_security(config)
-    return config
+    # every key was checked against its setting above, and ConsumerConfig
+    # lists exactly the settings' keys (tests/unit/test_config_schema.py)
+    return cast(Config, config)
+
+
+def group_id_of(config: Config) -> str:
+    """The group_id of a configuration a group member runs with (the
+    consumers make one only when group_id is set)."""
+    group_id = config["group_id"]
+    if group_id is None:
+        raise KafkaConfigurationError("a group member needs a group_id")
+    return group_id
 
 
 # --- the decoding budget ------------------------------------------------------

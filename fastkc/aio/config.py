@@ -68,6 +68,7 @@ from typing import Any, NoReturn
 from fastkc import config_schema
 from fastkc._version import __version__
 from fastkc.aio.errors import ConfigTypeError, ConfigValueError
+from fastkc.config import Config
 from fastkc.config_schema import SETTINGS_BY_KEY, Kind, ValueTypeError
 from fastkc.errors import KafkaConfigurationError
 
@@ -247,7 +248,7 @@ def _check(key: Key, value: Any) -> Any:
 @dataclass(frozen=True)
 class AioConsumerConfig:
     aio: dict[str, Any]  # every aiokafka keyword (and fastkc addition), checked, defaults filled in
-    core: dict[str, Any]  # fastkc.config.consumer_config's output: what fastkc's core runs with
+    core: Config  # fastkc.config.consumer_config's output: what fastkc's core runs with
     driver: dict[str, Any]  # the keywords only the asyncio driver reads
 
 

@@ -333,9 +333,9 @@ class AIOKafkaConsumer:
         if self._group is None:
             from fastkc.aio.group_driver import AioGroupDriver
 
-            config = dict(self._config)
-            config["rebalance_timeout_ms"] = self._driver_config["rebalance_timeout_ms"]
-            self._group = AioGroupDriver(config, _AioGroupApp(self))
+            # (aiokafka's rebalance_timeout_ms stays the driver's: the group
+            # member sends max_poll_interval_ms, fastkc/aio/config.py says why)
+            self._group = AioGroupDriver(self._config, _AioGroupApp(self))
         return self._group
 
     async def _on_get(self, partitions: Iterable[TopicPartition]) -> None:

@@ -50,7 +50,7 @@ from typing import Any, Protocol
 
 from fastkc.aio.abc import ConsumerRebalanceListener, call_listener
 from fastkc.aio.group_transport import AioGroupTransport, GroupTransport
-from fastkc.config import Config
+from fastkc.config import Config, group_id_of
 from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
 from fastkc.group.commit_machine import CommitCompleted, CommitMachine, CommitOp, Committed, FetchOp
@@ -119,9 +119,9 @@ class AioGroupDriver:
         transport / clock: tests inject a scripted transport and a clock."""
         self.config = config
         self.app = app
-        self.group_id = config["group_id"]
+        self.group_id = group_id_of(config)
         self.group_instance_id = config["group_instance_id"]
-        self.protocol = config.get("group_protocol", "classic")
+        self.protocol = config["group_protocol"]
         self.transport: GroupTransport = transport if transport is not None else AioGroupTransport(config)
         self._clock = clock
         self._listener_runner: ListenerRunner = listener_runner or _run_listener

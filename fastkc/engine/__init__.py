@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 from fastkc.client import KafkaClient
 from fastkc.cluster import ClusterMetadata
+from fastkc.config import Config
 from fastkc.errors import IllegalStateError, KafkaTimeoutError, WakeupException
 from fastkc.fetch import Fetcher, PartitionState
 from fastkc.structs import ConsumerRecord, TopicPartition
@@ -63,7 +64,7 @@ class GroupMember(Protocol):
 class ConsumerEngine:
     """See the module docstring."""
 
-    def __init__(self, config: dict[str, Any], subscribed: Callable[[], bool],
+    def __init__(self, config: Config, subscribed: Callable[[], bool],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.clock = clock

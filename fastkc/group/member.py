@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from fastkc.config import Config
+from fastkc.config import Config, group_id_of
 from fastkc.errors import KafkaError, KafkaTimeoutError
 from fastkc.group.commit_machine import (
     CommitCallback,
@@ -163,7 +163,7 @@ class GroupMemberBase(Generic[Machine]):
         clock / sleep: injected together by tests (a fake clock that a fake
         sleep advances)."""
         self.config = config
-        self.group_id = config["group_id"]
+        self.group_id = group_id_of(config)
         self.group_instance_id = config["group_instance_id"]
         self.transport = transport
         self.app = app

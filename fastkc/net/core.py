@@ -110,7 +110,6 @@ from typing import Any
 
 from fastkc import _backend, auth
 from fastkc._version import __version__
-from fastkc.config import Config
 from fastkc.errors import (
     CorrelationIdError,
     IncompatibleBrokerVersion,
@@ -257,7 +256,8 @@ class ConnectionCore(StateHolder[ConnectionState]):
     _reauth_enabled = True
     _LEGAL = LEGAL_TRANSITIONS
 
-    def __init__(self, host: str, port: int, config: Config, *, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, host: str, port: int, config: Mapping[str, Any], *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host
         self.port = port
         self.config = config

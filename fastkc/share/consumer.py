@@ -32,7 +32,7 @@ from types import TracebackType
 from typing import Any
 
 from fastkc.client import KafkaClient
-from fastkc.config import CONSUMER_DEFAULTS, Config, consumer_config
+from fastkc.config import CONSUMER_DEFAULTS, Config, consumer_config, group_id_of
 from fastkc.errors import (
     IllegalArgumentError,
     IllegalStateError,
@@ -63,7 +63,7 @@ _NOT_SHARE_KEYS = frozenset((
     "selector", "api_version", "metric_reporters", "metrics_enabled", "metrics_num_samples",
     "metrics_sample_window_ms", "metric_group_prefix", "allow_auto_create_topics",
 ))
-SHARE_DEFAULTS: Config = {key: value for key, value in CONSUMER_DEFAULTS.items() if key not in _NOT_SHARE_KEYS}
+SHARE_DEFAULTS: dict[str, Any] = {key: value for key, value in CONSUMER_DEFAULTS.items() if key not in _NOT_SHARE_KEYS}
 SHARE_DEFAULTS["share_acknowledgement_mode"] = "implicit"
 # Java's share.acquire.mode (KIP-1206, ShareFetch v2): "batch_optimized" lets
 # the broker round max_poll_records up to whole batches; "record_limit" makes
@@ -83,7 +83,15 @@ _Grouped = tuple[dict[TopicPartition, list[int]], AcknowledgeType]
 AckCallback = Callable[[dict[TopicPartition, frozenset[int]], KafkaError | None], None]
 
 
-def share_config(configs: Mapping[str, Any]) -> Config:
+class ShareConsumerConfig(Config):
+    """KafkaConsumer's configuration and the two keys only a share consumer
+    has (Java's share.acknowledgement.mode and share.acquire.mode)."""
+
+    share_acknowledgement_mode: str
+    share_acquire_mode: str
+
+
+def share_config(configs: Mapping[str, Any]) -> ShareConsumerConfig:
     """The share consumer's configuration: KafkaConsumer's checks for the
     keys they share, share_acknowledgement_mode, and every other key
     refused by name."""
@@ -105,10 +113,7 @@ def share_config(configs: Mapping[str, Any]) -> Config:
              if key not in ("share_acknowledgement_mode", "share_acquire_mode")}
     if "heartbeat_interval_ms" not in plain:
         plain["heartbeat_interval_ms"] = SHARE_DEFAULTS["heartbeat_interval_ms"]
-    config = consumer_config(plain)
-    config["share_acknowledgement_mode"] = mode
-    config["share_acquire_mode"] = acquire
-    return config
+    return ShareConsumerConfig(**consumer_config(plain), share_acknowledgement_mode=mode, share_acquire_mode=acquire)
 
 
 class _Waiter:
@@ -155,7 +160,7 @@ class KafkaShareConsumer:
             self._closed = True
             raise
         config = self.config
-        group_id = config["group_id"]
+        group_id = group_id_of(config)
         self._coordinator = CoordinatorMachine(group_id, config["retry_backoff_ms"], config["request_timeout_ms"])
         self._member = ShareMemberMachine(
             group_id, self._coordinator, heartbeat_interval_ms=config["heartbeat_interval_ms"],

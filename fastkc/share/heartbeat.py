@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from fastkc.config import Config
 from fastkc.group.machine import DUE_NOW
 from fastkc.group.transport import GroupTransport
 from fastkc.request import Request, Token
@@ -30,7 +31,7 @@ _MAX_SLEEP_S = 1.0
 
 
 class ShareHeartbeat:
-    def __init__(self, member: ShareMemberMachine, config: dict[str, Any], *,
+    def __init__(self, member: ShareMemberMachine, config: Config, *,
                  on_change: Callable[[], None] | None = None, transport: Any = None) -> None:
         self.member = member
         self.config = config

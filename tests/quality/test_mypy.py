@@ -44,3 +44,17 @@ def test_strict_finds_what_it_should(tmp_path):
                           "--cache-dir", str(tmp_path / "mypy-cache"), str(bad)])
     assert code == 1, out
     assert "[no-untyped-def]" in out and "[return-value]" in out, out
+
+
+def test_a_configuration_key_is_checked_by_name_and_type(tmp_path):
+    # fastkc.config.Config is typed key by key (config_schema.ConsumerConfig):
+    # a misspelt key, or a value used as the wrong type, is a mypy error
+    bad = tmp_path / "bad_config_use.py"
+    bad.write_text("from fastkc.config import Config\n\n\n"
+                   "def wait(config: Config) -> int:\n    return config[\"fetch_max_wait\"]\n\n\n"
+                   "def name(config: Config) -> int:\n    return config[\"client_id\"]\n")
+    code, out = run_tool(["mypy", "--config-file", ROOT + "/pyproject.toml", "--no-incremental",
+                          "--cache-dir", str(tmp_path / "mypy-cache"), str(bad)])
+    assert code == 1, out
+    assert "[typeddict-item]" in out and "fetch_max_wait" in out, out
+    assert "[return-value]" in out, out

@@ -53,7 +53,15 @@ from fastkc.aio.group_transport import AioGroupTransport, GroupTransport
 from fastkc.config import Config, group_id_of
 from fastkc.errors import IllegalStateError, KafkaError
 from fastkc.group import classic_machine, consumer_machine
-from fastkc.group.commit_machine import CommitCompleted, CommitMachine, CommitOp, Committed, FetchOp
+from fastkc.group.commit_machine import (
+    CommitCompleted,
+    CommitMachine,
+    CommitOp,
+    Committed,
+    CommitValue,
+    FetchOp,
+    normalise_offsets,
+)
 from fastkc.group.committed_starts import CommittedStarts, HeldPartitions
 from fastkc.group.coordinator_machine import CoordinatorMachine, CoordinatorUnknownError, is_coordinator_error
 from fastkc.group.machine import earliest
@@ -91,9 +99,6 @@ _MIN_WAIT_S = 0.005
 ListenerRunner = Callable[[ConsumerRebalanceListener, str, list[TopicPartition]], Awaitable[object]]
 #: a membership machine (group_protocol picks which)
 Membership = classic_machine.ClassicMachine | consumer_machine.ConsumerMachine
-#: what commit() takes per partition: fastkc's OffsetAndMetadata, an offset, or an
-#: (offset, metadata[, leader_epoch]) tuple (fastkc.aio's two-field OffsetAndMetadata is one)
-CommitValue = OffsetAndMetadata | int | tuple[int, str] | tuple[int, str, int]
 
 
 class GroupApp(HeldPartitions, Protocol):
@@ -540,36 +545,19 @@ class AioGroupDriver:
         if auto is not None and not auto.done:
             # the last one still waits (a coordinator outage): it takes these
             # newer positions; on the wire, the next interval commits them
-            self.commits.refresh(auto, self._normalise(offsets), deadline)
+            self.commits.refresh(auto, normalise_offsets(offsets), deadline)
             return
-        self._auto_commit_op = self.commits.commit(self._normalise(offsets), now, deadline=deadline,
+        self._auto_commit_op = self.commits.commit(normalise_offsets(offsets), now, deadline=deadline,
                                                    asynchronous=True)
 
     # --- commits ---------------------------------------------------------------------------------------
-    @staticmethod
-    def _normalise(offsets: Mapping[TopicPartition, CommitValue]) -> dict[TopicPartition, OffsetAndMetadata]:
-        out: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, value in offsets.items():
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("commit offsets are keyed by TopicPartition, not {0!r}".format(tp))
-            if isinstance(value, int) and not isinstance(value, bool):
-                value = OffsetAndMetadata(value, "", -1)
-            elif isinstance(value, tuple) and not isinstance(value, OffsetAndMetadata) and len(value) in (2, 3):
-                value = OffsetAndMetadata(*value) if len(value) == 3 else OffsetAndMetadata(value[0], value[1], -1)
-            if not isinstance(value, OffsetAndMetadata):
-                raise TypeError("commit offsets must be OffsetAndMetadata, not {0!r}".format(value))
-            if not isinstance(value.offset, int) or value.offset < 0:
-                raise ValueError("commit offset for {0} must be a non-negative int".format(tp))
-            out[tp] = value
-        return out
-
     async def commit(self, offsets: Mapping[TopicPartition, CommitValue] | None = None) -> None:
         """Commit `offsets` ({tp: OffsetAndMetadata or int}; None: the app's
         positions of the assignment) and wait; retriable failures are
         retried until request_timeout_ms (then KafkaTimeoutError).
         CommitFailedError / RebalanceInProgressError as the Java client."""
         self._check_running()
-        normalised = self._normalise(self._positions() if offsets is None else offsets)
+        normalised = normalise_offsets(self._positions() if offsets is None else offsets)
         if not normalised:
             return
         now = self._now()

@@ -62,6 +62,30 @@ log = logging.getLogger(__name__)
 Committed = dict[TopicPartition, OffsetAndMetadata | None]
 #: what a commit carries: {tp: OffsetAndMetadata}
 Offsets = Mapping[TopicPartition, OffsetAndMetadata]
+#: what commit() takes per partition: fastkc's OffsetAndMetadata, an offset, or an
+#: (offset, metadata[, leader_epoch]) tuple (fastkc.aio's two-field OffsetAndMetadata is one)
+CommitValue = OffsetAndMetadata | int | tuple[int, str] | tuple[int, str, int]
+
+
+def normalise_offsets(offsets: Mapping[TopicPartition, object]) -> dict[TopicPartition, OffsetAndMetadata]:
+    """commit()'s offsets, checked, as OffsetAndMetadata (both consumers): keys
+    are TopicPartitions; a value is an OffsetAndMetadata, a non-negative int,
+    or an (offset, metadata[, leader_epoch]) tuple. TypeError / ValueError
+    name the bad entry."""
+    out: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, value in offsets.items():
+        if not isinstance(tp, TopicPartition):
+            raise TypeError("commit offsets are keyed by TopicPartition, not {0!r}".format(tp))
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = OffsetAndMetadata(value, "", -1)
+        elif isinstance(value, tuple) and not isinstance(value, OffsetAndMetadata) and len(value) in (2, 3):
+            value = OffsetAndMetadata(*value)
+        if not isinstance(value, OffsetAndMetadata):
+            raise TypeError("commit offsets must be OffsetAndMetadata, not {0!r}".format(value))
+        if not isinstance(value.offset, int) or value.offset < 0:
+            raise ValueError("commit offset for {0} must be a non-negative int".format(tp))
+        out[tp] = value
+    return out
 #: an asynchronous commit's callback(offsets, the error or None), run by the sync member
 CommitCallback = Callable[[Offsets, Exception | None], object]
 #: the member identity a commit carries: (generation or member epoch, member id)

@@ -52,6 +52,7 @@ from fastkc.group.commit_machine import (
     FetchOp,
     Offsets,
     OpState,
+    normalise_offsets,
 )
 from fastkc.group.committed_starts import CommittedStarts
 from fastkc.group.coordinator_machine import (
@@ -623,23 +624,7 @@ class GroupMemberBase(Generic[Machine]):
     # --- commits ------------------------------------------------------------------------------
     def _normalise_offsets(self, offsets: Mapping[TopicPartition, object] | None,
                            ) -> dict[TopicPartition, OffsetAndMetadata]:
-        if offsets is None:
-            return self._positions()
-        out: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, value in offsets.items():
-            if not isinstance(tp, TopicPartition):
-                raise TypeError("commit offsets are keyed by TopicPartition, not {0!r}".format(tp))
-            if isinstance(value, int) and not isinstance(value, bool):
-                value = OffsetAndMetadata(value, "", -1)
-            elif not isinstance(value, OffsetAndMetadata):
-                if isinstance(value, tuple) and len(value) in (2, 3):
-                    value = OffsetAndMetadata(*value)
-                else:
-                    raise TypeError("commit offsets must be OffsetAndMetadata, not {0!r}".format(value))
-            if not isinstance(value.offset, int) or value.offset < 0:
-                raise ValueError("commit offset for {0} must be a non-negative int".format(tp))
-            out[tp] = value
-        return out
+        return self._positions() if offsets is None else normalise_offsets(offsets)
 
     def commit_sync(self, offsets: Mapping[TopicPartition, object] | None, timeout_ms: float | None,
                     interrupt: Interrupt | None = None) -> None:

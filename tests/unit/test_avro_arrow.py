@@ -538,3 +538,41 @@ def test_every_word_of_a_plan_changed_is_refused_or_builds_a_valid_array():
                 except AvroDecodeError as e:  # a decimal bound moved: a typed refusal of the value
                     assert e.what == "decimal"
     assert refused > accepted > 0
+
+
+_UNDER_A_LIMIT = r"""
+import resource, sys
+sys.path.insert(0, {root!r})
+import pyarrow  # noqa: F401  (what it maps at import, before the limit)
+from fastkc.schema_registry.avro import AvroDecoder
+
+schema = {{"type": "record", "name": "B", "fields": [{{"name": "s", "type": "string"}}]}}
+value = b"v" * (16 << 20)
+payload = bytes([0x80, 0x80, 0x80, 0x10]) + value  # 16 MiB as a zigzag varint, then the string
+decoder = AvroDecoder(schema)
+assert len(decoder.decode_arrow([b"\x02x"])) == 1  # warm: the plan compiled
+vm = int([line for line in open("/proc/self/status") if line.startswith("VmSize:")][0].split()[1]) * 1024
+limit = vm + (48 << 20)  # room for the payloads' tape, not for their 256 MiB of column
+hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+try:
+    decoder.decode_arrow([payload] * 16)
+except MemoryError as e:
+    print("MemoryError", e)
+resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+print("rows", len(decoder.decode_arrow([payload] * 2)))
+"""
+
+
+def test_columns_that_cannot_grow_are_a_memory_error_not_a_crash():
+    import subprocess
+    import sys
+
+    if os.environ.get("FASTKC_ASAN_LIB"):
+        pytest.skip("ASan reserves its shadow memory: an address-space limit stops it, not the columns")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", _UNDER_A_LIMIT.format(root=root)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "MemoryError fastkc: out of memory for the Avro tape or its Arrow columns" in done.stdout
+    assert "rows 2" in done.stdout

@@ -93,6 +93,9 @@ class AvroDecoder:
         struct array), one row per payload. A reader type with no Arrow
         mapping raises AvroArrowUnsupportedError before anything is read;
         needs the compiled core."""
+        if not hasattr(self._core, "decode_arrow"):
+            raise NotImplementedError("fastkc: decode_arrow needs the compiled core (the pure-Python twin that "
+                                      "FASTKC_PURE=1 selects decodes into Python values only)")
         with self._lock:
             if not self._arrow_ready:
                 plan = avro_arrow.compile_plan(self.program)

@@ -576,3 +576,19 @@ def test_columns_that_cannot_grow_are_a_memory_error_not_a_crash():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "MemoryError fastkc: out of memory for the Avro tape or its Arrow columns" in done.stdout
     assert "rows 2" in done.stdout
+
+
+def test_the_pure_python_twin_says_the_arrow_path_needs_the_compiled_core():
+    import subprocess
+    import sys
+
+    code = ("from fastkc.schema_registry.avro import AvroDecoder\n"
+            "d = AvroDecoder('long')\n"
+            "assert d.decode_many([b'\\x02']) == [1]\n"
+            "try:\n    d.decode_arrow([b'\\x02'])\n"
+            "except NotImplementedError as e:\n    print('refused:', e)\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=root,
+                          env=dict(os.environ, FASTKC_PURE="1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "refused: fastkc: decode_arrow needs the compiled core" in done.stdout

@@ -582,7 +582,8 @@ static int aa_put_fixed(aa_run *r, aa_col *c, const void *value)
 {
     if (!aa_begin(r, c))
         return 0;
-    memcpy(c->values + c->len * c->width, value, c->width);
+    if (c->width > 0) /* a fixed of size 0 has no buffer to copy into */
+        memcpy(c->values + c->len * c->width, value, c->width);
     c->len++;
     return 1;
 }
@@ -664,7 +665,8 @@ static int aa_fill(aa_run *r, aa_col *c)
         c->len++;
         return 1;
     default: /* fixed widths */
-        memset(c->values + c->len * c->width, 0, c->width);
+        if (c->width > 0)
+            memset(c->values + c->len * c->width, 0, c->width);
         c->len++;
         return 1;
     }

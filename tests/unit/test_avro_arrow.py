@@ -295,6 +295,23 @@ def test_a_time_outside_a_day_is_the_object_paths_error(logical, base, bad):
         assert object_err.value.key() == arrow_err.value.key()
 
 
+def test_values_that_take_no_bytes_fixed_of_size_0_null_and_empty_records():
+    schema = {"type": "record", "name": "Z", "fields": [
+        {"name": "f", "type": {"type": "fixed", "name": "F0", "size": 0}},
+        {"name": "n", "type": "null"},
+        {"name": "e", "type": {"type": "record", "name": "E", "fields": []}},
+        {"name": "o", "type": ["null", {"type": "record", "name": "O", "fields": [
+            {"name": "g", "type": {"type": "fixed", "name": "F1", "size": 0}},
+            {"name": "l", "type": {"type": "array", "items": "null"}}]}]},
+    ]}
+    rows = [{"f": b"", "n": None, "e": {}, "o": None},
+            {"f": b"", "n": None, "e": {}, "o": {"g": b"", "l": [None] * 3}}]
+    payloads = [encode(schema, r) for r in rows]
+    got = AvroDecoder(schema).decode_arrow(payloads)
+    assert got.type.field("f").type == pa.binary(0)
+    assert_arrow_equals(got, expected_array(schema, payloads))
+
+
 # --- schema evolution -------------------------------------------------------
 
 WRITER_V1 = {"type": "record", "name": "Order", "fields": [

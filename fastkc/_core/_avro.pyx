@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Cython bridge over the Avro interpreter (csrc/fkc_avro.c).
 
-Two phases, as the record decoder:
+Two phases, as the record decoder (decode_many):
   1. fkc_avro_decode_many(): pure C with the GIL released. Reads every
      payload of the call by the compiled program onto one int64 tape,
      checking everything (lengths, varints, indexes, UTF-8, nesting).
@@ -10,6 +10,11 @@ Two phases, as the record decoder:
      int, float, bool, None, logical types by fastavro's conversions). It
      cannot meet bad input (phase 1 proved the tape), except a logical
      value Python cannot hold, which it reports at the value's offset.
+
+decode_arrow runs phase 1 and then the Arrow sink (csrc/fkc_avro_arrow.c)
+in the same GIL-free stretch: the tape becomes one typed Arrow array, handed
+to pyarrow through the C data interface, by the plan set_arrow_plan()
+installed (fastkc/schema_registry/avro_arrow.py compiles it).
 
 The program and its constants come from
 fastkc/schema_registry/avro_schema.py; fastkc/_twin/avro.py is the oracle.
@@ -30,6 +35,7 @@ from cpython.datetime cimport import_datetime, timedelta_new
 import copy as _copy
 import datetime as _datetime
 
+from fastkc.schema_registry.avro_errors import AvroArrowCapacityError as _AvroArrowCapacityError
 from fastkc.schema_registry.avro_errors import AvroDecodeError as _AvroDecodeError
 from fastkc.schema_registry.avro_schema import LOGICAL_NAMES as _LOGICAL_NAMES
 from fastkc.schema_registry.avro_values import convert_logical as _convert_logical
@@ -73,6 +79,42 @@ cdef extern from "fkc_avro.h":
                                 const size_t *lengths, size_t count, int allow_trailing, fkc_avro_tape *tape,
                                 size_t *starts, fkc_avro_error *err) nogil
     void fkc_avro_tape_free(fkc_avro_tape *tape)
+
+
+cdef extern from "fkc_arrow_abi.h":
+    struct ArrowArray:
+        void (*release)(ArrowArray *)
+    struct ArrowSchema:
+        void (*release)(ArrowSchema *)
+
+
+cdef extern from "fkc_avro_arrow.h":
+    enum:
+        FKC_AA_COL_WIDTH
+        FKC_AA_OK
+        FKC_AA_NOMEM
+        FKC_AA_CAPACITY
+        FKC_AA_VALUE
+    ctypedef struct fkc_avro_arrow_plan:
+        const int32_t *code
+        size_t code_len
+        const int64_t *columns
+        size_t column_count
+        const int64_t *steps
+        size_t steps_len
+        const uint8_t *strings
+        size_t strings_len
+        int64_t root_step
+    ctypedef struct fkc_avro_arrow_error:
+        int kind
+        size_t index
+        size_t offset
+        const char *what
+        const char *problem
+    int fkc_avro_arrow_check(const fkc_avro_arrow_plan *plan)
+    int fkc_avro_arrow_build(const fkc_avro_arrow_plan *plan, const fkc_avro_tape *tape, const size_t *starts,
+                             const uint8_t *const *payloads, size_t count, ArrowArray *out_array,
+                             ArrowSchema *out_schema, fkc_avro_arrow_error *err) nogil
 
 
 import_datetime()
@@ -119,6 +161,55 @@ cdef inline double _f64(int64_t bits) noexcept:
     return d
 
 
+cdef object _import_array = None
+
+
+cdef class _Payloads:
+    """A call's payloads (bytes-like) as pointers and lengths, held until it
+    ends: bytes are read in place, other buffers through a view released
+    here. `starts` has room for the tape's count + 1 payload starts."""
+    cdef list items  # keeps every payload alive while the pointers are used
+    cdef size_t count
+    cdef const uint8_t **ptrs
+    cdef size_t *lengths
+    cdef size_t *starts
+    cdef Py_buffer *views
+    cdef size_t nviews
+
+    def __cinit__(self, payloads):
+        cdef size_t i
+        self.items = payloads if type(payloads) is list else list(payloads)
+        self.count = len(self.items)
+        self.ptrs = <const uint8_t **>malloc(max(self.count, 1) * sizeof(uint8_t *))
+        self.lengths = <size_t *>malloc(max(self.count, 1) * sizeof(size_t))
+        self.starts = <size_t *>malloc((self.count + 1) * sizeof(size_t))
+        if self.ptrs == NULL or self.lengths == NULL or self.starts == NULL:
+            raise MemoryError()
+        for i in range(self.count):
+            p = self.items[i]
+            if PyBytes_CheckExact(p):
+                self.ptrs[i] = <const uint8_t *>PyBytes_AS_STRING(p)
+                self.lengths[i] = <size_t>PyBytes_GET_SIZE(p)
+            else:
+                if self.views == NULL:
+                    self.views = <Py_buffer *>malloc(max(self.count, 1) * sizeof(Py_buffer))
+                    if self.views == NULL:
+                        raise MemoryError()
+                PyObject_GetBuffer(p, &self.views[self.nviews], PyBUF_SIMPLE)
+                self.ptrs[i] = <const uint8_t *>self.views[self.nviews].buf
+                self.lengths[i] = <size_t>self.views[self.nviews].len
+                self.nviews += 1
+
+    def __dealloc__(self):
+        cdef size_t i
+        for i in range(self.nviews):
+            PyBuffer_Release(&self.views[i])
+        free(self.views)
+        free(self.ptrs)
+        free(self.lengths)
+        free(self.starts)
+
+
 cdef class Decoder:
     """A compiled program, ready to decode payloads: Decoder(code, consts,
     allow_trailing) with code and consts from avro_schema.compile_program."""
@@ -133,6 +224,11 @@ cdef class Decoder:
     cdef size_t pos
     cdef const uint8_t *base
     cdef size_t index
+    # the Arrow plan (set once by set_arrow_plan; its arrays owned here)
+    cdef fkc_avro_arrow_plan plan
+    cdef int64_t *plan_columns
+    cdef int64_t *plan_steps
+    cdef uint8_t *plan_strings
 
     def __cinit__(self, code, consts, allow_trailing=False):
         cdef size_t i
@@ -156,64 +252,132 @@ cdef class Decoder:
 
     def __dealloc__(self):
         free(self.code)
+        free(self.plan_columns)
+        free(self.plan_steps)
+        free(self.plan_strings)
 
     def decode_many(self, payloads):
         """The values of a list of payloads (bytes-like), in order. The first
         bad payload raises AvroDecodeError naming its index and byte offset."""
-        cdef list items = payloads if type(payloads) is list else list(payloads)
-        cdef size_t count = len(items)
+        cdef _Payloads p = _Payloads(payloads)
         cdef size_t i, done
-        cdef const uint8_t **ptrs = <const uint8_t **>malloc(max(count, 1) * sizeof(uint8_t *))
-        cdef size_t *lengths = <size_t *>malloc(max(count, 1) * sizeof(size_t))
-        cdef size_t *starts = <size_t *>malloc((count + 1) * sizeof(size_t))
-        cdef Py_buffer *views = NULL
-        cdef size_t nviews = 0
         cdef fkc_avro_tape tape
         cdef fkc_avro_error err
         tape.v = NULL
         tape.len = tape.cap = 0
         try:
-            if ptrs == NULL or lengths == NULL or starts == NULL:
-                raise MemoryError()
-            for i in range(count):
-                p = items[i]
-                if PyBytes_CheckExact(p):
-                    ptrs[i] = <const uint8_t *>PyBytes_AS_STRING(p)
-                    lengths[i] = <size_t>PyBytes_GET_SIZE(p)
-                else:
-                    if views == NULL:
-                        views = <Py_buffer *>malloc(max(count, 1) * sizeof(Py_buffer))
-                        if views == NULL:
-                            raise MemoryError()
-                    PyObject_GetBuffer(p, &views[nviews], PyBUF_SIMPLE)
-                    ptrs[i] = <const uint8_t *>views[nviews].buf
-                    lengths[i] = <size_t>views[nviews].len
-                    nviews += 1
             with nogil:
-                done = fkc_avro_decode_many(self.code, self.code_len, ptrs, lengths, count, self.allow_trailing,
-                                            &tape, starts, &err)
-            if done < count and err.nomem:
+                done = fkc_avro_decode_many(self.code, self.code_len, p.ptrs, p.lengths, p.count,
+                                            self.allow_trailing, &tape, p.starts, &err)
+            if done < p.count and err.nomem:
                 raise MemoryError("fastkc: out of memory for the Avro tape")
             out = PyList_New(<Py_ssize_t>done)
             self.tape = tape.v
             for i in range(done):
-                self.pos = starts[i]
-                self.base = ptrs[i]
+                self.pos = p.starts[i]
+                self.base = p.ptrs[i]
                 self.index = i
                 v = self._value(self.code[1])
                 Py_INCREF(v)
                 PyList_SET_ITEM(out, <Py_ssize_t>i, v)
-            if done < count:
+            if done < p.count:
                 raise _AvroDecodeError(err.index, err.offset, err.what.decode(), err.problem.decode())
             return out
         finally:
             self.tape = NULL
-            for i in range(nviews):
-                PyBuffer_Release(&views[i])
-            free(views)
-            free(ptrs)
-            free(lengths)
-            free(starts)
+            fkc_avro_tape_free(&tape)
+
+    def set_arrow_plan(self, columns, steps, strings, root_step):
+        """Install the Arrow plan of this program (avro_arrow.compile_plan:
+        its columns, steps, strings and root step), once; a plan that does
+        not agree with the program is refused (ValueError)."""
+        cdef size_t i
+        cdef bytes blob = bytes(strings)
+        cdef size_t ncols = len(columns), nsteps = len(steps), nstrings = len(blob)
+        cdef int64_t *cols = NULL
+        cdef int64_t *stps = NULL
+        cdef uint8_t *strs = NULL
+        if self.plan_columns != NULL:
+            raise ValueError("fastkc: this decoder has an Arrow plan already")
+        cols = <int64_t *>malloc(max(ncols, 1) * sizeof(int64_t))
+        stps = <int64_t *>malloc(max(nsteps, 1) * sizeof(int64_t))
+        strs = <uint8_t *>malloc(max(nstrings, 1))
+        try:
+            if cols == NULL or stps == NULL or strs == NULL:
+                raise MemoryError()
+            for i in range(ncols):
+                cols[i] = columns[i]
+            for i in range(nsteps):
+                stps[i] = steps[i]
+            memcpy(strs, PyBytes_AS_STRING(blob), nstrings)
+            self.plan.code = self.code
+            self.plan.code_len = self.code_len
+            self.plan.columns = cols
+            self.plan.column_count = ncols // FKC_AA_COL_WIDTH if ncols % FKC_AA_COL_WIDTH == 0 else 0
+            self.plan.steps = stps
+            self.plan.steps_len = nsteps
+            self.plan.strings = strs
+            self.plan.strings_len = nstrings
+            self.plan.root_step = root_step
+            if not fkc_avro_arrow_check(&self.plan):
+                raise ValueError("fastkc: not a well-formed Avro Arrow plan for this program")
+        except BaseException:
+            free(cols)
+            free(stps)
+            free(strs)
+            self.plan.columns = NULL
+            raise
+        self.plan_columns, self.plan_steps, self.plan_strings = cols, stps, strs
+
+    def decode_arrow(self, payloads):
+        """A list of payloads (bytes-like) as one pyarrow.Array of as many
+        rows, typed by the plan set_arrow_plan() installed. The first bad
+        payload raises AvroDecodeError as decode_many does;
+        AvroArrowCapacityError names a payload that would pass Arrow's int32
+        offsets (nothing is returned: decode the payloads before it first)."""
+        global _import_array
+        cdef _Payloads p
+        cdef size_t done
+        cdef int rc = FKC_AA_OK
+        cdef fkc_avro_tape tape
+        cdef fkc_avro_error err
+        cdef fkc_avro_arrow_error aerr
+        cdef ArrowArray array
+        cdef ArrowSchema schema
+        if self.plan_columns == NULL:
+            raise ValueError("fastkc: no Arrow plan: call set_arrow_plan() first")
+        if _import_array is None:
+            import pyarrow
+            _import_array = pyarrow.Array._import_from_c
+        p = _Payloads(payloads)
+        tape.v = NULL
+        tape.len = tape.cap = 0
+        array.release = NULL
+        schema.release = NULL
+        try:
+            with nogil:
+                done = fkc_avro_decode_many(self.code, self.code_len, p.ptrs, p.lengths, p.count,
+                                            self.allow_trailing, &tape, p.starts, &err)
+                # the payloads before a bad one are built too: a value of
+                # theirs the columns cannot hold is reported first, as the
+                # object builder reports it
+                if done == p.count or not err.nomem:
+                    rc = fkc_avro_arrow_build(&self.plan, &tape, p.starts, p.ptrs, done, &array, &schema, &aerr)
+            if (done < p.count and err.nomem) or rc == FKC_AA_NOMEM:
+                raise MemoryError("fastkc: out of memory for the Avro tape or its Arrow columns")
+            if rc == FKC_AA_CAPACITY:
+                raise _AvroArrowCapacityError(aerr.index, aerr.offset, aerr.what.decode(), aerr.problem.decode())
+            if rc == FKC_AA_VALUE:
+                raise _AvroDecodeError(aerr.index, aerr.offset, aerr.what.decode(), aerr.problem.decode())
+            if done < p.count:
+                raise _AvroDecodeError(err.index, err.offset, err.what.decode(), err.problem.decode())
+            return _import_array(<size_t>&array, <size_t>&schema)
+        finally:
+            # pyarrow took both when the import succeeded (their release is NULL then)
+            if array.release != NULL:
+                array.release(&array)
+            if schema.release != NULL:
+                schema.release(&schema)
             fkc_avro_tape_free(&tape)
 
     cdef inline int64_t _next(self) noexcept:

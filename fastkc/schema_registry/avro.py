@@ -11,6 +11,10 @@ resolution is compiled once here (fastkc/schema_registry/avro_schema.py),
 the C interpreter (csrc/fkc_avro.c) follows it with the GIL released, and
 the values are built in C. A bad payload raises AvroDecodeError with its
 index in the list and the byte offset where reading failed.
+
+`decoder.decode_arrow(payloads)` gives the same payloads as one typed
+pyarrow.Array instead (the reader's types, mapped as
+fastkc/schema_registry/avro_arrow.py says), built in C from the same read.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fastkc import _backend
-from fastkc.schema_registry import avro_schema
+from fastkc.schema_registry import avro_arrow, avro_schema
 from fastkc.schema_registry.avro_errors import AvroDecodeError, AvroSchemaError
 
 __all__ = ["AvroDecoder", "AvroDecodeError", "AvroSchemaError"]
@@ -77,11 +81,27 @@ class AvroDecoder:
         )
         self._core = _backend.AvroDecoderCore(self.program.code, self.program.consts, allow_trailing_bytes)
         self._lock = threading.Lock()
+        self._arrow_ready = False  # the Arrow plan is compiled on the first decode_arrow
 
     def decode_many(self, payloads: Iterable[_Buffer]) -> list[Any]:
         """The values of `payloads` in order (one C call for the whole list)."""
         with self._lock:
             return self._core.decode_many(payloads)
+
+    def decode_arrow(self, payloads: Iterable[_Buffer]) -> Any:
+        """The values of `payloads` as one pyarrow.Array (a record schema: a
+        struct array), one row per payload. A reader type with no Arrow
+        mapping raises AvroArrowUnsupportedError before anything is read;
+        needs the compiled core."""
+        if not hasattr(self._core, "decode_arrow"):
+            raise NotImplementedError("fastkc: decode_arrow needs the compiled core (the pure-Python twin that "
+                                      "FASTKC_PURE=1 selects decodes into Python values only)")
+        with self._lock:
+            if not self._arrow_ready:
+                plan = avro_arrow.compile_plan(self.program)
+                self._core.set_arrow_plan(plan.columns, plan.steps, plan.strings, plan.root_step)
+                self._arrow_ready = True
+            return self._core.decode_arrow(payloads)
 
     def decode(self, payload: _Buffer) -> Any:
         """The value of one payload."""

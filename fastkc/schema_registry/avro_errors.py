@@ -40,3 +40,16 @@ class AvroDecodeError(KafkaError):
     def key(self) -> tuple[int, int, str, str]:
         """(index, offset, what, problem): what two decoders must agree on."""
         return (self.index, self.offset, self.what, self.problem)
+
+
+class AvroArrowUnsupportedError(AvroSchemaError):
+    """A reader schema with a type that has no Arrow mapping yet (a union of
+    several non-null types, a recursive record, a decimal of more than 76
+    digits): raised when the Arrow plan is compiled, before any payload is
+    decoded (docs/guide/schema-registry-arrow.md lists the mapping)."""
+
+
+class AvroArrowCapacityError(AvroDecodeError):
+    """Payload `index` would take an Arrow column past its int32 offsets
+    (2^31 - 1 values or bytes): nothing is returned; decode the payloads
+    before it and the rest in separate calls."""

@@ -17,7 +17,11 @@
  * UTF-8, counts and branches in range, each payload's entries exactly
  * [starts[i], starts[i + 1])); an error names a payload before the count
  * and an offset inside it; the same input decoded twice gives the same
- * tape and the same answer.
+ * tape and the same answer. A built-in program with an Arrow plan also
+ * runs the Arrow sink (csrc/fkc_avro_arrow.c) over the payloads read whole:
+ * it builds an array of that many rows (or refuses a value with a typed
+ * error), and releasing the array and schema frees everything (the leak
+ * checker of `make fuzz` sees what is left).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -25,7 +29,18 @@
 #include <string.h>
 
 #include "fkc_avro.h"
+#include "fkc_avro_arrow.h"
 #include "fkc_records.h" /* fkc_utf8_valid */
+
+typedef struct avro_fuzz_plan {
+    const int64_t *columns;
+    size_t column_words;
+    const int64_t *steps;
+    size_t steps_len;
+    const uint8_t *strings;
+    size_t strings_len;
+    int64_t root_step;
+} avro_fuzz_plan;
 
 #include "fuzz_avro_programs.inc"
 
@@ -148,6 +163,36 @@ static size_t run(const int32_t *code, size_t code_len, const uint8_t *const *pt
     return done;
 }
 
+/* The Arrow sink over payloads [0, done) of a tape. */
+static void run_arrow(const avro_fuzz_plan *fp, const int32_t *code, size_t code_len, const fkc_avro_tape *tape,
+                      const size_t *starts, const uint8_t *const *ptrs, size_t done)
+{
+    fkc_avro_arrow_plan plan = {code,          code_len,      fp->columns, fp->column_words / FKC_AA_COL_WIDTH,
+                                fp->steps,     fp->steps_len, fp->strings, fp->strings_len,
+                                fp->root_step};
+    CHECK(fkc_avro_arrow_check(&plan));
+    struct ArrowArray array;
+    struct ArrowSchema schema;
+    fkc_avro_arrow_error err;
+    int rc = fkc_avro_arrow_build(&plan, tape, starts, ptrs, done, &array, &schema, &err);
+    if (rc != FKC_AA_OK) {
+        CHECK(rc == FKC_AA_VALUE && err.index < done && err.what != NULL && err.problem != NULL);
+        return;
+    }
+    CHECK(array.length == (int64_t)done && array.release != NULL && schema.release != NULL);
+    CHECK(array.n_children == schema.n_children);
+    /* a child moved out and released on its own, then the parent */
+    if (array.n_children > 0) {
+        struct ArrowArray moved = *array.children[0];
+        array.children[0]->release = NULL;
+        moved.release(&moved);
+        CHECK(moved.release == NULL);
+    }
+    array.release(&array);
+    schema.release(&schema);
+    CHECK(array.release == NULL && schema.release == NULL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
@@ -155,6 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int32_t own[256];
     const int32_t *code;
     size_t code_len;
+    const avro_fuzz_plan *arrow_plan = NULL;
     const uint8_t *rest;
     size_t rest_len;
     size_t count;
@@ -162,6 +208,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t which = data[0] % (sizeof avro_programs / sizeof avro_programs[0]);
         code = avro_programs[which];
         code_len = avro_program_lengths[which];
+        if (avro_plans[which].columns != NULL)
+            arrow_plan = &avro_plans[which];
         count = (size_t)(data[1] % 4) + 1;
         rest = data + 2;
         rest_len = size - 2;
@@ -201,6 +249,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(t1.len == 0 || memcmp(t1.v, t2.v, t1.len * sizeof(int64_t)) == 0);
     if (d1 < count)
         CHECK(e1.offset == e2.offset && e1.what == e2.what && e1.problem == e2.problem);
+    if (arrow_plan != NULL && !(d1 < count && e1.nomem))
+        run_arrow(arrow_plan, code, code_len, &t1, starts, ptrs, d1);
     fkc_avro_tape_free(&t1);
     fkc_avro_tape_free(&t2);
     return 0;

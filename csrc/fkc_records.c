@@ -77,6 +77,11 @@ typedef struct fkc_stream {
      * the steps it handed out decompressed, and starts no further step once
      * a poll's charge passes its budget (fastkc/config.py, decode_budget). */
     size_t decompressed_bytes;
+    /* Decompressed bytes of the entry being opened (0 when uncompressed),
+     * added to decompressed_bytes once it decoded. Kept apart from `blob`
+     * because a zero-copy Arrow sink takes the buffer over while the entry
+     * is parsed: the stream no longer has it, yet it did decompress it. */
+    size_t opening_bytes;
 
     int64_t next_offset;  /* one past the complete entries processed, never below fetch_offset,
                            * never backwards; also the floor below which records are skipped */
@@ -232,6 +237,7 @@ static int fkc_keep_blob(fkc_decoder *d, fkc_blob *blob)
     }
     d->blob = *blob;
     d->have_blob = 1;
+    d->opening_bytes = blob->len;
     return FKC_OK;
 }
 
@@ -1343,6 +1349,7 @@ static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
     d->open_resume = d->next_offset;
     size_t first = dst->count;
     d->dst = dst;
+    d->opening_bytes = 0;
     fkc_builder_mark mark;
     if (d->cols != NULL)
         fkc_builder_mark_at(d->cols, &mark);
@@ -1370,9 +1377,8 @@ static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
         return rc;
     }
     d->pos = pos + entry_len;
-    if (d->have_blob)
-        d->decompressed_bytes =
-            d->blob.len > SIZE_MAX - d->decompressed_bytes ? SIZE_MAX : d->decompressed_bytes + d->blob.len;
+    d->decompressed_bytes =
+        d->opening_bytes > SIZE_MAX - d->decompressed_bytes ? SIZE_MAX : d->decompressed_bytes + d->opening_bytes;
     if (dst->count == first)
         return fkc_close_batch(d, 0);
     return FKC_OK;

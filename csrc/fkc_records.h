@@ -275,7 +275,8 @@ size_t fkc_stream_held_bytes(const fkc_stream *s);
 
 /* Decompressed bytes of every batch the stream opened so far, all steps
  * together (a batch that failed to decode is not counted; saturates at
- * SIZE_MAX). Grows only when a step opens a compressed batch: a caller
+ * SIZE_MAX), whoever keeps the buffer afterwards (a zero-copy Arrow builder
+ * takes it over). Grows only when a step opens a compressed batch: a caller
  * compares it across the steps it runs to learn what they decompressed. */
 size_t fkc_stream_decompressed_bytes(const fkc_stream *s);
 

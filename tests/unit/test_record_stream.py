@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fastkc import records as R
-from fastkc.errors import CorruptRecordError, RecordCountLimitError
+from fastkc.errors import CorruptRecordError, RecordCountLimitError, RecordCrcError
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
 from tests.support.differential import PIDS, blobs, comparable, damaged, numbered_values, outcome, transactional_blob
@@ -214,9 +214,10 @@ def test_arrow_steps_stop_before_int32_offsets_overflow(both):
 # --- one Arrow batch across partitions: RecordStream.arrow(..., builder=b) ---------------
 
 
-def run_builder(module, parts, k, held=None, zero_copy=False):
+def run_builder(module, parts, k, held=None, zero_copy=False, counts=None):
     """Every part's stream stepped k records at a time into one builder.
-    Returns (per-step log, the finished batch as rows)."""
+    Returns (per-step log, the finished batch as rows); with a `counts` list,
+    each stream's decompressed_bytes after each of its steps is appended."""
     with using_backend(module):
         builder = R.arrow_builder(zero_copy=zero_copy)
         streams = [R.record_stream(blob, arrow=True, **kw) for blob, kw in parts]
@@ -234,6 +235,8 @@ def run_builder(module, parts, k, held=None, zero_copy=False):
                 break
             assert n <= k and (n or stream.done)
             log.append((n, stream.next_offset))
+            if counts is not None:
+                counts.append(stream.decompressed_bytes)
         else:
             raise AssertionError("the stream never finished")
     rows = builder.num_rows
@@ -256,7 +259,7 @@ def separate_rows(module, parts, k, held=None):
 @property_settings(fast_examples=15, slow_examples=1000)
 @given(data=st.data())
 def test_builder_steps_across_partitions_equal_separate_steps_and_twin(both, data):
-    compiled, twin = both
+    compiled = both[0]
     parts = []
     for topic, partition in (("t", 3), ("topic-two", 11), ("t", 4)):
         blob, start, end = data.draw(blobs())
@@ -272,13 +275,18 @@ def test_builder_steps_across_partitions_equal_separate_steps_and_twin(both, dat
         )))
     held = data.draw(st.sampled_from([None, 0, 200]))
     for k in (1, 7, 1024):
-        log, (_names, rows) = run_builder(compiled, parts, k, held)
-        assert run_builder(twin, parts, k, held) == (log, (_names, rows))
-        assert rows == separate_rows(compiled, parts, k, held)
-        # zero-copy builders: binary_view key/value, the same steps and values
-        viewed = run_builder(compiled, parts, k, held, zero_copy=True)
-        assert viewed == (log, (_names, rows))
-        assert run_builder(twin, parts, k, held, zero_copy=True) == viewed
+        # both backends, copying and zero-copy builders (binary_view key and
+        # value): the same steps, values and decompressed_bytes after each step
+        runs, counted = {}, {}
+        for module in both:
+            for zero_copy in (False, True):
+                how = (module.__name__, zero_copy)
+                counted[how] = []
+                runs[how] = run_builder(module, parts, k, held, zero_copy, counted[how])
+        first = (compiled.__name__, False)
+        assert runs[first][1][1] == separate_rows(compiled, parts, k, held)
+        for how in runs:
+            assert (runs[how], counted[how]) == (runs[first], counted[first]), how
 
 
 def test_arrow_steps_count_the_batches_parsed_straight_into_their_columns(both):
@@ -421,3 +429,79 @@ def test_a_prepared_step_is_counted_from_its_first_hand_out(compiled_backend):
     assert stream.decompressed_bytes == whole  # the whole prepared step, charged by its first piece
     assert [r.offset for r in stream.records(1024)] == list(range(2, 15))
     assert stream.decompressed_bytes == whole
+
+
+@pytest.mark.parametrize("zero_copy", [False, True], ids=["copying", "zero_copy"])
+def test_a_batch_parsed_straight_into_columns_counts_whoever_keeps_its_buffer(both, zero_copy):
+    # A zero-copy builder takes a direct batch's decompressed buffer over
+    # while the batch is parsed (its binary_view values point into it); the
+    # stream decompressed the batch all the same. The C stream once counted
+    # only the buffer it still owned once the batch was parsed, so under
+    # zero-copy such a batch was charged neither to decompressed_bytes nor
+    # to max_held_bytes, and the step ran on past where the twin ended it.
+    values = [b"v" * 60 + bytes([i]) for i in range(7)]
+    blob = g.record_batch(g.records_from_values(values), base_offset=0, codec=g.GZIP) + \
+        g.record_batch(g.records_from_values([b"tail"]), base_offset=7)
+    for module in both:
+        log, _ = run_builder(module, [(blob, dict(topic="t", partition=0))], 1024, 200, zero_copy=zero_copy)
+        assert log == [(7, 7), (1, 8), ("done", 8)]  # the 7 records' ~480 bytes end the step
+        with using_backend(module):
+            stream = R.record_stream(blob, topic="t", partition=0, arrow=True)
+            builder = R.arrow_builder(zero_copy=zero_copy)
+        assert stream.arrow(1024, 200, None, builder) == 7
+        assert stream.decompressed_bytes == len(_payload(values))
+        assert stream.held_bytes == 0  # the buffer is the columns' (copied, or viewed), not held
+
+
+# The input with which the property test above failed when run after the
+# rest of the unit suite (Hypothesis mixes constants from every imported
+# local module into its draws, so its derandomized examples change with
+# what was imported first), as it drew it: a batch with a flipped byte; a
+# legacy message, empty batches and a control batch; a zstd batch of 3
+# records, a legacy gzip wrapper of 4, a control batch. With
+# max_held_bytes=200 the zstd batch (parsed straight into the columns) and
+# the wrapper (held) end the step before the control batch -- but a
+# zero-copy C builder, which takes the zstd buffer over while the batch is
+# parsed, did not count it and its step ran on.
+FOUND_AFTER_THE_SUITE = [
+    (bytes.fromhex(
+        "0000000000000000000000310000000002739c1b940000000000000100018bcfe568000000018bcfe56800ffffffffff"
+        "ffffffffffffffffff000000000000000000000001000000310000000002739c1b940000000000000000018bcfe56800"
+        "0000018bcfe56800ffffffffffffffffffffffffffff000000000000000000000002000000310000000002739c1b9400"
+        "00000000000000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff00000000"),
+     dict(topic="t", partition=3)),
+    (bytes.fromhex(
+        "00000000000000000000000ea7ec68030000ffffffffffffffff0000000000000001000000310000000002739c1b9400"
+        "00000000000000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff00000000000000000000000200"
+        "0000420000000002dba1f4440030000000000000018bcfe568000000018bcfe5680000000000000000010000ffffffff"
+        "000000012000000008000000000c000000000000000000000000000003000000310000000002739c1b94000000000000"
+        "0000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff000000000000000000000004000000310000"
+        "000002739c1b940000000000000000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff00000000"),
+     dict(topic="topic-two", partition=11)),
+    (bytes.fromhex(
+        "00000000000000000000007c000000000254271e0c0004000000020000018bcfe568000000018bcfe56800ffffffffff"
+        "ffffffffffffffffff0000000328b52ffd20421102003e00000001010608e6848d51010a32c38cc2a80114c3a941c2a1"
+        "1df0acb28c01340000020101040ac3b3c2bc390116c38dc386c383c39044c39c010c0000040101000000000000000006"
+        "0000004347859cc701010000018bcfe56800ffffffff0000002d1f8b080000000000000363608003b133fa953719e1dc"
+        "ff5000e5321254c1445005336e1500a9d98cac880000000000000000000007000000420000000002dba1f44400300000"
+        "00000000018bcfe568000000018bcfe5680000000000000000010000ffffffff000000012000000008000000000c0000"
+        "0000000000"),
+     dict(topic="t", partition=4)),
+]
+
+
+@pytest.mark.parametrize("k", [1, 7, 1024])
+def test_builder_steps_on_the_input_found_after_the_suite(both, k):
+    bad_batch = ("error", RecordCrcError, 0, 0, 0)
+    if k == 1:
+        expected = [bad_batch, (1, 1), (0, 5), ("done", 5)] + [(1, i) for i in range(1, 8)] + [(0, 8), ("done", 8)]
+    else:
+        expected = [bad_batch, (1, 5), ("done", 5), (7, 7), (0, 8), ("done", 8)]
+    runs = []
+    for module in both:
+        for zero_copy in (False, True):
+            counts = []
+            log, rows = run_builder(module, FOUND_AFTER_THE_SUITE, k, 200, zero_copy, counts)
+            assert log == expected, (module.__name__, zero_copy)
+            runs.append((rows, counts))
+    assert all(run == runs[0] for run in runs)

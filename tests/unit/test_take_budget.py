@@ -68,12 +68,13 @@ def _fetch_of(batches):
     return b"".join(parts), offsets, values, payloads
 
 
-def takes(module, blob, budget, max_records, arrow, decode_threads=0, prepared_only=False):
+def takes(module, blob, budget, max_records, arrow, decode_threads=0, prepared_only=False, zero_copy=False):
     """Every take of one fetch of `blob` under `budget`: [(offsets, values,
     position after)]. prepared_only: the asyncio consumer's takes (a heavy
-    fetch's steps prepared by jobs, run here between takes)."""
+    fetch's steps prepared by jobs, run here between takes); zero_copy: the
+    Arrow takes' builders view the decompressed buffers (arrow_zero_copy)."""
     with using_backend(module), take_budget(budget):
-        client, fetcher = _positioned({0: 0}, decode_threads=decode_threads)
+        client, fetcher = _positioned({0: 0}, decode_threads=decode_threads, arrow_zero_copy=zero_copy)
         machine = fetcher.machine
         try:
             fetcher.send_requests()
@@ -147,18 +148,20 @@ def test_takes_hand_out_everything_in_order_within_the_budget_c_and_twin_alike(b
                                                 for i in range(0, len(offsets), max_records)]
 
 
-@pytest.mark.parametrize("arrow", [False, True])
-def test_a_fetch_of_many_compressed_batches_takes_several_polls(backend, arrow):
+@pytest.mark.parametrize("arrow, zero_copy", [(False, False), (True, False), (True, True)],
+                         ids=["records", "arrow", "zero-copy arrow"])
+def test_a_fetch_of_many_compressed_batches_takes_several_polls(backend, arrow, zero_copy):
     # 40 zstd batches of 3 x 100 bytes (~310 decompressed each) under a
-    # budget of 600: two batches a take, not the whole fetch at once
+    # budget of 600: two batches a take, not the whole fetch at once (also
+    # when zero-copy columns keep the decompressed buffers they view)
     batches = [(g.ZSTD, [b"%04d" % (3 * i + j) + b"z" * 96 for j in range(3)]) for i in range(40)]
     blob, offsets, values, payloads = _fetch_of(batches)
-    log = takes(backend, blob, 600, 500, arrow)
+    log = takes(backend, blob, 600, 500, arrow, zero_copy=zero_copy)
     assert [len(got) for got, _, _ in log] == [6] * 20
     check_takes(log, offsets, values, payloads, 600, 500, allowance=2)
     # the same fetch under the default budget: one take
     default = decode_budget({"max_partition_fetch_bytes": 1 << 20})[2]
-    assert [len(got) for got, _, _ in takes(backend, blob, default, 500, arrow)] == [120]
+    assert [len(got) for got, _, _ in takes(backend, blob, default, 500, arrow, zero_copy=zero_copy)] == [120]
 
 
 @pytest.mark.parametrize("how", ["decode thread", "prepared_only records", "prepared_only arrow"])

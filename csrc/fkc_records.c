@@ -72,6 +72,17 @@ typedef struct fkc_stream {
     size_t held_capacity;
     size_t held_bytes;
 
+    /* Decompressed bytes of every batch this stream opened, all steps
+     * together (saturating): the record buffer charges each poll with what
+     * the steps it handed out decompressed, and starts no further step once
+     * a poll's charge passes its budget (fastkc/config.py, decode_budget). */
+    size_t decompressed_bytes;
+    /* Decompressed bytes of the entry being opened (0 when uncompressed),
+     * added to decompressed_bytes once it decoded. Kept apart from `blob`
+     * because a zero-copy Arrow sink takes the buffer over while the entry
+     * is parsed: the stream no longer has it, yet it did decompress it. */
+    size_t opening_bytes;
+
     int64_t next_offset;  /* one past the complete entries processed, never below fetch_offset,
                            * never backwards; also the floor below which records are skipped */
     int32_t leader_epoch; /* of the batch last opened */
@@ -226,6 +237,7 @@ static int fkc_keep_blob(fkc_decoder *d, fkc_blob *blob)
     }
     d->blob = *blob;
     d->have_blob = 1;
+    d->opening_bytes = blob->len;
     return FKC_OK;
 }
 
@@ -1337,6 +1349,7 @@ static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
     d->open_resume = d->next_offset;
     size_t first = dst->count;
     d->dst = dst;
+    d->opening_bytes = 0;
     fkc_builder_mark mark;
     if (d->cols != NULL)
         fkc_builder_mark_at(d->cols, &mark);
@@ -1364,6 +1377,8 @@ static int fkc_open_next(fkc_decoder *d, fkc_recbuf *dst)
         return rc;
     }
     d->pos = pos + entry_len;
+    d->decompressed_bytes =
+        d->opening_bytes > SIZE_MAX - d->decompressed_bytes ? SIZE_MAX : d->decompressed_bytes + d->opening_bytes;
     if (dst->count == first)
         return fkc_close_batch(d, 0);
     return FKC_OK;
@@ -1421,6 +1436,11 @@ void fkc_stream_arrow_base(fkc_stream *d, const uint64_t base[6])
 size_t fkc_stream_held_bytes(const fkc_stream *d)
 {
     return d->held_bytes + (d->have_blob ? d->blob.len : 0);
+}
+
+size_t fkc_stream_decompressed_bytes(const fkc_stream *d)
+{
+    return d->decompressed_bytes;
 }
 
 static int fkc_out_reserve(fkc_decode_result *out, size_t n)
@@ -1704,6 +1724,12 @@ int fkc_stream_step_arrow(fkc_stream *d, size_t max_records, size_t max_held_byt
     uint64_t start[6];
     fkc_builder_totals(b, start);
     size_t rows = 0; /* appended by this step */
+    /* Decompressed bytes of the batches this step parsed straight into the
+     * columns: their buffers are released at once, but the columns now hold
+     * a copy of them, so they count against max_held_bytes as held buffers
+     * do (else one step of a fetch of many compressed batches would decode
+     * the whole fetch into the columns). */
+    size_t direct_bytes = 0;
     while (d->error == FKC_OK && rows < max_records) {
         if (d->batch_index < d->batch.count) {
             /* the rest of a batch a previous step could not take whole */
@@ -1729,9 +1755,10 @@ int fkc_stream_step_arrow(fkc_stream *d, size_t max_records, size_t max_held_byt
         }
         if (d->done)
             break;
-        if (rows > 0 && d->held_bytes >= max_held_bytes)
+        if (rows > 0 && (d->held_bytes >= max_held_bytes || direct_bytes >= max_held_bytes - d->held_bytes))
             break;
         size_t rows_before = b->rows;
+        size_t decompressed_before = d->decompressed_bytes;
         fkc_recbuf view = {out->records, 0, out->capacity}; /* descriptors, when the batch needs them */
         d->cols = b;
         d->cols_cap = max_records - rows;
@@ -1743,6 +1770,8 @@ int fkc_stream_step_arrow(fkc_stream *d, size_t max_records, size_t max_held_byt
             break;
         size_t direct = b->rows - rows_before;
         if (direct) {
+            size_t opened = d->decompressed_bytes - decompressed_before; /* 0 when uncompressed */
+            direct_bytes = opened > SIZE_MAX - direct_bytes ? SIZE_MAX : direct_bytes + opened;
             rows += direct;
             d->open_resume = b->offset[b->rows - 1] + 1;
             if (fkc_close_batch(d, 0) != FKC_OK) /* copied: its buffer is no longer needed */

@@ -245,8 +245,11 @@ struct fkc_arrow_builder;
 /* fkc_stream_step with Arrow columns as the sink (fkc_arrow_builder.h):
  * the same records, filters, resume points and errors, appended to *b
  * (rolled back to the bad batch's start on error). The step also ends before
- * b's int32 offsets (counting b->base) would overflow. out->count and the
- * byte totals say what the step appended; out->records is scratch. */
+ * b's int32 offsets (counting b->base) would overflow. A batch parsed
+ * straight into the columns releases its decompressed buffer at once, yet
+ * its decompressed bytes count against max_held_bytes with the held buffers
+ * (the columns hold their copy). out->count and the byte totals say what the
+ * step appended; out->records is scratch. */
 int fkc_stream_step_arrow(fkc_stream *s, size_t max_records, size_t max_held_bytes, struct fkc_arrow_builder *b,
                           fkc_decode_result *out);
 
@@ -269,6 +272,13 @@ void fkc_stream_arrow_base(fkc_stream *s, const uint64_t base[6]);
 
 /* Decompressed bytes the stream holds right now (open batch + held buffers). */
 size_t fkc_stream_held_bytes(const fkc_stream *s);
+
+/* Decompressed bytes of every batch the stream opened so far, all steps
+ * together (a batch that failed to decode is not counted; saturates at
+ * SIZE_MAX), whoever keeps the buffer afterwards (a zero-copy Arrow builder
+ * takes it over). Grows only when a step opens a compressed batch: a caller
+ * compares it across the steps it runs to learn what they decompressed. */
+size_t fkc_stream_decompressed_bytes(const fkc_stream *s);
 
 void fkc_stream_free(fkc_stream *s);
 

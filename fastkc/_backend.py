@@ -32,7 +32,9 @@ for the reference implementation):
       .arrow(max_records, max_held_bytes=None, base=None, builder=None)
           -> RecordBatch; with builder, the records are appended to it and
           the count appended is returned
-      .next_offset, .done, .leader_epoch, .held_bytes, .last_totals
+      .next_offset, .done, .leader_epoch, .held_bytes, .last_totals,
+      .decompressed_bytes (decompressed bytes of the batches its handed-out
+          steps opened, all together: what the record buffer charges a take)
   ArrowBuilder() -- .finish() -> one RecordBatch of every step appended
       (and empties it), .num_rows, .totals
   (max_batch_records 0: no bound; the resumable decoder's steps join to

@@ -110,13 +110,33 @@ def group_id_of(config: Config) -> str:
 #     RecordCountLimitError. Defaults: 512 Ki records.
 #   - decompressed buffers one decode step holds: a step that has handed out
 #     records decompresses no further batch once the finished batches it
-#     holds reach the per-batch budget, so at most ~2x that is alive.
+#     holds reach the per-batch budget, so at most ~2x that is alive (an
+#     Arrow step counts the batches it parsed straight into its columns too:
+#     their buffers are gone, but the columns hold a copy).
+#   - decompressed bytes one take decodes (a poll(), getmany() or
+#     poll_arrow(), across partitions): the same figure. Each step's
+#     decompression is charged to the take that hands its records out
+#     (fastkc.fetch.completed.TakeBudget); once a take that has handed out
+#     records was charged the per-batch budget, it starts no further step:
+#     the rest of the fetch stays buffered, raw, and the next take goes on
+#     from there (that partition first), so nothing is skipped and positions
+#     move only with what was handed out. A take's records thus come from at
+#     most ~4x the budget of decompressed data (what it charged before its
+#     last step, that step's ~2x, the rest of a batch an earlier take
+#     opened), however many compressed batches a Fetch answer carries --
+#     without it a fetch of many batches each under the per-batch cap made
+#     one poll() hold GiBs. A take always runs its first step (progress); at
+#     the default 500 records a poll it ends one early only when the batches
+#     it opens decompress to more than the budget (records of ~64 KiB on).
+#     Uncompressed batches charge nothing: their bytes are the fetched ones,
+#     bounded by the buffer.
 # Peak decode memory is thus ~2 x 32 MiB of buffers + 40 MiB of descriptors
 # by default, plus the raw buffered fetches (capped at fetch_max_bytes), per
 # partition being decoded -- and poll() finishes one partition's fetch before
 # it starts decoding another's (the fetcher's in-line partition), as Java's
-# consumer does. Raise max_partition_fetch_bytes for data that legitimately
-# compresses better than 32x.
+# consumer does -- and the records a take hands out hold ~4 x 32 MiB at most.
+# Raise max_partition_fetch_bytes for data that legitimately compresses
+# better than 32x.
 MIN_BATCH_DECOMPRESSED_BYTES = 16 * 1024 * 1024
 MAX_BATCH_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 BATCH_DECOMPRESSION_RATIO = 32
@@ -124,7 +144,8 @@ BATCH_DECOMPRESSION_RATIO = 32
 
 def decode_budget(config: Mapping[str, Any]) -> tuple[int, int, int]:
     """(max_decompressed_bytes per batch, max_batch_records, max_held_bytes
-    per step) for a validated consumer config; see the comment above."""
+    per step -- also the decompressed bytes one take decodes) for a validated
+    consumer config; see the comment above."""
     from fastkc.records import batch_record_budget
 
     per_batch = BATCH_DECOMPRESSION_RATIO * config["max_partition_fetch_bytes"]

@@ -143,6 +143,7 @@ cdef extern from "fkc_records.h":
     int fkc_stream_done(const fkc_stream *s)
     int32_t fkc_stream_leader_epoch(const fkc_stream *s)
     size_t fkc_stream_held_bytes(const fkc_stream *s)
+    size_t fkc_stream_decompressed_bytes(const fkc_stream *s)
     void fkc_stream_free(fkc_stream *s)
     ctypedef struct fkc_step_mark:
         size_t count

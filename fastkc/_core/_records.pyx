@@ -802,6 +802,7 @@ cdef class RecordStream:
     cdef size_t mark_index       # the first mark at or past prepared_pos
     cdef int64_t snap_next       # next_offset as of the last hand-out
     cdef bint snap_done          # done as of the last hand-out
+    cdef size_t snap_decompressed  # fkc_stream_decompressed_bytes as of the last hand-out
     cdef bint busy               # prepare() is running (set and cleared with the GIL held)
 
     def __cinit__(self, data, topic, partition, int64_t fetch_offset, int64_t stop_offset, bint check_crcs,
@@ -815,6 +816,7 @@ cdef class RecordStream:
         self.out.next_offset = fetch_offset
         self.snap_next = fetch_offset
         self.snap_done = False
+        self.snap_decompressed = 0
         self.phase = _IDLE
         self.busy = False
         self.prepared_pos = 0
@@ -866,6 +868,7 @@ cdef class RecordStream:
     cdef void _snapshot(self):
         self.snap_next = self.out.next_offset
         self.snap_done = fkc_stream_done(self.stream) != 0
+        self.snap_decompressed = fkc_stream_decompressed_bytes(self.stream)
 
     cdef int _step(self, max_records, max_held_bytes) except -1:
         # caller holds self.lock
@@ -956,6 +959,8 @@ cdef class RecordStream:
                                  self.value_deserializer)
         self.prepared_pos += take
         end = self.prepared_pos
+        # the prepared step's decompression counts from its first hand-out
+        self.snap_decompressed = fkc_stream_decompressed_bytes(self.stream)
         while self.mark_index < nmarks and marks[self.mark_index].count < end:
             self.mark_index += 1
         if self.mark_index < nmarks and marks[self.mark_index].count == end:
@@ -1077,6 +1082,13 @@ cdef class RecordStream:
     @property
     def held_bytes(self):
         return fkc_stream_held_bytes(self.stream)
+
+    @property
+    def decompressed_bytes(self):
+        """Decompressed bytes of the batches opened by the steps handed out
+        so far, all together (a prepared step counts once its first record
+        is handed out). As of the last hand-out, like next_offset."""
+        return self.snap_decompressed
 
 
 cdef size_t _held_limit(max_held_bytes) except? 0:

@@ -911,6 +911,8 @@ class _Stream:
         self.arrow_base: _Totals = (0, 0, 0, 0, 0, 0)
         self.last_totals: _Totals = (0, 0, 0, 0, 0, 0)
         self.held = 0  # decompressed bytes of batches finished in the last step
+        # decompressed bytes of every batch opened, all steps together (fkc_stream_decompressed_bytes)
+        self.decompressed = 0
         # (RecordCount, payload bytes) of the v2 data batch last opened
         self.opened_sizes: tuple[int, int] | None = None
         # the share filter (fkc_share_keep): sorted acquired ranges, the
@@ -957,6 +959,7 @@ class _Stream:
         self.pos = end
         self.batch = kept
         self.blob_len = blob_len
+        self.decompressed += blob_len
         self.opened_sizes = sizes
 
     def _share_keep(self, records: Sequence[_Raw]) -> list[_Raw]:
@@ -984,8 +987,9 @@ class _Stream:
         into its columns (fkc_open_next's sink choice): a v2 data batch whose
         RecordCount the step can still take and whose payload, counted
         against every column, keeps the builder within int32 offsets. Its
-        decompressed buffer is then released at once, not held, which moves
-        where max_held_bytes ends a step."""
+        decompressed buffer is then released at once, not held (held_bytes),
+        though its bytes still count against max_held_bytes: the columns
+        hold their copy."""
         if self.opened_sizes is None:
             return False
         count, payload = self.opened_sizes
@@ -1007,6 +1011,9 @@ class _Stream:
         """(raws, next_offset, failure or None); max_records may be float("inf")."""
         out: list[_Raw] = []
         held = 0
+        # decompressed bytes of the batches parsed straight into the columns
+        # (Arrow): released at once, yet counted against max_held_bytes
+        direct = 0
         totals = [0, 0, 0, 0, 0]
         base = self.arrow_base
         limit = _INT32_MAX
@@ -1038,11 +1045,13 @@ class _Stream:
                 continue
             if self.done:
                 break
-            if out and max_held_bytes is not None and held >= max_held_bytes:
+            if out and max_held_bytes is not None and held + direct >= max_held_bytes:
                 break
             self.opened_sizes = None
             self._open_next()
             if self.arrow_topic_len is not None and self._direct(len(out), max_records, totals):
+                if self.batch:  # the C step counts a direct batch only when it appended rows
+                    direct += self.blob_len
                 self.blob_len = 0  # parsed straight into the columns: its buffer is not held
         if self.failure is None and not self.done and self.index >= len(self.batch):
             if _frame_entry(self.buf, self.pos, self.n)[0] in ("end", "cut"):
@@ -1368,6 +1377,10 @@ class RecordStream:
     def held_bytes(self) -> int:
         s = self._stream
         return s.held + (s.blob_len if s.index < len(s.batch) else 0)
+
+    @property
+    def decompressed_bytes(self) -> int:
+        return self._stream.decompressed
 
 
 # --- share groups (KIP-932) --------------------------------------------------------------------

@@ -15,7 +15,10 @@ Arrow columns as the caller asks: each buffered fetch gets a decoder stream
 a batch only when it is reached and hands out at most the records asked for,
 within the memory budget of fastkc.config.decode_budget(). poll() keeps
 draining the partition whose fetch it left mid-way before it starts another
-(`_in_line`), so one partition's decoded batch is alive at a time.
+(`_in_line`), so one partition's decoded batch is alive at a time. A take
+that has handed out records starts no further step once its steps
+decompressed the budget (TakeBudget), however many compressed batches the
+buffered fetches hold: the rest waits, raw, for the next take.
 
 Decode ahead, two ways, each a job a driver runs through its
 `fastkc.decode_executor.DecodeExecutor` (this part owns no thread):
@@ -44,6 +47,7 @@ from fastkc.fetch.completed import (
     PrepareArrowStep,
     PreparedArrowStep,
     PrepareRecordsStep,
+    TakeBudget,
     worth_preparing,
 )
 from fastkc.fetch.partitions import FetchPartitions
@@ -213,6 +217,7 @@ class RecordBuffer:
                                              per_record(value_deserializer))
         completed.form = form
         completed.fetch_offset = position
+        completed.decompressed_charged = 0
         completed.arrow_ready = None  # a step of the stream this one replaces is not handed out
         return completed.stream
 
@@ -284,8 +289,9 @@ class RecordBuffer:
         deserializers = RecordDeserializers(key_deserializer, value_deserializer)
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
         remaining = max_records
+        take = TakeBudget(self._max_held)
         for state in self._ordered_states():
-            if remaining <= 0 or self.unprepared is not None:
+            if remaining <= 0 or self.unprepared is not None or (out and take.used_up()):
                 break
             if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
                 continue
@@ -329,6 +335,7 @@ class RecordBuffer:
                     if deserialized.error is None:  # it passed when called again: deliver nothing of the step
                         deserialized = deserialized._replace(records=[], error=exc)
                     chunk = []
+                take.charge(completed, stream)
                 if deserialized is None and deserializers.batched:
                     deserialized = deserializers.deserialize(chunk, tp.topic, tp.partition)
                 if deserialized is not None:
@@ -373,8 +380,8 @@ class RecordBuffer:
                     self._in_line = tp
                     if not chunk:
                         break  # cannot happen (a step that hands out nothing is the end); never spin
-                if not update_offsets:
-                    break
+                if not update_offsets or (take.used_up() and (taken or out)):
+                    break  # the take's budget: the rest stays buffered for the next take
             if not update_offsets:
                 # the position stays: what was handed out will be fetched again
                 self.drop(state)
@@ -493,12 +500,15 @@ class RecordBuffer:
         self._records_form = False
         self.unprepared = None
         remaining = max_records
+        take = TakeBudget(self._max_held)
         for state in self._ordered_states():
             if remaining <= 0:
                 break
             if state.paused or not state.buffered or (partitions is not None and state.tp not in partitions):
                 continue
             while state.buffered and remaining > 0:
+                if take.used_up() and (builder.num_rows or pieces):
+                    return finish()  # the budget: the rest stays buffered for the next take
                 completed = state.buffered[0]
                 stream = self._stream(state, completed, "arrow")
                 if stream is None:
@@ -508,6 +518,7 @@ class RecordBuffer:
                     if ready is None or ready.stream is not stream:
                         self.unprepared = completed
                         return finish()
+                    take.charge(completed, stream)
                     n, error = self._hand_out_prepared_arrow(state, completed, stream, ready, remaining, pieces, now)
                     remaining -= n
                     if error is not None:
@@ -519,6 +530,7 @@ class RecordBuffer:
                 try:
                     appended = stream.arrow(int(min(remaining, ARROW_STEP_MAX)), self._max_held, None, builder)
                 except CorruptRecordError as exc:
+                    take.charge(completed, stream)
                     # the step's records before the bad batch are in the builder
                     last_offset = builder.last_offset  # None while the builder holds no row
                     handed_out_to = last_offset + 1 if stream.last_totals[0] and last_offset is not None else None
@@ -527,6 +539,7 @@ class RecordBuffer:
                         self._partitions.fail(exc)
                         return [builder.finish()]
                     raise
+                take.charge(completed, stream)
                 if appended:
                     remaining -= appended
                     completed.records_out += appended

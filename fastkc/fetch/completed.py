@@ -35,7 +35,8 @@ class CompletedFetch:
     through a decoder stream (buffer.py)."""
 
     __slots__ = ("tp", "fetch_offset", "data", "aborted", "next_offset", "leader_epoch", "nbytes", "stream",
-                 "form", "tally", "records_out", "nothing_to_prepare", "slow_codec_bytes", "arrow_ready")
+                 "form", "tally", "records_out", "nothing_to_prepare", "slow_codec_bytes", "arrow_ready",
+                 "decompressed_charged")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, data: _Buffer, aborted: list[tuple[int, int]] | None,
                  next_offset: int, leader_epoch: int, nbytes: int) -> None:
@@ -51,6 +52,9 @@ class CompletedFetch:
         # from the position (the decoder skips what is below it).
         self.stream: RecordStream | None = None
         self.form: str | None = None
+        # the stream's decompressed_bytes already charged to a take's budget
+        # (TakeBudget): 0 whenever a new stream starts
+        self.decompressed_charged = 0
         # metrics: the response's ResponseTally (None when metrics are off)
         # and the records handed out from this fetch, added per step
         self.tally: ResponseTally | None = None
@@ -66,6 +70,30 @@ class CompletedFetch:
         # an Arrow step of its stream decoded off the caller's thread
         # (PrepareArrowStep), waiting to be handed out by fetched_arrow
         self.arrow_ready: PreparedArrowStep | None = None
+
+
+class TakeBudget:
+    """The decompressed bytes one take (a poll, a getmany, a poll_arrow) may
+    decode (fastkc/config.py, the decoding budget): each fetch's steps are
+    charged what its stream decompressed since the last charge (a step
+    prepared off the caller's thread is charged by the take that hands it
+    out), and a take that has handed out records starts no further step
+    once the charges reach `limit`."""
+
+    __slots__ = ("limit", "spent")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.spent = 0
+
+    def charge(self, completed: CompletedFetch, stream: "RecordStream") -> None:
+        """Charge what `completed`'s stream decompressed since its last charge."""
+        total = stream.decompressed_bytes
+        self.spent += total - completed.decompressed_charged
+        completed.decompressed_charged = total
+
+    def used_up(self) -> bool:
+        return self.spent >= self.limit
 
 
 class PreparedArrowStep:

@@ -10,13 +10,15 @@ the final next_offset is the same; the C and twin streams give the same
 records and next_offset at every step, also with the decompressed-bytes hold
 bound that ends steps early. Arrow steps join to the whole Arrow decode, and
 a step ends before Arrow's int32 offsets would pass (exercised through the
-`base` totals a caller's earlier batches add)."""
+`base` totals a caller's earlier batches add). The streams' running count of
+decompressed bytes (what a poll is charged) agrees between the two at every
+step and with the payloads batchgen compressed."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from fastkc import records as R
-from fastkc.errors import CorruptRecordError, RecordCountLimitError
+from fastkc.errors import CorruptRecordError, RecordCountLimitError, RecordCrcError
 from tests.support import batchgen as g
 from tests.support import property_settings, using_backend
 from tests.support.differential import PIDS, blobs, comparable, damaged, numbered_values, outcome, transactional_blob
@@ -115,6 +117,9 @@ def test_steps_join_to_one_decode_and_c_agrees_with_twin(both, data):
     for k in (1, 7, 1024):
         ours = check_against_whole(compiled, blob, k, arrow=arrow, held=held, **kw)
         assert run_steps(twin, blob, k, held=held, arrow=arrow, **kw) == ours
+        counted = stepped(compiled, blob, k, held, arrow, **kw)
+        assert stepped(twin, blob, k, held, arrow, **_stream_kw(kw)) == counted
+        assert [c for _, _, c in counted] == sorted(c for _, _, c in counted)  # a running count
 
 
 CODECS = [g.NONE, g.GZIP, g.SNAPPY, g.LZ4, g.ZSTD]
@@ -209,9 +214,10 @@ def test_arrow_steps_stop_before_int32_offsets_overflow(both):
 # --- one Arrow batch across partitions: RecordStream.arrow(..., builder=b) ---------------
 
 
-def run_builder(module, parts, k, held=None, zero_copy=False):
+def run_builder(module, parts, k, held=None, zero_copy=False, counts=None):
     """Every part's stream stepped k records at a time into one builder.
-    Returns (per-step log, the finished batch as rows)."""
+    Returns (per-step log, the finished batch as rows); with a `counts` list,
+    each stream's decompressed_bytes after each of its steps is appended."""
     with using_backend(module):
         builder = R.arrow_builder(zero_copy=zero_copy)
         streams = [R.record_stream(blob, arrow=True, **kw) for blob, kw in parts]
@@ -229,6 +235,8 @@ def run_builder(module, parts, k, held=None, zero_copy=False):
                 break
             assert n <= k and (n or stream.done)
             log.append((n, stream.next_offset))
+            if counts is not None:
+                counts.append(stream.decompressed_bytes)
         else:
             raise AssertionError("the stream never finished")
     rows = builder.num_rows
@@ -251,7 +259,7 @@ def separate_rows(module, parts, k, held=None):
 @property_settings(fast_examples=15, slow_examples=1000)
 @given(data=st.data())
 def test_builder_steps_across_partitions_equal_separate_steps_and_twin(both, data):
-    compiled, twin = both
+    compiled = both[0]
     parts = []
     for topic, partition in (("t", 3), ("topic-two", 11), ("t", 4)):
         blob, start, end = data.draw(blobs())
@@ -267,33 +275,48 @@ def test_builder_steps_across_partitions_equal_separate_steps_and_twin(both, dat
         )))
     held = data.draw(st.sampled_from([None, 0, 200]))
     for k in (1, 7, 1024):
-        log, (_names, rows) = run_builder(compiled, parts, k, held)
-        assert run_builder(twin, parts, k, held) == (log, (_names, rows))
-        assert rows == separate_rows(compiled, parts, k, held)
-        # zero-copy builders: binary_view key/value, the same steps and values
-        viewed = run_builder(compiled, parts, k, held, zero_copy=True)
-        assert viewed == (log, (_names, rows))
-        assert run_builder(twin, parts, k, held, zero_copy=True) == viewed
+        # both backends, copying and zero-copy builders (binary_view key and
+        # value): the same steps, values and decompressed_bytes after each step
+        runs, counted = {}, {}
+        for module in both:
+            for zero_copy in (False, True):
+                how = (module.__name__, zero_copy)
+                counted[how] = []
+                runs[how] = run_builder(module, parts, k, held, zero_copy, counted[how])
+        first = (compiled.__name__, False)
+        assert runs[first][1][1] == separate_rows(compiled, parts, k, held)
+        for how in runs:
+            assert (runs[how], counted[how]) == (runs[first], counted[first]), how
 
 
-def test_held_bytes_count_only_batches_not_parsed_straight_into_columns(both):
+def test_arrow_steps_count_the_batches_parsed_straight_into_their_columns(both):
     # A compressed v2 batch the step can take whole is parsed straight into
-    # the columns and its decompressed buffer released at once, so it does
-    # not count against max_held_bytes; a legacy wrapper's buffer goes the
-    # descriptor way and does. The twin once counted both, and the two ended
-    # steps at different records (found by the property test above).
+    # the columns and its decompressed buffer released at once (held_bytes
+    # no longer counts it); a legacy wrapper's buffer goes the descriptor way
+    # and is held. Either way the columns now hold the batch's decompressed
+    # bytes, so both end the step at max_held_bytes -- else one Arrow step of
+    # a fetch of many compressed batches decoded the whole fetch into its
+    # columns. (The twin once weighed the two differently from the C step,
+    # found by the property test above.)
     values = [b"v" * 60 + bytes([i]) for i in range(7)]
     direct = g.record_batch(g.records_from_values(values), base_offset=0, codec=g.GZIP)
     wrapper = g.legacy_wrapper(1, 6, [(None, v, 1_700_000_000_000) for v in values], codec=g.GZIP)
     tail = g.record_batch(g.records_from_values([b"tail"]), base_offset=7)
     logs = []
     for module in both:
-        log, (_names, rows) = run_builder(module, [(direct + tail, dict(topic="t", partition=0))], 1024, 200)
-        assert log == [(8, 8), ("done", 8)]  # one step: nothing was held
-        log, _ = run_builder(module, [(wrapper + tail, dict(topic="t", partition=0))], 1024, 200)
-        assert log == [(7, 7), (1, 8), ("done", 8)]  # the wrapper's 7 records end the step
-        logs.append(rows)
-    assert logs[0] == logs[1]
+        held_after_first = []
+        for first in (direct, wrapper):
+            log, (_names, rows) = run_builder(module, [(first + tail, dict(topic="t", partition=0))], 1024, 200)
+            assert log == [(7, 7), (1, 8), ("done", 8)]  # the 7 records' ~480 bytes end the step
+            log, _ = run_builder(module, [(first + tail, dict(topic="t", partition=0))], 1024)
+            assert log == [(8, 8), ("done", 8)]  # no bound: one step
+            with using_backend(module):
+                stream = R.record_stream(first + tail, topic="t", partition=0, arrow=True)
+                assert stream.arrow(1024, 200, None, R.arrow_builder()) == 7
+            held_after_first.append(stream.held_bytes)
+            logs.append(rows)
+        assert held_after_first[0] == 0 and held_after_first[1] > 0
+    assert logs[:2] == logs[2:]
 
 
 def test_builder_rolls_back_a_bad_batch_and_keeps_the_rest(both):
@@ -340,3 +363,145 @@ def test_builder_steps_stop_before_int32_offsets_overflow(both):
         assert stream.last_totals == (8, 40, 8, 0, 0, 0)
         results.append((first.column("offset").to_pylist(), fresh.finish().column("offset").to_pylist()))
     assert results[0] == results[1] == ([0, 1], list(range(2, 10)))
+
+
+# --- decompressed_bytes: what the record buffer charges a take (tests/unit/test_take_budget.py) ----
+def stepped(module, blob, k, held, arrow, **kw):
+    """[(records handed out, next_offset, decompressed_bytes)] per step, to the end or the error."""
+    with using_backend(module):
+        stream = R.record_stream(blob, arrow=arrow, **kw)
+    log = []
+    for _ in range(len(blob) + 5):
+        if stream.done:
+            return log
+        try:
+            got = stream.arrow(k, held) if arrow else stream.records(k, held)
+            n = got.num_rows if arrow else len(got)
+        except CorruptRecordError as exc:
+            n = exc.records.num_rows if arrow and exc.records is not None else len(exc.records or ())
+        log.append((n, stream.next_offset, stream.decompressed_bytes))
+    raise AssertionError("the stream never finished")
+
+
+def _payload(values):
+    """The bytes batchgen compresses for a batch of `values` (its records, encoded)."""
+    return b"".join(g.encode_record(r) for r in g.records_from_values(values))
+
+
+def test_decompressed_bytes_count_each_opened_batch_once(both):
+    # one batch per codec, then a legacy gzip wrapper: the count grows by
+    # each compressed batch's payload as the step that opens it runs, by
+    # nothing for an uncompressed one, and never again for the same batch
+    batches, expected, offset = [], [], 0
+    for codec in CODECS:
+        values = numbered_values(offset, 4)
+        batches.append(g.record_batch(g.records_from_values(values), base_offset=offset, codec=codec))
+        expected.append(0 if codec == g.NONE else len(_payload(values)))
+        offset += 4
+    inner = [(None, b"in%d" % i, 1_700_000_000_000) for i in range(3)]
+    inner_set = b"".join(g.legacy_message(1, i, None, v, timestamp=t) for i, (_, v, t) in enumerate(inner))
+    batches.append(g.legacy_wrapper(1, offset + 2, inner, codec=g.GZIP, inner_set=inner_set))
+    expected.append(len(inner_set))
+    blob = b"".join(batches)
+    running = [sum(expected[:i + 1]) for i in range(len(expected))]
+    for module in both:
+        for arrow in (False, True):
+            # steps of 4 records: one batch each (the wrapper's 3 are the 6th step)
+            log = stepped(module, blob, 4, None, arrow, topic="t", partition=0)
+            assert [c for _, _, c in log] == running
+            # steps of 3: a batch opened by one step is not counted again by the next
+            log = stepped(module, blob, 3, None, arrow, topic="t", partition=0)
+            assert set(c for _, _, c in log) <= set(running) and log[-1][2] == running[-1]
+            # one step of everything
+            assert stepped(module, blob, 1024, None, arrow, topic="t", partition=0) == [(23, 23, running[-1])]
+
+
+def test_a_prepared_step_is_counted_from_its_first_hand_out(compiled_backend):
+    blob = b"".join(g.record_batch(g.records_from_values(numbered_values(5 * i, 5)), base_offset=5 * i,
+                                   codec=g.ZSTD) for i in range(3))
+    whole = len(_payload(numbered_values(0, 5))) + len(_payload(numbered_values(5, 5))) + \
+        len(_payload(numbered_values(10, 5)))
+    with using_backend(compiled_backend):
+        stream = R.record_stream(blob)
+    assert stream.prepare(1024)
+    assert stream.decompressed_bytes == 0  # as of the last hand-out: nothing handed out yet
+    assert [r.offset for r in stream.records(2)] == [0, 1]
+    assert stream.decompressed_bytes == whole  # the whole prepared step, charged by its first piece
+    assert [r.offset for r in stream.records(1024)] == list(range(2, 15))
+    assert stream.decompressed_bytes == whole
+
+
+@pytest.mark.parametrize("zero_copy", [False, True], ids=["copying", "zero_copy"])
+def test_a_batch_parsed_straight_into_columns_counts_whoever_keeps_its_buffer(both, zero_copy):
+    # A zero-copy builder takes a direct batch's decompressed buffer over
+    # while the batch is parsed (its binary_view values point into it); the
+    # stream decompressed the batch all the same. The C stream once counted
+    # only the buffer it still owned once the batch was parsed, so under
+    # zero-copy such a batch was charged neither to decompressed_bytes nor
+    # to max_held_bytes, and the step ran on past where the twin ended it.
+    values = [b"v" * 60 + bytes([i]) for i in range(7)]
+    blob = g.record_batch(g.records_from_values(values), base_offset=0, codec=g.GZIP) + \
+        g.record_batch(g.records_from_values([b"tail"]), base_offset=7)
+    for module in both:
+        log, _ = run_builder(module, [(blob, dict(topic="t", partition=0))], 1024, 200, zero_copy=zero_copy)
+        assert log == [(7, 7), (1, 8), ("done", 8)]  # the 7 records' ~480 bytes end the step
+        with using_backend(module):
+            stream = R.record_stream(blob, topic="t", partition=0, arrow=True)
+            builder = R.arrow_builder(zero_copy=zero_copy)
+        assert stream.arrow(1024, 200, None, builder) == 7
+        assert stream.decompressed_bytes == len(_payload(values))
+        assert stream.held_bytes == 0  # the buffer is the columns' (copied, or viewed), not held
+
+
+# The input with which the property test above failed when run after the
+# rest of the unit suite (Hypothesis mixes constants from every imported
+# local module into its draws, so its derandomized examples change with
+# what was imported first), as it drew it: a batch with a flipped byte; a
+# legacy message, empty batches and a control batch; a zstd batch of 3
+# records, a legacy gzip wrapper of 4, a control batch. With
+# max_held_bytes=200 the zstd batch (parsed straight into the columns) and
+# the wrapper (held) end the step before the control batch -- but a
+# zero-copy C builder, which takes the zstd buffer over while the batch is
+# parsed, did not count it and its step ran on.
+FOUND_AFTER_THE_SUITE = [
+    (bytes.fromhex(
+        "0000000000000000000000310000000002739c1b940000000000000100018bcfe568000000018bcfe56800ffffffffff"
+        "ffffffffffffffffff000000000000000000000001000000310000000002739c1b940000000000000000018bcfe56800"
+        "0000018bcfe56800ffffffffffffffffffffffffffff000000000000000000000002000000310000000002739c1b9400"
+        "00000000000000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff00000000"),
+     dict(topic="t", partition=3)),
+    (bytes.fromhex(
+        "00000000000000000000000ea7ec68030000ffffffffffffffff0000000000000001000000310000000002739c1b9400"
+        "00000000000000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff00000000000000000000000200"
+        "0000420000000002dba1f4440030000000000000018bcfe568000000018bcfe5680000000000000000010000ffffffff"
+        "000000012000000008000000000c000000000000000000000000000003000000310000000002739c1b94000000000000"
+        "0000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff000000000000000000000004000000310000"
+        "000002739c1b940000000000000000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff00000000"),
+     dict(topic="topic-two", partition=11)),
+    (bytes.fromhex(
+        "00000000000000000000007c000000000254271e0c0004000000020000018bcfe568000000018bcfe56800ffffffffff"
+        "ffffffffffffffffff0000000328b52ffd20421102003e00000001010608e6848d51010a32c38cc2a80114c3a941c2a1"
+        "1df0acb28c01340000020101040ac3b3c2bc390116c38dc386c383c39044c39c010c0000040101000000000000000006"
+        "0000004347859cc701010000018bcfe56800ffffffff0000002d1f8b080000000000000363608003b133fa953719e1dc"
+        "ff5000e5321254c1445005336e1500a9d98cac880000000000000000000007000000420000000002dba1f44400300000"
+        "00000000018bcfe568000000018bcfe5680000000000000000010000ffffffff000000012000000008000000000c0000"
+        "0000000000"),
+     dict(topic="t", partition=4)),
+]
+
+
+@pytest.mark.parametrize("k", [1, 7, 1024])
+def test_builder_steps_on_the_input_found_after_the_suite(both, k):
+    bad_batch = ("error", RecordCrcError, 0, 0, 0)
+    if k == 1:
+        expected = [bad_batch, (1, 1), (0, 5), ("done", 5)] + [(1, i) for i in range(1, 8)] + [(0, 8), ("done", 8)]
+    else:
+        expected = [bad_batch, (1, 5), ("done", 5), (7, 7), (0, 8), ("done", 8)]
+    runs = []
+    for module in both:
+        for zero_copy in (False, True):
+            counts = []
+            log, rows = run_builder(module, FOUND_AFTER_THE_SUITE, k, 200, zero_copy, counts)
+            assert log == expected, (module.__name__, zero_copy)
+            runs.append((rows, counts))
+    assert all(run == runs[0] for run in runs)

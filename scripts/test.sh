@@ -16,17 +16,15 @@
 #   quick benchmarks run in one pytest-xdist session with two workers, file
 #   by file: they share no broker, the suites mostly wait on scripted stalls
 #   and timeouts, and the benchmarks are one CPU-bound file beside them.
-# - The broker suites run last, in two pytest sessions side by side: the
-#   integration suite in one, file by file over two xdist workers (each
-#   starts the broker fixtures its files ask for: 9m38 with two workers
-#   against about 20 minutes in one, at 133 % CPU); the fault campaign,
-#   Spark, the asyncio and the docs suites in the other, in one process
-#   (the fault campaign has its own brokers, the proxied 3-node cluster,
-#   started once). Their tests mostly wait on brokers, timeouts and faults.
-#   Measured at 72d0837: set-up 1m12, sanitizers 5m17, benchmarks 2m16,
-#   broker-free 2m25, fuzzing 1m01, broker sessions 17m52 (integration
-#   16m20, faults and Spark 17m48), 30m03 in all: hence the benchmarks
-#   joined the broker-free session and the wheels are waited for last.
+# - The broker suites run last, in one pytest-xdist session with three
+#   workers (their tests mostly wait on brokers, timeouts and faults).
+#   tests/support/xdist_affinity.py keeps the files that share a started
+#   broker (the 3-node cluster, the secure broker, the 3.9 broker, the
+#   Schema Registry, the fault campaign's proxied cluster, the SparkSession)
+#   on one worker. Before (dec7e82: two sessions side by side, integration
+#   file by file over two workers | faults, Spark, asyncio and docs in one
+#   process) each worker started every shared broker its files asked for,
+#   16 JVMs at once, and the stage took 17m24 of a 29m28 run.
 # Each stage prints when it starts; the end prints every stage's duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,9 +70,8 @@ trap summary EXIT
 # the run (tests/unit and tests/packaging are the wheels stage's: they run
 # against the installed wheels; support, corpus and fuzz hold no pytest tests).
 BROKER_FREE=(tests/hostile tests/quality tests/c)
-BROKER_SESSION_INTEGRATION=(tests/integration)
-BROKER_SESSION_FAULTS=(tests/faults tests/spark tests/integration_aio tests/docs)
-WITH_BROKERS=("${BROKER_SESSION_INTEGRATION[@]}" "${BROKER_SESSION_FAULTS[@]}")
+# (in this order: the broker session hands the longest groups out first)
+WITH_BROKERS=(tests/spark tests/faults tests/integration tests/integration_aio tests/docs)
 for dir in tests/*/; do
     dir=${dir%/}
     case $dir in tests/__*) continue ;; esac
@@ -132,28 +129,25 @@ step "fuzzing, ${FUZZ_SECONDS:-20}s per target"
 make -s -j2 fuzz-build PYTHON="$PY"
 make -s fuzz PYTHON="$PY" FUZZ_SECONDS="${FUZZ_SECONDS:-20}" FUZZ_JOBS=2
 
-step "suites on real brokers, two sessions side by side: (integration, two workers) | (fault campaign, Spark, asyncio, docs)"
-# Two pytest sessions at once (the top of this file says why); each starts
-# the brokers its tests ask for, and its log is printed when both are done.
-run_broker_session() {
-    local name=$1
-    shift
-    local rc=0
-    $PY -m pytest -q --durations=15 "$@" > "build/ci/$name.log" 2>&1 || rc=$?
-    echo "$rc" > "build/ci/$name.rc"
-}
-run_broker_session integration -n 2 --dist loadfile "${BROKER_SESSION_INTEGRATION[@]}" &
-integration_pid=$!
-run_broker_session faults-spark "${BROKER_SESSION_FAULTS[@]}" &
-faults_pid=$!
-wait "$integration_pid" "$faults_pid"
+step "suites on real brokers: one session, three workers, files sharing a broker kept on one worker"
+# tests/support/xdist_affinity.py says how files are grouped; the longest
+# groups come first on the command line (--no-loadscope-reorder keeps that
+# order). The junit file gives each file's time; the CPU line says how busy
+# the two cores were, so the next layout is chosen on figures.
+cpu_before=$(head -1 /proc/stat)
 broker_rc=0
-for name in integration faults-spark; do
-    echo "== the $name session (exit $(cat "build/ci/$name.rc")):"
-    cat "build/ci/$name.log"
-    [ "$(cat "build/ci/$name.rc")" = 0 ] || broker_rc=1
-done
-[ "$broker_rc" = 0 ] || { echo "a broker session failed: its log is above" >&2; exit 1; }
+$PY -m pytest -q --durations=20 -n 3 --dist loadscope --no-loadscope-reorder -p tests.support.xdist_affinity \
+    --junitxml=build/ci/brokers.xml "${WITH_BROKERS[@]}" || broker_rc=$?
+$PY - "$cpu_before" "$(head -1 /proc/stat)" <<'CPU'
+import sys
+def ticks(line):
+    fields = [int(x) for x in line.split()[1:]]
+    return sum(fields), fields[3] + fields[4]  # all, idle + iowait
+(t0, i0), (t1, i1) = ticks(sys.argv[1]), ticks(sys.argv[2])
+print("== the two cores were busy {0:.0f} % of this stage".format(100.0 * (1 - (i1 - i0) / max(1, t1 - t0))))
+CPU
+$PY -m tests.support.junit_times build/ci/brokers.xml || true
+[ "$broker_rc" = 0 ] || { echo "the broker session failed: its failures are above" >&2; exit 1; }
 
 step "waiting for the wheels stage (it ended during the broker sessions)"
 wheels_rc=0

@@ -1,5 +1,8 @@
 """The broker harness itself: start/stop/status, the CLI across processes,
-three nodes, the security listeners, the 3.9 line, and its error messages."""
+three nodes and its error messages. The security listeners are checked in
+test_broker_harness_secure.py, the 3.9 line in test_broker_harness_kafka39.py:
+one shared broker per file, so the CI scheduler (tests/support/xdist_affinity.py)
+keeps each file on the worker that already started that broker."""
 import json
 import os
 import socket
@@ -12,7 +15,7 @@ import pytest
 from fastkc import broker
 from fastkc.broker import config as broker_config
 from fastkc.broker import resolve
-from tests.support.kafka_tools import Message, consume_all, create_topic, produce, unique_name
+from tests.support.kafka_tools import Message, consume_all, produce
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -309,91 +312,3 @@ def test_three_node_cluster_answers_and_replicates(kafka_cluster, make_cluster_t
     read = consume_all(kafka_cluster.bootstrap_servers, topic)
     assert [r.comparable() for r in read] == sorted(
         (r.comparable() for r in written), key=lambda c: (c[1], c[2]))
-
-
-# --- security listeners ----------------------------------------------------------------
-
-
-
-def _sasl(info, listener, mechanism, user="alice", password="alice-secret"):
-    conf = {"bootstrap.servers": info.listeners[listener], "security.protocol": listener,
-            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
-    if listener == "SASL_SSL":
-        conf["ssl.ca.location"] = info.tls["ca"]
-    return conf
-
-
-@pytest.mark.broker
-@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_sasl_users_can_connect(secure_broker, listener, mechanism):
-    assert secure_broker.credentials["users"]["alice"] == "alice-secret"
-    assert _broker_ids(_sasl(secure_broker, listener, mechanism)) == [1]
-
-
-@pytest.mark.broker
-def test_ssl_listener_with_client_certificate(secure_broker):
-    tls = secure_broker.tls
-    conf = {"security.protocol": "SSL", "ssl.ca.location": tls["ca"],
-            "ssl.certificate.location": tls["client_cert"], "ssl.key.location": tls["client_key"]}
-    ssl_addr = secure_broker.listeners["SSL"]
-    # The certificate names both 127.0.0.1 and localhost, and the client checks the name.
-    assert _broker_ids(dict(conf, **{"bootstrap.servers": ssl_addr})) == [1]
-    assert _broker_ids(dict(conf, **{"bootstrap.servers": ssl_addr.replace("127.0.0.1", "localhost")})) == [1]
-
-
-@pytest.mark.broker
-def test_secure_produce_and_consume_over_sasl_ssl(secure_broker):
-    # Topics are created over PLAINTEXT; the data goes through SASL_SSL + SCRAM.
-    topic = create_topic(secure_broker.bootstrap_servers, unique_name("secure"))
-    conf = _sasl(secure_broker, "SASL_SSL", "SCRAM-SHA-512")
-    from confluent_kafka import Producer
-
-    producer = Producer(dict(conf, **{"acks": "all"}))
-    for i in range(5):
-        producer.produce(topic, key=b"k%d" % i, value=b"secret-%d" % i, partition=0)
-    assert producer.flush(30) == 0
-    read = consume_all(secure_broker.bootstrap_servers, topic)
-    assert [(r.key, r.value) for r in read] == [(b"k%d" % i, b"secret-%d" % i) for i in range(5)]
-
-
-@pytest.mark.broker
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
-def test_wrong_password_is_an_authentication_error(secure_broker, mechanism):
-    from confluent_kafka import KafkaError, KafkaException
-
-    errors = []
-    conf = _sasl(secure_broker, "SASL_PLAINTEXT", mechanism, password="wrong")
-    conf["error_cb"] = errors.append
-    admin = _admin(conf)
-    with pytest.raises(KafkaException):
-        admin.list_topics(timeout=5)
-    # librdkafka hands client-level errors to error_cb from poll().
-    for _ in range(20):
-        if errors:
-            break
-        admin.poll(0.25)
-    assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
-
-
-@pytest.mark.broker
-def test_ssl_listener_refuses_client_without_certificate(secure_broker):
-    from confluent_kafka import KafkaException
-
-    conf = {"bootstrap.servers": secure_broker.listeners["SSL"], "security.protocol": "SSL",
-            "ssl.ca.location": secure_broker.tls["ca"]}
-    with pytest.raises(KafkaException):
-        _admin(conf).list_topics(timeout=5)
-
-
-# --- the older 3.9 line ---------------------------------------------------------------
-
-@pytest.mark.broker
-def test_kafka_3_9_line_starts_and_answers(kafka39_broker):
-    # the session's 3.9 broker (tests/conftest.py), started by broker.start(kafka_version="3.9.x")
-    info = kafka39_broker
-    assert info.kafka_version.startswith("3.9.")
-    assert _broker_ids({"bootstrap.servers": info.bootstrap_servers}) == [1]
-    # reload4j logging went to the node's log file.
-    with open(os.path.join(info.nodes[0].dir, "server.log"), encoding="utf-8") as fh:
-        assert "Kafka Server started" in fh.read()

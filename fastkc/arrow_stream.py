@@ -39,6 +39,14 @@ error strings right, and fastkc owns what the stream means:
   stream is live (from its first pull to its end or release) poll(),
   poll_arrow(), iteration and another arrow_stream() on the consumer raise
   IllegalStateError.
+- Typed columns: with a key or value deserializer that gives Arrow columns
+  (fastkc.schema_registry's AvroDeserializer), the stream's schema is its
+  first batch's, so reader() (and the first export) reads that batch at
+  once and holds it for the first pull (a schema probe that never pulls
+  leaves the consumer to close()). Where the type changes (a new writer
+  schema, no reader schema), the stream ends before the batch of the new
+  type, whose partitions are sought back to its rows: a new arrow_stream()
+  starts with them, in the new schema (`schema_changed` is then True).
 - Errors: a fastkc error in the middle of the stream (CorruptRecordError, a
   fetch error, WakeupException...) ends the stream. Read through
   stream.reader() it is re-raised as it is (pyarrow keeps the Python
@@ -51,9 +59,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from fastkc.deserializers import ArrowDeserializers, partition_rows
 from fastkc.engine import ConsumerEngine
 from fastkc.errors import IllegalStateError, KafkaTimeoutError
 from fastkc.structs import TopicPartition
+
+# reader() read the first batch ahead (typed columns): the stream is held, no generator pulled yet
+_PEEK = object()
 
 # pyarrow has no type information: its objects (RecordBatch, Schema,
 # RecordBatchReader, capsules) are Any here
@@ -96,6 +108,10 @@ class ArrowStream:
         self._timeout_ms = timeout_ms
         self._batch_records = batch_records
         self.schema: Any = arrow_schema(zero_copy=engine.config["arrow_zero_copy"])
+        # typed key or value columns: the schema is the first batch's (read ahead by reader())
+        self._typed = bool(ArrowDeserializers(engine.config["key_deserializer"], engine.config["value_deserializer"]))
+        self._peeked: list[_Batch] = []
+        self.schema_changed = False
         # the pull in progress (and the claim below) are decided under it:
         # duckdb may pull, probe and release from different threads
         self._lock = threading.RLock()
@@ -137,9 +153,18 @@ class ArrowStream:
         import pyarrow as pa
 
         with self._lock:
-            if self._finished or self._claimed_by is not None:
+            if (self._finished and not (self._typed and self.batches == 0 and self._claimed_by is _PEEK)) or (
+                    self._claimed_by is not None and self._claimed_by is not _PEEK):
                 raise IllegalStateError("this arrow_stream was already read or closed (a stream is single-use): "
                                         "call consumer.arrow_stream() again for the records that follow")
+            if self._typed and self._claimed_by is None:
+                self._claim(_PEEK)
+                first = self._next_batch()
+                if first is None:
+                    self._end()  # nothing in the stream: its readers get no batch
+                else:
+                    self.schema = first.schema
+                    self._peeked.append(first)
         return pa.RecordBatchReader.from_batches(self.schema, self._batches())
 
     def close(self) -> None:
@@ -166,11 +191,13 @@ class ArrowStream:
         pull; pyarrow closes it when the exported stream is released, which
         runs the finally below (on whichever thread released it)."""
         token = object()
+        if self._typed and self._finished and self.batches == 0 and self.error is None:
+            return  # reader() found the stream empty
         try:
             while True:
                 with self._lock:
                     self._claim(token)
-                    batch = self._next_batch()
+                    batch = self._peeked.pop() if self._peeked else self._next_batch()
                 if batch is None:
                     return
                 yield batch
@@ -183,6 +210,9 @@ class ArrowStream:
         if self._claimed_by is token:
             if self._finished:
                 raise IllegalStateError("this arrow_stream was closed")
+            return
+        if self._claimed_by is _PEEK and not self._finished:
+            self._claimed_by = token  # the first pull after reader() read the first batch ahead
             return
         if self._claimed_by is not None or self._finished:
             raise IllegalStateError("this arrow_stream is already being read (a stream is single-use)")
@@ -229,6 +259,10 @@ class ArrowStream:
                 raise
             if self._until == UNTIL_END and batch.num_rows:
                 batch = self._cut_at_ends(batch)
+            if self._typed and batch.num_rows and self.batches and batch.schema != self.schema:
+                self._give_back(batch)
+                self.schema_changed = True
+                return None
             if batch.num_rows:
                 self.records += batch.num_rows
                 self.batches += 1
@@ -241,6 +275,13 @@ class ArrowStream:
             if still is None:
                 return None
             idle_since = still
+
+    def _give_back(self, batch: _Batch) -> None:
+        """A batch of another type ends the stream: its partitions go back to
+        their first rows in it (the next arrow_stream() starts there)."""
+        offsets = batch.column("offset")
+        for run in partition_rows(batch):
+            self._engine.seek(TopicPartition(run.topic, run.partition), offsets[run.start].as_py())
 
     def _check_idle(self, idle_since: float, positions: object) -> float | None:
         """idle_since, or None when until=None ran out of time; raises

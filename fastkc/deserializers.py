@@ -222,3 +222,131 @@ def _replay(deserializer: Any) -> _PerRecordReplay:
     form = call_form(deserializer)
     assert form is not None
     return _PerRecordReplay(*form)
+
+
+# --- the Arrow path ----------------------------------------------------------------------------
+
+class ArrowDeserializer(Protocol):
+    """What poll_arrow() (and getmany_arrow(), arrow_stream()) recognises as
+    a key or value deserializer that gives typed Arrow columns:
+    fastkc.schema_registry.AvroDeserializer.deserialize_arrow's contract.
+
+    `values` is one partition's raw column (a pyarrow binary array, nulls
+    allowed), `offsets[i]` row i's offset, `headers_list[i]` its headers
+    (None when no row has any). Returns a pyarrow.Array of the longest
+    leading run of rows that share one Arrow type (shorter where the type
+    would change or the next row fails: a call from that row raises the
+    typed error naming its offset); raises only for row 0."""
+
+    def deserialize_arrow(self, values: Any, topic: str, partition: int, offsets: Sequence[int],
+                          headers_list: Sequence[Headers | None] | None = None, field: Any = "value") -> Any:
+        ...
+
+
+def is_arrow_deserializer(deserializer: object) -> bool:
+    """True for an object with a callable deserialize_arrow."""
+    return callable(getattr(deserializer, "deserialize_arrow", None))
+
+
+class PartitionRows(NamedTuple):
+    """The rows [start, end) of an Arrow take, all of one partition."""
+
+    start: int
+    end: int
+    topic: str
+    partition: int
+
+
+def partition_rows(batch: Any, start: int = 0) -> list[PartitionRows]:
+    """The runs of one partition in an Arrow take from row `start` on (a
+    take appends each partition's rows together, in offset order)."""
+    import pyarrow.compute as pc
+
+    rest = batch.slice(start)
+    if rest.num_rows == 0:
+        return []
+    topics = rest.column("topic")
+    partitions = rest.column("partition")
+    ends = set()
+    for column in (topics, partitions):
+        ends.update(pc.run_end_encode(column).run_ends.to_pylist())
+    runs = []
+    begin = 0
+    for end in sorted(ends):
+        runs.append(PartitionRows(start + begin, start + end, topics[begin].as_py(), partitions[begin].as_py()))
+        begin = end
+    return runs
+
+
+def _headers_of(column: Any) -> list[Headers | None] | None:
+    """A headers column as the deserializers take it: per row a list of
+    (name, value) pairs; None when no row has a header (the common case,
+    found without a Python object per row)."""
+    import pyarrow.compute as pc
+
+    if column.null_count == len(column) or not pc.sum(pc.list_value_length(column)).as_py():
+        return None
+    return [None if row is None else [(h["key"], h["value"]) for h in row] for row in column.to_pylist()]
+
+
+class ArrowDeserializers:
+    """A consumer's key and value deserializers as the Arrow path uses them:
+    those with deserialize_arrow turn their column of a take into typed
+    Arrow columns; any other deserializer leaves the column raw (the Arrow
+    path never calls per-record deserializers)."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, key_deserializer: Any, value_deserializer: Any) -> None:
+        self._fields: list[tuple[str, ArrowDeserializer]] = [
+            (name, d) for name, d in (("key", key_deserializer), ("value", value_deserializer))
+            if is_arrow_deserializer(d)]
+
+    def __bool__(self) -> bool:
+        return bool(self._fields)
+
+    def deserialize(self, batch: Any) -> Any:
+        """The leading rows of an Arrow take whose key and value columns each
+        decode into one type, those columns decoded: fewer rows than `batch`
+        where a column's type would change or a row fails (the caller gives
+        the rest back: a take starting there begins the new type, or raises
+        the error). Raises when row 0 fails."""
+        import pyarrow as pa
+
+        runs = partition_rows(batch)
+        cut = batch.num_rows
+        decoded: dict[str, Any] = {}
+        for name, deserializer in self._fields:
+            pieces: list[Any] = []
+            column, offsets, headers = batch.column(name), batch.column("offset"), batch.column("headers")
+            for run in runs:
+                if run.start >= cut:
+                    break
+                length = run.end - run.start
+                try:
+                    piece = deserializer.deserialize_arrow(
+                        column.slice(run.start, length), run.topic, run.partition,
+                        offsets.slice(run.start, length), _headers_of(headers.slice(run.start, length)), name)
+                except Exception:
+                    if run.start == 0:
+                        raise
+                    cut = run.start  # a take from here raises it
+                    break
+                if not pa.types.is_null(piece.type):
+                    known = next((p.type for p in pieces if not pa.types.is_null(p.type)), None)
+                    if known is not None and piece.type != known:
+                        cut = run.start  # another type: the next take starts with it
+                        break
+                pieces.append(piece)
+                if len(piece) < length:
+                    cut = min(cut, run.start + len(piece))
+                    break
+            decoded[name] = pieces
+        out = batch.slice(0, cut)
+        for name, pieces in decoded.items():
+            typed = next((p.type for p in pieces if not pa.types.is_null(p.type)), pa.null())
+            column = pa.concat_arrays([p if p.type == typed else pa.nulls(len(p), typed) for p in pieces]) \
+                if pieces else pa.nulls(0, typed)
+            index = out.schema.get_field_index(name)
+            out = out.set_column(index, pa.field(name, typed), column.slice(0, cut))
+        return out

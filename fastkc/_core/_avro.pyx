@@ -176,15 +176,22 @@ cdef class _Payloads:
     cdef Py_buffer *views
     cdef size_t nviews
 
-    def __cinit__(self, payloads):
+    def __cinit__(self, payloads, Py_ssize_t arrow_skip=-1):
         cdef size_t i
-        self.items = payloads if type(payloads) is list else list(payloads)
-        self.count = len(self.items)
+        if arrow_skip >= 0:
+            self.items = [payloads]
+            self.count = len(payloads)
+        else:
+            self.items = payloads if type(payloads) is list else list(payloads)
+            self.count = len(self.items)
         self.ptrs = <const uint8_t **>malloc(max(self.count, 1) * sizeof(uint8_t *))
         self.lengths = <size_t *>malloc(max(self.count, 1) * sizeof(size_t))
         self.starts = <size_t *>malloc((self.count + 1) * sizeof(size_t))
         if self.ptrs == NULL or self.lengths == NULL or self.starts == NULL:
             raise MemoryError()
+        if arrow_skip >= 0:
+            self._arrow_rows(payloads, arrow_skip)
+            return
         for i in range(self.count):
             p = self.items[i]
             if PyBytes_CheckExact(p):
@@ -199,6 +206,46 @@ cdef class _Payloads:
                 self.ptrs[i] = <const uint8_t *>self.views[self.nviews].buf
                 self.lengths[i] = <size_t>self.views[self.nviews].len
                 self.nviews += 1
+
+    cdef int _arrow_rows(self, array, Py_ssize_t skip) except -1:
+        """The rows of a pyarrow binary array (int32 offsets, no nulls), each
+        past its first `skip` bytes (the Schema Registry prefix), read in
+        place: no bytes object per row. Every offset is checked against the
+        buffers before it is used."""
+        cdef size_t i
+        cdef Py_ssize_t first = array.offset
+        cdef const int32_t *offsets
+        cdef const uint8_t *data
+        cdef Py_ssize_t data_len, a, b
+        if array.null_count:
+            raise ValueError("fastkc: an Arrow column with nulls (decode its non-null rows)")
+        buffers = array.buffers()
+        self.items.extend(buffers)
+        self.views = <Py_buffer *>malloc(2 * sizeof(Py_buffer))
+        if self.views == NULL:
+            raise MemoryError()
+        PyObject_GetBuffer(buffers[1], &self.views[0], PyBUF_SIMPLE)
+        self.nviews = 1
+        if <size_t>self.views[0].len < (<size_t>first + self.count + 1) * sizeof(int32_t):
+            raise ValueError("fastkc: the Arrow column's offsets buffer is shorter than its rows")
+        offsets = <const int32_t *>self.views[0].buf + first
+        if buffers[2] is None:
+            data = <const uint8_t *>b""
+            data_len = 0
+        else:
+            PyObject_GetBuffer(buffers[2], &self.views[1], PyBUF_SIMPLE)
+            self.nviews = 2
+            data = <const uint8_t *>self.views[1].buf
+            data_len = self.views[1].len
+        for i in range(self.count):
+            a = offsets[i]
+            b = offsets[i + 1]
+            if a < 0 or b < a or b > data_len or b - a < skip:
+                raise ValueError("fastkc: row {0} of the Arrow column is not {1} bytes or more inside its "
+                                 "data buffer".format(i, skip))
+            self.ptrs[i] = data + a + skip
+            self.lengths[i] = <size_t>(b - a - skip)
+        return 0
 
     def __dealloc__(self):
         cdef size_t i
@@ -329,6 +376,11 @@ cdef class Decoder:
             raise
         self.plan_columns, self.plan_steps, self.plan_strings = cols, stps, strs
 
+    def decode_arrow_column(self, values, Py_ssize_t skip):
+        """decode_arrow() of the rows of a pyarrow binary array without
+        nulls, each past its first `skip` bytes, read in place."""
+        return self.decode_arrow(_Payloads(values, skip))
+
     def decode_arrow(self, payloads):
         """A list of payloads (bytes-like) as one pyarrow.Array of as many
         rows, typed by the plan set_arrow_plan() installed. The first bad
@@ -349,7 +401,7 @@ cdef class Decoder:
         if _import_array is None:
             import pyarrow
             _import_array = pyarrow.Array._import_from_c
-        p = _Payloads(payloads)
+        p = payloads if type(payloads) is _Payloads else _Payloads(payloads)
         tape.v = NULL
         tape.len = tape.cap = 0
         array.release = NULL

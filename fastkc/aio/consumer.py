@@ -428,7 +428,8 @@ class AIOKafkaConsumer:
         deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
         while True:
             await self._on_get(partitions)
-            batches = self._fetcher.fetched_arrow(limit, wanted, prepared_only=self._offload_decode)
+            batches = self._fetcher.fetched_arrow(limit, wanted, self._offload_decode, self._key_deserializer,
+                                                  self._value_deserializer)
             unprepared = self._machine.unprepared
             if unprepared is not None:
                 # a heavy fetch's next Arrow step, decoded on the decode thread

@@ -150,8 +150,10 @@ class AioFetchDriver:
                                             partitions, prepared_only, now=self._clock())
 
     def fetched_arrow(self, max_records: int, partitions: Container[TopicPartition] | None = None,
-                      prepared_only: bool = False) -> list[_RecordBatch]:
-        return self.machine.fetched_arrow(max_records, partitions, prepared_only, now=self._clock())
+                      prepared_only: bool = False, key_deserializer: Any = None,
+                      value_deserializer: Any = None) -> list[_RecordBatch]:
+        return self.machine.fetched_arrow(max_records, partitions, prepared_only, now=self._clock(),
+                                          key_deserializer=key_deserializer, value_deserializer=value_deserializer)
 
     def prepare(self, completed: CompletedFetch, limit: int, arrow: bool = False) -> "asyncio.Future[bool]":
         """The future of `completed`'s next step prepared on the decode thread

@@ -219,7 +219,8 @@ class ConsumerEngine:
             self.raise_wakeup()
             self.on_app_poll()
             self.raise_pending()
-            batches = fetcher.fetched_arrow(limit)
+            batches = fetcher.fetched_arrow(limit, None, self.config["key_deserializer"],
+                                            self.config["value_deserializer"])
             if batches:
                 fetcher.send_requests()
                 return batches[0]  # one batch across partitions, built in place

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastkc import records as fastkc_records
 from fastkc.config import Config, decode_budget
-from fastkc.deserializers import RecordDeserializers, per_record
+from fastkc.deserializers import ArrowDeserializers, RecordDeserializers, partition_rows, per_record
 from fastkc.errors import CorruptRecordError
 from fastkc.fetch.completed import (
     ARROW_STEP_MAX,
@@ -473,7 +473,45 @@ class RecordBuffer:
         return PrepareRecordsStep(completed, max_records, self._prepare_held)
 
     def fetched_arrow(self, now: float, max_records: float, partitions: Container[TopicPartition] | None = None,
-                      prepared_only: bool = False) -> list[_RecordBatch]:
+                      prepared_only: bool = False, key_deserializer: Any = None,
+                      value_deserializer: Any = None) -> list[_RecordBatch]:
+        """_take_arrow()'s batch, its key and value columns typed by the
+        deserializers that have deserialize_arrow (fastkc/deserializers.py,
+        ArrowDeserializers). Where a column's type would change (a new writer
+        schema with no reader schema) or a row fails, the take ends: the rows
+        from there are given back (their partitions fetched again from that
+        row), so a batch never mixes two types, and the next take raises the
+        failing row's error with nothing after it handed out."""
+        batches = self._take_arrow(now, max_records, partitions, prepared_only)
+        deserializers = ArrowDeserializers(key_deserializer, value_deserializer)
+        if not batches or not deserializers:
+            return batches
+        taken = batches[0]
+        try:
+            typed = deserializers.deserialize(taken)
+        except BaseException:
+            self._give_back(taken, 0)
+            raise
+        if typed.num_rows < taken.num_rows:
+            self._give_back(taken, typed.num_rows)
+        return [typed] if typed.num_rows else []
+
+    def _give_back(self, taken: _RecordBatch, start: int) -> None:
+        """Rows [start, ...) of a take are not handed out: each partition among
+        them goes back to its first such row, its buffered fetches dropped
+        (fetched again: a schema change or a bad row is rare, and the
+        position is then exact without undoing the take's steps)."""
+        offsets = taken.column("offset")
+        for run in partition_rows(taken, start):
+            state = self._states.get(TopicPartition(run.topic, run.partition))
+            if state is None:  # unassigned meanwhile: nothing to move
+                continue
+            self.drop(state)
+            state.seek(offsets[run.start].as_py(), state.position_epoch)
+        self._metrics["records-consumed-total"] -= taken.num_rows - start
+
+    def _take_arrow(self, now: float, max_records: float, partitions: Container[TopicPartition] | None = None,
+                    prepared_only: bool = False) -> list[_RecordBatch]:
         """A list holding one pyarrow.RecordBatch (arrow_schema()) of up to
         max_records buffered records (inf: no limit) across partitions (of
         `partitions` only, when given), or an empty list; positions

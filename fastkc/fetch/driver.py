@@ -68,8 +68,9 @@ class Fetcher:
         return records
 
     def fetched_arrow(self, max_records: float, partitions: Container[TopicPartition] | None = None,
-                      ) -> list[_RecordBatch]:
-        return self.machine.fetched_arrow(max_records, partitions, now=self._clock())
+                      key_deserializer: Any = None, value_deserializer: Any = None) -> list[_RecordBatch]:
+        return self.machine.fetched_arrow(max_records, partitions, now=self._clock(),
+                                          key_deserializer=key_deserializer, value_deserializer=value_deserializer)
 
     def close_worker(self, timeout: float = 5.0) -> bool:
         """Stop the decode executor (close()): True when its thread is gone.

@@ -240,9 +240,11 @@ class FetchMachine:
                                            key_deserializer, value_deserializer, partitions, prepared_only)
 
     def fetched_arrow(self, max_records: float, partitions: Container[TopicPartition] | None = None,
-                      prepared_only: bool = False, *, now: float | None = None) -> list[_RecordBatch]:
+                      prepared_only: bool = False, *, now: float | None = None, key_deserializer: Any = None,
+                      value_deserializer: Any = None) -> list[_RecordBatch]:
         """RecordBuffer.fetched_arrow; `now` as for fetched_records."""
-        return self.buffer.fetched_arrow(self._now if now is None else now, max_records, partitions, prepared_only)
+        return self.buffer.fetched_arrow(self._now if now is None else now, max_records, partitions, prepared_only,
+                                         key_deserializer, value_deserializer)
 
     @property
     def decode_steps(self) -> dict[str, int]:

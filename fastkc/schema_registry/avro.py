@@ -93,15 +93,31 @@ class AvroDecoder:
         struct array), one row per payload. A reader type with no Arrow
         mapping raises AvroArrowUnsupportedError before anything is read;
         needs the compiled core."""
+        with self._lock:
+            return self._arrow_core().decode_arrow(payloads)
+
+    def decode_arrow_column(self, values: Any, skip: int = 0) -> Any:
+        """decode_arrow() of the rows of a pyarrow binary column (binary,
+        large_binary or binary_view; no nulls), each past its first `skip`
+        bytes (the Schema Registry prefix): the rows are read in place, with
+        no bytes object per row."""
+        import pyarrow as pa
+
+        if not pa.types.is_binary(values.type):
+            values = values.cast(pa.binary())
+        with self._lock:
+            return self._arrow_core().decode_arrow_column(values, skip)
+
+    def _arrow_core(self) -> Any:
+        """The compiled core with its Arrow plan (compiled on first use); under self._lock."""
         if not hasattr(self._core, "decode_arrow"):
             raise NotImplementedError("fastkc: decode_arrow needs the compiled core (the pure-Python twin that "
                                       "FASTKC_PURE=1 selects decodes into Python values only)")
-        with self._lock:
-            if not self._arrow_ready:
-                plan = avro_arrow.compile_plan(self.program)
-                self._core.set_arrow_plan(plan.columns, plan.steps, plan.strings, plan.root_step)
-                self._arrow_ready = True
-            return self._core.decode_arrow(payloads)
+        if not self._arrow_ready:
+            plan = avro_arrow.compile_plan(self.program)
+            self._core.set_arrow_plan(plan.columns, plan.steps, plan.strings, plan.root_step)
+            self._arrow_ready = True
+        return self._core
 
     def decode(self, payload: _Buffer) -> Any:
         """The value of one payload."""

@@ -39,9 +39,16 @@ from fastkc.schema_registry.errors import (
     SchemaRegistryError,
     SchemaRegistryUnreachableError,
 )
-from fastkc.schema_registry.framing import Frame, split_record, split_value
+from fastkc.schema_registry.framing import (
+    KEY_SCHEMA_ID_HEADER,
+    VALUE_SCHEMA_ID_HEADER,
+    Frame,
+    split_record,
+    split_value,
+)
 from fastkc.schema_registry.serialization import (
     ContextLike,
+    DeserializationError,
     DeserializerConfigurationError,
     Headers,
     MessageField,
@@ -208,6 +215,19 @@ def _load(text: str, what: str) -> Any:
         raise AvroSchemaError("{0} is not JSON: {1}".format(what, exc)) from None
 
 
+def _offset(offsets: Sequence[Any], i: int) -> int:
+    """offsets[i] of a list or of a pyarrow array."""
+    value = offsets[i]
+    return int(value.as_py() if hasattr(value, "as_py") else value)
+
+
+def _nth_valid_row(valid: Any, n: int) -> int:
+    """The row of the n-th (from 0) True of a pyarrow boolean array."""
+    import pyarrow.compute as pc
+
+    return int(pc.indices_nonzero(valid)[n].as_py())
+
+
 class AvroDeserializer:
     """Avro values with Confluent Schema Registry framing → dicts (or
     `from_dict`'s objects), as confluent-kafka's AvroDeserializer gives.
@@ -337,6 +357,112 @@ class AvroDeserializer:
                     out[i] = self._from_dict(value, SerializationContext(
                         topic, field, headers_list[i] if headers_list is not None else None))
         return out
+
+    # --- the Arrow entry point ------------------------------------------------------------------
+
+    def deserialize_arrow(self, values: Any, topic: str, partition: int, offsets: Sequence[int],
+                          headers_list: Sequence[Headers | None] | None = None,
+                          field: MessageField = MessageField.VALUE) -> Any:
+        """One partition's raw keys or values (a pyarrow binary column, nulls
+        allowed; `offsets[i]` is row i's offset, `headers_list[i]` its
+        headers, None when no row has any) as a typed pyarrow.Array, decoded
+        in C (fastkc/schema_registry/avro_arrow.py gives the mapping).
+
+        Returns the longest leading run of rows that decodes into one Arrow
+        type: shorter than `values` where the next row's writer schema maps
+        to another type (no reader schema: two schemas never share a
+        column), or where the next row cannot be decoded (a call starting
+        at that row raises the typed error naming its offset). Raises only
+        for row 0. `from_dict` does not apply (the rows stay columns)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = len(values)
+        if values.null_count:
+            valid = pc.is_valid(values)
+            present = values.filter(valid)
+        else:
+            valid, present = None, values
+        context = SerializationContext(topic, field)
+        pieces: list[Any] = []
+        done = 0  # rows of `present` decoded
+        while done < len(present):
+            at = done if valid is None else _nth_valid_row(valid, done)
+            try:
+                piece = self._arrow_run(present.slice(done), topic, partition, offsets, at, headers_list,
+                                        field, context)
+            except DeserializationError:
+                if done == 0:
+                    raise
+                break
+            if pieces and piece.type != pieces[0].type:
+                break
+            pieces.append(piece)
+            done += len(piece)
+            if len(piece) == 0:
+                break
+        decoded = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0] if pieces else pa.nulls(0)
+        if valid is None:
+            return decoded
+        covered = rows if done == len(present) else _nth_valid_row(valid, done)
+        # null rows back in place: row i takes decoded[count of valid rows before i], or null
+        positions = pc.subtract(pc.cumulative_sum(valid.cast(pa.int64())), 1)
+        indices = pc.if_else(valid, positions, pa.scalar(None, pa.int64())).slice(0, covered)
+        return decoded.take(indices) if len(decoded) else pa.nulls(covered)
+
+    def _arrow_run(self, present: Any, topic: str, partition: int, offsets: Sequence[int], at: int,
+                   headers_list: Sequence[Headers | None] | None, field: MessageField,
+                   context: SerializationContext) -> Any:
+        """The leading rows of `present` (no nulls; its row 0 is the
+        partition's row `at`) written with row 0's schema, decoded; fewer
+        when a row fails (its own call raises). Raises for row 0."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        is_key = field == MessageField.KEY
+        first = present[0].as_py()
+        headers = headers_list[at] if headers_list is not None else None
+        frame = self._split(first, headers, is_key, topic, partition, _offset(offsets, at))
+        wanted = KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER
+        header_framed = frame.payload_offset == 0 or (
+            self._read_headers and headers_list is not None
+            and any(name == wanted for row_headers in headers_list[at:at + len(present)]
+                    for name, _ in _header_pairs(row_headers) or ()))
+        if header_framed:
+            # the header form: framed row by row, in Python
+            run = [frame.payload]
+            for i in range(1, len(present)):
+                row = at + i
+                try:
+                    more = self._split(present[i].as_py(), headers_list[row] if headers_list is not None else None,
+                                       is_key, topic, partition, _offset(offsets, row))
+                except DeserializationError:
+                    break
+                if more.schema_key != frame.schema_key:
+                    break
+                run.append(more.payload)
+            column = pa.array(run, pa.binary())
+            skip = 0
+        else:
+            # the prefix form: the rows sharing row 0's 5 bytes, found in one pass in C
+            prefix = pa.scalar(first[:frame.payload_offset], pa.binary())
+            differs = pc.index(pc.equal(pc.binary_slice(present, 0, frame.payload_offset), prefix), False).as_py()
+            column = present if differs < 0 else present.slice(0, differs)
+            skip = frame.payload_offset
+        writer = self._writer_schema(frame.schema_key, topic, partition, _offset(offsets, at))
+        if _is_raw_bytes(writer):
+            return pc.binary_slice(column, skip) if skip else column
+        decoder = self._decoder(frame.schema_key, writer, self._reader_for(context, writer), topic, partition,
+                                _offset(offsets, at))
+        try:
+            return decoder.decode_arrow_column(column, skip)
+        except AvroDecodeError as exc:
+            # the rows before the bad one (or the one past Arrow's int32 offsets), decoded again
+            if exc.index > 0:
+                return decoder.decode_arrow_column(column.slice(0, exc.index), skip)
+            raise PayloadDecodeError(str(exc), topic, partition, _offset(offsets, at), frame.schema_key) from exc
+        except AvroSchemaError as exc:  # a reader type with no Arrow mapping
+            raise WriterSchemaError(str(exc), topic, partition, _offset(offsets, at), frame.schema_key) from exc
 
     # --- internals ----------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ per-record deserializer that raises gives the same records, error and
 positions.
 """
 import asyncio
-import json
 import time
 
 import pytest
@@ -22,27 +21,12 @@ import pytest
 from fastkc import KafkaConsumer, KafkaShareConsumer, TopicPartition
 from fastkc.aio import AIOKafkaConsumer
 from fastkc.schema_registry import AvroDeserializer, ValueFramingError
-from tests.support.kafka_tools import Message, produce
+from tests.support.avro_topics import COUNT, PARTITIONS, confluent_value, write_avro
 from tests.support.share import set_group_configs
 
 avro_serde = pytest.importorskip("confluent_kafka.schema_registry.avro")
 pytest.importorskip("fastavro")
 from confluent_kafka import serialization as confluent_serialization  # noqa: E402
-
-VALUE_SCHEMA = {
-    "type": "record", "name": "Reading", "namespace": "fastkc.batch",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "sensor", "type": "string"},
-        {"name": "level", "type": ["null", "double"], "default": None},
-        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "tags", "type": {"type": "array", "items": "string"}},
-    ],
-}
-KEY_SCHEMA = {"type": "record", "name": "ReadingKey", "namespace": "fastkc.batch",
-              "fields": [{"name": "sensor", "type": "string"}]}
-PARTITIONS = 2
-COUNT = 120
 
 
 class CountingAvroDeserializer(AvroDeserializer):
@@ -62,40 +46,6 @@ class CountingAvroDeserializer(AvroDeserializer):
         return super().deserialize_many(*args, **kwargs)
 
 
-def _context(topic, field):
-    return confluent_serialization.SerializationContext(topic, field)
-
-
-def _reading(i):
-    return {"id": i, "sensor": "s{0}".format(i % 7), "level": None if i % 4 == 0 else i / 8,
-            "at": 1_790_000_000_000 + i, "tags": ["t{0}".format(j) for j in range(i % 3)]}
-
-
-def _write_avro(registries, bootstrap, topic, count=COUNT, partition=None, bad=None):
-    """`count` Avro records (key and value) written through confluent-kafka's
-    serializers; `bad` names record numbers whose value is written unframed.
-    Returns {(partition, offset): (key bytes, value bytes)}."""
-    theirs, _ = registries
-    value_serializer = avro_serde.AvroSerializer(theirs, json.dumps(VALUE_SCHEMA))
-    key_serializer = avro_serde.AvroSerializer(theirs, json.dumps(KEY_SCHEMA))
-    messages = []
-    for i in range(count):
-        reading = _reading(i)
-        value = b"not avro at all" if bad and i in bad else value_serializer(
-            reading, _context(topic, confluent_serialization.MessageField.VALUE))
-        key = key_serializer({"sensor": reading["sensor"]}, _context(topic, confluent_serialization.MessageField.KEY))
-        messages.append(Message(key=key, value=value, partition=i % PARTITIONS if partition is None else partition))
-    written = produce(bootstrap, topic, messages)
-    return {(w.partition, w.offset): (w.key, w.value) for w in written}
-
-
-def _theirs(registries, topic, raw, field):
-    """What confluent-kafka's AvroDeserializer gives for these bytes."""
-    theirs, _ = registries
-    deserializer = avro_serde.AvroDeserializer(theirs)
-    return None if raw is None else deserializer(raw, _context(topic, field))
-
-
 def _deserializers(registries):
     _, ours = registries
     return CountingAvroDeserializer(ours), CountingAvroDeserializer(ours)
@@ -108,17 +58,17 @@ def avro_topic(registries, kafka_broker, make_topic):
     counting AvroDeserializers."""
     bootstrap = kafka_broker.bootstrap_servers
     topic = make_topic(partitions=PARTITIONS)
-    written = _write_avro(registries, bootstrap, topic)
+    written = write_avro(registries, bootstrap, topic)
     return (bootstrap, topic, written) + _deserializers(registries)
 
 
-def _assert_records_equal_theirs(registries, topic, records, written):
+def _assert_records_equalconfluent_value(registries, topic, records, written):
     assert len(records) == len(written)
     assert {(r.partition, r.offset) for r in records} == set(written)
     for record in records:
         raw_key, raw_value = written[record.partition, record.offset]
-        assert record.value == _theirs(registries, topic, raw_value, confluent_serialization.MessageField.VALUE)
-        assert record.key == _theirs(registries, topic, raw_key, confluent_serialization.MessageField.KEY)
+        assert record.value == confluent_value(registries, topic, raw_value, confluent_serialization.MessageField.VALUE)
+        assert record.key == confluent_value(registries, topic, raw_key, confluent_serialization.MessageField.KEY)
         # the sizes stay the raw bytes' (kafka-python's serialized sizes)
         assert (record.serialized_key_size, record.serialized_value_size) == (len(raw_key), len(raw_value))
 
@@ -147,7 +97,7 @@ def test_sync_poll_decodes_whole_batches(registries, avro_topic):
     with _consumer(bootstrap, key_d, value_d, max_poll_records=50) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
         records = _drain_poll(consumer, COUNT)
-    _assert_records_equal_theirs(registries, topic, records, written)
+    _assert_records_equalconfluent_value(registries, topic, records, written)
     _assert_batch_path(key_d, value_d)
     # one call per partition's step, not per record
     assert value_d.batch_calls < COUNT // 2
@@ -158,7 +108,7 @@ def test_iteration_decodes_whole_batches(registries, avro_topic):
     with _consumer(bootstrap, key_d, value_d, consumer_timeout_ms=3000) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
         records = [record for record, _ in zip(consumer, range(COUNT))]
-    _assert_records_equal_theirs(registries, topic, records, written)
+    _assert_records_equalconfluent_value(registries, topic, records, written)
     _assert_batch_path(key_d, value_d)
 
 
@@ -181,7 +131,7 @@ def test_aio_getmany_and_getone_decode_whole_batches(registries, avro_topic):
             await consumer.stop()
 
     records = asyncio.run(asyncio.wait_for(scenario(), 60))
-    _assert_records_equal_theirs(registries, topic, records, written)
+    _assert_records_equalconfluent_value(registries, topic, records, written)
     _assert_batch_path(key_d, value_d)
 
 
@@ -192,7 +142,7 @@ def test_share_poll_decodes_whole_batches(registries, avro_topic):
     with KafkaShareConsumer(topic, bootstrap_servers=bootstrap, group_id=group, key_deserializer=key_d,
                             value_deserializer=value_d, fetch_max_wait_ms=200) as share:
         records = _drain_poll(share, COUNT)
-    _assert_records_equal_theirs(registries, topic, records, written)
+    _assert_records_equalconfluent_value(registries, topic, records, written)
     _assert_batch_path(key_d, value_d)
 
 
@@ -201,7 +151,7 @@ def test_an_unframed_value_stops_at_its_offset_and_seek_goes_past(registries, ka
     bootstrap = kafka_broker.bootstrap_servers
     topic = make_topic(partitions=1)
     bad = 23
-    written = _write_avro(registries, bootstrap, topic, count=60, partition=0, bad={bad})
+    written = write_avro(registries, bootstrap, topic, count=60, partition=0, bad={bad})
     tp = TopicPartition(topic, 0)
     key_d, value_d = _deserializers(registries)
     # behind a plain callable the same deserializer is called per record (by
@@ -232,7 +182,7 @@ def test_an_unframed_value_stops_at_its_offset_and_seek_goes_past(registries, ka
         after = _drain_poll(consumer, 60 - bad - 1)
     assert [r.offset for r in after] == list(range(bad + 1, 60))
     good = {k: v for k, v in written.items() if k[1] != bad}
-    _assert_records_equal_theirs(registries, topic, before + after, good)
+    _assert_records_equalconfluent_value(registries, topic, before + after, good)
     if way == "batch":
         _assert_batch_path(key_d, value_d)
     else:

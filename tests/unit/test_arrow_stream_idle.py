@@ -17,7 +17,7 @@ class _NeverAssigned:
     assignment)."""
 
     def __init__(self):
-        self.config = {"arrow_zero_copy": False}
+        self.config = {"arrow_zero_copy": False, "key_deserializer": None, "value_deserializer": None}
         self.stream = None
         self.polls = 0
 

@@ -1,0 +1,187 @@
+"""The Arrow path of Schema Registry values: AvroDeserializer.deserialize_arrow
+(one partition's column → a typed array, cut where the type would change or
+a row fails) and fastkc.deserializers.ArrowDeserializers (a take's key and
+value columns, cut at the first such row across partitions). The payloads are
+written by fastavro, an independent encoder; the consumers' end of it (the
+rows given back and fetched again) is tests/unit/test_fetch_arrow_deserialize.py
+and, on a real broker and registry, tests/integration/test_avro_arrow_consumers.py."""
+import json
+import uuid
+
+import pytest
+
+from fastkc.deserializers import ArrowDeserializers, is_arrow_deserializer, partition_rows
+from fastkc.schema_registry import (
+    AvroDeserializer,
+    PayloadDecodeError,
+    ValueFramingError,
+    WriterSchemaError,
+    frame_schema_id,
+)
+from tests.support.avro import encode, fastavro_read
+from tests.support.fake_registry import FakeRegistry, client_module
+
+pa = pytest.importorskip("pyarrow")
+
+V1 = {"type": "record", "name": "Event", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "tag", "type": ["null", "string"], "default": None}]}
+# v2 adds a field with a default: another Arrow type without a reader schema
+V2 = {"type": "record", "name": "Event", "fields": V1["fields"] + [
+    {"name": "score", "type": "double", "default": 0.5}]}
+# v1 again under another id (a re-registration): the same Arrow type
+V1_AGAIN = json.loads(json.dumps(V1))
+
+
+def _schema(schema):
+    return client_module.Schema(json.dumps(schema), "AVRO")
+
+
+def event_registry():
+    return FakeRegistry({1: _schema(V1), 2: _schema(V2), 3: _schema(V1_AGAIN),
+                         4: client_module.Schema(json.dumps({"type": "record", "name": "U", "fields": [
+                             {"name": "u", "type": ["int", "string"]}]}), "AVRO")})
+
+
+def framed_value(schema_id, schema, datum):
+    return frame_schema_id(schema_id) + encode(schema, datum)
+
+
+def _column(values):
+    return pa.array(values, pa.binary())
+
+
+def test_a_column_with_nulls_decodes_as_fastavro_reads_it():
+    data = [{"id": i, "tag": None if i % 3 else "t%d" % i} for i in range(7)]
+    values = [framed_value(1, V1, d) for d in data]
+    values[2] = values[5] = None  # tombstones stay null rows
+    out = AvroDeserializer(event_registry()).deserialize_arrow(_column(values), "t", 0, list(range(10, 17)))
+    assert len(out) == 7 and out.null_count == 2
+    expected = [None if v is None else fastavro_read(V1, v[5:]) for v in values]
+    assert out.to_pylist() == expected
+    assert out.type == pa.struct([pa.field("id", pa.int64(), nullable=False), pa.field("tag", pa.string())])
+
+
+def test_the_run_ends_where_the_writer_schema_changes_the_type():
+    deserializer = AvroDeserializer(event_registry())
+    values = [framed_value(1, V1, {"id": 1, "tag": "a"}), framed_value(3, V1_AGAIN, {"id": 2, "tag": None}),
+              framed_value(2, V2, {"id": 3, "tag": "c", "score": 2.0}),
+              framed_value(2, V2, {"id": 4, "tag": None, "score": 1.0})]
+    first = deserializer.deserialize_arrow(_column(values), "t", 0, [0, 1, 2, 3])
+    # ids 1 and 3 are one Arrow type: one run across the two ids
+    assert first.to_pylist() == [{"id": 1, "tag": "a"}, {"id": 2, "tag": None}]
+    rest = deserializer.deserialize_arrow(_column(values[2:]), "t", 0, [2, 3])
+    assert rest.to_pylist() == [{"id": 3, "tag": "c", "score": 2.0}, {"id": 4, "tag": None, "score": 1.0}]
+
+
+def test_a_reader_schema_gives_one_type_for_every_writer():
+    deserializer = AvroDeserializer(event_registry(), schema_str=json.dumps(V2))
+    values = [framed_value(1, V1, {"id": 1, "tag": "a"}), framed_value(2, V2, {"id": 2, "tag": None, "score": 3.0}),
+              None, framed_value(3, V1_AGAIN, {"id": 4, "tag": "d"})]
+    out = deserializer.deserialize_arrow(_column(values), "t", 0, [0, 1, 2, 3])
+    assert out.to_pylist() == [{"id": 1, "tag": "a", "score": 0.5}, {"id": 2, "tag": None, "score": 3.0}, None,
+                               {"id": 4, "tag": "d", "score": 0.5}]
+
+
+def test_a_bad_row_ends_the_run_and_raises_when_a_call_starts_at_it():
+    deserializer = AvroDeserializer(event_registry())
+    good = [framed_value(1, V1, {"id": i, "tag": None}) for i in range(3)]
+    corrupt = frame_schema_id(1) + b"\x02\x07"  # id 1, then a union branch 3 of 2
+    values = good[:2] + [corrupt] + good[2:]
+    out = deserializer.deserialize_arrow(_column(values), "t", 4, [50, 51, 52, 53])
+    assert out.to_pylist() == [{"id": 0, "tag": None}, {"id": 1, "tag": None}]
+    with pytest.raises(PayloadDecodeError) as info:
+        deserializer.deserialize_arrow(_column(values[2:]), "t", 4, [52, 53])
+    assert (info.value.topic, info.value.partition, info.value.offset, info.value.schema_id) == ("t", 4, 52, 1)
+
+
+@pytest.mark.parametrize("bad, error", [
+    (b"\x07\x00\x00\x00\x01\x02", ValueFramingError),  # wrong magic
+    (b"\x00\x00", ValueFramingError),  # cut short
+    (frame_schema_id(99) + b"\x02", WriterSchemaError),  # unknown id
+])
+def test_an_unframed_row_or_unknown_id_is_typed_and_named(bad, error):
+    deserializer = AvroDeserializer(event_registry())
+    values = [framed_value(1, V1, {"id": 1, "tag": None}), bad]
+    assert len(deserializer.deserialize_arrow(_column(values), "t", 1, [7, 8])) == 1
+    with pytest.raises(error) as info:
+        deserializer.deserialize_arrow(_column(values[1:]), "t", 1, [8])
+    assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 1, 8)
+
+
+def test_a_union_with_no_arrow_mapping_is_a_typed_error_at_its_row():
+    deserializer = AvroDeserializer(event_registry())
+    values = [framed_value(4, {"type": "record", "name": "U", "fields": [{"name": "u", "type": ["int", "string"]}]},
+                     {"u": 3})]
+    with pytest.raises(WriterSchemaError, match="union") as info:
+        deserializer.deserialize_arrow(_column(values), "t", 0, [3])
+    assert info.value.offset == 3 and info.value.schema_id == 4
+
+
+def test_the_header_form_is_read_row_by_row():
+    guid = uuid.UUID("6f1d7a52-5f35-4c2e-9a0b-8d1f2f3a4b5c")
+    deserializer = AvroDeserializer(FakeRegistry({str(guid): _schema(V1)}))
+    header = [("__value_schema_id", b"\x01" + guid.bytes)]
+    values = [encode(V1, {"id": i, "tag": "h"}) for i in range(3)]
+    out = deserializer.deserialize_arrow(_column(values), "t", 0, [0, 1, 2], [header] * 3)
+    assert out.to_pylist() == [{"id": i, "tag": "h"} for i in range(3)]
+
+
+# --- a take's columns: ArrowDeserializers ----------------------------------------------------
+
+def _take(rows):
+    """An Arrow take in poll_arrow()'s schema: rows of (partition, offset, value)."""
+    from fastkc.records import arrow_schema
+
+    return pa.RecordBatch.from_pylist([
+        {"key": None, "value": value, "topic": "t", "partition": partition, "offset": offset,
+         "timestamp": None, "timestampType": 0, "headers": []} for partition, offset, value in rows],
+        schema=arrow_schema())
+
+
+def test_only_deserializers_with_deserialize_arrow_count():
+    avro = AvroDeserializer(event_registry())
+    assert is_arrow_deserializer(avro) and not is_arrow_deserializer(lambda b: b)
+    assert not ArrowDeserializers(None, lambda b: b) and ArrowDeserializers(None, avro)
+
+
+def test_partition_rows_follow_the_take():
+    take = _take([(0, 5, None), (0, 6, None), (2, 1, None), (1, 9, None)])
+    assert [(r.start, r.end, r.partition) for r in partition_rows(take)] == [(0, 2, 0), (2, 3, 2), (3, 4, 1)]
+    assert [(r.start, r.end, r.partition) for r in partition_rows(take, 1)] == [(1, 2, 0), (2, 3, 2), (3, 4, 1)]
+
+
+def test_a_take_is_cut_at_the_first_partition_of_another_type():
+    take = _take([(0, 0, framed_value(1, V1, {"id": 0, "tag": None})), (0, 1, None),
+                  (1, 0, framed_value(3, V1_AGAIN, {"id": 5, "tag": "x"})),
+                  (2, 0, framed_value(2, V2, {"id": 9, "tag": None, "score": 1.0}))])
+    out = ArrowDeserializers(None, AvroDeserializer(event_registry())).deserialize(take)
+    assert out.num_rows == 3
+    assert out.column("value").to_pylist() == [{"id": 0, "tag": None}, None, {"id": 5, "tag": "x"}]
+    assert out.schema.field("value").type == pa.struct([pa.field("id", pa.int64(), nullable=False),
+                                                         pa.field("tag", pa.string())])
+    assert out.column("key").type == pa.binary()  # no key deserializer: raw
+
+
+def test_a_take_is_cut_before_a_failing_partition_and_a_take_from_there_raises():
+    take = _take([(0, 0, framed_value(1, V1, {"id": 0, "tag": None})), (1, 3, b"not framed")])
+    deserializers = ArrowDeserializers(None, AvroDeserializer(event_registry()))
+    assert deserializers.deserialize(take).num_rows == 1
+    with pytest.raises(ValueFramingError) as info:
+        deserializers.deserialize(take.slice(1))
+    assert (info.value.partition, info.value.offset) == (1, 3)
+
+
+def test_keys_and_values_cut_at_the_earlier_change():
+    v2_key = framed_value(2, V2, {"id": 2, "tag": None, "score": 0.0})
+    rows = [{"key": framed_value(1, V1, {"id": k, "tag": None}) if k != 2 else v2_key,
+             "value": framed_value(1, V1, {"id": k, "tag": "v"})} for k in range(4)]
+    from fastkc.records import arrow_schema
+
+    take = pa.RecordBatch.from_pylist([dict(r, topic="t", partition=0, offset=i, timestamp=None, timestampType=0,
+                                            headers=[]) for i, r in enumerate(rows)], schema=arrow_schema())
+    avro = AvroDeserializer(event_registry())
+    out = ArrowDeserializers(avro, avro).deserialize(take)
+    assert out.num_rows == 2
+    assert out.column("key").to_pylist() == [{"id": 0, "tag": None}, {"id": 1, "tag": None}]
+    assert out.column("value").to_pylist() == [{"id": 0, "tag": "v"}, {"id": 1, "tag": "v"}]

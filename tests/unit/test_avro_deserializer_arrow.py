@@ -185,3 +185,38 @@ def test_keys_and_values_cut_at_the_earlier_change():
     assert out.num_rows == 2
     assert out.column("key").to_pylist() == [{"id": 0, "tag": None}, {"id": 1, "tag": None}]
     assert out.column("value").to_pylist() == [{"id": 0, "tag": "v"}, {"id": 1, "tag": "v"}]
+
+
+# --- the compiled decoder reading an Arrow column in place -------------------------------------
+
+def _decoder():
+    from fastkc.schema_registry.avro import AvroDecoder
+
+    return AvroDecoder(V1)
+
+
+def test_a_column_is_read_in_place_from_a_slice_of_it():
+    payloads = [encode(V1, {"id": i, "tag": "x" * i}) for i in range(6)]
+    column = _column([b"PFX!!" + p for p in payloads]).slice(2, 3)  # an offset into the buffers
+    assert _decoder().decode_arrow_column(column, 5).to_pylist() == [{"id": i, "tag": "x" * i} for i in (2, 3, 4)]
+    # binary_view and large_binary columns are cast first
+    for kind in (pa.binary_view(), pa.large_binary()):
+        assert len(_decoder().decode_arrow_column(column.cast(kind), 5)) == 3
+
+
+# (offsets past the data buffer: pyarrow refuses to build such an array)
+@pytest.mark.parametrize("offsets", [
+    [0, 3, 2],  # going back
+    [0, 1, 3],  # a row shorter than the skipped prefix
+])
+def test_offsets_that_do_not_fit_the_buffers_are_refused(offsets):
+    data = pa.py_buffer(b"\x00" * 6)
+    column = pa.Array.from_buffers(pa.binary(), 2, [None, pa.py_buffer(pa.array(offsets, pa.int32()).buffers()[1]),
+                                                    data])
+    with pytest.raises(ValueError, match="data buffer"):
+        _decoder().decode_arrow_column(column, 2)
+
+
+def test_a_column_with_nulls_is_refused_by_the_in_place_reader():
+    with pytest.raises(ValueError, match="nulls"):
+        _decoder().decode_arrow_column(_column([None, encode(V1, {"id": 1, "tag": None})]), 0)

@@ -23,6 +23,9 @@ from tests.support import fake_broker as kit
 REQUEST_TIMEOUT_MS = 300
 BOOTSTRAP_TIMEOUT_MS = 800
 POLL_SECONDS = 0.8  # how long the poll-driven stages are polled
+# Fetch garbage is raised after MAX_PARSE_FAILURES (3) answers, each on a new
+# connection after a growing backoff: 0.8 s held only two on a loaded CI machine
+FETCH_POLL_SECONDS = 2.0
 SLACK = 1.0  # seconds: scheduling on a shared 2-core machine
 HUGE_FRAME_RSS_BOUND = 64 << 20  # a 90 MB announced frame may cost at most this much
 
@@ -229,7 +232,7 @@ def _position(consumer, arm):
 def _fetch(consumer, arm):
     consumer.assign([TP])
     arm()
-    return _poll_for(consumer, POLL_SECONDS)
+    return _poll_for(consumer, FETCH_POLL_SECONDS)
 
 
 def _metadata(consumer, arm):
@@ -261,7 +264,7 @@ LATER_STAGES = {
     "OffsetFetch": ("OffsetFetch", _offset_fetch, 1.0),
     "ListOffsets": ("ListOffsets", _list_offsets, 1.0),
     "position": ("ListOffsets", _position, 1.0),
-    "Fetch": ("Fetch", _fetch, POLL_SECONDS),
+    "Fetch": ("Fetch", _fetch, FETCH_POLL_SECONDS),
     "Metadata": ("Metadata", _metadata, 1.5 + REQUEST_TIMEOUT_MS / 1000.0),
     "OffsetCommit": ("OffsetCommit", _commit, 1.0),
 }

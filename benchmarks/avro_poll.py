@@ -1,18 +1,28 @@
-"""KafkaConsumer.poll() records/s on Avro values, four ways, one topic:
-- raw bytes (no deserializer: the ceiling);
-- fastkc.schema_registry.AvroDeserializer as value_deserializer: fastkc
-  recognises the batch deserializer and decodes each partition's step in one
-  call (fastkc/deserializers.py);
-- the same deserializer behind a plain callable (`lambda v: d(v)`): called
-  once per record, as before the batch path;
-- fastavro's schemaless_reader per value behind a plain callable (the
-  5-byte frame cut, the writer schema known: what a hand-rolled consumer does).
+"""Schema Registry Avro values, consumed side by side on one topic (issue 24's
+speed targets), every way at steady state (first record to last; the time to
+the first record apart):
+- confluent-kafka's Consumer + its AvroDeserializer per message (the
+  reference; fetch.queue.backoff.ms lowered as in fastkc.bench's "tuned" row);
+- fastkc poll(), raw bytes (the records ceiling);
+- fastkc poll() + fastkc.schema_registry.AvroDeserializer: one C call per
+  partition's step (fastkc/deserializers.py);
+- fastkc poll() + fastavro's schemaless_reader per value (the 5-byte frame
+  cut, the writer schema known: what a hand-rolled consumer does);
+- fastkc poll_arrow(), raw bytes (the Arrow ceiling);
+- fastkc poll_arrow() + AvroDeserializer: typed Arrow columns
+  (AvroDeserializer.deserialize_arrow).
 
-The values are benchmarks/avro_decode.py's ~15-field events, written by
-confluent-kafka's AvroSerializer against a real Schema Registry (Apicurio,
-started here unless --registry names one) to a topic on --bootstrap. Rounds
-interleaved, medians printed beside the load average; a figure for the
-report, asserted nowhere (each way's values are checked equal once).
+Equal work: inside the timed window every way touches every record's key
+and value: the decoded ways sum each value's `sequence` (a Python dict's
+item, or the Arrow column's field summed in C), the raw ways sum the value
+lengths; the sums are checked after the window.
+
+The values are benchmarks/avro_decode.py's ~15-field events (strings, longs,
+a nested record, a nullable union, an array, a map, a timestamp-millis, a
+decimal, an enum), written by confluent-kafka's AvroSerializer against a
+real Schema Registry (Apicurio, started here unless --registry names one),
+lz4. Rounds interleaved (the order rotates), medians and spread printed
+beside the load average; a figure for the report, asserted nowhere.
 
     python3 benchmarks/avro_poll.py --bootstrap HOST:PORT [--registry URL] [--records N] [--rounds R]
 """
@@ -20,18 +30,21 @@ import argparse
 import io
 import json
 import os
+import statistics
 import sys
 import tempfile
-import time
 import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # this checkout's fastkc, not an installed one
 
-from benchmarks.avro_decode import EVENT, QUICK, event_value, print_medians  # noqa: E402
+from benchmarks.avro_decode import EVENT, QUICK, event_value  # noqa: E402
+from fastkc.bench.common import Clock  # noqa: E402
 
-PARTITIONS = 4
+PARTITIONS = 8
+TIMEOUT_S = 600
+REFERENCE = "confluent-kafka + AvroDeserializer"
 
 
 def write_topic(bootstrap, registry_url, records):
@@ -58,37 +71,113 @@ def write_topic(bootstrap, registry_url, records):
     return topic
 
 
-def poll_all(bootstrap, topic, records, value_deserializer):
-    """Seconds to poll() `records` records from the start, and the value of
-    partition 0's first record."""
+def _fastkc_consumer(bootstrap, topic, value_deserializer):
     from fastkc import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, value_deserializer=value_deserializer,
                              auto_offset_reset="earliest", enable_auto_commit=False,
                              fetch_max_bytes=50 << 20, max_partition_fetch_bytes=8 << 20)
+    consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    return consumer
+
+
+def fastkc_poll(bootstrap, topic, records, value_deserializer, decoded):
+    """poll() until `records` came: (clock, checksum); `decoded`: the values are dicts."""
+    consumer = _fastkc_consumer(bootstrap, topic, value_deserializer)
+    clock, got, checksum = Clock(TIMEOUT_S), 0, 0
     try:
-        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        got, first = 0, None
-        start = time.perf_counter()
-        deadline = time.monotonic() + 300
-        while got < records and time.monotonic() < deadline:
-            for tp, batch in consumer.poll(timeout_ms=1000).items():
+        clock.start()
+        while got < records:
+            clock.check_deadline(got, records)
+            for batch in consumer.poll(timeout_ms=1000).values():
+                for record in batch:
+                    record.key  # noqa: B018  (touched: no key on this topic)
+                    checksum += record.value["sequence"] if decoded else len(record.value)
                 got += len(batch)
-                if tp.partition == 0 and batch[0].offset == 0:
-                    first = batch[0].value
-        elapsed = time.perf_counter() - start
+                clock.saw_records(len(batch))
     finally:
         consumer.close()
-    if got != records:
-        sys.exit("avro_poll: {0} of {1} records came".format(got, records))
-    return elapsed, first
+    return clock, got, checksum
+
+
+def fastkc_poll_arrow(bootstrap, topic, records, value_deserializer, decoded):
+    """poll_arrow() until `records` came: (clock, checksum)."""
+    import pyarrow.compute as pc
+
+    consumer = _fastkc_consumer(bootstrap, topic, value_deserializer)
+    clock, got, checksum = Clock(TIMEOUT_S), 0, 0
+    try:
+        clock.start()
+        while got < records:
+            clock.check_deadline(got, records)
+            batch = consumer.poll_arrow(timeout_ms=1000)
+            if batch.num_rows:
+                values = batch.column("value")
+                pc.sum(pc.binary_length(batch.column("key")))  # touched: no key on this topic
+                touched = pc.sum(values.field("sequence") if decoded else pc.binary_length(values)).as_py()
+                checksum += touched or 0
+                got += batch.num_rows
+                clock.saw_records(batch.num_rows)
+    finally:
+        consumer.close()
+    return clock, got, checksum
+
+
+def confluent_avro(bootstrap, topic, records, registry_url):
+    """confluent-kafka's Consumer + AvroDeserializer per message: (clock, checksum)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": registry_url}))
+    context = SerializationContext(topic, MessageField.VALUE)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-avro-" + uuid.uuid4().hex[:6],
+                         "enable.auto.commit": False, "check.crcs": True, "isolation.level": "read_uncommitted",
+                         "fetch.queue.backoff.ms": 10})
+    clock, got, checksum = Clock(TIMEOUT_S), 0, 0
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        clock.start()
+        while got < records:
+            clock.check_deadline(got, records)
+            messages = consumer.consume(num_messages=500, timeout=1.0)
+            for message in messages:
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+                message.key()
+                checksum += deserializer(message.value(), context)["sequence"]
+            if messages:
+                got += len(messages)
+                clock.saw_records(len(messages))
+    finally:
+        consumer.close()
+    return clock, got, checksum
+
+
+def print_figures(title, clocks, records):
+    """Per way: the median steady rate, its spread (min–max), its ratio to the
+    reference's, and the median time to the first record."""
+    print(f"{title}, load {os.getloadavg()[0]:.2f}{' (QUICK)' if QUICK else ''}")
+
+    def rate(clock):
+        steady = clock.steady_seconds
+        return (records - clock.first_delivery_records) / steady if steady > 0 else float("nan")
+
+    base = statistics.median(rate(c) for c in clocks[REFERENCE])
+    print(f"  {'way':48s} {'M rec/s':>8s} {'spread':>15s} {'x ref':>7s} {'first rec':>10s}")
+    for name, runs in clocks.items():
+        rates = [rate(c) for c in runs]
+        first = statistics.median(c.time_to_first_record or 0.0 for c in runs)
+        print(f"  {name:48s} {statistics.median(rates) / 1e6:8.3f} {min(rates) / 1e6:7.3f}–{max(rates) / 1e6:<7.3f}"
+              f" {statistics.median(rates) / base:7.1f} {first * 1000:8.0f}ms")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--registry", help="a running registry's URL (else Apicurio is started here)")
-    parser.add_argument("--records", type=int, default=5000 if QUICK else 200_000)
+    parser.add_argument("--records", type=int, default=5000 if QUICK else 2_000_000)
     parser.add_argument("--rounds", type=int, default=1 if QUICK else 3)
     args = parser.parse_args(argv)
 
@@ -105,34 +194,42 @@ def main(argv=None):
     try:
         topic = write_topic(args.bootstrap, url, args.records)
         client = SchemaRegistryClient({"url": url})
-        batch = AvroDeserializer(client)
-        per_value = AvroDeserializer(client)
+        ours = AvroDeserializer(client)
         parsed = fastavro.parse_schema(EVENT)
 
         def fastavro_value(data):
             return fastavro.schemaless_reader(io.BytesIO(memoryview(data)[5:]), parsed)
 
         ways = {
-            "raw bytes (no deserializer)": None,
-            "AvroDeserializer, batch path": batch,
-            "AvroDeserializer, called per record": lambda data: per_value(data),
-            "fastavro schemaless_reader per record": fastavro_value,
+            REFERENCE: lambda: confluent_avro(args.bootstrap, topic, args.records, url),
+            "fastkc poll(), raw bytes": lambda: fastkc_poll(args.bootstrap, topic, args.records, None, False),
+            "fastkc poll() + AvroDeserializer": lambda: fastkc_poll(args.bootstrap, topic, args.records, ours, True),
+            "fastkc poll() + fastavro per value": lambda: fastkc_poll(args.bootstrap, topic, args.records,
+                                                                      fastavro_value, True),
+            "fastkc poll_arrow(), raw bytes": lambda: fastkc_poll_arrow(args.bootstrap, topic, args.records, None,
+                                                                        False),
+            "fastkc poll_arrow() + AvroDeserializer": lambda: fastkc_poll_arrow(args.bootstrap, topic, args.records,
+                                                                                ours, True),
         }
-        times = {name: [] for name in ways}
-        firsts = {}
-        for _ in range(args.rounds):
-            for name, deserializer in ways.items():
-                elapsed, firsts[name] = poll_all(args.bootstrap, topic, args.records, deserializer)
-                times[name].append(elapsed)
-        decoded = [value for name, value in firsts.items() if ways[name] is not None]
-        if decoded[0] is None or any(value != decoded[0] for value in decoded):
-            sys.exit("avro_poll: the ways disagree on a value")
+        clocks = {name: [] for name in ways}
+        sums = {}
+        names = list(ways)
+        for round_number in range(args.rounds):
+            order = names[round_number % len(names):] + names[:round_number % len(names)]  # rotated
+            for name in order:
+                clock, got, checksum = ways[name]()
+                if got != args.records:
+                    sys.exit("avro_poll: {0}: {1} of {2} records".format(name, got, args.records))
+                clocks[name].append(clock)
+                sums.setdefault("raw" if "raw" in name else "decoded", set()).add(checksum)
+        if sums["decoded"] != {args.records * (args.records - 1) // 2} or len(sums["raw"]) != 1:
+            sys.exit("avro_poll: the ways disagree on what they read: {0}".format(sums))
         client.close()
     finally:
         if started is not None:
             apicurio.stop(started)
-    print_medians(f"poll(): {args.records} Avro records, {PARTITIONS} partitions, lz4, {args.rounds} round(s)", times,
-                  "AvroDeserializer, called per record", args.records, "records")
+    print_figures(f"{args.records:,} Avro records, {PARTITIONS} partitions, lz4, {args.rounds} round(s)",
+                  clocks, args.records)
 
 
 if __name__ == "__main__":

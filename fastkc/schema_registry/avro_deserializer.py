@@ -228,6 +228,29 @@ def _nth_valid_row(valid: Any, n: int) -> int:
     return int(pc.indices_nonzero(valid)[n].as_py())
 
 
+def reader_schema_json(registry: Any, schema: Any) -> Any:
+    """A reader schema's JSON: from Avro text, or from a registry Schema with
+    its references fetched by subject and version (transitively, at most
+    _MAX_READER_REFERENCES) and inlined."""
+    if isinstance(schema, str):
+        return _load(schema, "the reader schema")
+    referenced: list[Any] = []
+    pending = list(schema.references or ())
+    seen: set[tuple[str, int]] = set()
+    while pending:
+        ref = pending.pop()
+        if (ref.subject, ref.version) in seen:
+            continue
+        if len(seen) >= _MAX_READER_REFERENCES:
+            raise AvroSchemaError("the reader schema references more than {0} schemas".format(
+                _MAX_READER_REFERENCES))
+        seen.add((ref.subject, ref.version))
+        imported = registry.get_version(ref.subject, ref.version).schema
+        referenced.append(_load(imported.schema_str, "referenced schema {0!r}".format(ref.name)))
+        pending.extend(imported.references or ())
+    return inline_references(_load(schema.schema_str, "the reader schema"), referenced)
+
+
 class AvroDeserializer:
     """Avro values with Confluent Schema Registry framing → dicts (or
     `from_dict`'s objects), as confluent-kafka's AvroDeserializer gives.
@@ -518,24 +541,7 @@ class AvroDeserializer:
 
     def _reader_from(self, schema: Any) -> _Reader:
         """A reader schema from text or from a Schema (its references fetched by subject and version)."""
-        if isinstance(schema, str):
-            loaded = _load(schema, "the reader schema")
-            return _Reader(loaded, json.dumps(loaded, sort_keys=True))
-        referenced: list[Any] = []
-        pending = list(schema.references or ())
-        seen: set[tuple[str, int]] = set()
-        while pending:
-            ref = pending.pop()
-            if (ref.subject, ref.version) in seen:
-                continue
-            if len(seen) >= _MAX_READER_REFERENCES:
-                raise AvroSchemaError("the reader schema references more than {0} schemas".format(
-                    _MAX_READER_REFERENCES))
-            seen.add((ref.subject, ref.version))
-            imported = self._registry.get_version(ref.subject, ref.version).schema
-            referenced.append(_load(imported.schema_str, "referenced schema {0!r}".format(ref.name)))
-            pending.extend(imported.references or ())
-        loaded = inline_references(_load(schema.schema_str, "the reader schema"), referenced)
+        loaded = reader_schema_json(self._registry, schema)
         return _Reader(loaded, json.dumps(loaded, sort_keys=True))
 
     def _reader_for(self, ctx: ContextLike | None, writer: Any) -> _Reader | None:

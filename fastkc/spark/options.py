@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fastkc.config_schema import SETTINGS_BY_KEY, TEXT_KINDS, Setting, key_for, value_from_text
+from fastkc.spark.formats import RecordFormats, SparkFormatError, parse_formats
 
 if TYPE_CHECKING:
     from fastkc.auth.oauthbearer import AbstractTokenProvider
@@ -67,6 +68,7 @@ class SourceOptions:
     max_trigger_delay_ms: int  # how long minOffsetsPerTrigger may hold a trigger back
     poll_timeout_ms: int
     consumer_config: dict[str, Any]  # KafkaConsumer keyword arguments (picklable)
+    formats: RecordFormats | None = None  # keyFormat / valueFormat avro (fastkc/spark/formats.py)
 
 
 def _lower(options: Mapping[Any, Any]) -> dict[str, Any]:
@@ -542,4 +544,22 @@ def parse(options: Mapping[Any, Any], *, streaming: bool) -> SourceOptions:
         max_trigger_delay_ms=duration_ms(params.get("maxtriggerdelay", "15m"), "maxTriggerDelay"),
         poll_timeout_ms=_scala_int(params.get("kafkaconsumer.polltimeoutms", "120000"), "kafkaConsumer.pollTimeoutMs"),
         consumer_config=consumer_config(params),
+        formats=_formats(params, strategy),
     )
+
+
+def formats_of(options: Mapping[Any, Any]) -> RecordFormats | None:
+    """keyFormat / valueFormat of Spark's option map (the DataSource's schema())."""
+    params = {k: str(v) for k, v in _lower(options).items()}
+    return _formats(params, _validate_general(params))
+
+
+def _formats(params: Params, strategy: str) -> RecordFormats | None:
+    """keyFormat / valueFormat, the reader schemas resolved (formats.parse_formats)."""
+    topics = tuple(t.strip() for t in params.get("subscribe", "").split(",") if t.strip())
+    if strategy == "assign":
+        topics = tuple(sorted({t for t, _ in parse_assign(params["assign"])}))
+    try:
+        return parse_formats(params, topics)
+    except SparkFormatError as exc:
+        raise SparkKafkaOptionError(str(exc)) from exc

@@ -17,8 +17,10 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from fastkc.spark import formats as _formats
 from fastkc.spark import options as _options
 from fastkc.spark import ranges as _ranges
+from fastkc.spark.formats import RecordFormats
 from fastkc.spark.options import SourceOptions
 from fastkc.spark.ranges import Offsets, Pair
 
@@ -31,8 +33,10 @@ log = logging.getLogger(__name__)
 SOURCE_NAME = "fastkc"
 
 
-def spark_schema(include_headers: bool) -> StructType:
-    """Spark's Kafka source schema (all fields nullable), + headers."""
+def spark_schema(include_headers: bool, formats: RecordFormats | None = None) -> StructType:
+    """Spark's Kafka source schema (all fields nullable), + headers; a key or
+    value read as Avro (keyFormat / valueFormat) is its typed column."""
+    from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import (
         ArrayType,
         BinaryType,
@@ -44,9 +48,13 @@ def spark_schema(include_headers: bool) -> StructType:
         TimestampType,
     )
 
+    def typed(name: str) -> Any:
+        arrow_type = formats.arrow_type(name) if formats is not None else None
+        return BinaryType() if arrow_type is None else from_arrow_type(arrow_type)
+
     fields = [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
+        StructField("key", typed("key")),
+        StructField("value", typed("value")),
         StructField("topic", StringType()),
         StructField("partition", IntegerType()),
         StructField("offset", LongType()),
@@ -98,18 +106,20 @@ class ReadSettings:
     consumer configuration); the reader holds it and Spark ships the reader
     once with the read function."""
 
-    __slots__ = ("consumer_config", "include_headers", "fail_on_data_loss", "poll_timeout_ms")
+    __slots__ = ("consumer_config", "include_headers", "fail_on_data_loss", "poll_timeout_ms", "formats")
 
     def __init__(self, consumer_config: dict[str, Any], include_headers: bool, fail_on_data_loss: bool,
-                 poll_timeout_ms: int) -> None:
+                 poll_timeout_ms: int, formats: RecordFormats | None = None) -> None:
         self.consumer_config = consumer_config
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
         self.poll_timeout_ms = poll_timeout_ms
+        self.formats = formats
 
     @classmethod
     def of(cls, opts: SourceOptions) -> "ReadSettings":
-        return cls(opts.consumer_config, opts.include_headers, opts.fail_on_data_loss, opts.poll_timeout_ms)
+        return cls(opts.consumer_config, opts.include_headers, opts.fail_on_data_loss, opts.poll_timeout_ms,
+                   opts.formats)
 
     def __getstate__(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self.__slots__)
@@ -149,10 +159,20 @@ def read_range(part: KafkaRangePartition, settings: ReadSettings) -> Iterator[An
     from fastkc.structs import TopicPartition
 
     columns = 8 if settings.include_headers else 7
-    schema = pa.schema(list(arrow_schema())[:columns])
+    fields = list(arrow_schema())[:columns]
     tp = TopicPartition(part.topic, part.partition)
     config = dict(settings.consumer_config, enable_auto_commit=False, auto_offset_reset="none")
     config.pop("group_id", None)
+    registry = None
+    typed: list[tuple[int, Any]] = []  # (column index, Spark-ready Arrow type) of the Avro columns
+    if settings.formats is not None:
+        registry, config["key_deserializer"], config["value_deserializer"] = settings.formats.deserializers()
+        for index, name in enumerate(("key", "value")):
+            arrow_type = settings.formats.arrow_type(name)
+            if arrow_type is not None:
+                fields[index] = pa.field(name, arrow_type)
+                typed.append((index, arrow_type))
+    schema = pa.schema(fields)
     consumer = KafkaConsumer(**config)
     try:
         consumer.assign([tp])
@@ -177,7 +197,10 @@ def read_range(part: KafkaRangePartition, settings: ReadSettings) -> Iterator[An
                 keep = batch.num_rows if offsets[-1].as_py() < part.end else pc.sum(
                     pc.less(offsets, part.end)).as_py() or 0
                 if keep:
-                    yield pa.RecordBatch.from_arrays(batch.columns[:columns], schema=schema).slice(0, keep)
+                    arrays = batch.columns[:columns]
+                    for index, arrow_type in typed:
+                        arrays[index] = _formats.to_spark_column(arrays[index], arrow_type)
+                    yield pa.RecordBatch.from_arrays(arrays, schema=schema).slice(0, keep)
                 continue
             position = consumer.position(tp)
             if position >= part.end:
@@ -198,6 +221,8 @@ def read_range(part: KafkaRangePartition, settings: ReadSettings) -> Iterator[An
                     position, settings.poll_timeout_ms))
     finally:
         consumer.close()
+        if registry is not None:
+            registry.close()
 
 
 def _out_of_range(consumer: "KafkaConsumer", tp: "TopicPartition", part: KafkaRangePartition,
@@ -239,20 +264,26 @@ class FastkcDataSource(DataSource):
         # Spark validates the options common to batch and streaming when the
         # DataFrame is created (load()); schema() is what runs then
         _options.validate_general(self.options)
-        return spark_schema(self._include_headers())
+        return spark_schema(self._include_headers(), _options.formats_of(self.options))
 
-    def _check_schema(self, schema: StructType | None) -> None:
-        if schema is not None and schema.simpleString() != self.schema().simpleString():
+    def _checked(self, schema: StructType | None, opts: SourceOptions) -> SourceOptions:
+        if schema is not None and schema.simpleString() != spark_schema(
+                opts.include_headers, opts.formats).simpleString():
+            if opts.formats is not None:
+                # the reader schemas are read again for the readers: a subject's
+                # latest version registered since load() changes the columns
+                raise _options.SparkKafkaOptionError(
+                    "the Avro columns changed since the query was planned (a new latest schema of the subject?): "
+                    "load() again, or fix the reader schema with keySchema / valueSchema")
             raise _options.SparkKafkaOptionError(
                 "requirement failed: Kafka source has a fixed schema and cannot be set with a custom one")
+        return opts
 
     def reader(self, schema: StructType) -> "FastkcBatchReader":
-        self._check_schema(schema)
-        return FastkcBatchReader(_options.parse(self.options, streaming=False))
+        return FastkcBatchReader(self._checked(schema, _options.parse(self.options, streaming=False)))
 
     def streamReader(self, schema: StructType) -> "FastkcStreamReader":
-        self._check_schema(schema)
-        return FastkcStreamReader(_options.parse(self.options, streaming=True))
+        return FastkcStreamReader(self._checked(schema, _options.parse(self.options, streaming=True)))
 
 
 class FastkcBatchReader(DataSourceReader):

@@ -1,0 +1,126 @@
+"""fastkc/spark/formats.py without a SparkSession: the options of
+valueFormat / keyFormat, the decoder's Arrow types mapped to what Spark's
+columns hold, and the executor's cast of a decoded column to them (the
+Spark end is tests/spark/test_avro_format.py)."""
+import json
+
+import pytest
+
+from fastkc.spark.formats import SparkFormatError, parse_formats, spark_arrow_type, to_spark_column
+from fastkc.spark.options import SparkKafkaOptionError, parse
+from tests.support.avro import encode
+
+pa = pytest.importorskip("pyarrow")
+
+EVERYTHING = {"type": "record", "name": "All", "fields": [
+    {"name": "kind", "type": {"type": "enum", "name": "K", "symbols": ["X", "Y"]}},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-nanos"}},
+    {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+    {"name": "tod", "type": {"type": "int", "logicalType": "time-millis"}},
+    {"name": "digest", "type": {"type": "fixed", "name": "D", "size": 4}},
+    {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
+    {"name": "tags", "type": {"type": "array", "items": {"type": "enum", "name": "T", "symbols": ["a", "b"]}}},
+    {"name": "attrs", "type": {"type": "map", "values": ["null", {"type": "int", "logicalType": "date"}]}},
+]}
+
+
+def _params(**options):
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "events"}
+    base.update({k.lower(): v for k, v in options.items()})
+    return base
+
+
+def test_the_decoder_types_become_spark_column_types():
+    from fastkc.spark.formats import avro_arrow_type
+
+    t = spark_arrow_type(avro_arrow_type(json.dumps(EVERYTHING)))
+    assert t.field("kind").type == pa.string()
+    assert t.field("at").type == pa.timestamp("us", tz="UTC")
+    assert t.field("local").type == pa.timestamp("us")
+    assert t.field("tod").type == pa.int32()
+    assert t.field("digest").type == pa.binary()
+    assert t.field("price").type == pa.decimal128(9, 2)
+    assert t.field("tags").type.value_type == pa.string()
+    assert t.field("attrs").type.item_type == pa.date32()
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    assert from_arrow_type(t).simpleString() == (
+        "struct<kind:string,at:timestamp,local:timestamp_ntz,tod:int,digest:binary,price:decimal(9,2),"
+        "tags:array<string>,attrs:map<string,date>>")
+
+
+def test_a_decoded_column_is_cast_to_its_spark_type():
+    import datetime
+    import decimal
+
+    from fastkc.schema_registry.avro import AvroDecoder
+
+    at_ns = 1_767_323_045_678_901_234  # fastavro writes timestamp-nanos from the number
+    value = {"kind": "Y", "at": at_ns,
+             "local": datetime.datetime(2026, 1, 2, 3, 4, 5, 678000), "tod": datetime.time(1, 2, 3, 4000),
+             "digest": b"abcd", "price": decimal.Decimal("12.34"), "tags": ["b", "a"],
+             "attrs": {"d": datetime.date(2026, 3, 4), "n": None}}
+    decoded = AvroDecoder(EVERYTHING).decode_arrow([encode(EVERYTHING, value)])
+    column = to_spark_column(decoded, spark_arrow_type(decoded.type))
+    [row] = column.to_pylist()
+    assert row["kind"] == "Y" and row["tags"] == ["b", "a"] and row["digest"] == b"abcd"
+    # nanoseconds truncated to Spark's microseconds
+    at = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(microseconds=at_ns // 1000)
+    assert row["at"] == at and row["local"] == value["local"]
+    assert row["tod"] == 3_723_004  # milliseconds of the day
+    assert row["price"] == decimal.Decimal("12.34")
+    assert dict(row["attrs"]) == value["attrs"]
+
+
+def test_binary_stays_the_default():
+    assert parse_formats(_params(), ("events",)) is None
+    assert parse(_params(), streaming=False).formats is None
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"valueFormat": "protobuf", "schema.registry.url": "http://r"}, "valueFormat must be one of"),
+    ({"valueFormat": "avro"}, "schema.registry.url"),
+    ({"valueFormat": "avro", "schema.registry.url": "http://r", "valueSchema": "{not json"}, "not JSON"),
+])
+def test_bad_format_options_are_option_errors(options, message):
+    with pytest.raises(SparkKafkaOptionError, match=message):
+        parse(_params(**options), streaming=False)
+
+
+def test_the_latest_schema_needs_one_topic_or_a_subject():
+    params = _params(valueFormat="avro", **{"schema.registry.url": "http://r"})
+    params["subscribe"] = "a,b"
+    with pytest.raises(SparkFormatError, match="valueSubject"):
+        parse_formats(params, ("a", "b"))
+
+
+def test_a_given_reader_schema_is_not_looked_up():
+    formats = parse_formats(_params(keyFormat="avro", keySchema='"string"', **{"schema.registry.url": "http://r"}),
+                            ("events",))
+    assert formats.reader_schema("key") == '"string"' and formats.reader_schema("value") is None
+    assert formats.arrow_type("key") == pa.string() and formats.arrow_type("value") is None
+    assert dict(formats.registry) == {"url": "http://r"}
+
+
+def test_a_decimal_spark_cannot_hold_fails_at_planning():
+    wide = {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 0}
+    with pytest.raises(SparkFormatError, match="38"):
+        parse_formats(_params(valueFormat="avro", valueSchema=json.dumps(wide), **{"schema.registry.url": "http://r"}),
+                      ("events",))
+
+
+def test_the_latest_version_of_the_topic_subject_is_the_reader(monkeypatch):
+    asked = []
+
+    class Registry:
+        def get_latest_version(self, subject):
+            from fastkc.schema_registry.client import RegisteredSchema, Schema
+
+            asked.append(subject)
+            return RegisteredSchema(3, None, Schema('{"type": "record", "name": "R", "fields": '
+                                                    '[{"name": "a", "type": "int"}]}'), subject, 2)
+
+    formats = parse_formats(_params(valueFormat="avro", **{"schema.registry.url": "http://r"}), ("events",),
+                            registry_client=Registry())
+    assert asked == ["events-value"]
+    assert formats.arrow_type("value") == pa.struct([pa.field("a", pa.int32(), nullable=False)])

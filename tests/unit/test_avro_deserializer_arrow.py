@@ -19,33 +19,9 @@ from fastkc.schema_registry import (
     frame_schema_id,
 )
 from tests.support.avro import encode, fastavro_read
-from tests.support.fake_registry import FakeRegistry, client_module
+from tests.support.fake_registry import V1, V1_AGAIN, V2, FakeRegistry, event_registry, framed_value, registered
 
 pa = pytest.importorskip("pyarrow")
-
-V1 = {"type": "record", "name": "Event", "fields": [
-    {"name": "id", "type": "long"},
-    {"name": "tag", "type": ["null", "string"], "default": None}]}
-# v2 adds a field with a default: another Arrow type without a reader schema
-V2 = {"type": "record", "name": "Event", "fields": V1["fields"] + [
-    {"name": "score", "type": "double", "default": 0.5}]}
-# v1 again under another id (a re-registration): the same Arrow type
-V1_AGAIN = json.loads(json.dumps(V1))
-
-
-def _schema(schema):
-    return client_module.Schema(json.dumps(schema), "AVRO")
-
-
-def event_registry():
-    return FakeRegistry({1: _schema(V1), 2: _schema(V2), 3: _schema(V1_AGAIN),
-                         4: client_module.Schema(json.dumps({"type": "record", "name": "U", "fields": [
-                             {"name": "u", "type": ["int", "string"]}]}), "AVRO")})
-
-
-def framed_value(schema_id, schema, datum):
-    return frame_schema_id(schema_id) + encode(schema, datum)
-
 
 def _column(values):
     return pa.array(values, pa.binary())
@@ -120,7 +96,7 @@ def test_a_union_with_no_arrow_mapping_is_a_typed_error_at_its_row():
 
 def test_the_header_form_is_read_row_by_row():
     guid = uuid.UUID("6f1d7a52-5f35-4c2e-9a0b-8d1f2f3a4b5c")
-    deserializer = AvroDeserializer(FakeRegistry({str(guid): _schema(V1)}))
+    deserializer = AvroDeserializer(FakeRegistry({str(guid): registered(V1)}))
     header = [("__value_schema_id", b"\x01" + guid.bytes)]
     values = [encode(V1, {"id": i, "tag": "h"}) for i in range(3)]
     out = deserializer.deserialize_arrow(_column(values), "t", 0, [0, 1, 2], [header] * 3)

@@ -7,8 +7,8 @@ answers (tests/support/scripted_fetch.py); the payloads are fastavro's."""
 import pytest
 
 from fastkc.schema_registry import AvroDeserializer, PayloadDecodeError, frame_schema_id
+from tests.support.fake_registry import V1, V2, event_registry, framed_value
 from tests.support.scripted_fetch import TP0, TP1, answer_fetch, batch, fetch_offsets, positioned
-from tests.unit.test_avro_deserializer_arrow import V1, V2, event_registry, framed_value
 
 pa = pytest.importorskip("pyarrow")
 

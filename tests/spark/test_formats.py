@@ -1,7 +1,7 @@
 """fastkc/spark/formats.py without a SparkSession: the options of
 valueFormat / keyFormat, the decoder's Arrow types mapped to what Spark's
 columns hold, and the executor's cast of a decoded column to them (the
-Spark end is tests/spark/test_avro_format.py)."""
+Spark end is test_avro_format.py beside it)."""
 import json
 
 import pytest

@@ -58,6 +58,21 @@ STATE_FILE = "state.json"
 _SINGLE_NODE_HEAP = ["-Xms1g", "-Xmx1g"]
 _CLUSTER_NODE_HEAP = ["-Xmx512m"]
 _BROKER_GC = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"]
+# FASTKC_BROKER_JIT=c1 (scripts/test.sh sets it for the test suites): brokers
+# compile with C1 only and collect with the serial GC. A test suite starts
+# some twenty brokers on two cores, each short-lived and lightly loaded, and
+# C2's compiler threads spent much of their CPU warming code that never ran
+# long; benchmarks keep the default (a broker at full speed).
+_C1_BROKER_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+
+def broker_jit_flags() -> list[str]:
+    choice = os.environ.get("FASTKC_BROKER_JIT", "").strip().lower()
+    if choice in ("", "default"):
+        return _BROKER_GC
+    if choice == "c1":
+        return _C1_BROKER_FLAGS
+    raise BrokerHarnessError("FASTKC_BROKER_JIT must be 'c1' or 'default', not {0!r}".format(choice))
 # Short-lived CLI tools (StorageTool, ProducerPerformance): small heap, no JIT
 # tiers beyond C1, serial GC; they start noticeably faster.
 TOOL_JVM_FLAGS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
@@ -316,7 +331,7 @@ def _launch(java: str, install: "KafkaInstall", node: NodePlan, heap: list[str],
         (_die_with_parent_prefix() if die_with_parent else [])
         + [java]
         + heap
-        + _BROKER_GC
+        + broker_jit_flags()
         + ["-Djava.awt.headless=true", "-Djava.io.tmpdir=" + tmpdir]
         + list(node.jvm_options)
         + install.logging_jvm_flags(node.server_log)

@@ -66,6 +66,18 @@ def test_version_pins():
         resolve.pin_version("latest")
 
 
+def test_the_c1_switch_gives_brokers_c1_and_the_serial_gc(monkeypatch):
+    from fastkc.broker import harness
+
+    monkeypatch.delenv("FASTKC_BROKER_JIT", raising=False)
+    assert "-XX:+UseG1GC" in harness.broker_jit_flags()
+    monkeypatch.setenv("FASTKC_BROKER_JIT", "c1")
+    assert harness.broker_jit_flags() == ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    monkeypatch.setenv("FASTKC_BROKER_JIT", "c2")
+    with pytest.raises(broker.BrokerHarnessError, match="FASTKC_BROKER_JIT"):
+        harness.broker_jit_flags()
+
+
 def test_missing_java_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("JAVA_HOME", raising=False)

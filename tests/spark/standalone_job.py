@@ -36,6 +36,10 @@ def main(master, bootstrap, topic):
              .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
              .config("spark.cores.max", "2")
+             # C1 and the serial GC for the driver and executor JVMs, as the
+             # daemons have: short-lived JVMs on a shared 2-core machine
+             .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+             .config("spark.executor.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
              .config("spark.pyspark.python", sys.executable)
              # the executors import fastkc from the repository (in-place build); on a real
              # cluster it is installed on every node or shipped with spark.archives

@@ -24,7 +24,7 @@
 #   on one worker. Before (dec7e82: two sessions side by side, integration
 #   file by file over two workers | faults, Spark, asyncio and docs in one
 #   process) each worker started every shared broker its files asked for,
-#   16 JVMs at once, and the stage took 17m24 of a 29m28 run. At 2c8b (this
+#   16 JVMs at once, and the stage took 17m24 of a 29m28 run. At ee5cdec (this
 #   layout, with the Spark Avro and Arrow Avro tests added) it took 17m35
 #   with the two cores 90 % busy: the stage is CPU-bound, so more workers
 #   would not help; less CPU does. Hence the brokers run with C1 and the

@@ -221,13 +221,6 @@ def _offset(offsets: Sequence[Any], i: int) -> int:
     return int(value.as_py() if hasattr(value, "as_py") else value)
 
 
-def _nth_valid_row(valid: Any, n: int) -> int:
-    """The row of the n-th (from 0) True of a pyarrow boolean array."""
-    import pyarrow.compute as pc
-
-    return int(pc.indices_nonzero(valid)[n].as_py())
-
-
 def reader_schema_json(registry: Any, schema: Any) -> Any:
     """A reader schema's JSON: from Avro text, or from a registry Schema with
     its references fetched by subject and version (transitively, at most
@@ -404,15 +397,16 @@ class AvroDeserializer:
         if values.null_count:
             valid = pc.is_valid(values)
             present = values.filter(valid)
+            # present[i] is values[row_of[i]]
+            row_of: Sequence[int] = pc.indices_nonzero(valid).to_pylist()
         else:
-            valid, present = None, values
+            valid, present, row_of = None, values, range(rows)
         context = SerializationContext(topic, field)
         pieces: list[Any] = []
         done = 0  # rows of `present` decoded
         while done < len(present):
-            at = done if valid is None else _nth_valid_row(valid, done)
             try:
-                piece = self._arrow_run(present.slice(done), topic, partition, offsets, at, headers_list,
+                piece = self._arrow_run(present.slice(done), row_of[done:], topic, partition, offsets, headers_list,
                                         field, context)
             except DeserializationError:
                 if done == 0:
@@ -427,35 +421,35 @@ class AvroDeserializer:
         decoded = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0] if pieces else pa.nulls(0)
         if valid is None:
             return decoded
-        covered = rows if done == len(present) else _nth_valid_row(valid, done)
+        covered = rows if done == len(present) else row_of[done]
         # null rows back in place: row i takes decoded[count of valid rows before i], or null
         positions = pc.subtract(pc.cumulative_sum(valid.cast(pa.int64())), 1)
         indices = pc.if_else(valid, positions, pa.scalar(None, pa.int64())).slice(0, covered)
         return decoded.take(indices) if len(decoded) else pa.nulls(covered)
 
-    def _arrow_run(self, present: Any, topic: str, partition: int, offsets: Sequence[int], at: int,
+    def _arrow_run(self, present: Any, row_of: Sequence[int], topic: str, partition: int, offsets: Sequence[int],
                    headers_list: Sequence[Headers | None] | None, field: MessageField,
                    context: SerializationContext) -> Any:
-        """The leading rows of `present` (no nulls; its row 0 is the
-        partition's row `at`) written with row 0's schema, decoded; fewer
-        when a row fails (its own call raises). Raises for row 0."""
+        """The leading rows of `present` (no nulls; present[i] is the
+        partition's row row_of[i]) written with row 0's schema, decoded;
+        fewer when a row fails (its own call raises). Raises for row 0."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         is_key = field == MessageField.KEY
+        at = row_of[0]
         first = present[0].as_py()
         headers = headers_list[at] if headers_list is not None else None
         frame = self._split(first, headers, is_key, topic, partition, _offset(offsets, at))
         wanted = KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER
         header_framed = frame.payload_offset == 0 or (
             self._read_headers and headers_list is not None
-            and any(name == wanted for row_headers in headers_list[at:at + len(present)]
-                    for name, _ in _header_pairs(row_headers) or ()))
+            and any(name == wanted for row in row_of for name, _ in _header_pairs(headers_list[row]) or ()))
         if header_framed:
             # the header form: framed row by row, in Python
             run = [frame.payload]
             for i in range(1, len(present)):
-                row = at + i
+                row = row_of[i]
                 try:
                     more = self._split(present[i].as_py(), headers_list[row] if headers_list is not None else None,
                                        is_key, topic, partition, _offset(offsets, row))

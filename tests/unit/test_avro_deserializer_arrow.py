@@ -196,3 +196,16 @@ def test_offsets_that_do_not_fit_the_buffers_are_refused(offsets):
 def test_a_column_with_nulls_is_refused_by_the_in_place_reader():
     with pytest.raises(ValueError, match="nulls"):
         _decoder().decode_arrow_column(_column([None, encode(V1, {"id": 1, "tag": None})]), 0)
+
+
+def test_the_header_form_with_null_rows_names_each_row_by_its_own_offset_and_headers():
+    guid = uuid.UUID("6f1d7a52-5f35-4c2e-9a0b-8d1f2f3a4b5c")
+    deserializer = AvroDeserializer(FakeRegistry({str(guid): registered(V1)}))
+    header = [("__value_schema_id", b"\x01" + guid.bytes)]
+    values = [encode(V1, {"id": 0, "tag": None}), None, b"\x02\x07"]  # row 2: union branch 3 of 2
+    headers = [header, None, header]  # the null row (a tombstone) carries no header
+    out = deserializer.deserialize_arrow(_column(values), "t", 0, [10, 11, 12], headers)
+    assert out.to_pylist() == [{"id": 0, "tag": None}, None]
+    with pytest.raises(PayloadDecodeError) as info:
+        deserializer.deserialize_arrow(_column(values[2:]), "t", 0, [12], headers[2:])
+    assert info.value.offset == 12

@@ -81,46 +81,53 @@ def _fastkc_consumer(bootstrap, topic, value_deserializer):
     return consumer
 
 
-def fastkc_poll(bootstrap, topic, records, value_deserializer, decoded):
-    """poll() until `records` came: (clock, checksum); `decoded`: the values are dicts."""
+def _timed_take(bootstrap, topic, records, value_deserializer, take):
+    """Takes until `records` came, each `take(consumer)` returning (records,
+    their checksum) with every key and value touched: (clock, records, checksum)."""
     consumer = _fastkc_consumer(bootstrap, topic, value_deserializer)
     clock, got, checksum = Clock(TIMEOUT_S), 0, 0
     try:
         clock.start()
         while got < records:
             clock.check_deadline(got, records)
-            for batch in consumer.poll(timeout_ms=1000).values():
-                for record in batch:
-                    record.key  # noqa: B018  (touched: no key on this topic)
-                    checksum += record.value["sequence"] if decoded else len(record.value)
-                got += len(batch)
-                clock.saw_records(len(batch))
+            n, touched = take(consumer)
+            if n:
+                got += n
+                checksum += touched
+                clock.saw_records(n)
     finally:
         consumer.close()
     return clock, got, checksum
+
+
+def fastkc_poll(bootstrap, topic, records, value_deserializer, decoded):
+    """poll() until `records` came; `decoded`: the values are dicts."""
+    def take(consumer):
+        n = touched = 0
+        for batch in consumer.poll(timeout_ms=1000).values():
+            for record in batch:
+                record.key  # noqa: B018  (touched: no key on this topic)
+                touched += record.value["sequence"] if decoded else len(record.value)
+            n += len(batch)
+        return n, touched
+
+    return _timed_take(bootstrap, topic, records, value_deserializer, take)
 
 
 def fastkc_poll_arrow(bootstrap, topic, records, value_deserializer, decoded):
-    """poll_arrow() until `records` came: (clock, checksum)."""
+    """poll_arrow() until `records` came; `decoded`: the value column is typed."""
     import pyarrow.compute as pc
 
-    consumer = _fastkc_consumer(bootstrap, topic, value_deserializer)
-    clock, got, checksum = Clock(TIMEOUT_S), 0, 0
-    try:
-        clock.start()
-        while got < records:
-            clock.check_deadline(got, records)
-            batch = consumer.poll_arrow(timeout_ms=1000)
-            if batch.num_rows:
-                values = batch.column("value")
-                pc.sum(pc.binary_length(batch.column("key")))  # touched: no key on this topic
-                touched = pc.sum(values.field("sequence") if decoded else pc.binary_length(values)).as_py()
-                checksum += touched or 0
-                got += batch.num_rows
-                clock.saw_records(batch.num_rows)
-    finally:
-        consumer.close()
-    return clock, got, checksum
+    def take(consumer):
+        batch = consumer.poll_arrow(timeout_ms=1000)
+        if not batch.num_rows:
+            return 0, 0
+        values = batch.column("value")
+        pc.sum(pc.binary_length(batch.column("key")))  # touched: no key on this topic
+        touched = pc.sum(values.field("sequence") if decoded else pc.binary_length(values)).as_py()
+        return batch.num_rows, touched or 0
+
+    return _timed_take(bootstrap, topic, records, value_deserializer, take)
 
 
 def confluent_avro(bootstrap, topic, records, registry_url):

@@ -60,7 +60,10 @@ def _assert_rows_equal_theirs(registries, topic, batches, written):
         assert row["key"] == confluent_value(registries, topic, raw_key, MessageField.KEY)
 
 
-def test_poll_arrow_gives_typed_key_and_value_columns(registries, kafka_broker, make_topic):
+@pytest.fixture
+def typed_consumer(registries, kafka_broker, make_topic):
+    """(consumer, topic, written): COUNT Avro records over PARTITIONS, and a
+    KafkaConsumer assigned to them with AvroDeserializer keys and values."""
     _, ours = registries
     bootstrap = kafka_broker.bootstrap_servers
     topic = make_topic(partitions=PARTITIONS)
@@ -68,7 +71,12 @@ def test_poll_arrow_gives_typed_key_and_value_columns(registries, kafka_broker, 
     with _consumer(bootstrap, key_deserializer=AvroDeserializer(ours),
                    value_deserializer=AvroDeserializer(ours)) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        batches = _drain_arrow(consumer, COUNT)
+        yield consumer, topic, written
+
+
+def test_poll_arrow_gives_typed_key_and_value_columns(registries, typed_consumer):
+    consumer, topic, written = typed_consumer
+    batches = _drain_arrow(consumer, COUNT)
     _assert_rows_equal_theirs(registries, topic, batches, written)
     value_type = batches[0].schema.field("value").type
     assert pa.types.is_struct(value_type)
@@ -152,15 +160,9 @@ def test_a_corrupt_value_raises_at_its_offset_and_seek_goes_past(registries, kaf
     assert [o for b in after for o in b.column("offset").to_pylist()] == sorted(o for _, o in more)
 
 
-def test_arrow_stream_reads_typed_rows(registries, kafka_broker, make_topic):
-    _, ours = registries
-    bootstrap = kafka_broker.bootstrap_servers
-    topic = make_topic(partitions=PARTITIONS)
-    written = write_avro(registries, bootstrap, topic)
-    with _consumer(bootstrap, key_deserializer=AvroDeserializer(ours),
-                   value_deserializer=AvroDeserializer(ours)) as consumer:
-        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        table = consumer.arrow_stream(until="end", timeout_ms=30000).reader().read_all()
+def test_arrow_stream_reads_typed_rows(registries, typed_consumer):
+    consumer, topic, written = typed_consumer
+    table = consumer.arrow_stream(until="end", timeout_ms=30000).reader().read_all()
     _assert_rows_equal_theirs(registries, topic, table.to_batches(), written)
 
 

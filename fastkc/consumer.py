@@ -500,7 +500,7 @@ class KafkaConsumer:
             # a partition held for its committed offset (assign() or the
             # group with a group_id) starts there, as Java's position() does
             started = time.monotonic()
-            self._coordinator.start_at_committed(timeout_ms)
+            self._coordinator.start_at_committed(timeout_ms, interrupt=self._maybe_raise_wakeup)
             timeout_ms = max(0.0, timeout_ms - (time.monotonic() - started) * 1000.0)
         state = self._engine.wait_for_position(partition, timeout_ms)
         return self._handed_position(partition, state)[0]

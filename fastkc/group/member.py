@@ -197,6 +197,7 @@ class GroupMemberBase(Generic[Machine]):
         self._manual: list[TopicPartition] | None = None  # partitions assign()ed by the application (no subscription)
         # partitions (group-assigned or assign()ed) held until their committed offsets are read
         self._starts = CommittedStarts(config["retry_backoff_ms"])
+        self._committed_read: FetchOp | None = None  # their OffsetFetch in flight (start_at_committed)
 
     @property
     def _auto_commit(self) -> bool:  # the reconciler's fact (it commits before revoking)
@@ -593,25 +594,66 @@ class GroupMemberBase(Generic[Machine]):
     def _committable(self) -> bool:
         return bool(self._owned) if self._subscription is not None else bool(self._manual)
 
-    def start_at_committed(self, timeout_ms: float | None = None) -> None:
+    def start_at_committed(self, wait_ms: float = 0.0, interrupt: Interrupt | None = None) -> None:
         """Held partitions start at their committed offsets
-        (group/committed_starts.py): poll() and position() call this. A read
-        that fails for a reason a retry may fix leaves them held, read again
-        after retry_backoff_ms; poll() goes on meanwhile, as in Java. Any
-        other failure is raised. timeout_ms: request_timeout_ms when None."""
-        due = self._starts.due(self.app, self._clock())
-        if not due:
+        (group/committed_starts.py). The read is one OffsetFetch operation
+        kept from call to call, as Java keeps its pending committed-offset
+        request: poll() starts it, the group thread carries it, and a later
+        poll() applies the answer. poll() never waits for it -- a coordinator
+        that does not answer must not stretch poll(timeout_ms) to the
+        request timeout. position() waits up to wait_ms, driving it on the
+        caller's thread. A read that fails for a reason a retry may fix
+        leaves the partitions held, read again after retry_backoff_ms; any
+        other failure is raised."""
+        op = self._committed_read
+        if op is None:
+            due = self._starts.due(self.app, self._clock())
+            if not due:
+                return
+            with self._lock:
+                now = self._clock()
+                op = self.commits.fetch(due, now, deadline=now + self.config["request_timeout_ms"] / 1000.0)
+                self._kick_thread()
+            self._committed_read = op
+            self._ensure_thread()
+        if wait_ms > 0 and not op.done:
+            self._drive_until(op, self._clock() + wait_ms / 1000.0, interrupt)
+        if not op.done:
             return
+        self._committed_read = None
+        error = op.error
+        if error is None:
+            assert op.result is not None  # a settled fetch without an error has its result
+            self._starts.settle(self.app, op.result)
+            return
+        self._starts.failed(self._clock(), error)
+        if not (isinstance(error, KafkaError) and error.retriable):
+            raise error
+
+    def _drive_until(self, op: FetchOp, deadline: float, interrupt: Interrupt | None) -> None:
+        """Drive the commit machine on the caller's thread until `op` is
+        settled or `deadline` has passed; the operation stays in flight past
+        that (its own deadline ends it). An interrupt forgets it: the
+        partitions stay held and the next call reads them again."""
         try:
-            if timeout_ms is None:
-                timeout_ms = self.config["request_timeout_ms"]
-            committed = self.fetch_committed(due, timeout_ms)
-        except KafkaError as exc:
-            self._starts.failed(self._clock(), exc)
-            if not exc.retriable:
-                raise
-            return
-        self._starts.settle(self.app, committed)
+            while not op.done and self._clock() < deadline:
+                try:
+                    with self._io(deadline, interrupt), self._interruptible(interrupt):
+                        self._drive(self.commits, deadline=deadline)
+                except KafkaTimeoutError:
+                    return  # the group thread kept the client (a JoinGroup held open) until deadline
+                if op.done:
+                    return
+                with self._lock:
+                    until = self.commits.next_deadline()
+                if until is None:  # nothing scheduled: an answer we wait for was dropped
+                    until = self._clock() + self.config["retry_backoff_ms"] / 1000.0
+                self._wait_until(min(until, deadline), interrupt)
+        except BaseException as exc:
+            with self._lock:
+                self.commits.cancel(op, exc)
+            self._committed_read = None
+            raise
 
     def _positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
         positions = self.app.positions()

@@ -19,8 +19,9 @@ import pytest
 from fastkc import KafkaConsumer
 from fastkc.aio import AIOKafkaConsumer
 from fastkc.group.coordinator_machine import CoordinatorUnknownError
+from fastkc.structs import TopicPartition
 from tests.support.batchgen import Record, record_batch
-from tests.support.fake_broker import FakeBroker, answer
+from tests.support.fake_broker import FakeBroker, answer, silence
 
 OUTAGE_S = 3.0
 #: the longest pause poll() may show during the outage: a few poll rounds (on a
@@ -219,4 +220,94 @@ def test_getmany_keeps_flowing_while_the_coordinator_is_lost(mode):
     with FakeBroker(topics={TOPIC: 2}, records=0) as broker:
         _script_outage(broker, outage, mode)
         asyncio.run(asyncio.wait_for(scenario(broker), 60))
+        assert not broker.errors
+
+
+#: the request timeout while the coordinator holds a committed-offset read
+HELD_READ_TIMEOUT_MS = 4000
+COMMITTED = {0: 7, 1: 11}
+
+
+def _first_offsets_while_the_read_is_held(broker, group):
+    """The broker holds the first OffsetFetch (no answer; the client's
+    request times out and it asks again) and answers the next."""
+    broker.script("Fetch", answer(_endless_fetch))
+    for partition, offset in COMMITTED.items():
+        broker.committed[(group, TOPIC, partition)] = offset
+    broker.script("OffsetFetch", silence(), times=1)
+    return dict(SETTINGS, request_timeout_ms=HELD_READ_TIMEOUT_MS, group_id=group, enable_auto_commit=False)
+
+
+class FirstOffsets:
+    """Each partition's first offset handed out, the longest poll, and when
+    the first record came."""
+
+    def __init__(self):
+        self.began = time.monotonic()
+        self.first = {}
+        self.longest = 0.0
+        self.first_record_s = None
+
+    def saw(self, batch, polled_s):
+        self.longest = max(self.longest, polled_s)
+        for tp, records in batch.items():
+            self.first.setdefault(tp.partition, records[0].offset)
+            if self.first_record_s is None:
+                self.first_record_s = time.monotonic() - self.began
+
+    @property
+    def running(self):
+        return len(self.first) < len(COMMITTED) and time.monotonic() < self.began + 30
+
+    def check(self, broker):
+        assert self.first == COMMITTED  # nothing handed out before the committed offsets were read
+        assert broker.count("OffsetFetch") >= 2  # the held read, then the one answered
+        # the first records came after the held read's request timeout: it was held
+        assert self.first_record_s >= HELD_READ_TIMEOUT_MS / 1000.0 * 0.9, self.first_record_s
+        # and no poll waited for it
+        assert self.longest < 0.2 + MAX_GAP_S, self.longest
+
+
+@pytest.mark.parametrize("start", ["subscribe", "assign"])
+def test_a_held_committed_offset_read_does_not_stretch_poll(start):
+    """Java keeps its committed-offset request pending from poll to poll;
+    poll(timeout_ms) never waits on it. The outage campaign saw a 5 s poll:
+    the read a new assignment needed went to a coordinator behind a
+    blackhole, and poll waited for its request timeout."""
+    with FakeBroker(topics={TOPIC: 2}, records=0) as broker:
+        settings = _first_offsets_while_the_read_is_held(broker, "g-held-" + start)
+        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, **settings)
+        try:
+            if start == "subscribe":
+                consumer.subscribe([TOPIC])
+            else:
+                consumer.assign([TopicPartition(TOPIC, p) for p in COMMITTED])
+            seen = FirstOffsets()
+            while seen.running:
+                began = time.monotonic()
+                batch = consumer.poll(timeout_ms=200)
+                seen.saw(batch, time.monotonic() - began)
+            seen.check(broker)
+        finally:
+            consumer.close(autocommit=False)
+        assert not broker.errors
+
+
+def test_a_held_committed_offset_read_does_not_stretch_getmany():
+    async def scenario(broker, settings):
+        consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=broker.bootstrap, **settings)
+        seen = FirstOffsets()
+        await consumer.start()  # waits for the assignment, and the group's read of its offsets
+        try:
+            while seen.running:
+                began = time.monotonic()
+                batch = await consumer.getmany(timeout_ms=200)
+                seen.saw(batch, time.monotonic() - began)
+            seen.check(broker)
+        finally:
+            await consumer.stop()
+
+    with FakeBroker(topics={TOPIC: 2}, records=0) as broker:
+        settings = _first_offsets_while_the_read_is_held(broker, "g-held-aio")
+        asyncio.run(asyncio.wait_for(scenario(broker, settings), 60))
         assert not broker.errors

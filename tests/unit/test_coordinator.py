@@ -194,6 +194,15 @@ def joined(member, transport, app, partitions=TPS, committed=None):
     transport.answer("OffsetFetch", offset_fetch_response(committed or {}))
     member.run_step()  # MEMBER_ID_REQUIRED
     member.run_step()  # join + sync
+    member.on_app_poll()  # assigned: the committed offsets' read starts
+    read_committed(member)
+
+
+def read_committed(member):
+    """What the group thread and the next poll do with a committed-offset
+    read a poll started: the step sends the OffsetFetch, the poll applies
+    its answer (poll itself never waits for it)."""
+    member.run_step()
     member.on_app_poll()
 
 
@@ -254,17 +263,27 @@ def test_a_failed_committed_offset_read_keeps_the_partitions_held_and_is_retried
     for _ in range(100):
         transport.answer("OffsetFetch", not_coordinator)
     member.run_step()
-    member.on_app_poll()  # the read times out: poll goes on, nothing is released
+    member.on_app_poll()  # the read starts; poll does not wait for it
     assert app.assigned == TPS and listener.calls == [("assigned", [0, 1, 2, 3])]
-    assert app.seeks == [] and app.starts == {} and app.held == set(TPS)
+    assert transport.bodies("OffsetFetch") == []
+    started = clock.now
+    while clock.now < started + 1.0:  # the group thread retries it until request_timeout_ms
+        clock.now += member.run_step()
+        member.on_app_poll()  # goes on meanwhile; nothing is released
+        assert app.seeks == [] and app.starts == {} and app.held == set(TPS)
+    member.run_step()  # at request_timeout_ms: the read ends
+    member.on_app_poll()  # it failed: the partitions stay held
     tried = len(transport.bodies("OffsetFetch"))
     assert tried > 1  # retried inside request_timeout_ms
+    assert app.seeks == [] and app.starts == {} and app.held == set(TPS)
     transport.script["OffsetFetch"].clear()
     member.on_app_poll()  # backing off: no read yet
+    member.run_step()
     assert len(transport.bodies("OffsetFetch")) == tried
     clock.now += 0.1
     transport.answer("OffsetFetch", offset_fetch_response({1: 1002}))
     member.on_app_poll()
+    read_committed(member)
     assert app.seeks == [(TPS[1], 1002, 3)]
     assert app.starts == {TPS[0]: None, TPS[1]: 1002, TPS[2]: None, TPS[3]: None} and app.held == set()
     member.on_app_poll()
@@ -512,11 +531,13 @@ def test_kip848_join_reconcile_revoke_before_assign_and_fencing():
     assert member.state is Member848State.RECONCILING
     transport.answer("OffsetFetch", offset_fetch_response({1: 40}))
     member.on_app_poll()
-    assert listener.calls == [("assigned", [0, 1, 2, 3])] and app.seeks == [(TPS[1], 40, 3)]
+    assert listener.calls == [("assigned", [0, 1, 2, 3])]
     assert member.state is Member848State.ACKNOWLEDGING
-    # the acknowledgement reports what we own, by topic id
+    # the acknowledgement reports what we own, by topic id; the same step
+    # reads the committed offsets, which the next poll applies
     transport.answer("ConsumerGroupHeartbeat", heartbeat_848(1))
-    member.run_step()
+    read_committed(member)
+    assert app.seeks == [(TPS[1], 40, 3)]
     ack = transport.bodies("ConsumerGroupHeartbeat")[-1]
     assert ack["member_epoch"] == 1 and ack["topic_partitions"] == [{"topic_id": TOPIC_ID, "partitions": [0, 1, 2, 3]}]
     # a new target without 2, 3: revoked (commit first) before anything else
@@ -631,6 +652,7 @@ def test_manual_assignment_starts_at_committed_offsets_and_is_auto_committed():
     member.manual_assignment(TPS[:2])
     transport.answer("OffsetFetch", offset_fetch_response({0: 12}))
     member.on_app_poll()
+    read_committed(member)
     assert app.seeks == [(TPS[0], 12, 3)]
     assert transport.bodies("OffsetFetch")[0]["topics"] == [{"name": TOPIC, "partition_indexes": [0]}]
     clock.now += 2

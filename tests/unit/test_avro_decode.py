@@ -141,3 +141,35 @@ def test_timestamp_edges_equal_fastavro():
         got = Pair(schema).both(payloads)
         for payload, value in zip(payloads, got):
             assert_same(value, fastavro_read(schema, payload))
+
+
+# The builder's own paths for the commonest logical types (a decimal of at
+# most 18 digits written as text, a timestamp built from its civil date),
+# across their whole ranges, against fastavro's conversions.
+FAST_PATHS = settings(max_examples=300, deadline=None)
+_MILLIS_RANGE = (-62_135_596_800_000, 253_402_300_799_999)  # 0001-01-01 .. 9999-12-31, datetime's range
+
+
+@FAST_PATHS
+@given(st.data())
+def test_short_decimals_equal_fastavro(data):
+    precision = data.draw(st.integers(1, 18))
+    scale = data.draw(st.integers(0, precision))
+    schema = {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": scale}
+    bound = 10 ** precision - 1
+    unscaled = data.draw(st.lists(st.one_of(st.integers(-bound, bound), st.sampled_from([0, 1, -1, bound, -bound])),
+                                  min_size=1, max_size=8))
+    payloads = [encode(schema, decimal.Decimal(u).scaleb(-scale)) for u in unscaled]
+    for payload, value in zip(payloads, Pair(schema).both(payloads)):
+        assert_same(value, fastavro_read(schema, payload))
+
+
+@FAST_PATHS
+@given(st.sampled_from(["timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros"]),
+       st.lists(st.integers(*_MILLIS_RANGE), min_size=1, max_size=8), st.integers(0, 999))
+def test_timestamps_across_the_calendar_equal_fastavro(logical, millis, micros):
+    schema = {"type": "long", "logicalType": logical}
+    raw = [m * 1000 + (micros if m < _MILLIS_RANGE[1] else 0) if "micros" in logical else m for m in millis]
+    payloads = [encode("long", v) for v in raw]
+    for payload, value in zip(payloads, Pair(schema).both(payloads)):
+        assert_same(value, fastavro_read(schema, payload))

@@ -278,15 +278,46 @@ def partition_rows(batch: Any, start: int = 0) -> list[PartitionRows]:
     return runs
 
 
-def _headers_of(column: Any) -> list[Headers | None] | None:
-    """A headers column as the deserializers take it: per row a list of
-    (name, value) pairs; None when no row has a header (the common case,
-    found without a Python object per row)."""
+class HeaderColumn(Sequence[Headers | None]):
+    """An Arrow take's headers column as the deserializers take it (per row
+    a list of (name, value) pairs, or None), converted to Python only for
+    the rows asked for. Production topics often carry headers (tracing,
+    lineage) on values framed by their 5-byte prefix: a deserializer then
+    looks at row 0's headers and asks `any_named()` whether a run has the
+    schema-id header at all, and never pays a Python list per row."""
+
+    __slots__ = ("_column",)
+
+    def __init__(self, column: Any) -> None:
+        self._column = column  # list<struct<key: string, value: binary>>
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    def __getitem__(self, row: Any) -> Any:
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        headers = self._column[row].as_py()
+        return None if headers is None else [(h["key"], h["value"]) for h in headers]
+
+    def any_named(self, name: str, rows: Sequence[int]) -> bool:
+        """Whether any of `rows` has a header called `name` (one pass in C)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        taken = self._column.take(pa.array(rows, pa.int64()))
+        keys = pc.list_flatten(taken).field("key")
+        return bool(len(keys)) and bool(pc.any(pc.equal(keys, name)).as_py())
+
+
+def _headers_of(column: Any) -> HeaderColumn | None:
+    """A headers column as the deserializers take it; None when no row has
+    a header (the common case, found without a Python object per row)."""
     import pyarrow.compute as pc
 
     if column.null_count == len(column) or not pc.sum(pc.list_value_length(column)).as_py():
         return None
-    return [None if row is None else [(h["key"], h["value"]) for h in row] for row in column.to_pylist()]
+    return HeaderColumn(column)
 
 
 class ArrowDeserializers:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fastkc.deserializers import HeaderColumn
 from fastkc.schema_registry import avro_schema
 from fastkc.schema_registry.avro import AvroDecoder
 from fastkc.schema_registry.avro_errors import AvroDecodeError, AvroSchemaError
@@ -98,6 +99,14 @@ class _Reader:
 def _field_name(ctx: ContextLike) -> str:
     # confluent-kafka's MessageField and fastkc's both str() to "key" / "value".
     return str(ctx.field)
+
+
+def _any_named(headers_list: Sequence[Headers | None], name: str, rows: Sequence[int]) -> bool:
+    """Whether any of `rows` has a header called `name`: in one pass over
+    an Arrow take's HeaderColumn, else row by row."""
+    if isinstance(headers_list, HeaderColumn):
+        return headers_list.any_named(name, rows)
+    return any(key == name for row in rows for key, _ in _header_pairs(headers_list[row]) or ())
 
 
 def _header_pairs(headers: Headers | None) -> list[tuple[str, bytes | None]] | None:
@@ -443,8 +452,7 @@ class AvroDeserializer:
         frame = self._split(first, headers, is_key, topic, partition, _offset(offsets, at))
         wanted = KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER
         header_framed = frame.payload_offset == 0 or (
-            self._read_headers and headers_list is not None
-            and any(name == wanted for row in row_of for name, _ in _header_pairs(headers_list[row]) or ()))
+            self._read_headers and headers_list is not None and _any_named(headers_list, wanted, row_of))
         if header_framed:
             # the header form: framed row by row, in Python
             run = [frame.payload]

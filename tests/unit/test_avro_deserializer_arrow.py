@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from fastkc.deserializers import ArrowDeserializers, is_arrow_deserializer, partition_rows
+from fastkc.deserializers import ArrowDeserializers, HeaderColumn, is_arrow_deserializer, partition_rows
 from fastkc.schema_registry import (
     AvroDeserializer,
     PayloadDecodeError,
@@ -105,14 +105,16 @@ def test_the_header_form_is_read_row_by_row():
 
 # --- a take's columns: ArrowDeserializers ----------------------------------------------------
 
-def _take(rows):
-    """An Arrow take in poll_arrow()'s schema: rows of (partition, offset, value)."""
+def _take(rows, headers=None):
+    """An Arrow take in poll_arrow()'s schema: rows of (partition, offset,
+    value); headers[i] row i's (name, value) pairs."""
     from fastkc.records import arrow_schema
 
     return pa.RecordBatch.from_pylist([
         {"key": None, "value": value, "topic": "t", "partition": partition, "offset": offset,
-         "timestamp": None, "timestampType": 0, "headers": []} for partition, offset, value in rows],
-        schema=arrow_schema())
+         "timestamp": None, "timestampType": 0,
+         "headers": [{"key": k, "value": v} for k, v in (headers[i] if headers else [])]}
+        for i, (partition, offset, value) in enumerate(rows)], schema=arrow_schema())
 
 
 def test_only_deserializers_with_deserialize_arrow_count():
@@ -161,6 +163,40 @@ def test_keys_and_values_cut_at_the_earlier_change():
     assert out.num_rows == 2
     assert out.column("key").to_pylist() == [{"id": 0, "tag": None}, {"id": 1, "tag": None}]
     assert out.column("value").to_pylist() == [{"id": 0, "tag": "v"}, {"id": 1, "tag": "v"}]
+
+
+GUID = uuid.UUID("6f1d7a52-5f35-4c2e-9a0b-8d1f2f3a4b5c")
+TRACE = ("traceparent", b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+
+
+def test_a_header_column_converts_only_the_rows_asked_for():
+    headers = [[TRACE], [], [TRACE, ("__value_schema_id", b"\x01" + GUID.bytes)], None]
+    column = _take([(0, i, None) for i in range(4)], headers[:3] + [[]]).column("headers")
+    lazy = HeaderColumn(column)
+    assert len(lazy) == 4 and lazy[0] == [TRACE] and lazy[1] == [] and lazy[2] == headers[2]
+    assert lazy[1:3] == [[], headers[2]]
+    assert not lazy.any_named("__value_schema_id", [0, 1, 3]) and lazy.any_named("__value_schema_id", [1, 2])
+    assert not lazy.any_named("__value_schema_id", [])
+
+
+@pytest.mark.parametrize("guid_row", [None, 2])
+def test_rows_with_headers_decode_as_rows_without(guid_row):
+    """Tracing headers on prefix-framed values (the common production case)
+    change nothing; a row that carries the schema-id header makes the run
+    header-framed from row 0, as when each row's headers are Python lists
+    (and both framings of one schema share the run)."""
+    registry = FakeRegistry({1: registered(V1), str(GUID): registered(V1)})
+    values = [framed_value(1, V1, {"id": i, "tag": "t"}) for i in range(4)]
+    headers = [[TRACE] for _ in values]
+    if guid_row is not None:
+        values[guid_row] = encode(V1, {"id": guid_row, "tag": "g"})
+        headers[guid_row] = [TRACE, ("__value_schema_id", b"\x01" + GUID.bytes)]
+    take = _take([(0, i, v) for i, v in enumerate(values)], headers)
+    deserializer = AvroDeserializer(registry)
+    out = ArrowDeserializers(None, deserializer).deserialize(take).column("value")
+    as_lists = deserializer.deserialize_arrow(take.column("value"), "t", 0, list(range(4)), headers, "value")
+    assert out.to_pylist() == as_lists.to_pylist()
+    assert out.to_pylist() == [{"id": i, "tag": "g" if i == guid_row else "t"} for i in range(4)]
 
 
 # --- the compiled decoder reading an Arrow column in place -------------------------------------

@@ -44,7 +44,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from fastkc.deserializers import RecordDeserializers
+from fastkc.deserializers import ArrowDeserializers, RecordDeserializers
 from fastkc.errors import (
     IllegalStateError,
     InvalidAcquiredRecordsError,
@@ -211,6 +211,9 @@ class ShareFetchMachine:
         # per-record ones go to the decoder; a batch deserializer's field is
         # replaced once per decoded fetch (_records)
         self._deserializers = RecordDeserializers(config.get("key_deserializer"), config.get("value_deserializer"))
+        # poll_arrow()'s typed key / value columns (an AvroDeserializer's deserialize_arrow)
+        self._arrow_deserializers = ArrowDeserializers(config.get("key_deserializer"),
+                                                       config.get("value_deserializer"))
         self.assignment: frozenset[TopicPartition] = frozenset()
         self.topic_ids: dict[str, bytes] = {}
         self.leaders: dict[TopicPartition, int] = {}
@@ -697,7 +700,10 @@ class ShareFetchMachine:
     def hand_out_arrow(self, max_records: int) -> list[Any]:
         """Up to max_records buffered records as Arrow batches (one per
         partition fetch), which become delivered (their offset and
-        delivery_count columns read as whole columns)."""
+        delivery_count columns read as whole columns). With a deserializer
+        that gives typed columns, every batch of one call has one schema:
+        the rows from where a column's type would change, or a row fails,
+        stay buffered for the next call (_typed)."""
         batches: list[Any] = []
         count = 0
         self.arrow_offsets = {}
@@ -710,7 +716,13 @@ class ShareFetchMachine:
             assert completed.remaining is not None
             batch = completed.arrow
             take = min(batch.num_rows, max_records - count)
-            part, rest = batch.slice(0, take), batch.slice(take)
+            part = batch.slice(0, take)
+            if take and self._arrow_deserializers:
+                part = self._typed(completed, part, batches)
+                if part is None:
+                    break  # another type than this call's batches: the next call starts with it
+                take = part.num_rows
+            rest = batch.slice(take)
             if take:
                 offsets = part.column("offset").to_pylist()
                 self._partition_acks(completed.partition).deliver_many(
@@ -724,6 +736,29 @@ class ShareFetchMachine:
             if rest.num_rows == 0:
                 self._finish(completed)
         return batches
+
+    def _typed(self, completed: CompletedShareFetch, part: Any, batches: list[Any]) -> Any:
+        """`part` (the leading rows of `completed`'s batch) with typed key /
+        value columns: its leading rows that decode into one type (the
+        first batch's, when this call has one), or None when none do. A
+        row 0 that fails is raised by the call that starts at it -- after
+        the rows before it were handed out -- and, as a batch deserializer's
+        error on poll(), the fetch's rows not handed out are released (the
+        broker's delivery count limit archives a poison record)."""
+        try:
+            typed = self._arrow_deserializers.deserialize(part)
+        except Exception as exc:
+            if batches:
+                return None
+            unhanded = completed.arrow.column("offset").to_pylist()
+            self._partition_acks(completed.partition).settle_many(unhanded, int(AcknowledgeType.RELEASE))
+            self._finish(completed)
+            log.warning("%s: %d records from offset %d could not be deserialized (%s); released",
+                        completed.partition, len(unhanded), unhanded[0], exc)
+            raise
+        if batches and typed.schema != batches[0].schema:
+            return None
+        return typed
 
     def _finish(self, completed: CompletedShareFetch) -> None:
         self.buffer.popleft()

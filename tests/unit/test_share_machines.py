@@ -11,12 +11,14 @@ from fastkc import errors
 from fastkc.group.coordinator_machine import CoordinatorMachine
 from fastkc.group.machine import DUE_NOW
 from fastkc.request import ANY_NODE, COORDINATOR
+from fastkc.schema_registry import AvroDeserializer, ValueFramingError
 from fastkc.share.acknowledgements import GAP, AckBatch, AcknowledgeType, PartitionAcks, from_batches, to_batches
 from fastkc.share.consumer import _grouped, share_config
 from fastkc.share.fetch_machine import FETCH_AHEAD_LOCK_FRACTION, ShareFetchMachine
 from fastkc.share.member_machine import ShareMemberMachine, ShareMemberState
 from fastkc.share.session import ShareSession
 from fastkc.structs import TopicPartition
+from tests.support.fake_registry import V1, V2, event_registry, framed_value
 
 A, R, J, N = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT, AcknowledgeType.RENEW
 TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_DNS, "t").bytes
@@ -459,6 +461,71 @@ def test_a_remainder_asked_for_as_arrow_is_decoded_again_for_what_is_left():
     assert batch.column("offset").to_pylist() == [2, 3, 4]
     assert batch.column("delivery_count").to_pylist() == [2, 2, 2]
     assert machine.unacknowledged() == 5
+
+
+# --- poll_arrow() with typed columns (an AvroDeserializer) ----------------------------------------
+def typed_fetch_machine(values):
+    """A machine whose value_deserializer gives typed Arrow columns; its
+    fetches decode to rows whose value is values[offset] (framed Avro)."""
+    import pyarrow as pa
+
+    from fastkc.records import share_arrow_schema
+
+    def decode_arrow(data, *, topic, partition, acquired, **kwargs):
+        rows = [dict(key=None, value=values[offset], topic=topic, partition=partition, offset=offset, timestamp=None,
+                     timestampType=0, headers=[], delivery_count=count)
+                for first, last, count in acquired for offset in range(first, last + 1)]
+        return Decoded(pa.RecordBatch.from_pylist(rows, schema=share_arrow_schema()), [])
+
+    config = share_config({"group_id": "g", "max_poll_records": 100,
+                           "value_deserializer": AvroDeserializer(event_registry())})
+    machine = ShareFetchMachine(config, "g", "member-1", decode=fake_decode, decode_arrow=decode_arrow)
+    machine.set_routes({"t": TOPIC_ID}, {TP0: NODE, TP1: NODE})
+    machine.versions[NODE] = 2
+    machine.set_assignment((TP0, TP1))
+    return machine
+
+
+def _v1(i):
+    return framed_value(1, V1, {"id": i, "tag": None})
+
+
+def _v2(i):
+    return framed_value(2, V2, {"id": i, "tag": None, "score": 0.5})
+
+
+def test_typed_arrow_batches_end_where_the_writer_type_changes_and_the_rest_waits():
+    machine = typed_fetch_machine([_v1(0), _v1(1), _v2(2), _v2(3)])
+    first_fetch(machine, part(0, [(0, 3, 1)]))
+    [first] = machine.hand_out_arrow(100)
+    assert first.column("value").to_pylist() == [{"id": 0, "tag": None}, {"id": 1, "tag": None}]
+    assert machine.arrow_offsets == {TP0: [0, 1]} and machine.unacknowledged() == 2
+    [second] = machine.hand_out_arrow(100)  # the rest was buffered, not delivered
+    assert second.column("value").to_pylist() == [{"id": i, "tag": None, "score": 0.5} for i in (2, 3)]
+    assert second.column("delivery_count").to_pylist() == [1, 1] and machine.unacknowledged() == 4
+    assert not machine.buffered()
+
+
+def test_typed_arrow_batches_of_one_call_share_one_schema_across_partitions():
+    machine = typed_fetch_machine({0: _v1(0), 1: _v1(1), 10: _v2(10)})
+    first_fetch(machine, part(0, [(0, 1, 1)]), part(1, [(10, 10, 1)]))
+    batches = machine.hand_out_arrow(100)
+    assert [b.column("offset").to_pylist() for b in batches] == [[0, 1]]
+    [later] = machine.hand_out_arrow(100)
+    assert later.column("offset").to_pylist() == [10] and later.column("partition").to_pylist() == [1]
+
+
+def test_a_typed_row_that_fails_is_raised_after_the_rows_before_it_and_the_rest_released():
+    machine = typed_fetch_machine([_v1(0), _v1(1), b"not framed", _v1(3)])
+    first_fetch(machine, part(0, [(0, 3, 2)]))
+    [first] = machine.hand_out_arrow(100)
+    assert first.column("offset").to_pylist() == [0, 1]
+    with pytest.raises(ValueFramingError) as info:
+        machine.hand_out_arrow(100)
+    assert (info.value.partition, info.value.offset) == (0, 2)
+    assert not machine.buffered() and machine.unacknowledged() == 2  # 0 and 1, delivered
+    [req] = machine.next_requests(1.0, fetch=True)
+    assert acks_in(req.body)[(TOPIC_ID, 0)] == {2: int(AcknowledgeType.RELEASE), 3: int(AcknowledgeType.RELEASE)}
 
 
 def test_a_batch_that_fails_to_decode_is_released_and_the_error_raised():

@@ -528,6 +528,8 @@ static int aa_regrow(uint8_t **buf, size_t old, size_t bytes)
     return 1;
 }
 
+static int aa_grow_rows(aa_run *r, aa_col *c, size_t cap);
+
 /* Room for one more row (doubling, never past AA_MAX_ROWS). */
 static int aa_room(aa_run *r, aa_col *c)
 {
@@ -538,6 +540,12 @@ static int aa_room(aa_run *r, aa_col *c)
     size_t cap = c->cap ? c->cap * 2 : 64;
     if (cap > AA_MAX_ROWS)
         cap = AA_MAX_ROWS;
+    return aa_grow_rows(r, c, cap);
+}
+
+/* The row buffers of `c` grown to `cap` rows (c->cap < cap <= AA_MAX_ROWS). */
+static int aa_grow_rows(aa_run *r, aa_col *c, size_t cap)
+{
     if (c->nullable && !aa_regrow(&c->validity, fkc_bitmap_bytes(c->cap), fkc_bitmap_bytes(cap)))
         return aa_nomem(r);
     if (c->layout == FKC_AA_BOOL) {
@@ -597,6 +605,17 @@ static int aa_put_bool(aa_run *r, aa_col *c, int on)
     return 1;
 }
 
+/* The data buffer of a BINARY / UTF8 column grown to `cap` bytes (> data_cap). */
+static int aa_grow_data(aa_col *c, size_t cap)
+{
+    uint8_t *grown = realloc(c->data, cap);
+    if (grown == NULL)
+        return 0;
+    c->data = grown;
+    c->data_cap = cap;
+    return 1;
+}
+
 static int aa_put_bytes(aa_run *r, aa_col *c, const uint8_t *p, size_t n)
 {
     if (!aa_begin(r, c))
@@ -610,11 +629,8 @@ static int aa_put_bytes(aa_run *r, aa_col *c, const uint8_t *p, size_t n)
                 return aa_nomem(r);
             cap *= 2;
         }
-        uint8_t *grown = realloc(c->data, cap);
-        if (grown == NULL)
+        if (!aa_grow_data(c, cap))
             return aa_nomem(r);
-        c->data = grown;
-        c->data_cap = cap;
     }
     if (n > 0)
         memcpy(c->data + c->data_len, p, n);
@@ -1095,48 +1111,152 @@ static void aa_cols_free(aa_col *cols, size_t n)
     free(cols);
 }
 
+struct fkc_avro_arrow_builder {
+    aa_run r;
+    fkc_avro_arrow_error unused; /* where r.err points between appends */
+    size_t rows;                 /* payloads appended so far: the next one's index */
+    size_t rows_hint;            /* how many the caller expects in all (0: unknown) */
+    uint8_t *per_row;            /* per column: one row per payload (the root, and struct fields under it) */
+};
+
+/* Sizing from the caller's hint, so the columns do not grow by doubling
+ * (a realloc and a copy each time) through a large batch: the columns with
+ * one row per payload get `rows_hint` rows at the start; after the first
+ * chunk each binary column's bytes are reserved in proportion to what that
+ * chunk wrote. Only a hint: a failed reservation is left to the growth on
+ * the way, which reports it. */
+static void aa_presize_rows(fkc_avro_arrow_builder *b)
+{
+    const fkc_avro_arrow_plan *p = b->r.p;
+    size_t rows = b->rows_hint < AA_MAX_ROWS ? b->rows_hint : AA_MAX_ROWS;
+    b->per_row[0] = 1; /* a column's children come after it: one pass in order */
+    for (size_t c = 0; c < p->column_count; c++) {
+        aa_col *k = &b->r.cols[c];
+        if (!b->per_row[c])
+            continue;
+        if (k->layout == FKC_AA_STRUCT)
+            for (size_t i = 0; i < k->count && k->first + i < p->column_count; i++)
+                b->per_row[k->first + i] = 1;
+        if (k->layout != FKC_AA_NULL && rows > k->cap)
+            (void)aa_grow_rows(&b->r, k, rows);
+    }
+}
+
+static void aa_presize_data(fkc_avro_arrow_builder *b)
+{
+    for (size_t c = 0; c < b->r.p->column_count; c++) {
+        aa_col *k = &b->r.cols[c];
+        if (!aa_has_offsets(k->layout) || k->layout == FKC_AA_LIST || k->layout == FKC_AA_MAP || k->data_len == 0)
+            continue;
+        /* bytes per payload so far, times the payloads expected, an eighth more */
+        double want = (double)k->data_len / (double)b->rows * (double)b->rows_hint * 1.125;
+        if (want > (double)AA_MAX_ROWS)
+            want = (double)AA_MAX_ROWS;
+        if ((size_t)want > k->data_cap)
+            (void)aa_grow_data(k, (size_t)want);
+    }
+}
+
+fkc_avro_arrow_builder *fkc_avro_arrow_start(const fkc_avro_arrow_plan *plan, size_t rows_hint)
+{
+    fkc_avro_arrow_builder *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    b->r.p = plan;
+    b->r.err = &b->unused;
+    b->r.cols = calloc(plan->column_count, sizeof *b->r.cols);
+    if (b->r.cols == NULL) {
+        free(b);
+        return NULL;
+    }
+    for (size_t c = 0; c < plan->column_count; c++) {
+        const int64_t *col = aa_column(plan, (int64_t)c);
+        aa_col *k = &b->r.cols[c];
+        k->plan = col;
+        k->layout = col[C_LAYOUT];
+        k->nullable = (int)col[C_NULLABLE];
+        k->width = aa_width(col);
+        k->first = (size_t)col[C_FIRST];
+        k->count = (size_t)col[C_COUNT];
+    }
+    b->rows_hint = rows_hint;
+    if (rows_hint > 0) {
+        b->per_row = calloc(plan->column_count ? plan->column_count : 1, 1);
+        if (b->per_row == NULL) {
+            fkc_avro_arrow_discard(b);
+            return NULL;
+        }
+        aa_presize_rows(b);
+    }
+    return b;
+}
+
+int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const fkc_avro_tape *tape, const size_t *starts,
+                          const uint8_t *const *payloads, size_t count, fkc_avro_arrow_error *err)
+{
+    aa_run *r = &b->r;
+    r->tape = tape->v;
+    r->err = err;
+    for (size_t i = 0; i < count; i++) {
+        r->pos = starts[i];
+        r->base = payloads[i];
+        r->index = b->rows + i;
+        if (!aa_step(r, r->p->root_step))
+            return err->kind;
+    }
+    int first_chunk = b->rows == 0;
+    b->rows += count;
+    if (first_chunk && b->rows > 0 && b->rows < b->rows_hint)
+        aa_presize_data(b);
+    r->tape = NULL; /* the caller may reuse or free the tape: every value was copied */
+    r->base = NULL;
+    r->err = &b->unused;
+    return FKC_AA_OK;
+}
+
+void fkc_avro_arrow_discard(fkc_avro_arrow_builder *b)
+{
+    if (b == NULL)
+        return;
+    aa_cols_free(b->r.cols, b->r.p->column_count);
+    free(b->per_row);
+    free(b);
+}
+
+int fkc_avro_arrow_finish(fkc_avro_arrow_builder *b, struct ArrowArray *out_array, struct ArrowSchema *out_schema,
+                          fkc_avro_arrow_error *err)
+{
+    aa_run *r = &b->r;
+    r->err = err;
+    r->index = b->rows;
+    int exported = aa_export_schema(r->p, out_schema);
+    if (exported && !aa_export_array(r->p, r->cols, out_array)) {
+        out_schema->release(out_schema);
+        exported = 0;
+    }
+    if (!exported)
+        aa_nomem(r);
+    fkc_avro_arrow_discard(b); /* after an export: only what it did not take */
+    return exported ? FKC_AA_OK : err->kind;
+}
+
 int fkc_avro_arrow_build(const fkc_avro_arrow_plan *plan, const fkc_avro_tape *tape, const size_t *starts,
                          const uint8_t *const *payloads, size_t count, struct ArrowArray *out_array,
                          struct ArrowSchema *out_schema, fkc_avro_arrow_error *err)
 {
-    aa_run r;
-    r.p = plan;
-    r.tape = tape->v;
-    r.err = err;
-    r.index = 0;
-    r.cols = calloc(plan->column_count, sizeof *r.cols);
-    if (r.cols == NULL) {
-        aa_nomem(&r);
+    fkc_avro_arrow_builder *b = fkc_avro_arrow_start(plan, count);
+    if (b == NULL) {
+        err->kind = FKC_AA_NOMEM;
+        err->index = 0;
+        err->offset = 0;
+        err->what = "arrow column";
+        err->problem = "out of memory";
         return err->kind;
     }
-    for (size_t c = 0; c < plan->column_count; c++) {
-        const int64_t *col = aa_column(plan, (int64_t)c);
-        r.cols[c].plan = col;
-        r.cols[c].layout = col[C_LAYOUT];
-        r.cols[c].nullable = (int)col[C_NULLABLE];
-        r.cols[c].width = aa_width(col);
-        r.cols[c].first = (size_t)col[C_FIRST];
-        r.cols[c].count = (size_t)col[C_COUNT];
+    int rc = fkc_avro_arrow_append(b, tape, starts, payloads, count, err);
+    if (rc != FKC_AA_OK) {
+        fkc_avro_arrow_discard(b);
+        return rc;
     }
-    for (size_t i = 0; i < count; i++) {
-        r.pos = starts[i];
-        r.base = payloads[i];
-        r.index = i;
-        if (!aa_step(&r, plan->root_step)) {
-            aa_cols_free(r.cols, plan->column_count);
-            return err->kind;
-        }
-    }
-    r.index = count;
-    int exported = aa_export_schema(plan, out_schema);
-    if (exported && !aa_export_array(plan, r.cols, out_array)) {
-        out_schema->release(out_schema);
-        exported = 0;
-    }
-    aa_cols_free(r.cols, plan->column_count); /* after an export: only what it did not take */
-    if (!exported) {
-        aa_nomem(&r);
-        return err->kind;
-    }
-    return FKC_AA_OK;
+    return fkc_avro_arrow_finish(b, out_array, out_schema, err);
 }

@@ -123,6 +123,23 @@ int fkc_avro_arrow_build(const fkc_avro_arrow_plan *plan, const fkc_avro_tape *t
                          const uint8_t *const *payloads, size_t count, struct ArrowArray *out_array,
                          struct ArrowSchema *out_schema, fkc_avro_arrow_error *err);
 
+/* The same, a chunk of payloads at a time: start() a builder (NULL: out
+ * of memory; rows_hint: how many payloads will be appended in all, 0 when
+ * unknown, used only to size the columns), append() each chunk's tape (rows go on after the last
+ * chunk's; err's index counts from the first payload of all; the tape and
+ * the payloads may be reused or freed once it returns, every value being
+ * copied), then finish() exports every row appended and frees the builder
+ * (also on failure). After an append() fails, only discard() it. A caller
+ * that reads a large batch in chunks keeps one small tape, reused and warm
+ * in cache, instead of one tape for the whole batch. */
+typedef struct fkc_avro_arrow_builder fkc_avro_arrow_builder;
+fkc_avro_arrow_builder *fkc_avro_arrow_start(const fkc_avro_arrow_plan *plan, size_t rows_hint);
+int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const fkc_avro_tape *tape, const size_t *starts,
+                          const uint8_t *const *payloads, size_t count, fkc_avro_arrow_error *err);
+int fkc_avro_arrow_finish(fkc_avro_arrow_builder *b, struct ArrowArray *out_array, struct ArrowSchema *out_schema,
+                          fkc_avro_arrow_error *err);
+void fkc_avro_arrow_discard(fkc_avro_arrow_builder *b);
+
 #ifdef __cplusplus
 }
 #endif

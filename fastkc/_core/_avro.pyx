@@ -11,22 +11,23 @@ Two phases, as the record decoder (decode_many):
      cannot meet bad input (phase 1 proved the tape), except a logical
      value Python cannot hold, which it reports at the value's offset.
 
-decode_arrow runs phase 1 and then the Arrow sink (csrc/fkc_avro_arrow.c)
-in the same GIL-free stretch: the tape becomes one typed Arrow array, handed
-to pyarrow through the C data interface, by the plan set_arrow_plan()
-installed (fastkc/schema_registry/avro_arrow.py compiles it).
+decode_arrow runs phase 1 and then the Arrow sink (csrc/fkc_avro_arrow.c),
+a chunk of payloads at a time on one reused tape, in the same GIL-free
+stretch: the tapes become one typed Arrow array, handed to pyarrow through
+the C data interface, by the plan set_arrow_plan() installed
+(fastkc/schema_registry/avro_arrow.py compiles it).
 
 The program and its constants come from
 fastkc/schema_registry/avro_schema.py; fastkc/_twin/avro.py is the oracle.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_SetItem
 from cpython.float cimport PyFloat_FromDouble
-from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromLongLong
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM
@@ -122,9 +123,14 @@ cdef extern from "fkc_avro_arrow.h":
         const char *what
         const char *problem
     int fkc_avro_arrow_check(const fkc_avro_arrow_plan *plan)
-    int fkc_avro_arrow_build(const fkc_avro_arrow_plan *plan, const fkc_avro_tape *tape, const size_t *starts,
-                             const uint8_t *const *payloads, size_t count, ArrowArray *out_array,
-                             ArrowSchema *out_schema, fkc_avro_arrow_error *err) nogil
+    ctypedef struct fkc_avro_arrow_builder:
+        pass
+    fkc_avro_arrow_builder *fkc_avro_arrow_start(const fkc_avro_arrow_plan *plan, size_t rows_hint) nogil
+    int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const fkc_avro_tape *tape, const size_t *starts,
+                              const uint8_t *const *payloads, size_t count, fkc_avro_arrow_error *err) nogil
+    int fkc_avro_arrow_finish(fkc_avro_arrow_builder *b, ArrowArray *out_array, ArrowSchema *out_schema,
+                              fkc_avro_arrow_error *err) nogil
+    void fkc_avro_arrow_discard(fkc_avro_arrow_builder *b) nogil
 
 
 import_datetime()
@@ -185,8 +191,11 @@ cdef class _Payloads:
     cdef Py_buffer *views
     cdef size_t nviews
 
-    def __cinit__(self, payloads, Py_ssize_t arrow_skip=-1):
+    def __cinit__(self, payloads, Py_ssize_t arrow_skip=-1, bytes prefix=None, Py_ssize_t start=0):
         cdef size_t i
+        if prefix is not None:
+            self._prefixed(payloads, prefix, start)
+            return
         if arrow_skip >= 0:
             self.items = [payloads]
             self.count = len(payloads)
@@ -215,6 +224,36 @@ cdef class _Payloads:
                 self.ptrs[i] = <const uint8_t *>self.views[self.nviews].buf
                 self.lengths[i] = <size_t>self.views[self.nviews].len
                 self.nviews += 1
+
+    cdef int _prefixed(self, list payloads, bytes prefix, Py_ssize_t start) except -1:
+        """The leading payloads from payloads[start] on that are bytes
+        starting with `prefix` (one writer schema's 5-byte Schema Registry
+        frame), each read past it in place; the run ends at the first that
+        is not (None, another schema id, too short, not bytes)."""
+        cdef Py_ssize_t k = len(prefix), total, i, n
+        cdef const char *want = PyBytes_AS_STRING(prefix)
+        cdef const char *data
+        if start < 0 or start > len(payloads):
+            raise IndexError("fastkc: start outside the payloads")
+        total = len(payloads) - start
+        self.items = payloads
+        self.ptrs = <const uint8_t **>malloc(max(total, 1) * sizeof(uint8_t *))
+        self.lengths = <size_t *>malloc(max(total, 1) * sizeof(size_t))
+        self.starts = <size_t *>malloc((total + 1) * sizeof(size_t))
+        if self.ptrs == NULL or self.lengths == NULL or self.starts == NULL:
+            raise MemoryError()
+        for i in range(total):
+            p = <object>PyList_GET_ITEM(payloads, start + i)
+            if not PyBytes_CheckExact(p):
+                break
+            n = PyBytes_GET_SIZE(p)
+            data = PyBytes_AS_STRING(p)
+            if n < k or memcmp(data, want, <size_t>k) != 0:
+                break
+            self.ptrs[self.count] = <const uint8_t *>data + k
+            self.lengths[self.count] = <size_t>(n - k)
+            self.count += 1
+        return 0
 
     cdef int _arrow_rows(self, array, Py_ssize_t skip) except -1:
         """The rows of a pyarrow binary array (int32 offsets, no nulls), each
@@ -315,7 +354,7 @@ cdef class Decoder:
     def decode_many(self, payloads):
         """The values of a list of payloads (bytes-like), in order. The first
         bad payload raises AvroDecodeError naming its index and byte offset."""
-        cdef _Payloads p = _Payloads(payloads)
+        cdef _Payloads p = payloads if type(payloads) is _Payloads else _Payloads(payloads)
         cdef size_t i, done, start = 0, n
         cdef fkc_avro_tape tape
         cdef fkc_avro_error err
@@ -354,6 +393,14 @@ cdef class Decoder:
                 PyGC_Enable()
             self.tape = NULL
             fkc_avro_tape_free(&tape)
+
+    def decode_prefixed(self, list values, Py_ssize_t start, bytes prefix):
+        """decode_many() of one Schema Registry run: the leading values from
+        values[start] on that are bytes starting with `prefix` (the 5-byte
+        frame of one writer schema), each past it, read in place (no slice
+        per value). As many values as the run has: [] when values[start]
+        is not such bytes. AvroDecodeError's index counts from `start`."""
+        return self.decode_many(_Payloads(values, -1, prefix, start))
 
     def set_arrow_plan(self, columns, steps, strings, root_step):
         """Install the Arrow plan of this program (avro_arrow.compile_plan:
@@ -410,11 +457,12 @@ cdef class Decoder:
         offsets (nothing is returned: decode the payloads before it first)."""
         global _import_array
         cdef _Payloads p
-        cdef size_t done
+        cdef size_t done = 0, start = 0, n = 0
         cdef int rc = FKC_AA_OK
         cdef fkc_avro_tape tape
         cdef fkc_avro_error err
         cdef fkc_avro_arrow_error aerr
+        cdef fkc_avro_arrow_builder *builder = NULL
         cdef ArrowArray array
         cdef ArrowSchema schema
         if self.plan_columns == NULL:
@@ -429,23 +477,38 @@ cdef class Decoder:
         schema.release = NULL
         try:
             with nogil:
-                done = fkc_avro_decode_many(self.code, self.code_len, p.ptrs, p.lengths, p.count,
-                                            self.allow_trailing, &tape, p.starts, &err)
-                # the payloads before a bad one are built too: a value of
-                # theirs the columns cannot hold is reported first, as the
-                # object builder reports it
-                if done == p.count or not err.nomem:
-                    rc = fkc_avro_arrow_build(&self.plan, &tape, p.starts, p.ptrs, done, &array, &schema, &aerr)
-            if (done < p.count and err.nomem) or rc == FKC_AA_NOMEM:
+                builder = fkc_avro_arrow_start(&self.plan, p.count)
+                if builder == NULL:
+                    rc = FKC_AA_NOMEM
+                # read and built _CHUNK payloads at a time, on one reused tape
+                while rc == FKC_AA_OK and start < p.count:
+                    n = min(<size_t>_CHUNK, p.count - start)
+                    tape.len = 0
+                    done = fkc_avro_decode_many(self.code, self.code_len, p.ptrs + start, p.lengths + start, n,
+                                                self.allow_trailing, &tape, p.starts + start, &err)
+                    if done < n and err.nomem:
+                        break
+                    # the payloads before a bad one are built too: a value of
+                    # theirs the columns cannot hold is reported first, as the
+                    # object builder reports it
+                    rc = fkc_avro_arrow_append(builder, &tape, p.starts + start, p.ptrs + start, done, &aerr)
+                    if done < n:
+                        break
+                    start += n
+                if rc == FKC_AA_OK and start == p.count:
+                    rc = fkc_avro_arrow_finish(builder, &array, &schema, &aerr)
+                    builder = NULL  # finished (or freed by its failure)
+            if (done < n and err.nomem) or rc == FKC_AA_NOMEM:
                 raise MemoryError("fastkc: out of memory for the Avro tape or its Arrow columns")
             if rc == FKC_AA_CAPACITY:
                 raise _AvroArrowCapacityError(aerr.index, aerr.offset, aerr.what.decode(), aerr.problem.decode())
             if rc == FKC_AA_VALUE:
                 raise _AvroDecodeError(aerr.index, aerr.offset, aerr.what.decode(), aerr.problem.decode())
-            if done < p.count:
-                raise _AvroDecodeError(err.index, err.offset, err.what.decode(), err.problem.decode())
+            if done < n:
+                raise _AvroDecodeError(start + err.index, err.offset, err.what.decode(), err.problem.decode())
             return _import_array(<size_t>&array, <size_t>&schema)
         finally:
+            fkc_avro_arrow_discard(builder)
             # pyarrow took both when the import succeeded (their release is NULL then)
             if array.release != NULL:
                 array.release(&array)

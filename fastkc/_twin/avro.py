@@ -259,3 +259,15 @@ class Decoder:
                 raise AvroDecodeError(index, f.offset, f.what, f.problem) from None
             out.append(v)
         return out
+
+    def decode_prefixed(self, values: list[Any], start: int, prefix: bytes) -> list[Any]:
+        """decode_many() of the leading values from values[start] on that are
+        bytes starting with `prefix`, each past it."""
+        if not 0 <= start <= len(values):
+            raise IndexError("fastkc: start outside the payloads")
+        run = []
+        for value in values[start:]:
+            if type(value) is not bytes or not value.startswith(prefix):
+                break
+            run.append(value[len(prefix):])
+        return self.decode_many(run)

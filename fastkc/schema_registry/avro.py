@@ -88,6 +88,15 @@ class AvroDecoder:
         with self._lock:
             return self._core.decode_many(payloads)
 
+    def decode_prefixed(self, values: list[Any], start: int, prefix: bytes) -> list[Any]:
+        """decode_many() of one Schema Registry run: the leading values from
+        values[start] on that are bytes starting with `prefix` (one writer
+        schema's 5-byte frame), each past it, read in place; [] when
+        values[start] is not. AvroDecodeError's index counts from start."""
+        with self._lock:
+            result: list[Any] = self._core.decode_prefixed(values, start, prefix)
+            return result
+
     def decode_arrow(self, payloads: Iterable[_Buffer]) -> Any:
         """The values of `payloads` as one pyarrow.Array (a record schema: a
         struct array), one row per payload. A reader type with no Arrow

@@ -350,6 +350,78 @@ class AvroDeserializer:
         says whether these are keys or values (which schema-id header counts)."""
         if len(offsets) != len(values) or (headers_list is not None and len(headers_list) != len(values)):
             raise ValueError("values, offsets and headers_list must have the same length")
+        if not self._read_headers or headers_list is None or not any(headers_list):
+            out = self._many_prefixed(values, topic, partition, offsets, field)
+        else:
+            out = self._many_framed_each(values, topic, partition, offsets, headers_list, field)
+        if self._from_dict is not None:
+            for i, value in enumerate(out):
+                if values[i] is not None:
+                    out[i] = self._from_dict(value, SerializationContext(
+                        topic, field, headers_list[i] if headers_list is not None else None))
+        return out
+
+    def _many_prefixed(self, values: Sequence[bytes | None], topic: str, partition: int, offsets: Sequence[int],
+                       field: MessageField) -> list[Any]:
+        """deserialize_many() when no schema-id header can count: each run of
+        values sharing one 5-byte frame is cut and decoded in one C call
+        (Decoder.decode_prefixed), with no Python step per value. The first
+        bad value in offset order is the one raised."""
+        listed = values if type(values) is list else list(values)
+        is_key = field == MessageField.KEY
+        context = SerializationContext(topic, field)
+        out: list[Any] = [None] * len(listed)
+        asked: set[int | str] = set()  # the ids prefetched in this call
+        i = 0
+        while i < len(listed):
+            data = listed[i]
+            if data is None:
+                i += 1
+                continue
+            frame = self._split(data, None, is_key, topic, partition, offsets[i])
+            if frame.schema_key not in asked and self._writers.get(frame.schema_key) is None:
+                asked.update(self._prefetch_unseen(listed, i, is_key, topic, partition, offsets))
+            writer = self._writer_schema(frame.schema_key, topic, partition, offsets[i])
+            if _is_raw_bytes(writer):
+                out[i] = frame.payload
+                i += 1
+                continue
+            decoder = self._decoder(frame.schema_key, writer, self._reader_for(context, writer), topic, partition,
+                                    offsets[i])
+            try:
+                run = decoder.decode_prefixed(listed, i, bytes(data[:frame.payload_offset]))
+                if not run:  # a bytes-like value that is not bytes: on its own
+                    run = decoder.decode_many([frame.payload])
+            except AvroDecodeError as exc:
+                raise PayloadDecodeError(str(exc), topic, partition, offsets[i + max(0, exc.index)],
+                                         frame.schema_key) from exc
+            out[i:i + len(run)] = run
+            i += len(run)
+        return out
+
+    def _prefetch_unseen(self, values: list[Any], start: int, is_key: bool, topic: str, partition: int,
+                         offsets: Sequence[int]) -> set[int | str]:
+        """On a schema id not seen before: the ids of the rest of the batch
+        (up to its first unframed value) fetched together, so the batch
+        waits for the registry once, not once per new id. Returns them."""
+        groups: dict[int | str, list[tuple[int, Frame]]] = {}
+        for j in range(start, len(values)):
+            if values[j] is None:
+                continue
+            try:
+                frame = self._split(values[j], None, is_key, topic, partition, offsets[j])
+            except ValueFramingError:
+                break  # raised when the run reaches it
+            if self._writers.get(frame.schema_key) is None:
+                groups.setdefault(frame.schema_key, []).append((j, frame))
+        self._prefetch(groups, topic, partition, offsets)
+        return set(groups)
+
+    def _many_framed_each(self, values: Sequence[bytes | None], topic: str, partition: int,
+                          offsets: Sequence[int], headers_list: Sequence[Headers | None],
+                          field: MessageField) -> list[Any]:
+        """deserialize_many() when rows carry headers that may name their
+        schema: framed one by one, then decoded per writer schema."""
         is_key = field == MessageField.KEY
         out: list[Any] = [None] * len(values)
         groups: dict[int | str, list[tuple[int, Frame]]] = {}
@@ -376,11 +448,6 @@ class AvroDeserializer:
                 raise PayloadDecodeError(str(exc), topic, partition, offset, key) from exc
             for (i, _), value in zip(members, decoded):
                 out[i] = value
-        if self._from_dict is not None:
-            for i, value in enumerate(out):
-                if values[i] is not None:
-                    out[i] = self._from_dict(value, SerializationContext(
-                        topic, field, headers_list[i] if headers_list is not None else None))
         return out
 
     # --- the Arrow entry point ------------------------------------------------------------------

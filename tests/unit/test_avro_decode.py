@@ -5,10 +5,12 @@ import datetime
 import decimal
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from fastkc.schema_registry.avro import AvroDecoder
+from fastkc.schema_registry.avro_errors import AvroDecodeError
 from tests.support.avro import Pair, assert_same, encode, fastavro_read, schemas, values
 
 # no shrinking: generated schemas shrink for minutes; a failure prints its draws
@@ -173,3 +175,31 @@ def test_timestamps_across_the_calendar_equal_fastavro(logical, millis, micros):
     payloads = [encode("long", v) for v in raw]
     for payload, value in zip(payloads, Pair(schema).both(payloads)):
         assert_same(value, fastavro_read(schema, payload))
+
+
+def test_a_prefixed_run_ends_at_the_first_value_of_another_frame():
+    """decode_prefixed: the leading values that carry the frame, each read
+    past it; the compiled decoder and the twin agree on the run and on an
+    error's index (counted from start)."""
+    schema = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "long"}]}
+    pair = Pair(schema)
+    frame, other = b"\x00\x00\x00\x00\x07", b"\x00\x00\x00\x00\x08"
+    good = [frame + encode(schema, {"n": i}) for i in range(4)]
+    stops = {"None": None, "another id": other + encode(schema, {"n": 9}), "short": frame[:3],
+             "a memoryview": memoryview(good[0]), "a bytearray": bytearray(good[0])}
+    for why, stop in stops.items():
+        values = [b"skipped"] + good[:2] + [stop] + good[2:]
+        for decoder in (pair.c, pair.twin):
+            assert decoder.decode_prefixed(values, 1, frame) == [{"n": 0}, {"n": 1}], why
+            assert decoder.decode_prefixed(values, 3, frame) == [], why
+            assert decoder.decode_prefixed(values, 4, frame) == [{"n": 2}, {"n": 3}], why
+            assert decoder.decode_prefixed(values, len(values), frame) == [], why
+    bad = [b"x"] + good[:2] + [frame + b"\x81"] + good[2:]  # a varint cut short
+    keys = set()
+    for decoder in (pair.c, pair.twin):
+        with pytest.raises(AvroDecodeError) as info:
+            decoder.decode_prefixed(bad, 1, frame)
+        keys.add(info.value.key())
+        with pytest.raises(IndexError):
+            decoder.decode_prefixed(good, len(good) + 1, frame)
+    assert len(keys) == 1 and next(iter(keys))[0] == 2

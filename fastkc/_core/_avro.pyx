@@ -200,7 +200,9 @@ cdef class _Payloads:
             self.items = [payloads]
             self.count = len(payloads)
         else:
-            self.items = payloads if type(payloads) is list else list(payloads)
+            # a copy: the pointers must outlive any change to the caller's list
+            # while the GIL is released
+            self.items = list(payloads)
             self.count = len(self.items)
         self.ptrs = <const uint8_t **>malloc(max(self.count, 1) * sizeof(uint8_t *))
         self.lengths = <size_t *>malloc(max(self.count, 1) * sizeof(size_t))
@@ -236,7 +238,6 @@ cdef class _Payloads:
         if start < 0 or start > len(payloads):
             raise IndexError("fastkc: start outside the payloads")
         total = len(payloads) - start
-        self.items = payloads
         self.ptrs = <const uint8_t **>malloc(max(total, 1) * sizeof(uint8_t *))
         self.lengths = <size_t *>malloc(max(total, 1) * sizeof(size_t))
         self.starts = <size_t *>malloc((total + 1) * sizeof(size_t))
@@ -253,6 +254,9 @@ cdef class _Payloads:
             self.ptrs[self.count] = <const uint8_t *>data + k
             self.lengths[self.count] = <size_t>(n - k)
             self.count += 1
+        # the run's own list: its bytes outlive any change to the caller's
+        # list while the GIL is released
+        self.items = payloads[start:start + <Py_ssize_t>self.count]
         return 0
 
     cdef int _arrow_rows(self, array, Py_ssize_t skip) except -1:
@@ -365,7 +369,8 @@ cdef class Decoder:
         # The values hold no cycles, and building them is the hot path: the
         # cyclic collector would run every few hundred records over ever more
         # of them (a fifth of the time, measured). Off while they are built;
-        # its counters still see them afterwards.
+        # its counters still see them afterwards. Turned back on only if it
+        # was on (another thread's call in between sees it off and leaves it).
         gc_was_on = PyGC_Disable()
         try:
             while start < p.count:

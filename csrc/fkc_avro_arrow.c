@@ -1239,24 +1239,3 @@ int fkc_avro_arrow_finish(fkc_avro_arrow_builder *b, struct ArrowArray *out_arra
     fkc_avro_arrow_discard(b); /* after an export: only what it did not take */
     return exported ? FKC_AA_OK : err->kind;
 }
-
-int fkc_avro_arrow_build(const fkc_avro_arrow_plan *plan, const fkc_avro_tape *tape, const size_t *starts,
-                         const uint8_t *const *payloads, size_t count, struct ArrowArray *out_array,
-                         struct ArrowSchema *out_schema, fkc_avro_arrow_error *err)
-{
-    fkc_avro_arrow_builder *b = fkc_avro_arrow_start(plan, count);
-    if (b == NULL) {
-        err->kind = FKC_AA_NOMEM;
-        err->index = 0;
-        err->offset = 0;
-        err->what = "arrow column";
-        err->problem = "out of memory";
-        return err->kind;
-    }
-    int rc = fkc_avro_arrow_append(b, tape, starts, payloads, count, err);
-    if (rc != FKC_AA_OK) {
-        fkc_avro_arrow_discard(b);
-        return rc;
-    }
-    return fkc_avro_arrow_finish(b, out_array, out_schema, err);
-}

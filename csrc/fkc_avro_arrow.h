@@ -114,21 +114,15 @@ typedef struct fkc_avro_arrow_error {
  * fkc_avro_check_program()). */
 int fkc_avro_arrow_check(const fkc_avro_arrow_plan *plan);
 
-/* Payloads [0, count) of `tape` (starts[i] its entries' first, as
- * fkc_avro_decode_many() left them; payloads[i] the bytes the tape's
- * offsets point into) become one array of `count` rows in *out_array,
- * typed by *out_schema. FKC_AA_OK, or the failure in *err (nothing
- * exported, nothing kept). The plan must have passed fkc_avro_arrow_check(). */
-int fkc_avro_arrow_build(const fkc_avro_arrow_plan *plan, const fkc_avro_tape *tape, const size_t *starts,
-                         const uint8_t *const *payloads, size_t count, struct ArrowArray *out_array,
-                         struct ArrowSchema *out_schema, fkc_avro_arrow_error *err);
-
-/* The same, a chunk of payloads at a time: start() a builder (NULL: out
- * of memory; rows_hint: how many payloads will be appended in all, 0 when
- * unknown, used only to size the columns), append() each chunk's tape (rows go on after the last
- * chunk's; err's index counts from the first payload of all; the tape and
- * the payloads may be reused or freed once it returns, every value being
- * copied), then finish() exports every row appended and frees the builder
+/* Payloads become one array of as many rows, a chunk at a time: start() a
+ * builder (NULL: out of memory; rows_hint: how many payloads will be
+ * appended in all, 0 when unknown, used only to size the columns);
+ * append() each chunk's payloads [0, count) of `tape` (starts[i] their
+ * entries' first, as fkc_avro_decode_many() left them; payloads[i] the
+ * bytes the tape's offsets point into; its rows go on after the last
+ * chunk's, err's index counts from the first payload of all, and the tape
+ * and the payloads may be reused or freed once it returns, every value
+ * being copied); then finish() exports every row appended and frees the builder
  * (also on failure). After an append() fails, only discard() it. A caller
  * that reads a large batch in chunks keeps one small tape, reused and warm
  * in cache, instead of one tape for the whole batch. */

@@ -617,7 +617,11 @@ class GroupMemberBase(Generic[Machine]):
             self._committed_read = op
             self._ensure_thread()
         if wait_ms > 0 and not op.done:
-            self._drive_until(op, self._clock() + wait_ms / 1000.0, interrupt)
+            try:
+                self._drive_op(op, self._clock() + wait_ms / 1000.0, interrupt, leave_in_flight=True)
+            except BaseException:
+                self._committed_read = None  # cancelled: the partitions stay held, read again next time
+                raise
         if not op.done:
             return
         self._committed_read = None
@@ -629,31 +633,6 @@ class GroupMemberBase(Generic[Machine]):
         self._starts.failed(self._clock(), error)
         if not (isinstance(error, KafkaError) and error.retriable):
             raise error
-
-    def _drive_until(self, op: FetchOp, deadline: float, interrupt: Interrupt | None) -> None:
-        """Drive the commit machine on the caller's thread until `op` is
-        settled or `deadline` has passed; the operation stays in flight past
-        that (its own deadline ends it). An interrupt forgets it: the
-        partitions stay held and the next call reads them again."""
-        try:
-            while not op.done and self._clock() < deadline:
-                try:
-                    with self._io(deadline, interrupt), self._interruptible(interrupt):
-                        self._drive(self.commits, deadline=deadline)
-                except KafkaTimeoutError:
-                    return  # the group thread kept the client (a JoinGroup held open) until deadline
-                if op.done:
-                    return
-                with self._lock:
-                    until = self.commits.next_deadline()
-                if until is None:  # nothing scheduled: an answer we wait for was dropped
-                    until = self._clock() + self.config["retry_backoff_ms"] / 1000.0
-                self._wait_until(min(until, deadline), interrupt)
-        except BaseException as exc:
-            with self._lock:
-                self.commits.cancel(op, exc)
-            self._committed_read = None
-            raise
 
     def _positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
         positions = self.app.positions()
@@ -702,12 +681,32 @@ class GroupMemberBase(Generic[Machine]):
         return op
 
     def _wait_for(self, op: CommitOp | FetchOp, deadline: float, interrupt: Interrupt | None) -> Committed | None:
-        """Drive the commit machine until `op` is settled (on the caller's
-        thread, io lock held for each round); raises its error."""
+        """Drive the commit machine until `op` is settled (its own deadline,
+        at most `deadline`, ends it); raises its error."""
+        self._drive_op(op, deadline, interrupt, leave_in_flight=False)
+        if op.error is not None:
+            raise op.error
+        return op.result
+
+    def _drive_op(self, op: CommitOp | FetchOp, deadline: float, interrupt: Interrupt | None, *,
+                  leave_in_flight: bool) -> None:
+        """Drive the commit machine on the caller's thread (io lock held for
+        each round) until `op` is settled. leave_in_flight: stop at
+        `deadline` (or when the group thread keeps the client until then)
+        and leave `op` in flight for the group thread; else go on until the
+        machine settles it at its own deadline. An interrupt or any other
+        error cancels `op` and is raised."""
         try:
             while not op.done:
-                with self._io(deadline, interrupt), self._interruptible(interrupt):
-                    self._drive(self.commits, deadline=deadline)
+                if leave_in_flight and self._clock() >= deadline:
+                    return
+                try:
+                    with self._io(deadline, interrupt), self._interruptible(interrupt):
+                        self._drive(self.commits, deadline=deadline)
+                except KafkaTimeoutError:
+                    if leave_in_flight:
+                        return  # the group thread kept the client (a JoinGroup held open) until deadline
+                    raise
                 if op.done:
                     break
                 with self._lock:
@@ -721,9 +720,6 @@ class GroupMemberBase(Generic[Machine]):
             raise
         finally:
             self._collect_commit_events()
-        if op.error is not None:
-            raise op.error
-        return op.result
 
     def _collect_commit_events(self) -> None:
         with self._lock:

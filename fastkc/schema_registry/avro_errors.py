@@ -7,6 +7,7 @@ consumer's `except KafkaError` still catches them.
 from __future__ import annotations
 
 from fastkc.errors import KafkaError
+from fastkc.schema_registry.payload_errors import PayloadReadError
 
 
 class AvroSchemaError(KafkaError):
@@ -15,31 +16,10 @@ class AvroSchemaError(KafkaError):
     resolve the writer schema (Avro's "Schema Resolution" rules)."""
 
 
-class AvroDecodeError(KafkaError):
-    """A payload that does not decode under its schema.
-
-    Attributes:
-        index: which payload of the decoded list (0 for a single one)
-        offset: the byte inside that payload where reading failed
-        what: what was being read ("string length", "union branch", ...)
-        problem: why ("truncated", "index out of range", ...)
-
-    The record's topic, partition, offset and schema id are added by the
-    caller that knows them (`context`).
-    """
-
-    def __init__(self, index: int, offset: int, what: str, problem: str, context: str = "") -> None:
-        self.index = index
-        self.offset = offset
-        self.what = what
-        self.problem = problem
-        self.context = context
-        where = f" ({context})" if context else ""
-        super().__init__(f"payload {index}, byte {offset}: {what}: {problem}{where}")
-
-    def key(self) -> tuple[int, int, str, str]:
-        """(index, offset, what, problem): what two decoders must agree on."""
-        return (self.index, self.offset, self.what, self.problem)
+class AvroDecodeError(PayloadReadError):
+    """A payload that does not decode under its Avro schema (or does not
+    resolve to the reader schema); `index`, `offset`, `what` and `problem`
+    as PayloadReadError says."""
 
 
 class AvroArrowUnsupportedError(AvroSchemaError):

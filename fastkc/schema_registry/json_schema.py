@@ -20,8 +20,12 @@ json.loads's value, which is what confluent-kafka returns without orjson:
   precision loss, and what confluent-kafka returns with orjson installed);
   a payload holding a run of 19 or more digits is parsed by json.loads.
 - NaN, Infinity, -Infinity, numbers past the double range (json.loads: inf),
-  escaped lone surrogates ("\\ud800"), nesting deeper than orjson's 1024
-  levels: orjson refuses them, so such a payload is parsed by json.loads.
+  escaped lone surrogates ("\\ud800"): orjson refuses them, so such a
+  payload is parsed by json.loads.
+- deep nesting: orjson 3.8 takes 10**5 nested arrays, json.loads raises
+  RecursionError (about 1000 levels, with the interpreter's stack): a
+  payload with more than 1024 brackets is parsed by json.loads, and its
+  RecursionError is a JsonDecodeError.
 
 Refused (JsonDecodeError) where json.loads on the bytes would accept: a UTF-8
 BOM, UTF-16/32 text, UTF-8-encoded surrogates (json.loads decodes bytes with
@@ -72,6 +76,12 @@ Payload = bytes | bytearray | memoryview
 # a float; any run of 19 digits (also inside a string or a fraction, where
 # json.loads gives the same value anyway) sends the payload to json.loads.
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
+# orjson 3.8 parses arrays nested past any depth (10**5 levels) where
+# json.loads raises RecursionError; a payload with more brackets than
+# orjson's object-depth limit is given to json.loads, so the two agree (a
+# text that deep needs at least twice as many bytes).
+_ORJSON_DEPTH = 1024
+_DEEP_BYTES = 2 * _ORJSON_DEPTH
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # Arrow node kinds (ArrowNode.kind)
@@ -99,7 +109,10 @@ class ArrowNode:
     # turned into dictionary indices over the symbols
     build_type: Any = field(default=None, compare=False)
     has_enum: bool = False
-    has_text: bool = False
+    # a position Arrow's JSON reader cannot build: json-text (it has no
+    # "sub-value as text"), null (its list<null> comes out malformed, measured
+    # with pyarrow 26)
+    needs_values: bool = False
 
 
 def _make(kind: str, children: tuple[tuple[str, ArrowNode], ...] = (), symbols: tuple[str, ...] = ()) -> ArrowNode:
@@ -118,7 +131,7 @@ def _make(kind: str, children: tuple[tuple[str, ArrowNode], ...] = (), symbols: 
         t, b = pa.map_(pa.string(), children[0][1].arrow_type), pa.map_(pa.string(), children[0][1].build_type)
     return ArrowNode(kind, children, symbols, t, b,
                      kind == ENUM or any(c.has_enum for _, c in children),
-                     kind == TEXT or any(c.has_text for _, c in children))
+                     kind in (TEXT, NULL) or any(c.needs_values for _, c in children))
 
 
 class _Resolver:
@@ -170,7 +183,7 @@ def arrow_node(schema: Any, references: Mapping[str, Any] | None = None) -> Arro
                           (json.dumps with separators (",", ":"), ensure_ascii=False)
     """
     resolver = _Resolver(schema, references or {})
-    return _node(schema, resolver, ())
+    return _node(schema, resolver, ("#",))  # the root is being mapped: "$ref": "#" recurses
 
 
 def _nullable_branch(branches: Any) -> Any:
@@ -233,6 +246,11 @@ def _node(schema: Any, resolver: _Resolver, stack: tuple[str, ...]) -> ArrowNode
     return _make(TEXT)
 
 
+def _brackets(p: Payload) -> int:
+    data = p if isinstance(p, (bytes, bytearray)) else bytes(p)
+    return data.count(b"[") + data.count(b"{")
+
+
 class _Mismatch(Exception):
     """A value that does not fit its Arrow position (internal: becomes JsonArrowTypeError)."""
 
@@ -246,6 +264,15 @@ def _describe(value: Any) -> str:
     name = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", float: "a number",
             int: "an integer"}.get(type(value), type(value).__name__)
     return "{0} ({1})".format(name, json.dumps(value, ensure_ascii=False)[:40])
+
+
+def _utf8(text: str, path: str) -> None:
+    """Refuses a str Arrow's utf8 cannot hold (json.loads keeps an escaped
+    lone surrogate, "\\ud800", as it is)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise _Mismatch(path, "a string with a lone surrogate cannot be UTF-8") from None
 
 
 def _json_text(value: Any) -> str:
@@ -297,10 +324,7 @@ def _converter(node: ArrowNode) -> Callable[[Any, str], Any]:
                 if kind == ENUM and v not in symbols:
                     raise _Mismatch(path, "{0} is not one of the enum's symbols".format(_describe(v)))
                 if not v.isascii():
-                    try:
-                        v.encode()
-                    except UnicodeEncodeError:
-                        raise _Mismatch(path, "a string with a lone surrogate cannot be UTF-8") from None
+                    _utf8(v, path)
                 return v
             return None if v is None else fail(v, path)
     elif kind == TEXT:
@@ -330,6 +354,9 @@ def _converter(node: ArrowNode) -> Callable[[Any, str], Any]:
 
         def conv(v: Any, path: str) -> Any:
             if type(v) is dict:
+                for k in v:
+                    if not k.isascii():
+                        _utf8(k, path)
                 return [(k, value(x, path + "." + k)) for k, x in v.items()]
             return None if v is None else fail(v, path)
     return conv
@@ -349,7 +376,9 @@ def _to_dictionaries(array: Any, node: ArrowNode) -> Any:
         return pa.DictionaryArray.from_arrays(indices.cast(pa.int32()), symbols)
     mask = array.is_null() if array.null_count else None
     if node.kind == STRUCT:
-        children = [_to_dictionaries(array.field(i), child) for i, (_, child) in enumerate(node.children)]
+        # flatten(): the children with the struct's nulls applied (a null
+        # struct's child slots hold whatever the builder put there)
+        children = [_to_dictionaries(a, child) for a, (_, child) in zip(array.flatten(), node.children)]
         return pa.StructArray.from_arrays(children, fields=list(node.arrow_type), mask=mask)
     if node.kind == LIST:
         values = _to_dictionaries(array.values, node.children[0][1])
@@ -437,6 +466,8 @@ class JsonSchemaCodec:
             try:
                 if long_digits(p) is not None:
                     raise ValueError  # orjson would turn a long integer into a float
+                if len(p) > _DEEP_BYTES and _brackets(p) > _ORJSON_DEPTH:
+                    raise ValueError  # maybe deeper than json.loads goes (it has no fixed bound)
                 v = loads(p)
             except ValueError:  # orjson.JSONDecodeError is one
                 v = self._slow_loads(i, p)
@@ -483,11 +514,11 @@ class JsonSchemaCodec:
         takes about a third of pa.array's time over the parsed values). It
         reads the payloads only after decode_many has accepted each as one
         JSON text, so a payload cannot run into the next line. Wherever it
-        refuses the data, or the schema has json-text positions (it cannot
-        give a sub-value's text), the column is built from the parsed values
+        refuses the data, or the schema has json-text or null positions
+        (ArrowNode.needs_values), the column is built from the parsed values
         by the strict converter instead, which names the bad payload."""
         values = self.decode_many(payloads)
-        if not self.node.has_text and values:
+        if not self.node.needs_values and values:
             try:
                 return self._read_json(payloads)
             except (pa.ArrowException, ValueError, _Mismatch):

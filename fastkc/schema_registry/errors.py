@@ -106,3 +106,62 @@ class TruncatedFrameError(SchemaFramingError):
 class InvalidMessageIndexError(SchemaFramingError):
     """Protobuf's message-index array is malformed: an over-long varint, a
     negative count or index, or a count larger than the bytes that follow."""
+
+
+class JsonSchemaError(KafkaError):
+    """A JSON Schema the codec cannot use: not JSON, not valid under its
+    draft's metaschema, or a `$ref` that names neither a place in the schema
+    nor one of the given references (the codec never fetches a URI)."""
+
+
+class JsonPayloadError(KafkaError):
+    """A JSON payload that could not be turned into a value or a row.
+
+    Attributes:
+      index: which payload of the decoded list (0 for a single one)
+      reason: what was wrong
+
+    The caller that knows the record (topic, partition, offset, schema id)
+    wraps it in a DeserializationError with this as its __cause__.
+    """
+
+    def __init__(self, index: int, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        super().__init__("payload {0}: {1}".format(index, reason))
+
+    def __reduce__(self) -> tuple[type["JsonPayloadError"], tuple[int, str]]:
+        return (self.__class__, (self.index, self.reason))
+
+
+class JsonDecodeError(JsonPayloadError, ValueError):
+    """The payload is not one JSON text in UTF-8 (invalid UTF-8, invalid or
+    truncated JSON, nested past the parser's depth, a number past Python's
+    digit limit). Also a ValueError, as json's and orjson's errors are."""
+
+
+class JsonValidationError(JsonPayloadError):
+    """The payload is JSON but does not validate against the schema
+    (jsonschema's message, as confluent-kafka's SerializationError carries;
+    `path` is where in the value, e.g. "$.items[2].id")."""
+
+    def __init__(self, index: int, reason: str, path: str = "$") -> None:
+        self.path = path
+        super().__init__(index, reason)
+
+    def __reduce__(self) -> tuple[type["JsonPayloadError"], tuple[int, str, str]]:  # type: ignore[override]
+        return (self.__class__, (self.index, self.reason, self.path))
+
+
+class JsonArrowTypeError(JsonPayloadError):
+    """The payload is JSON but a value in it does not fit the Arrow type the
+    schema maps to (a string where an integer is declared, an integer past
+    int64, an enum value not among the symbols): raised instead of a wrong
+    or null value; `path` is where in the value."""
+
+    def __init__(self, index: int, reason: str, path: str = "$") -> None:
+        self.path = path
+        super().__init__(index, reason)
+
+    def __reduce__(self) -> tuple[type["JsonPayloadError"], tuple[int, str, str]]:  # type: ignore[override]
+        return (self.__class__, (self.index, self.reason, self.path))

@@ -116,7 +116,8 @@ typedef struct pb_run {
     fkc_pb_tape *tape;
     int32_t max_depth;
     int32_t nmsgs;
-    int dropped;        /* the message just read dropped a closed-enum value of its own */
+    int dropped;        /* the message just read had unknown fields of its own (a closed
+                           enum's unknown number included): a map entry is then dropped */
     int failed;
     int nomem;
     const char *what;
@@ -400,8 +401,10 @@ static inline int one_value(pb_run *r, const int32_t *f, int32_t slot, int32_t d
             return 0;
         const int32_t *sub = r->code + r->code[FKC_PB_HEADER + f[4]];
         if (r->dropped && (sub[2] & FKC_PB_M_MAP_ENTRY)) {
-            /* upb puts a map entry whose closed-enum value is unknown in the
-             * unknown fields whole: the entry is not in the map */
+            /* upb puts a map entry with unknown fields of its own (an unknown
+             * number, a known one with a wrong wire type, a closed enum's
+             * unknown value) in the parent's unknown fields whole: the entry
+             * is not in the map */
             r->tape->len = mark;
             *emitted = 0;
         }
@@ -474,6 +477,7 @@ static int message(pb_run *r, int32_t m, int32_t depth)
         }
         if (!skip_value(r, num, wt, depth))
             return 0;
+        dropped = 1;
     }
     r->tape->v[frame] = count;
     r->tape->v[frame + 1] = (int64_t)(r->tape->len - frame - FKC_PB_FRAME);

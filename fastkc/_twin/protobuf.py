@@ -38,7 +38,7 @@ class _Frame:
     def __init__(self, offset: int) -> None:
         self.entries: list[tuple[int, Any]] = []
         self.offset = offset
-        self.dropped = False  # a closed-enum value of its own was dropped
+        self.dropped = False  # it had unknown fields of its own (a dropped closed-enum value too)
 
 
 class _Reader:
@@ -98,7 +98,8 @@ class _Reader:
         elif wt == 5:
             self.fixed(4, "unknown fixed32")
         elif wt == 2:
-            self.pos += self.length("unknown length")
+            n = self.length("unknown length")  # read before self.pos is: it moves it
+            self.pos += n
         else:  # 3: a group, to its matching end
             if depth + 1 > self.max_depth:
                 raise _Fail(self.pos, "group", "nesting too deep")
@@ -170,7 +171,7 @@ class _Reader:
             sub = self.message(ref, depth + 1)
             self.end = outer_end
             if sub.dropped and code[self.msg_pc(ref) + 2] & s.M_MAP_ENTRY:
-                return  # the whole map entry goes to the unknown fields
+                return  # a map entry with unknown fields goes to the unknown fields whole
             frame.entries.append((slot, sub))
 
     def message(self, m: int, depth: int) -> _Frame:
@@ -199,6 +200,7 @@ class _Reader:
                     self.end = outer_end
                     continue
             self.skip(num, wt, depth)
+            frame.dropped = True
         return frame
 
 

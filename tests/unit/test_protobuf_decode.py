@@ -154,7 +154,7 @@ P2_LEVEL, P2_LEVELS, P2_PACKED = 51, 52, 53
     _tag(P2_LEVELS, 0) + b"\x02" + _tag(P2_LEVELS, 0) + b"\x04" + _ld(P2_LEVELS, b"\x05\x09\x02"),
     _ld(P2_PACKED, b"\x05\x00\x02") + _tag(P2_PACKED, 0) + b"\x05",
     _ld(55, _ld(1, b"a") + _tag(2, 0) + b"\x05") + _ld(55, _ld(1, b"b") + _tag(2, 0) + b"\x06")
-    + _ld(55, _ld(1, b"c")) + _ld(55, _ld(1, b"d") + _tag(2, 0) + b"\x01"),                                                        # closed map value: entry dropped
+    + _ld(55, _ld(1, b"c")) + _ld(55, _ld(1, b"d") + _tag(2, 0) + b"\x01"),  # closed map value: entry dropped
     _ld(54, _tag(P2_LEVEL, 0) + b"\x06") + _tag(1, 1) + b"\x00" * 8,                # a sub-message's drop stays there
     b"",                                                                            # a missing required field
     _tag(1, 1) + b"\x00\x00\x00\x00\x00\x00\x00\x00" + _tag(2, 5) + b"\x00\x00\x00\x00",  # wrong wire types

@@ -404,7 +404,9 @@ cdef class ProtobufDecoder:
                     PyDict_SetItem(d, name, value)
         if merge is not None:
             for slot in merge:
-                self._merge(m, pos, frames, slot, d)
+                # unless a oneof sibling replaced it after its last occurrence
+                if PyDict_Contains(d, <object>PyTuple_GET_ITEM(names, slot)):
+                    self._merge(m, pos, frames, slot, d)
         conv = <object>PyTuple_GET_ITEM(self.wkt, m)
         if conv is not None:
             try:

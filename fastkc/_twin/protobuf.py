@@ -273,6 +273,8 @@ class _Builder:
             # its occurrences since a oneof sibling last replaced it: their
             # entries read as one
             fi = fields[slot]
+            if fi.name not in d:  # a oneof sibling replaced it after its last occurrence
+                continue
             parts: list[_Frame] = []
             for frame in frames:
                 for other, v in frame.entries:

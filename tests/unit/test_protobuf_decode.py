@@ -118,6 +118,7 @@ M_INT32, M_BOOL, M_STRING = (ALL.fields_by_name[n].number for n in ("m_int32", "
     _ld(C_MSG, _tag(S_INT32, 0) + b"\x01") + _tag(C_INT, 0) + b"\x02"
     + _ld(C_MSG, _tag(R_INT32, 0) + b"\x03"),                                       # a oneof message restarts
     _ld(C_MSG, _tag(S_INT32, 0) + b"\x01") + _ld(C_MSG, _tag(R_INT32, 0) + b"\x03"),  # or merges
+    _ld(C_MSG, b"") + _ld(C_MSG, b"") + _tag(C_INT, 0) + b"\x00",                   # merged, then replaced
     _tag(9999, 0) + b"\x01" + _tag(9998, 1) + b"12345678" + _tag(9997, 5) + b"1234"
     + _ld(9996, b"xyz") + _tag(9995, 3) + _tag(1, 0) + b"\x01" + _tag(7, 3) + _tag(7, 4)
     + _tag(9995, 4) + _tag(S_INT32, 0) + b"\x01",                                  # unknown fields, groups

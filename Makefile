@@ -50,7 +50,8 @@ ASAN_TESTS ?= $(wildcard tests/unit/test_records_core.py tests/unit/test_fetch_p
 	tests/unit/test_prepared_steps.py tests/unit/test_decode_worker.py tests/unit/test_lz4_native.py \
 	tests/unit/test_bench_ceiling.py tests/unit/test_fetch_machine.py tests/unit/test_share_decode.py \
 	tests/unit/test_avro_decode.py tests/unit/test_avro_resolution.py tests/unit/test_avro_hostile.py \
-	tests/unit/test_avro_arrow.py tests/unit/test_take_budget.py tests/unit/test_avro_deserializer_arrow.py)
+	tests/unit/test_avro_arrow.py tests/unit/test_take_budget.py tests/unit/test_avro_deserializer_arrow.py \
+	tests/unit/test_protobuf_decode.py tests/unit/test_protobuf_hostile.py)
 LIBASAN := $(shell gcc -print-file-name=libasan.so)
 LIBUBSAN := $(shell gcc -print-file-name=libubsan.so)
 
@@ -77,7 +78,7 @@ asan:
 # and crash reproducers to tests/fuzz/build/ (both ignored by git). Needs
 # clang with its libFuzzer runtime (Debian: apt-get install clang).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= fetch records lz4 avro
+FUZZ_TARGETS ?= fetch records lz4 avro protobuf
 FUZZ_CC ?= clang
 FUZZ_DIR := tests/fuzz/build
 FUZZ_CFLAGS ?= -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -1,0 +1,523 @@
+/* fkc_protobuf.c — the Protobuf program interpreter; see fkc_protobuf.h. */
+#include "fkc_protobuf.h"
+
+#include <stdlib.h>
+
+#include "fkc_records.h" /* fkc_utf8_valid: UTF-8 as Python's strict decoder takes it */
+
+#define MAX_FIELD_NUMBER 536870911 /* 2^29 - 1 */
+
+/* the wire type each kind is written with; 0 for kinds that do not exist */
+static const uint8_t WIRE_OF[19] = {
+    [FKC_PB_DOUBLE] = 1, [FKC_PB_FLOAT] = 5,    [FKC_PB_INT64] = 0,    [FKC_PB_UINT64] = 0,   [FKC_PB_INT32] = 0,
+    [FKC_PB_FIXED64] = 1, [FKC_PB_FIXED32] = 5, [FKC_PB_BOOL] = 0,     [FKC_PB_STRING] = 2,   [FKC_PB_MESSAGE] = 2,
+    [FKC_PB_BYTES] = 2,  [FKC_PB_UINT32] = 0,   [FKC_PB_ENUM] = 0,     [FKC_PB_SFIXED32] = 5, [FKC_PB_SFIXED64] = 1,
+    [FKC_PB_SINT32] = 0, [FKC_PB_SINT64] = 0,
+};
+
+static const char *const KIND_NAME[19] = {
+    [FKC_PB_DOUBLE] = "double",     [FKC_PB_FLOAT] = "float",       [FKC_PB_INT64] = "int64",
+    [FKC_PB_UINT64] = "uint64",     [FKC_PB_INT32] = "int32",       [FKC_PB_FIXED64] = "fixed64",
+    [FKC_PB_FIXED32] = "fixed32",   [FKC_PB_BOOL] = "bool",         [FKC_PB_STRING] = "string",
+    [FKC_PB_MESSAGE] = "message",   [FKC_PB_BYTES] = "bytes",       [FKC_PB_UINT32] = "uint32",
+    [FKC_PB_ENUM] = "enum",         [FKC_PB_SFIXED32] = "sfixed32", [FKC_PB_SFIXED64] = "sfixed64",
+    [FKC_PB_SINT32] = "sint32",     [FKC_PB_SINT64] = "sint64",
+};
+
+static const char *const LENGTH_WHAT[19] = {
+    [FKC_PB_STRING] = "string length",
+    [FKC_PB_MESSAGE] = "message length",
+    [FKC_PB_BYTES] = "bytes length",
+};
+
+static int kind_ok(int32_t k)
+{
+    return k >= 1 && k <= 18 && k != 10;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Program check: run once per program (the bridge checks at construction). */
+
+/* [pc, pc + words) inside [lo, n): sizes compared, never pc + words summed
+ * past n. */
+static int span_ok(size_t lo, size_t n, int64_t pc, size_t words)
+{
+    return pc >= (int64_t)lo && (uint64_t)pc <= n && words <= n - (size_t)pc;
+}
+
+int fkc_pb_check_program(const int32_t *code, size_t n)
+{
+    if (n < FKC_PB_HEADER || n > 0x7FFFFFFF || code[0] != FKC_PB_MAGIC)
+        return 0;
+    int32_t nmsgs = code[1], root = code[2], depth = code[3], nenums = code[4];
+    if (nmsgs < 1 || root < 0 || root >= nmsgs || depth < 1 || depth > 1000 || nenums < 0)
+        return 0;
+    size_t body = FKC_PB_HEADER + (size_t)nmsgs + (size_t)nenums;
+    if (body > n)
+        return 0;
+    for (int32_t m = 0; m < nmsgs; m++) {
+        int64_t pc = code[FKC_PB_HEADER + m];
+        if (!span_ok(body, n, pc, FKC_PB_MSG_HEAD))
+            return 0;
+        const int32_t *msg = code + pc;
+        int32_t nfields = msg[0], dense = msg[1];
+        if (nfields < 0 || dense < 0 || dense > 65536 || (msg[2] & ~FKC_PB_M_MAP_ENTRY) != 0)
+            return 0;
+        if (!span_ok(body, n, pc, FKC_PB_MSG_HEAD + (size_t)dense + (size_t)nfields * FKC_PB_FIELD_WIDTH))
+            return 0;
+        const int32_t *slots = msg + FKC_PB_MSG_HEAD;
+        const int32_t *fields = slots + dense;
+        for (int32_t i = 0; i < dense; i++) {
+            int32_t s = slots[i];
+            if (s != -1 && (s < 0 || s >= nfields || fields[s * FKC_PB_FIELD_WIDTH] != i))
+                return 0;
+        }
+        for (int32_t s = 0; s < nfields; s++) {
+            const int32_t *f = fields + s * FKC_PB_FIELD_WIDTH;
+            int32_t number = f[0], kind = f[1], flags = f[2], oneof = f[3], ref = f[4];
+            if (number < 1 || number > MAX_FIELD_NUMBER || (s > 0 && number <= f[0 - FKC_PB_FIELD_WIDTH]))
+                return 0;
+            if (number < dense && slots[number] != s)
+                return 0;
+            if (!kind_ok(kind) || (flags & ~15) != 0 || oneof < -1)
+                return 0;
+            if ((flags & FKC_PB_F_PACKABLE) && (!(flags & FKC_PB_F_REPEATED) || WIRE_OF[kind] == 2))
+                return 0;
+            if (kind == FKC_PB_MESSAGE) {
+                if (ref < 0 || ref >= nmsgs || (flags & FKC_PB_F_CLOSED_ENUM))
+                    return 0;
+            } else if (flags & FKC_PB_F_CLOSED_ENUM) {
+                if (kind != FKC_PB_ENUM || ref < 0 || ref >= nenums)
+                    return 0;
+            } else if (ref != -1) {
+                return 0;
+            }
+        }
+    }
+    for (int32_t e = 0; e < nenums; e++) {
+        int64_t pc = code[FKC_PB_HEADER + nmsgs + e];
+        if (!span_ok(body, n, pc, 1) || code[pc] < 0 || !span_ok(body, n, pc, 1 + (size_t)code[pc]))
+            return 0;
+        for (int32_t i = 1; i < code[pc]; i++)
+            if (code[pc + 1 + i] <= code[pc + i])
+                return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The interpreter. */
+
+typedef struct pb_run {
+    const int32_t *code;
+    const uint8_t *base; /* the payload's first byte: offsets are from here */
+    const uint8_t *p;    /* next byte to read */
+    const uint8_t *end;  /* the innermost length-delimited limit */
+    fkc_pb_tape *tape;
+    int32_t max_depth;
+    int32_t nmsgs;
+    int dropped;        /* the message just read had unknown fields of its own (a closed
+                           enum's unknown number included): a map entry is then dropped */
+    int failed;
+    int nomem;
+    const char *what;
+    const char *problem;
+    size_t fail_pos;
+} pb_run;
+
+/* The single error exit: the first failure is kept, reported at `at`. */
+static int fail_at(pb_run *r, const uint8_t *at, const char *what, const char *problem)
+{
+    if (!r->failed) {
+        r->failed = 1;
+        r->what = what;
+        r->problem = problem;
+        r->fail_pos = (size_t)(at - r->base);
+    }
+    return 0;
+}
+
+static int tape_reserve(pb_run *r, size_t more)
+{
+    fkc_pb_tape *t = r->tape;
+    if (t->cap - t->len >= more)
+        return 1;
+    size_t cap = t->cap ? t->cap : 256;
+    while (cap - t->len < more) {
+        if (cap > SIZE_MAX / 2 / sizeof(int64_t)) {
+            r->nomem = r->failed = 1;
+            return 0;
+        }
+        cap *= 2;
+    }
+    int64_t *v = realloc(t->v, cap * sizeof(int64_t));
+    if (v == NULL) {
+        r->nomem = r->failed = 1;
+        return 0;
+    }
+    t->v = v;
+    t->cap = cap;
+    return 1;
+}
+
+static inline void tape_push(pb_run *r, int64_t x)
+{
+    r->tape->v[r->tape->len++] = x; /* capacity reserved by the caller */
+}
+
+/* A varint of at most 10 bytes as upb reads it: non-minimal encodings are
+ * fine, bits past 64 are dropped (the 10th byte's shift keeps its low bit
+ * only), a 10th byte with its continuation bit set is over-long. Fails at
+ * the varint's first byte without moving. */
+static inline int rd_varint(pb_run *r, uint64_t *out, const char *what)
+{
+    const uint8_t *p = r->p;
+    size_t avail = (size_t)(r->end - p);
+    if (avail > 0 && p[0] < 0x80) {
+        *out = p[0];
+        r->p = p + 1;
+        return 1;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < 10; i++) {
+        if (i >= avail)
+            return fail_at(r, p, what, "truncated");
+        uint64_t b = p[i];
+        v |= (b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = v;
+            r->p = p + i + 1;
+            return 1;
+        }
+    }
+    return fail_at(r, p, what, "over-long varint");
+}
+
+static inline int rd_fixed(pb_run *r, size_t width, uint64_t *out, const char *what)
+{
+    const uint8_t *p = r->p;
+    if (width > (size_t)(r->end - p))
+        return fail_at(r, p, what, "truncated");
+    uint64_t bits = 0;
+    for (size_t i = width; i-- > 0;) /* little-endian on the wire */
+        bits = (bits << 8) | p[i];
+    *out = bits;
+    r->p = p + width;
+    return 1;
+}
+
+/* A length prefix, checked against the bytes left in the innermost limit. */
+static inline int rd_length(pb_run *r, const char *what, size_t *len)
+{
+    const uint8_t *at = r->p;
+    uint64_t n;
+    if (!rd_varint(r, &n, what))
+        return 0;
+    if (n > (uint64_t)(r->end - r->p))
+        return fail_at(r, at, what, "past the end");
+    *len = (size_t)n;
+    return 1;
+}
+
+/* a varint kind's wire value as the tape holds it */
+static inline int64_t norm_varint(int32_t kind, uint64_t v)
+{
+    switch (kind) {
+    case FKC_PB_INT32:
+    case FKC_PB_ENUM:
+        return (int64_t)(int32_t)(uint32_t)v;
+    case FKC_PB_UINT32:
+        return (int64_t)(uint32_t)v;
+    case FKC_PB_SINT32: {
+        uint32_t u = (uint32_t)v;
+        return (int64_t)(int32_t)((u >> 1) ^ (0u - (u & 1u)));
+    }
+    case FKC_PB_SINT64:
+        return (int64_t)((v >> 1) ^ (0u - (v & 1u)));
+    case FKC_PB_BOOL:
+        return v != 0;
+    default: /* int64, uint64: the bits */
+        return (int64_t)v;
+    }
+}
+
+static inline int64_t norm_fixed(int32_t kind, uint64_t bits)
+{
+    if (kind == FKC_PB_SFIXED32)
+        return (int64_t)(int32_t)(uint32_t)bits;
+    return (int64_t)bits; /* fixed32, float: the low 32 bits, zero-extended; the 64-bit kinds: the bits */
+}
+
+/* 1 when `v` is one of a closed enum's numbers (sorted: binary search). */
+static int enum_known(const pb_run *r, int32_t ref, int64_t v)
+{
+    const int32_t *e = r->code + r->code[FKC_PB_HEADER + r->nmsgs + ref];
+    int32_t lo = 0, hi = e[0];
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (e[1 + mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e[0] && e[1 + lo] == v;
+}
+
+/* The slot of field `num` in message `msg`, -1 when it has none. */
+static inline int32_t find_slot(const int32_t *msg, uint32_t num)
+{
+    int32_t nfields = msg[0], dense = msg[1];
+    const int32_t *slots = msg + FKC_PB_MSG_HEAD;
+    if (num < (uint32_t)dense)
+        return slots[num];
+    const int32_t *fields = slots + dense;
+    int32_t lo = 0, hi = nfields;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if ((uint32_t)fields[mid * FKC_PB_FIELD_WIDTH] < num)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nfields && (uint32_t)fields[lo * FKC_PB_FIELD_WIDTH] == num ? lo : -1;
+}
+
+/* A tag: field number 1 .. 2^29-1 and a wire type that exists; 4 (end
+ * group) is returned for the group skipper to judge. */
+static inline int rd_tag(pb_run *r, uint32_t *num, uint32_t *wt)
+{
+    const uint8_t *at = r->p;
+    uint64_t tag;
+    if (!rd_varint(r, &tag, "tag"))
+        return 0;
+    if (tag > UINT32_MAX)
+        return fail_at(r, at, "tag", "field number out of range");
+    *num = (uint32_t)(tag >> 3);
+    *wt = (uint32_t)(tag & 7);
+    if (*num == 0)
+        return fail_at(r, at, "tag", "field number 0");
+    if (*wt > 5)
+        return fail_at(r, at, "tag", "invalid wire type");
+    return 1;
+}
+
+/* Skip the value of an unknown field (or a known one with a wire type it
+ * cannot have). A group (wire type 3) is skipped to its matching end group,
+ * one nesting level deeper. */
+static int skip_value(pb_run *r, uint32_t num, uint32_t wt, int32_t depth)
+{
+    uint64_t v;
+    size_t len;
+    switch (wt) {
+    case 0:
+        return rd_varint(r, &v, "unknown varint");
+    case 1:
+        return rd_fixed(r, 8, &v, "unknown fixed64");
+    case 5:
+        return rd_fixed(r, 4, &v, "unknown fixed32");
+    case 2:
+        if (!rd_length(r, "unknown length", &len))
+            return 0;
+        r->p += len;
+        return 1;
+    case 3: {
+        if (depth + 1 > r->max_depth)
+            return fail_at(r, r->p, "group", "nesting too deep");
+        for (;;) {
+            if (r->p >= r->end)
+                return fail_at(r, r->p, "group", "truncated");
+            const uint8_t *at = r->p;
+            uint32_t n2, w2;
+            if (!rd_tag(r, &n2, &w2))
+                return 0;
+            if (w2 == 4) {
+                if (n2 != num)
+                    return fail_at(r, at, "end group", "mismatched field number");
+                return 1;
+            }
+            if (!skip_value(r, n2, w2, depth + 1))
+                return 0;
+        }
+    }
+    default: /* 4: never passed (message() and the group loop take it first) */
+        return fail_at(r, r->p, "tag", "unexpected end group");
+    }
+}
+
+static int message(pb_run *r, int32_t m, int32_t depth);
+
+/* One known value with its own wire type onto the tape (slot, value...).
+ * Returns 1 when read; *emitted says whether it went on the tape (a closed
+ * enum's unknown number does not). */
+static inline int one_value(pb_run *r, const int32_t *f, int32_t slot, int32_t depth, int *emitted)
+{
+    int32_t kind = f[1];
+    uint64_t v;
+    *emitted = 1;
+    switch (WIRE_OF[kind]) {
+    case 0: {
+        if (!rd_varint(r, &v, KIND_NAME[kind]))
+            return 0;
+        int64_t x = norm_varint(kind, v);
+        if ((f[2] & FKC_PB_F_CLOSED_ENUM) && !enum_known(r, f[4], x)) {
+            *emitted = 0;
+            r->dropped = 1;
+            return 1;
+        }
+        tape_push(r, slot);
+        tape_push(r, x);
+        return 1;
+    }
+    case 1:
+    case 5:
+        if (!rd_fixed(r, WIRE_OF[kind] == 1 ? 8 : 4, &v, KIND_NAME[kind]))
+            return 0;
+        tape_push(r, slot);
+        tape_push(r, norm_fixed(kind, v));
+        return 1;
+    default: {
+        size_t len;
+        if (!rd_length(r, LENGTH_WHAT[kind], &len))
+            return 0;
+        const uint8_t *body = r->p;
+        if (kind != FKC_PB_MESSAGE) {
+            if (kind == FKC_PB_STRING && !fkc_utf8_valid(body, len))
+                return fail_at(r, body, "string", "invalid UTF-8");
+            tape_push(r, slot);
+            tape_push(r, (int64_t)(body - r->base));
+            tape_push(r, (int64_t)len);
+            r->p = body + len;
+            return 1;
+        }
+        if (depth + 1 > r->max_depth)
+            return fail_at(r, body, "message", "nesting too deep");
+        size_t mark = r->tape->len;
+        tape_push(r, slot);
+        const uint8_t *outer_end = r->end;
+        r->end = body + len;
+        int ok = message(r, f[4], depth + 1);
+        r->end = outer_end;
+        if (!ok)
+            return 0;
+        const int32_t *sub = r->code + r->code[FKC_PB_HEADER + f[4]];
+        if (r->dropped && (sub[2] & FKC_PB_M_MAP_ENTRY)) {
+            /* upb puts a map entry with unknown fields of its own (an unknown
+             * number, a known one with a wrong wire type, a closed enum's
+             * unknown value) in the parent's unknown fields whole: the entry
+             * is not in the map */
+            r->tape->len = mark;
+            *emitted = 0;
+        }
+        r->dropped = 0;
+        return 1;
+    }
+    }
+}
+
+/* A packed run of a repeated scalar: each element its own entry. */
+static int packed(pb_run *r, const int32_t *f, int32_t slot, int64_t *count)
+{
+    size_t len;
+    if (!rd_length(r, "packed length", &len))
+        return 0;
+    const uint8_t *outer_end = r->end;
+    r->end = r->p + len;
+    int emitted;
+    while (r->p < r->end) {
+        if (!tape_reserve(r, 2) || !one_value(r, f, slot, 0, &emitted)) {
+            r->end = outer_end;
+            return 0;
+        }
+        *count += emitted;
+    }
+    r->end = outer_end;
+    return 1;
+}
+
+/* The fields of message `m` up to r->end, as one frame. */
+static int message(pb_run *r, int32_t m, int32_t depth)
+{
+    const int32_t *msg = r->code + r->code[FKC_PB_HEADER + m];
+    const int32_t *fields = msg + FKC_PB_MSG_HEAD + msg[1];
+    if (!tape_reserve(r, FKC_PB_FRAME))
+        return 0;
+    size_t frame = r->tape->len;
+    tape_push(r, 0);
+    tape_push(r, 0);
+    tape_push(r, (int64_t)(r->p - r->base));
+    int64_t count = 0;
+    int dropped = 0;
+    while (r->p < r->end) {
+        const uint8_t *at = r->p;
+        uint32_t num, wt;
+        if (!rd_tag(r, &num, &wt))
+            return 0;
+        if (wt == 4) /* only a group (skipped below) may end with one */
+            return fail_at(r, at, "tag", "unexpected end group");
+        int32_t slot = find_slot(msg, num);
+        if (slot >= 0) {
+            const int32_t *f = fields + slot * FKC_PB_FIELD_WIDTH;
+            if (wt == WIRE_OF[f[1]]) {
+                int emitted;
+                r->dropped = 0;
+                /* an entry is at most its slot and a frame's head */
+                if (!tape_reserve(r, 1 + FKC_PB_FRAME) || !one_value(r, f, slot, depth, &emitted))
+                    return 0;
+                dropped |= r->dropped;
+                count += emitted;
+                continue;
+            }
+            if (wt == 2 && (f[2] & FKC_PB_F_PACKABLE)) {
+                r->dropped = 0;
+                if (!packed(r, f, slot, &count))
+                    return 0;
+                dropped |= r->dropped;
+                continue;
+            }
+        }
+        if (!skip_value(r, num, wt, depth))
+            return 0;
+        dropped = 1;
+    }
+    r->tape->v[frame] = count;
+    r->tape->v[frame + 1] = (int64_t)(r->tape->len - frame - FKC_PB_FRAME);
+    r->dropped = dropped;
+    return 1;
+}
+
+size_t fkc_pb_decode_many(const int32_t *code, size_t code_len, const uint8_t *const *payloads,
+                          const size_t *lengths, size_t count, fkc_pb_tape *tape, size_t *starts,
+                          fkc_pb_error *err)
+{
+    (void)code_len;
+    pb_run r;
+    r.code = code;
+    r.tape = tape;
+    r.nmsgs = code[1];
+    r.max_depth = code[3];
+    r.nomem = 0;
+    for (size_t i = 0; i < count; i++) {
+        starts[i] = tape->len;
+        r.base = r.p = payloads[i];
+        r.end = payloads[i] + lengths[i];
+        r.failed = 0;
+        r.dropped = 0;
+        if (!message(&r, code[2], 0)) {
+            err->index = i;
+            err->nomem = r.nomem;
+            err->offset = r.nomem ? 0 : r.fail_pos;
+            err->what = r.nomem ? "tape" : r.what;
+            err->problem = r.nomem ? "out of memory" : r.problem;
+            return i;
+        }
+    }
+    starts[count] = tape->len;
+    return count;
+}
+
+void fkc_pb_tape_free(fkc_pb_tape *tape)
+{
+    free(tape->v);
+    tape->v = NULL;
+    tape->len = tape->cap = 0;
+}

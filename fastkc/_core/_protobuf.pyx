@@ -1,0 +1,473 @@
+# cython: language_level=3
+"""Cython bridge over the Protobuf interpreter (csrc/fkc_protobuf.c).
+
+Two phases, as the Avro decoder:
+  1. fkc_pb_decode_many(): pure C with the GIL released. Reads a chunk of
+     payloads by the compiled program onto one int64 tape (wire order, one
+     entry per occurrence), checking everything (tags, varints, lengths,
+     UTF-8, nesting).
+  2. _build: walks the tape and builds MessageToDict's dicts with native
+     values, resolving what the wire leaves open: scalar last-wins, the last
+     oneof member, sub-message merges, implicit presence. It cannot meet bad
+     input (phase 1 proved the tape), except a well-known value
+     MessageToDict cannot render (a Timestamp out of range), reported at
+     its message's offset.
+
+The program and tables come from fastkc/schema_registry/protobuf_schema.py;
+fastkc/_twin/protobuf.py is the oracle.
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, memcpy
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_Contains
+from cpython.float cimport PyFloat_FromDouble
+from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM
+
+import sys as _sys
+
+from fastkc.schema_registry.protobuf_errors import ProtobufDecodeError as _ProtobufDecodeError
+from fastkc.schema_registry.protobuf_wkt import WellKnownValueError as _WellKnownValueError
+from fastkc.schema_registry.protobuf_wkt import converter as _converter
+
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
+    object _PyDict_NewPresized(Py_ssize_t minused)
+    int PyDict_DelItem(object d, object key) except -1
+    int PyGC_Disable()
+    int PyGC_Enable()
+
+# as the Avro decoder: this many payloads are read and built at a time, on
+# one reused tape that stays in cache
+cdef enum:
+    _CHUNK = 512
+
+
+cdef extern from "fkc_protobuf.h":
+    enum:
+        FKC_PB_HEADER
+        FKC_PB_FIELD_WIDTH
+        FKC_PB_MSG_HEAD
+        FKC_PB_FRAME
+        FKC_PB_DOUBLE
+        FKC_PB_FLOAT
+        FKC_PB_INT64
+        FKC_PB_UINT64
+        FKC_PB_INT32
+        FKC_PB_FIXED64
+        FKC_PB_FIXED32
+        FKC_PB_BOOL
+        FKC_PB_STRING
+        FKC_PB_MESSAGE
+        FKC_PB_BYTES
+        FKC_PB_UINT32
+        FKC_PB_ENUM
+        FKC_PB_SFIXED32
+        FKC_PB_SFIXED64
+        FKC_PB_SINT32
+        FKC_PB_SINT64
+        FKC_PB_F_REPEATED
+        FKC_PB_F_EXPLICIT
+        FKC_PB_M_MAP_ENTRY
+    ctypedef struct fkc_pb_tape:
+        int64_t *v
+        size_t len
+        size_t cap
+    ctypedef struct fkc_pb_error:
+        size_t index
+        size_t offset
+        const char *what
+        const char *problem
+        int nomem
+    int fkc_pb_check_program(const int32_t *code, size_t n)
+    size_t fkc_pb_decode_many(const int32_t *code, size_t code_len, const uint8_t *const *payloads,
+                              const size_t *lengths, size_t count, fkc_pb_tape *tape, size_t *starts,
+                              fkc_pb_error *err) nogil
+    void fkc_pb_tape_free(fkc_pb_tape *tape)
+
+
+cdef inline double _f32(int64_t bits) noexcept:
+    cdef uint32_t b = <uint32_t>bits
+    cdef float f
+    memcpy(&f, &b, 4)
+    return f
+
+
+cdef inline double _f64(int64_t bits) noexcept:
+    cdef uint64_t b = <uint64_t>bits
+    cdef double d
+    memcpy(&d, &b, 8)
+    return d
+
+
+cdef class _Payloads:
+    """A call's payloads as pointers and lengths, held until it ends: bytes
+    are read in place, other buffers through a view released here."""
+    cdef list items  # keeps every payload alive while the pointers are used (GIL released)
+    cdef size_t count
+    cdef const uint8_t **ptrs
+    cdef size_t *lengths
+    cdef size_t *starts
+    cdef Py_buffer *views
+    cdef size_t nviews
+
+    def __cinit__(self, payloads, bytes prefix=None, Py_ssize_t start=0):
+        cdef size_t i
+        if prefix is not None:
+            self._prefixed(payloads, prefix, start)
+            return
+        # a copy: the pointers must outlive any change to the caller's list
+        # while the GIL is released
+        self.items = list(payloads)
+        self.count = len(self.items)
+        self._alloc(self.count)
+        for i in range(self.count):
+            p = self.items[i]
+            if PyBytes_CheckExact(p):
+                self.ptrs[i] = <const uint8_t *>PyBytes_AS_STRING(p)
+                self.lengths[i] = <size_t>PyBytes_GET_SIZE(p)
+            else:
+                if self.views == NULL:
+                    self.views = <Py_buffer *>malloc(max(self.count, 1) * sizeof(Py_buffer))
+                    if self.views == NULL:
+                        raise MemoryError()
+                PyObject_GetBuffer(p, &self.views[self.nviews], PyBUF_SIMPLE)
+                self.ptrs[i] = <const uint8_t *>self.views[self.nviews].buf
+                self.lengths[i] = <size_t>self.views[self.nviews].len
+                self.nviews += 1
+
+    cdef int _alloc(self, size_t n) except -1:
+        self.ptrs = <const uint8_t **>malloc(max(n, 1) * sizeof(uint8_t *))
+        self.lengths = <size_t *>malloc(max(n, 1) * sizeof(size_t))
+        self.starts = <size_t *>malloc((n + 1) * sizeof(size_t))
+        if self.ptrs == NULL or self.lengths == NULL or self.starts == NULL:
+            raise MemoryError()
+        return 0
+
+    cdef int _prefixed(self, list payloads, bytes prefix, Py_ssize_t start) except -1:
+        """The leading payloads from payloads[start] on that are bytes
+        starting with `prefix` (one schema's Schema Registry frame), each
+        read past it in place; the run ends at the first that is not."""
+        cdef Py_ssize_t k = len(prefix), total, i, n
+        cdef const char *want = PyBytes_AS_STRING(prefix)
+        cdef const char *data
+        if start < 0 or start > len(payloads):
+            raise IndexError("fastkc: start outside the payloads")
+        total = len(payloads) - start
+        self._alloc(<size_t>total)
+        for i in range(total):
+            p = <object>PyList_GET_ITEM(payloads, start + i)
+            if not PyBytes_CheckExact(p):
+                break
+            n = PyBytes_GET_SIZE(p)
+            data = PyBytes_AS_STRING(p)
+            if n < k or memcmp(data, want, <size_t>k) != 0:
+                break
+            self.ptrs[self.count] = <const uint8_t *>data + k
+            self.lengths[self.count] = <size_t>(n - k)
+            self.count += 1
+        # the run's own list: its bytes outlive any change to the caller's
+        # list while the GIL is released
+        self.items = payloads[start:start + <Py_ssize_t>self.count]
+        return 0
+
+    def __dealloc__(self):
+        cdef size_t i
+        for i in range(self.nviews):
+            PyBuffer_Release(&self.views[i])
+        free(self.views)
+        free(self.ptrs)
+        free(self.lengths)
+        free(self.starts)
+
+
+cdef class ProtobufDecoder:
+    """A compiled message type, ready to decode payloads:
+    ProtobufDecoder(code, messages) with both from
+    protobuf_schema.compile_program (Program.code, Program.messages)."""
+    cdef int32_t *code
+    cdef size_t code_len
+    cdef int32_t root
+    cdef int32_t nmsgs
+    cdef tuple names      # per message: the field names (interned), by slot
+    cdef tuple enums      # per message: per slot, the enum's {number: name} or None
+    cdef tuple oneofs     # per message: per slot, the names of its oneof siblings or None
+    cdef tuple wkt        # per message: the well-known conversion or None
+    cdef tuple wkt_names  # per message: the well-known type's name or None
+    cdef tuple defaults   # per message: per slot, a map entry's missing key/value
+    # the call in progress (phase 2)
+    cdef const int64_t *tape
+    cdef const uint8_t *base
+    cdef size_t index
+
+    def __cinit__(self, code, messages):
+        cdef size_t i
+        n = len(code)
+        self.code = <int32_t *>malloc(max(n, 1) * sizeof(int32_t))
+        if self.code == NULL:
+            raise MemoryError()
+        for i in range(n):
+            self.code[i] = <int32_t>code[i]
+        self.code_len = n
+        if not fkc_pb_check_program(self.code, self.code_len):
+            raise ValueError("fastkc: not a well-formed Protobuf program")
+        self.nmsgs = self.code[1]
+        self.root = self.code[2]
+        if len(messages) != self.nmsgs:
+            raise ValueError("fastkc: the message tables do not match the program")
+        names, enums, oneofs, wkt, wkt_names, defaults = [], [], [], [], [], []
+        for m, info in enumerate(messages):
+            if len(info.fields) != self.code[self.code[FKC_PB_HEADER + m]]:
+                raise ValueError("fastkc: the message tables do not match the program")
+            names.append(tuple(_sys.intern(f.name) for f in info.fields))
+            enums.append(tuple(f.enum_names for f in info.fields))
+            oneofs.append(tuple(None if f.oneof < 0 else
+                                tuple(_sys.intern(info.fields[o].name) for o in info.oneofs[f.oneof] if o != slot)
+                                for slot, f in enumerate(info.fields)))
+            wkt.append(None if info.well_known is None else _converter(info.well_known))
+            wkt_names.append(info.well_known)
+            defaults.append(tuple(f.default for f in info.fields))
+            if info.map_entry and (len(info.fields) != 2 or info.fields[0].number != 1
+                                   or info.fields[1].number != 2):
+                raise ValueError("fastkc: a map entry without fields 1 and 2")
+        self.names, self.enums, self.oneofs = tuple(names), tuple(enums), tuple(oneofs)
+        self.wkt, self.wkt_names, self.defaults = tuple(wkt), tuple(wkt_names), tuple(defaults)
+
+    def __dealloc__(self):
+        free(self.code)
+
+    def decode_many(self, payloads):
+        """The dicts of a list of payloads (bytes-like), in order. The first
+        bad payload raises ProtobufDecodeError naming its index and byte
+        offset."""
+        cdef _Payloads p = payloads if type(payloads) is _Payloads else _Payloads(payloads)
+        cdef size_t i, done, start = 0, n
+        cdef fkc_pb_tape tape
+        cdef fkc_pb_error err
+        cdef int gc_was_on
+        tape.v = NULL
+        tape.len = tape.cap = 0
+        out = PyList_New(<Py_ssize_t>p.count)
+        # The dicts hold no cycles and building them is the hot path: the
+        # cyclic collector would otherwise run every few hundred dicts over
+        # ever more of them. Off while they are built, back on only if it was
+        # on (another thread's call in between sees it off and leaves it).
+        gc_was_on = PyGC_Disable()
+        try:
+            while start < p.count:
+                n = min(<size_t>_CHUNK, p.count - start)
+                tape.len = 0
+                with nogil:
+                    done = fkc_pb_decode_many(self.code, self.code_len, p.ptrs + start, p.lengths + start, n,
+                                              &tape, p.starts + start, &err)
+                if done < n and err.nomem:
+                    raise MemoryError("fastkc: out of memory for the Protobuf tape")
+                self.tape = tape.v
+                for i in range(start, start + done):
+                    self.base = p.ptrs[i]
+                    self.index = i
+                    v = self._build(self.root, <int64_t>p.starts[i], None)
+                    Py_INCREF(v)
+                    PyList_SET_ITEM(out, <Py_ssize_t>i, v)
+                if done < n:
+                    raise _ProtobufDecodeError(start + err.index, err.offset, err.what.decode(),
+                                               err.problem.decode())
+                start += n
+            return out
+        finally:
+            if gc_was_on:
+                PyGC_Enable()
+            self.tape = NULL
+            fkc_pb_tape_free(&tape)
+
+    def decode_prefixed(self, list values, Py_ssize_t start, bytes prefix):
+        """decode_many() of one Schema Registry run: the leading values from
+        values[start] on that are bytes starting with `prefix`, each past
+        it, read in place. As many dicts as the run has: [] when
+        values[start] is not such bytes. ProtobufDecodeError's index counts
+        from `start`."""
+        return self.decode_many(_Payloads(values, prefix, start))
+
+    cdef object _scalar(self, int32_t kind, int64_t v, object enum_names):
+        cdef PyObject *name
+        if kind == FKC_PB_INT64 or kind == FKC_PB_INT32 or kind == FKC_PB_SINT32 or kind == FKC_PB_SINT64 \
+                or kind == FKC_PB_SFIXED32 or kind == FKC_PB_SFIXED64 or kind == FKC_PB_UINT32 \
+                or kind == FKC_PB_FIXED32:
+            return PyLong_FromLongLong(v)
+        if kind == FKC_PB_UINT64 or kind == FKC_PB_FIXED64:
+            return PyLong_FromUnsignedLongLong(<uint64_t>v)
+        if kind == FKC_PB_BOOL:
+            return v != 0
+        if kind == FKC_PB_DOUBLE:
+            return PyFloat_FromDouble(_f64(v))
+        if kind == FKC_PB_FLOAT:
+            return PyFloat_FromDouble(_f32(v))
+        # an enum: its name when known (NullValue's is None), else the number
+        key = PyLong_FromLongLong(v)
+        name = PyDict_GetItem(enum_names, key)
+        return <object>name if name != NULL else key
+
+    cdef object _build(self, int32_t m, int64_t pos, list frames):
+        """The dict of message m from the frame at `pos`, or (pos < 0) from
+        the frames at `frames` read as one (a merged sub-message)."""
+        cdef const int32_t *msg = self.code + self.code[FKC_PB_HEADER + m]
+        cdef const int32_t *fields = msg + FKC_PB_MSG_HEAD + msg[1]
+        cdef const int32_t *f
+        cdef const int64_t *t = self.tape
+        cdef int64_t p, end, slot, v, off, ln, sub_pos
+        cdef int64_t last_off = 0
+        cdef int32_t kind, flags, sub
+        cdef Py_ssize_t nframes = 1 if pos >= 0 else len(frames), k
+        cdef tuple names = <tuple>PyTuple_GET_ITEM(self.names, m)
+        cdef PyObject *cur
+        cdef list merge = None
+        d = _PyDict_NewPresized(min(msg[0], t[pos] if pos >= 0 else msg[0]))
+        for k in range(nframes):
+            if pos < 0:
+                p = <int64_t>frames[k]
+            else:
+                p = pos
+            end = p + FKC_PB_FRAME + t[p + 1]
+            last_off = t[p + 2]
+            p += FKC_PB_FRAME
+            while p < end:
+                slot = t[p]
+                p += 1
+                f = fields + slot * FKC_PB_FIELD_WIDTH
+                kind = f[1]
+                flags = f[2]
+                name = <object>PyTuple_GET_ITEM(names, slot)
+                if f[3] >= 0:  # a oneof member replaces its siblings
+                    for other in <tuple>PyTuple_GET_ITEM(<tuple>PyTuple_GET_ITEM(self.oneofs, m), slot):
+                        if PyDict_Contains(d, other):
+                            PyDict_DelItem(d, other)
+                if kind == FKC_PB_MESSAGE:
+                    sub = f[4]
+                    sub_pos = p
+                    p += FKC_PB_FRAME + t[p + 1]
+                    if self.code[self.code[FKC_PB_HEADER + sub] + 2] & FKC_PB_M_MAP_ENTRY:
+                        cur = PyDict_GetItem(d, name)
+                        if cur == NULL:
+                            mapping = {}
+                            PyDict_SetItem(d, name, mapping)
+                        else:
+                            mapping = <object>cur
+                        self._entry(sub, sub_pos, mapping)
+                    elif flags & FKC_PB_F_REPEATED:
+                        cur = PyDict_GetItem(d, name)
+                        if cur == NULL:
+                            PyDict_SetItem(d, name, [self._build(sub, sub_pos, None)])
+                        else:
+                            PyList_Append(<object>cur, self._build(sub, sub_pos, None))
+                    else:
+                        if PyDict_Contains(d, name):
+                            if merge is None:
+                                merge = []
+                            if slot not in merge:
+                                merge.append(slot)
+                        PyDict_SetItem(d, name, self._build(sub, sub_pos, None))
+                    continue
+                if kind == FKC_PB_STRING or kind == FKC_PB_BYTES:
+                    off = t[p]
+                    ln = t[p + 1]
+                    p += 2
+                    if ln == 0 and not (flags & (FKC_PB_F_EXPLICIT | FKC_PB_F_REPEATED)):
+                        if PyDict_Contains(d, name):
+                            PyDict_DelItem(d, name)  # implicit presence: set to the default is absent
+                        continue
+                    if kind == FKC_PB_STRING:
+                        value = PyUnicode_DecodeUTF8(<const char *>self.base + off, <Py_ssize_t>ln, NULL)
+                    else:
+                        value = PyBytes_FromStringAndSize(<const char *>self.base + off, <Py_ssize_t>ln)
+                else:
+                    v = t[p]
+                    p += 1
+                    if v == 0 and not (flags & (FKC_PB_F_EXPLICIT | FKC_PB_F_REPEATED)):
+                        if PyDict_Contains(d, name):
+                            PyDict_DelItem(d, name)
+                        continue
+                    value = self._scalar(kind, v, <object>PyTuple_GET_ITEM(
+                        <tuple>PyTuple_GET_ITEM(self.enums, m), slot) if kind == FKC_PB_ENUM else None)
+                if flags & FKC_PB_F_REPEATED:
+                    cur = PyDict_GetItem(d, name)
+                    if cur == NULL:
+                        PyDict_SetItem(d, name, [value])
+                    else:
+                        PyList_Append(<object>cur, value)
+                else:
+                    PyDict_SetItem(d, name, value)
+        if merge is not None:
+            for slot in merge:
+                # unless a oneof sibling replaced it after its last occurrence
+                if PyDict_Contains(d, <object>PyTuple_GET_ITEM(names, slot)):
+                    self._merge(m, pos, frames, slot, d)
+        conv = <object>PyTuple_GET_ITEM(self.wkt, m)
+        if conv is not None:
+            try:
+                return conv(d)
+            except _WellKnownValueError:
+                raise _ProtobufDecodeError(self.index, last_off, <object>PyTuple_GET_ITEM(self.wkt_names, m),
+                                           "value out of range") from None
+        return d
+
+    cdef int _merge(self, int32_t m, int64_t pos, list frames, int64_t slot, dict d) except -1:
+        """A singular message field read more than once: the merge of its
+        occurrences since a oneof sibling last replaced it, their entries
+        read as one (the runtime parses each into the same message)."""
+        cdef const int32_t *msg = self.code + self.code[FKC_PB_HEADER + m]
+        cdef const int32_t *fields = msg + FKC_PB_MSG_HEAD + msg[1]
+        cdef const int32_t *f = fields + slot * FKC_PB_FIELD_WIDTH
+        cdef const int32_t *g
+        cdef const int64_t *t = self.tape
+        cdef int64_t p, end, s
+        cdef Py_ssize_t nframes = 1 if pos >= 0 else len(frames), k
+        cdef list parts = []
+        for k in range(nframes):
+            p = pos if pos >= 0 else <int64_t>frames[k]
+            end = p + FKC_PB_FRAME + t[p + 1]
+            p += FKC_PB_FRAME
+            while p < end:
+                s = t[p]
+                p += 1
+                g = fields + s * FKC_PB_FIELD_WIDTH
+                if s == slot:
+                    parts.append(p)
+                elif f[3] >= 0 and g[3] == f[3]:
+                    parts = []
+                p += _entry_words(g[1], p, t)
+        PyDict_SetItem(d, <object>PyTuple_GET_ITEM(<tuple>PyTuple_GET_ITEM(self.names, m), slot),
+                       self._build(f[4], -1, parts))
+        return 0
+
+    cdef int _entry(self, int32_t m, int64_t pos, dict mapping) except -1:
+        """One map entry into `mapping`: a missing key or value is its type's
+        default (a message value: the empty message's dict)."""
+        cdef const int32_t *msg = self.code + self.code[FKC_PB_HEADER + m]
+        cdef const int32_t *fields = msg + FKC_PB_MSG_HEAD + msg[1]
+        kv = self._build(m, pos, None)
+        cdef PyObject *key = PyDict_GetItem(kv, "key")
+        cdef PyObject *value = PyDict_GetItem(kv, "value")
+        defaults = <tuple>PyTuple_GET_ITEM(self.defaults, m)
+        k = <object>key if key != NULL else <object>PyTuple_GET_ITEM(defaults, 0)
+        if value != NULL:
+            PyDict_SetItem(mapping, k, <object>value)
+        elif fields[FKC_PB_FIELD_WIDTH + 1] == FKC_PB_MESSAGE:
+            PyDict_SetItem(mapping, k, self._build(fields[FKC_PB_FIELD_WIDTH + 4], -1, []))
+        else:
+            PyDict_SetItem(mapping, k, <object>PyTuple_GET_ITEM(defaults, 1))
+        return 0
+
+
+cdef inline int64_t _entry_words(int32_t kind, int64_t p, const int64_t *t) noexcept:
+    # the words of an entry's value after its slot
+    if kind == FKC_PB_MESSAGE:
+        return FKC_PB_FRAME + t[p + 1]
+    if kind == FKC_PB_STRING or kind == FKC_PB_BYTES:
+        return 2
+    return 1

@@ -178,3 +178,14 @@ else:
     # the twin implements the compiled class's interface (held to it by the
     # differential tests, as the records twin)
     AvroDecoderCore = cast("type[_CompiledAvroDecoder]", _TwinAvroDecoder)
+
+
+# The Protobuf program decoder (fastkc/schema_registry/protobuf.py uses it), by the same choice.
+if name == "c":
+    from fastkc._core._protobuf import ProtobufDecoder as _CompiledProtobufDecoder
+
+    ProtobufDecoderCore: "type[_CompiledProtobufDecoder]" = _CompiledProtobufDecoder
+else:
+    from fastkc._twin.protobuf import Decoder as _TwinProtobufDecoder
+
+    ProtobufDecoderCore = cast("type[_CompiledProtobufDecoder]", _TwinProtobufDecoder)

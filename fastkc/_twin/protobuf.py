@@ -314,3 +314,26 @@ def decode_many(program: s.Program, payloads: Sequence[bytes]) -> list[Any]:
         except _Fail as e:
             raise ProtobufDecodeError(i, e.offset, e.what, e.problem) from None
     return out
+
+
+class Decoder:
+    """The compiled ProtobufDecoder's interface (fastkc/_core/_protobuf.pyx)
+    over this twin: what fastkc._backend hands out under FASTKC_PURE=1."""
+
+    def __init__(self, code: Sequence[int], messages: Sequence[s.MessageInfo]) -> None:
+        self._program = s.Program(list(code), list(messages), code[2])
+
+    def decode_many(self, payloads: Sequence[bytes]) -> list[Any]:
+        return decode_many(self._program, payloads)
+
+    def decode_prefixed(self, values: list[Any], start: int, prefix: bytes) -> list[Any]:
+        if type(values[start]) is not bytes:
+            return []
+        cut = len(prefix)
+        run = []
+        for i in range(start, len(values)):
+            value = values[i]
+            if type(value) is not bytes or not value.startswith(prefix):
+                break
+            run.append(value[cut:])
+        return self.decode_many(run)

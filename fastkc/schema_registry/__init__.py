@@ -57,6 +57,8 @@ if TYPE_CHECKING:
         SchemaReference,
         SchemaRegistryClient,
     )
+    from fastkc.schema_registry.json_deserializer import JSONDeserializer
+    from fastkc.schema_registry.protobuf_deserializer import ProtobufDeserializer, ProtobufMessageError
 
 __all__ = [
     "SchemaRegistryClient",
@@ -86,6 +88,9 @@ __all__ = [
     "TruncatedFrameError",
     "InvalidMessageIndexError",
     "AvroDeserializer",
+    "ProtobufDeserializer",
+    "ProtobufMessageError",
+    "JSONDeserializer",
     "SerializationContext",
     "MessageField",
     "DeserializationError",
@@ -96,6 +101,11 @@ __all__ = [
     "WrongSchemaTypeError",
     "PayloadDecodeError",
 ]
+
+# The Protobuf and JSON deserializers need the protobuf runtime, orjson and
+# jsonschema (the schema-registry extra): imported on first use.
+_LAZY_MODULES = {"ProtobufDeserializer": "protobuf_deserializer", "ProtobufMessageError": "protobuf_deserializer",
+                 "JSONDeserializer": "json_deserializer"}
 
 _CLIENT_NAMES = frozenset({"SchemaRegistryClient", "Schema", "SchemaReference", "RegisteredSchema",
                            "ResolvedSchema"})
@@ -108,4 +118,8 @@ def __getattr__(name: str) -> object:
         from fastkc.schema_registry import client
 
         return getattr(client, name)
+    if name in _LAZY_MODULES:
+        import importlib
+
+        return getattr(importlib.import_module("fastkc.schema_registry." + _LAZY_MODULES[name]), name)
     raise AttributeError("module 'fastkc.schema_registry' has no attribute {0!r}".format(name))

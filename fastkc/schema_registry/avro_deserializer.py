@@ -215,7 +215,7 @@ class AvroDeserializer(RegistryDeserializer):
 
     # --- the format's hooks ---------------------------------------------------------------------
 
-    def _parse_writer(self, resolved: ResolvedSchema) -> Any:
+    def _parse_writer(self, key: int | str, resolved: ResolvedSchema) -> Any:
         return _writer_json(resolved)
 
     def _make_codec(self, writer: Any, frame: Frame, reader: Reader | None, arrow: bool) -> Codec:

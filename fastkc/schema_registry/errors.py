@@ -6,6 +6,7 @@ partition, offset) and the schema id when the frame got that far. They live
 here until the lead re-homes them under fastkc.errors; all are KafkaErrors.
 """
 from fastkc.errors import KafkaConfigurationError, KafkaError
+from fastkc.schema_registry.payload_errors import PayloadReadError
 
 
 class SchemaRegistryConfigurationError(KafkaConfigurationError, ValueError):
@@ -114,21 +115,21 @@ class JsonSchemaError(KafkaError):
     nor one of the given references (the codec never fetches a URI)."""
 
 
-class JsonPayloadError(KafkaError):
+class JsonPayloadError(PayloadReadError):
     """A JSON payload that could not be turned into a value or a row.
 
     Attributes:
       index: which payload of the decoded list (0 for a single one)
-      reason: what was wrong
+      reason: what was wrong (also `problem`; `what` is "JSON", `offset` -1:
+        the parsers do not say at which byte)
 
     The caller that knows the record (topic, partition, offset, schema id)
     wraps it in a DeserializationError with this as its __cause__.
     """
 
     def __init__(self, index: int, reason: str) -> None:
-        self.index = index
         self.reason = reason
-        super().__init__("payload {0}: {1}".format(index, reason))
+        super().__init__(index, -1, "JSON", reason)
 
     def __reduce__(self) -> tuple[type["JsonPayloadError"], tuple[int, str]]:
         return (self.__class__, (self.index, self.reason))

@@ -7,32 +7,18 @@ still catches them.
 from __future__ import annotations
 
 from fastkc.errors import KafkaError
+from fastkc.schema_registry.payload_errors import PayloadReadError
 
 
 class ProtobufSchemaError(KafkaError):
-    """A message type the decoder cannot compile: a proto2 group field, or a
-    program past the compiler's bounds (too many fields or messages)."""
+    """A Protobuf schema fastkc cannot use: a message type the decoder cannot
+    compile (a proto2 group field, a program past the compiler's bounds), a
+    registry schema that is not the serialized form, files that do not build
+    (a missing import, a name defined twice), or message indexes that name
+    no message."""
 
 
-class ProtobufDecodeError(KafkaError):
-    """A payload that does not decode as its message type.
-
-    Attributes:
-        index: which payload of the decoded list (0 for a single one)
-        offset: the byte inside that payload where reading failed
-        what: what was being read ("tag", "string length", ...)
-        problem: why ("truncated", "field number 0", ...)
-    """
-
-    def __init__(self, index: int, offset: int, what: str, problem: str, context: str = "") -> None:
-        self.index = index
-        self.offset = offset
-        self.what = what
-        self.problem = problem
-        self.context = context
-        where = f" ({context})" if context else ""
-        super().__init__(f"payload {index}, byte {offset}: {what}: {problem}{where}")
-
-    def key(self) -> tuple[int, int, str, str]:
-        """(index, offset, what, problem): what two decoders must agree on."""
-        return (self.index, self.offset, self.what, self.problem)
+class ProtobufDecodeError(PayloadReadError):
+    """A payload that does not decode as its message type; `index`,
+    `offset`, `what` ("tag", "string length", ...) and `problem`
+    ("truncated", "field number 0", ...) as PayloadReadError says."""

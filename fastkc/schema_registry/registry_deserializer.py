@@ -500,7 +500,7 @@ class RegistryDeserializer:
                                     offset, key)
         resolved = resolve_writer(self._registry, key, self.SCHEMA_TYPE, topic, partition, offset)
         try:
-            writer = self._parse_writer(resolved)
+            writer = self._parse_writer(key, resolved)
         except self.SCHEMA_ERRORS as exc:
             raise WriterSchemaError(str(exc), topic, partition, offset, key) from exc
         self._writers.put(key, writer)
@@ -600,8 +600,8 @@ class RegistryDeserializer:
         Protobuf deserializer with a message_type does not)."""
         return True
 
-    def _parse_writer(self, resolved: ResolvedSchema) -> Any:
-        """The registry's writer schema (with its references) in the form the
+    def _parse_writer(self, key: int | str, resolved: ResolvedSchema) -> Any:
+        """The registry's writer schema (`key`: its id or GUID) (with its references) in the form the
         codec is built from; raises one of SCHEMA_ERRORS."""
         raise NotImplementedError
 

@@ -57,6 +57,10 @@ cdef enum:
     _CHUNK = 512
 
 
+cdef extern from "fkc_civil.h":
+    void fkc_civil_from_days(int64_t days, int64_t *year, int *month, int *day) nogil
+
+
 cdef extern from "fkc_avro.h":
     enum:
         FKC_AVRO_OP_SCALAR
@@ -612,7 +616,7 @@ cdef class Decoder:
 
     cdef object _timestamp(self, int32_t logical, int64_t v):
         # None: outside the fast path's range (the Python conversion decides)
-        cdef int64_t us, days, rest, z, era, doe, yoe, year, doy, mp
+        cdef int64_t us, days, rest, year
         cdef int month, day
         if v > _US_BOUND // 1000 or v < -(_US_BOUND // 1000):
             return None
@@ -621,19 +625,9 @@ cdef class Decoder:
             return None
         days = us // 86_400_000_000  # floor: the day before the epoch for a negative instant
         rest = us - days * 86_400_000_000
-        # The civil date of `days` since 1970-01-01 (proleptic Gregorian, in
-        # 400-year eras of 146097 days, months counted from March so that
-        # February's length comes last): the datetime is built in one call,
+        # The civil date (csrc/fkc_civil.h): the datetime is built in one call,
         # where the epoch plus a timedelta cost two objects and a normalisation.
-        z = days + 719468
-        era = z // 146097
-        doe = z - era * 146097
-        yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-        doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-        mp = (5 * doy + 2) // 153
-        day = <int>(doy - (153 * mp + 2) // 5 + 1)
-        month = <int>(mp + 3 if mp < 10 else mp - 9)
-        year = yoe + era * 400 + (1 if month <= 2 else 0)
+        fkc_civil_from_days(days, &year, &month, &day)
         if year < 1 or year > 9999:
             return None
         return datetime_new(<int>year, month, day, <int>(rest // 3_600_000_000), <int>(rest // 60_000_000 % 60),

@@ -31,6 +31,14 @@ from cpython.tuple cimport PyTuple_GET_ITEM
 
 import sys as _sys
 
+cdef extern from "fkc_civil.h":
+    void fkc_civil_from_days(int64_t days, int64_t *year, int *month, int *day) nogil
+
+cdef extern from "stdio.h":
+    int snprintf(char *s, size_t n, const char *fmt, ...) nogil
+
+from cpython.unicode cimport PyUnicode_DecodeASCII
+
 from fastkc.schema_registry.protobuf_errors import ProtobufDecodeError as _ProtobufDecodeError
 from fastkc.schema_registry.protobuf_wkt import WellKnownValueError as _WellKnownValueError
 from fastkc.schema_registry.protobuf_wkt import converter as _converter
@@ -201,6 +209,7 @@ cdef class ProtobufDecoder:
     cdef tuple wkt        # per message: the well-known conversion or None
     cdef tuple wkt_names  # per message: the well-known type's name or None
     cdef tuple defaults   # per message: per slot, a map entry's missing key/value
+    cdef int32_t timestamp  # the message index of google.protobuf.Timestamp, -1 when unreached
     # the call in progress (phase 2)
     cdef const int64_t *tape
     cdef const uint8_t *base
@@ -237,6 +246,8 @@ cdef class ProtobufDecoder:
                                    or info.fields[1].number != 2):
                 raise ValueError("fastkc: a map entry without fields 1 and 2")
         self.names, self.enums, self.oneofs = tuple(names), tuple(enums), tuple(oneofs)
+        self.timestamp = wkt_names.index("google.protobuf.Timestamp") if "google.protobuf.Timestamp" in wkt_names \
+            else -1
         self.wkt, self.wkt_names, self.defaults = tuple(wkt), tuple(wkt_names), tuple(defaults)
 
     def __dealloc__(self):
@@ -407,6 +418,12 @@ cdef class ProtobufDecoder:
                 # unless a oneof sibling replaced it after its last occurrence
                 if PyDict_Contains(d, <object>PyTuple_GET_ITEM(names, slot)):
                     self._merge(m, pos, frames, slot, d)
+        if m == self.timestamp:
+            # the common well-known type, formatted here (the runtime's formatter
+            # costs several µs a value); None: out of range, the hook raises
+            text = _rfc3339(d)
+            if text is not None:
+                return text
         conv = <object>PyTuple_GET_ITEM(self.wkt, m)
         if conv is not None:
             try:
@@ -471,3 +488,46 @@ cdef inline int64_t _entry_words(int32_t kind, int64_t p, const int64_t *t) noex
     if kind == FKC_PB_STRING or kind == FKC_PB_BYTES:
         return 2
     return 1
+
+
+# Timestamp's range in MessageToDict: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59.999999999Z
+cdef int64_t _TS_MIN_SECONDS = -62135596800
+cdef int64_t _TS_MAX_SECONDS = 253402300799
+
+
+cdef object _rfc3339(dict d):
+    """A Timestamp's fields (d: "seconds", "nanos", each absent when 0) as
+    MessageToDict's text: seconds to the second, then 3, 6 or 9 digits of
+    fraction (the fewest that hold the nanos), then Z. None when out of its
+    range (the Python hook then raises the runtime's error)."""
+    cdef PyObject *found
+    cdef int64_t seconds = 0, nanos = 0, days, rest, year
+    cdef int month, day, n
+    cdef char buf[48]
+    found = PyDict_GetItem(d, "seconds")
+    if found != NULL:
+        seconds = <object>found
+    found = PyDict_GetItem(d, "nanos")
+    if found != NULL:
+        nanos = <object>found
+    if seconds < _TS_MIN_SECONDS or seconds > _TS_MAX_SECONDS or nanos < 0 or nanos > 999999999:
+        return None
+    # floor division (this module divides as C does: toward zero), so a
+    # negative instant falls on the day before the epoch
+    days = seconds // 86400
+    rest = seconds - days * 86400
+    if rest < 0:
+        rest += 86400
+        days -= 1
+    fkc_civil_from_days(days, &year, &month, &day)
+    n = snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d", <int>year, month, day, <int>(rest // 3600),
+                 <int>(rest // 60 % 60), <int>(rest % 60))
+    if nanos == 0:
+        n += snprintf(buf + n, sizeof(buf) - n, "Z")
+    elif nanos % 1000000 == 0:
+        n += snprintf(buf + n, sizeof(buf) - n, ".%03dZ", <int>(nanos // 1000000))
+    elif nanos % 1000 == 0:
+        n += snprintf(buf + n, sizeof(buf) - n, ".%06dZ", <int>(nanos // 1000))
+    else:
+        n += snprintf(buf + n, sizeof(buf) - n, ".%09dZ", <int>nanos)
+    return PyUnicode_DecodeASCII(buf, n, NULL)

@@ -25,7 +25,7 @@ Registry (Apicurio, started here unless --registry names one), lz4, 8
 partitions. Rounds interleaved (the order rotates), medians and spread
 printed beside the load average; a figure for the report, asserted nowhere.
 
-    python3 benchmarks/registry_poll.py --format avro|protobuf --bootstrap HOST:PORT [--registry URL]
+    python3 benchmarks/registry_poll.py --format avro|protobuf|json --bootstrap HOST:PORT [--registry URL]
         [--records N] [--rounds R]
 """
 import argparse
@@ -64,9 +64,17 @@ class Format:
     value: Callable[[int], Any]
     confluent_deserializer: Callable[[Any], Any]  # confluent registry client -> deserializer
     per_value: Callable[[], Callable[[bytes], Any]]
-    ours: dict[str, Callable[[Any], Any]]        # way name -> (fastkc registry client -> deserializer)
-    sequence: Callable[[Any], int]
-    arrow: bool
+    sequence: Callable[[Any], int]              # of confluent's and the per-value decoder's values
+    # way name -> (fastkc registry client -> deserializer, its values' sequence, has Arrow columns)
+    ours: dict[str, tuple[Callable[[Any], Any], Callable[[Any], int], bool]]
+
+
+def _item(value):
+    return value["sequence"]
+
+
+def _attribute(value):
+    return value.sequence
 
 
 def _avro_format():
@@ -82,9 +90,8 @@ def _avro_format():
         return lambda data: fastavro.schemaless_reader(io.BytesIO(memoryview(data)[5:]), parsed)
 
     return Format("avro", lambda client: AvroSerializer(client, json.dumps(EVENT)), event_value,
-                  lambda client: TheirAvro(client), per_value,
-                  {"AvroDeserializer": lambda client: AvroDeserializer(client)},
-                  lambda value: value["sequence"], True)
+                  lambda client: TheirAvro(client), per_value, _item,
+                  {"AvroDeserializer": (lambda client: AvroDeserializer(client), _item, True)})
 
 
 def _protobuf_format():
@@ -102,12 +109,33 @@ def _protobuf_format():
         return lambda data: parse(memoryview(data)[7:])
 
     return Format("protobuf", lambda client: ProtobufSerializer(PageEvent, client, conf), protobuf_event,
-                  lambda client: TheirProtobuf(PageEvent, conf), per_value,
-                  {"ProtobufDeserializer(PageEvent)": lambda client: ProtobufDeserializer(PageEvent, conf, client)},
-                  lambda value: value.sequence, False)
+                  lambda client: TheirProtobuf(PageEvent, conf), per_value, _attribute,
+                  {"ProtobufDeserializer(PageEvent)": (lambda client: ProtobufDeserializer(PageEvent, conf, client),
+                                                       _attribute, False),
+                   "ProtobufDeserializer(None), dicts": (lambda client: ProtobufDeserializer(None, conf, client),
+                                                         _item, False)})
 
 
-FORMATS = {"avro": _avro_format, "protobuf": _protobuf_format}
+def _json_format():
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer as TheirJson
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+    from benchmarks.registry_events import JSON_SCHEMA, json_event
+    from fastkc.schema_registry import JSONDeserializer
+
+    text = json.dumps(JSON_SCHEMA)
+
+    def per_value():
+        return lambda data: json.loads(data[5:])
+
+    return Format("json", lambda client: JSONSerializer(text, client), json_event, lambda client: TheirJson(text),
+                  per_value, _item,
+                  {"JSONDeserializer": (lambda client: JSONDeserializer(text), _item, True),
+                   "JSONDeserializer, validate off": (lambda client: JSONDeserializer(text, conf={"validate": False}),
+                                                      _item, True)})
+
+
+FORMATS = {"avro": _avro_format, "protobuf": _protobuf_format, "json": _json_format}
 
 
 def write_topic(bootstrap, registry_url, records, fmt):
@@ -271,13 +299,14 @@ def main(argv=None):
             "fastkc poll() + per-value " + fmt.name: lambda: fastkc_poll(bootstrap, topic, n, fmt.per_value(),
                                                                           fmt.sequence),
         }
-        for name, make in fmt.ours.items():
-            ours = make(client)
-            ways["fastkc poll() + " + name] = lambda ours=ours: fastkc_poll(bootstrap, topic, n, ours, fmt.sequence)
-        if fmt.arrow:
+        made = {name: (make(client), sequence, arrow) for name, (make, sequence, arrow) in fmt.ours.items()}
+        for name, (ours, sequence, _) in made.items():
+            ways["fastkc poll() + " + name] = lambda ours=ours, sequence=sequence: fastkc_poll(
+                bootstrap, topic, n, ours, sequence)
+        if any(arrow for _, _, arrow in made.values()):
             ways["fastkc poll_arrow(), raw bytes"] = lambda: fastkc_poll_arrow(bootstrap, topic, n, None, False)
-            for name, make in fmt.ours.items():
-                ours = make(client)
+        for name, (ours, _, arrow) in made.items():
+            if arrow:
                 ways["fastkc poll_arrow() + " + name] = lambda ours=ours: fastkc_poll_arrow(bootstrap, topic, n,
                                                                                            ours, True)
         clocks = {name: [] for name in ways}

@@ -36,3 +36,16 @@ class ProtobufDecodeError(KafkaError):
     def key(self) -> tuple[int, int, str, str]:
         """(index, offset, what, problem): what two decoders must agree on."""
         return (self.index, self.offset, self.what, self.problem)
+
+
+class ProtobufArrowUnsupportedError(ProtobufSchemaError):
+    """A message type with a field that has no Arrow mapping (Struct, Value,
+    ListValue, Any, FieldMask, or a message that contains itself): raised
+    when the Arrow plan is compiled, before any payload is decoded
+    (docs/guide/schema-registry-protobuf.md lists the mapping)."""
+
+
+class ProtobufArrowCapacityError(ProtobufDecodeError):
+    """Payload `index` would take an Arrow column past its int32 offsets
+    (2^31 - 1 values or bytes): nothing is returned; decode the payloads
+    before it and the rest in separate calls."""

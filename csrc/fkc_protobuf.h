@@ -19,7 +19,8 @@
  *     bound); a known field with a wire type it cannot have is skipped as an
  *     unknown field; repeated scalars accept packed and unpacked; a closed
  *     (proto2) enum's unknown number is dropped (the runtime puts it in the
- *     unknown fields), and a map entry holding one is dropped whole. Missing
+ *     unknown fields), and a map entry holding one, or any other unknown
+ *     field of its own (a wrong wire type too), is dropped whole. Missing
  *     required fields are not an error (upb's FromString accepts them).
  *     The first failure stops the payload with what was read, why, and the
  *     byte offset in the payload.

@@ -6,7 +6,7 @@ import os
 
 from tests.support.repo import ROOT, run_tool
 
-MODULES = ["fastkc._core._records", "fastkc._core._fetch", "fastkc._core._avro"]
+MODULES = ["fastkc._core._records", "fastkc._core._fetch", "fastkc._core._avro", "fastkc._core._protobuf"]
 
 
 def test_stubs_match_the_compiled_modules():

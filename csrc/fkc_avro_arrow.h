@@ -6,19 +6,8 @@
  * Contract
  *   - What Arrow type each reader type becomes is decided in Python
  *     (fastkc/schema_registry/avro_arrow.py) and handed over as a *plan*:
- *       columns  the Arrow tree, FKC_AA_COL_WIDTH int64 words per column:
- *                [layout, nullable, name, format, first child, children,
- *                 p0, p1, p2]; column 0 is the array; a column's children
- *                are the columns [first child, first child + children), all
- *                after their parent and each with one parent (a tree).
- *                name and format are offsets of NUL-terminated strings in
- *                `strings` (Arrow's format strings, written by Python).
- *                p0..p2 by layout: INT32 and INT64 the bound of a time
- *                (a day in its unit; 0 for the others); FIXED_BINARY size; DECIMAL byte width
- *                (16, 32) and the offset of 10^precision (width bytes,
- *                little-endian) in `strings`; DICT the symbol count, the
- *                offset of its count + 1 little-endian int32 offsets and
- *                the offset of the symbols' bytes.
+ *       columns  the Arrow tree, as fkc_typed_columns.h describes it
+ *                (FKC_AA_COL_WIDTH words per column, column 0 the array).
  *       steps    how the program's values land in the columns, int64 words:
  *                a value step [pc, column, n, child step * n] follows the
  *                program op at pc (a union's children: one step per writer
@@ -28,27 +17,25 @@
  *                offset, length, n, child step * n] writes a default (the
  *                column's bytes at strings[offset, offset + length), its
  *                items or its fields). A child step comes after its parent.
- *     fkc_avro_arrow_check() proves a plan agrees with its program and is a
- *     well-formed Arrow tree (every pc the program's own operand, every
- *     column kind able to hold the op's values, a struct's children each
- *     written once per row, strings inside the blob and NUL-terminated,
- *     UTF-8 where Arrow wants it), so a wrong plan is refused instead of
- *     building a corrupt array or reading out of bounds.
+ *     fkc_avro_arrow_check() proves the tree well-formed (fkc_tc_check_tree)
+ *     and the steps in agreement with their program (every pc the
+ *     program's own operand, every column kind able to hold the op's
+ *     values, map keys utf8, a struct's children each written once per
+ *     row, constants inside the blob and UTF-8 where Arrow wants it), so a
+ *     wrong plan is refused instead of building a corrupt array or reading
+ *     out of bounds.
  *   - The sink trusts the tape (phase 1 of the same call wrote it) and
- *     reads it as the object builder does. Columns grow by doubling with
- *     overflow checks; every column's length and every binary column's
- *     bytes stay <= INT32_MAX, so no int32 offset can overflow: a payload
- *     that would pass them is refused (FKC_AA_CAPACITY, naming it; the
- *     caller may decode the payloads before it, then the rest), never
- *     split. A decimal whose value does not fit its precision, or a time
- *     outside a day (Arrow's time32/time64 rule), is refused (FKC_AA_VALUE,
- *     at the value's offset when the tape has it: a writer's logical
- *     type; else 0). A failed allocation is
- *     FKC_AA_NOMEM. On any failure everything built so far is freed.
+ *     reads it as the object builder does. The columns (fkc_typed_columns.c)
+ *     keep every length and byte count <= INT32_MAX: a payload that would
+ *     pass them is refused (FKC_AA_CAPACITY, naming it; the caller may
+ *     decode the payloads before it, then the rest), never split. A decimal
+ *     whose value does not fit its precision, or a time outside a day
+ *     (Arrow's time32/time64 rule), is refused (FKC_AA_VALUE, at the
+ *     value's offset when the tape has it: a writer's logical type; else
+ *     0). A failed allocation is FKC_AA_NOMEM. On any failure everything
+ *     built so far is freed.
  *   - The exported array and schema own copies of everything they point at
- *     (the caller's payloads, tape and plan may go right after); each
- *     node's release frees its part, and the last one frees the rest, so a
- *     consumer may move children out and release them in any order.
+ *     (fkc_typed_columns.h's export).
  *   - No Python API: runs with the GIL released.
  */
 #ifndef FKC_AVRO_ARROW_H
@@ -59,34 +46,17 @@
 
 #include "fkc_arrow_abi.h"
 #include "fkc_avro.h"
+#include "fkc_typed_columns.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FKC_AA_COL_WIDTH 9
+#define FKC_AA_COL_WIDTH FKC_TC_COL_WIDTH
 
-/* Column layouts: which buffers a column has and which values it takes.
- * avro_arrow.py names the same numbers. */
-enum {
-    FKC_AA_NULL = 0,         /* no buffers */
-    FKC_AA_BOOL = 1,         /* validity, bits */
-    FKC_AA_INT32 = 2,        /* validity, int32 (int, date, time-millis) */
-    FKC_AA_INT64 = 3,        /* validity, int64 (long, time-micros, timestamps) */
-    FKC_AA_FLOAT32 = 4,      /* validity, float */
-    FKC_AA_FLOAT64 = 5,      /* validity, double */
-    FKC_AA_FIXED_BINARY = 6, /* validity, p0 bytes per row */
-    FKC_AA_DECIMAL = 7,      /* validity, p0 (16 or 32) bytes per row, little-endian two's complement */
-    FKC_AA_BINARY = 8,       /* validity, int32 offsets, bytes */
-    FKC_AA_UTF8 = 9,         /* validity, int32 offsets, UTF-8 bytes */
-    FKC_AA_STRUCT = 10,      /* validity; children */
-    FKC_AA_LIST = 11,        /* validity, int32 offsets; one child */
-    FKC_AA_MAP = 12,         /* validity, int32 offsets; one child: a struct of (key utf8, value) */
-    FKC_AA_DICT = 13,        /* validity, int32 indices; the dictionary (utf8) from p0..p2 */
-    FKC_AA_LAYOUT_MAX = 13
-};
-
-enum { FKC_AA_OK = 0, FKC_AA_NOMEM = 1, FKC_AA_CAPACITY = 2, FKC_AA_VALUE = 3 };
+/* Results: the shared columns' */
+enum { FKC_AA_OK = FKC_TC_OK, FKC_AA_NOMEM = FKC_TC_NOMEM, FKC_AA_CAPACITY = FKC_TC_CAPACITY,
+       FKC_AA_VALUE = FKC_TC_VALUE };
 
 /* The plan, as avro_arrow.py compiled it (the arrays belong to the caller). */
 typedef struct fkc_avro_arrow_plan {
@@ -101,14 +71,8 @@ typedef struct fkc_avro_arrow_plan {
     int64_t root_step; /* the step of the program's root value, on column 0 */
 } fkc_avro_arrow_plan;
 
-/* Why a build stopped. `what` and `problem` are static strings. */
-typedef struct fkc_avro_arrow_error {
-    int kind;      /* FKC_AA_NOMEM, FKC_AA_CAPACITY or FKC_AA_VALUE */
-    size_t index;  /* which payload */
-    size_t offset; /* byte inside it (FKC_AA_VALUE) */
-    const char *what;
-    const char *problem;
-} fkc_avro_arrow_error;
+/* Why a build stopped (kind FKC_AA_NOMEM, FKC_AA_CAPACITY or FKC_AA_VALUE). */
+typedef fkc_tc_error fkc_avro_arrow_error;
 
 /* 1 when `plan` is well-formed for its program (which must have passed
  * fkc_avro_check_program()). */

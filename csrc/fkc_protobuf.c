@@ -477,7 +477,7 @@ static int message(pb_run *r, int32_t m, int32_t depth)
         }
         if (!skip_value(r, num, wt, depth))
             return 0;
-        dropped = 1;
+        dropped = 1; /* an unknown field: upb keeps a map entry holding one as unknown, dropping it from the map */
     }
     r->tape->v[frame] = count;
     r->tape->v[frame + 1] = (int64_t)(r->tape->len - frame - FKC_PB_FRAME);

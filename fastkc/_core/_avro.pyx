@@ -183,6 +183,9 @@ cdef inline double _f64(int64_t bits) noexcept:
 cdef object _import_array = None
 
 
+include "_arrow_rows.pxi"
+
+
 cdef class _Payloads:
     """A call's payloads (bytes-like) as pointers and lengths, held until it
     ends: bytes are read in place, other buffers through a view released
@@ -264,44 +267,11 @@ cdef class _Payloads:
         return 0
 
     cdef int _arrow_rows(self, array, Py_ssize_t skip) except -1:
-        """The rows of a pyarrow binary array (int32 offsets, no nulls), each
-        past its first `skip` bytes (the Schema Registry prefix), read in
-        place: no bytes object per row. Every offset is checked against the
-        buffers before it is used."""
-        cdef size_t i
-        cdef Py_ssize_t first = array.offset
-        cdef const int32_t *offsets
-        cdef const uint8_t *data
-        cdef Py_ssize_t data_len, a, b
-        if array.null_count:
-            raise ValueError("fastkc: an Arrow column with nulls (decode its non-null rows)")
-        buffers = array.buffers()
-        self.items.extend(buffers)
         self.views = <Py_buffer *>malloc(2 * sizeof(Py_buffer))
         if self.views == NULL:
             raise MemoryError()
-        PyObject_GetBuffer(buffers[1], &self.views[0], PyBUF_SIMPLE)
-        self.nviews = 1
-        if <size_t>self.views[0].len < (<size_t>first + self.count + 1) * sizeof(int32_t):
-            raise ValueError("fastkc: the Arrow column's offsets buffer is shorter than its rows")
-        offsets = <const int32_t *>self.views[0].buf + first
-        if buffers[2] is None:
-            data = <const uint8_t *>b""
-            data_len = 0
-        else:
-            PyObject_GetBuffer(buffers[2], &self.views[1], PyBUF_SIMPLE)
-            self.nviews = 2
-            data = <const uint8_t *>self.views[1].buf
-            data_len = self.views[1].len
-        for i in range(self.count):
-            a = offsets[i]
-            b = offsets[i + 1]
-            if a < 0 or b < a or b > data_len or b - a < skip:
-                raise ValueError("fastkc: row {0} of the Arrow column is not {1} bytes or more inside its "
-                                 "data buffer".format(i, skip))
-            self.ptrs[i] = data + a + skip
-            self.lengths[i] = <size_t>(b - a - skip)
-        return 0
+        return _arrow_column_rows(array, skip, self.count, self.items, self.views, &self.nviews, self.ptrs,
+                                  self.lengths)
 
     def __dealloc__(self):
         cdef size_t i

@@ -13,6 +13,12 @@ Two phases, as the Avro decoder:
      MessageToDict cannot render (a Timestamp out of range), reported at
      its message's offset.
 
+decode_arrow runs phase 1 and then the Arrow sink (csrc/fkc_protobuf_arrow.c)
+instead of phase 2, a chunk at a time on one reused tape, all with the GIL
+released: one typed Arrow array (a struct row per payload), handed to
+pyarrow through the C data interface, by the plan set_arrow_plan()
+installed (fastkc/schema_registry/protobuf_arrow.py compiles it).
+
 The program and tables come from fastkc/schema_registry/protobuf_schema.py;
 fastkc/_twin/protobuf.py is the oracle.
 """
@@ -39,6 +45,7 @@ cdef extern from "stdio.h":
 
 from cpython.unicode cimport PyUnicode_DecodeASCII
 
+from fastkc.schema_registry.protobuf_errors import ProtobufArrowCapacityError as _ProtobufArrowCapacityError
 from fastkc.schema_registry.protobuf_errors import ProtobufDecodeError as _ProtobufDecodeError
 from fastkc.schema_registry.protobuf_wkt import WellKnownValueError as _WellKnownValueError
 from fastkc.schema_registry.protobuf_wkt import converter as _converter
@@ -100,6 +107,54 @@ cdef extern from "fkc_protobuf.h":
     void fkc_pb_tape_free(fkc_pb_tape *tape)
 
 
+cdef extern from "fkc_arrow_abi.h":
+    struct ArrowArray:
+        void (*release)(ArrowArray *)
+    struct ArrowSchema:
+        void (*release)(ArrowSchema *)
+
+
+cdef extern from "fkc_protobuf_arrow.h":
+    enum:
+        FKC_TC_COL_WIDTH
+        FKC_TC_OK
+        FKC_TC_NOMEM
+        FKC_TC_CAPACITY
+        FKC_TC_VALUE
+    ctypedef struct fkc_pb_arrow_plan:
+        const int32_t *code
+        size_t code_len
+        const int64_t *columns
+        size_t column_count
+        const int64_t *steps
+        size_t steps_len
+        const uint8_t *strings
+        size_t strings_len
+        int64_t root_step
+    ctypedef struct fkc_tc_error:
+        int kind
+        size_t index
+        size_t offset
+        const char *what
+        const char *problem
+    int fkc_pb_arrow_check(const fkc_pb_arrow_plan *plan)
+    ctypedef struct fkc_pb_arrow_builder:
+        pass
+    fkc_pb_arrow_builder *fkc_pb_arrow_start(const fkc_pb_arrow_plan *plan, size_t rows_hint) nogil
+    int fkc_pb_arrow_append(fkc_pb_arrow_builder *b, const fkc_pb_tape *tape, const size_t *starts,
+                            const uint8_t *const *payloads, size_t count, fkc_tc_error *err) nogil
+    int fkc_pb_arrow_finish(fkc_pb_arrow_builder *b, ArrowArray *out_array, ArrowSchema *out_schema,
+                            fkc_tc_error *err) nogil
+    void fkc_pb_arrow_discard(fkc_pb_arrow_builder *b) nogil
+
+
+# pyarrow.Array._import_from_c, looked up on the first decode_arrow (pyarrow
+# is optional: only the Arrow path needs it)
+_import_array = None
+
+include "_arrow_rows.pxi"
+
+
 cdef inline double _f32(int64_t bits) noexcept:
     cdef uint32_t b = <uint32_t>bits
     cdef float f
@@ -125,10 +180,20 @@ cdef class _Payloads:
     cdef Py_buffer *views
     cdef size_t nviews
 
-    def __cinit__(self, payloads, bytes prefix=None, Py_ssize_t start=0):
+    def __cinit__(self, payloads, bytes prefix=None, Py_ssize_t start=0, Py_ssize_t arrow_skip=-1):
         cdef size_t i
         if prefix is not None:
             self._prefixed(payloads, prefix, start)
+            return
+        if arrow_skip >= 0:  # a pyarrow binary column, its rows read in place
+            self.items = [payloads]
+            self.count = len(payloads)
+            self._alloc(self.count)
+            self.views = <Py_buffer *>malloc(2 * sizeof(Py_buffer))
+            if self.views == NULL:
+                raise MemoryError()
+            _arrow_column_rows(payloads, arrow_skip, self.count, self.items, self.views, &self.nviews, self.ptrs,
+                               self.lengths)
             return
         # a copy: the pointers must outlive any change to the caller's list
         # while the GIL is released
@@ -214,6 +279,11 @@ cdef class ProtobufDecoder:
     cdef const int64_t *tape
     cdef const uint8_t *base
     cdef size_t index
+    # the Arrow plan (set once by set_arrow_plan; its arrays owned here)
+    cdef fkc_pb_arrow_plan plan
+    cdef int64_t *plan_columns
+    cdef int64_t *plan_steps
+    cdef uint8_t *plan_strings
 
     def __cinit__(self, code, messages):
         cdef size_t i
@@ -252,6 +322,115 @@ cdef class ProtobufDecoder:
 
     def __dealloc__(self):
         free(self.code)
+        free(self.plan_columns)
+        free(self.plan_steps)
+        free(self.plan_strings)
+
+    def set_arrow_plan(self, columns, steps, strings, root_step):
+        """Install the Arrow plan of this program (protobuf_arrow.compile_plan:
+        its columns, steps, strings and root step), once; a plan that does
+        not agree with the program is refused (ValueError)."""
+        cdef size_t i
+        cdef bytes blob = bytes(strings)
+        cdef size_t ncols = len(columns), nsteps = len(steps), nstrings = len(blob)
+        if self.plan_columns != NULL:
+            raise ValueError("fastkc: this decoder has an Arrow plan already")
+        cdef int64_t *cols = <int64_t *>malloc(max(ncols, 1) * sizeof(int64_t))
+        cdef int64_t *stps = <int64_t *>malloc(max(nsteps, 1) * sizeof(int64_t))
+        cdef uint8_t *strs = <uint8_t *>malloc(max(nstrings, 1))
+        try:
+            if cols == NULL or stps == NULL or strs == NULL:
+                raise MemoryError()
+            for i in range(ncols):
+                cols[i] = columns[i]
+            for i in range(nsteps):
+                stps[i] = steps[i]
+            memcpy(strs, PyBytes_AS_STRING(blob), nstrings)
+            self.plan = fkc_pb_arrow_plan(self.code, self.code_len, cols,
+                                          ncols // FKC_TC_COL_WIDTH if ncols % FKC_TC_COL_WIDTH == 0 else 0,
+                                          stps, nsteps, strs, nstrings, root_step)
+            if not fkc_pb_arrow_check(&self.plan):
+                raise ValueError("fastkc: not a well-formed Protobuf Arrow plan for this program")
+        except BaseException:
+            free(cols)
+            free(stps)
+            free(strs)
+            raise
+        self.plan_columns, self.plan_steps, self.plan_strings = cols, stps, strs
+
+    def decode_arrow_column(self, values, Py_ssize_t skip):
+        """decode_arrow() of the rows of a pyarrow binary array without
+        nulls, each past its first `skip` bytes, read in place."""
+        return self.decode_arrow(_Payloads(values, None, 0, skip))
+
+    def decode_arrow(self, payloads):
+        """A list of payloads (bytes-like) as one pyarrow struct array of as
+        many rows, typed by the plan set_arrow_plan() installed. The first
+        bad payload raises ProtobufDecodeError as decode_many does (a
+        Timestamp or Duration outside int64 nanoseconds too);
+        ProtobufArrowCapacityError names a payload that would pass Arrow's
+        int32 offsets (nothing is returned: decode the payloads before it
+        first)."""
+        global _import_array
+        cdef _Payloads p
+        cdef size_t done = 0, start = 0, n = 0
+        cdef int rc = FKC_TC_OK
+        cdef fkc_pb_tape tape
+        cdef fkc_pb_error err
+        cdef fkc_tc_error aerr
+        cdef fkc_pb_arrow_builder *builder = NULL
+        cdef ArrowArray array
+        cdef ArrowSchema schema
+        if self.plan_columns == NULL:
+            raise ValueError("fastkc: no Arrow plan: call set_arrow_plan() first")
+        if _import_array is None:
+            import pyarrow
+            _import_array = pyarrow.Array._import_from_c
+        p = payloads if type(payloads) is _Payloads else _Payloads(payloads)
+        tape.v = NULL
+        tape.len = tape.cap = 0
+        array.release = NULL
+        schema.release = NULL
+        try:
+            with nogil:
+                builder = fkc_pb_arrow_start(&self.plan, p.count)
+                if builder == NULL:
+                    rc = FKC_TC_NOMEM
+                # read and built _CHUNK payloads at a time, on one reused tape
+                while rc == FKC_TC_OK and start < p.count:
+                    n = min(<size_t>_CHUNK, p.count - start)
+                    tape.len = 0
+                    done = fkc_pb_decode_many(self.code, self.code_len, p.ptrs + start, p.lengths + start, n,
+                                              &tape, p.starts + start, &err)
+                    if done < n and err.nomem:
+                        break
+                    # the payloads before a bad one are built too: a value of
+                    # theirs the columns refuse is reported first
+                    rc = fkc_pb_arrow_append(builder, &tape, p.starts + start, p.ptrs + start, done, &aerr)
+                    if done < n:
+                        break
+                    start += n
+                if rc == FKC_TC_OK and start == p.count:
+                    rc = fkc_pb_arrow_finish(builder, &array, &schema, &aerr)
+                    builder = NULL  # finished (or freed by its failure)
+            if (done < n and err.nomem) or rc == FKC_TC_NOMEM:
+                raise MemoryError("fastkc: out of memory for the Protobuf tape or its Arrow columns")
+            if rc == FKC_TC_CAPACITY:
+                raise _ProtobufArrowCapacityError(aerr.index, aerr.offset, aerr.what.decode(),
+                                                  aerr.problem.decode())
+            if rc == FKC_TC_VALUE:
+                raise _ProtobufDecodeError(aerr.index, aerr.offset, aerr.what.decode(), aerr.problem.decode())
+            if done < n:
+                raise _ProtobufDecodeError(start + err.index, err.offset, err.what.decode(), err.problem.decode())
+            return _import_array(<size_t>&array, <size_t>&schema)
+        finally:
+            fkc_pb_arrow_discard(builder)
+            # pyarrow took both when the import succeeded (their release is NULL then)
+            if array.release != NULL:
+                array.release(&array)
+            if schema.release != NULL:
+                schema.release(&schema)
+            fkc_pb_tape_free(&tape)
 
     def decode_many(self, payloads):
         """The dicts of a list of payloads (bytes-like), in order. The first

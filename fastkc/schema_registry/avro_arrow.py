@@ -37,30 +37,28 @@ import struct
 from typing import Any
 
 from fastkc.schema_registry import avro_schema as s
+
+# Column layouts: the shared tree's (arrow_columns.py, csrc/fkc_typed_columns.h)
+from fastkc.schema_registry.arrow_columns import (
+    BINARY,
+    BOOL,
+    DECIMAL,
+    DICT,
+    FIXED_BINARY,
+    FLOAT32,
+    FLOAT64,
+    INT32,
+    INT64,
+    LIST,
+    MAP,
+    NULL,
+    STRUCT,
+    UTF8,
+    ColumnTree,
+)
+from fastkc.schema_registry.arrow_columns import COUNT as _COUNT
+from fastkc.schema_registry.arrow_columns import FIRST as _FIRST
 from fastkc.schema_registry.avro_errors import AvroArrowUnsupportedError, AvroSchemaError
-
-# Column layouts (csrc/fkc_avro_arrow.h names the same numbers)
-NULL = 0
-BOOL = 1
-INT32 = 2
-INT64 = 3
-FLOAT32 = 4
-FLOAT64 = 5
-FIXED_BINARY = 6
-DECIMAL = 7
-BINARY = 8
-UTF8 = 9
-STRUCT = 10
-LIST = 11
-MAP = 12
-DICT = 13
-
-COL_WIDTH = 9  # [layout, nullable, name, format, first child, children, p0, p1, p2]
-_FIRST, _COUNT = 4, 5
-
-# An Arrow tree repeats a named type at each place it is used; this bounds
-# what a schema that reuses its types can fan out into.
-MAX_COLUMNS = 100_000
 
 _TIME_UNITS = {"millis": "m", "micros": "u", "nanos": "n"}
 _LONG_FORMATS = {s.L_TIME_MICROS: "ttu"} | {
@@ -91,7 +89,7 @@ def compile_plan(program: s.Program) -> ArrowPlan:
     root = c.new_column()
     c.fill(root, program.reader, "", ())
     step = c.value_step(program.root, program.reader, root)
-    return ArrowPlan([w for col in c.columns for w in col], c.steps, bytes(c.strings), step)
+    return ArrowPlan(c.flat(), c.steps, bytes(c.strings), step)
 
 
 def _describe(t: s.AvroType) -> str:
@@ -112,36 +110,20 @@ def _nullable_branch(t: s.AvroType) -> tuple[s.AvroType, bool]:
     return (others[0] if others else _NULL_TYPE), len(others) < len(t.branches)
 
 
-class _PlanCompiler:
+class _PlanCompiler(ColumnTree):
     def __init__(self, program: s.Program) -> None:
+        super().__init__()
         self.code = program.code
         self.consts = program.consts
-        self.columns: list[list[int]] = []
         self.steps: list[int] = []
-        self.strings = bytearray()
-        self.texts: dict[str, int] = {}
-
-    # -- the strings blob --------------------------------------------------
-
-    def text(self, value: str) -> int:
-        """A NUL-terminated string (names, formats), shared."""
-        found = self.texts.get(value)
-        if found is None:
-            found = self.texts[value] = self.blob(value.encode() + b"\0")
-        return found
-
-    def blob(self, data: bytes) -> int:
-        at = len(self.strings)
-        self.strings += data
-        return at
 
     # -- columns: the reader's types -----------------------------------------
 
     def new_column(self) -> int:
-        if len(self.columns) >= MAX_COLUMNS:
-            raise AvroSchemaError(f"Avro schema: more than {MAX_COLUMNS} Arrow columns")
-        self.columns.append([0] * COL_WIDTH)
-        return len(self.columns) - 1
+        cid = self.add_column()
+        if cid is None:
+            raise AvroSchemaError(f"Avro schema: {self.too_many()}")
+        return cid
 
     def children(self, cid: int, named: list[tuple[str, s.AvroType]], stack: tuple[s.AvroType, ...]) -> None:
         """Columns for `named` (name, type), numbered together after every
@@ -200,14 +182,6 @@ class _PlanCompiler:
         width, suffix = (16, "") if t.precision <= 38 else (32, ",256")
         bound = self.blob((10 ** t.precision).to_bytes(width, "little"))
         return DECIMAL, f"d:{t.precision},{t.scale}{suffix}", [width, bound, 0]
-
-    def symbols(self, symbols: tuple[str, ...]) -> list[int]:
-        data = [sym.encode() for sym in symbols]
-        offsets = [0]
-        for d in data:
-            offsets.append(offsets[-1] + len(d))
-        at = self.blob(struct.pack(f"<{len(offsets)}i", *offsets))
-        return [len(symbols), at, self.blob(b"".join(data))]
 
     # -- steps: the program's values into the columns ----------------------
 

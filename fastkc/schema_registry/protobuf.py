@@ -1,18 +1,25 @@
 """Protobuf payloads decoded in C: `ProtobufDecoder(descriptor)`.
 
     decoder = ProtobufDecoder(Event.DESCRIPTOR)
-    dicts = decoder.decode_many(payloads)   # MessageToDict's shape, native values
+    dicts = decoder.decode_many(payloads)           # MessageToDict's shape, native values
+    array = decoder.decode_arrow_column(column, 6)  # one pyarrow struct array
 
-The payloads are bare Protobuf binary (the Confluent framing is cut by the
-caller that reads it). The message type is compiled once
+The payloads are bare Protobuf binary (the Confluent framing, magic byte,
+schema id and message indexes, is cut by the caller, or skipped in place by
+decode_prefixed / decode_arrow_column). The message type is compiled once
 (fastkc/schema_registry/protobuf_schema.py), the C interpreter
-(csrc/fkc_protobuf.c) reads a batch with the GIL released, and the dicts
-are built in C from its tape (fastkc/_core/_protobuf.pyx): the keys and
-nesting of `json_format.MessageToDict(message, preserving_proto_field_name=True)`
-for the message the runtime parses from the same bytes, with native values
-(int64s as ints, bytes as bytes, enums as their names, map keys as their
-type). A bad payload raises ProtobufDecodeError with its index in the list
-and the byte offset where reading failed.
+(csrc/fkc_protobuf.c) reads a batch with the GIL released, and the values
+are built in C from its tape:
+- dicts (fastkc/_core/_protobuf.pyx): the keys and nesting of
+  `json_format.MessageToDict(message, preserving_proto_field_name=True)` for
+  the message the runtime parses from the same bytes, with native values
+  (int64s as ints, bytes as bytes, enums as their names, map keys as their
+  type);
+- or one typed Arrow array (csrc/fkc_protobuf_arrow.c), as
+  fastkc/schema_registry/protobuf_arrow.py maps the message
+  (docs/guide/schema-registry-protobuf.md).
+A bad payload raises ProtobufDecodeError with its index in the list and the
+byte offset where reading failed.
 """
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fastkc import _backend
-from fastkc.schema_registry import protobuf_schema
+from fastkc.schema_registry import protobuf_arrow, protobuf_schema
 from fastkc.schema_registry.protobuf_errors import ProtobufDecodeError, ProtobufSchemaError
 
 __all__ = ["ProtobufDecoder", "ProtobufDecodeError", "ProtobufSchemaError"]
@@ -31,7 +38,7 @@ _Buffer = bytes | bytearray | memoryview
 
 class ProtobufDecoder:
     """Decodes payloads of the message `descriptor` (a
-    google.protobuf.descriptor.Descriptor) into dicts.
+    google.protobuf.descriptor.Descriptor) into dicts or Arrow.
 
     Thread-safe: the compiled decoder keeps its read position on the
     instance while it builds the values (and the well-known types' hook runs
@@ -39,10 +46,11 @@ class ProtobufDecoder:
     decodes one list at a time, under its own lock.
     """
 
-    def __init__(self, descriptor: Any) -> None:
-        self.program = protobuf_schema.compile_program(descriptor)
+    def __init__(self, descriptor: Any, *, max_depth: int = protobuf_schema.MAX_DEPTH) -> None:
+        self.program = protobuf_schema.compile_program(descriptor, max_depth)
         self._core = _backend.ProtobufDecoderCore(self.program.code, self.program.messages)
         self._lock = threading.Lock()
+        self._arrow_ready = False  # the Arrow plan is compiled on the first Arrow decode
 
     def decode_many(self, payloads: Iterable[_Buffer]) -> list[Any]:
         """The dicts of `payloads` in order (one C call for the whole list)."""
@@ -58,7 +66,32 @@ class ProtobufDecoder:
         with self._lock:
             return self._core.decode_prefixed(values, start, prefix)
 
+    def decode_arrow(self, payloads: Iterable[_Buffer]) -> Any:
+        """The messages of `payloads` as one pyarrow struct array, one row per
+        payload. A field with no Arrow mapping raises
+        ProtobufArrowUnsupportedError before anything is read; needs the
+        compiled core."""
+        with self._lock:
+            return self._arrow_core().decode_arrow(payloads)
+
     def decode_arrow_column(self, column: Any, skip: int = 0) -> Any:
-        """Typed Arrow columns of Protobuf values: not built yet (the C sink
-        is in progress); refused with a typed error, never raw bytes."""
-        raise ProtobufSchemaError("Protobuf values as typed Arrow columns are not supported yet")
+        """decode_arrow() of the rows of a pyarrow binary column (binary,
+        large_binary or binary_view; no nulls), each past its first `skip`
+        bytes (the Schema Registry prefix), read in place."""
+        import pyarrow as pa
+
+        if not pa.types.is_binary(column.type):
+            column = column.cast(pa.binary())
+        with self._lock:
+            return self._arrow_core().decode_arrow_column(column, skip)
+
+    def _arrow_core(self) -> Any:
+        """The compiled core with its Arrow plan (compiled on first use); under self._lock."""
+        if _backend.name != "c":
+            raise NotImplementedError("fastkc: Protobuf Arrow columns need the compiled core (the pure-Python "
+                                      "twin that FASTKC_PURE=1 selects decodes into Python values only)")
+        if not self._arrow_ready:
+            plan = protobuf_arrow.compile_plan(self.program)
+            self._core.set_arrow_plan(plan.columns, plan.steps, plan.strings, plan.root_step)
+            self._arrow_ready = True
+        return self._core

@@ -18,7 +18,14 @@ class ProtobufSchemaError(KafkaError):
     no message."""
 
 
-class ProtobufDecodeError(PayloadReadError):
-    """A payload that does not decode as its message type; `index`,
-    `offset`, `what` ("tag", "string length", ...) and `problem`
-    ("truncated", "field number 0", ...) as PayloadReadError says."""
+class ProtobufArrowUnsupportedError(ProtobufSchemaError):
+    """A message type with a field that has no Arrow mapping (Struct, Value,
+    ListValue, Any, FieldMask, or a message that contains itself): raised
+    when the Arrow plan is compiled, before any payload is decoded
+    (docs/guide/schema-registry-protobuf.md lists the mapping)."""
+
+
+class ProtobufArrowCapacityError(ProtobufDecodeError):
+    """Payload `index` would take an Arrow column past its int32 offsets
+    (2^31 - 1 values or bytes): nothing is returned; decode the payloads
+    before it and the rest in separate calls."""

@@ -1,0 +1,672 @@
+/* fkc_protobuf_arrow.c — the Protobuf tape → Arrow array sink; see
+ * fkc_protobuf_arrow.h. The columns are fkc_typed_columns.c's; this file
+ * resolves the runtime's field semantics over the tape and writes them. */
+#include "fkc_protobuf_arrow.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PA_NS INT64_C(1000000000)
+
+/* Column words, short */
+enum { C_LAYOUT = FKC_TC_C_LAYOUT, C_NULLABLE = FKC_TC_C_NULLABLE, C_FIRST = FKC_TC_C_FIRST, C_COUNT = FKC_TC_C_COUNT,
+       C_P0 = FKC_TC_C_P0 };
+/* Step words */
+enum { S_OP, S_COLUMN, S_REF, S_ABSENT, S_N };
+
+static const int32_t *pa_message(const int32_t *code, int64_t m)
+{
+    return code + code[FKC_PB_HEADER + m];
+}
+
+static const int32_t *pa_fields(const int32_t *msg)
+{
+    return msg + FKC_PB_MSG_HEAD + msg[1];
+}
+
+/* The tape words of an entry's value (after its slot word). */
+static inline int64_t pa_value_words(int32_t kind, const int64_t *at)
+{
+    if (kind == FKC_PB_MESSAGE)
+        return FKC_PB_FRAME + at[1];
+    if (kind == FKC_PB_STRING || kind == FKC_PB_BYTES)
+        return 2;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Plan check. */
+
+typedef struct pa_checker {
+    const fkc_pb_arrow_plan *p;
+    fkc_tc_tree tree;
+    uint8_t *seen; /* per step word: a step already walked (the steps form a tree) */
+} pa_checker;
+
+/* The column layout a scalar kind's values are written as. */
+static int64_t pa_layout_of(int32_t kind)
+{
+    switch (kind) {
+    case FKC_PB_INT32:
+    case FKC_PB_SINT32:
+    case FKC_PB_SFIXED32:
+        return FKC_TC_INT32;
+    case FKC_PB_INT64:
+    case FKC_PB_SINT64:
+    case FKC_PB_SFIXED64:
+        return FKC_TC_INT64;
+    case FKC_PB_UINT32:
+    case FKC_PB_FIXED32:
+        return FKC_TC_UINT32;
+    case FKC_PB_UINT64:
+    case FKC_PB_FIXED64:
+        return FKC_TC_UINT64;
+    case FKC_PB_FLOAT:
+        return FKC_TC_FLOAT32;
+    case FKC_PB_DOUBLE:
+        return FKC_TC_FLOAT64;
+    case FKC_PB_BOOL:
+        return FKC_TC_BOOL;
+    case FKC_PB_STRING:
+        return FKC_TC_UTF8;
+    case FKC_PB_BYTES:
+        return FKC_TC_BINARY;
+    case FKC_PB_ENUM:
+        return FKC_TC_DICT;
+    default:
+        return -1;
+    }
+}
+
+/* Message m has exactly these (number, kind) singular fields. */
+static int pa_shape(const int32_t *code, int64_t m, int32_t n, const int32_t *kinds)
+{
+    const int32_t *msg = pa_message(code, m);
+    if (msg[0] != n)
+        return 0;
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t *f = pa_fields(msg) + i * FKC_PB_FIELD_WIDTH;
+        if (f[0] != i + 1 || f[1] != kinds[i] || (f[2] & FKC_PB_F_REPEATED) || f[3] >= 0)
+            return 0;
+    }
+    return 1;
+}
+
+static int pa_check_step(pa_checker *k, int64_t sid, int64_t column, const int32_t *field, int item, int depth);
+
+/* Step `sid` exists whole, is walked once, writes `column`, and may leave
+ * it null only when the column is nullable. */
+static int pa_check_head(pa_checker *k, int64_t sid, int64_t column)
+{
+    const fkc_pb_arrow_plan *p = k->p;
+    if (sid < 0 || (uint64_t)sid >= p->steps_len)
+        return 0;
+    size_t left = p->steps_len - (size_t)sid;
+    const int64_t *s = p->steps + sid;
+    if (left < FKC_PA_STEP_HEAD || k->seen[sid])
+        return 0;
+    k->seen[sid] = 1;
+    int64_t n = s[S_N];
+    if (s[S_COLUMN] != column || (s[S_ABSENT] != 0 && s[S_ABSENT] != 1) || n < 0 ||
+        (uint64_t)n > left - FKC_PA_STEP_HEAD)
+        return 0;
+    return s[S_ABSENT] == 1 || fkc_tc_column(&k->tree, column)[C_NULLABLE];
+}
+
+/* A VALUE step of scalar `kind` on `col`: enums carry their numbers. */
+static int pa_check_value(const int64_t *s, const int64_t *col, int32_t kind)
+{
+    int64_t n = s[S_N];
+    if (pa_layout_of(kind) != col[C_LAYOUT])
+        return 0;
+    if (kind != FKC_PB_ENUM)
+        return n == 0;
+    /* an open enum's unknown number is null: the column must allow it */
+    if (n != col[C_P0] || !col[C_NULLABLE])
+        return 0;
+    const int64_t *numbers = s + FKC_PA_STEP_HEAD;
+    for (int64_t i = 0; i < n; i++)
+        if (numbers[i] < INT32_MIN || numbers[i] > INT32_MAX || (i > 0 && numbers[i] <= numbers[i - 1]))
+            return 0;
+    return 1;
+}
+
+/* A message-valued step (STRUCT or a well-known type) over message m. */
+static int pa_check_message(pa_checker *k, const int64_t *s, int64_t sid, const int64_t *col, int64_t m,
+                            int depth)
+{
+    const int32_t *code = k->p->code;
+    int64_t op = s[S_OP], n = s[S_N];
+    if (s[S_REF] != m)
+        return 0;
+    const int32_t *msg = pa_message(code, m);
+    switch (op) {
+    case FKC_PA_STRUCT: {
+        if (col[C_LAYOUT] != FKC_TC_STRUCT || n != msg[0] || n != col[C_COUNT])
+            return 0;
+        const int64_t *kids = s + FKC_PA_STEP_HEAD;
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t *f = pa_fields(msg) + i * FKC_PB_FIELD_WIDTH;
+            if (f[3] >= msg[0] || kids[i] <= sid) /* oneof ids index per-message scratch; children after parents */
+                return 0;
+            if (!pa_check_step(k, kids[i], col[C_FIRST] + i, f, 0, depth + 1))
+                return 0;
+        }
+        return 1;
+    }
+    case FKC_PA_TIMESTAMP:
+    case FKC_PA_DURATION: {
+        static const int32_t kinds[2] = {FKC_PB_INT64, FKC_PB_INT32};
+        return n == 0 && col[C_LAYOUT] == FKC_TC_INT64 && col[C_P0] == 0 && pa_shape(code, m, 2, kinds);
+    }
+    default: { /* FKC_PA_WRAPPER */
+        if (n != 0 || msg[0] != 1)
+            return 0;
+        const int32_t *f = pa_fields(msg);
+        int32_t kind = f[1];
+        return kind != FKC_PB_ENUM && kind != FKC_PB_MESSAGE && pa_shape(code, m, 1, &kind) &&
+               pa_layout_of(kind) == col[C_LAYOUT];
+    }
+    }
+}
+
+/* Step `sid` writes `column` the values of `field` (its program words): all
+ * its occurrences (a LIST or MAP), or, when `item`, one element of them. */
+static int pa_check_step(pa_checker *k, int64_t sid, int64_t column, const int32_t *field, int item, int depth)
+{
+    const fkc_pb_arrow_plan *p = k->p;
+    if (depth > FKC_TC_MAX_DEPTH || !pa_check_head(k, sid, column))
+        return 0;
+    const int64_t *s = p->steps + sid;
+    int64_t op = s[S_OP], n = s[S_N];
+    const int64_t *col = fkc_tc_column(&k->tree, column);
+    int32_t kind = field[1], ref = field[4];
+    int repeated = (field[2] & FKC_PB_F_REPEATED) && !item;
+    const int64_t *kids = s + FKC_PA_STEP_HEAD;
+    if (repeated) {
+        int map = kind == FKC_PB_MESSAGE && (pa_message(p->code, ref)[2] & FKC_PB_M_MAP_ENTRY);
+        if (n != 1 || kids[0] <= sid)
+            return 0;
+        if (op == FKC_PA_LIST && !map)
+            return col[C_LAYOUT] == FKC_TC_LIST && pa_check_step(k, kids[0], col[C_FIRST], field, 1, depth + 1);
+        if (op != FKC_PA_MAP || !map || col[C_LAYOUT] != FKC_TC_MAP)
+            return 0;
+        /* the entry: a STRUCT step on the entries column, over a message of
+         * key (1) and value (2), each a non-null column of its kind */
+        const int32_t *entry = pa_message(p->code, ref);
+        const int64_t *entries = fkc_tc_column(&k->tree, col[C_FIRST]);
+        if (entry[0] != 2 || pa_fields(entry)[0] != 1 || pa_fields(entry)[FKC_PB_FIELD_WIDTH] != 2)
+            return 0;
+        int32_t key_kind = pa_fields(entry)[1];
+        int64_t key_layout = pa_layout_of(key_kind);
+        if (key_kind == FKC_PB_ENUM || key_layout < 0 || key_layout == FKC_TC_FLOAT32 ||
+            key_layout == FKC_TC_FLOAT64 || key_layout == FKC_TC_BINARY)
+            return 0;
+        if (!pa_check_head(k, kids[0], col[C_FIRST]))
+            return 0;
+        const int64_t *es = p->steps + kids[0];
+        return es[S_OP] == FKC_PA_STRUCT && pa_check_message(k, es, kids[0], entries, ref, depth + 1);
+    }
+    if (kind == FKC_PB_MESSAGE) {
+        if (op != FKC_PA_STRUCT && op != FKC_PA_TIMESTAMP && op != FKC_PA_DURATION && op != FKC_PA_WRAPPER)
+            return 0;
+        return pa_check_message(k, s, sid, col, ref, depth);
+    }
+    return op == FKC_PA_VALUE && pa_check_value(s, col, kind);
+}
+
+int fkc_pb_arrow_check(const fkc_pb_arrow_plan *plan)
+{
+    pa_checker k;
+    k.p = plan;
+    k.tree.columns = plan->columns;
+    k.tree.column_count = plan->column_count;
+    k.tree.strings = plan->strings;
+    k.tree.strings_len = plan->strings_len;
+    if (plan->code_len < FKC_PB_HEADER || !fkc_tc_check_tree(&k.tree) || plan->steps_len < FKC_PA_STEP_HEAD)
+        return 0;
+    int64_t root = plan->root_step;
+    if (root < 0 || (uint64_t)root > plan->steps_len - FKC_PA_STEP_HEAD)
+        return 0;
+    const int64_t *rs = plan->steps + root;
+    k.seen = calloc(plan->steps_len, 1);
+    if (k.seen == NULL)
+        return 0;
+    int ok = pa_check_head(&k, root, 0) && rs[S_OP] == FKC_PA_STRUCT && rs[S_ABSENT] == 1 &&
+             pa_check_message(&k, rs, root, fkc_tc_column(&k.tree, 0), plan->code[2], 0);
+    free(k.seen);
+    return ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The walk. */
+
+typedef struct pa_run {
+    const fkc_pb_arrow_plan *p;
+    fkc_tc_set *s;
+    const int64_t *tape;
+    const uint8_t *base; /* the payload the tape's offsets point into */
+    /* a stack of int64 words: each message level's positions sorted by slot,
+     * the frames of its merged sub-messages, a map's keys; addressed by
+     * index, since a deeper level may move it when it grows */
+    int64_t *scratch;
+    size_t top, cap;
+} pa_run;
+
+/* `n` more scratch words at r->top (returned), or -1 out of memory. */
+static int64_t pa_push(pa_run *r, size_t n)
+{
+    if (n > r->cap - r->top) {
+        size_t cap = r->cap ? r->cap : 1024;
+        while (n > cap - r->top) {
+            if (cap > SIZE_MAX / 2 / sizeof *r->scratch) {
+                fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "arrow scratch", "out of memory");
+                return -1;
+            }
+            cap *= 2;
+        }
+        int64_t *grown = realloc(r->scratch, cap * sizeof *grown);
+        if (grown == NULL) {
+            fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "arrow scratch", "out of memory");
+            return -1;
+        }
+        r->scratch = grown;
+        r->cap = cap;
+    }
+    size_t at = r->top;
+    r->top += n;
+    return (int64_t)at;
+}
+
+static int pa_message_row(pa_run *r, int64_t sid, int64_t frames, int64_t nframes);
+
+/* The dictionary index of enum number v in a VALUE step, or -1. */
+static int64_t pa_enum_index(const int64_t *s, int64_t v)
+{
+    const int64_t *numbers = s + FKC_PA_STEP_HEAD;
+    int64_t lo = 0, hi = s[S_N];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (numbers[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s[S_N] && numbers[lo] == v ? lo : -1;
+}
+
+/* One scalar of `kind` into `c`: the entry value at tape position `at`, or
+ * (at < 0) the kind's default. */
+static int pa_scalar(pa_run *r, const int64_t *s, fkc_tc_col *c, int32_t kind, int64_t at)
+{
+    int64_t v = at >= 0 ? r->tape[at] : 0;
+    switch (kind) {
+    case FKC_PB_STRING:
+    case FKC_PB_BYTES:
+        if (at < 0)
+            return fkc_tc_put_bytes(r->s, c, NULL, 0);
+        return fkc_tc_put_bytes(r->s, c, r->base + r->tape[at], (size_t)r->tape[at + 1]);
+    case FKC_PB_BOOL:
+        return fkc_tc_put_bool(r->s, c, v != 0);
+    case FKC_PB_FLOAT: {
+        uint32_t bits = (uint32_t)v;
+        return fkc_tc_put_fixed(r->s, c, &bits);
+    }
+    case FKC_PB_ENUM: {
+        int64_t i = pa_enum_index(s, at >= 0 ? v : s[S_REF]);
+        if (i < 0) /* an open enum's number it does not name */
+            return fkc_tc_fill(r->s, c);
+        int32_t index = (int32_t)i;
+        return fkc_tc_put_fixed(r->s, c, &index);
+    }
+    default:
+        if (c->width == 4) { /* int32, uint32: the low 32 bits (the reader normalized them) */
+            uint32_t low = (uint32_t)(uint64_t)v;
+            return fkc_tc_put_fixed(r->s, c, &low);
+        }
+        return fkc_tc_put_fixed(r->s, c, &v); /* int64, uint64 and double bits */
+    }
+}
+
+/* The last entry of slot 0 and slot 1 (-1: none) across merged frames. */
+static void pa_last_two(pa_run *r, const int32_t *msg, int64_t frames, int64_t nframes, int64_t *last)
+{
+    const int32_t *fields = pa_fields(msg);
+    const int64_t *t = r->tape;
+    last[0] = last[1] = -1;
+    for (int64_t k = 0; k < nframes; k++) {
+        int64_t p = r->scratch[frames + k], end = p + FKC_PB_FRAME + t[p + 1];
+        for (p += FKC_PB_FRAME; p < end;) {
+            int64_t slot = t[p++];
+            if (slot < 2)
+                last[slot] = p;
+            p += pa_value_words(fields[slot * FKC_PB_FIELD_WIDTH + 1], t + p);
+        }
+    }
+}
+
+/* A Timestamp or Duration as int64 nanoseconds, refused when out of range. */
+static int pa_time(pa_run *r, const int64_t *s, fkc_tc_col *c, int64_t frames, int64_t nframes)
+{
+    int64_t last[2];
+    const int32_t *msg = pa_message(r->p->code, s[S_REF]);
+    pa_last_two(r, msg, frames, nframes, last);
+    int64_t seconds = last[0] >= 0 ? r->tape[last[0]] : 0;
+    int64_t nanos = last[1] >= 0 ? (int64_t)(int32_t)r->tape[last[1]] : 0;
+    int ok;
+    if (s[S_OP] == FKC_PA_TIMESTAMP)
+        ok = nanos >= 0 && nanos < PA_NS;
+    else
+        ok = nanos > -PA_NS && nanos < PA_NS && !(seconds > 0 && nanos < 0) && !(seconds < 0 && nanos > 0);
+    int64_t ns = 0;
+    if (ok)
+        ok = !__builtin_mul_overflow(seconds, PA_NS, &ns) && !__builtin_add_overflow(ns, nanos, &ns);
+    if (!ok) {
+        int64_t frame = nframes > 0 ? r->scratch[frames + nframes - 1] : -1;
+        return fkc_tc_fail(r->s, FKC_TC_VALUE, frame >= 0 ? (size_t)r->tape[frame + 2] : 0,
+                           s[S_OP] == FKC_PA_TIMESTAMP ? "google.protobuf.Timestamp" : "google.protobuf.Duration",
+                           "value out of range");
+    }
+    return fkc_tc_put_fixed(r->s, c, &ns);
+}
+
+/* A message value from its merged frames (none: the empty message). */
+static int pa_message_value(pa_run *r, int64_t sid, int64_t frames, int64_t nframes)
+{
+    const int64_t *s = r->p->steps + sid;
+    fkc_tc_col *c = &r->s->cols[s[S_COLUMN]];
+    switch (s[S_OP]) {
+    case FKC_PA_STRUCT:
+        return pa_message_row(r, sid, frames, nframes);
+    case FKC_PA_TIMESTAMP:
+    case FKC_PA_DURATION:
+        return pa_time(r, s, c, frames, nframes);
+    default: { /* FKC_PA_WRAPPER: its value, the default when the wrapper is empty */
+        int64_t last[2];
+        const int32_t *msg = pa_message(r->p->code, s[S_REF]);
+        pa_last_two(r, msg, frames, nframes, last);
+        return pa_scalar(r, s, c, pa_fields(msg)[1], last[0]);
+    }
+    }
+}
+
+/* Map keys compared: sorted pairs (key, entry) by key then entry. */
+static int pa_pair_cmp(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* A map row: each key once, its last entry, at that entry's place. */
+static int pa_map(pa_run *r, const int64_t *s, fkc_tc_col *c, int64_t pos, int64_t npos)
+{
+    const int64_t *es = r->p->steps + s[FKC_PA_STEP_HEAD];
+    const int32_t *entry = pa_message(r->p->code, es[S_REF]);
+    const int32_t *fields = pa_fields(entry);
+    int32_t key_kind = fields[1], value_kind = fields[FKC_PB_FIELD_WIDTH + 1];
+    int blob = key_kind == FKC_PB_STRING;
+    /* [npos] keys (hash for strings), [2 * npos] sorted pairs, [npos] alive,
+     * [2 * npos] key bytes (offset, length) */
+    int64_t keys = pa_push(r, 6 * (size_t)npos);
+    if (keys < 0)
+        return 0;
+    int64_t pairs = keys + npos, alive = pairs + 2 * npos, spans = alive + npos;
+    const int64_t *t = r->tape;
+    for (int64_t j = 0; j < npos; j++) {
+        int64_t frame = r->scratch[pos + j], at = -1, end = frame + FKC_PB_FRAME + t[frame + 1];
+        for (int64_t p = frame + FKC_PB_FRAME; p < end;) {
+            int64_t slot = t[p++];
+            if (slot == 0)
+                at = p;
+            p += pa_value_words(slot == 0 ? key_kind : value_kind, t + p);
+        }
+        uint64_t key = 0;
+        int64_t off = 0, len = 0;
+        if (blob && at >= 0) {
+            off = t[at];
+            len = t[at + 1];
+            key = UINT64_C(14695981039346656037); /* FNV-1a */
+            for (int64_t i = 0; i < len; i++)
+                key = (key ^ r->base[off + i]) * UINT64_C(1099511628211);
+        } else if (at >= 0) {
+            key = (uint64_t)t[at]; /* normalized by the reader: equal keys, equal words */
+        }
+        r->scratch[keys + j] = (int64_t)key;
+        r->scratch[pairs + 2 * j] = (int64_t)key;
+        r->scratch[pairs + 2 * j + 1] = j;
+        r->scratch[alive + j] = 1;
+        r->scratch[spans + 2 * j] = off;
+        r->scratch[spans + 2 * j + 1] = len;
+    }
+    qsort(r->scratch + pairs, (size_t)npos, 2 * sizeof(int64_t), pa_pair_cmp);
+    /* in each run of one key value, every entry but the last of each key dies */
+    for (int64_t a = 0; a < npos;) {
+        int64_t b = a + 1;
+        while (b < npos && r->scratch[pairs + 2 * b] == r->scratch[pairs + 2 * a])
+            b++;
+        for (int64_t i = a; i < b - 1; i++) {
+            int64_t ji = r->scratch[pairs + 2 * i + 1];
+            if (!blob) {
+                r->scratch[alive + ji] = 0;
+                continue;
+            }
+            for (int64_t k = i + 1; k < b; k++) { /* same hash: the bytes decide */
+                int64_t jk = r->scratch[pairs + 2 * k + 1];
+                int64_t li = r->scratch[spans + 2 * ji + 1], lk = r->scratch[spans + 2 * jk + 1];
+                if (li == lk && memcmp(r->base + r->scratch[spans + 2 * ji], r->base + r->scratch[spans + 2 * jk],
+                                       (size_t)li) == 0) {
+                    r->scratch[alive + ji] = 0;
+                    break;
+                }
+            }
+        }
+        a = b;
+    }
+    if (!fkc_tc_begin(r->s, c))
+        return 0;
+    int64_t frame = pa_push(r, 1); /* one frame at a time for the entry's row */
+    if (frame < 0)
+        return 0;
+    for (int64_t j = 0; j < npos; j++) {
+        if (!r->scratch[alive + j])
+            continue;
+        r->scratch[frame] = r->scratch[pos + j];
+        if (!pa_message_row(r, s[FKC_PA_STEP_HEAD], frame, 1))
+            return 0;
+    }
+    fkc_tc_end_nested(r->s, c);
+    r->top = (size_t)keys;
+    return 1;
+}
+
+/* Field step `sid` from the field's occurrences (tape positions of their
+ * values at scratch[pos, pos + npos), in wire order). */
+static int pa_field(pa_run *r, int64_t sid, const int32_t *field, int64_t pos, int64_t npos)
+{
+    const int64_t *s = r->p->steps + sid;
+    fkc_tc_col *c = &r->s->cols[s[S_COLUMN]];
+    int32_t kind = field[1];
+    switch (s[S_OP]) {
+    case FKC_PA_VALUE:
+        if (npos == 0 && s[S_ABSENT] == 0)
+            return fkc_tc_fill(r->s, c);
+        return pa_scalar(r, s, c, kind, npos ? r->scratch[pos + npos - 1] : -1);
+    case FKC_PA_LIST: {
+        const int64_t *item = r->p->steps + s[FKC_PA_STEP_HEAD];
+        fkc_tc_col *items = &r->s->cols[item[S_COLUMN]];
+        if (!fkc_tc_begin(r->s, c))
+            return 0;
+        for (int64_t j = 0; j < npos; j++) {
+            int ok = kind == FKC_PB_MESSAGE ? pa_message_value(r, s[FKC_PA_STEP_HEAD], pos + j, 1)
+                                            : pa_scalar(r, item, items, kind, r->scratch[pos + j]);
+            if (!ok)
+                return 0;
+        }
+        fkc_tc_end_nested(r->s, c);
+        return 1;
+    }
+    case FKC_PA_MAP:
+        return pa_map(r, s, c, pos, npos);
+    default: /* a singular message: null when absent (explicit presence), else the merge */
+        if (npos == 0 && s[S_ABSENT] == 0)
+            return fkc_tc_fill(r->s, c);
+        return pa_message_value(r, sid, pos, npos);
+    }
+}
+
+/* One struct row of STRUCT step `sid` from the merged frames at
+ * scratch[frames, frames + nframes) (none: the empty message). */
+static int pa_message_row(pa_run *r, int64_t sid, int64_t frames, int64_t nframes)
+{
+    const int64_t *s = r->p->steps + sid;
+    const int32_t *msg = pa_message(r->p->code, s[S_REF]);
+    const int32_t *fields = pa_fields(msg);
+    const int64_t *t = r->tape;
+    fkc_tc_col *c = &r->s->cols[s[S_COLUMN]];
+    int64_t nf = msg[0], nentries = 0;
+    for (int64_t k = 0; k < nframes; k++)
+        nentries += t[r->scratch[frames + k]];
+    /* [nf + 1] slot starts, [nf] fill cursors, [nf] oneof winners, [nf] oneof
+     * cut-offs, [nentries] value positions grouped by slot */
+    size_t words = 4 * (size_t)nf + 1 + (size_t)nentries;
+    size_t mark = r->top;
+    int64_t start = pa_push(r, words);
+    if (start < 0)
+        return 0;
+    int64_t *w = r->scratch + start; /* valid until the first push below */
+    int64_t *fill = w + nf + 1, *winner = fill + nf, *cut = winner + nf, *at = cut + nf;
+    memset(w, 0, (4 * (size_t)nf + 1) * sizeof *w);
+    for (int64_t k = 0; k < nframes; k++) { /* count per slot */
+        int64_t p = r->scratch[frames + k], end = p + FKC_PB_FRAME + t[p + 1];
+        for (p += FKC_PB_FRAME; p < end;) {
+            int64_t slot = t[p++];
+            w[slot + 1]++;
+            p += pa_value_words(fields[slot * FKC_PB_FIELD_WIDTH + 1], t + p);
+        }
+    }
+    for (int64_t i = 0; i < nf; i++) {
+        w[i + 1] += w[i];
+        fill[i] = w[i];
+        winner[i] = -1;
+        cut[i] = -1;
+    }
+    for (int64_t k = 0; k < nframes; k++) { /* positions by slot, wire order kept */
+        int64_t p = r->scratch[frames + k], end = p + FKC_PB_FRAME + t[p + 1];
+        for (p += FKC_PB_FRAME; p < end;) {
+            int64_t slot = t[p++];
+            at[fill[slot]++] = p;
+            p += pa_value_words(fields[slot * FKC_PB_FIELD_WIDTH + 1], t + p);
+        }
+    }
+    /* a oneof: the member seen last wins; a message member keeps only its
+     * occurrences after every other member's last (each replaced it) */
+    for (int64_t i = 0; i < nf; i++) {
+        int32_t o = fields[i * FKC_PB_FIELD_WIDTH + 3];
+        if (o < 0 || w[i + 1] == w[i])
+            continue;
+        int64_t last = at[w[i + 1] - 1];
+        if (winner[o] < 0 || last > at[w[winner[o] + 1] - 1]) {
+            if (winner[o] >= 0)
+                cut[o] = at[w[winner[o] + 1] - 1];
+            winner[o] = i;
+        } else if (last > cut[o]) {
+            cut[o] = last;
+        }
+    }
+    if (!fkc_tc_begin(r->s, c))
+        return 0;
+    c->len++;
+    const int64_t *kids = s + FKC_PA_STEP_HEAD;
+    for (int64_t i = 0; i < nf; i++) {
+        const int32_t *f = fields + i * FKC_PB_FIELD_WIDTH;
+        w = r->scratch + start; /* a child may have moved the stack */
+        int64_t first = w[i], count = w[i + 1] - w[i];
+        int32_t o = f[3];
+        if (o >= 0) {
+            int64_t *won = w + 2 * nf + 1;
+            if (won[o] != i) {
+                count = 0;
+            } else {
+                int64_t cutoff = won[nf + o];
+                const int64_t *pos = w + 4 * nf + 1;
+                while (count > 0 && pos[first] < cutoff) {
+                    first++;
+                    count--;
+                }
+            }
+        }
+        if (!pa_field(r, kids[i], f, start + 4 * nf + 1 + first, count))
+            return 0;
+    }
+    r->top = mark;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The builder. */
+
+struct fkc_pb_arrow_builder {
+    pa_run r;
+    fkc_tc_tree tree;
+};
+
+fkc_pb_arrow_builder *fkc_pb_arrow_start(const fkc_pb_arrow_plan *plan, size_t rows_hint)
+{
+    fkc_pb_arrow_builder *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    b->r.p = plan;
+    b->tree.columns = plan->columns;
+    b->tree.column_count = plan->column_count;
+    b->tree.strings = plan->strings;
+    b->tree.strings_len = plan->strings_len;
+    b->r.s = fkc_tc_start(&b->tree, rows_hint);
+    if (b->r.s == NULL) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+int fkc_pb_arrow_append(fkc_pb_arrow_builder *b, const fkc_pb_tape *tape, const size_t *starts,
+                        const uint8_t *const *payloads, size_t count, fkc_tc_error *err)
+{
+    pa_run *r = &b->r;
+    r->tape = tape->v;
+    r->s->err = err;
+    int64_t frame = pa_push(r, 1);
+    if (frame < 0)
+        return err->kind;
+    for (size_t i = 0; i < count; i++) {
+        r->base = payloads[i];
+        r->s->index = r->s->rows + i;
+        r->scratch[frame] = (int64_t)starts[i];
+        if (!pa_message_row(r, r->p->root_step, frame, 1))
+            return err->kind;
+    }
+    r->top = 0;
+    fkc_tc_chunk_done(r->s, count);
+    r->tape = NULL; /* the caller may reuse or free the tape: every value was copied */
+    r->base = NULL;
+    return FKC_TC_OK;
+}
+
+void fkc_pb_arrow_discard(fkc_pb_arrow_builder *b)
+{
+    if (b == NULL)
+        return;
+    fkc_tc_discard(b->r.s);
+    free(b->r.scratch);
+    free(b);
+}
+
+int fkc_pb_arrow_finish(fkc_pb_arrow_builder *b, struct ArrowArray *out_array, struct ArrowSchema *out_schema,
+                        fkc_tc_error *err)
+{
+    int rc = fkc_tc_finish(b->r.s, out_array, out_schema, err); /* frees the columns, exported or not */
+    free(b->r.scratch);
+    free(b);
+    return rc;
+}

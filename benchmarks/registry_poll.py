@@ -111,7 +111,7 @@ def _protobuf_format():
     return Format("protobuf", lambda client: ProtobufSerializer(PageEvent, client, conf), protobuf_event,
                   lambda client: TheirProtobuf(PageEvent, conf), per_value, _attribute,
                   {"ProtobufDeserializer(PageEvent)": (lambda client: ProtobufDeserializer(PageEvent, conf, client),
-                                                       _attribute, False),
+                                                       _attribute, True),
                    "ProtobufDeserializer(None), dicts": (lambda client: ProtobufDeserializer(None, conf, client),
                                                          _item, False)})
 

@@ -179,3 +179,42 @@ def test_without_a_message_type_records_get_dicts_from_the_registrys_schema(regi
             expected["attrs"] = dict(message.attrs)
         assert record.value == expected
     assert deserializer.per_value_calls == 0 and deserializer.batch_calls > 0
+
+
+def test_poll_arrow_gives_typed_columns_of_the_runtimes_values(registries, protobuf_topic):
+    """poll_arrow(): the value column is the message as Arrow (one struct
+    column), row for row what the runtime parses from the same bytes."""
+    import pyarrow as pa
+
+    bootstrap, topic, written = protobuf_topic
+    _, ours = registries
+    for deserializer in (ProtobufDeserializer(Event, _CONF), ProtobufDeserializer(None, _CONF, ours)):
+        with KafkaConsumer(bootstrap_servers=bootstrap, value_deserializer=deserializer,
+                           auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
+            consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+            batches, rows = [], 0
+            deadline = time.monotonic() + 30
+            while rows < COUNT and time.monotonic() < deadline:
+                batch = consumer.poll_arrow(timeout_ms=500)
+                if batch.num_rows:
+                    batches.append(batch)
+                    rows += batch.num_rows
+        table = pa.Table.from_batches(batches)
+        assert table.num_rows == COUNT
+        value = table.schema.field("value").type
+        assert pa.types.is_struct(value)
+        assert value.field("id").type == pa.int64() and value.field("at").type == pa.timestamp("ns", tz="UTC")
+        positions = list(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
+        rows_at = dict(zip(positions, table.column("value").to_pylist()))
+        # the timestamps as their int64 nanoseconds (to_pylist would give datetimes, without the nanoseconds)
+        at_ns = dict(zip(positions, table.column("value").combine_chunks().field("at").cast(pa.int64()).to_pylist()))
+        for (partition, offset), raw in written.items():
+            message = _theirs(registries, topic, raw)
+            row = rows_at[partition, offset]
+            assert (row["id"], row["name"], row["tags"], row["count"]) == (
+                message.id, message.name, list(message.tags), message.count)
+            assert row["note"] == (message.note.value if message.HasField("note") else None)
+            assert row["where"] == ({"city": message.where.city, "zip": message.where.zip}
+                                    if message.HasField("where") else None)
+            assert dict(row["attrs"]) == dict(message.attrs)
+            assert at_ns[partition, offset] == message.at.seconds * 10**9 + message.at.nanos

@@ -184,3 +184,35 @@ def test_a_schema_of_another_type_is_refused():
     registry = FakeRegistry({3: Schema('{"type": "string"}', "AVRO")})
     with pytest.raises(WrongSchemaTypeError):
         ProtobufDeserializer(None, None, registry).deserialize_many([_framed(1)], "t", 0, [0])
+
+
+# --- poll_arrow(): typed Arrow columns --------------------------------------------------------
+
+def test_deserialize_arrow_gives_one_struct_column_with_nulls_in_place():
+    import pyarrow as pa
+
+    from fastkc.schema_registry.protobuf import ProtobufDecoder
+
+    for deserializer in (ProtobufDeserializer(Event), ProtobufDeserializer(None, None,
+                                                                           FakeRegistry({3: _serialized_schema()}))):
+        values = [_framed(i, indexes=(1,)) for i in range(6)]
+        values[2] = None
+        column = pa.array(values, pa.binary())
+        out = deserializer.deserialize_arrow(column, "t", 0, list(range(6)))
+        expected = ProtobufDecoder(Event.DESCRIPTOR).decode_arrow([event_of(i).SerializeToString()
+                                                                   for i in (0, 1, 3, 4, 5)])
+        assert pa.types.is_struct(out.type) and len(out) == 6
+        assert out.is_null().to_pylist() == [False, False, True, False, False, False]
+        assert out.filter(out.is_valid()).to_pylist() == expected.to_pylist()
+
+
+def test_deserialize_arrow_stops_before_a_corrupt_row_and_raises_for_it_alone():
+    import pyarrow as pa
+
+    deserializer = ProtobufDeserializer(Event)
+    values = [_framed(1), _framed(2), frame_schema_id(3, (0,)) + b"\x12\x64ab", _framed(3)]
+    out = deserializer.deserialize_arrow(pa.array(values, pa.binary()), "t", 0, [10, 11, 12, 13])
+    assert len(out) == 2
+    with pytest.raises(PayloadDecodeError) as info:
+        deserializer.deserialize_arrow(pa.array(values[2:], pa.binary()), "t", 0, [12, 13])
+    _assert_names(info.value, "t", 0, 12, 3)

@@ -62,10 +62,9 @@ class JsonCodec:
         return self._codec.decode_many(run) if run else []
 
     def decode_arrow_column(self, column: Any, skip: int) -> Any:
-        import pyarrow.compute as pc
-
-        payloads = (pc.binary_slice(column, skip) if skip else column).to_pylist()
-        return self._codec.decode_arrow(payloads)
+        # the rows as bytes, each read past the frame in place (pyarrow's
+        # binary_slice fails on some sliced binary_view columns)
+        return self._codec.decode_arrow([memoryview(row)[skip:] for row in column.to_pylist()])
 
 
 class JSONDeserializer(RegistryDeserializer):

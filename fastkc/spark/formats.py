@@ -1,28 +1,35 @@
-"""`valueFormat` / `keyFormat`: Schema Registry Avro as typed Spark columns.
+"""`valueFormat` / `keyFormat`: Schema Registry data (Avro, Protobuf, JSON
+Schema) as typed Spark columns.
 
     spark.read.format("fastkc")
         .option("kafka.bootstrap.servers", ...).option("subscribe", "events")
-        .option("valueFormat", "avro")
+        .option("valueFormat", "avro")          # or "protobuf", "json"
         .option("schema.registry.url", "http://registry:8081")
         .load()                       # value: a struct column, not binary
 
 Options (names as Spark matches them, case-insensitive):
 - `valueFormat`, `keyFormat`: `binary` (the default: Spark's Kafka source
-  schema) or `avro`.
+  schema), `avro`, `protobuf` or `json`.
 - `schema.registry.<key>`: the registry client's configuration, confluent-
   kafka's keys after the prefix (`url`, `basic.auth.user.info`,
   `basic.auth.credentials.source`, `ssl.ca.location`, ...).
-- `valueSchema`, `keySchema`: the reader schema (Avro JSON). Without one the
-  reader schema is the latest version of `valueSubject` / `keySubject`
-  (default `<topic>-value` / `<topic>-key`, for one subscribed topic), read
-  once at planning.
+- `valueSchema`, `keySchema`: the reader schema (Avro JSON, or a JSON
+  Schema). Without one the reader schema is the latest version of
+  `valueSubject` / `keySubject` (default `<topic>-value` / `<topic>-key`, for
+  one subscribed topic), read once at planning (a Protobuf reader always is).
+- `valueMessage`, `keyMessage` (Protobuf): the message's full name in that
+  schema; by default its first message.
 
 The column's Spark type is fixed when the query is planned, so every row is
 decoded with that one reader schema, whatever schema it was written with
-(Avro's resolution: promotions, defaults, added and removed fields). The
+(Avro's resolution: promotions, defaults, added and removed fields;
+Protobuf's: the reader message reads the bytes, unknown fields dropped;
+JSON: the values are validated against it and mapped to its type). The
 Arrow types the decoder gives (docs/guide/schema-registry-arrow.md) are
 mapped to what Spark's columns hold (`spark_arrow_type`): enums become
-strings, time-of-day its integer, timestamps microseconds, fixed binary.
+strings, time-of-day its integer, timestamps microseconds, fixed binary,
+unsigned 32-bit integers long, unsigned 64-bit decimal(20, 0), durations
+day-time intervals (microseconds).
 A type Spark cannot hold (a decimal of more than 38 digits) is an error at
 planning.
 """
@@ -31,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-FORMATS = ("binary", "avro")
+FORMATS = ("binary", "avro", "protobuf", "json")
 _REGISTRY_PREFIX = "schema.registry."
 _SPARK_MAX_DECIMAL_PRECISION = 38
 
@@ -42,10 +49,31 @@ class SparkFormatError(ValueError):
 
 @dataclass(frozen=True)
 class FieldFormat:
-    """How one of key and value is read: its reader schema (Avro JSON)."""
+    """How one of key and value is read: its format and reader schema (Avro
+    JSON with references inlined; a JSON Schema; a Protobuf file in the
+    serialized form, base64), the schemas it references, and (Protobuf) the
+    message read."""
 
     field: str  # "key" | "value"
     reader_schema: str
+    format: str = "avro"
+    # (reference name, subject, version, schema text), dependencies first
+    references: tuple[tuple[str, str, int, str], ...] = ()
+    message: str = ""
+
+    def json_codec(self) -> Any:
+        from fastkc.schema_registry.json_schema import JsonSchemaCodec
+
+        return JsonSchemaCodec(self.reader_schema, {name: text for name, _, _, text in self.references})
+
+    def protobuf_message(self) -> Any:
+        """The reader message's descriptor, built from the files carried here."""
+        from fastkc.schema_registry.protobuf_descriptors import decode_serialized, pool_with
+
+        file = pool_with(decode_serialized(self.reader_schema, "the reader schema"),
+                         {name: decode_serialized(text, "imported file {0!r}".format(name))
+                          for name, _, _, text in self.references})
+        return file.pool.FindMessageTypeByName(self.message)
 
 
 @dataclass(frozen=True)
@@ -59,20 +87,48 @@ class RecordFormats:
     def reader_schema(self, field: str) -> str | None:
         return next((f.reader_schema for f in self.fields if f.field == field), None)
 
+    def field_format(self, field: str) -> FieldFormat | None:
+        return next((f for f in self.fields if f.field == field), None)
+
     def deserializers(self) -> tuple[Any, Any, Any]:
         """(registry client, key deserializer, value deserializer): what an
         executor's consumer decodes with (None for a binary field); the
         caller closes the client."""
-        from fastkc.schema_registry import AvroDeserializer, SchemaRegistryClient
+        from fastkc.schema_registry import SchemaRegistryClient
 
         client = SchemaRegistryClient(dict(self.registry))
-        made = {f.field: AvroDeserializer(client, f.reader_schema) for f in self.fields}
+        made = {f.field: _deserializer(f, client) for f in self.fields}
         return client, made.get("key"), made.get("value")
 
     def arrow_type(self, field: str) -> Any:
-        """The Spark-ready Arrow type of a field read as Avro (None: binary)."""
-        schema = self.reader_schema(field)
-        return None if schema is None else spark_arrow_type(avro_arrow_type(schema))
+        """The Spark-ready Arrow type of a field read as Avro, Protobuf or JSON (None: binary)."""
+        found = self.field_format(field)
+        if found is None:
+            return None
+        if found.format == "json":
+            return spark_arrow_type(found.json_codec().arrow_type)
+        if found.format == "protobuf":
+            from fastkc.schema_registry.protobuf import ProtobufDecoder
+
+            return spark_arrow_type(ProtobufDecoder(found.protobuf_message()).decode_arrow([]).type)
+        return spark_arrow_type(avro_arrow_type(found.reader_schema))
+
+
+def _deserializer(found: FieldFormat, client: Any) -> Any:
+    """The deserializer that reads every row as `found`'s reader schema."""
+    from fastkc.schema_registry import AvroDeserializer, JSONDeserializer, ProtobufDeserializer
+    from fastkc.schema_registry.client import Schema, SchemaReference
+
+    if found.format == "json":
+        references = tuple(SchemaReference(name, subject, version) for name, subject, version, _ in found.references)
+        return JSONDeserializer(Schema(found.reader_schema, "JSON", references), schema_registry_client=client)
+    if found.format == "protobuf":
+        from google.protobuf.message_factory import GetMessageClass
+
+        # the reader message's class: every row is read by it, whatever file wrote it
+        return ProtobufDeserializer(GetMessageClass(found.protobuf_message()), {"use.deprecated.format": False},
+                                    client)
+    return AvroDeserializer(client, found.reader_schema)
 
 
 def avro_arrow_type(schema_json: str) -> Any:
@@ -106,6 +162,12 @@ def spark_arrow_type(t: Any) -> Any:
         return pa.int64()
     if pa.types.is_timestamp(t):
         return pa.timestamp("us", tz=t.tz)  # Spark's timestamps are microseconds
+    if pa.types.is_duration(t):
+        return pa.duration("us")  # a day-time interval, microseconds
+    if pa.types.is_uint32(t):
+        return pa.int64()  # Spark has no unsigned integers
+    if pa.types.is_uint64(t):
+        return pa.decimal128(20, 0)
     if pa.types.is_decimal(t) and t.precision > _SPARK_MAX_DECIMAL_PRECISION:
         raise SparkFormatError("decimal({0}, {1}) has more digits than a Spark decimal holds ({2})".format(
             t.precision, t.scale, _SPARK_MAX_DECIMAL_PRECISION))
@@ -133,33 +195,100 @@ def parse_formats(params: Mapping[str, str], topics: tuple[str, ...],
     for field in ("key", "value"):
         name = params.get(field + "format", "binary").strip().lower()
         if name not in FORMATS:
-            raise SparkFormatError("{0}Format must be one of {1}, not {2!r} (protobuf and json are not "
-                                   "supported yet)".format(field, ", ".join(FORMATS), name))
-        if name == "avro":
+            raise SparkFormatError("{0}Format must be one of {1}, not {2!r}".format(field, ", ".join(FORMATS), name))
+        if name != "binary":
             wanted[field] = name
     if not wanted:
         return None
     registry = tuple(sorted((k[len(_REGISTRY_PREFIX):], v) for k, v in params.items()
                             if k.startswith(_REGISTRY_PREFIX)))
     if "url" not in dict(registry):
-        raise SparkFormatError("{0}Format=avro needs the option schema.registry.url".format(
-            " and ".join(sorted(wanted))))
+        raise SparkFormatError("{0} needs the option schema.registry.url".format(
+            " and ".join("{0}Format={1}".format(f, n) for f, n in sorted(wanted.items()))))
     fields = []
-    for field in wanted:
-        given = params.get(field + "schema")
-        if given is not None:
-            schema = given
+    for field, name in wanted.items():
+        if name == "avro":
+            given = params.get(field + "schema")
+            schema = given if given is not None else _latest(params, field, topics, dict(registry), registry_client)
+            try:
+                json.loads(schema)
+            except ValueError as exc:
+                raise SparkFormatError("{0}Schema is not JSON: {1}".format(field, exc)) from exc
+            fields.append(FieldFormat(field, schema))
         else:
-            schema = _latest(params, field, topics, dict(registry), registry_client)
-        try:
-            json.loads(schema)
-        except ValueError as exc:
-            raise SparkFormatError("{0}Schema is not JSON: {1}".format(field, exc)) from exc
-        fields.append(FieldFormat(field, schema))
+            fields.append(_registry_format(params, field, name, topics, dict(registry), registry_client))
     formats = RecordFormats(registry, tuple(fields))
     for f in fields:
         formats.arrow_type(f.field)  # a reader type Spark cannot hold fails here, at planning
     return formats
+
+
+def _subject(params: Mapping[str, str], field: str, name: str, topics: tuple[str, ...]) -> str:
+    subject = params.get(field + "subject")
+    if subject is None:
+        if len(topics) != 1:
+            raise SparkFormatError(
+                "{0}Format={1} without {0}Schema reads the subject's latest schema: name it with {0}Subject "
+                "(the default, <topic>-{0}, needs exactly one topic in subscribe)".format(field, name))
+        subject = "{0}-{1}".format(topics[0], field)
+    return subject
+
+
+def _registry_format(params: Mapping[str, str], field: str, name: str, topics: tuple[str, ...],
+                     registry: dict[str, str], registry_client: Any) -> FieldFormat:
+    """A Protobuf or JSON field's reader: the given JSON Schema, else the
+    subject's latest schema, with every schema it references (fetched by
+    subject and version; Protobuf files in the serialized form)."""
+    from fastkc.schema_registry import SchemaRegistryClient, SchemaRegistryError
+    from fastkc.schema_registry.errors import JsonSchemaError
+    from fastkc.schema_registry.protobuf_errors import ProtobufSchemaError
+
+    fmt = "serialized" if name == "protobuf" else None
+    client = registry_client or SchemaRegistryClient(registry)
+    try:
+        given = params.get(field + "schema") if name == "json" else None
+        references: list[tuple[str, str, int, str]] = []
+        if given is not None:
+            schema_text = given
+        else:
+            subject = _subject(params, field, name, topics)
+            latest = client.get_latest_version(subject, fmt=fmt).schema
+            if (latest.schema_type or "AVRO").upper() != name.upper():
+                raise SparkFormatError("subject {0!r} holds a {1} schema, not {2}".format(
+                    subject, latest.schema_type, name))
+            schema_text = latest.schema_str
+            pending = list(reversed(latest.references))
+            seen: set[str] = set()
+            while pending:  # depth first, a dependency before what imports it
+                ref = pending.pop()
+                if ref.name in seen:
+                    continue
+                seen.add(ref.name)
+                imported = client.get_version(ref.subject, ref.version, fmt=fmt).schema
+                references.insert(0, (ref.name, ref.subject, ref.version, imported.schema_str))
+                pending.extend(reversed(imported.references))
+        message = params.get(field + "message", "")
+        found = FieldFormat(field, schema_text, name, tuple(references), message)
+        if name == "protobuf":
+            from fastkc.schema_registry.protobuf_descriptors import decode_serialized
+
+            if not message:
+                root = decode_serialized(schema_text, "the latest schema")
+                if not root.message_type:
+                    raise SparkFormatError("the latest schema of {0} has no message".format(field))
+                prefix = root.package + "." if root.package else ""
+                found = FieldFormat(field, schema_text, name, tuple(references), prefix + root.message_type[0].name)
+            found.protobuf_message()  # the files build and name the message, here at planning
+        else:
+            found.json_codec()
+        return found
+    except KeyError as exc:
+        raise SparkFormatError("{0}Message names no message of the schema: {1}".format(field, exc)) from exc
+    except (SchemaRegistryError, ProtobufSchemaError, JsonSchemaError) as exc:
+        raise SparkFormatError("the {0} reader schema of {1}: {2}".format(name, field, exc)) from exc
+    finally:
+        if registry_client is None:
+            client.close()
 
 
 def _latest(params: Mapping[str, str], field: str, topics: tuple[str, ...], registry: dict[str, str],
@@ -169,13 +298,7 @@ def _latest(params: Mapping[str, str], field: str, topics: tuple[str, ...], regi
     from fastkc.schema_registry.avro_deserializer import reader_schema_json
     from fastkc.schema_registry.avro_errors import AvroSchemaError
 
-    subject = params.get(field + "subject")
-    if subject is None:
-        if len(topics) != 1:
-            raise SparkFormatError(
-                "{0}Format=avro without {0}Schema reads the subject's latest schema: name it with {0}Subject "
-                "(the default, <topic>-{0}, needs exactly one topic in subscribe)".format(field))
-        subject = "{0}-{1}".format(topics[0], field)
+    subject = _subject(params, field, "avro", topics)
     client = registry_client or SchemaRegistryClient(registry)
     try:
         latest = client.get_latest_version(subject)

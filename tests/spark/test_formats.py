@@ -78,8 +78,10 @@ def test_binary_stays_the_default():
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"valueFormat": "protobuf", "schema.registry.url": "http://r"}, "valueFormat must be one of"),
+    ({"valueFormat": "thrift", "schema.registry.url": "http://r"}, "valueFormat must be one of"),
     ({"valueFormat": "avro"}, "schema.registry.url"),
+    ({"valueFormat": "protobuf"}, "schema.registry.url"),
+    ({"valueFormat": "json", "schema.registry.url": "http://r", "valueSchema": "{not json"}, "not JSON"),
     ({"valueFormat": "avro", "schema.registry.url": "http://r", "valueSchema": "{not json"}, "not JSON"),
 ])
 def test_bad_format_options_are_option_errors(options, message):

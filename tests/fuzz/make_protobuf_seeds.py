@@ -65,7 +65,8 @@ def _map(owner, name, number, key, value_kind, value_type="", package=""):
     entry.options.map_entry = True
     _add(entry, "key", 1, KINDS[key])
     _add(entry, "value", 2, value_kind, type_name=value_type)
-    _add(owner, name, number, F.TYPE_MESSAGE, F.LABEL_REPEATED, ".".join(["", *filter(None, [package]), owner.name, entry.name]))
+    full = ".".join(["", *filter(None, [package]), owner.name, entry.name])
+    _add(owner, name, number, F.TYPE_MESSAGE, F.LABEL_REPEATED, full)
 
 
 def _types():
@@ -241,7 +242,8 @@ def main() -> None:
     text = render(programs)
     if "--check" in sys.argv:
         with open(inc) as f:
-            sys.exit(0 if f.read() == text else "fuzz_protobuf_programs.inc is out of date: rerun make_protobuf_seeds.py")
+            current = f.read() == text
+        sys.exit(0 if current else "fuzz_protobuf_programs.inc is out of date: rerun make_protobuf_seeds.py")
     with open(inc, "w") as f:
         f.write(text)
     m = AllMsg(s_int32=-7, s_string="héllo", r_int32=[1, 2, 300], r_double=[1.5], s_uint64=(1 << 64) - 1,

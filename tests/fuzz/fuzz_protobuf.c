@@ -17,6 +17,23 @@
  * [starts[i], starts[i + 1])); an error names a payload before the count
  * and an offset inside it; the same input decoded twice gives the same
  * tape and the same answer.
+ *
+ * The Arrow sink (csrc/fkc_protobuf_arrow.c): a built-in program with an
+ * Arrow plan (programs 2.., compiled by protobuf_arrow.py) also turns the
+ * payloads read whole into one struct array, appended in two chunks as
+ * decode_arrow appends its tapes; the plan must pass fkc_pb_arrow_check().
+ * The build either refuses a value with a typed error naming a payload and
+ * a byte inside it, or exports exactly one row per payload, which
+ * arrow_walk.h walks as a consumer would and releases with a child moved
+ * out (the order from the last input byte).
+ *
+ * The plan check: byte 1 >= 0x80 (a built-in program) puts plan mutations
+ * before the payloads: ((byte 1 >> 2) & 3) + 1 of them, six bytes each:
+ * which words (% 4: columns, steps, strings, the root step), the word's
+ * index (two bytes, little-endian, modulo the words), how (% 4: set to,
+ * add, flip bit, copy the word at an index), and two operands. A mutated
+ * plan the check refuses is dropped; one it admits must build memory-safe
+ * and export an array that walks clean, like a compiled one.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -24,15 +41,30 @@
 #include <string.h>
 
 #include "fkc_protobuf.h"
+#include "fkc_protobuf_arrow.h"
 #include "fkc_records.h" /* fkc_utf8_valid */
-
-#include "fuzz_protobuf_programs.inc"
 
 #define CHECK(x)                                                                                                       \
     do {                                                                                                               \
         if (!(x))                                                                                                      \
             __builtin_trap();                                                                                          \
     } while (0)
+
+#include "arrow_walk.h"
+
+typedef struct pb_fuzz_plan {
+    const int64_t *columns;
+    size_t column_words;
+    const int64_t *steps;
+    size_t steps_len;
+    const uint8_t *strings;
+    size_t strings_len;
+    int64_t root_step;
+} pb_fuzz_plan;
+
+#include "fuzz_protobuf_programs.inc"
+
+#define MUTATION 6 /* bytes per plan mutation */
 
 typedef struct walk {
     const int32_t *code;
@@ -101,6 +133,105 @@ static size_t run(const int32_t *code, size_t code_len, const uint8_t *const *pt
     return done;
 }
 
+/* The plan's words in buffers of their exact size (so a read past one is
+ * the sanitizers' to see), with the input's mutations applied. */
+typedef struct owned_plan {
+    int64_t *columns, *steps;
+    uint8_t *strings;
+    size_t column_words, steps_len, strings_len;
+    int64_t root_step;
+} owned_plan;
+
+static int own_plan(owned_plan *o, const pb_fuzz_plan *fp)
+{
+    o->column_words = fp->column_words;
+    o->steps_len = fp->steps_len;
+    o->strings_len = fp->strings_len;
+    o->root_step = fp->root_step;
+    o->columns = malloc(o->column_words * sizeof(int64_t));
+    o->steps = malloc(o->steps_len * sizeof(int64_t));
+    o->strings = malloc(o->strings_len);
+    if (o->columns == NULL || o->steps == NULL || o->strings == NULL)
+        return 0;
+    memcpy(o->columns, fp->columns, o->column_words * sizeof(int64_t));
+    memcpy(o->steps, fp->steps, o->steps_len * sizeof(int64_t));
+    memcpy(o->strings, fp->strings, o->strings_len);
+    return 1;
+}
+
+static void free_plan(owned_plan *o)
+{
+    free(o->columns);
+    free(o->steps);
+    free(o->strings);
+}
+
+static int64_t mutate_word(int64_t w, uint8_t how, uint8_t x, int64_t other)
+{
+    switch (how % 4) {
+    case 0:
+        return (int8_t)x;
+    case 1:
+        return (int64_t)((uint64_t)w + (uint64_t)(int64_t)(int8_t)x);
+    case 2:
+        return (int64_t)((uint64_t)w ^ (UINT64_C(1) << (x % 64)));
+    default:
+        return other;
+    }
+}
+
+static void mutate(owned_plan *o, const uint8_t *m)
+{
+    size_t at = (size_t)m[1] | (size_t)m[2] << 8;
+    switch (m[0] % 4) {
+    case 0:
+        if (o->column_words)
+            o->columns[at % o->column_words] = mutate_word(o->columns[at % o->column_words], m[3], m[4],
+                                                           o->columns[m[5] % o->column_words]);
+        break;
+    case 1:
+        if (o->steps_len)
+            o->steps[at % o->steps_len] = mutate_word(o->steps[at % o->steps_len], m[3], m[4],
+                                                      o->steps[m[5] % o->steps_len]);
+        break;
+    case 2:
+        if (o->strings_len)
+            o->strings[at % o->strings_len] = (uint8_t)mutate_word(o->strings[at % o->strings_len], m[3], m[4],
+                                                                   o->strings[m[5] % o->strings_len]);
+        break;
+    default:
+        o->root_step = mutate_word(o->root_step, m[3], m[4], (int64_t)at);
+    }
+}
+
+/* The Arrow sink over payloads [0, done) of a tape, by a plan that passed the check. */
+static void run_arrow(const fkc_pb_arrow_plan *plan, const fkc_pb_tape *tape, const size_t *starts,
+                      const uint8_t *const *ptrs, const size_t *lens, size_t done, unsigned order)
+{
+    struct ArrowArray array;
+    struct ArrowSchema schema;
+    fkc_tc_error err;
+    fkc_pb_arrow_builder *b = fkc_pb_arrow_start(plan, done);
+    CHECK(b != NULL);
+    /* in two chunks, as decode_arrow appends its tapes: the second chunk's
+     * rows go on after the first's, and an error names a payload of all */
+    size_t half = done / 2;
+    int rc = fkc_pb_arrow_append(b, tape, starts, ptrs, half, &err);
+    if (rc == FKC_TC_OK)
+        rc = fkc_pb_arrow_append(b, tape, starts + half, ptrs + half, done - half, &err);
+    if (rc != FKC_TC_OK) {
+        fkc_pb_arrow_discard(b);
+        CHECK(rc == FKC_TC_VALUE && err.kind == rc && err.index < done && err.what != NULL && err.problem != NULL);
+        CHECK(err.offset <= lens[err.index]);
+        return;
+    }
+    rc = fkc_pb_arrow_finish(b, &array, &schema, &err);
+    CHECK(rc == FKC_TC_OK);
+    CHECK(array.length == (int64_t)done && strcmp(schema.format, "+s") == 0);
+    aw_walk(&array, &schema, 0);
+    aw_release(&array, &schema, order);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
@@ -109,10 +240,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t code_len;
     int32_t *own = NULL;
     size_t at = 2;
+    const pb_fuzz_plan *arrow_plan = NULL;
+    const uint8_t *mutations = NULL;
+    size_t nmutations = 0;
     if (data[0] < 0x80) {
         size_t k = data[0] % (sizeof(pb_programs) / sizeof(pb_programs[0]));
         code = pb_programs[k];
         code_len = pb_program_lens[k];
+        if (pb_plans[k].columns != NULL)
+            arrow_plan = &pb_plans[k];
+        if (data[1] & 0x80) {
+            nmutations = (size_t)((data[1] >> 2) & 3) + 1;
+            if (size - at < nmutations * MUTATION)
+                return 0;
+            mutations = data + at;
+            at += nmutations * MUTATION;
+        }
     } else {
         code_len = data[1];
         if (size - at < code_len * 4)
@@ -148,6 +291,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(tape.len == 0 || memcmp(tape.v, tape2.v, tape.len * sizeof(int64_t)) == 0);
     if (done < n)
         CHECK(err.offset == err2.offset && strcmp(err.what, err2.what) == 0 && strcmp(err.problem, err2.problem) == 0);
+    owned_plan op = {0};
+    if (arrow_plan != NULL && !(done < n && err.nomem) && own_plan(&op, arrow_plan)) {
+        for (size_t i = 0; i < nmutations; i++)
+            mutate(&op, mutations + i * MUTATION);
+        fkc_pb_arrow_plan plan = {code,       code_len,         op.columns, op.column_words / FKC_TC_COL_WIDTH,
+                                  op.steps,   op.steps_len,     op.strings, op.strings_len,
+                                  op.root_step};
+        int ok = fkc_pb_arrow_check(&plan);
+        CHECK(ok || nmutations > 0); /* the compiled plans pass */
+        if (ok)
+            run_arrow(&plan, &tape, starts, ptrs, lens, done, data[size - 1]);
+    }
+    free_plan(&op);
     fkc_pb_tape_free(&tape);
     fkc_pb_tape_free(&tape2);
     free(own);

@@ -1,0 +1,206 @@
+/*
+ * arrow_walk.h — a fuzz oracle for exported Arrow arrays: walks an
+ * ArrowArray with its ArrowSchema as a consumer (pyarrow's import) would
+ * read them, and traps on anything that would make that consumer read out
+ * of bounds or see an inconsistent array. Shared by the targets whose sinks
+ * export through csrc/fkc_typed_columns.c (fuzz_avro.c, fuzz_protobuf.c).
+ *
+ * Checked per node, from the format string alone (independent of the plan
+ * that built it): the buffer count of the layout; buffers present when
+ * they have rows; offset 0 (the builder never slices); null_count equal to
+ * the validity bitmap's zero bits, and 0 for a non-nullable field; every
+ * value byte read (so the sanitizers see a buffer too short); offsets
+ * starting at 0 and never decreasing, their end inside the child (lists,
+ * maps) or read whole (binary, utf8); utf8 rows valid; a struct's children
+ * each exactly as long as it; a map's child a two-field struct without
+ * nulls in its keys; dictionary indices inside the dictionary.
+ */
+#ifndef FKC_ARROW_WALK_H
+#define FKC_ARROW_WALK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fkc_arrow_abi.h"
+#include "fkc_records.h" /* fkc_utf8_valid */
+
+#ifndef CHECK
+#define CHECK(x)                                                                                                       \
+    do {                                                                                                               \
+        if (!(x))                                                                                                      \
+            __builtin_trap();                                                                                          \
+    } while (0)
+#endif
+
+#define AW_FLAG_NULLABLE 2 /* ARROW_FLAG_NULLABLE */
+
+/* every byte read lands here, so the loads cannot be optimized away */
+static volatile uint64_t aw_sink;
+
+static void aw_touch(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += b[i];
+    aw_sink += sum;
+}
+
+static int aw_valid(const struct ArrowArray *a, int64_t i)
+{
+    const uint8_t *v = a->buffers[0];
+    return v == NULL || (v[i >> 3] >> (i & 7)) & 1;
+}
+
+/* Bytes per row of a fixed-width format, 0 for the others. */
+static size_t aw_width(const char *f)
+{
+    if (f[0] == 'w' && f[1] == ':')
+        return (size_t)strtoul(f + 2, NULL, 10);
+    if (f[0] == 'd' && f[1] == ':') {
+        const char *bits = strrchr(f, ',');
+        const char *first = strchr(f, ',');
+        return bits != first && strcmp(bits + 1, "256") == 0 ? 32 : 16;
+    }
+    if (strcmp(f, "c") == 0 || strcmp(f, "C") == 0)
+        return 1;
+    if (strcmp(f, "s") == 0 || strcmp(f, "S") == 0 || strcmp(f, "e") == 0)
+        return 2;
+    if (strcmp(f, "i") == 0 || strcmp(f, "I") == 0 || strcmp(f, "f") == 0 || strcmp(f, "tdD") == 0 ||
+        strcmp(f, "tts") == 0 || strcmp(f, "ttm") == 0)
+        return 4;
+    if (strcmp(f, "l") == 0 || strcmp(f, "L") == 0 || strcmp(f, "g") == 0 || strcmp(f, "tdm") == 0 ||
+        strcmp(f, "ttu") == 0 || strcmp(f, "ttn") == 0 || (f[0] == 't' && (f[1] == 's' || f[1] == 'D')))
+        return 8;
+    return 0;
+}
+
+/* Offsets of `a` (n + 1 int32s): from 0, never decreasing; returns the end. */
+static int32_t aw_offsets(const struct ArrowArray *a)
+{
+    const int32_t *o = a->buffers[1];
+    CHECK(o != NULL);
+    CHECK(o[0] == 0);
+    for (int64_t i = 0; i < a->length; i++)
+        CHECK(o[i + 1] >= o[i]);
+    return o[a->length];
+}
+
+static void aw_walk(const struct ArrowArray *a, const struct ArrowSchema *s, int depth)
+{
+    CHECK(depth <= 5000);
+    CHECK(a != NULL && s != NULL && a->release != NULL && s->release != NULL);
+    CHECK(s->format != NULL && s->name != NULL);
+    CHECK(a->length >= 0 && a->offset == 0 && a->n_children == s->n_children && a->n_children >= 0);
+    CHECK(a->n_children == 0 || (a->children != NULL && s->children != NULL));
+    CHECK((a->dictionary == NULL) == (s->dictionary == NULL));
+    const char *f = s->format;
+    int64_t n = a->length;
+    /* validity: the bitmap's zero bits are the null count */
+    if (strcmp(f, "n") == 0) {
+        CHECK(a->n_buffers == 0 && a->null_count == n);
+        return;
+    }
+    CHECK(a->n_buffers >= 1 && a->buffers != NULL);
+    if (a->buffers[0] == NULL) {
+        CHECK(a->null_count == 0);
+    } else {
+        int64_t zeros = 0;
+        for (int64_t i = 0; i < n; i++)
+            zeros += !aw_valid(a, i);
+        CHECK(a->null_count == zeros);
+    }
+    if (!(s->flags & AW_FLAG_NULLABLE))
+        CHECK(a->null_count == 0);
+    size_t width = aw_width(f);
+    if (strcmp(f, "+s") == 0) {
+        CHECK(a->n_buffers == 1);
+        for (int64_t i = 0; i < a->n_children; i++) {
+            CHECK(a->children[i] != NULL && a->children[i]->length == n);
+            aw_walk(a->children[i], s->children[i], depth + 1);
+        }
+    } else if (strcmp(f, "+l") == 0 || strcmp(f, "+m") == 0) {
+        CHECK(a->n_buffers == 2 && a->n_children == 1 && a->children[0] != NULL);
+        int32_t end = aw_offsets(a);
+        CHECK(end <= a->children[0]->length);
+        if (f[1] == 'm') {
+            const struct ArrowSchema *es = s->children[0];
+            CHECK(strcmp(es->format, "+s") == 0 && es->n_children == 2 && !(es->flags & AW_FLAG_NULLABLE));
+            CHECK(!(es->children[0]->flags & AW_FLAG_NULLABLE));
+        }
+        aw_walk(a->children[0], s->children[0], depth + 1);
+    } else if (strcmp(f, "u") == 0 || strcmp(f, "z") == 0) {
+        CHECK(a->n_buffers == 3 && a->n_children == 0);
+        int32_t end = aw_offsets(a);
+        const uint8_t *data = a->buffers[2];
+        CHECK(end == 0 || data != NULL);
+        aw_touch(data, (size_t)end);
+        const int32_t *o = a->buffers[1];
+        if (f[0] == 'u')
+            for (int64_t i = 0; i < n; i++)
+                if (aw_valid(a, i))
+                    CHECK(fkc_utf8_valid(data + o[i], (size_t)(o[i + 1] - o[i])));
+    } else if (strcmp(f, "b") == 0) {
+        CHECK(a->n_buffers == 2 && a->n_children == 0);
+        CHECK(n == 0 || a->buffers[1] != NULL);
+        aw_touch(a->buffers[1], ((size_t)n + 7) / 8);
+    } else {
+        CHECK(width > 0 || f[0] == 'w'); /* no format the sinks do not write */
+        CHECK(a->n_buffers == 2 && a->n_children == 0);
+        CHECK(n == 0 || width == 0 || a->buffers[1] != NULL);
+        aw_touch(a->buffers[1], (size_t)n * width);
+    }
+    if (a->dictionary != NULL) {
+        CHECK(strcmp(f, "i") == 0);
+        aw_walk(a->dictionary, s->dictionary, depth + 1);
+        const int32_t *idx = a->buffers[1];
+        for (int64_t i = 0; i < n; i++)
+            if (aw_valid(a, i))
+                CHECK(idx[i] >= 0 && idx[i] < a->dictionary->length);
+    }
+}
+
+/* Release an exported array and schema, a child of each moved out first (as
+ * a consumer may), released before or after its parent as `order` says:
+ * each node frees its own part and the last one the rest (the leak checker
+ * of `make fuzz` sees what is left). */
+static void aw_release(struct ArrowArray *a, struct ArrowSchema *s, unsigned order)
+{
+    struct ArrowArray moved;
+    struct ArrowSchema moved_schema;
+    int have = a->n_children > 0, have_schema = s->n_children > 0;
+    if (have) {
+        int64_t k = (int64_t)(order >> 2) % a->n_children;
+        moved = *a->children[k];
+        a->children[k]->release = NULL; /* moved: the parent must leave it alone */
+    }
+    if (have_schema) {
+        int64_t k = (int64_t)(order >> 5) % s->n_children;
+        moved_schema = *s->children[k];
+        s->children[k]->release = NULL;
+    }
+    if (have && (order & 1)) {
+        moved.release(&moved);
+        CHECK(moved.release == NULL);
+    }
+    if (order & 2) {
+        s->release(s);
+        a->release(a);
+    } else {
+        a->release(a);
+        s->release(s);
+    }
+    CHECK(a->release == NULL && s->release == NULL);
+    if (have && !(order & 1)) {
+        moved.release(&moved);
+        CHECK(moved.release == NULL);
+    }
+    if (have_schema) {
+        moved_schema.release(&moved_schema);
+        CHECK(moved_schema.release == NULL);
+    }
+}
+
+#endif /* FKC_ARROW_WALK_H */

@@ -6,9 +6,11 @@ dict (its keys the field names, implicit defaults omitted). The result is
 what `google.protobuf.json_format.MessageToDict` gives for the type, except
 that values stay native: Int64Value and UInt64Value as int (not a string),
 BytesValue as bytes (not base64). An Any is not resolved: it is
-{"type_url": str, "value": bytes}. These types are rare in payloads, so
-the conversions stay in Python (Timestamp, Duration and FieldMask text by
-the runtime's own formatters).
+{"type_url": str, "value": bytes}. The conversions stay in Python
+(Duration and FieldMask text by the runtime's own formatters), except
+Timestamp's, the common one, which the compiled builder formats itself
+(fastkc/_core/_protobuf.pyx `_rfc3339`) and hands here only when out of
+range, for the runtime's error.
 """
 from __future__ import annotations
 

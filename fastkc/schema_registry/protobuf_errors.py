@@ -18,6 +18,12 @@ class ProtobufSchemaError(KafkaError):
     no message."""
 
 
+class ProtobufDecodeError(PayloadReadError):
+    """A payload that does not decode as its message type; `index`,
+    `offset`, `what` ("tag", "string length", ...) and `problem`
+    ("truncated", "field number 0", ...) as PayloadReadError says."""
+
+
 class ProtobufArrowUnsupportedError(ProtobufSchemaError):
     """A message type with a field that has no Arrow mapping (Struct, Value,
     ListValue, Any, FieldMask, or a message that contains itself): raised

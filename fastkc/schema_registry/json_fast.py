@@ -30,6 +30,7 @@ not assert "format"), no handlers.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -97,6 +98,10 @@ def refusal(schema: Any, references: Mapping[str, Any], cls: Any) -> str | None:
                 continue
             if key not in _KEYWORDS:
                 return "{0}: keyword {1!r}".format(where, key)
+            if key in ("enum", "const") and not _finite(sub):
+                # fastjsonschema writes the value's repr into its code: "nan"
+                # and "inf" are no Python names (NameError when validating)
+                return "{0}: {1} holds NaN or Infinity".format(where, key)
             if key in _ONE:
                 if key == "items" and not isinstance(sub, (dict, bool)):
                     return "{0}: array-form items".format(where)
@@ -110,6 +115,18 @@ def refusal(schema: Any, references: Mapping[str, Any], cls: Any) -> str | None:
                     return "{0}: {1} is not an object".format(where, key)
                 todo.extend((s, where + "/" + key) for s in sub.values())
     return None
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or Infinity anywhere in `value` (json.loads reads them in a
+    schema's text)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return True
 
 
 def _local_target(root: Any, ref: Any) -> Any:

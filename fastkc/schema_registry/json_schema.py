@@ -520,7 +520,7 @@ class JsonSchemaCodec:
                 except rejected:
                     self._validate_one(i, v)  # jsonschema's message and path, and its decision
                     self.fast_disagreements += 1  # reached only when jsonschema accepts
-                except RecursionError:
+                except Exception:  # RecursionError, or a fault of the generated code: jsonschema decides
                     self._validate_one(i, v)
             return
         for i, v in enumerate(values):

@@ -35,7 +35,11 @@ Validation (validate=True) is confluent-kafka 2.16's: jsonschema's validator
 class for the schema's "$schema" (Draft 2020-12 when absent), the schema
 checked against its metaschema once, "format" not asserted, references
 registered by name as Draft 7 resources; a failure raises
-JsonValidationError with jsonschema's message. Unlike confluent-kafka, a
+JsonValidationError with jsonschema's message. Where its decisions are
+jsonschema's (json_fast.py says for which schemas), a fastjsonschema function
+compiled from the schema decides first (about 20x faster on a 15-field
+event); a value it rejects is validated by jsonschema, whose message, path
+and decision are the result. Unlike confluent-kafka, a
 `$ref` to a URI that is not a given reference is refused when the schema is
 compiled, never fetched.
 
@@ -49,6 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import fastjsonschema
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,6 +71,7 @@ from fastkc.schema_registry.errors import (
     JsonSchemaError,
     JsonValidationError,
 )
+from fastkc.schema_registry.json_fast import fast_validator
 
 __all__ = ["JsonSchemaCodec", "arrow_node", "ArrowNode"]
 
@@ -423,6 +429,12 @@ class JsonSchemaCodec:
                                            for name, s in (references or {}).items()}
         self.validate = validate
         self._validator: Any = None
+        # compiled Python code deciding accept/reject, for the schemas where
+        # its decisions are jsonschema's (json_fast.py); None: jsonschema alone
+        self._fast: Callable[[Any], Any] | None = None
+        # values the fast path rejected and jsonschema accepted (accepted:
+        # jsonschema is the reference); the tests require 0
+        self.fast_disagreements = 0
         if validate:
             cls = validator_for(self.schema)
             try:
@@ -435,6 +447,7 @@ class JsonSchemaCodec:
                 (name, Resource.from_contents(s, default_specification=DRAFT7))
                 for name, s in self.references.items())
             self._validator = cls(self.schema, registry=registry)
+            self._fast = fast_validator(self.schema, self.references, cls)
         self.node = arrow_node(self.schema, self.references)
         self._convert = _converter(self.node)
         # read_json reads objects: each payload is wrapped as {"v": payload}
@@ -498,16 +511,31 @@ class JsonSchemaCodec:
             raise JsonDecodeError(index, "not JSON: {0}".format(exc)) from None
 
     def _validate_all(self, values: list[Any]) -> None:
-        validate = self._validator.validate
+        fast = self._fast
+        if fast is not None:
+            rejected = fastjsonschema.JsonSchemaValueException
+            for i, v in enumerate(values):
+                try:
+                    fast(v)
+                except rejected:
+                    self._validate_one(i, v)  # jsonschema's message and path, and its decision
+                    self.fast_disagreements += 1  # reached only when jsonschema accepts
+                except Exception:  # RecursionError, or a fault of the generated code: jsonschema decides
+                    self._validate_one(i, v)
+            return
         for i, v in enumerate(values):
-            try:
-                validate(v)
-            except ValidationError as exc:
-                raise JsonValidationError(i, exc.message, exc.json_path) from None
-            except Unresolvable as exc:
-                raise JsonSchemaError("JSON schema: cannot resolve {0}".format(exc)) from None
-            except RecursionError:
-                raise JsonValidationError(i, "nested too deeply to validate") from None
+            self._validate_one(i, v)
+
+    def _validate_one(self, i: int, v: Any) -> None:
+        """jsonschema's validation of value `i`, its failures typed."""
+        try:
+            self._validator.validate(v)
+        except ValidationError as exc:
+            raise JsonValidationError(i, exc.message, exc.json_path) from None
+        except Unresolvable as exc:
+            raise JsonSchemaError("JSON schema: cannot resolve {0}".format(exc)) from None
+        except RecursionError:
+            raise JsonValidationError(i, "nested too deeply to validate") from None
 
     # -- Arrow -------------------------------------------------------------------
 

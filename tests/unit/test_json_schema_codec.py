@@ -357,3 +357,250 @@ def test_a_top_level_scalar_and_extra_properties():
     assert codec.decode_arrow([b"1", b"null", b"-5"]).to_pylist() == [1, None, -5]
     codec = JsonSchemaCodec({"type": "object", "properties": {"a": {"type": "integer"}}})
     assert codec.decode_arrow([b'{"a": 1, "zzz": [1, {"q": 2}]}']).to_pylist() == [{"a": 1}]
+
+
+# -- the fast validation path (fastkc/schema_registry/json_fast.py) ----------------------------------------------
+# fastjsonschema decides first where its decisions are jsonschema's; checked
+# here decision for decision against jsonschema on generated schemas and on
+# values generated to break them
+
+DRAFTS = [None, "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-06/schema#",
+          "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2019-09/schema",
+          "https://json-schema.org/draft/2020-12/schema"]
+# property names that would break generated code if pasted unescaped
+NASTY = st.sampled_from(["a", "b", "id", '"', "'", "\\", "{variable}", "a\nb", "__class__"])
+NUMBERS = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, 1.0, 2.0, -1.0, 1e20, 2**63, 2**64, 10**30, -(2**70)]))
+SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, st.sampled_from(["", "a", "ab", "abc", "é", "\U0001f600"]),
+                    st.sampled_from([float("nan"), float("inf"), 1.5, -0.0, 0.0]))
+CONSTS = st.recursive(SCALARS, lambda c: st.lists(c, max_size=2) | st.dictionaries(NASTY, c, max_size=2),
+                      max_leaves=3)
+
+
+def checked_leaves():
+    bound = st.integers(0, 3)
+    return st.one_of(
+        leaf_schemas(),
+        st.sampled_from([{"type": "integer"}, {"type": "number"}, {"type": ["integer", "boolean"]},
+                         {"type": ["number", "string"]}, {"type": "array"}, {"type": "object"}, True, False,
+                         {"not": {"type": "integer"}}]),
+        st.fixed_dictionaries({}, optional={"minimum": NUMBERS, "maximum": NUMBERS, "type": st.sampled_from(
+            ["integer", "number"])}),
+        st.fixed_dictionaries({}, optional={"exclusiveMinimum": NUMBERS, "exclusiveMaximum": NUMBERS}),
+        st.fixed_dictionaries({}, optional={"minLength": bound, "maxLength": bound, "minItems": bound,
+                                            "maxItems": bound, "minProperties": bound, "maxProperties": bound}),
+        st.lists(CONSTS, min_size=1, max_size=4).map(lambda e: {"enum": e}),
+        CONSTS.map(lambda c: {"const": c}),
+    )
+
+
+def checked_schemas():
+    return st.recursive(checked_leaves(), lambda inner: st.one_of(
+        st.builds(lambda p, req, extra: {"type": "object", "properties": p, "required": sorted(set(req) & set(p))
+                                         or sorted(p)[:1], "additionalProperties": extra},
+                  st.dictionaries(NASTY, inner, min_size=1, max_size=3), st.lists(NASTY, max_size=2),
+                  st.one_of(st.booleans(), inner)),
+        inner.map(lambda s: {"type": "array", "items": s}),
+        st.lists(inner, min_size=1, max_size=3).flatmap(
+            lambda b: st.sampled_from([{"anyOf": b}, {"oneOf": b}, {"allOf": b}])),
+        inner.map(lambda s: {"not": s}),
+        inner.map(lambda s: {"definitions": {"d": s}, "type": "object",
+                             "properties": {"r": {"$ref": "#/definitions/d"}, "self": {"$ref": "#"}}}),
+    ), max_leaves=6)
+
+
+def mutant(draw, schema, value, depth=0):
+    """`value`, or a value near it that may break `schema`: a wrong type, a
+    key dropped or added, an integral float for an int, a bool for a number,
+    a big int, an enum miss, extra nesting."""
+    choice = draw(st.integers(0, 5))
+    if choice == 0 or depth > 4:
+        return draw(CONSTS)
+    if choice == 1:
+        return [value] if draw(st.booleans()) else {"a": value}
+    if isinstance(value, dict) and value:
+        key = draw(st.sampled_from(sorted(value)))
+        if draw(st.booleans()):
+            return {k: v for k, v in value.items() if k != key}
+        sub = schema.get("properties", {}).get(key, {}) if isinstance(schema, dict) else {}
+        return dict(value, **{key: mutant(draw, sub, value[key], depth + 1)})
+    if isinstance(value, list) and value:
+        i = draw(st.integers(0, len(value) - 1))
+        sub = schema.get("items", {}) if isinstance(schema, dict) else {}
+        return value[:i] + [mutant(draw, sub, value[i], depth + 1)] + value[i + 1:]
+    if type(value) is int:
+        return draw(st.sampled_from([float(value), value + 2**64, value == 1, str(value)]))
+    if type(value) is float and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return draw(CONSTS)
+
+
+@st.composite
+def fast_cases(draw):
+    schema = draw(st.one_of(checked_schemas(), schemas()))
+    draft = draw(st.sampled_from(DRAFTS))
+    if draft and isinstance(schema, dict):
+        schema = dict(schema, **{"$schema": draft})
+    values = []
+    for _ in range(draw(st.integers(1, 6))):
+        try:
+            base = value_of(draw, schema) if isinstance(schema, dict) and draw(st.booleans()) else draw(CONSTS)
+        except (KeyError, IndexError, TypeError):
+            base = draw(CONSTS)  # a checked_schemas shape value_of does not know
+        values.append(mutant(draw, schema, base) if draw(st.booleans()) else base)
+    return schema, values
+
+
+def jsonschema_only(schema):
+    codec = JsonSchemaCodec(schema)
+    codec._fast = None
+    return codec
+
+
+def outcome(codec, value):
+    try:
+        codec._validate_all([value])
+    except JsonValidationError as exc:
+        return "reject", exc.reason, exc.path
+    return ("accept",)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(fast_cases())
+def test_fast_validation_decides_as_jsonschema(case):
+    import fastjsonschema
+    from hypothesis import assume, event
+
+    schema, values = case
+    try:
+        codec = JsonSchemaCodec(schema)
+    except JsonSchemaError:
+        assume(False)  # not a valid schema of its draft: jsonschema refuses it, no path runs
+    event("fast" if codec._fast is not None else "jsonschema")
+    reference = jsonschema_only(schema)
+    for v in values:
+        want = reference._validator.is_valid(v)
+        if codec._fast is not None:
+            try:
+                codec._fast(v)
+                fast = True
+            except fastjsonschema.JsonSchemaValueException:
+                fast = False
+            assert fast == want, (schema, v)
+            event("accepted" if want else "rejected")
+        # the codec's outcome (decision, message, path) is jsonschema's either way
+        assert outcome(codec, v) == outcome(reference, v)
+    assert codec.fast_disagreements == 0
+
+
+D7 = "http://json-schema.org/draft-07/schema#"
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+FAST = [
+    EVENT,
+    dict(EVENT, **{"$schema": D7}),
+    {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "minimum": 1, "exclusiveMinimum": True},
+    {"$schema": D2020, "type": "array", "items": {"type": "integer"}, "maxItems": 3},
+    {"type": "object", "properties": {"a": {"$ref": "#/definitions/s"}, "kids": {"type": "array", "items": {
+        "$ref": "#"}}}, "definitions": {"s": {"type": "string", "format": "email"}}},
+    {"$schema": D7, "$defs": {"n": {"type": "number"}}, "items": {"$ref": "#/$defs/n"}},
+    {"type": "object", "properties": {"a": {"type": "integer", "default": 5}}, "title": "t", "description": "d"},
+]
+SLOW = [
+    (True, "a boolean schema"),
+    ({"$defs": {"n": {"type": "number"}}, "items": {"$ref": "#/$defs/n"}}, "keyword '$defs'"),
+    ({"prefixItems": [{"type": "integer"}]}, "keyword 'prefixItems'"),
+    ({"$schema": D7, "items": [{"type": "integer"}]}, "array-form items"),
+    ({"$schema": D7, "additionalItems": False}, "keyword 'additionalItems'"),
+    ({"dependentRequired": {"a": ["b"]}}, "keyword 'dependentRequired'"),
+    ({"dependentSchemas": {"a": {}}}, "keyword 'dependentSchemas'"),
+    ({"$schema": D7, "dependencies": {"a": ["b"]}}, "keyword 'dependencies'"),
+    ({"unevaluatedProperties": False}, "keyword 'unevaluatedProperties'"),
+    ({"$anchor": "x"}, "keyword '$anchor'"),
+    ({"$dynamicAnchor": "x"}, "keyword '$dynamicAnchor'"),
+    ({"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": True}, "$recursiveAnchor"),
+    ({"minContains": 2}, "keyword 'minContains'"),
+    ({"$id": "http://x.example/s", "type": "object"}, "keyword '$id'"),
+    ({"properties": {"a": {"$id": "a.json", "type": "string"}}}, "keyword '$id'"),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "id": "http://x.example/s"}, "keyword 'id'"),
+    ({"properties": {"a": {"$ref": "#/definitions/s", "type": "string"}}, "definitions": {"s": {}}},
+     "$ref with sibling keywords"),
+    ({"properties": {"a": {"$ref": "#/definitions/%73"}}, "definitions": {"s": {}}}, "not a local pointer"),
+    ({"type": "string", "pattern": "^a$"}, "keyword 'pattern'"),
+    ({"$schema": D7, "contentEncoding": "base64"}, "keyword 'contentEncoding'"),
+    ({"type": "number", "multipleOf": 0.1}, "keyword 'multipleOf'"),
+    ({"$schema": "http://json-schema.org/draft-03/schema#", "type": "integer"}, "draft Draft3Validator"),
+]
+
+
+@pytest.mark.parametrize("schema", FAST, ids=[json.dumps(s)[:60] for s in FAST])
+def test_schemas_that_take_the_fast_path(schema):
+    from fastkc.schema_registry.json_fast import refusal
+
+    codec = JsonSchemaCodec(schema)
+    assert refusal(codec.schema, {}, type(codec._validator)) is None
+    assert codec._fast is not None
+
+
+@pytest.mark.parametrize("schema, why", SLOW, ids=[w for _, w in SLOW])
+def test_schemas_that_jsonschema_alone_validates(schema, why):
+    from fastkc.schema_registry.json_fast import refusal
+
+    codec = JsonSchemaCodec(schema)
+    reason = refusal(codec.schema, {}, type(codec._validator))
+    assert reason is not None and why in reason, reason
+    assert codec._fast is None
+
+
+def test_registry_references_take_jsonschema():
+    codec = JsonSchemaCodec({"type": "object", "properties": {"h": {"$ref": "a.json"}}},
+                            references={"a.json": {"type": "string"}})
+    assert codec._fast is None
+
+
+def test_the_fast_path_writes_no_defaults_and_keeps_jsonschemas_errors():
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "default": 5}, "b": {"default": [1]}},
+              "required": ["c"]}
+    codec = JsonSchemaCodec(schema)
+    assert codec._fast is not None
+    assert codec.decode_many([b'{"c": 1}']) == [{"c": 1}]  # no "a": 5, no "b"
+    with pytest.raises(JsonValidationError) as e:
+        codec.decode_many([b'{"c": 1}', b'{"a": 1.5, "c": 1}'])
+    assert (e.value.index, e.value.reason, e.value.path) == (1, "1.5 is not of type 'integer'", "$.a")
+    with pytest.raises(JsonValidationError) as e:
+        codec.decode_many([b'{"a": 1}'])
+    assert e.value.reason == "'c' is a required property" and e.value.path == "$"
+    assert codec.fast_disagreements == 0
+
+
+def test_a_fast_rejection_jsonschema_accepts_is_accepted_and_counted():
+    codec = JsonSchemaCodec({"type": "integer"})
+
+    def rejects_all(value):
+        import fastjsonschema
+
+        raise fastjsonschema.JsonSchemaValueException("no")
+
+    codec._fast = rejects_all
+    assert codec.decode_many([b"1", b"2"]) == [1, 2]  # jsonschema is the reference
+    assert codec.fast_disagreements == 2
+    with pytest.raises(JsonValidationError) as e:
+        codec.decode_many([b'"x"'])
+    assert e.value.reason == "'x' is not of type 'integer'"
+
+
+@pytest.mark.parametrize("schema", ['{"enum": [NaN, 1]}', '{"const": [Infinity]}', '{"enum": [{"a": -Infinity}]}'])
+def test_non_finite_enum_values_take_jsonschema(schema):
+    # fastjsonschema writes repr(nan) into its generated code, a NameError
+    # when it runs: such schemas are refused
+    codec = JsonSchemaCodec(schema)
+    assert codec._fast is None
+    with pytest.raises(JsonValidationError):
+        codec.decode_many([b"2"])
+
+
+def test_a_fault_of_the_fast_function_leaves_the_value_to_jsonschema():
+    codec = JsonSchemaCodec({"type": "integer"})
+    codec._fast = lambda value: 1 / 0
+    assert codec.decode_many([b"1"]) == [1]
+    with pytest.raises(JsonValidationError):
+        codec.decode_many([b"1.5"])
+    assert codec.fast_disagreements == 0

@@ -16,7 +16,7 @@ Which schemas (`refusal` says why one is not):
   "unevaluated*", "$anchor", "$dynamic*", "$recursive*", "min/maxContains",
   "$vocabulary" (none of them is in the allow-list below);
 - in every draft: only the keywords of `_KEYWORDS` (fastjsonschema and
-  jsonschema checked against each other by tests/unit/test_json_validation.py;
+  jsonschema checked against each other by tests/unit/test_json_schema_codec.py;
   "pattern" is not one: fastjsonschema turns "$" into "\\Z", jsonschema's
   re.search lets "$" match before a final newline), no "$id"/"id" anywhere (a
   resolution scope), every "$ref" a local "#" or "#/..." pointer with no

@@ -77,6 +77,11 @@ def _attribute(value):
     return value.sequence
 
 
+def _implicit_item(value):
+    # MessageToDict's shape: a proto3 scalar at its default (sequence 0) is absent
+    return value.get("sequence", 0)
+
+
 def _avro_format():
     from confluent_kafka.schema_registry.avro import AvroDeserializer as TheirAvro
     from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -113,7 +118,7 @@ def _protobuf_format():
                   {"ProtobufDeserializer(PageEvent)": (lambda client: ProtobufDeserializer(PageEvent, conf, client),
                                                        _attribute, True),
                    "ProtobufDeserializer(None), dicts": (lambda client: ProtobufDeserializer(None, conf, client),
-                                                         _item, False)})
+                                                         _implicit_item, False)})
 
 
 def _json_format():

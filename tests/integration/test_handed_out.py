@@ -30,17 +30,21 @@ def topic(kafka_broker, make_topic):
 
 
 def _member(flavour, kafka_broker, group, topic=None, **configs):
-    # metadata_max_age_ms: kafka-python's group leader can assign before its
-    # metadata knows the new topic ("No partition metadata"), leaving every
-    # member with nothing until the next refresh notices the partitions and
-    # rejoins; the default refresh is 5 minutes, past every deadline here (a
-    # CI run met it). A refresh every 2 s bounds that wait for any flavour.
     base = dict(bootstrap_servers=kafka_broker.bootstrap_servers, group_id=group, auto_offset_reset="earliest",
                 session_timeout_ms=6000, heartbeat_interval_ms=300, fetch_max_wait_ms=100,
-                consumer_timeout_ms=15000, metadata_max_age_ms=2000)
+                consumer_timeout_ms=15000)
     base.update(configs)
     consumer = flavour.KafkaConsumer(**base)
     if topic is not None:
+        # The new topic's partitions known first: kafka-python's group leader
+        # otherwise can assign before its metadata has them ("No partition
+        # metadata"), leaving the member with nothing past every deadline here
+        # (two CI runs met it; a rejoin on a later metadata refresh did not come
+        # within 30 s).
+        deadline = time.monotonic() + 30
+        while not consumer.partitions_for_topic(topic):
+            assert time.monotonic() < deadline, "the topic's partitions never showed in the member's metadata"
+            time.sleep(0.1)
         consumer.subscribe([topic])
     return consumer
 

@@ -180,12 +180,14 @@ else:
     AvroDecoderCore = cast("type[_CompiledAvroDecoder]", _TwinAvroDecoder)
 
 
-# The Protobuf program decoder (fastkc/schema_registry/protobuf.py uses it), by the same choice.
-if name == "c":
-    from fastkc._core._protobuf import ProtobufDecoder as _CompiledProtobufDecoder
+# The Protobuf program decoder (fastkc/schema_registry/protobuf.py uses it), by
+# the same choice; imported on first use: its modules need the protobuf runtime
+# (the schema-registry extra), which `import fastkc` must not.
+def protobuf_decoder_core() -> Any:
+    if name == "c":
+        from fastkc._core._protobuf import ProtobufDecoder as compiled
 
-    ProtobufDecoderCore: "type[_CompiledProtobufDecoder]" = _CompiledProtobufDecoder
-else:
-    from fastkc._twin.protobuf import Decoder as _TwinProtobufDecoder
+        return compiled
+    from fastkc._twin.protobuf import Decoder as twin
 
-    ProtobufDecoderCore = cast("type[_CompiledProtobufDecoder]", _TwinProtobufDecoder)
+    return twin

@@ -48,7 +48,7 @@ class ProtobufDecoder:
 
     def __init__(self, descriptor: Any, *, max_depth: int = protobuf_schema.MAX_DEPTH) -> None:
         self.program = protobuf_schema.compile_program(descriptor, max_depth)
-        self._core = _backend.ProtobufDecoderCore(self.program.code, self.program.messages)
+        self._core = _backend.protobuf_decoder_core()(self.program.code, self.program.messages)
         self._lock = threading.Lock()
         self._arrow_ready = False  # the Arrow plan is compiled on the first Arrow decode
 
@@ -56,7 +56,8 @@ class ProtobufDecoder:
         """The dicts of `payloads` in order (one C call for the whole list)."""
         listed = payloads if isinstance(payloads, list) else list(payloads)
         with self._lock:
-            return self._core.decode_many(listed)
+            values: list[Any] = self._core.decode_many(listed)
+            return values
 
     def decode_prefixed(self, values: list[Any], start: int, prefix: bytes) -> list[Any]:
         """decode_many() of one Schema Registry run: the leading values from
@@ -64,7 +65,8 @@ class ProtobufDecoder:
         frame, message indexes included), each past it, read in place; []
         when values[start] is not bytes. The error's index counts from `start`."""
         with self._lock:
-            return self._core.decode_prefixed(values, start, prefix)
+            run: list[Any] = self._core.decode_prefixed(values, start, prefix)
+            return run
 
     def decode_arrow(self, payloads: Iterable[_Buffer]) -> Any:
         """The messages of `payloads` as one pyarrow struct array, one row per

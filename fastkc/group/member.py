@@ -396,20 +396,29 @@ class GroupMemberBase(Generic[Machine]):
 
     def close(self, autocommit: bool = True, timeout_ms: float | None = None) -> None:
         """Commit (when autocommit and enable_auto_commit), revoke through
-        the listener, leave the group, stop the thread."""
+        the listener, leave the group, stop the thread: all within one
+        timeout_ms (default request_timeout_ms), as Java's close(timeout)
+        shares one timer across its steps. A step the bound has run out for
+        is skipped (the LeaveGroup then goes unsent: the session timeout
+        removes the member), never waited for past it."""
         bound_ms: float = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        deadline = self._clock() + bound_ms / 1000.0
+
+        def left_s(at_least: float = 0.1) -> float:
+            return max(at_least, deadline - self._clock())
+
         try:
             if autocommit and self._auto_commit and self._committable():
                 try:
-                    self.commit_sync(None, bound_ms)
+                    self.commit_sync(None, left_s(0.001) * 1000.0)
                 except KafkaError as exc:
                     log.warning("commit on close failed: %s", exc)
             if self._owned and self._subscription is not None:
                 self._execute(self.reconciler.release(self._owned))
         finally:
             # a JoinGroup in flight may hold the group client for up to the
-            # rebalance timeout: wait a bounded time, then go without leaving
-            acquired = self._io_lock.acquire(timeout=max(0.1, bound_ms / 1000.0))
+            # rebalance timeout: wait what is left of the bound, then end it
+            acquired = self._io_lock.acquire(timeout=left_s())
             abort = getattr(self.transport, "abort", None)
             if not acquired and abort is not None:
                 # end the JoinGroup (or other call) holding it, then leave
@@ -419,8 +428,8 @@ class GroupMemberBase(Generic[Machine]):
                 if acquired:
                     try:
                         if self.commits.busy:
-                            self._drive(self.commits)
-                        self._leave("the consumer is being closed")
+                            self._drive(self.commits, deadline=deadline)
+                        self._leave("the consumer is being closed", deadline)
                     except Exception as exc:  # closing must close
                         log.debug("leaving the group failed: %s", exc)
                 else:
@@ -433,19 +442,22 @@ class GroupMemberBase(Generic[Machine]):
                     self._io_lock.release()
             self._kick_thread()
             if self._thread is not None and self._thread is not threading.current_thread():
-                self._thread.join(timeout=5.0)
+                # the thread sees _closed at its next wake; a request it is
+                # in holds it at most that request's timeout
+                self._thread.join(timeout=left_s(0.5))
             if acquired and (self._thread is None or not self._thread.is_alive()):
                 self.transport.close()
             self.run_commit_callbacks()
 
-    def _leave(self, reason: str) -> None:
+    def _leave(self, reason: str, deadline: float | None = None) -> None:
         """Leave the group (io lock held): the machine's leave request, if
-        it makes one, is sent and its answer (or failure) read."""
+        it makes one, is sent and its answer (or failure) read, by deadline
+        when one is given (close()'s bound)."""
         with self._lock:
             self.machine.leave(reason, self._clock())
             leaving = self.machine.state.name == "LEAVING"
         if leaving:  # else nothing to send (a static member keeps its place): never ask for more
-            self._drive(self.machine)
+            self._drive(self.machine, deadline=deadline)
 
     # --- subscription -----------------------------------------------------------------------
     def subscribe(self, topics: Iterable[str], listener: object) -> None:

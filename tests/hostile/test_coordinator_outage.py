@@ -311,3 +311,53 @@ def test_a_held_committed_offset_read_does_not_stretch_getmany():
         settings = _first_offsets_while_the_read_is_held(broker, "g-held-aio")
         asyncio.run(asyncio.wait_for(scenario(broker, settings), 60))
         assert not broker.errors
+
+
+#: close()'s bound in the test below, well under the request timeout
+CLOSE_TIMEOUT_MS = 1500
+
+
+@pytest.mark.parametrize("stalled", ["every group request", "LeaveGroup only"])
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_close_keeps_its_timeout_while_the_coordinator_stalls(autocommit, stalled):
+    """close(timeout_ms) is one bound for all its steps (Java's
+    close(Duration)): the commit, the wait for the group thread's request in
+    flight and the LeaveGroup share it. The fault campaign saw close(3000)
+    take 7 s against blackholed brokers: each step had a bound of its own.
+    Here the coordinator stalls (no answer, the connection held) every group
+    request after records were handed out, so the group thread is inside a
+    heartbeat when close() starts -- or only the LeaveGroup. request_timeout_ms
+    is longer than the bound, so no request timing out can end close early."""
+    group = "g-close-{0}-{1}".format(autocommit, stalled.split()[0])
+    outage = Outage()
+    with FakeBroker(topics={TOPIC: 2}, records=0) as broker:
+        if stalled == "every group request":
+            _script_outage(broker, outage, "stalled")
+        else:
+            broker.script("Fetch", answer(_endless_fetch))
+        broker.script("LeaveGroup", _refused_while(outage, NOT_COORDINATOR, _refused(), "stalled"))
+        settings = dict(SETTINGS, request_timeout_ms=4 * CLOSE_TIMEOUT_MS, auto_commit_interval_ms=60000)
+        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=True,
+                                 **settings)
+        handed = 0
+        try:
+            consumer.subscribe([TOPIC])
+            deadline = time.monotonic() + 10
+            while handed < 20 and time.monotonic() < deadline:
+                handed += sum(len(records) for records in consumer.poll(timeout_ms=50).values())
+            assert handed >= 20, "no records before the stall"
+            outage.start(60)
+            time.sleep(0.3)  # a heartbeat goes out (and, stalling every request, is held)
+            began = time.monotonic()
+            consumer.close(autocommit=autocommit, timeout_ms=CLOSE_TIMEOUT_MS)
+            took = time.monotonic() - began
+        finally:
+            consumer.close(autocommit=False)
+        # the bound, plus the fetch sessions' close (at most 1 s, against a
+        # broker whose Fetch still answers) and slack for a loaded machine
+        assert took < CLOSE_TIMEOUT_MS / 1000.0 + 1.5, took
+        if stalled == "LeaveGroup only" and autocommit:
+            assert broker.committed  # the commit went through before the LeaveGroup stalled
+        # no commit past the hand-out
+        assert all(offset <= handed for (g, _t, _p), offset in broker.committed.items() if g == group)
+        assert not broker.errors

@@ -279,6 +279,8 @@ def run(cluster, *, minutes, warmup_s, sample_s, period_s, rate, out_dir, member
                                                    "recovery_median_s", "recovery_worst_s",
                                                    "delay_median_s", "delay_worst_s", "errors")},
         "ledger_failures": report.failures(),
+        # per healed fault, each partition's catch-up after the heal, worst first
+        "catch_up": [{"fault": name, "partitions": partitions} for name, partitions in ledger.catch_up()],
         "samples": samples,
     }
     result["ok"] = not over and not report.failures()
@@ -304,6 +306,12 @@ def markdown(result):
               "worst {5:.2f}s; errors {6}; {7}".format(
                   lg["produced"], lg["delivered"], lg["lost"], lg["duplicates"], lg["recovery_median_s"],
                   lg["recovery_worst_s"], lg["errors"] or "none", "PASS" if result["ok"] else "FAIL"), ""]
+    if result.get("catch_up"):
+        lines += ["Caught up after each heal, per partition, worst first:", ""]
+        lines += ["- {0}: {1}".format(entry["fault"], ", ".join(
+            "p{0} {1}".format(p, "never" if s is None else "{0:.2f} s".format(s)) for p, s in entry["partitions"]))
+            for entry in result["catch_up"]]
+        lines.append("")
     return "\n".join(lines)
 
 

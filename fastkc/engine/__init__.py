@@ -1,8 +1,10 @@
 """The consumer engine: what a blocking front-end consumes records through.
 
-`ConsumerEngine` owns the KafkaClient and the Fetcher (its FetchMachine and
-decode-ahead worker), the clock, the open/closed state, wakeup, the group
-member once one is attached, and the Arrow stream being read. Front-ends
+`ConsumerEngine` is a `ClientEngine` (client_engine.py: the KafkaClient,
+the clock, open/closed, wakeup, metadata; KafkaShareConsumer stands on one
+too) that also owns the Fetcher (its FetchMachine and decode-ahead worker),
+the group member once one is attached, and the Arrow stream being read.
+Front-ends
 (KafkaConsumer, its arrow_stream(), the benchmark's ceiling reader, the
 Spark planner, `fastkc consume`) use it through the methods below and read
 nothing private of it or of each other.
@@ -11,7 +13,8 @@ The API (all on the thread that drives the consumer, except `wakeup`):
 
 - lifecycle: `check_open()`, `closed`, `mark_closed()`, `close(timeout_ms)`.
 - waking: `wakeup()` (any thread) makes the blocking call in progress, or
-  the next one, raise WakeupException once through `raise_wakeup()`.
+  the next one (a group member's wait included), raise WakeupException once
+  through `raise_wakeup()`.
 - one poll round: `raise_pending()` (fetch errors, fatal client errors),
   `poll_once(timeout_s)` (send what is due, block up to timeout_s, send
   again), `round_for_assignment(timeout_s)` (a round that lets the group
@@ -32,13 +35,12 @@ The API (all on the thread that drives the consumer, except `wakeup`):
 """
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from fastkc.client import KafkaClient
-from fastkc.cluster import ClusterMetadata
 from fastkc.config import Config
-from fastkc.errors import IllegalStateError, KafkaTimeoutError, WakeupException
+from fastkc.engine.client_engine import ClientEngine
+from fastkc.errors import IllegalStateError, KafkaTimeoutError
 from fastkc.fetch import Fetcher, PartitionState
 from fastkc.structs import ConsumerRecord, TopicPartition
 
@@ -61,39 +63,22 @@ class GroupMember(Protocol):
     def wake_caller(self) -> None: ...
 
 
-class ConsumerEngine:
+class ConsumerEngine(ClientEngine):
     """See the module docstring."""
+
+    config: Config
 
     def __init__(self, config: Config, subscribed: Callable[[], bool],
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.config = config
-        self.clock = clock
+        super().__init__(config, owner="KafkaConsumer", clock=clock)
         # whether the front-end holds a subscription (an assignment may still come)
         self._subscribed = subscribed
-        self._closed = False
-        self.client = KafkaClient(config, clock=clock)
         self.fetcher = Fetcher(self.client, config)
         self._group: GroupMember | None = None
         # the ArrowStream being read: polls wait for its end
         self._stream: object = None
-        # wakeup(): a flag for the next poll and the client's wakeup socket
-        # pair for the poll in progress (the group transport's mechanism)
-        self._wakeup_pending = False
-        self.client.enable_wakeup()
 
     # --- lifecycle -------------------------------------------------------------------
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def mark_closed(self) -> None:
-        """Refuse every later call (the front-end is closing)."""
-        self._closed = True
-
-    def check_open(self) -> None:
-        if self._closed:
-            raise IllegalStateError("KafkaConsumer is closed")
-
     def close(self, timeout_ms: float | None) -> None:
         """Free the brokers' fetch-session slots (bounded, never fatal), stop
         the decode worker, close the connections."""
@@ -111,22 +96,16 @@ class ConsumerEngine:
             # the decode worker finishes the step it is on (bounded: one
             # partition's fetch) and is joined; its prepared steps are dropped
             self.fetcher.close_worker()
-            self.client.close()
+            self.close_client()
 
     # --- waking ----------------------------------------------------------------------
     def wakeup(self) -> None:
-        """From any thread: the blocking call in progress (or the next one)
-        raises WakeupException, once."""
-        self._wakeup_pending = True
-        self.client.wakeup()
+        """From any thread: the blocking call in progress (or the next one),
+        a group member's wait included, raises WakeupException, once."""
+        super().wakeup()
         group = self._group
         if group is not None:
             group.wake_caller()
-
-    def raise_wakeup(self) -> None:
-        if self._wakeup_pending:
-            self._wakeup_pending = False
-            raise WakeupException("interrupted by wakeup()")
 
     # --- the group -------------------------------------------------------------------
     def attach_group(self, member: GroupMember) -> None:
@@ -269,28 +248,6 @@ class ConsumerEngine:
         if state is None:
             raise IllegalStateError("Partition is not assigned: {0}".format(tp))
         return state
-
-    # --- metadata --------------------------------------------------------------------
-    @property
-    def cluster(self) -> ClusterMetadata:
-        cluster: ClusterMetadata = self.client.cluster
-        return cluster
-
-    def ensure_metadata(self, topics: Iterable[str], timeout_ms: float) -> None:
-        """Metadata of every topic in `topics` (one request for those not
-        known yet); a topic that does not exist is absent afterwards.
-        KafkaTimeoutError when no answer came within timeout_ms."""
-        cluster = self.client.cluster
-        unknown = [t for t in topics if t not in cluster.topics or cluster.topics[t].error_code != 0]
-        if not unknown:
-            return
-        self.client.add_topics(unknown)
-        self.client.wait_for_metadata(timeout_ms)
-
-    def leader_for(self, tp: TopicPartition) -> int | None:
-        """The node id of `tp`'s leader, or None while it is not known."""
-        leader: int | None = self.client.cluster.leader_for(tp)
-        return leader
 
     # --- the Arrow stream ------------------------------------------------------------
     def claim_stream(self, stream: object) -> None:

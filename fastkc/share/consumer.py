@@ -7,7 +7,8 @@ an application busy between calls stays in the group. Fetching and
 acknowledging run on the application's thread, inside its calls (poll,
 commit_*, acknowledge_batch, unsubscribe, close): the driver asks the fetch
 machine (fetch_machine.py: ShareFetch / ShareAcknowledge, acknowledgements.py,
-session.py) for requests, sends them through one KafkaClient, and hands
+session.py) for requests, sends them through the KafkaClient of its engine
+(fastkc.engine.ClientEngine, which also keeps open/closed and wakeup), and hands
 their answers back after each client poll, so a machine's error reaches the
 caller, never a callback inside the selector loop. What the member decides
 (assignment, fencing, its id and epoch) is read under the thread's lock at
@@ -31,8 +32,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from fastkc.client import KafkaClient
 from fastkc.config import CONSUMER_DEFAULTS, Config, consumer_config, group_id_of
+from fastkc.engine.client_engine import ClientEngine
 from fastkc.errors import (
     IllegalArgumentError,
     IllegalStateError,
@@ -40,7 +41,6 @@ from fastkc.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
-    WakeupException,
 )
 from fastkc.group.coordinator_machine import CoordinatorMachine
 from fastkc.request import Request
@@ -148,16 +148,15 @@ class KafkaShareConsumer:
     def __init__(self, *topics: str, **configs: Any) -> None:
         self.config = share_config(configs)
         self._explicit = self.config["share_acknowledgement_mode"] == "explicit"
-        self._closed = False
-        self._clock = time.monotonic
-        self._wakeup_pending = False
-        self._client = KafkaClient(self.config, clock=self._clock)
-        self._client.enable_wakeup()
+        # the client, the clock, open/closed and wakeup(): the same engine
+        # layer KafkaConsumer stands on (fastkc.engine)
+        self._engine = ClientEngine(self.config, owner="KafkaShareConsumer", clock=time.monotonic)
+        self._clock = self._engine.clock
+        self._client = self._engine.client
         try:
             self._client.bootstrap()
         except BaseException:
-            self._client.close()
-            self._closed = True
+            self._engine.close_client()
             raise
         config = self.config
         group_id = group_id_of(config)
@@ -203,7 +202,7 @@ class KafkaShareConsumer:
     # --- subscription ------------------------------------------------------------------------------
     def subscribe(self, topics: Iterable[str]) -> None:
         """Join the share group for these topics (replaces the subscription)."""
-        self._check_open()
+        self._engine.check_open()
         given = [topics] if isinstance(topics, str) else list(topics)
         if not given or not all(isinstance(t, str) and t for t in given):
             raise IllegalArgumentError("subscribe() needs one or more topic names, not {0!r}".format(topics))
@@ -214,7 +213,7 @@ class KafkaShareConsumer:
         self._heartbeat.kick()
 
     def subscription(self) -> set[str]:
-        self._check_open()
+        self._engine.check_open()
         with self._heartbeat.lock:
             return set(self._member.subscription or ())
 
@@ -223,7 +222,7 @@ class KafkaShareConsumer:
         what was delivered first; records still buffered are RELEASEd (the
         empty assignment hands them back); explicit mode's unacknowledged
         records stay delivered (acknowledge them, or close() releases them)."""
-        self._check_open()
+        self._engine.check_open()
         self._implicit_accept()
         with self._heartbeat.lock:
             self._member.set_subscription(None)
@@ -242,7 +241,7 @@ class KafkaShareConsumer:
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions the broker assigned to this member (shared with others)."""
-        self._check_open()
+        self._engine.check_open()
         with self._heartbeat.lock:
             return set(self._member.assignment)
 
@@ -292,8 +291,8 @@ class KafkaShareConsumer:
                 return None
 
     def _start_poll(self) -> None:
-        self._check_open()
-        self._maybe_raise_wakeup()
+        self._engine.check_open()
+        self._engine.raise_wakeup()
         if not self.subscription():
             raise IllegalStateError("Consumer is not subscribed to any topics")
         if self._explicit:
@@ -315,7 +314,7 @@ class KafkaShareConsumer:
     def acknowledge(self, record: Any, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:  # noqa: A002
         """Settle one delivered record (explicit mode). The acknowledgement
         goes to the broker with the next poll's ShareFetch, or commit_*()."""
-        self._check_open()
+        self._engine.check_open()
         kind = self._check_explicit(type)
         self._fetch.acknowledge(TopicPartition(record.topic, record.partition), record.offset, kind)
 
@@ -325,7 +324,7 @@ class KafkaShareConsumer:
         is one AcknowledgeType for all, or one per row (a sequence or an
         Arrow array of AcknowledgeType values or their ints). All or nothing:
         a row that cannot be acknowledged raises before any is."""
-        self._check_open()
+        self._engine.check_open()
         self._check_explicit(AcknowledgeType.ACCEPT)
         grouped = self._handed_grouping(batch_or_records, types)
         if grouped is None:
@@ -391,7 +390,7 @@ class KafkaShareConsumer:
         None), called on the application's thread (inside poll, commit_*,
         close) once the broker answered acknowledgements — Java's
         AcknowledgementCommitCallback."""
-        self._check_open()
+        self._engine.check_open()
         self._ack_callback = callback
 
     def acquisition_lock_timeout_ms(self) -> int | None:
@@ -406,8 +405,8 @@ class KafkaShareConsumer:
         or the broker's error}. Partitions still unanswered at timeout_ms
         (request_timeout_ms when None) get KafkaTimeoutError; their
         acknowledgements are still answered later."""
-        self._check_open()
-        self._maybe_raise_wakeup()
+        self._engine.check_open()
+        self._engine.raise_wakeup()
         self._implicit_accept()
         waiter = self._new_waiter(None)
         limit = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
@@ -428,7 +427,7 @@ class KafkaShareConsumer:
         """Send the acknowledgements not sent yet without waiting; callback
         (results as commit_sync returns them) runs inside a later call once
         they are all answered."""
-        self._check_open()
+        self._engine.check_open()
         self._implicit_accept()
         self._new_waiter(callback)
         self._run_once(fetch=False)
@@ -453,24 +452,18 @@ class KafkaShareConsumer:
     def wakeup(self) -> None:
         """From any thread: the blocking call in progress (or the next)
         raises WakeupException, once."""
-        self._wakeup_pending = True
-        self._client.wakeup()
-
-    def _maybe_raise_wakeup(self) -> None:
-        if self._wakeup_pending:
-            self._wakeup_pending = False
-            raise WakeupException("interrupted by wakeup()")
+        self._engine.wakeup()
 
     def close(self, timeout_ms: float | None = None) -> None:
         """Acknowledge (implicit mode: ACCEPT what was delivered), RELEASE
         every record acquired and not acknowledged, close the share sessions
         (epoch -1), leave the group (epoch -1), within timeout_ms (30 s when
         None); then close the connections. Later calls raise IllegalStateError."""
-        if self._closed:
+        if self._engine.closed:
             return
         limit = DEFAULT_CLOSE_TIMEOUT_MS if timeout_ms is None else timeout_ms
         deadline = self._clock() + max(0.0, limit) / 1000.0
-        self._wakeup_pending = False
+        self._engine.forget_wakeup()
         try:
             self._implicit_accept()
             self._fetch.start_close()
@@ -489,15 +482,11 @@ class KafkaShareConsumer:
         except Exception:  # closing must close, whatever the brokers do
             log.warning("closing the share consumer: acknowledgements or leaving failed", exc_info=True)
         finally:
-            self._closed = True
+            self._engine.mark_closed()
             self._heartbeat.stop(max(0.1, deadline - self._clock()))
             with self._heartbeat.lock:
                 self._member.close()
-            self._client.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise IllegalStateError("KafkaShareConsumer is closed")
+            self._engine.close_client()
 
     # --- the driver --------------------------------------------------------------------------------
     def _run_once(self, fetch: bool) -> None:
@@ -543,7 +532,7 @@ class KafkaShareConsumer:
             wait = min(wait, self.config["retry_backoff_ms"] / 1000.0)
         self._client.poll(wait)
         self._handle_answers()
-        self._maybe_raise_wakeup()
+        self._engine.raise_wakeup()
         return False
 
     def _sync_cluster(self) -> None:

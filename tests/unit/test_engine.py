@@ -5,6 +5,7 @@ import pytest
 
 from fastkc.config import consumer_config
 from fastkc.engine import ConsumerEngine
+from fastkc.engine.client_engine import ClientEngine
 from fastkc.errors import IllegalStateError, WakeupException
 from fastkc.structs import TopicPartition
 
@@ -56,4 +57,28 @@ def test_unknown_leader_and_closing(engine):
     engine.close(0)
     assert engine.closed
     with pytest.raises(IllegalStateError, match="closed"):
+        engine.check_open()
+
+
+def test_the_client_engine_alone_names_its_front_end_and_forgets_a_wakeup():
+    """ClientEngine, the layer the share consumer stands on: a call after
+    close names the front-end; a wakeup forgotten (close() runs to its end)
+    is not raised later; closing closes the client."""
+    engine = ClientEngine(consumer_config({"bootstrap_servers": "127.0.0.1:1"}), owner="KafkaShareConsumer")
+    engine.wakeup()
+    engine.forget_wakeup()
+    engine.raise_wakeup()  # forgotten: no raise
+    engine.wakeup()
+    with pytest.raises(WakeupException):
+        engine.raise_wakeup()
+    engine.close_client()
+    assert engine.closed
+    with pytest.raises(IllegalStateError, match=r"\bKafkaShareConsumer is closed$"):
+        engine.check_open()
+
+
+def test_the_consumer_engine_is_a_client_engine_named_kafka_consumer(engine):
+    assert isinstance(engine, ClientEngine)
+    engine.close(0)
+    with pytest.raises(IllegalStateError, match=r"\bKafkaConsumer is closed$"):
         engine.check_open()

@@ -375,6 +375,11 @@ class RegistryDeserializer:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        if not pa.types.is_binary(values.type):
+            # binary_view (a consumer with arrow_zero_copy=True) or
+            # large_binary: the framing below and the codecs read binary's
+            # offsets, and pyarrow has no binary_slice kernel for binary_view
+            values = values.cast(pa.binary())
         rows = len(values)
         if values.null_count:
             valid = pc.is_valid(values)

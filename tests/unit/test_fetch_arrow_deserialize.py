@@ -17,8 +17,8 @@ pa = pytest.importorskip("pyarrow")
 def fetcher_on():
     made = []
 
-    def make(offsets):
-        client, fetcher = positioned(offsets)
+    def make(offsets, **configs):
+        client, fetcher = positioned(offsets, **configs)
         made.append(fetcher)
         return client, fetcher
 
@@ -89,3 +89,18 @@ def test_without_an_arrow_deserializer_the_take_is_raw(fetcher_on):
     _answer(client, {0: batch(0, values)})
     [raw] = fetcher.fetched_arrow(100, None, None, lambda b: b)
     assert raw.column("value").to_pylist() == values and fetcher.state(TP0).position == 2
+
+
+def test_a_zero_copy_take_decodes_its_binary_view_values(fetcher_on):
+    """arrow_zero_copy=True: the take's key and value columns are
+    binary_view, which pyarrow's binary_slice has no kernel for; the
+    deserializer reads them as binary (they raised ArrowNotImplementedError)."""
+    client, fetcher = fetcher_on({0: 0}, arrow_zero_copy=True)
+    avro = AvroDeserializer(event_registry())
+    fetcher.send_requests()
+    data = [{"id": i, "tag": "a tag longer than a view's twelve inline bytes" if i % 2 else None} for i in range(4)]
+    _answer(client, {0: batch(0, [framed_value(1, V1, d) for d in data])})
+    [take] = fetcher.fetched_arrow(100, None, None, avro)
+    assert take.column("offset").to_pylist() == [0, 1, 2, 3]
+    assert take.column("value").to_pylist() == data
+    assert fetcher.state(TP0).position == 4

@@ -7,7 +7,7 @@ to the end by each in interleaved rounds while a ticker task on the same loop
 (1 ms sleeps) records the longest gap between its wake-ups, and the loop
 thread's own CPU time in its busiest gap (the wall-clock gap also counts the
 OS running other processes). Each client touches every record's key and
-value (fastkc/bench/common.py, "Equal work"; the sum must be the produced
+value (fastkc_tools/bench/common.py, "Equal work"; the sum must be the produced
 bytes) and the order rotates round by round. Prints median (min-max) per
 client, with the load average. A figure for the report, asserted nowhere.
 
@@ -20,7 +20,7 @@ import statistics
 import time
 import uuid
 
-from fastkc.bench.common import LoopStallMeter, touch_records
+from fastkc_tools.bench.common import LoopStallMeter, touch_records
 
 VALUE = b"record %08d "  # times VALUE_REPEAT, numbered: 1,248 compressible bytes, null keys
 VALUE_REPEAT = 78

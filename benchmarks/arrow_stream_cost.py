@@ -5,7 +5,7 @@ pyarrow.RecordBatchReader.from_stream(stream), by polars.DataFrame(stream)
 and by duckdb over the stream, rounds interleaved (the order rotated each
 round), medians printed with the load average. Every way touches each
 record's key and value the way the end-to-end runners do
-(fastkc/bench/common.py, "Equal work": the sum of their lengths, from the
+(fastkc_tools/bench/common.py, "Equal work": the sum of their lengths, from the
 offsets buffers for Arrow batches, with polars' and duckdb's own length
 functions), and the sum must be the produced bytes (null keys, 100-byte
 values). A figure for the report, asserted nowhere.
@@ -29,7 +29,7 @@ def _consumer(bootstrap, topic, **configs):
 
 
 def poll_arrow_loop(consumer, records):
-    from fastkc.bench.common import touch_arrow
+    from fastkc_tools.bench.common import touch_arrow
 
     rows = touched = 0
     while rows < records:
@@ -42,7 +42,7 @@ def poll_arrow_loop(consumer, records):
 def from_stream(consumer, records):
     import pyarrow as pa
 
-    from fastkc.bench.common import touch_arrow
+    from fastkc_tools.bench.common import touch_arrow
 
     rows = touched = 0
     for batch in pa.RecordBatchReader.from_stream(consumer.arrow_stream()):
@@ -83,7 +83,7 @@ def main():
     parser.add_argument("--zero-copy", action="store_true",
                         help="arrow_zero_copy=True: key and value as binary_view columns (what polars keeps)")
     args = parser.parse_args()
-    from fastkc.sample_run import ensure_sample
+    from fastkc_tools.sample_run import ensure_sample
 
     ensure_sample(args.bootstrap, args.topic, records=args.records, record_size=RECORD_SIZE, partitions=8,
                   compression="lz4")

@@ -16,7 +16,7 @@ time (max_poll_records) and dropped, as one poll after another would. CRCs
 are checked by every reader.
 
 Every reader touches the key and value of every record it is handed, the way
-the end-to-end runners do (fastkc/bench/common.py, "Equal work": lengths of
+the end-to-end runners do (fastkc_tools/bench/common.py, "Equal work": lengths of
 record.key and record.value; for Arrow, from the columns' offsets buffers),
 and returns (records, bytes touched); the table runner and the suite fail a
 reader whose bytes differ from the payload's (`payload_bytes`). The floor
@@ -113,7 +113,7 @@ def payload_bytes(shape, records):
 
 # --- readers: each takes the pieces, returns (records seen, key + value bytes touched) ------
 def _drop_in_polls(records):
-    from fastkc.bench.common import touch_records
+    from fastkc_tools.bench.common import touch_records
 
     n = touched = 0
     for i in range(0, len(records), POLL_RECORDS):
@@ -145,7 +145,7 @@ def fastkc_arrow(module, zero_copy=False):
     """decode_arrow per piece; zero_copy: binary_view key/value pointing into
     the piece (or the decompressed buffer) instead of copies."""
     from fastkc import records as R
-    from fastkc.bench.common import touch_arrow
+    from fastkc_tools.bench.common import touch_arrow
     from tests.support import using_backend
 
     def read(pieces):
@@ -170,7 +170,7 @@ def kafka_python(pieces):
     from kafka.record.memory_records import MemoryRecords
     from kafka.structs import TopicPartition
 
-    from fastkc.bench.common import touch_records
+    from fastkc_tools.bench.common import touch_records
 
     tp = TopicPartition("bench", 0)
     n = touched = 0
@@ -194,7 +194,7 @@ def aiokafka(pieces):
     from aiokafka.record.memory_records import MemoryRecords
     from aiokafka.structs import TopicPartition
 
-    from fastkc.bench.common import touch_records
+    from fastkc_tools.bench.common import touch_records
 
     tp = TopicPartition("bench", 0)
     n = touched = 0

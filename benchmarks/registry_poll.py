@@ -2,7 +2,7 @@
 on one topic (issue 24's speed targets), every way at steady state (first
 record to last; the time to the first record apart):
 - confluent-kafka's Consumer + its deserializer of the format per message
-  (the reference; fetch.queue.backoff.ms lowered as in fastkc.bench's "tuned"
+  (the reference; fetch.queue.backoff.ms lowered as in fastkc_tools.bench's "tuned"
   row);
 - fastkc poll(), raw bytes (the records ceiling);
 - fastkc poll() + fastkc's deserializer of the format: one batch call per
@@ -45,7 +45,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # this checkout's fastkc, not an installed one
 
 from benchmarks.avro_decode import EVENT, QUICK, event_value  # noqa: E402
-from fastkc.bench.common import Clock  # noqa: E402
+from fastkc_tools.bench.common import Clock  # noqa: E402
 
 PARTITIONS = 8
 TIMEOUT_S = 600
@@ -285,8 +285,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=1 if QUICK else 3)
     args = parser.parse_args(argv)
 
-    from fastkc.broker import registry as apicurio
     from fastkc.schema_registry import SchemaRegistryClient
+    from fastkc_tools.broker import registry as apicurio
 
     fmt = FORMATS[args.format]()
     started = None

@@ -1,5 +1,5 @@
-"""`python -m fastkc.bench report --quick --only decode`: the report command
-(fastkc/bench/report.py) in the quick mode CI's `benchmarks/` run exercises,
+"""`python -m fastkc_tools.bench report --quick --only decode`: the report command
+(fastkc_tools/bench/report.py) in the quick mode CI's `benchmarks/` run exercises,
 on its broker-less section (tests/integration/test_bench_quick.py runs the
 broker-side ones). Asserts the table came out beside its commit, machine,
 load and date, never a speed."""
@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_report_quick_decode(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "fastkc.bench", "report", "--quick", "--only", "decode",
+    proc = subprocess.run([sys.executable, "-m", "fastkc_tools.bench", "report", "--quick", "--only", "decode",
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (entry,) = json.loads((tmp_path / "report.json").read_text())["sections"]

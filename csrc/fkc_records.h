@@ -189,7 +189,7 @@ typedef struct fkc_scan_info {
 
 void fkc_scan_blob(const uint8_t *data, size_t len, fkc_scan_info *info);
 
-/* The benchmark ceiling's walk (fastkc/bench_ceiling.py): the complete v2
+/* The benchmark ceiling's walk (fastkc_tools/bench_ceiling.py): the complete v2
  * batches of a fetched blob, framed by the same rule as the scan and the
  * decoder, each CRC-32C checked over its CRC span, nothing decompressed or
  * parsed. Counts the records the batches declare at or past `position`

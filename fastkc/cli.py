@@ -30,7 +30,7 @@ def _add_location_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _broker_start(args: argparse.Namespace) -> int:
-    from fastkc import broker
+    from fastkc_tools import broker
 
     def progress(message: str) -> None:
         print("fastkc: " + message, file=sys.stderr, flush=True)
@@ -52,7 +52,7 @@ def _broker_start(args: argparse.Namespace) -> int:
 
 
 def _broker_stop(args: argparse.Namespace) -> int:
-    from fastkc import broker
+    from fastkc_tools import broker
 
     info = broker.stop(name=args.name, data_dir=args.data_dir, timeout=args.timeout)
     if info is None:
@@ -63,7 +63,7 @@ def _broker_stop(args: argparse.Namespace) -> int:
 
 
 def _broker_status(args: argparse.Namespace) -> int:
-    from fastkc import broker
+    from fastkc_tools import broker
 
     st = broker.status(name=args.name, data_dir=args.data_dir)
     if args.json:
@@ -81,7 +81,7 @@ def _broker_status(args: argparse.Namespace) -> int:
 
 
 def _broker_resolve(args: argparse.Namespace) -> int:
-    from fastkc import broker
+    from fastkc_tools import broker
 
     for version in args.kafka_version or [None]:
         install = broker.resolve_kafka(version, log=lambda m: print("fastkc: " + m, file=sys.stderr, flush=True))
@@ -90,7 +90,7 @@ def _broker_resolve(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from fastkc import sample_run
+    from fastkc_tools import sample_run
 
     sample_run.run(records=args.records, record_size=args.record_size, partitions=args.partitions,
                    compression=args.compression, bootstrap=args.bootstrap)
@@ -98,7 +98,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from fastkc.bench import __main__ as bench
+    from fastkc_tools.bench import __main__ as bench
 
     return bench.run(args)
 
@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p = commands.add_parser(
         "bench", help="steady-state throughput of fastkc and every other client on one topic (or, with --curve, "
         "across value sizes, partitions, codecs, headers); tables, JSON, PNG")
-    from fastkc.bench import driver, rebalance
+    from fastkc_tools.bench import driver, rebalance
 
     driver.add_arguments(bench_p)  # one definition of the options, shared with the driver
     bench_p.set_defaults(handler=_bench)
@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _bench_rebalance(args: argparse.Namespace) -> int:
-    from fastkc.bench import rebalance
+    from fastkc_tools.bench import rebalance
 
     return rebalance.main(args)
 
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _consume_parser().parse_args(argv[1:])
     else:
         args = build_parser().parse_args(argv)
-    from fastkc.broker.errors import BrokerHarnessError
+    from fastkc_tools.broker.errors import BrokerHarnessError
 
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

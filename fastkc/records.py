@@ -176,7 +176,7 @@ def scan_blob(data: _Buffer) -> ScanInfo:
 
 
 def check_blob(data: _Buffer, topic: str, partition: int, position: int) -> tuple[int, int]:
-    """The benchmark ceiling's walk (fastkc.bench_ceiling): the complete v2
+    """The benchmark ceiling's walk (fastkc_tools.bench_ceiling): the complete v2
     batches of a fetched blob, framed by the decoder's rule and CRC-32C
     checked, nothing decompressed or parsed. Returns (records at or past
     `position` as the batches declare them, control batches excluded; the

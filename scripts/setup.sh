@@ -51,7 +51,7 @@ $PY -m fastkc.cli broker resolve
 # The integration tests' Schema Registry (Apicurio, Confluent-compatible API),
 # assembled from Maven Central by Quarkus augmentation once (a few minutes), then
 # cached beside the Kafka jars; quiet when already there.
-$PY -m fastkc.broker.registry resolve >/dev/null
+$PY -m fastkc_tools.broker.registry resolve >/dev/null
 
 # AWS's reference AWS_MSK_IAM signer (software.amazon.msk:aws-msk-iam-auth), the
 # oracle of tests/unit/test_msk_iam_reference.py: resolved from Maven Central into

@@ -139,7 +139,7 @@ step "suites on real brokers: one session, three workers, files sharing a broker
 # groups come first on the command line (--no-loadscope-reorder keeps that
 # order). The junit file gives each file's time; the CPU line says how busy
 # the two cores were, so the next layout is chosen on figures.
-# brokers with C1 and the serial GC (fastkc/broker/harness.py says why)
+# brokers with C1 and the serial GC (fastkc_tools/broker/harness.py says why)
 export FASTKC_BROKER_JIT=c1
 cpu_before=$(head -1 /proc/stat)
 broker_rc=0

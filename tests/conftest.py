@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _started(tmp_path_factory, name, nodes, **options):
-    from fastkc import broker
+    from fastkc_tools import broker
 
     data_dir = str(tmp_path_factory.mktemp(name))
     # FASTKC_KAFKA_VERSION=3.9.x runs the whole suite against the older line.
@@ -90,7 +90,7 @@ def kafka_broker(tmp_path_factory):
     if external:
         yield ExternalBroker(bootstrap_servers=external)
         return
-    from fastkc import broker
+    from fastkc_tools import broker
 
     info, data_dir = _started(tmp_path_factory, "kafka", nodes=1)
     try:
@@ -108,14 +108,14 @@ class ExternalSchemaRegistry:
 
 @pytest.fixture(scope="session")
 def schema_registry(tmp_path_factory):
-    """A real Schema Registry with Confluent's REST API (Apicurio, fastkc/broker/registry.py),
+    """A real Schema Registry with Confluent's REST API (Apicurio, fastkc_tools/broker/registry.py),
     started once per session by the first test that asks; `.url` is what confluent-kafka's
     and fastkc's clients take. FASTKC_SCHEMA_REGISTRY_URL uses a running one instead."""
     external = os.environ.get("FASTKC_SCHEMA_REGISTRY_URL", "").strip()
     if external:
         yield ExternalSchemaRegistry(url=external)
         return
-    from fastkc.broker import registry
+    from fastkc_tools.broker import registry
 
     info = registry.start(str(tmp_path_factory.mktemp("schema-registry")), die_with_parent=True)
     try:
@@ -145,7 +145,7 @@ def secure_broker(tmp_path_factory):
     OIDC server, GSSAPI with its KDC when MIT Kerberos is installed), shared
     by every module that needs no settings of its own: starting one per
     module cost ~10 s each."""
-    from fastkc import broker
+    from fastkc_tools import broker
 
     info, data_dir = _started(tmp_path_factory, "kafka-secure", nodes=1, security=True)
     try:
@@ -153,7 +153,7 @@ def secure_broker(tmp_path_factory):
     finally:
         broker.stop(data_dir=data_dir)
     # stop() ends the harness's helper processes along with the node
-    from fastkc.broker import kerberos, oauth
+    from fastkc_tools.broker import kerberos, oauth
 
     service = info.services["oidc"]
     assert not oauth._is_our_server(service["pid"], service["dir"]), "the OIDC server outlived stop()"
@@ -166,7 +166,7 @@ def share_broker(tmp_path_factory):
     """One broker whose share groups lock records for SHARE_RECORD_LOCK_MS and
     archive them after SHARE_DELIVERY_COUNT_LIMIT deliveries (always started:
     an external FASTKC_BOOTSTRAP broker would not have these settings)."""
-    from fastkc import broker
+    from fastkc_tools import broker
     from tests.support.share import SHARE_BROKER_PROPERTIES
 
     info, data_dir = _started(tmp_path_factory, "kafka-share", nodes=1, broker_properties=SHARE_BROKER_PROPERTIES)
@@ -178,7 +178,7 @@ def share_broker(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def kafka_cluster(tmp_path_factory):
-    from fastkc import broker
+    from fastkc_tools import broker
 
     info, data_dir = _started(tmp_path_factory, "kafka-cluster", nodes=3)
     try:
@@ -193,7 +193,7 @@ def kafka39_broker(request, tmp_path_factory):
     start check and the consumer's 3.9 suite share it; FASTKC_BOOTSTRAP does
     not apply: the point is the version). When the whole session already
     runs on 3.9 (FASTKC_KAFKA_VERSION=3.9.x), its broker is reused."""
-    from fastkc import broker
+    from fastkc_tools import broker
 
     if (os.environ.get("FASTKC_KAFKA_VERSION", "").startswith("3.9")
             and not os.environ.get("FASTKC_BOOTSTRAP", "").strip()):

@@ -135,7 +135,7 @@ def main(argv=None):
     if external:
         bootstrap = external
     else:
-        from fastkc import broker
+        from fastkc_tools import broker
 
         data_dir = tempfile.mkdtemp(prefix="fastkc-plan-bench-")
         bootstrap = broker.start(name="plan-bench", data_dir=data_dir, nodes=1, die_with_parent=True).bootstrap_servers
@@ -187,7 +187,7 @@ def main(argv=None):
         figures["load_average"] = [load_before, os.getloadavg()[0]]
     finally:
         if data_dir is not None:
-            from fastkc import broker
+            from fastkc_tools import broker
 
             broker.stop(data_dir=data_dir)
             shutil.rmtree(data_dir, ignore_errors=True)  # the topics are hundreds of MB

@@ -15,7 +15,7 @@ one session per cluster shape:
     python benchmarks/spark/bench_spark.py --clusters local[2],standalone-2
     FASTKC_BOOTSTRAP=host:port python benchmarks/spark/bench_spark.py   # an existing broker
 
-Without FASTKC_BOOTSTRAP a single-node broker is started (fastkc.broker) and
+Without FASTKC_BOOTSTRAP a single-node broker is started (fastkc_tools.broker) and
 stopped at the end. In each shape every source first counts the topic (the
 count must equal the records written; it also warms up the JIT and the Python
 workers), then reads it `--runs` times, the sources interleaved; the table
@@ -110,7 +110,7 @@ def session(jars, master="local[2]", executors=0):
 def read_once(spark, fmt, bootstrap, topic, expected_bytes):
     """Seconds to read the topic and touch every row's key and value: the
     sum of their byte lengths, the same Spark query over either source
-    (fastkc/bench/common.py, "Equal work"); the sum must be the produced
+    (fastkc_tools/bench/common.py, "Equal work"); the sum must be the produced
     bytes (null keys, values of --record-size bytes)."""
     from pyspark.sql import functions as F
 
@@ -265,7 +265,7 @@ def main(argv=None):
     if external:
         bootstrap = external
     else:
-        from fastkc import broker
+        from fastkc_tools import broker
 
         data_dir = tempfile.mkdtemp(prefix="fastkc-spark-bench-")
         bootstrap = broker.start(name="spark-bench", data_dir=data_dir, nodes=1, die_with_parent=True).bootstrap_servers
@@ -279,7 +279,7 @@ def main(argv=None):
                                             args.runs)
     finally:
         if data_dir is not None:
-            from fastkc import broker
+            from fastkc_tools import broker
 
             broker.stop(data_dir=data_dir)
             shutil.rmtree(data_dir, ignore_errors=True)  # the topics are hundreds of MB

@@ -28,7 +28,7 @@ runs on the consumer's decode thread (decode_threads=1, the default) while
 the loop goes on, and getmany()/getone() only build records from prepared
 steps on the loop, at most 4096 a call without max_records: a large or badly
 compressed batch never holds the loop. The bench runner reports the longest
-hold it saw (`longest_loop_stall_ms`, `python -m fastkc.bench.run_fastkc_aio`).
+hold it saw (`longest_loop_stall_ms`, `python -m fastkc_tools.bench.run_fastkc_aio`).
 
 Cancellation: records leave the machine (and positions advance) only in
 the synchronous part of a get call that returns them; a get cancelled while

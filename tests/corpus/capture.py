@@ -278,7 +278,7 @@ def main(argv=None):
     if args.bootstrap:
         capture(args.bootstrap, "unknown")
         return
-    from fastkc import broker
+    from fastkc_tools import broker
 
     data_dir = tempfile.mkdtemp(prefix="fastkc-corpus-")
     info = broker.start(name="corpus", data_dir=data_dir)

@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from fastkc import broker
+from fastkc_tools import broker
 from tests.support.faults.cluster import ProxiedCluster
 from tests.support.faults.toxiproxy import ToxiproxyError, ToxiproxyServer, find_server
 

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from fastkc import broker, errors
+from fastkc import errors
+from fastkc_tools import broker
 from tests.support.faults.runner import SLOW, run_scenario
 from tests.support.kafka_tools import leader_of
 

@@ -24,7 +24,8 @@ import time
 
 import pytest
 
-from fastkc import broker, errors
+from fastkc import errors
+from fastkc_tools import broker
 from tests.support.faults.accounting import CommitAuditor, Ledger, SteadyProducer
 from tests.support.faults.runner import SLOW, record, run_scenario
 from tests.support.group_worker import read_events

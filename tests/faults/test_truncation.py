@@ -23,7 +23,8 @@ import time
 
 import pytest
 
-from fastkc import KafkaConsumer, TopicPartition, broker, errors
+from fastkc import KafkaConsumer, TopicPartition, errors
+from fastkc_tools import broker
 from tests.support.faults.accounting import Ledger
 from tests.support.faults.runner import CONSUMER_TIMEOUTS, record
 from tests.support.kafka_tools import unique_name

@@ -78,7 +78,7 @@ def test_a_frame_too_big_for_the_handshake_fails_at_once(broker, stage):
 # --- TLS ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     mine = certs.generate(str(tmp_path_factory.mktemp("tls-broker")))
     other = certs.generate(str(tmp_path_factory.mktemp("tls-other")))

@@ -32,7 +32,7 @@ SLACK = 1.0  # seconds: scheduling on a shared 2-core machine
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     files = certs.generate(str(tmp_path_factory.mktemp("msk-tls")))
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

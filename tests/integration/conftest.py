@@ -112,7 +112,7 @@ def consumer_factory(flavour):
             consumer.close()
 
 
-# --- broker restart: fastkc.broker.stop_node / start_node ----------------------
+# --- broker restart: fastkc_tools.broker.stop_node / start_node ----------------------
 
 
 KEYS = 40

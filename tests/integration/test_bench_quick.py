@@ -1,5 +1,5 @@
-"""The benchmarks in quick mode: `python -m fastkc.bench report --quick`
-(fastkc/bench/report.py, the command that regenerates README's tables) on
+"""The benchmarks in quick mode: `python -m fastkc_tools.bench report --quick`
+(fastkc_tools/bench/report.py, the command that regenerates README's tables) on
 tiny datasets, so CI runs every runner, the curves, the asyncio and Arrow
 stream tools and the report itself, and none of them can rot. Speed is never
 asserted here, only that every client read exactly the topic, touched
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from fastkc.bench import common, curves, driver, report, run_java, share_group
+from fastkc_tools.bench import common, curves, driver, report, run_java, share_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECORDS = report.QUICK_RECORDS
@@ -28,7 +28,8 @@ SECTIONS = ["e2e", "share", "aio", "curves", "aio-stall", "arrow-stream"]
 def quick_run(kafka_broker, tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     # Through the real command line, as a user would run it.
-    proc = subprocess.run([sys.executable, "-m", "fastkc.bench", "report", "--quick", "--only", ",".join(SECTIONS),
+    proc = subprocess.run([sys.executable, "-m", "fastkc_tools.bench", "report", "--quick",
+                           "--only", ",".join(SECTIONS),
                            "--bootstrap", kafka_broker.bootstrap_servers, "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=1500)
     topic = json.loads((out / "e2e.json").read_text())["meta"]["topic"] if (out / "e2e.json").exists() else None
@@ -124,7 +125,7 @@ def test_every_client_reads_exactly_the_topic(quick_run):
             assert run["config"]["fetch.queue.backoff.ms"] == 10
             assert run["config"]["check.crcs"] is True
         if name == "ceiling":
-            assert run["api"] == "fastkc.bench_ceiling.CeilingReader.poll_raw"
+            assert run["api"] == "fastkc_tools.bench_ceiling.CeilingReader.poll_raw"
 
 
 def test_table_and_chart(quick_run):
@@ -252,7 +253,7 @@ def test_a_share_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broke
     ends = _true_ends(kafka_broker, topic)
     # One record more claimed than partition 1 holds: the runner must wait out its idle limit and fail.
     result = subprocess.run(
-        [sys.executable, "-m", "fastkc.bench.run_share_confluent", "--bootstrap", kafka_broker.bootstrap_servers,
+        [sys.executable, "-m", "fastkc_tools.bench.run_share_confluent", "--bootstrap", kafka_broker.bootstrap_servers,
          "--topic", topic, "--partitions", str(PARTITIONS), "--expected", str(RECORDS + 1),
          "--expected-bytes", str((RECORDS + 1) * RECORD_SIZE),
          "--ends", "0={0},1={1}".format(ends[0], ends[1] + 1), "--timeout", "90"],
@@ -264,8 +265,8 @@ def test_a_share_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broke
 
 def _true_ends(kafka_broker, topic):
     """The topic's end offsets as the broker reports them (written once by this module's run)."""
-    from fastkc import sample_run
     from fastkc.net.blocking import BlockingConnection
+    from fastkc_tools import sample_run
 
     host, port = sample_run.split_bootstrap(kafka_broker.bootstrap_servers)
     with BlockingConnection(host, port, timeout=30.0) as conn:
@@ -281,7 +282,7 @@ def test_a_runner_with_the_wrong_count_fails_loudly(quick_run, kafka_broker):
     ends = _true_ends(kafka_broker, topic)
     ends_arg = ",".join("{0}={1}".format(p, ends[p]) for p in sorted(ends))
     result = subprocess.run(
-        [sys.executable, "-m", "fastkc.bench.run_aiokafka", "--bootstrap", kafka_broker.bootstrap_servers,
+        [sys.executable, "-m", "fastkc_tools.bench.run_aiokafka", "--bootstrap", kafka_broker.bootstrap_servers,
          "--topic", topic, "--partitions", str(PARTITIONS), "--expected", str(RECORDS - 1),
          "--expected-bytes", str((RECORDS - 1) * RECORD_SIZE), "--ends", ends_arg, "--timeout", "60"],
         cwd=ROOT, capture_output=True, text=True, timeout=180)
@@ -517,7 +518,7 @@ def test_ends_must_name_every_partition():
 
 
 def test_the_java_steady_runner_says_when_javac_is_missing(monkeypatch, tmp_path):
-    from fastkc.bench import run_java_steady
+    from fastkc_tools.bench import run_java_steady
 
     monkeypatch.setenv("FASTKC_CACHE", str(tmp_path))  # nothing compiled there yet
     monkeypatch.delenv("JAVA_HOME", raising=False)

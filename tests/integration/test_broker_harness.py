@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from fastkc import broker
-from fastkc.broker import config as broker_config
-from fastkc.broker import resolve
+from fastkc_tools import broker
+from fastkc_tools.broker import config as broker_config
+from fastkc_tools.broker import resolve
 from tests.support.kafka_tools import Message, consume_all, produce
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,7 +67,7 @@ def test_version_pins():
 
 
 def test_the_c1_switch_gives_brokers_c1_and_the_serial_gc(monkeypatch):
-    from fastkc.broker import harness
+    from fastkc_tools.broker import harness
 
     monkeypatch.delenv("FASTKC_BROKER_JIT", raising=False)
     assert "-XX:+UseG1GC" in harness.broker_jit_flags()
@@ -122,7 +122,7 @@ def test_concurrent_resolution_runs_mvn_once(tmp_path):
     """Two processes asking for the same Kafka at once (pytest workers, the
     CLI): one resolves under the lock, the other waits and reuses its result."""
     cache = str(tmp_path / "cache")
-    script = ("from fastkc.broker.resolve import resolve_kafka\n"
+    script = ("from fastkc_tools.broker.resolve import resolve_kafka\n"
               "install = resolve_kafka('4.3.x', log=lambda m: print('RESOLVING'))\n"
               "print('LIB', install.lib)\n")
     env = dict(os.environ, FASTKC_CACHE=cache,
@@ -149,7 +149,7 @@ def test_generated_certificates_fit_kafka_and_clients(tmp_path):
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     files = certs.generate(str(tmp_path))
     with open(files.ca, "rb") as fh:
@@ -178,7 +178,7 @@ def test_generated_certificates_fit_kafka_and_clients(tmp_path):
 def test_fixture_brokers_die_with_their_parent(tmp_path):
     """A test session killed outright must not leave a JVM behind."""
     script = ("import sys, time\n"
-              "from fastkc import broker\n"
+              "from fastkc_tools import broker\n"
               "info = broker.start(data_dir=sys.argv[1], die_with_parent=True)\n"
               "print(info.nodes[0].pid, flush=True)\n"
               "time.sleep(600)\n")
@@ -229,7 +229,7 @@ class _GrabPortAfterFormat:
     and exits, as when another process grabs the port during start-up."""
 
     def __init__(self, monkeypatch, times):
-        from fastkc.broker import harness
+        from fastkc_tools.broker import harness
 
         self.real = harness._format_storage
         self.times = times

@@ -22,7 +22,7 @@ PARTITIONS = 2
 def restartable_broker(tmp_path_factory):
     """A broker of its own (restarting the session broker would disturb
     other modules' tests), stopped at the end of the module."""
-    from fastkc import broker
+    from fastkc_tools import broker
 
     data_dir = str(tmp_path_factory.mktemp("consumer-restart"))
     info = broker.start(name="consumer-restart", data_dir=data_dir,
@@ -153,7 +153,7 @@ def _reassign(cluster, topic, replicas_by_partition, tmp_path):
     from confluent_kafka import TopicPartition as CkTopicPartition
     from confluent_kafka.admin import AdminClient
 
-    from fastkc.broker import TOOL_JVM_FLAGS, find_java, resolve_kafka
+    from fastkc_tools.broker import TOOL_JVM_FLAGS, find_java, resolve_kafka
 
     plan = tmp_path / "reassign.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [

@@ -49,7 +49,7 @@ class Writer(threading.Thread):
 
 
 def test_a_killed_coordinator_stalls_no_partition_led_by_a_live_node(kafka_cluster):
-    from fastkc import broker
+    from fastkc_tools import broker
 
     bootstrap = kafka_cluster.bootstrap_servers
     topic = "avail-" + uuid.uuid4().hex[:8]

@@ -1,9 +1,9 @@
-"""fastkc/bench/rebalance.py runs (quick mode): one join measured per protocol,
+"""fastkc_tools/bench/rebalance.py runs (quick mode): one join measured per protocol,
 so the runner cannot rot unnoticed. Asserts the measurement completes and is
 a real duration, never how fast it is."""
 import pytest
 
-from fastkc.bench.rebalance import measure, settled_at
+from fastkc_tools.bench.rebalance import measure, settled_at
 
 
 @pytest.mark.parametrize("protocol,assignor", [("classic", "cooperative-sticky"), ("consumer", "range")])

@@ -2,7 +2,7 @@
 
 The session's secure broker (tests/conftest.py, security=True): with MIT
 Kerberos installed the harness creates a throw-away realm
-(fastkc/broker/kerberos.py), starts krb5kdc on 127.0.0.1 and gives the SASL
+(fastkc_tools/broker/kerberos.py), starts krb5kdc on 127.0.0.1 and gives the SASL
 listeners a GSSAPI mechanism backed by the broker's keytab. Data is written by confluent-kafka's producer over
 PLAINTEXT and read through GSSAPI.
 
@@ -18,8 +18,8 @@ import uuid
 
 import pytest
 
-from fastkc import broker
-from fastkc.broker import kerberos
+from fastkc_tools import broker
+from fastkc_tools.broker import kerberos
 from tests.support.consumers import assert_records_match, load_flavour, mixed_messages, poll_records
 from tests.support.kafka_tools import create_topic, produce, unique_name
 

@@ -22,9 +22,10 @@ import pytest
 
 pytest.importorskip("botocore")
 
-from fastkc import KafkaConsumer, broker, errors  # noqa: E402
-from fastkc.broker.resolve import resolve_kafka  # noqa: E402
+from fastkc import KafkaConsumer, errors  # noqa: E402
 from fastkc.structs import TopicPartition  # noqa: E402
+from fastkc_tools import broker  # noqa: E402
+from fastkc_tools.broker.resolve import resolve_kafka  # noqa: E402
 from tests.support import aws_env, msk_reference  # noqa: E402
 from tests.support.kafka_tools import Message, create_topic, produce, unique_name  # noqa: E402
 

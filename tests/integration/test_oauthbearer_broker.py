@@ -7,10 +7,11 @@ import time
 
 import pytest
 
-from fastkc import KafkaConsumer, TopicPartition, broker
+from fastkc import KafkaConsumer, TopicPartition
 from fastkc.auth.oidc import OidcClientCredentialsProvider
-from fastkc.broker import oauth
 from fastkc.errors import SaslAuthenticationFailedError
+from fastkc_tools import broker
+from fastkc_tools.broker import oauth
 from tests.support.kafka_tools import Message, create_topic, produce, unique_name
 
 pytestmark = pytest.mark.broker

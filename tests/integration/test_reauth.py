@@ -38,14 +38,14 @@ import os
 
 import pytest
 
-from fastkc import broker
 from fastkc.net.core import ConnectionCore
+from fastkc_tools import broker
 from tests.support import reauth_driver as driver
 from tests.support.kafka_tools import create_topic, unique_name
 
 REAUTH_MS = 4000
 SECONDS = float(os.environ.get("FASTKC_REAUTH_SECONDS", "50"))
-TOKEN_S = 20  # the harness OIDC server's "fastkc-short" token lifetime (fastkc.broker.oauth)
+TOKEN_S = 20  # the harness OIDC server's "fastkc-short" token lifetime (fastkc_tools.broker.oauth)
 PARTITIONS = 3
 
 #: server.properties for the one broker (the harness's SASL listeners, every mechanism)

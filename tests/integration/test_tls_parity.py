@@ -2,7 +2,7 @@
 against a real broker, run over both flavours (kafka-python, the reference,
 and fastkc) where the outcome can be compared.
 
-One secure broker for the module (fastkc.broker.start(security=True)):
+One secure broker for the module (fastkc_tools.broker.start(security=True)):
 - SSL listener: TLS 1.2/1.3, ssl.client.auth=required (mutual TLS);
 - SASL_SSL listener: TLS 1.2 only with one cipher suite
   (ECDHE-ECDSA-AES256-GCM-SHA384), so ssl_ciphers can be tested: OpenSSL's
@@ -54,7 +54,7 @@ OTHER_CIPHER = "ECDHE-ECDSA-AES128-GCM-SHA256"
 
 @pytest.fixture(scope="module")
 def tls_broker(tmp_path_factory):
-    from fastkc import broker
+    from fastkc_tools import broker
 
     data_dir = str(tmp_path_factory.mktemp("kafka-tls"))
     info = broker.start(

@@ -74,7 +74,7 @@ def test_sdist_holds_every_file_the_build_reads(sdist):
     # every tracked file of the package and the C kernels (Cython's output is
     # untracked), and what setup.py and the metadata read
     needed = [f for f in _source_files()
-              if f.startswith(("csrc/", "fastkc/"))
+              if f.startswith(("csrc/", "fastkc/", "fastkc_tools/"))
               or f in ("setup.py", "pyproject.toml", "MANIFEST.in", "LICENSE", "README.md",
                        "pyspark_fastkc.py")]
     assert any(f.endswith(".inc") for f in needed)  # the list really covers the tables
@@ -124,20 +124,20 @@ def wheels():
 def test_each_wheel_holds_the_package_and_nothing_else(wheels):
     sources = _source_files()
     python_files = sorted(f for f in sources
-                          if f.startswith("fastkc/") and f.endswith(".py") or f == "pyspark_fastkc.py")
+                          if f.startswith(("fastkc/", "fastkc_tools/")) and f.endswith(".py")
+                          or f == "pyspark_fastkc.py")
     data_files = sorted(f for f in sources
-                        if f.startswith("fastkc/") and (f.endswith((".pyi", "py.typed"))
-                                                        or f.startswith(("fastkc/broker/resources/",
-                                                                         "fastkc/bench/java/"))))
+                        if f.startswith("fastkc/") and f.endswith((".pyi", "py.typed"))
+                        or f.startswith(("fastkc_tools/broker/resources/", "fastkc_tools/bench/java/")))
     for path, names, _ in wheels:
         tag = _wheel_tag(path)
         version = "{0}{1}".format(tag[2], tag[3:])  # cp313 -> 313
         extensions = sorted(n for n in names if n.endswith(".so"))
-        assert extensions == [
-            "fastkc/_core/_avro.cpython-{0}-x86_64-linux-gnu.so".format(version),
-            "fastkc/_core/_fetch.cpython-{0}-x86_64-linux-gnu.so".format(version),
-            "fastkc/_core/_records.cpython-{0}-x86_64-linux-gnu.so".format(version),
-        ], os.path.basename(path)
+        # one per Cython bridge (setup.py builds every fastkc/_core/*.pyx)
+        assert extensions == sorted(
+            "fastkc/_core/{0}.cpython-{1}-x86_64-linux-gnu.so".format(os.path.basename(pyx)[:-4], version)
+            for pyx in sources if pyx.startswith("fastkc/_core/") and pyx.endswith(".pyx")), os.path.basename(path)
+        assert len(extensions) == 4  # _avro, _fetch, _protobuf, _records
         dist_info = sorted(n for n in names if n.startswith("fastkc-0.1.0.dist-info/") and not n.endswith("/"))
         assert dist_info == sorted("fastkc-0.1.0.dist-info/" + n for n in (
             "METADATA", "WHEEL", "RECORD", "entry_points.txt", "top_level.txt", "licenses/LICENSE"))

@@ -1,6 +1,6 @@
-"""`fastkc bench` needs nothing but the package: run from a directory that
-holds only fastkc (a link to this checkout's package, as an installed wheel
-would put it), under `python -I` (no PYTHONPATH, no user site, no current
+"""`fastkc bench` needs nothing but the packages: run from a directory that
+holds only fastkc and fastkc_tools (links to this checkout's packages, as an
+installed wheel would put them), under `python -I` (no PYTHONPATH, no user site, no current
 directory on sys.path), the bench's modules import and `fastkc bench --help`
 works, and no `tests` or `benchmarks` module is ever imported (neither
 exists there, so an import of one would fail, not fall back)."""
@@ -14,10 +14,11 @@ import pytest
 from tests.support.repo import ROOT
 
 BENCH_MODULES = [
-    "fastkc.bench.driver", "fastkc.bench.curves", "fastkc.bench.common", "fastkc.bench.rebalance",
-    "fastkc.bench.group_worker", "fastkc.bench.run_fastkc", "fastkc.bench.run_kafka_python",
-    "fastkc.bench.run_aiokafka", "fastkc.bench.run_confluent", "fastkc.bench.run_java",
-    "fastkc.bench.run_java_steady",
+    "fastkc_tools.bench.driver", "fastkc_tools.bench.curves", "fastkc_tools.bench.common",
+    "fastkc_tools.bench.rebalance", "fastkc_tools.bench.group_worker", "fastkc_tools.bench.run_fastkc",
+    "fastkc_tools.bench.run_kafka_python",
+    "fastkc_tools.bench.run_aiokafka", "fastkc_tools.bench.run_confluent", "fastkc_tools.bench.run_java",
+    "fastkc_tools.bench.run_java_steady",
 ]
 
 # Runs in the child: imports, then reports what got loaded from where.
@@ -43,7 +44,8 @@ print(json.dumps({{"code": code, "fastkc": fastkc.__file__,
 def site(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
-    os.symlink(os.path.join(ROOT, "fastkc"), site / "fastkc")
+    for package in ("fastkc", "fastkc_tools"):
+        os.symlink(os.path.join(ROOT, package), site / package)
     return site
 
 
@@ -72,12 +74,12 @@ def test_fastkc_bench_help_from_any_directory(site, tmp_path):
 def test_results_default_outside_a_checkout(site, tmp_path):
     # Outside a checkout the results go under the working directory, never
     # into site-packages; inside one, to benchmarks/results as before.
-    code = ("import sys; sys.path.insert(0, {0!r}); from fastkc.bench import driver; "
+    code = ("import sys; sys.path.insert(0, {0!r}); from fastkc_tools.bench import driver; "
             "print(driver.RESULTS)").format(str(site))
     proc = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(tmp_path / "fastkc-bench-results")
-    from fastkc.bench import driver
+    from fastkc_tools.bench import driver
 
     assert driver.RESULTS == os.path.join(ROOT, "benchmarks", "results")

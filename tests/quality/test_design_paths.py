@@ -6,7 +6,7 @@ A backticked token counts as a path when it starts with one of the
 repository's top-level folders or ends like a file or a folder; it is
 looked up from the repository root, the package (`net/core.py` means
 `fastkc/net/core.py`), then from the folder of any other path named on the
-same line (table rows say `fastkc/bench/` and then `java/`).
+same line (table rows say `fastkc_tools/bench/` and then `java/`).
 A wildcard must match something. Build outputs that git ignores are not in
 a checkout and are skipped.
 """
@@ -61,6 +61,6 @@ def test_a_missing_path_is_caught():
     found = [(token, neighbours) for _, token, neighbours in _named_paths(row)]
     assert found == [("fastkc/fetcher.py", ["fastkc/fetcher.py"])]
     assert not _exists("fastkc/fetcher.py", ["fastkc/fetcher.py"])
-    assert _exists("java/", ["fastkc/bench/", "java/"])
+    assert _exists("java/", ["fastkc_tools/bench/", "java/"])
     assert _exists("group/*_machine.py", ["group/*_machine.py"])
     assert not _exists("group/*_nothing.py", ["group/*_nothing.py"])

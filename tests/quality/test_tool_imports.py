@@ -1,17 +1,15 @@
-"""The consumer never imports the tools shipped beside it: the broker harness
-(fastkc/broker/), the benchmark suite (fastkc/bench/, fastkc/bench_ceiling.py)
-and the sample run (fastkc/sample_run.py) are user-facing commands reached
-through `fastkc` (fastkc/cli.py), and no library module imports them,
-counting every import (module level, inside functions, under
-`if TYPE_CHECKING:`). So an application's `import fastkc` (or a Spark
-executor's) loads none of them, and they could move to a package of their
-own without touching the library."""
+"""The consumer never imports the tools shipped beside it: the broker harness,
+the benchmark suite and the sample run live in a package of their own
+(fastkc_tools/), reached as user-facing commands through `fastkc`
+(fastkc/cli.py), and no library module imports them, counting every import
+(module level, inside functions, under `if TYPE_CHECKING:`). So an
+application's `import fastkc` (or a Spark executor's) loads none of them."""
 import pytest
 
 from tests.support import import_graph
 from tests.support.repo import ROOT
 
-TOOLS = ("fastkc.broker", "fastkc.bench", "fastkc.bench_ceiling", "fastkc.sample_run")
+TOOLS = ("fastkc_tools",)
 #: the command-line dispatcher is the tools' entry point, not library code
 ENTRY_POINTS = ("fastkc.cli", "fastkc.__main__")
 

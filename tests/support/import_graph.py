@@ -88,14 +88,16 @@ class _Collector(ast.NodeVisitor):
     visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
 
 
-def build(root, package="fastkc"):
-    """The graph of every .py module under root/package."""
+def build(root, packages=("fastkc", "fastkc_tools")):
+    """The graph of every .py module under root/<each of packages> (the
+    library and the tools shipped beside it)."""
     paths = {}
-    for folder, _, files in os.walk(os.path.join(root, package)):
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                paths[_module_name(root, path)] = path
+    for package in packages:
+        for folder, _, files in os.walk(os.path.join(root, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    paths[_module_name(root, path)] = path
     graph = ImportGraph(modules=set(paths))
     for name, path in sorted(paths.items()):
         with open(path, encoding="utf-8") as f:

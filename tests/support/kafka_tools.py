@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, replace
 
 # The bulk-data runner lives in the package: the main job loads its sample with it too.
-from fastkc.broker.tools import PerfRun, producer_performance  # noqa: F401
+from fastkc_tools.broker.tools import PerfRun, producer_performance  # noqa: F401
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -91,7 +91,7 @@ def create_topic(bootstrap, name, *, partitions=1, replication_factor=1, configs
 
 
 def _create_topic_with_topic_command(bootstrap, name, partitions, replication_factor, configs):
-    from fastkc.broker import TOOL_JVM_FLAGS, find_java, resolve_kafka
+    from fastkc_tools.broker import TOOL_JVM_FLAGS, find_java, resolve_kafka
 
     install = resolve_kafka()
     cmd = [find_java()] + TOOL_JVM_FLAGS + [
@@ -306,7 +306,7 @@ def visible(written, isolation_level="read_uncommitted"):
     return sorted((replace(r, transaction=None) for r in kept), key=lambda r: (r.partition, r.offset))
 
 
-# --- Kafka's own ProducerPerformance (bulk data): fastkc.broker.tools ---------------
+# --- Kafka's own ProducerPerformance (bulk data): fastkc_tools.broker.tools ---------------
 
 def monotonic_values(num_records):
     """The values a --payload-monotonic run writes, in offset order."""
@@ -315,15 +315,15 @@ def monotonic_values(num_records):
 
 
 def stop_node(info, node_id, *, timeout=30.0):
-    """Stop one node of a fixture-started broker (fastkc.broker's stop_node);
+    """Stop one node of a fixture-started broker (fastkc_tools.broker's stop_node);
     start_node starts it again on the same data dir and ports."""
-    from fastkc import broker
+    from fastkc_tools import broker
 
     broker.stop_node(info, node_id, timeout=timeout)
 
 
 def start_node(info, node_id, *, timeout=90.0):
-    from fastkc import broker
+    from fastkc_tools import broker
 
     # die_with_parent: a node restarted by a test ends with the test session
     broker.start_node(info, node_id, timeout=timeout, die_with_parent=True)

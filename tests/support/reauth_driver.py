@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-#: the harness's SASL user (fastkc.broker.harness, security=True)
+#: the harness's SASL user (fastkc_tools.broker.harness, security=True)
 USER, PASSWORD = "alice", "alice-secret"
 
 
@@ -45,7 +45,7 @@ def sasl_configs(protocol, mechanism, user=USER, password=PASSWORD):
 
 def oidc_configs(protocol, client_id):
     """A Case's configs function for OAUTHBEARER through fastkc's OIDC
-    provider against the harness's token endpoint (fastkc.broker.oauth);
+    provider against the harness's token endpoint (fastkc_tools.broker.oauth);
     the provider is in the configs, so a test can read its fetch count."""
     def configs(info):
         from fastkc.auth.oidc import OidcClientCredentialsProvider

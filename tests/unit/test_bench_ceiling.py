@@ -1,4 +1,4 @@
-"""fastkc.bench_ceiling.check_blob (= fastkc.records.check_blob, C walk
+"""fastkc_tools.bench_ceiling.check_blob (= fastkc.records.check_blob, C walk
 fkc_check_blob with the twin as oracle): the benchmark ceiling's batch walk.
 
 Its count and next offset must be what the decoder delivers for the same
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from fastkc import records as fastkc_records
 from fastkc._core import records as _compiled
 from fastkc._twin import records as twin
-from fastkc.bench_ceiling import check_blob
 from fastkc.errors import CorruptRecordError, InvalidRecordError, RecordCrcError
+from fastkc_tools.bench_ceiling import check_blob
 from tests.support import batchgen as bg
 
 

@@ -158,7 +158,7 @@ def test_importing_fastkc_does_not_import_kafka_python():
 # --- issue 9: every configuration error is KafkaConfigurationError naming its key ------------------
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory):
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     directory = tmp_path_factory.mktemp("tls")
     files = certs.generate(str(directory))

@@ -316,7 +316,7 @@ def test_a_pending_sasl_step_times_out_on_a_tick(monkeypatch):
 # --- TLS through memory BIOs on both sides ---------------------------------------------------
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     made = certs.generate(str(tmp_path_factory.mktemp("tls-core")))
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

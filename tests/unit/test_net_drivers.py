@@ -278,7 +278,7 @@ def test_sasl_reauthenticates_on_the_same_connection(driver):
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     mine = certs.generate(str(tmp_path_factory.mktemp("tls-broker")))
     other = certs.generate(str(tmp_path_factory.mktemp("tls-other")))

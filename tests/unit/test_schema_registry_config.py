@@ -109,7 +109,7 @@ def test_bearer_sources():
 
 
 def test_tls_files(tmp_path):
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     material = certs.generate(str(tmp_path))
     config = parse_config({"url": "https://a", "ssl.ca.location": material.ca,

@@ -15,7 +15,7 @@ from fastkc.config import build_ssl_context, consumer_config
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     return certs.generate(str(tmp_path_factory.mktemp("tls-config")))
 
@@ -123,7 +123,7 @@ def test_ssl_password_failures_name_the_key_not_the_secret(tls, password, expect
 
 
 def test_key_of_another_certificate_is_not_blamed_on_the_password(tls, tmp_path):
-    from fastkc.broker import certs
+    from fastkc_tools.broker import certs
 
     other = certs.generate(str(tmp_path))
     with pytest.raises(errors.KafkaConfigurationError, match="KEY_VALUES_MISMATCH") as caught:

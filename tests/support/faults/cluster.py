@@ -3,12 +3,12 @@ proxy (tests/faults/conftest.py starts it once per session; the soak's long
 mode starts its own)."""
 from dataclasses import dataclass
 
-from fastkc import broker
+from fastkc_tools import broker
 
 
 @dataclass
 class ProxiedCluster:
-    info: object  # fastkc.broker.BrokerInfo
+    info: object  # fastkc_tools.broker.BrokerInfo
     proxies: dict  # node id → tests.support.faults.toxiproxy.Proxy
     toxiproxy: object
 

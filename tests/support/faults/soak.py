@@ -162,7 +162,8 @@ def run(cluster, *, minutes, warmup_s, sample_s, period_s, rate, out_dir, member
         log=print, bounds=None, restart_every=None, coordinator_victim=True):
     """Run the soak on `cluster` (tests/faults/conftest.ProxiedCluster) and
     return the result dict (also written to out_dir/soak.json and soak.md)."""
-    from fastkc import broker, errors
+    from fastkc import errors
+    from fastkc_tools import broker
     from tests.support.faults.accounting import ConsumerDriver
     from tests.support.faults.runner import make_fastkc
     from tests.support.kafka_tools import coordinator_of, create_topic, unique_name
@@ -329,7 +330,7 @@ def main(argv=None):
     conf = dict(QUICK) if args.quick else dict(LONG, minutes=args.minutes)
     out = args.out or tempfile.mkdtemp(prefix="fastkc-soak-")
     os.makedirs(out, exist_ok=True)
-    from fastkc import broker
+    from fastkc_tools import broker
     from tests.support.faults.cluster import ProxiedCluster
     from tests.support.faults.toxiproxy import ToxiproxyServer
 

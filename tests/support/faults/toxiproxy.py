@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 
-from fastkc.broker.resolve import cache_root
+from fastkc_tools.broker.resolve import cache_root
 
 VERSION = "v2.5.0"
 

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 
-from fastkc.broker.resolve import _DEPENDENCY_PLUGIN, cache_root
+from fastkc_tools.broker.resolve import _DEPENDENCY_PLUGIN, cache_root
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 POM = os.path.join(HERE, "pom.xml")

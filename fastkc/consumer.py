@@ -107,14 +107,18 @@ class KafkaConsumer:
         """Close the connections. autocommit matters once groups exist."""
         if self._engine.closed:
             return
+        # one bound for every step (Java's close(Duration)): what the group
+        # leaves of it is what the fetch sessions' close may wait
+        started = self._engine.clock()
         if self._coordinator is not None:
             try:
                 # commit, revoke through the listener, leave the group
                 self._coordinator.close(autocommit=autocommit, timeout_ms=timeout_ms)
             except Exception:  # closing must close
                 log.warning("leaving the group failed", exc_info=True)
+        left_ms = None if timeout_ms is None else max(0.0, timeout_ms - (self._engine.clock() - started) * 1000.0)
         try:
-            self._engine.close(timeout_ms)
+            self._engine.close(left_ms)
         finally:
             if self._metrics is not None:
                 self._metrics.close()

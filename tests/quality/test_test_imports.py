@@ -78,3 +78,34 @@ def test_the_scan_sees_each_form_of_import():
     assert [m for m in modules if _outside_support(m)] == [
         "tests.unit.test_conn.X", "tests.unit.test_y", "tests.unit.kit.z", "tests.hostile.kit"]
     assert "tests.support.batchgen" in modules
+
+
+def _skips_on_own_modules(text):
+    """(line, module) of every pytest.importorskip of one of fastkc's own
+    modules in `text`."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "importorskip"
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+                and node.args[0].value.split(".")[0] in ("fastkc", "fastkc_tools")):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def test_the_check_below_sees_an_own_module_skip():
+    assert _skips_on_own_modules('import pytest\nm = pytest.importorskip("fastkc.schema_registry.client")\n') == [
+        (2, "fastkc.schema_registry.client")]
+    assert _skips_on_own_modules('import pytest\npa = pytest.importorskip("pyarrow")\n') == []
+
+
+def test_no_test_skips_when_one_of_our_own_modules_fails_to_import():
+    """pytest.importorskip is for optional third-party libraries (an oracle,
+    an extra). Ours must import wherever the tests run: a module that fails
+    to (a dependency missing from an install) is a failure to see, not a
+    skip -- the wheels' test venv once skipped a whole Protobuf suite on it."""
+    skips = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        found = _skips_on_own_modules(path.read_text())
+        if found:
+            skips[str(path.relative_to(ROOT))] = found
+    assert skips == {}

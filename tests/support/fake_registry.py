@@ -5,11 +5,9 @@ and the small Event schemas (v1, v2, v1 under another id) those tests
 register in it, with their values framed as confluent-kafka frames them."""
 import json
 
-import pytest
-
-client_module = pytest.importorskip("fastkc.schema_registry.client")
-from fastkc.schema_registry import SchemaNotFoundError, frame_schema_id  # noqa: E402
-from tests.support.avro import encode  # noqa: E402
+from fastkc.schema_registry import SchemaNotFoundError, frame_schema_id
+from fastkc.schema_registry.client import ResolvedSchema, Schema
+from tests.support.avro import encode
 
 
 class FakeRegistry:
@@ -27,7 +25,7 @@ class FakeRegistry:
                                       404, 40403)
         if isinstance(found, Exception):
             raise found
-        return client_module.ResolvedSchema(found, {})
+        return ResolvedSchema(found, {})
 
     def prefetch(self, ids):
         ids = list(ids)
@@ -46,12 +44,12 @@ V1_AGAIN = json.loads(json.dumps(V1))
 
 
 def registered(schema):
-    return client_module.Schema(json.dumps(schema), "AVRO")
+    return Schema(json.dumps(schema), "AVRO")
 
 
 def event_registry():
     return FakeRegistry({1: registered(V1), 2: registered(V2), 3: registered(V1_AGAIN),
-                         4: client_module.Schema(json.dumps({"type": "record", "name": "U", "fields": [
+                         4: Schema(json.dumps({"type": "record", "name": "U", "fields": [
                              {"name": "u", "type": ["int", "string"]}]}), "AVRO")})
 
 

@@ -26,16 +26,15 @@ from fastkc.schema_registry import (
     frame_schema_id,
 )
 from fastkc.schema_registry.avro_deserializer import inline_references
+from fastkc.schema_registry.client import Schema
 from tests.support.fake_registry import FakeRegistry
-
-client_module = pytest.importorskip("fastkc.schema_registry.client")
 
 EVENT = {"type": "record", "name": "Event", "fields": [{"name": "id", "type": "long"},
                                                         {"name": "tag", "type": ["null", "string"]}]}
 
 
 def _avro(schema):
-    return client_module.Schema(json.dumps(schema), "AVRO")
+    return Schema(json.dumps(schema), "AVRO")
 
 
 def _event_value(schema_id, id_, tag=None):
@@ -92,7 +91,7 @@ def test_values_not_framed(value, reason):
 @pytest.mark.parametrize("schema_type", ["PROTOBUF", "JSON"])
 def test_an_id_of_another_schema_type_is_refused(schema_type):
     text = 'syntax = "proto3"; message M {}' if schema_type == "PROTOBUF" else '{"type": "object"}'
-    other = client_module.Schema(text, schema_type)
+    other = Schema(text, schema_type)
     deserializer = AvroDeserializer(FakeRegistry({3: other}))
     with pytest.raises(WrongSchemaTypeError, match=schema_type) as info:
         deserializer(frame_schema_id(3) + b"\x02", SerializationContext("x", MessageField.VALUE))
@@ -117,7 +116,7 @@ def test_a_corrupt_payload_names_its_own_offset_in_a_mixed_batch():
 
 
 def test_an_invalid_writer_schema_is_a_writer_schema_error():
-    broken = client_module.Schema('{"type": "record", "name": "R", "fields": [{"name": "a", "type": "nope"}]}')
+    broken = Schema('{"type": "record", "name": "R", "fields": [{"name": "a", "type": "nope"}]}')
     deserializer = AvroDeserializer(FakeRegistry({4: broken}))
     with pytest.raises(WriterSchemaError, match="nope") as info:
         deserializer.deserialize_many([frame_schema_id(4) + b"\x00"], "w", 0, [1])

@@ -18,16 +18,15 @@ from fastkc.schema_registry import (
     WriterSchemaError,
     frame_schema_id,
 )
+from fastkc.schema_registry.client import Schema
 from tests.support.fake_registry import FakeRegistry
-
-client_module = pytest.importorskip("fastkc.schema_registry.client")
 
 SCHEMA = {"type": "object", "title": "Reading",
           "properties": {"id": {"type": "integer"}, "sensor": {"type": "string"}}, "required": ["id"]}
 
 
 def _json(schema):
-    return client_module.Schema(json.dumps(schema), "JSON")
+    return Schema(json.dumps(schema), "JSON")
 
 
 def _framed(value, schema_id=4):

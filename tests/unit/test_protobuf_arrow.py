@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pa = pytest.importorskip("pyarrow")
-pytest.importorskip("fastkc._core._protobuf")
 
 from google.protobuf import (  # noqa: E402
     any_pb2,

@@ -42,6 +42,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -267,9 +268,10 @@ def main(argv=None):
     load_before = os.getloadavg()[0]
     measured, checked = {}, None
     with bench_broker(args.bootstrap) as bootstrap:
-        started = None if args.registry else apicurio.start(tempfile.mkdtemp(prefix="fastkc-spark-avro-registry-"),
-                                                            die_with_parent=True)
+        registry_dir = None if args.registry else tempfile.mkdtemp(prefix="fastkc-spark-avro-registry-")
+        started = None
         try:
+            started = apicurio.start(registry_dir, die_with_parent=True) if registry_dir else None
             registry_url = args.registry or started.url
             clock = time.monotonic()
             topic = ensure_topic(bootstrap, registry_url, args.records, args.topic)
@@ -285,6 +287,8 @@ def main(argv=None):
         finally:
             if started is not None:
                 apicurio.stop(started)
+            if registry_dir is not None:
+                shutil.rmtree(registry_dir, ignore_errors=True)
 
     summary = summarize(measured, args.records, args.runs, (load_before, os.getloadavg()[0]), checked)
     text = table(summary, args.quick)

@@ -143,14 +143,15 @@ def _json_format():
 FORMATS = {"avro": _avro_format, "protobuf": _protobuf_format, "json": _json_format}
 
 
-def write_topic(bootstrap, registry_url, records, fmt):
-    """A new topic holding `records` events (the format's serializer's bytes, lz4); its name."""
+def write_topic(bootstrap, registry_url, records, fmt, topic=None):
+    """A new topic (`topic`, else a fresh name) holding `records` events (the
+    format's serializer's bytes, lz4); its name."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    topic = "bench-{0}-poll-{1}".format(fmt.name, uuid.uuid4().hex[:10])
+    topic = topic or "bench-{0}-poll-{1}".format(fmt.name, uuid.uuid4().hex[:10])
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
     serializer = fmt.serializer(SchemaRegistryClient({"url": registry_url}))

@@ -23,6 +23,7 @@ reports the median (and best) run. A full run (not --quick) writes
 benchmarks/results/spark.md, spark.json and spark.png (--out elsewhere).
 """
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -42,14 +43,16 @@ sys.path.insert(0, ROOT)
 BASELINE_VERSION = "4.2.0"
 
 
-def baseline_jars(version=BASELINE_VERSION):
-    """Local paths of Spark's Kafka source and the jars it needs that the
-    pyspark wheel lacks (resolved with mvn on first use)."""
+def maven_jars(pom, name, marker, version=BASELINE_VERSION):
+    """Local paths of the jars `pom` (beside this file) resolves, less those
+    the pyspark wheel already carries (any version); resolved with mvn into
+    ~/.cache/fastkc/<name>-<version>/ on first use (when no `marker` jar is
+    there yet)."""
     import pyspark
 
-    folder = os.path.expanduser("~/.cache/fastkc/spark-kafka-{0}".format(version))
-    if not glob.glob(os.path.join(folder, "spark-sql-kafka-*.jar")):
-        subprocess.run(["mvn", "-q", "-s", os.path.join(HERE, "settings.xml"), "-f", os.path.join(HERE, "pom.xml"),
+    folder = os.path.expanduser("~/.cache/fastkc/{0}-{1}".format(name, version))
+    if not glob.glob(os.path.join(folder, marker)):
+        subprocess.run(["mvn", "-q", "-s", os.path.join(HERE, "settings.xml"), "-f", os.path.join(HERE, pom),
                         "-Dspark.version=" + version, "dependency:copy-dependencies", "-DincludeScope=runtime",
                         "-DoutputDirectory=" + folder], check=True)
     shipped = {os.path.basename(j).rsplit("-", 1)[0]
@@ -57,6 +60,11 @@ def baseline_jars(version=BASELINE_VERSION):
     # keep only artifacts the wheel does not already carry (any version)
     return sorted(j for j in glob.glob(os.path.join(folder, "*.jar"))
                   if os.path.basename(j).rsplit("-", 1)[0] not in shipped)
+
+
+def baseline_jars(version=BASELINE_VERSION):
+    """Spark's Kafka source and the jars it needs that the pyspark wheel lacks."""
+    return maven_jars("pom.xml", "spark-kafka", "spark-sql-kafka-*.jar", version)
 
 
 def load_topic(bootstrap, records, partitions, record_size):
@@ -67,6 +75,23 @@ def load_topic(bootstrap, records, partitions, record_size):
     run = producer_performance(bootstrap, topic, records, record_size=record_size, compression="lz4",
                                extra_props={"batch.size": 262144, "linger.ms": 50}, timeout=1800)
     return topic, run
+
+
+@contextlib.contextmanager
+def bench_broker(bootstrap=None):
+    """`bootstrap` when given (an existing broker), else a single-node broker
+    started here, stopped and its data removed after."""
+    if bootstrap:
+        yield bootstrap
+        return
+    from fastkc_tools import broker
+
+    data_dir = tempfile.mkdtemp(prefix="fastkc-spark-bench-")
+    try:
+        yield broker.start(name="spark-bench", data_dir=data_dir, nodes=1, die_with_parent=True).bootstrap_servers
+    finally:
+        broker.stop(data_dir=data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)  # the topics are hundreds of MB
 
 
 SHAPES = ("local[2]", "standalone-1", "standalone-2")
@@ -131,12 +156,12 @@ def count_rows(spark, fmt, bootstrap, topic):
             .load().count())
 
 
-def measure_shape(shape, jars, bootstrap, topic, records, record_size, runs, log=print):
-    """{fmt: [seconds per run]} for one cluster shape."""
-    import contextlib
-
+@contextlib.contextmanager
+def shape_session(shape, jars):
+    """A session() on one cluster shape (SHAPES) with `jars`; a standalone
+    cluster is started before it and stopped after."""
     if shape == "local[2]":
-        cluster, executors = contextlib.nullcontext("local[2]"), 0
+        cluster, executors, folder = contextlib.nullcontext("local[2]"), 0, None
     else:
         from tests.support.spark_standalone import standalone_cluster
 
@@ -147,14 +172,20 @@ def measure_shape(shape, jars, bootstrap, topic, records, record_size, runs, log
         with cluster as master:
             spark = session(jars, master, executors)
             try:
-                results = measure_in_session(spark, ("kafka", "fastkc"), bootstrap, topic, records,
-                                             records * record_size, runs)
-                log("{0}: {1}".format(shape, {fmt: [round(t, 2) for t in ts] for fmt, ts in results.items()}))
+                yield spark
             finally:
                 spark.stop()
     finally:
-        if executors:
+        if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure_shape(shape, jars, bootstrap, topic, records, record_size, runs, log=print):
+    """{fmt: [seconds per run]} for one cluster shape."""
+    with shape_session(shape, jars) as spark:
+        results = measure_in_session(spark, ("kafka", "fastkc"), bootstrap, topic, records, records * record_size,
+                                     runs)
+        log("{0}: {1}".format(shape, {fmt: [round(t, 2) for t in ts] for fmt, ts in results.items()}))
     return results
 
 
@@ -166,13 +197,25 @@ def measure_in_session(spark, formats, bootstrap, topic, records, expected_bytes
         rows = count_rows(spark, fmt, bootstrap, topic)
         if rows != records:
             raise SystemExit("{0} read {1} rows, expected {2}".format(fmt, rows, records))
+    return interleaved(formats, runs, lambda fmt: read_once(spark, fmt, bootstrap, topic, expected_bytes))
+
+
+def interleaved(names, runs, run_one):
+    """{name: [run_one(name) of each run]}: interleaved, so load on the
+    machine hits every name alike; rotated, so none always goes first."""
     results = {}
     for run in range(runs):
-        # interleaved, so load on the machine hits both alike; rotated, so neither always goes first
-        shift = run % len(formats)
-        for fmt in list(formats[shift:]) + list(formats[:shift]):
-            results.setdefault(fmt, []).append(read_once(spark, fmt, bootstrap, topic, expected_bytes))
+        shift = run % len(names)
+        for name in list(names[shift:]) + list(names[:shift]):
+            results.setdefault(name, []).append(run_one(name))
     return results
+
+
+def rates(seconds, records):
+    """One source's figures over its runs: the seconds, and rows/s of the
+    median, the best and the slowest run."""
+    return {"seconds": seconds, "rows_per_second": records / statistics.median(seconds),
+            "best_rows_per_second": records / min(seconds), "slowest_rows_per_second": records / max(seconds)}
 
 
 def summarize(measured, records, record_size, partitions, runs, load):
@@ -183,8 +226,7 @@ def summarize(measured, records, record_size, partitions, runs, load):
     for shape, results in measured.items():
         row = {}
         for fmt, seconds in results.items():
-            row[fmt] = {"seconds": seconds, "rows_per_second": records / statistics.median(seconds),
-                        "best_rows_per_second": records / min(seconds)}
+            row[fmt] = rates(seconds, records)
         both = "kafka" in row and "fastkc" in row
         row["ratio"] = row["fastkc"]["rows_per_second"] / row["kafka"]["rows_per_second"] if both else None
         summary["shapes"][shape] = row
@@ -260,29 +302,14 @@ def main(argv=None):
 
     jars = baseline_jars()
     load_before = os.getloadavg()[0]
-    external = os.environ.get("FASTKC_BOOTSTRAP", "").strip()
-    data_dir = None
-    if external:
-        bootstrap = external
-    else:
-        from fastkc_tools import broker
-
-        data_dir = tempfile.mkdtemp(prefix="fastkc-spark-bench-")
-        bootstrap = broker.start(name="spark-bench", data_dir=data_dir, nodes=1, die_with_parent=True).bootstrap_servers
     measured = {}
-    try:
+    with bench_broker(os.environ.get("FASTKC_BOOTSTRAP", "").strip()) as bootstrap:
         topic, run = load_topic(bootstrap, args.records, args.partitions, args.record_size)
         print("loaded {0} records ({1} B values, {2} partitions, lz4): {3}".format(
             args.records, args.record_size, args.partitions, run.output), flush=True)
         for shape in shapes:
             measured[shape] = measure_shape(shape, jars, bootstrap, topic, args.records, args.record_size,
                                             args.runs)
-    finally:
-        if data_dir is not None:
-            from fastkc_tools import broker
-
-            broker.stop(data_dir=data_dir)
-            shutil.rmtree(data_dir, ignore_errors=True)  # the topics are hundreds of MB
 
     summary = summarize(measured, args.records, args.record_size, args.partitions, args.runs,
                         (load_before, os.getloadavg()[0]))

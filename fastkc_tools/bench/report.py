@@ -21,7 +21,8 @@ build/bench-report/ (the committed results stay as they are): what
 tests/integration/test_bench_quick.py runs, and benchmarks/test_report_quick.py
 (CI's `benchmarks/` quick run) runs its broker-less part (`--only decode`).
 Sections that need more than the one broker (faults: a 3-node cluster and
-Toxiproxy; spark: Spark and its Maven jars) or take minutes even when small
+Toxiproxy; spark: Spark and its Maven jars; spark-avro: those, spark-avro's
+and a Schema Registry) or take minutes even when small
 (rebalance, cost) are left out of --quick unless --only names them.
 """
 import argparse
@@ -131,6 +132,10 @@ SECTIONS = [
                        _script("benchmarks/spark/bench_planning.py") + ["--out", p.out]
                        + (["--partitions", "100", "--runs", "1"] if p.quick else [])],
             lambda p: ["spark_planning.md"] if p.quick else ["spark.md", "spark_planning.md"], in_quick=False),
+    Section("spark-avro", 'docs/reports/benchmarks.md, "Spark, Schema-Registry Avro"',
+            lambda p: [_script("benchmarks/spark/bench_spark_avro.py") + ["--out", p.out]
+                       + (["--quick"] if p.quick else [])],
+            lambda p: ["spark-avro.md"], in_quick=False),
     Section("faults", 'Reliability, "Faults on real brokers" (and tests/faults/RESULTS.md)',
             lambda p: [[sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/faults"],
                        [sys.executable, "-m", "tests.faults.results_table", p.path("faults.jsonl")]],

@@ -26,6 +26,7 @@ if BENCH not in sys.path:
 
 import bench_planning  # noqa: E402
 import bench_spark  # noqa: E402
+import bench_spark_avro  # noqa: E402
 
 PER_TOPIC = 100  # partitions in each of the two planned topics
 
@@ -136,3 +137,35 @@ def test_spark_bench_quick_mode_in_the_shared_session(spark, kafka_broker, make_
     bench_spark.draw_chart(summary, str(tmp_path / "spark.png"))
     with open(tmp_path / "spark.png", "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_spark_avro_bench_quick_mode_in_the_shared_session(spark, kafka_broker, schema_registry):
+    pytest.importorskip("confluent_kafka.schema_registry.avro")
+    from pyspark.sql import functions as F
+
+    from tests.support.kafka_tools import unique_name
+
+    bootstrap, url = kafka_broker.bootstrap_servers, schema_registry.url
+    topic = bench_spark_avro.ensure_topic(bootstrap, url, 1000, unique_name("spark-avro-bench"))
+    # written once: the same name and count reads the topic as it is; another count is refused
+    assert bench_spark_avro.topic_events(bootstrap, topic)[0] == 1000
+    assert bench_spark_avro.ensure_topic(bootstrap, url, 1000, topic) == topic
+    assert bench_spark_avro.topic_events(bootstrap, topic)[0] == 1000
+    with pytest.raises(SystemExit, match="holds 1000 records, not --records 999"):
+        bench_spark_avro.ensure_topic(bootstrap, url, 999, topic)
+    # the shared session has no spark-sql-kafka / spark-avro jars: the fastkc half of the bench
+    measured, checked = bench_spark_avro.measure_in_session(spark, ("fastkc",), bootstrap, topic, url, 1000, runs=1)
+    assert checked["rows"] == 1000 and checked["sequence_sum"] == 999 * 1000 // 2 and checked["referrers"] == 334
+    assert checked["columns"].startswith("struct<event_id:string,user_id:bigint,")
+    # the untimed check refuses outputs that differ
+    events = bench_spark_avro.events(spark, "fastkc", bootstrap, topic, url)
+    with pytest.raises(SystemExit, match="read other events than written"):
+        bench_spark_avro.check_equal_output({"fastkc": events, "short": events.limit(999)}, 1000)
+    with pytest.raises(SystemExit, match="outputs differ"):
+        bench_spark_avro.check_equal_output({"fastkc": events, "other": events.withColumn("url", F.lit("x"))},
+                                            1000)
+    summary = bench_spark_avro.summarize({"local[2]": measured}, 1000, 1, os.getloadavg()[:2], checked)
+    row = summary["shapes"]["local[2]"]
+    assert len(row["fastkc"]["seconds"]) == 1 and row["ratio"] is None
+    text = bench_spark_avro.table(summary, quick=True)
+    assert "| local[2] | not measured | " in text and "QUICK mode" in text and "load average" in text

@@ -22,6 +22,7 @@ from fastkc import KafkaConsumer, KafkaShareConsumer, TopicPartition
 from fastkc.aio import AIOKafkaConsumer
 from fastkc.schema_registry import AvroDeserializer, ValueFramingError
 from tests.support.avro_topics import COUNT, PARTITIONS, confluent_value, write_avro
+from tests.support.counting import CountsCalls
 from tests.support.share import set_group_configs
 
 avro_serde = pytest.importorskip("confluent_kafka.schema_registry.avro")
@@ -29,21 +30,8 @@ pytest.importorskip("fastavro")
 from confluent_kafka import serialization as confluent_serialization  # noqa: E402
 
 
-class CountingAvroDeserializer(AvroDeserializer):
+class CountingAvroDeserializer(CountsCalls, AvroDeserializer):
     """Counts the per-value calls and the batch calls fastkc makes."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.per_value_calls = 0
-        self.batch_calls = 0
-
-    def __call__(self, data, ctx=None):
-        self.per_value_calls += 1
-        return super().__call__(data, ctx)
-
-    def deserialize_many(self, *args, **kwargs):
-        self.batch_calls += 1
-        return super().deserialize_many(*args, **kwargs)
 
 
 def _deserializers(registries):

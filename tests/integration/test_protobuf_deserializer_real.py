@@ -14,6 +14,7 @@ import pytest
 from fastkc import KafkaConsumer, TopicPartition
 from fastkc.aio import AIOKafkaConsumer
 from fastkc.schema_registry import PayloadDecodeError, ProtobufDeserializer, frame_schema_id
+from tests.support.counting import CountsCalls
 from tests.support.kafka_tools import Message, produce
 from tests.support.protobuf_types import Event, event_of
 
@@ -25,21 +26,8 @@ COUNT = 160
 _CONF = {"use.deprecated.format": False}
 
 
-class CountingProtobufDeserializer(ProtobufDeserializer):
+class CountingProtobufDeserializer(CountsCalls, ProtobufDeserializer):
     """Counts the per-value calls and the batch calls fastkc makes."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.per_value_calls = 0
-        self.batch_calls = 0
-
-    def __call__(self, data, ctx=None):
-        self.per_value_calls += 1
-        return super().__call__(data, ctx)
-
-    def deserialize_many(self, *args, **kwargs):
-        self.batch_calls += 1
-        return super().deserialize_many(*args, **kwargs)
 
 
 def _context(topic):

@@ -39,34 +39,21 @@ from google.protobuf import (  # noqa: E402
 )
 
 from fastkc.schema_registry import protobuf_arrow, protobuf_schema  # noqa: E402
-from tests.support.protobuf import ALL, TWO, AllMsg, TwoMsg  # noqa: E402
+from tests.support.protobuf import ALL, SCALARS, TWO, AllMsg, TwoMsg, add_field  # noqa: E402
 
 F = descriptor_pb2.FieldDescriptorProto
-KINDS = {
-    "double": F.TYPE_DOUBLE, "float": F.TYPE_FLOAT, "int64": F.TYPE_INT64, "uint64": F.TYPE_UINT64,
-    "int32": F.TYPE_INT32, "fixed64": F.TYPE_FIXED64, "fixed32": F.TYPE_FIXED32, "bool": F.TYPE_BOOL,
-    "string": F.TYPE_STRING, "bytes": F.TYPE_BYTES, "uint32": F.TYPE_UINT32, "sfixed32": F.TYPE_SFIXED32,
-    "sfixed64": F.TYPE_SFIXED64, "sint32": F.TYPE_SINT32, "sint64": F.TYPE_SINT64,
-}
 KEYS = ["string", "int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64", "sfixed32",
         "sfixed64", "bool"]
 WRAPPERS = ["Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes"]
 
 
-def _add(m, name, number, kind, label=F.LABEL_OPTIONAL, type_name="", **kw):
-    f = m.field.add(name=name, number=number, type=kind, label=label, **kw)
-    if type_name:
-        f.type_name = type_name
-    return f
-
-
 def _map(owner, name, number, key, value_kind, value_type="", package=""):
     entry = owner.nested_type.add(name=name.title().replace("_", "") + "Entry")
     entry.options.map_entry = True
-    _add(entry, "key", 1, KINDS[key])
-    _add(entry, "value", 2, value_kind, type_name=value_type)
+    add_field(entry, "key", 1, SCALARS[key])
+    add_field(entry, "value", 2, value_kind, type_name=value_type)
     full = ".".join(["", *filter(None, [package]), owner.name, entry.name])
-    _add(owner, name, number, F.TYPE_MESSAGE, F.LABEL_REPEATED, full)
+    add_field(owner, name, number, F.TYPE_MESSAGE, F.LABEL_REPEATED, full)
 
 
 def _types():
@@ -81,52 +68,52 @@ def _types():
     for name, number in (("ZERO", 0), ("RED", 1), ("BLUE", 7), ("NEG", -3)):
         color.value.add(name=name, number=number)
     leaf = p3.message_type.add(name="Leaf")
-    _add(leaf, "a", 1, F.TYPE_INT32)
-    _add(leaf, "s", 2, F.TYPE_STRING)
-    _add(leaf, "r", 3, F.TYPE_SINT64, F.LABEL_REPEATED)
-    _add(leaf, "c", 4, F.TYPE_ENUM, type_name=".Color")
-    _add(leaf, "ts", 5, F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
+    add_field(leaf, "a", 1, F.TYPE_INT32)
+    add_field(leaf, "s", 2, F.TYPE_STRING)
+    add_field(leaf, "r", 3, F.TYPE_SINT64, F.LABEL_REPEATED)
+    add_field(leaf, "c", 4, F.TYPE_ENUM, type_name=".Color")
+    add_field(leaf, "ts", 5, F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
     ev = p3.message_type.add(name="Ev")
     ev.oneof_decl.add(name="choice")  # real oneofs first, then proto3 optional's synthetic ones
-    for i, (kname, kind) in enumerate(KINDS.items()):
-        _add(ev, "s_" + kname, 1 + i, kind)
-        _add(ev, "r_" + kname, 20 + i, kind, F.LABEL_REPEATED)  # packed (proto3's default) where packable
+    for i, (kname, kind) in enumerate(SCALARS.items()):
+        add_field(ev, "s_" + kname, 1 + i, kind)
+        add_field(ev, "r_" + kname, 20 + i, kind, F.LABEL_REPEATED)  # packed (proto3's default) where packable
         if kname not in ("string", "bytes"):
-            _add(ev, "u_" + kname, 40 + i, kind, F.LABEL_REPEATED).options.packed = False
+            add_field(ev, "u_" + kname, 40 + i, kind, F.LABEL_REPEATED).options.packed = False
         ev.oneof_decl.add(name="_o_" + kname)
-        _add(ev, "o_" + kname, 60 + i, kind, proto3_optional=True, oneof_index=len(ev.oneof_decl) - 1)
-    _add(ev, "color", 80, F.TYPE_ENUM, type_name=".Color")
-    _add(ev, "colors", 81, F.TYPE_ENUM, F.LABEL_REPEATED, type_name=".Color")
-    _add(ev, "leaf", 82, F.TYPE_MESSAGE, type_name=".Leaf")
-    _add(ev, "leaves", 83, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".Leaf")
-    _add(ev, "c_int", 84, F.TYPE_INT64, oneof_index=0)
-    _add(ev, "c_str", 85, F.TYPE_STRING, oneof_index=0)
-    _add(ev, "c_leaf", 86, F.TYPE_MESSAGE, type_name=".Leaf", oneof_index=0)
+        add_field(ev, "o_" + kname, 60 + i, kind, proto3_optional=True, oneof_index=len(ev.oneof_decl) - 1)
+    add_field(ev, "color", 80, F.TYPE_ENUM, type_name=".Color")
+    add_field(ev, "colors", 81, F.TYPE_ENUM, F.LABEL_REPEATED, type_name=".Color")
+    add_field(ev, "leaf", 82, F.TYPE_MESSAGE, type_name=".Leaf")
+    add_field(ev, "leaves", 83, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".Leaf")
+    add_field(ev, "c_int", 84, F.TYPE_INT64, oneof_index=0)
+    add_field(ev, "c_str", 85, F.TYPE_STRING, oneof_index=0)
+    add_field(ev, "c_leaf", 86, F.TYPE_MESSAGE, type_name=".Leaf", oneof_index=0)
     values = [(F.TYPE_MESSAGE, ".Leaf"), (F.TYPE_ENUM, ".Color"), (F.TYPE_STRING, ""), (F.TYPE_BYTES, ""),
               (F.TYPE_MESSAGE, ".google.protobuf.Timestamp"), (F.TYPE_MESSAGE, ".google.protobuf.Int32Value"),
               (F.TYPE_DOUBLE, "")]
     for i, key in enumerate(KEYS):
         _map(ev, "m_" + key, 90 + i, key, *values[i % len(values)])
-    _add(ev, "ts", 110, F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
-    _add(ev, "du", 111, F.TYPE_MESSAGE, type_name=".google.protobuf.Duration")
-    _add(ev, "tss", 112, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".google.protobuf.Timestamp")
-    _add(ev, "dus", 113, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".google.protobuf.Duration")
-    _add(ev, "empty", 114, F.TYPE_MESSAGE, type_name=".google.protobuf.Empty")
+    add_field(ev, "ts", 110, F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
+    add_field(ev, "du", 111, F.TYPE_MESSAGE, type_name=".google.protobuf.Duration")
+    add_field(ev, "tss", 112, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".google.protobuf.Timestamp")
+    add_field(ev, "dus", 113, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".google.protobuf.Duration")
+    add_field(ev, "empty", 114, F.TYPE_MESSAGE, type_name=".google.protobuf.Empty")
     for i, w in enumerate(WRAPPERS):
-        _add(ev, "w_" + w.lower(), 120 + i, F.TYPE_MESSAGE, type_name=".google.protobuf." + w + "Value")
-        _add(ev, "ws_" + w.lower(), 140 + i, F.TYPE_MESSAGE, F.LABEL_REPEATED,
+        add_field(ev, "w_" + w.lower(), 120 + i, F.TYPE_MESSAGE, type_name=".google.protobuf." + w + "Value")
+        add_field(ev, "ws_" + w.lower(), 140 + i, F.TYPE_MESSAGE, F.LABEL_REPEATED,
              type_name=".google.protobuf." + w + "Value")
     # a few fields, so that random bytes hit them often: the merge, oneof and map paths
     small = p3.message_type.add(name="Small")
     small.oneof_decl.add(name="pick")
-    _add(small, "leaf", 1, F.TYPE_MESSAGE, type_name=".Leaf")
-    _add(small, "p_leaf", 2, F.TYPE_MESSAGE, type_name=".Leaf", oneof_index=0)
-    _add(small, "p_str", 3, F.TYPE_STRING, oneof_index=0)
+    add_field(small, "leaf", 1, F.TYPE_MESSAGE, type_name=".Leaf")
+    add_field(small, "p_leaf", 2, F.TYPE_MESSAGE, type_name=".Leaf", oneof_index=0)
+    add_field(small, "p_str", 3, F.TYPE_STRING, oneof_index=0)
     _map(small, "by_name", 4, "string", F.TYPE_MESSAGE, ".Leaf")
     _map(small, "by_num", 5, "sint32", F.TYPE_ENUM, ".Color")
-    _add(small, "du", 6, F.TYPE_MESSAGE, type_name=".google.protobuf.Duration")
-    _add(small, "ws", 7, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".google.protobuf.StringValue")
-    _add(small, "b", 8, F.TYPE_BOOL)
+    add_field(small, "du", 6, F.TYPE_MESSAGE, type_name=".google.protobuf.Duration")
+    add_field(small, "ws", 7, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".google.protobuf.StringValue")
+    add_field(small, "b", 8, F.TYPE_BOOL)
     pool.Add(p3)
     # proto2: explicit presence, defaults, closed enums, required, unpacked and packed
     p2 = descriptor_pb2.FileDescriptorProto(name="fz2.proto", package="p2", syntax="proto2")
@@ -137,23 +124,23 @@ def _types():
     for name, number in (("ZERO", 0), ("ONE", 1), ("SIX", 6)):
         mode.value.add(name=name, number=number)
     sub = p2.message_type.add(name="Sub")
-    _add(sub, "shade", 1, F.TYPE_ENUM, type_name=".p2.Shade")
-    _add(sub, "n", 2, F.TYPE_SINT32, default_value="-4")
+    add_field(sub, "shade", 1, F.TYPE_ENUM, type_name=".p2.Shade")
+    add_field(sub, "n", 2, F.TYPE_SINT32, default_value="-4")
     old = p2.message_type.add(name="Old")
     old.oneof_decl.add(name="either")
-    for i, (kname, kind) in enumerate(KINDS.items()):
-        _add(old, "p_" + kname, 1 + i, kind)
-        _add(old, "q_" + kname, 20 + i, kind, F.LABEL_REPEATED)
-    _add(old, "req", 40, F.TYPE_INT64, F.LABEL_REQUIRED)
-    _add(old, "dflt", 41, F.TYPE_STRING, default_value="dflt")
-    _add(old, "shade", 42, F.TYPE_ENUM, type_name=".p2.Shade")
-    _add(old, "shades", 43, F.TYPE_ENUM, F.LABEL_REPEATED, type_name=".p2.Shade")
-    _add(old, "packed_shades", 44, F.TYPE_ENUM, F.LABEL_REPEATED, type_name=".p2.Shade",
+    for i, (kname, kind) in enumerate(SCALARS.items()):
+        add_field(old, "p_" + kname, 1 + i, kind)
+        add_field(old, "q_" + kname, 20 + i, kind, F.LABEL_REPEATED)
+    add_field(old, "req", 40, F.TYPE_INT64, F.LABEL_REQUIRED)
+    add_field(old, "dflt", 41, F.TYPE_STRING, default_value="dflt")
+    add_field(old, "shade", 42, F.TYPE_ENUM, type_name=".p2.Shade")
+    add_field(old, "shades", 43, F.TYPE_ENUM, F.LABEL_REPEATED, type_name=".p2.Shade")
+    add_field(old, "packed_shades", 44, F.TYPE_ENUM, F.LABEL_REPEATED, type_name=".p2.Shade",
          options=descriptor_pb2.FieldOptions(packed=True))
-    _add(old, "sub", 45, F.TYPE_MESSAGE, type_name=".p2.Sub")
-    _add(old, "subs", 46, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".p2.Sub")
-    _add(old, "e_int", 47, F.TYPE_INT32, oneof_index=0)
-    _add(old, "e_sub", 48, F.TYPE_MESSAGE, type_name=".p2.Sub", oneof_index=0)
+    add_field(old, "sub", 45, F.TYPE_MESSAGE, type_name=".p2.Sub")
+    add_field(old, "subs", 46, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".p2.Sub")
+    add_field(old, "e_int", 47, F.TYPE_INT32, oneof_index=0)
+    add_field(old, "e_sub", 48, F.TYPE_MESSAGE, type_name=".p2.Sub", oneof_index=0)
     _map(old, "by_name", 49, "string", F.TYPE_ENUM, ".p2.Mode", "p2")
     _map(old, "by_id", 50, "fixed64", F.TYPE_MESSAGE, ".p2.Sub", "p2")
     pool.Add(p2)

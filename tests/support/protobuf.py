@@ -46,7 +46,8 @@ WKT_FIELDS = {
 _WKT_MODULES = [timestamp_pb2, duration_pb2, field_mask_pb2, struct_pb2, empty_pb2, any_pb2, wrappers_pb2]
 
 
-def _field(m: Any, name: str, number: int, kind: int, label: int = 1, type_name: str = "", **kw: Any) -> Any:
+def add_field(m: Any, name: str, number: int, kind: int, label: int = 1, type_name: str = "", **kw: Any) -> Any:
+    """A field on the DescriptorProto `m` (label 1 optional, 3 repeated)."""
     if type_name:
         kw["type_name"] = type_name
     return m.field.add(name=name, number=number, type=kind, label=label, **kw)
@@ -67,19 +68,19 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     m = p3.message_type.add(name="All")
     n = 1
     for kname, kind in SCALARS.items():
-        _field(m, "s_" + kname, n, kind)
-        _field(m, "r_" + kname, n + 1, kind, 3)
-        _field(m, "o_" + kname, n + 2, kind, proto3_optional=True)
+        add_field(m, "s_" + kname, n, kind)
+        add_field(m, "r_" + kname, n + 1, kind, 3)
+        add_field(m, "o_" + kname, n + 2, kind, proto3_optional=True)
         n += 3
-    _field(m, "color", 100, F.TYPE_ENUM, type_name=".t3.Color")
-    _field(m, "colors", 101, F.TYPE_ENUM, 3, ".t3.Color")
-    _field(m, "child", 102, F.TYPE_MESSAGE, type_name=".t3.All")
-    _field(m, "children", 103, F.TYPE_MESSAGE, 3, ".t3.All")
-    _field(m, "big_number", 100000, F.TYPE_INT32)  # past the dense slot table
+    add_field(m, "color", 100, F.TYPE_ENUM, type_name=".t3.Color")
+    add_field(m, "colors", 101, F.TYPE_ENUM, 3, ".t3.Color")
+    add_field(m, "child", 102, F.TYPE_MESSAGE, type_name=".t3.All")
+    add_field(m, "children", 103, F.TYPE_MESSAGE, 3, ".t3.All")
+    add_field(m, "big_number", 100000, F.TYPE_INT32)  # past the dense slot table
     m.oneof_decl.add(name="choice")
-    _field(m, "c_int", 110, F.TYPE_INT32, oneof_index=0)
-    _field(m, "c_str", 111, F.TYPE_STRING, oneof_index=0)
-    _field(m, "c_msg", 112, F.TYPE_MESSAGE, type_name=".t3.All", oneof_index=0)
+    add_field(m, "c_int", 110, F.TYPE_INT32, oneof_index=0)
+    add_field(m, "c_str", 111, F.TYPE_STRING, oneof_index=0)
+    add_field(m, "c_msg", 112, F.TYPE_MESSAGE, type_name=".t3.All", oneof_index=0)
     # synthetic oneofs of the optional fields come after the real one
     for f in m.field:
         if f.proto3_optional:
@@ -89,18 +90,18 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     for kname in MAP_KEYS:
         entry = m.nested_type.add(name="M" + kname.capitalize() + "Entry")
         entry.options.map_entry = True
-        _field(entry, "key", 1, SCALARS[kname])
+        add_field(entry, "key", 1, SCALARS[kname])
         if kname == "string":
-            _field(entry, "value", 2, F.TYPE_MESSAGE, type_name=".t3.All")
+            add_field(entry, "value", 2, F.TYPE_MESSAGE, type_name=".t3.All")
         elif kname == "int32":
-            _field(entry, "value", 2, F.TYPE_ENUM, type_name=".t3.Color")
+            add_field(entry, "value", 2, F.TYPE_ENUM, type_name=".t3.Color")
         else:
-            _field(entry, "value", 2, F.TYPE_STRING)
-        _field(m, "m_" + kname, n, F.TYPE_MESSAGE, 3, ".t3.All." + entry.name)
+            add_field(entry, "value", 2, F.TYPE_STRING)
+        add_field(m, "m_" + kname, n, F.TYPE_MESSAGE, 3, ".t3.All." + entry.name)
         n += 1
     n = 200
     for fname, wkt in WKT_FIELDS.items():
-        _field(m, fname, n, F.TYPE_MESSAGE, type_name=".google.protobuf." + wkt)
+        add_field(m, fname, n, F.TYPE_MESSAGE, type_name=".google.protobuf." + wkt)
         n += 1
     pool.Add(p3)
     # proto2: optional (explicit) scalars, repeated unpacked, a closed enum,
@@ -115,19 +116,19 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
     m = p2.message_type.add(name="Two")
     n = 1
     for kname, kind in SCALARS.items():
-        _field(m, "p_" + kname, n, kind)
-        _field(m, "q_" + kname, n + 1, kind, 3)
+        add_field(m, "p_" + kname, n, kind)
+        add_field(m, "q_" + kname, n + 1, kind, 3)
         n += 2
-    _field(m, "req", 50, F.TYPE_INT32, 2)
-    _field(m, "level", 51, F.TYPE_ENUM, type_name=".t2.Level")
-    _field(m, "levels", 52, F.TYPE_ENUM, 3, ".t2.Level")
-    _field(m, "packed_levels", 53, F.TYPE_ENUM, 3, ".t2.Level", options=descriptor_pb2.FieldOptions(packed=True))
-    _field(m, "sub", 54, F.TYPE_MESSAGE, type_name=".t2.Two")
+    add_field(m, "req", 50, F.TYPE_INT32, 2)
+    add_field(m, "level", 51, F.TYPE_ENUM, type_name=".t2.Level")
+    add_field(m, "levels", 52, F.TYPE_ENUM, 3, ".t2.Level")
+    add_field(m, "packed_levels", 53, F.TYPE_ENUM, 3, ".t2.Level", options=descriptor_pb2.FieldOptions(packed=True))
+    add_field(m, "sub", 54, F.TYPE_MESSAGE, type_name=".t2.Two")
     entry = m.nested_type.add(name="ByNameEntry")
     entry.options.map_entry = True
-    _field(entry, "key", 1, F.TYPE_STRING)
-    _field(entry, "value", 2, F.TYPE_ENUM, type_name=".t2.Mode")
-    _field(m, "by_name", 55, F.TYPE_MESSAGE, 3, ".t2.Two.ByNameEntry")
+    add_field(entry, "key", 1, F.TYPE_STRING)
+    add_field(entry, "value", 2, F.TYPE_ENUM, type_name=".t2.Mode")
+    add_field(m, "by_name", 55, F.TYPE_MESSAGE, 3, ".t2.Two.ByNameEntry")
     pool.Add(p2)
     return pool
 

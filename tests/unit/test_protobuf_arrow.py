@@ -37,6 +37,7 @@ from fastkc.schema_registry.protobuf_errors import (  # noqa: E402
     ProtobufArrowUnsupportedError,
     ProtobufDecodeError,
 )
+from tests.support.protobuf import SCALARS, add_field  # noqa: E402
 
 # fewer examples under the sanitizers (make asan): the point there is memory
 # errors on every path, the plain run searches wider
@@ -44,22 +45,9 @@ SETTINGS = settings(max_examples=25 if os.environ.get("FASTKC_ASAN_LIB") else 15
                     suppress_health_check=[HealthCheck.too_slow])
 
 F = descriptor_pb2.FieldDescriptorProto
-_SCALAR_TYPES = {
-    "double": F.TYPE_DOUBLE, "float": F.TYPE_FLOAT, "int64": F.TYPE_INT64, "uint64": F.TYPE_UINT64,
-    "int32": F.TYPE_INT32, "fixed64": F.TYPE_FIXED64, "fixed32": F.TYPE_FIXED32, "bool": F.TYPE_BOOL,
-    "string": F.TYPE_STRING, "bytes": F.TYPE_BYTES, "uint32": F.TYPE_UINT32, "sfixed32": F.TYPE_SFIXED32,
-    "sfixed64": F.TYPE_SFIXED64, "sint32": F.TYPE_SINT32, "sint64": F.TYPE_SINT64,
-}
 _KEY_KINDS = ["string", "int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64", "sfixed32",
               "sfixed64", "bool"]
 _WRAPPERS = ["Int32", "Int64", "UInt32", "UInt64", "Bool", "String", "Bytes", "Double", "Float"]
-
-
-def _field(m, name, number, ftype, label=F.LABEL_OPTIONAL, type_name=None, **kw):
-    f = m.field.add(name=name, number=number, type=ftype, label=label, **kw)
-    if type_name:
-        f.type_name = type_name
-    return f
 
 
 def _build_pool():
@@ -73,58 +61,58 @@ def _build_pool():
     for name, number in (("COLOR_ZERO", 0), ("RED", 1), ("GREEN", 2), ("BLUE", 7), ("NEG", -3)):
         color.value.add(name=name, number=number)
     inner = fdp.message_type.add(name="Inner")
-    _field(inner, "a", 1, F.TYPE_INT32)
-    _field(inner, "s", 2, F.TYPE_STRING)
-    _field(inner, "r", 3, F.TYPE_INT64, F.LABEL_REPEATED)
-    _field(inner, "c", 4, F.TYPE_ENUM, type_name=".at.Color")
-    _field(inner, "o", 5, F.TYPE_INT32, proto3_optional=True, oneof_index=0)
+    add_field(inner, "a", 1, F.TYPE_INT32)
+    add_field(inner, "s", 2, F.TYPE_STRING)
+    add_field(inner, "r", 3, F.TYPE_INT64, F.LABEL_REPEATED)
+    add_field(inner, "c", 4, F.TYPE_ENUM, type_name=".at.Color")
+    add_field(inner, "o", 5, F.TYPE_INT32, proto3_optional=True, oneof_index=0)
     inner.oneof_decl.add(name="_o")
     ev = fdp.message_type.add(name="Ev")
     n = 1
-    for kind, t in _SCALAR_TYPES.items():
-        _field(ev, "f_" + kind, n, t)
-        _field(ev, "r_" + kind, n + 100, t, F.LABEL_REPEATED)
+    for kind, t in SCALARS.items():
+        add_field(ev, "f_" + kind, n, t)
+        add_field(ev, "r_" + kind, n + 100, t, F.LABEL_REPEATED)
         # the same kinds unpacked (proto3 packs repeated scalars by default)
         if kind not in ("string", "bytes"):
-            _field(ev, "u_" + kind, n + 200, t, F.LABEL_REPEATED).options.packed = False
+            add_field(ev, "u_" + kind, n + 200, t, F.LABEL_REPEATED).options.packed = False
         n += 1
     ev.oneof_decl.add(name="choice")  # synthetic oneofs (proto3 optional) come after the real ones
     ev.oneof_decl.add(name="_opt_i32")
     ev.oneof_decl.add(name="_opt_str")
-    _field(ev, "opt_i32", 20, F.TYPE_INT32, proto3_optional=True, oneof_index=1)
-    _field(ev, "opt_str", 21, F.TYPE_STRING, proto3_optional=True, oneof_index=2)
-    _field(ev, "o_int", 40, F.TYPE_INT64, oneof_index=0)
-    _field(ev, "o_str", 41, F.TYPE_STRING, oneof_index=0)
-    _field(ev, "o_msg", 42, F.TYPE_MESSAGE, type_name=".at.Inner", oneof_index=0)
-    _field(ev, "inner", 22, F.TYPE_MESSAGE, type_name=".at.Inner")
-    _field(ev, "inners", 23, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".at.Inner")
-    _field(ev, "color", 24, F.TYPE_ENUM, type_name=".at.Color")
-    _field(ev, "colors", 25, F.TYPE_ENUM, F.LABEL_REPEATED, type_name=".at.Color")
+    add_field(ev, "opt_i32", 20, F.TYPE_INT32, proto3_optional=True, oneof_index=1)
+    add_field(ev, "opt_str", 21, F.TYPE_STRING, proto3_optional=True, oneof_index=2)
+    add_field(ev, "o_int", 40, F.TYPE_INT64, oneof_index=0)
+    add_field(ev, "o_str", 41, F.TYPE_STRING, oneof_index=0)
+    add_field(ev, "o_msg", 42, F.TYPE_MESSAGE, type_name=".at.Inner", oneof_index=0)
+    add_field(ev, "inner", 22, F.TYPE_MESSAGE, type_name=".at.Inner")
+    add_field(ev, "inners", 23, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".at.Inner")
+    add_field(ev, "color", 24, F.TYPE_ENUM, type_name=".at.Color")
+    add_field(ev, "colors", 25, F.TYPE_ENUM, F.LABEL_REPEATED, type_name=".at.Color")
     for i, key in enumerate(_KEY_KINDS):
         entry = ev.nested_type.add(name=f"M{i}Entry")
         entry.options.map_entry = True
-        _field(entry, "key", 1, _SCALAR_TYPES[key])
+        add_field(entry, "key", 1, SCALARS[key])
         if i % 3 == 0:
-            _field(entry, "value", 2, F.TYPE_MESSAGE, type_name=".at.Inner")
+            add_field(entry, "value", 2, F.TYPE_MESSAGE, type_name=".at.Inner")
         elif i % 3 == 1:
-            _field(entry, "value", 2, F.TYPE_ENUM, type_name=".at.Color")
+            add_field(entry, "value", 2, F.TYPE_ENUM, type_name=".at.Color")
         else:
-            _field(entry, "value", 2, F.TYPE_STRING)
-        _field(ev, f"m_{key}", 60 + i, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=f".at.Ev.M{i}Entry")
-    _field(ev, "ts", 80, F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
-    _field(ev, "du", 81, F.TYPE_MESSAGE, type_name=".google.protobuf.Duration")
-    _field(ev, "tss", 82, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".google.protobuf.Timestamp")
-    _field(ev, "empty", 83, F.TYPE_MESSAGE, type_name=".google.protobuf.Empty")
+            add_field(entry, "value", 2, F.TYPE_STRING)
+        add_field(ev, f"m_{key}", 60 + i, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=f".at.Ev.M{i}Entry")
+    add_field(ev, "ts", 80, F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp")
+    add_field(ev, "du", 81, F.TYPE_MESSAGE, type_name=".google.protobuf.Duration")
+    add_field(ev, "tss", 82, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".google.protobuf.Timestamp")
+    add_field(ev, "empty", 83, F.TYPE_MESSAGE, type_name=".google.protobuf.Empty")
     for i, w in enumerate(_WRAPPERS):
-        _field(ev, f"w_{w.lower()}", 90 + i, F.TYPE_MESSAGE, type_name=f".google.protobuf.{w}Value")
+        add_field(ev, f"w_{w.lower()}", 90 + i, F.TYPE_MESSAGE, type_name=f".google.protobuf.{w}Value")
     # refused: each in its own message
     for name, tname in (("HasStruct", "google.protobuf.Struct"), ("HasAny", "google.protobuf.Any"),
                         ("HasValue", "google.protobuf.Value")):
         m = fdp.message_type.add(name=name)
-        _field(m, "x", 1, F.TYPE_MESSAGE, type_name="." + tname)
+        add_field(m, "x", 1, F.TYPE_MESSAGE, type_name="." + tname)
     rec = fdp.message_type.add(name="Node")
-    _field(rec, "v", 1, F.TYPE_INT32)
-    _field(rec, "next", 2, F.TYPE_MESSAGE, type_name=".at.Node")
+    add_field(rec, "v", 1, F.TYPE_INT32)
+    add_field(rec, "next", 2, F.TYPE_MESSAGE, type_name=".at.Node")
     pool.Add(fdp)
     # proto2: explicit presence everywhere, a closed enum
     p2 = descriptor_pb2.FileDescriptorProto(name="arrowtest2.proto", package="at2", syntax="proto2")
@@ -132,15 +120,15 @@ def _build_pool():
     shade.value.add(name="DARK", number=3)
     shade.value.add(name="LIGHT", number=5)
     old = p2.message_type.add(name="Old")
-    _field(old, "i", 1, F.TYPE_INT32)
-    _field(old, "s", 2, F.TYPE_STRING, default_value="dflt")
-    _field(old, "shade", 3, F.TYPE_ENUM, type_name=".at2.Shade")
-    _field(old, "req", 4, F.TYPE_INT64, F.LABEL_REQUIRED)
+    add_field(old, "i", 1, F.TYPE_INT32)
+    add_field(old, "s", 2, F.TYPE_STRING, default_value="dflt")
+    add_field(old, "shade", 3, F.TYPE_ENUM, type_name=".at2.Shade")
+    add_field(old, "req", 4, F.TYPE_INT64, F.LABEL_REQUIRED)
     entry = old.nested_type.add(name="ShadesEntry")
     entry.options.map_entry = True
-    _field(entry, "key", 1, F.TYPE_STRING)
-    _field(entry, "value", 2, F.TYPE_INT32)
-    _field(old, "shades", 5, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".at2.Old.ShadesEntry")
+    add_field(entry, "key", 1, F.TYPE_STRING)
+    add_field(entry, "value", 2, F.TYPE_INT32)
+    add_field(old, "shades", 5, F.TYPE_MESSAGE, F.LABEL_REPEATED, type_name=".at2.Old.ShadesEntry")
     pool.Add(p2)
     return pool
 

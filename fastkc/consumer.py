@@ -223,13 +223,7 @@ class KafkaConsumer:
             self._watch_group()
         state.subscribe(topics, pattern)
         subscribed = set(state.topics or ())
-        if state.pattern is not None:
-            self._client.subscribe_all_topics = True
-            self._client.request_metadata_update(all_topics=True)
-        else:
-            self._client.subscribe_all_topics = False
-            self._client.set_topics(subscribed)
-            self._client.request_metadata_update()
+        self._client.follow_topics(None if state.pattern is not None else subscribed)
         if self._coordinator is not None:
             if state.pattern is not None and hasattr(self._coordinator, "set_pattern"):
                 self._coordinator.set_pattern(state.pattern.pattern)

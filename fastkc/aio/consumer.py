@@ -273,9 +273,8 @@ class AIOKafkaConsumer:
         if self._config["group_id"] is not None:
             group = self._group_driver()
             state.subscribe(names, pattern)
-            if pattern is not None:
-                self._client.subscribe_all_topics = True
-                self._client.request_metadata_update(all_topics=True)
+            if pattern is not None:  # named topics: the group driver asks for them
+                self._client.follow_topics(None)
             self._group_subscription = (names, pattern, listener)
             group.subscribe(topics=names, pattern=pattern, listener=listener)
             if self._started and not self._closed:
@@ -284,13 +283,7 @@ class AIOKafkaConsumer:
             return
         self._listener = listener
         state.subscribe(names, pattern)
-        if pattern is not None:
-            self._client.subscribe_all_topics = True
-            self._client.request_metadata_update(all_topics=True)
-        else:
-            self._client.subscribe_all_topics = False
-            self._client.set_topics(set(names))
-            self._client.request_metadata_update()
+        self._client.follow_topics(None if pattern is not None else set(names))
         self._update_subscribed_assignment()
 
     def _metadata_updated(self) -> None:
@@ -697,13 +690,9 @@ class _AioGroupApp:
                               compile_pattern(pattern))
 
     def request_metadata_for(self, topics: Iterable[str] | None) -> None:
-        client = self._consumer._client
-        if topics is None:
-            client.subscribe_all_topics = True
-            client.request_metadata_update(all_topics=True)
-        else:
-            client.set_topics(set(topics) | {tp.topic for tp in self._consumer._assignment})
-            client.request_metadata_update()
+        consumer = self._consumer
+        consumer._client.follow_topics(
+            None if topics is None else set(topics) | {tp.topic for tp in consumer._assignment})
 
     def hold_for_committed(self, tp: TopicPartition, held: bool = True) -> None:
         self._consumer._machine.hold_for_committed(tp, held)

@@ -361,6 +361,26 @@ class ClusterCoreDriver:
     def subscribe_all_topics(self, value: bool) -> None:
         self.policy.subscribe_all_topics = value
 
+    def set_topics(self, topics: Iterable[str]) -> None:
+        raise NotImplementedError  # each client's: keep exactly `topics`
+
+    def request_metadata_update(self, all_topics: bool = False) -> None:
+        raise NotImplementedError  # each client's: a refresh is wanted
+
+    def follow_topics(self, topics: Iterable[str] | None) -> None:
+        """Keep the metadata a subscription needs, refreshed now: exactly
+        `topics`, or every topic (None: a pattern, whose matches can only be
+        found in all of them; each later refresh asks for all too). The one
+        rule both consumers follow when they subscribe, and when their group
+        asks for its subscription's metadata."""
+        if topics is None:
+            self.subscribe_all_topics = True
+            self.request_metadata_update(all_topics=True)
+        else:
+            self.subscribe_all_topics = False
+            self.set_topics(topics)
+            self.request_metadata_update()
+
     def raise_fatal(self) -> None:
         """Raise (once) an error no retry can fix that a connection or refresh met."""
         self.policy.raise_fatal()

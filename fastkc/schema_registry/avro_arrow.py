@@ -237,15 +237,15 @@ class _PlanCompiler(ColumnTree):
             for i in range(n):
                 target, reader_branch = code[pc + 2 + 2 * i], code[pc + 3 + 2 * i]
                 if target >= 0:
-                    index = reader_branch if reader_branch >= 0 else i  # a writer-only program: itself
-                    branch = t.branches[index] if t.kind == "union" else t
-                    column = self.columns[cid][_FIRST] + index if dense else cid
+                    which = reader_branch if reader_branch >= 0 else i  # a writer-only program: itself
+                    branch = t.branches[which] if t.kind == "union" else t
+                    column = self.columns[cid][_FIRST] + which if dense else cid
                     self.steps[sid + 3 + i] = self.value_step(target, branch, column, w.branches[i])
             return sid
         if _dense(t):  # a writer type the program resolved to one branch of the reader's union
-            index = s.best_branch(w, t.branches)
+            which = s.best_branch(w, t.branches)
             sid = self.reserve([pc, cid], 1)
-            self.steps[sid + 3] = self.value_step(pc, t.branches[index], self.columns[cid][_FIRST] + index, w)
+            self.steps[sid + 3] = self.value_step(pc, t.branches[which], self.columns[cid][_FIRST] + which, w)
             return sid
         if t.kind == "union":  # a reader union the program resolved to one branch
             is_null = op == s.OP_SCALAR and code[pc + 1] == s.W_NULL

@@ -472,7 +472,9 @@ static int aa_step(aa_run *r, int64_t sid)
         return aa_const(r, s, c);
     const int64_t *kids = s + 3;
     const int32_t *op = r->p->code + s[0];
-    if (c->layout == FKC_TC_DENSE_UNION) /* a writer union's branch (phase 1 refused one with no step), or the one */
+    /* a reader union: the writer union's branch the tape names (phase 1 refused
+     * one without a step), or the one branch a writer type resolved to */
+    if (c->layout == FKC_TC_DENSE_UNION)
         return aa_union(r, c, op[0] == FKC_AVRO_OP_UNION ? kids[aa_next(r)] : kids[0]);
     switch (op[0]) {
     case FKC_AVRO_OP_SCALAR:

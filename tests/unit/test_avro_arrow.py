@@ -762,6 +762,27 @@ def test_a_plan_is_set_once_and_checked_against_its_program():
     fresh.set_arrow_plan(plan.columns, plan.steps, plan.strings, plan.root_step)  # a refused plan left nothing set
 
 
+def test_a_union_column_that_is_nullable_or_renumbers_its_children_is_refused():
+    program, plan = _plan_for(["null", "int", "string"])
+    Decoder = compiled_decoder_class()
+
+    def accepted(columns, strings):
+        try:
+            Decoder(program.code, program.consts).set_arrow_plan(columns, plan.steps, strings, plan.root_step)
+        except ValueError:
+            return False
+        return True
+
+    assert plan.columns[:1] == [16] and accepted(plan.columns, plan.strings)  # column 0: the dense union
+    assert not accepted([plan.columns[0], 1] + plan.columns[2:], plan.strings)  # a validity it does not have
+    assert plan.strings.count(b"+ud:0,1,2\0") == 1
+    for other in (b"+ud:1,0,2", b"+ud:0,1,3", b"+ud:0,2,1", b"+ud:0,1", b"+us:0,1,2", b"+ud:0,1,"):
+        changed = plan.strings.replace(b"+ud:0,1,2\0", other.ljust(10, b"\0"))  # the same length: offsets stay
+        assert not accepted(plan.columns, changed), other
+    # one column fewer under it: the format names three children
+    assert not accepted(plan.columns[:5] + [2] + plan.columns[6:], plan.strings)
+
+
 def test_every_word_of_a_plan_changed_is_refused_or_builds_a_valid_array():
     schema = {"type": "record", "name": "H", "fields": [
         {"name": "n", "type": ["null", {"type": "record", "name": "In", "fields": [

@@ -109,6 +109,26 @@ static int aa_check_field(aa_checker *k, int64_t owner, const int64_t *col, int6
     return aa_check_step(k, sid, pc, target, depth + 1);
 }
 
+/* The column step `sid` writes when that is a child of the dense union
+ * `col`, else -1 (the step itself is checked by the caller). */
+static int64_t aa_union_child(const aa_checker *k, const int64_t *col, int64_t sid)
+{
+    const fkc_avro_arrow_plan *p = k->p;
+    if (sid < 0 || (uint64_t)sid >= p->steps_len - 1)
+        return -1;
+    int64_t target = p->steps[sid + 1];
+    return target >= col[C_FIRST] && target < col[C_FIRST] + col[C_COUNT] ? target : -1;
+}
+
+/* A step on a dense union `col` (pc: the program op, -1 a constant): its
+ * one child step writes the row's value into one of the union's children,
+ * so every union row points at exactly one child row. */
+static int aa_check_union_kid(aa_checker *k, const int64_t *col, int64_t kid, int64_t pc, int depth)
+{
+    int64_t child = aa_union_child(k, col, kid);
+    return child >= 0 && aa_check_step(k, kid, pc, child, depth + 1);
+}
+
 static int aa_check_const(aa_checker *k, int64_t sid, const int64_t *s, const int64_t *col, int depth)
 {
     const fkc_avro_arrow_plan *p = k->p;
@@ -155,6 +175,8 @@ static int aa_check_const(aa_checker *k, int64_t sid, const int64_t *s, const in
             if (!aa_check_field(k, sid, col, kids[i], -1, depth))
                 return 0;
         return 1;
+    case FKC_TC_DENSE_UNION: /* a default of one branch: a constant on that child */
+        return len == 0 && n == 1 && aa_check_union_kid(k, col, kids[0], -1, depth);
     case FKC_TC_LIST:
     case FKC_TC_MAP: {
         if (len != 0)
@@ -201,6 +223,22 @@ static int aa_check_step(aa_checker *k, int64_t sid, int64_t pc, int64_t column,
         return aa_check_const(k, sid, s, col, depth);
     const int32_t *op = p->code + pc;
     int64_t layout = col[C_LAYOUT];
+    if (layout == FKC_TC_DENSE_UNION) {
+        /* a reader union: a writer union's branches each write the child of
+         * the reader branch it resolved to (-1: a branch phase 1 refuses);
+         * any other writer type resolved to one reader branch, whose child
+         * a step of the same op writes */
+        if (op[0] != FKC_AVRO_OP_UNION)
+            return n == 1 && aa_check_union_kid(k, col, kids[0], pc, depth);
+        if (n != op[1])
+            return 0;
+        for (int32_t i = 0; i < op[1]; i++) {
+            int32_t target = op[2 + 2 * i];
+            if (target < 0 ? kids[i] != -1 : !aa_check_union_kid(k, col, kids[i], target, depth))
+                return 0;
+        }
+        return 1;
+    }
     switch (op[0]) {
     case FKC_AVRO_OP_SCALAR:
         return n == 0 && aa_scalar_fits(op, col);
@@ -370,6 +408,14 @@ static int aa_map_key(aa_run *r, fkc_tc_col *entries, const uint8_t *key, size_t
     return fkc_tc_put_bytes(r->s, fkc_tc_child(r->s, entries, 0), key, len);
 }
 
+/* A dense union row whose value step `kid` writes into one of its children
+ * (the plan check proved the child is one of c's). */
+static int aa_union(aa_run *r, fkc_tc_col *c, int64_t kid)
+{
+    size_t child = (size_t)r->p->steps[kid + 1] - c->first;
+    return fkc_tc_union_row(r->s, c, child) && aa_step(r, kid);
+}
+
 static int aa_const(aa_run *r, const int64_t *s, fkc_tc_col *c)
 {
     int64_t n = s[5];
@@ -411,6 +457,8 @@ static int aa_const(aa_run *r, const int64_t *s, fkc_tc_col *c)
         }
         return aa_nested_end(r, c);
     }
+    case FKC_TC_DENSE_UNION:
+        return aa_union(r, c, kids[0]);
     default: /* fixed widths */
         return fkc_tc_put_fixed(r->s, c, bytes);
     }
@@ -424,6 +472,10 @@ static int aa_step(aa_run *r, int64_t sid)
         return aa_const(r, s, c);
     const int64_t *kids = s + 3;
     const int32_t *op = r->p->code + s[0];
+    /* a reader union: the writer union's branch the tape names (phase 1 refused
+     * one without a step), or the one branch a writer type resolved to */
+    if (c->layout == FKC_TC_DENSE_UNION)
+        return aa_union(r, c, op[0] == FKC_AVRO_OP_UNION ? kids[aa_next(r)] : kids[0]);
     switch (op[0]) {
     case FKC_AVRO_OP_SCALAR:
         return aa_scalar(r, op, c);

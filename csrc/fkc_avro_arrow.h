@@ -17,11 +17,20 @@
  *                offset, length, n, child step * n] writes a default (the
  *                column's bytes at strings[offset, offset + length), its
  *                items or its fields). A child step comes after its parent.
+ *                A step on a dense union column (a reader union of several
+ *                types) writes its value through a child step on one of
+ *                the union's children: a writer union's step has one child
+ *                step per writer branch, each on the child of the reader
+ *                branch it resolves to; any other op's step (a writer type
+ *                resolved to one reader branch) has one child step, the
+ *                same op on that branch's child; a constant has one child
+ *                constant.
  *     fkc_avro_arrow_check() proves the tree well-formed (fkc_tc_check_tree)
  *     and the steps in agreement with their program (every pc the
  *     program's own operand, every column kind able to hold the op's
  *     values, map keys utf8, a struct's children each written once per
- *     row, constants inside the blob and UTF-8 where Arrow wants it), so a
+ *     row, a union's child steps on its children, constants inside the
+ *     blob and UTF-8 where Arrow wants it), so a
  *     wrong plan is refused instead of building a corrupt array or reading
  *     out of bounds.
  *   - The sink trusts the tape (phase 1 of the same call wrote it) and

@@ -156,6 +156,19 @@ static int tc_format_fits(const int64_t *col, const char *format)
         return strcmp(format, "+l") == 0;
     case FKC_TC_MAP:
         return strcmp(format, "+m") == 0;
+    case FKC_TC_DENSE_UNION: { /* "+ud:0,1,...,n-1": type id i is child i, which the sinks rely on */
+        const char *p = format;
+        if (strncmp(p, "+ud:", 4) != 0)
+            return 0;
+        p += 3;
+        for (int64_t i = 0; i < col[C_COUNT]; i++) {
+            const char *sep = i == 0 ? ":" : ",";
+            if (!tc_number_after(p, sep, i, i, &rest))
+                return 0;
+            p = rest;
+        }
+        return *p == 0;
+    }
     default: /* FKC_TC_DICT: int32 indices */
         return strcmp(format, "i") == 0;
     }
@@ -205,6 +218,9 @@ int fkc_tc_check_tree(const fkc_tc_tree *p)
         }
         case FKC_TC_FIXED_BINARY:
             ok = count == 0 && col[C_P0] >= 0 && col[C_P0] <= INT32_MAX;
+            break;
+        case FKC_TC_DENSE_UNION: /* no validity bitmap to be nullable with; type ids are int8 */
+            ok = count >= 1 && count <= FKC_TC_MAX_UNION && col[C_NULLABLE] == 0;
             break;
         case FKC_TC_DECIMAL:
             ok = count == 0 && (col[C_P0] == 16 || col[C_P0] == 32) && fkc_tc_span(p, col[C_P1], col[C_P0]);
@@ -278,6 +294,9 @@ static int tc_grow_rows_to(fkc_tc_set *s, fkc_tc_col *c, size_t cap)
         size_t old = c->cap ? (c->cap + 1) * 4 : 0;
         if (cap > SIZE_MAX / 4 - 1 || !tc_regrow(&c->values, old, (cap + 1) * 4))
             return tc_nomem(s);
+    } else if (c->layout == FKC_TC_DENSE_UNION) { /* cap type ids, cap offsets */
+        if (cap > SIZE_MAX / 4 || !tc_regrow(&c->values, c->cap, cap) || !tc_regrow(&c->data, c->cap * 4, cap * 4))
+            return tc_nomem(s);
     } else if (c->width > 0) {
         if (cap > SIZE_MAX / c->width || !tc_regrow(&c->values, c->cap * c->width, cap * c->width))
             return tc_nomem(s);
@@ -343,6 +362,17 @@ int fkc_tc_fill(fkc_tc_set *r, fkc_tc_col *c)
         c->len++;
         c->nulls++;
         return 1;
+    }
+    if (c->layout == FKC_TC_DENSE_UNION) {
+        /* no validity of its own: a row of its null child when it has one,
+         * else of its first child (filled the same way) */
+        size_t branch = 0;
+        for (size_t i = 0; i < c->count; i++)
+            if (fkc_tc_child(r, c, i)->layout == FKC_TC_NULL) {
+                branch = i;
+                break;
+            }
+        return fkc_tc_union_row(r, c, branch) && fkc_tc_fill(r, fkc_tc_child(r, c, branch));
     }
     if (!fkc_tc_grow_rows(r, c))
         return 0;
@@ -576,6 +606,11 @@ static int tc_export_array(const fkc_tc_tree *p, fkc_tc_col *cols, struct ArrowA
             break;
         case FKC_TC_STRUCT:
             a->n_buffers = 1;
+            break;
+        case FKC_TC_DENSE_UNION: /* the C data interface's dense union: type ids, offsets (no validity slot) */
+            a->n_buffers = 2;
+            buf[0] = values;
+            buf[1] = col->data != NULL ? (const void *)col->data : (const void *)tc_zeros;
             break;
         case FKC_TC_BINARY:
         case FKC_TC_UTF8:

@@ -31,7 +31,12 @@
  *     failed allocation is FKC_TC_NOMEM. The walker writes rows with the
  *     inline helpers below; a struct row is fkc_tc_begin + len++ followed by
  *     exactly one row in each child; a list/map row is fkc_tc_begin, its
- *     items in the child, then fkc_tc_end_nested.
+ *     items in the child, then fkc_tc_end_nested; a dense union row is
+ *     fkc_tc_union_row(type id) followed by exactly one row in that child.
+ *     A dense union has no validity bitmap (Arrow's unions have none: a
+ *     null is a row of its null child), so its nullable word must be 0;
+ *     its format is "+ud:0,1,...,n-1" for its n children (type id = child
+ *     index).
  *   - fkc_tc_finish() exports the array and schema, which own copies of
  *     everything they point at (the caller's payloads, tapes and plan may go
  *     right after); each node's release frees its part, and the last one
@@ -55,6 +60,7 @@ extern "C" {
 #define FKC_TC_COL_WIDTH 9
 #define FKC_TC_MAX_ROWS ((size_t)INT32_MAX) /* per column: every int32 offset fits */
 #define FKC_TC_MAX_DEPTH 4096               /* columns nest at most this deep */
+#define FKC_TC_MAX_UNION 127                /* a union's children: Arrow's type ids are int8, 0..127 */
 
 /* Column layouts: which buffers a column has and which values it takes. */
 enum {
@@ -74,7 +80,9 @@ enum {
     FKC_TC_DICT = 13,        /* validity, int32 indices; the dictionary (utf8) from p0..p2 */
     FKC_TC_UINT32 = 14,      /* validity, uint32 */
     FKC_TC_UINT64 = 15,      /* validity, uint64 */
-    FKC_TC_LAYOUT_MAX = 15
+    FKC_TC_DENSE_UNION = 16, /* no validity (Arrow's unions have none): int8 type ids, int32 offsets; children
+                                (type id i is child i; at most FKC_TC_MAX_UNION) */
+    FKC_TC_LAYOUT_MAX = 16
 };
 
 /* Column words */
@@ -108,8 +116,10 @@ typedef struct fkc_tc_col {
     size_t len, cap;   /* rows */
     int64_t nulls;
     uint8_t *validity; /* cap bits (nullable columns) */
-    uint8_t *values;   /* cap * width bytes, cap bits (BOOL) or cap + 1 int32 offsets */
-    uint8_t *data;     /* BINARY, UTF8 */
+    uint8_t *values;   /* cap * width bytes, cap bits (BOOL), cap + 1 int32 offsets, or cap int8 type ids
+                          (DENSE_UNION) */
+    uint8_t *data;     /* BINARY, UTF8 (data_len, data_cap bytes); DENSE_UNION: cap int32 offsets, one per
+                          row (not cap + 1: a union's offsets point at single child rows) */
     size_t data_len, data_cap;
     size_t first, count; /* children */
     const int64_t *plan; /* its words in the tree */
@@ -211,6 +221,19 @@ static inline int fkc_tc_put_fixed(fkc_tc_set *s, fkc_tc_col *c, const void *val
         return 0;
     if (c->width > 0) /* a fixed of size 0 has no buffer to copy into */
         memcpy(c->values + c->len * c->width, value, c->width);
+    c->len++;
+    return 1;
+}
+
+/* A dense union row whose value is the next row of child `type_id` (< c->count),
+ * which the caller writes right after. */
+static inline int fkc_tc_union_row(fkc_tc_set *s, fkc_tc_col *c, size_t type_id)
+{
+    if (!fkc_tc_begin(s, c))
+        return 0;
+    size_t at = fkc_tc_child(s, c, type_id)->len; /* <= INT32_MAX: every column's length is */
+    c->values[c->len] = (uint8_t)type_id;
+    ((int32_t *)(void *)c->data)[c->len] = (int32_t)at;
     c->len++;
     return 1;
 }

@@ -28,6 +28,9 @@ MAP = 12
 DICT = 13
 UINT32 = 14
 UINT64 = 15
+DENSE_UNION = 16  # int8 type ids (type id i = child i), int32 offsets; no validity
+
+MAX_UNION_CHILDREN = 127  # Arrow's type ids are int8
 
 COL_WIDTH = 9  # [layout, nullable, name, format, first child, children, p0, p1, p2]
 FIRST, COUNT = 4, 5

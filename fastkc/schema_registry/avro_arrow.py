@@ -14,21 +14,31 @@ together with its reader schema and writes two flat int64 lists and a blob:
       bytes -> binary           string -> utf8         fixed -> fixed_size_binary
       enum -> dictionary<int32, utf8> (the reader's symbols, in order)
       [null, T] / [T, null] -> T, nullable; [null] -> null
+      any other union -> dense_union, one child per branch in the union's
+        order (null -> a null child), type code = branch index, each child
+        named after its branch's type (a named type's full name)
       date -> date32, time-millis -> time32[ms], time-micros -> time64[us],
       timestamp-* -> timestamp[unit, UTC], local-timestamp-* -> timestamp[unit],
       decimal -> decimal128(p, s) (decimal256 past 38 digits), uuid -> utf8
 
-  A type that is not a union is a non-nullable field; a union with null is
-  nullable. Other unions and recursive types have no Arrow mapping here:
+  A type that is not a union is a non-nullable field; a union of null and
+  one type is nullable; a dense union is a non-nullable field (Arrow's
+  unions have no validity: a null is a row of its null child). Recursive
+  types and unions of more than 127 branches have no Arrow mapping here:
   AvroArrowUnsupportedError, before anything is decoded.
 
 - steps: how the program's values land in those columns (one step per
   value position: a record's writer fields, a union's writer branches, an
-  array's items), and constant steps for the reader's defaults.
+  array's items), and constant steps for the reader's defaults. A value
+  whose reader type is a dense union goes through a step on the union's
+  column whose child step writes the branch's child (csrc/fkc_avro_arrow.h).
 
 The types follow the reader schema (the program already resolved writer to
 reader: promotions, skipped fields, defaults, enum and union mapping); the
-logical type that names a column's Arrow type is the reader's.
+logical type that names a column's Arrow type is the reader's. A writer
+type read as a reader union lands in the branch the program resolved it to
+(avro_schema.best_branch: Avro Java's rule, an exact match before a
+promotion, where the spec and fastavro take the first match).
 """
 from __future__ import annotations
 
@@ -43,6 +53,7 @@ from fastkc.schema_registry.arrow_columns import (
     BINARY,
     BOOL,
     DECIMAL,
+    DENSE_UNION,
     DICT,
     FIXED_BINARY,
     FLOAT32,
@@ -51,6 +62,7 @@ from fastkc.schema_registry.arrow_columns import (
     INT64,
     LIST,
     MAP,
+    MAX_UNION_CHILDREN,
     NULL,
     STRUCT,
     UTF8,
@@ -88,7 +100,7 @@ def compile_plan(program: s.Program) -> ArrowPlan:
     c = _PlanCompiler(program)
     root = c.new_column()
     c.fill(root, program.reader, "", ())
-    step = c.value_step(program.root, program.reader, root)
+    step = c.value_step(program.root, program.reader, root, program.writer)
     return ArrowPlan(c.flat(), c.steps, bytes(c.strings), step)
 
 
@@ -96,18 +108,32 @@ def _describe(t: s.AvroType) -> str:
     return repr(t.name) if t.name else t.kind
 
 
+def _dense(t: s.AvroType) -> bool:
+    """Whether `t` is a union of two or more types besides null (a dense union column)."""
+    return t.kind == "union" and sum(b.kind != "null" for b in t.branches) > 1
+
+
 def _nullable_branch(t: s.AvroType) -> tuple[s.AvroType, bool]:
     """A union's one non-null branch (null: [null] alone) and whether null is
-    a branch; any other type as itself."""
+    a branch; any other type (not a dense union) as itself."""
     if t.kind != "union":
         return t, False
     others = [b for b in t.branches if b.kind != "null"]
-    if len(others) > 1:
-        raise AvroArrowUnsupportedError(
-            f"Avro schema: the union [{', '.join(_describe(b) for b in t.branches)}] has no Arrow mapping yet "
-            "(only a union of null and one type does: dense unions are not supported)"
-        )
     return (others[0] if others else _NULL_TYPE), len(others) < len(t.branches)
+
+
+def _branch_names(t: s.AvroType) -> list[str]:
+    """A dense union's child names: each branch's Avro type name (a named
+    type's full name), made unique with a suffix when two coincide."""
+    names: list[str] = []
+    for b in t.branches:
+        base = b.name or b.kind
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}_{n}"
+        names.append(name)
+    return names
 
 
 class _PlanCompiler(ColumnTree):
@@ -135,6 +161,15 @@ class _PlanCompiler(ColumnTree):
             self.fill(child, t, name, stack)
 
     def fill(self, cid: int, t: s.AvroType, name: str, stack: tuple[s.AvroType, ...]) -> None:
+        if _dense(t):
+            n = len(t.branches)
+            if n > MAX_UNION_CHILDREN:
+                raise AvroArrowUnsupportedError(
+                    f"Avro schema: the union [{', '.join(_describe(b) for b in t.branches)}] has {n} branches, "
+                    f"more than an Arrow union's {MAX_UNION_CHILDREN}")
+            self.set_column(cid, DENSE_UNION, False, name, "+ud:" + ",".join(str(i) for i in range(n)))
+            self.children(cid, list(zip(_branch_names(t), t.branches)), stack)
+            return
         t, nullable = _nullable_branch(t)
         params = [0, 0, 0]
         kind = t.kind
@@ -190,22 +225,27 @@ class _PlanCompiler(ColumnTree):
         self.steps += head + [n] + [-1] * n
         return sid
 
-    def value_step(self, pc: int, t: s.AvroType, cid: int) -> int:
-        """The step reading the program's value at `pc` (reader type `t`) into
-        column `cid`."""
+    def value_step(self, pc: int, t: s.AvroType, cid: int, w: s.AvroType) -> int:
+        """The step reading the program's value at `pc` (reader type `t`,
+        writer type `w`) into column `cid`."""
         code = self.code
         op = code[pc]
-        if op == s.OP_UNION:  # a writer union: each branch writes this same column
+        if op == s.OP_UNION:  # a writer union: each branch writes this column, or its branch's child
             n = code[pc + 1]
             sid = self.reserve([pc, cid], n)
+            dense = _dense(t)
             for i in range(n):
                 target, reader_branch = code[pc + 2 + 2 * i], code[pc + 3 + 2 * i]
                 if target >= 0:
-                    if t.kind != "union":
-                        branch = t
-                    else:  # a writer-only program reads each branch as itself
-                        branch = t.branches[reader_branch if reader_branch >= 0 else i]
-                    self.steps[sid + 3 + i] = self.value_step(target, branch, cid)
+                    which = reader_branch if reader_branch >= 0 else i  # a writer-only program: itself
+                    branch = t.branches[which] if t.kind == "union" else t
+                    column = self.columns[cid][_FIRST] + which if dense else cid
+                    self.steps[sid + 3 + i] = self.value_step(target, branch, column, w.branches[i])
+            return sid
+        if _dense(t):  # a writer type the program resolved to one branch of the reader's union
+            which = s.best_branch(w, t.branches)
+            sid = self.reserve([pc, cid], 1)
+            self.steps[sid + 3] = self.value_step(pc, t.branches[which], self.columns[cid][_FIRST] + which, w)
             return sid
         if t.kind == "union":  # a reader union the program resolved to one branch
             is_null = op == s.OP_SCALAR and code[pc + 1] == s.W_NULL
@@ -214,14 +254,14 @@ class _PlanCompiler(ColumnTree):
         if op in (s.OP_SCALAR, s.OP_ENUM):
             return self.reserve([pc, cid], 0)
         if op == s.OP_ARRAY:
-            assert t.items is not None
+            assert t.items is not None and w.items is not None
             sid = self.reserve([pc, cid], 1)
-            self.steps[sid + 3] = self.value_step(code[pc + 1], t.items, first)
+            self.steps[sid + 3] = self.value_step(code[pc + 1], t.items, first, w.items)
             return sid
         if op == s.OP_MAP:
-            assert t.values is not None
+            assert t.values is not None and w.values is not None
             sid = self.reserve([pc, cid], 1)
-            self.steps[sid + 3] = self.value_step(code[pc + 1], t.values, self.columns[first][_FIRST] + 1)
+            self.steps[sid + 3] = self.value_step(code[pc + 1], t.values, self.columns[first][_FIRST] + 1, w.values)
             return sid
         nfields, ndefaults = code[pc + 1], code[pc + 2]
         sid = self.reserve([pc, cid], nfields + ndefaults)
@@ -230,7 +270,7 @@ class _PlanCompiler(ColumnTree):
             field_pc, key = code[pc + 4 + 2 * i], code[pc + 5 + 2 * i]
             if key >= 0:  # a skipped writer field writes nothing
                 k = index[self.consts[key]]
-                self.steps[sid + 3 + i] = self.value_step(field_pc, t.fields[k].type, first + k)
+                self.steps[sid + 3 + i] = self.value_step(field_pc, t.fields[k].type, first + k, w.fields[i].type)
         at = pc + 4 + 2 * nfields
         for j in range(ndefaults):
             key, default = code[at + 2 * j], code[at + 2 * j + 1]
@@ -242,6 +282,8 @@ class _PlanCompiler(ColumnTree):
 
     def const_step(self, value: Any, t: s.AvroType, cid: int, where: str) -> int:
         """A step writing the JSON default `value` of reader type `t`."""
+        if _dense(t):
+            return self.union_const_step(value, t, cid, where)
         branch, nullable = _nullable_branch(t)
         if value is None and (nullable or branch.kind == "null"):
             return self.reserve([-1, cid, 1, 0, 0], 0)
@@ -277,6 +319,22 @@ class _PlanCompiler(ColumnTree):
         except (ValueError, TypeError, struct.error, OverflowError, UnicodeError) as e:
             raise AvroSchemaError(f"Avro schema: the default of {where} does not fit its type: {e}") from None
         return self.reserve([-1, cid, 0, self.blob(data), len(data)], 0)
+
+    def union_const_step(self, value: Any, t: s.AvroType, cid: int, where: str) -> int:
+        """A dense union's default: a constant of the first branch it fits
+        (the spec has it match the first branch; a later one is taken as
+        readers that accept any branch do)."""
+        sid = self.reserve([-1, cid, 0, 0, 0], 1)
+        mark = len(self.steps)
+        first = self.columns[cid][_FIRST]
+        for i, branch in enumerate(t.branches):
+            try:
+                self.steps[sid + 6] = self.const_step(value, branch, first + i, where)
+                return sid
+            except AvroSchemaError:
+                del self.steps[mark:]  # the steps of a branch it did not fit
+        raise AvroSchemaError(f"Avro schema: the default of {where} does not fit its type: "
+                              f"{value!r} fits no branch of the union")
 
     @staticmethod
     def scalar_bytes(value: Any, t: s.AvroType) -> bytes:

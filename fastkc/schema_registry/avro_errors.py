@@ -23,8 +23,8 @@ class AvroDecodeError(PayloadReadError):
 
 
 class AvroArrowUnsupportedError(AvroSchemaError):
-    """A reader schema with a type that has no Arrow mapping yet (a union of
-    several non-null types, a recursive record, a decimal of more than 76
+    """A reader schema with a type that has no Arrow mapping (a recursive
+    record, a union of more than 127 branches, a decimal of more than 76
     digits): raised when the Arrow plan is compiled, before any payload is
     decoded (docs/guide/schema-registry-arrow.md lists the mapping)."""
 

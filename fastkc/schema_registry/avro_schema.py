@@ -405,7 +405,7 @@ def _matches(w: AvroType, r: AvroType, promote: bool = True) -> bool:
     return _matches(w.values, r.values, promote)
 
 
-def _best_branch(w: AvroType, branches: tuple[AvroType, ...]) -> int:
+def best_branch(w: AvroType, branches: tuple[AvroType, ...]) -> int:
     """The reader union branch a writer type resolves to: the first that
     matches without a promotion, else the first that matches with one (Avro
     Java's rule; fastavro takes the first match either way, so a writer's
@@ -504,7 +504,7 @@ class _Compiler:
         if r is None:
             r_eff = w
         elif r.kind == "union" and w.kind != "union":
-            best = _best_branch(w, r.branches)
+            best = best_branch(w, r.branches)
             if best < 0:
                 raise _fail(f"writer type {self.describe(w)} matches no branch of the reader's union")
             pc = self.compile(w, r.branches[best])
@@ -560,7 +560,7 @@ class _Compiler:
         if r is None:
             return self.compile(b, None), -1
         if r.kind == "union":
-            index = _best_branch(b, r.branches)
+            index = best_branch(b, r.branches)
             candidate = r.branches[index] if index >= 0 else None
         else:
             index, candidate = -1, r if _matches(b, r) else None

@@ -29,7 +29,10 @@ Arrow types the decoder gives (docs/guide/schema-registry-arrow.md) are
 mapped to what Spark's columns hold (`spark_arrow_type`): enums become
 strings, time-of-day its integer, timestamps microseconds, fixed binary,
 unsigned 32-bit integers long, unsigned 64-bit decimal(20, 0), durations
-day-time intervals (microseconds).
+day-time intervals (microseconds), and an Avro union of several types (a
+dense union: Spark's Arrow has no unions) spark-avro's struct of `member0`,
+`member1`, ... (the branches besides null, in order, each nullable, the one
+the row took set; the struct null where the row took null).
 A type Spark cannot hold (a decimal of more than 38 digits) is an error at
 planning.
 """
@@ -142,16 +145,31 @@ def avro_arrow_type(schema_json: str) -> Any:
         raise SparkFormatError("the Avro reader schema cannot be a Spark column: {0}".format(exc)) from exc
 
 
+def _union_with_null(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_union(t) and any(pa.types.is_null(f.type) for f in t))
+
+
+def _spark_nullable(field: Any) -> bool:
+    """A field's Spark nullability: a union with a null branch is a nullable
+    struct there (spark-avro's), though Arrow's unions are never null."""
+    return bool(field.nullable or _union_with_null(field.type))
+
+
 def spark_arrow_type(t: Any) -> Any:
     """`t` (a decoder's Arrow type) as the Arrow type of a Spark column."""
     import pyarrow as pa
 
+    if pa.types.is_union(t):  # spark-avro's shape for a union of several types
+        members = [f for f in t if not pa.types.is_null(f.type)]
+        return pa.struct([pa.field(f"member{i}", spark_arrow_type(f.type), True) for i, f in enumerate(members)])
     if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, spark_arrow_type(f.type), f.nullable) for f in t])
+        return pa.struct([pa.field(f.name, spark_arrow_type(f.type), _spark_nullable(f)) for f in t])
     if pa.types.is_map(t):
-        return pa.map_(t.key_type, pa.field("value", spark_arrow_type(t.item_type), t.item_field.nullable))
+        return pa.map_(t.key_type, pa.field("value", spark_arrow_type(t.item_type), _spark_nullable(t.item_field)))
     if pa.types.is_list(t):
-        return pa.list_(pa.field("element", spark_arrow_type(t.value_type), t.value_field.nullable))
+        return pa.list_(pa.field("element", spark_arrow_type(t.value_type), _spark_nullable(t.value_field)))
     if pa.types.is_dictionary(t):
         return spark_arrow_type(t.value_type)  # an enum: its symbol, as Spark's from_avro gives it
     if pa.types.is_fixed_size_binary(t):
@@ -178,12 +196,66 @@ def spark_arrow_type(t: Any) -> Any:
 
 def to_spark_column(column: Any, target: Any) -> Any:
     """A decoded column cast to its Spark-ready type (timestamps in
-    nanoseconds are truncated to microseconds, as Spark truncates them)."""
+    nanoseconds are truncated to microseconds, as Spark truncates them).
+    A column with a dense union in it is rebuilt around each union, which
+    becomes spark-avro's member struct (Arrow casts no union)."""
     import pyarrow.compute as pc
 
     if column.type == target:
         return column
+    if _has_union(column.type):
+        return _rebuilt(column, target)
     return pc.cast(column, target, safe=False)
+
+
+def _has_union(t: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_union(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_union(f.type) for f in t)
+    if pa.types.is_list(t):
+        return _has_union(t.value_type)
+    return bool(pa.types.is_map(t) and _has_union(t.item_type))
+
+
+def _rebuilt(column: Any, target: Any) -> Any:
+    """`column` as `target` (spark_arrow_type of its type), nested arrays
+    rebuilt and the leaves cast: a cast of a nested array would refuse the
+    nulls that a union's member struct has in its non-nullable children,
+    under rows that took another branch (never read)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = column.type
+    if not _has_union(t):
+        return column if t == target else pc.cast(column, target, safe=False)
+    mask = column.is_null() if column.null_count else None
+    if pa.types.is_union(t):
+        # from the buffers: pyarrow's type_codes and offsets leave out a slice's offset
+        buffers, n, at = column.buffers(), len(column), column.offset
+        codes = pa.Array.from_buffers(pa.int8(), n, [None, buffers[1]], offset=at)
+        offsets = pa.Array.from_buffers(pa.int32(), n, [None, buffers[2]], offset=at)
+        members: list[Any] = []
+        null_rows = None
+        for i, f in enumerate(t):
+            code = pa.scalar(t.type_codes[i], pa.int8())
+            if pa.types.is_null(f.type):
+                null_rows = pc.equal(codes, code)
+                continue
+            child = _rebuilt(column.field(i), target.field(len(members)).type)
+            # the rows that took this branch: their value in the child; the others null
+            members.append(child.take(pc.if_else(pc.equal(codes, code), offsets, pa.scalar(None, pa.int32()))))
+        return pa.StructArray.from_arrays(members, fields=list(target), mask=null_rows)
+    if pa.types.is_struct(t):
+        children = [_rebuilt(column.field(i), target.field(i).type) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if pa.types.is_list(t):
+        return pa.ListArray.from_arrays(column.offsets, _rebuilt(column.values, target.value_type), type=target,
+                                        mask=mask)
+    return pa.MapArray.from_arrays(column.offsets, _rebuilt(column.keys, target.key_type),
+                                   _rebuilt(column.items, target.item_type), type=target, mask=mask)
 
 
 def parse_formats(params: Mapping[str, str], topics: tuple[str, ...],

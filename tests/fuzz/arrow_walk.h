@@ -13,7 +13,11 @@
  * starting at 0 and never decreasing, their end inside the child (lists,
  * maps) or read whole (binary, utf8); utf8 rows valid; a struct's children
  * each exactly as long as it; a map's child a two-field struct without
- * nulls in its keys; dictionary indices inside the dictionary.
+ * nulls in its keys; dictionary indices inside the dictionary; a dense
+ * union's type codes (from "+ud:...") distinct, one per child, in int8's
+ * range, no validity buffer (C data interface: type ids and offsets only),
+ * every row's type id one of them and its offset inside that child, each
+ * child's offsets increasing (a child row belongs to one union row).
  */
 #ifndef FKC_ARROW_WALK_H
 #define FKC_ARROW_WALK_H
@@ -88,6 +92,40 @@ static int32_t aw_offsets(const struct ArrowArray *a)
     return o[a->length];
 }
 
+static void aw_walk(const struct ArrowArray *a, const struct ArrowSchema *s, int depth);
+
+/* A dense union ("+ud:<codes>"): see the contract above. */
+static void aw_dense_union(const struct ArrowArray *a, const struct ArrowSchema *s, int depth)
+{
+    int64_t n = a->length, kids = a->n_children;
+    int child_of[128]; /* type code -> child index, -1: not a code */
+    int64_t last[128]; /* per child: the offset of its latest row */
+    for (int i = 0; i < 128; i++)
+        child_of[i] = -1;
+    CHECK(kids >= 1 && kids <= 128 && a->n_buffers == 2 && a->null_count == 0 && a->dictionary == NULL);
+    const char *p = s->format + 4;
+    for (int64_t k = 0; k < kids; k++) {
+        char *end = NULL;
+        long code = strtol(p, &end, 10);
+        CHECK(end != p && code >= 0 && code <= 127 && child_of[code] == -1);
+        CHECK(*end == (k + 1 == kids ? '\0' : ','));
+        child_of[code] = (int)k;
+        last[k] = -1;
+        p = end + 1;
+    }
+    const int8_t *types = a->buffers[0];
+    const int32_t *offsets = a->buffers[1];
+    CHECK(n == 0 || (types != NULL && offsets != NULL));
+    for (int64_t i = 0; i < n; i++) {
+        CHECK(types[i] >= 0 && child_of[types[i]] >= 0);
+        int k = child_of[types[i]];
+        CHECK(a->children[k] != NULL && offsets[i] > last[k] && offsets[i] < a->children[k]->length);
+        last[k] = offsets[i];
+    }
+    for (int64_t k = 0; k < kids; k++)
+        aw_walk(a->children[k], s->children[k], depth + 1);
+}
+
 static void aw_walk(const struct ArrowArray *a, const struct ArrowSchema *s, int depth)
 {
     CHECK(depth <= 5000);
@@ -101,6 +139,10 @@ static void aw_walk(const struct ArrowArray *a, const struct ArrowSchema *s, int
     /* validity: the bitmap's zero bits are the null count */
     if (strcmp(f, "n") == 0) {
         CHECK(a->n_buffers == 0 && a->null_count == n);
+        return;
+    }
+    if (strncmp(f, "+ud:", 4) == 0) { /* no validity: its buffers are type ids and offsets */
+        aw_dense_union(a, s, depth);
         return;
     }
     CHECK(a->n_buffers >= 1 && a->buffers != NULL);

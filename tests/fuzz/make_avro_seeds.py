@@ -70,8 +70,27 @@ ARROW = {"type": "record", "name": "A", "fields": [
 ARROW_READER = {**ARROW, "fields": [f for f in ARROW["fields"] if f["name"] != "b"] + [
     {"name": "added", "type": {"type": "array", "items": "AIn"}, "default": [{"t": [1], "m": {"x": None}}]}]}
 
+# dense unions: of every kind, nested, at the top of a field and inside lists, maps, records, other unions
+UNIONS = {"type": "record", "name": "Un", "fields": [
+    {"name": "a", "type": ["null", "int", "string"]},
+    {"name": "b", "type": [{"type": "record", "name": "UIn", "fields": [
+        {"name": "x", "type": ["long", {"type": "array", "items": ["null", "double", "string"]}]}]},
+        {"type": "fixed", "name": "UF", "size": 2}, {"type": "map", "values": ["int", "boolean"]},
+        {"type": "enum", "name": "UE", "symbols": ["P", "Q"]},
+        {"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 1}, "null"]},
+    {"name": "c", "type": ["null", {"type": "record", "name": "UOpt", "fields": [
+        {"name": "u", "type": ["float", "string"]}]}]},
+]}
+# a writer union resolved branch by branch, a writer type into a reader union, union defaults
+UNIONS_READER = {"type": "record", "name": "Un", "fields": [
+    {"name": "a", "type": ["string", "null", "long", "int"]}, UNIONS["fields"][1],
+    {"name": "c", "type": ["null", UNIONS["fields"][2]["type"][1], "string"]},
+    {"name": "d", "type": ["null", "UOpt"], "default": None},
+    {"name": "e", "type": ["int", {"type": "array", "items": ["null", "UIn"]}], "default": 3},
+]}
+
 PROGRAMS = [(EVENT, None), (NODE, None), (NULLS, None), (WRITER_V1, READER_V2), (WRITER_V1, None),
-            (ARROW, ARROW_READER)]
+            (ARROW, ARROW_READER), (UNIONS, None), (UNIONS, UNIONS_READER)]
 VALUES = [
     [{"id": 1, "name": "n", "tags": ["a"], "attrs": {"k": 1, "z": None},
       "user": {"uid": "00000000-0000-0000-0000-000000000001", "b": True},
@@ -86,6 +105,16 @@ VALUES = [
      {"id": -1, "s": None, "u": None, "k": "A", "d": __import__("decimal").Decimal(0),
       "w": __import__("decimal").Decimal(-1), "day": 0, "at": 0, "f": -0.0, "b": False, "n": None}],
 ]
+_UNION_VALUES = [
+    {"a": None, "b": {"x": 5}, "c": None},
+    {"a": 3, "b": {"x": [None, 1.5, "s"]}, "c": {"u": 0.5}},
+    {"a": "t", "b": b"ab", "c": {"u": "v"}},
+    {"a": -1, "b": {"k": 1, "l": True}, "c": None},
+    {"a": None, "b": "Q", "c": None},
+    {"a": 0, "b": __import__("decimal").Decimal("-12.5"), "c": {"u": "w"}},
+    {"a": "", "b": None, "c": {"u": 1.0}},
+]
+VALUES += [_UNION_VALUES, _UNION_VALUES]
 
 
 def _program(writer, reader):

@@ -72,6 +72,67 @@ def test_a_decoded_column_is_cast_to_its_spark_type():
     assert dict(row["attrs"]) == value["attrs"]
 
 
+UNIONS = {"type": "record", "name": "Unions", "fields": [
+    {"name": "u", "type": ["null", "int", {"type": "enum", "name": "E", "symbols": ["P", "Q"]},
+                           {"type": "long", "logicalType": "timestamp-nanos"}]},
+    {"name": "both", "type": ["string", "double"]},
+    {"name": "l", "type": {"type": "array", "items": ["string", {"type": "record", "name": "In", "fields": [
+        {"name": "x", "type": ["int", "string"]}]}]}},
+    {"name": "m", "type": {"type": "map", "values": ["null", "boolean", "long"]}},
+]}
+
+
+def test_a_union_of_several_types_is_spark_avros_struct_of_members():
+    from fastkc.spark.formats import avro_arrow_type
+
+    t = spark_arrow_type(avro_arrow_type(json.dumps(UNIONS)))
+    # spark-avro: the branches besides null, in order, as member0, member1, ...
+    # each nullable; the struct nullable when null is a branch
+    assert t.field("u") == pa.field("u", pa.struct([
+        pa.field("member0", pa.int32()), pa.field("member1", pa.string()),
+        pa.field("member2", pa.timestamp("us", tz="UTC"))]), nullable=True)
+    assert t.field("both") == pa.field("both", pa.struct([
+        pa.field("member0", pa.string()), pa.field("member1", pa.float64())]), nullable=False)
+    assert not t.field("l").type.value_field.nullable and t.field("m").type.item_field.nullable
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    assert from_arrow_type(t).simpleString() == (
+        "struct<u:struct<member0:int,member1:string,member2:timestamp>,both:struct<member0:string,member1:double>,"
+        "l:array<struct<member0:string,member1:struct<x:struct<member0:int,member1:string>>>>,"
+        "m:map<string,struct<member0:boolean,member1:bigint>>>")
+
+
+def test_a_union_column_becomes_the_member_structs_one_member_set_per_row():
+    from fastkc.schema_registry.avro import AvroDecoder
+
+    rows = [{"u": None, "both": "s", "l": ["a", {"x": 1}], "m": {"n": None, "b": True, "l": 5}},
+            {"u": 7, "both": 0.5, "l": [], "m": {}},
+            {"u": "Q", "both": "t", "l": [{"x": "y"}], "m": {"l": -1}},
+            {"u": 1_767_323_045_678_901_234, "both": 1.5, "l": ["z"], "m": {}}]
+    expected_u = [None, {"member0": 7, "member1": None, "member2": None},
+                  {"member0": None, "member1": "Q", "member2": None}]
+    decoded = AvroDecoder(UNIONS).decode_arrow([encode(UNIONS, r) for r in rows])
+    target = spark_arrow_type(decoded.type)
+    column = to_spark_column(decoded, target)
+    column.validate(full=True)
+    assert column.type == target
+    got = column.to_pylist()
+    assert [r["u"] for r in got[:3]] == expected_u
+    assert got[3]["u"]["member2"].timestamp() == 1_767_323_045.678901  # nanoseconds cut to microseconds
+    assert [r["both"] for r in got] == [{"member0": "s", "member1": None}, {"member0": None, "member1": 0.5},
+                                        {"member0": "t", "member1": None}, {"member0": None, "member1": 1.5}]
+    assert got[0]["l"] == [{"member0": "a", "member1": None},
+                           {"member0": None, "member1": {"x": {"member0": 1, "member1": None}}}]
+    assert got[2]["l"] == [{"member0": None, "member1": {"x": {"member0": None, "member1": "y"}}}]
+    assert got[0]["m"] == [("n", None), ("b", {"member0": True, "member1": None}),
+                           ("l", {"member0": None, "member1": 5})]
+    # a slice of a batch (pyarrow's union type_codes and offsets ignore its offset) gives the same rows
+    for start, length in ((1, 2), (2, 2), (3, 1), (0, 0)):
+        part = to_spark_column(decoded.slice(start, length), target)
+        part.validate(full=True)
+        assert part.to_pylist() == got[start:start + length]
+
+
 def test_binary_stays_the_default():
     assert parse_formats(_params(), ("events",)) is None
     assert parse(_params(), streaming=False).formats is None

@@ -159,7 +159,38 @@ def _extend(children: Any) -> Any:
                   st.lists(st.tuples(_names, children), min_size=0, max_size=5, unique_by=lambda f: f[0])),
         st.lists(st.sampled_from(["int", "string", "boolean", "double", "bytes"]), min_size=2, max_size=4,
                  unique=True).map(lambda b: ["null"] + b),
+        _general_union(children),
     )
+
+
+_NAMED = ("enum", "fixed", "record")
+
+
+def _branch_key(t: Any) -> Any:
+    """What Avro allows once per union: a primitive (logical types count as
+    their base type), array, map; named types are each their own."""
+    if isinstance(t, str):
+        return t
+    return ("named", id(t)) if t["type"] in _NAMED else t["type"]
+
+
+def _union_ok(branches: list[Any]) -> bool:
+    """A union whose values fastavro writes and reads back into one branch
+    (the tests tell the branch from the value): at most one logical type (a
+    datetime is a date, a time fits time-millis and time-micros), and then
+    no string or enum (fastavro's logical types take ISO and uuid strings
+    first)."""
+    logical = [b for b in branches if isinstance(b, dict) and "logicalType" in b]
+    stringy = any(b == "string" or (isinstance(b, dict) and b["type"] == "enum") for b in branches)
+    return len(logical) == 0 or (len(logical) == 1 and not stringy)
+
+
+def _general_union(children: Any) -> Any:
+    """A union of 2-4 types besides null (any kind, nested), null first, last or absent."""
+    branch = children.filter(lambda t: not isinstance(t, list) and t != "null")
+    unions = st.lists(branch, min_size=2, max_size=4, unique_by=_branch_key).filter(_union_ok)
+    return st.tuples(unions, st.sampled_from(["first", "last", "none"])).map(
+        lambda u: ["null"] + u[0] if u[1] == "first" else u[0] + ["null"] if u[1] == "last" else u[0])
 
 
 def _name_types(schema: Any, counter: list[int]) -> Any:

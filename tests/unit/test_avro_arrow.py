@@ -41,18 +41,33 @@ def _compiled_core():
 _UNITS = {"millis": "ms", "micros": "us", "nanos": "ns"}
 
 
-def general_union(schema):
-    """Whether `schema` holds a union of several non-null types (no Arrow mapping yet)."""
-    if isinstance(schema, list):
-        return len([b for b in schema if b != "null"]) > 1 or any(general_union(b) for b in schema)
-    if isinstance(schema, dict):
-        return any(general_union(schema.get(k)) for k in ("items", "values")) or any(
-            general_union(f["type"]) for f in schema.get("fields", ()))
-    return False
+def _dense(schema):
+    return isinstance(schema, list) and len([b for b in schema if b != "null"]) > 1
+
+
+def _branch_names(union):
+    """A dense union's child names: the branches' Avro type names, unique."""
+    names = []
+    for b in union:
+        if isinstance(b, str):
+            base = b
+        elif "name" in b and b["type"] in ("record", "enum", "fixed"):
+            base = b["name"] if "." in b["name"] or "namespace" not in b else f"{b['namespace']}.{b['name']}"
+        else:
+            base = b["type"]
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}_{n}"
+        names.append(name)
+    return names
 
 
 def arrow_type(schema):
     """(the Arrow type, nullable) of an Avro schema."""
+    if _dense(schema):
+        fields = [pa.field(name, *arrow_type(b)) for name, b in zip(_branch_names(schema), schema)]
+        return pa.dense_union(fields, type_codes=list(range(len(schema)))), False
     if isinstance(schema, list):
         others = [b for b in schema if b != "null"]
         return (arrow_type(others[0])[0] if others else pa.null()), len(others) < len(schema)
@@ -105,9 +120,109 @@ def arrow_value(value, t):
     return value
 
 
+def _has_union(t):
+    if pa.types.is_union(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_union(f.type) for f in t)
+    if pa.types.is_list(t):
+        return _has_union(t.value_type)
+    if pa.types.is_map(t):
+        return _has_union(t.item_type)
+    return False
+
+
+def _unwrap(schema):
+    """A schema with {"type": <a type>} wrappers and [null, T] taken off (T)."""
+    while isinstance(schema, dict) and isinstance(schema["type"], (dict, list)):
+        schema = schema["type"]
+    if isinstance(schema, list) and not _dense(schema):
+        others = [b for b in schema if b != "null"]
+        return _unwrap(others[0]) if others else "null"
+    return schema
+
+
+def _branch_of(value, union):
+    """The branch fastavro's writer takes for `value` (its own rules: the
+    first it validates against, but double before float and the record with
+    the most fields in common): the index it writes first, a zigzag varint
+    (fastavro reads a value back as the type it was written with, which
+    takes the same branch again; tests/support/avro.py generates only unions
+    where it does). A None without a null branch is the placeholder under a
+    null parent: branch 0."""
+    if value is None and "null" not in union:
+        return 0
+    first = encode(union, value)[0]
+    assert first < 0x80, "more than 63 branches"
+    return first >> 1
+
+
+def _offsets(lengths):
+    out = [0]
+    for n in lengths:
+        out.append(out[-1] + n)
+    return pa.array(out, pa.int32())
+
+
+def build_array(values, schema):
+    """fastavro's values as the array of `schema`'s Arrow type, built child
+    by child where a dense union is inside (pyarrow.array makes no unions).
+    None under a parent that is null stands for a value nobody reads."""
+    t = arrow_type(schema)[0]
+    if not _has_union(t):
+        return pa.array([arrow_value(v, t) for v in values], type=t)
+    schema = _unwrap(schema)
+    mask = pa.array([v is None for v in values]) if any(v is None for v in values) else None
+    if isinstance(schema, list):
+        codes = [_branch_of(v, schema) for v in values]
+        seen = [0] * len(schema)
+        offsets = []
+        for c in codes:
+            offsets.append(seen[c])
+            seen[c] += 1
+        children = [build_array([v for v, c in zip(values, codes) if c == i], b) for i, b in enumerate(schema)]
+        return pa.Array.from_buffers(t, len(values), [None, pa.array(codes, pa.int8()).buffers()[1],
+                                                      pa.array(offsets, pa.int32()).buffers()[1]],
+                                     children=children)
+    if schema["type"] == "record":
+        children = [build_array([None if v is None else v[f["name"]] for v in values], f["type"])
+                    for f in schema["fields"]]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    rows = [[] if v is None else v for v in values]
+    if schema["type"] == "array":
+        items = build_array([x for r in rows for x in r], schema["items"])
+        return pa.ListArray.from_arrays(_offsets(len(r) for r in rows), items, type=t, mask=mask)
+    assert schema["type"] == "map", schema
+    rows = [{} if v is None else v for v in values]
+    keys = pa.array([k for r in rows for k in r], pa.string())
+    items = build_array([x for r in rows for x in r.values()], schema["values"])
+    return pa.MapArray.from_arrays(_offsets(len(r) for r in rows), keys, items, type=t, mask=mask)
+
+
 def expected_array(schema, payloads, reader=None):
-    t = arrow_type(reader if reader is not None else schema)[0]
-    return pa.array([arrow_value(fastavro_read(schema, p, reader), t) for p in payloads], type=t)
+    return build_array([fastavro_read(schema, p, reader) for p in payloads], reader if reader is not None else schema)
+
+
+def tagged(arr):
+    """arr.to_pylist(), with each dense union value as (type code, value):
+    to_pylist alone does not say which branch a value is in."""
+    t = arr.type
+    if not _has_union(t):
+        return arr.to_pylist()
+    valid = arr.is_valid().to_pylist()
+    if pa.types.is_union(t):
+        kids = [tagged(arr.field(i)) for i in range(t.num_fields)]
+        return [(c, kids[c][o]) for c, o in zip(arr.type_codes.to_pylist(), arr.offsets.to_pylist())]
+    if pa.types.is_struct(t):
+        cols = [tagged(arr.field(i)) for i in range(t.num_fields)]
+        return [{f.name: col[j] for f, col in zip(t, cols)} if valid[j] else None for j in range(len(arr))]
+    offsets = arr.offsets.to_pylist()
+    if pa.types.is_list(t):
+        items = tagged(arr.values)
+        return [items[offsets[j]:offsets[j + 1]] if valid[j] else None for j in range(len(arr))]
+    keys, items = arr.keys.to_pylist(), tagged(arr.items)
+    return [list(zip(keys[offsets[j]:offsets[j + 1]], items[offsets[j]:offsets[j + 1]])) if valid[j] else None
+            for j in range(len(arr))]
 
 
 def assert_arrow_equals(got, expected):
@@ -115,6 +230,7 @@ def assert_arrow_equals(got, expected):
     assert got.type == expected.type, f"{got.type} != {expected.type}"
     assert len(got) == len(expected)
     assert got.to_pylist() == expected.to_pylist()
+    assert tagged(got) == tagged(expected)  # the same branch for every union value
 
 
 # --- a realistic event schema ------------------------------------------------
@@ -218,10 +334,6 @@ def test_generated_schemas_and_data_equal_fastavro_through_pyarrow(data):
     records = [values(data.draw, schema) for _ in range(data.draw(st.integers(0, 4)))]
     payloads = [encode(schema, r) for r in records]
     decoder = AvroDecoder(schema)
-    if general_union(schema):
-        with pytest.raises(AvroArrowUnsupportedError):
-            decoder.decode_arrow(payloads)
-        return
     assert_arrow_equals(decoder.decode_arrow(payloads), expected_array(schema, payloads))
 
 
@@ -397,11 +509,132 @@ def test_a_writer_union_read_as_its_one_type_and_a_type_read_as_a_nullable_union
     assert arrow_err.value.key() == object_err.value.key()
 
 
+# --- dense unions ------------------------------------------------------------
+
+INNER = {"type": "record", "name": "Inner", "namespace": "com.example", "fields": [
+    {"name": "a", "type": ["string", {"type": "array", "items": "int"}]}]}
+UNIONS = {"type": "record", "name": "Unions", "fields": [
+    {"name": "first", "type": ["null", "int", "string"]},
+    {"name": "last", "type": ["long", "string", "null"]},
+    {"name": "none", "type": ["boolean", "double"]},
+    {"name": "kinds", "type": [
+        # (the fixed before the array: fastavro's writer takes bytes for an array of longs)
+        INNER, {"type": "fixed", "name": "Two", "size": 2}, {"type": "array", "items": ["null", "long", "string"]},
+        {"type": "map", "values": ["int", "boolean"]}, {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN"]},
+        {"type": "long", "logicalType": "timestamp-millis"},
+        {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}]},
+    {"name": "opt", "type": ["null", {"type": "record", "name": "Opt", "fields": [
+        {"name": "u", "type": ["int", "string"]}, {"name": "m", "type": {"type": "map", "values": ["null", "int",
+                                                                                                  "string"]}}]}]},
+    {"name": "deep", "type": {"type": "map", "values": [
+        "string", {"type": "array", "items": ["long", "double", {"type": "fixed", "name": "One", "size": 1}]}]}},
+]}
+
+
+def _unions_row(i):
+    kinds = [{"a": "x" * i}, b"ab", [None, i, "s"][: i % 4], {"k": i % 2 == 0, "n": i}, ["RED", "GREEN"][i % 2],
+             {"a": list(range(i))}, datetime.datetime(2024, 1, 1, 0, 0, i, tzinfo=datetime.UTC),
+             decimal.Decimal(f"{i}.25")]
+    return {"first": [None, i, f"s{i}"][i % 3], "last": [i, f"t{i}", None][i % 3], "none": [i % 2 == 1, i / 2][i % 2],
+            "kinds": kinds[i % len(kinds)],
+            "opt": None if i % 4 == 0 else {"u": [i, str(i)][i % 2], "m": {"a": None, "b": i, "c": "c"}},
+            "deep": {"s": "v", "l": [i, 0.5, b"z"][: i % 4]}}
+
+
+def test_unions_of_every_kind_nested_everywhere_equal_fastavro_branch_by_branch():
+    payloads = [encode(UNIONS, _unions_row(i)) for i in range(40)]
+    got = AvroDecoder(UNIONS).decode_arrow(payloads)
+    expected = expected_array(UNIONS, payloads)
+    assert_arrow_equals(got, expected)
+    kinds = got.type.field("kinds").type
+    assert [f.name for f in kinds] == ["com.example.Inner", "Two", "array", "map", "Color", "long", "bytes"]
+    assert kinds.type_codes == list(range(7)) and kinds.mode == "dense"
+    first = got.type.field("first")
+    assert not first.nullable and first.type.field(0).type == pa.null() and first.type.field(0).nullable
+    assert not first.type.field(1).nullable  # a branch's values are never null: the null branch holds nulls
+    assert got.field("last").type_codes.to_pylist()[:3] == [0, 1, 2]
+    assert got.field("kinds").type_codes.to_pylist()[:8] == [0, 1, 2, 3, 4, 0, 5, 6]
+    # the union under a null record: a row of its first child, never read
+    assert got.field("opt").null_count == 10 and len(got.field("opt").field("u")) == 40
+    pa.RecordBatch.from_struct_array(got).validate(full=True)
+
+
+@pytest.mark.parametrize("schema, rows", [
+    (["int", "string"], [1, "a", -5, ""]),
+    (["null", "int", INNER], [None, 3, {"a": "x"}, {"a": [1, 2]}, None]),
+    ({"type": "array", "items": ["float", {"type": "map", "values": ["null", "string", "long"]}]},
+     [[1.5, {"a": None, "b": "c", "d": 4}], [], [{}]]),
+])
+def test_a_union_at_the_top_or_under_a_list_or_map_is_the_value_itself(schema, rows):
+    payloads = [encode(schema, r) for r in rows]
+    got = AvroDecoder(schema).decode_arrow(payloads)
+    assert_arrow_equals(got, expected_array(schema, payloads))
+    assert len(AvroDecoder(schema).decode_arrow([])) == 0
+
+
+EVOLVE_WRITER = {"type": "record", "name": "Ev", "fields": [
+    {"name": "u", "type": ["int", "string"]}, {"name": "v", "type": "int"}, {"name": "w", "type": ["null", "int"]}]}
+EVOLVE_READER = {"type": "record", "name": "Ev", "fields": [
+    {"name": "u", "type": ["string", "long", "int"]}, {"name": "v", "type": ["string", "long"]},
+    {"name": "w", "type": ["null", "int", "string"]},
+    {"name": "added", "type": ["int", "string"], "default": 5},
+    {"name": "added_null", "type": ["null", "string", "int"], "default": None},
+    {"name": "added_rec", "type": [INNER, "null"], "default": {"a": [7]}},
+]}
+
+
+def test_schema_evolution_resolves_each_writer_branch_to_its_reader_branch():
+    rows = [{"u": 1, "v": 2, "w": None}, {"u": "z", "v": -3, "w": 4}]
+    payloads = [encode(EVOLVE_WRITER, r) for r in rows]
+    got = AvroDecoder(EVOLVE_WRITER, EVOLVE_READER).decode_arrow(payloads)
+    got.validate(full=True)
+    assert got.type == arrow_type(EVOLVE_READER)[0]
+    # the values are fastavro's ...
+    assert got.to_pylist() == [fastavro_read(EVOLVE_WRITER, p, EVOLVE_READER) for p in payloads]
+    # ... in the reader branch the program resolved each writer branch to: an
+    # int to the reader's int (an exact match before a promotion, Avro Java's
+    # rule; fastavro and the spec take the first match, long), a string to
+    # string; a writer type that is not a union to its best branch (int: long)
+    assert tagged(got) == [
+        {"u": (2, 1), "v": (1, 2), "w": (0, None), "added": (0, 5), "added_null": (0, None),
+         "added_rec": {"a": (1, [7])}},
+        {"u": (0, "z"), "v": (1, -3), "w": (1, 4), "added": (0, 5), "added_null": (0, None),
+         "added_rec": {"a": (1, [7])}},
+    ]
+
+
+def test_a_union_default_takes_the_first_branch_it_fits():
+    reader = {"type": "record", "name": "Ev", "fields": EVOLVE_WRITER["fields"] + [
+        {"name": "later", "type": ["int", "string"], "default": "text"}]}
+    payload = encode(EVOLVE_WRITER, {"u": 1, "v": 2, "w": None})
+    assert tagged(AvroDecoder(EVOLVE_WRITER, reader).decode_arrow([payload]).field("later")) == [(1, "text")]
+    bad = {**reader, "fields": EVOLVE_WRITER["fields"] + [{"name": "y", "type": ["int", "boolean"], "default": []}]}
+    with pytest.raises(AvroSchemaError, match="default of field 'y'"):
+        AvroDecoder(EVOLVE_WRITER, bad).decode_arrow([payload])
+
+
+@pytest.mark.parametrize("writer, reader, bad", [
+    (UNIONS, None, b"\x08"),  # union branch 4 of 3, first thing read
+    (["int", "boolean"], ["string", "long"], b"\x02\x01"),  # the writer's boolean: no reader branch
+    (["int", "string"], None, b"\x03"),  # branch -2
+])
+def test_a_bad_union_branch_is_the_object_paths_error(writer, reader, bad):
+    good = encode(writer, _unions_row(1) if writer is UNIONS else 7)
+    decoder = AvroDecoder(writer, reader)
+    with pytest.raises(AvroDecodeError) as arrow_err:
+        decoder.decode_arrow([good, good, bad])
+    with pytest.raises(AvroDecodeError) as object_err:
+        decoder.decode_many([good, good, bad])
+    assert type(arrow_err.value) is AvroDecodeError
+    assert arrow_err.value.key() == object_err.value.key()
+    assert arrow_err.value.key()[:1] == (2,) and arrow_err.value.what == "union branch"
+    assert len(decoder.decode_arrow([good])) == 1  # the decoder goes on
+
+
 # --- what has no Arrow mapping -----------------------------------------------
 
 @pytest.mark.parametrize("schema", [
-    ["int", "string"],
-    {"type": "record", "name": "R", "fields": [{"name": "x", "type": ["null", "int", "string"]}]},
+    ["null"] + [{"type": "fixed", "name": f"F{i}", "size": 1} for i in range(127)],  # 128 children: past int8 ids
     {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]},
     {"type": "bytes", "logicalType": "decimal", "precision": 77, "scale": 0},
 ])
@@ -476,18 +709,23 @@ def _malloc_in_use():
 
 def test_failures_and_released_arrays_leave_no_memory_behind():
     in_use = _malloc_in_use()
+    decimal3 = {"type": "bytes", "logicalType": "decimal", "precision": 3, "scale": 0}
     schema = {"type": "record", "name": "S", "fields": [
+        {"name": "u", "type": ["null", "long", {"type": "array", "items": "string"}, decimal3]},
         {"name": "s", "type": "string"}, {"name": "l", "type": {"type": "array", "items": "long"}},
         {"name": "k", "type": {"type": "enum", "name": "K", "symbols": ["A", "B"]}},
-        {"name": "d", "type": {"type": "bytes", "logicalType": "decimal", "precision": 3, "scale": 0}}]}
-    row = {"s": "x" * 100_000, "l": list(range(1000)), "k": "B", "d": decimal.Decimal(7)}
+        {"name": "d", "type": decimal3}]}
+    row = {"u": 5, "s": "x" * 100_000, "l": list(range(1000)), "k": "B", "d": decimal.Decimal(7)}
     good = [encode(schema, row)] * 20                       # about 2 MB of columns per call
     truncated = good + [good[0][:-3]]                        # phase 1 fails after them
     wide = good + [encode(schema, dict(row, d=decimal.Decimal(1)))[:-2] + b"\x04\x27\x10"]  # 10000: the sink fails
+    assert good[0][:2] == b"\x02\x0a"  # u: branch 1, 5
+    bad_branch = good + [b"\x0e" + good[0][1:]]             # u: branch 7 of 4, phase 1 fails
+    wide_in_union = good + [b"\x06\x04\x27\x10" + good[0][2:]]  # u: the decimal branch, 10000: the sink fails
     decoder = AvroDecoder(schema)
 
     def run():
-        for bad in (truncated, wide):
+        for bad in (truncated, wide, bad_branch, wide_in_union):
             with pytest.raises(AvroDecodeError):
                 decoder.decode_arrow(bad)
         arr = decoder.decode_arrow(good)
@@ -524,6 +762,27 @@ def test_a_plan_is_set_once_and_checked_against_its_program():
     fresh.set_arrow_plan(plan.columns, plan.steps, plan.strings, plan.root_step)  # a refused plan left nothing set
 
 
+def test_a_union_column_that_is_nullable_or_renumbers_its_children_is_refused():
+    program, plan = _plan_for(["null", "int", "string"])
+    Decoder = compiled_decoder_class()
+
+    def accepted(columns, strings):
+        try:
+            Decoder(program.code, program.consts).set_arrow_plan(columns, plan.steps, strings, plan.root_step)
+        except ValueError:
+            return False
+        return True
+
+    assert plan.columns[:1] == [16] and accepted(plan.columns, plan.strings)  # column 0: the dense union
+    assert not accepted([plan.columns[0], 1] + plan.columns[2:], plan.strings)  # a validity it does not have
+    assert plan.strings.count(b"+ud:0,1,2\0") == 1
+    for other in (b"+ud:1,0,2", b"+ud:0,1,3", b"+ud:0,2,1", b"+ud:0,1", b"+us:0,1,2", b"+ud:0,1,"):
+        changed = plan.strings.replace(b"+ud:0,1,2\0", other.ljust(10, b"\0"))  # the same length: offsets stay
+        assert not accepted(plan.columns, changed), other
+    # one column fewer under it: the format names three children
+    assert not accepted(plan.columns[:5] + [2] + plan.columns[6:], plan.strings)
+
+
 def test_every_word_of_a_plan_changed_is_refused_or_builds_a_valid_array():
     schema = {"type": "record", "name": "H", "fields": [
         {"name": "n", "type": ["null", {"type": "record", "name": "In", "fields": [
@@ -531,11 +790,14 @@ def test_every_word_of_a_plan_changed_is_refused_or_builds_a_valid_array():
         {"name": "m", "type": {"type": "map", "values": {"type": "array", "items": "int"}}},
         {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}},
         {"name": "d", "type": {"type": "fixed", "name": "D", "size": 5, "logicalType": "decimal", "precision": 9}},
+        {"name": "u", "type": ["int", "null", {"type": "array", "items": ["string", "long"]}]},
     ]}
     reader = {**schema, "fields": schema["fields"] + [
-        {"name": "z", "type": {"type": "array", "items": "In"}, "default": [{"s": "q", "f": "abc"}]}]}
-    rows = [{"n": None, "m": {"k": [1, 2]}, "e": "B", "d": decimal.Decimal(5)},
-            {"n": {"s": "hi", "f": b"xyz"}, "m": {}, "e": "A", "d": decimal.Decimal(-123456789)}]
+        {"name": "z", "type": {"type": "array", "items": "In"}, "default": [{"s": "q", "f": "abc"}]},
+        {"name": "y", "type": ["null", "long", "In"], "default": None}]}
+    rows = [{"n": None, "m": {"k": [1, 2]}, "e": "B", "d": decimal.Decimal(5), "u": ["a", 3]},
+            {"n": {"s": "hi", "f": b"xyz"}, "m": {}, "e": "A", "d": decimal.Decimal(-123456789), "u": None},
+            {"n": None, "m": {}, "e": "A", "d": decimal.Decimal(0), "u": -1}]
     payloads = [encode(schema, r) for r in rows]
     decoder = AvroDecoder(schema, reader)
     program, plan = decoder.program, avro_arrow.compile_plan(decoder.program)

@@ -98,13 +98,29 @@ def test_an_unframed_row_or_unknown_id_is_typed_and_named(bad, error):
     assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 1, 8)
 
 
-def test_a_union_with_no_arrow_mapping_is_a_typed_error_at_its_row():
-    deserializer = AvroDeserializer(event_registry())
-    values = [framed_value(4, {"type": "record", "name": "U", "fields": [{"name": "u", "type": ["int", "string"]}]},
-                     {"u": 3})]
-    with pytest.raises(WriterSchemaError, match="union") as info:
+def test_a_type_with_no_arrow_mapping_is_a_typed_error_at_its_row():
+    node = {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}
+    deserializer = AvroDeserializer(FakeRegistry({4: registered(node)}))
+    values = [framed_value(4, node, {"next": None})]
+    with pytest.raises(WriterSchemaError, match="contains itself") as info:
         deserializer.deserialize_arrow(_column(values), "t", 0, [3])
     assert info.value.offset == 3 and info.value.schema_id == 4
+
+
+def test_a_union_value_is_a_dense_union_column_with_tombstones_in_place():
+    schema = ["int", "string"]
+    record = {"type": "record", "name": "U", "fields": [{"name": "u", "type": ["null", "int", "string"]}]}
+    registry = FakeRegistry({4: registered(schema), 5: registered(record)})
+    values = [framed_value(4, schema, 3), None, framed_value(4, schema, "x"), None]
+    out = AvroDeserializer(registry).deserialize_arrow(_column(values), "t", 0, [0, 1, 2, 3])
+    out.validate(full=True)
+    assert out.type == pa.dense_union([pa.field("int", pa.int32(), nullable=False),
+                                       pa.field("string", pa.string(), nullable=False)])
+    assert out.to_pylist() == [3, None, "x", None]
+    rows = [framed_value(5, record, {"u": v}) for v in (None, 1, "s")]
+    got = AvroDeserializer(registry).deserialize_arrow(_column(rows), "t", 0, [0, 1, 2])
+    assert got.to_pylist() == [{"u": None}, {"u": 1}, {"u": "s"}]
+    assert got.field("u").type_codes.to_pylist() == [0, 1, 2]
 
 
 def test_the_header_form_is_read_row_by_row():

@@ -20,13 +20,14 @@ from fastkc.schema_registry import avro_arrow
 from fastkc.schema_registry.avro import AvroDecoder
 from fastkc.schema_registry.avro_errors import AvroArrowUnsupportedError, AvroDecodeError, AvroSchemaError
 from tests.support.avro import compiled_decoder_class, encode, fastavro_read, schemas, values
+from tests.support.sanitizers import examples
 
 pa = pytest.importorskip("pyarrow")
 
 # under the sanitizers (make asan sets FASTKC_ASAN_LIB) the point is memory
 # errors on every path, not the search: fewer examples there (the plain run,
 # and the libFuzzer Avro target through the same sink, search wider)
-SETTINGS = settings(max_examples=20 if os.environ.get("FASTKC_ASAN_LIB") else 80, deadline=None,
+SETTINGS = settings(max_examples=examples(80, 20), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow],
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])
 

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from fastkc.schema_registry.avro import AvroDecoder
 from fastkc.schema_registry.avro_errors import AvroDecodeError
 from tests.support.avro import Pair, assert_same, encode, fastavro_read, schemas, values
+from tests.support.sanitizers import examples
 
 # no shrinking: generated schemas shrink for minutes; a failure prints its draws
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+SETTINGS = settings(max_examples=examples(80, 20), deadline=None, suppress_health_check=[HealthCheck.too_slow],
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])
 
 

@@ -13,6 +13,7 @@ from fastkc.schema_registry import avro_schema
 from fastkc.schema_registry.avro import AvroDecoder
 from fastkc.schema_registry.avro_errors import AvroDecodeError, AvroSchemaError
 from tests.support.avro import Pair, compiled_decoder_class, encode, schemas, values
+from tests.support.sanitizers import examples
 
 REC = {"type": "record", "name": "R", "fields": [
     {"name": "s", "type": "string"}, {"name": "l", "type": "long"},
@@ -128,7 +129,7 @@ def test_malformed_programs_are_refused():
 
 
 # no shrinking: generated schemas shrink for minutes; a failure prints its draws
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=examples(60, 20), deadline=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(st.data())
 def test_corrupted_payloads_agree_between_compiled_and_twin(data):

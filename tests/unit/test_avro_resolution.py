@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from fastkc.schema_registry import avro_schema
 from fastkc.schema_registry.avro_errors import AvroSchemaError
 from tests.support.avro import Pair, assert_same, encode, fastavro_read, schemas, values
+from tests.support.sanitizers import examples
 
 
 def _rec(name, *fields, **extra):
@@ -161,7 +162,7 @@ def test_union_prefers_the_exact_branch():
 
 
 # no shrinking: these schemas shrink for minutes; a failure prints its draws
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=examples(60, 15), deadline=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(st.data())
 def test_generated_evolutions_equal_fastavro(data):

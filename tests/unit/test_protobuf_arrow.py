@@ -9,7 +9,6 @@ oneofs, enums and the well-known types; hand-made wire for what the
 runtime's serializer never writes (a field repeated, a sub-message twice, a
 map key twice, packed and unpacked mixed, unknown fields); bad payloads,
 out-of-range times, refused types and hostile plans."""
-import os
 import struct
 
 import pytest
@@ -38,10 +37,11 @@ from fastkc.schema_registry.protobuf_errors import (  # noqa: E402
     ProtobufDecodeError,
 )
 from tests.support.protobuf import SCALARS, add_field  # noqa: E402
+from tests.support.sanitizers import examples  # noqa: E402
 
 # fewer examples under the sanitizers (make asan): the point there is memory
 # errors on every path, the plain run searches wider
-SETTINGS = settings(max_examples=25 if os.environ.get("FASTKC_ASAN_LIB") else 150, deadline=None,
+SETTINGS = settings(max_examples=examples(150, 25), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 F = descriptor_pb2.FieldDescriptorProto

@@ -22,10 +22,11 @@ from tests.support.protobuf import (
     message_to_dict,
     replay,
 )
+from tests.support.sanitizers import examples
 
 P3 = Pair(ALL)
 P2 = Pair(TWO)
-_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+_SETTINGS = settings(max_examples=examples(300, 60), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                              HealthCheck.data_too_large])
 
 

@@ -1,8 +1,9 @@
 """fastkc's asyncio front end: aiokafka 0.14's consumer API over fastkc's core.
 
-- `fastkc.aio.consumer.AIOKafkaConsumer`: the consumer (issue 12), a thin
-  asyncio driver of the machines the sync consumer drives, over
-  `fastkc.aio.client` (connections, metadata) and `fastkc.aio.fetch_driver`;
+- `fastkc.aio.consumer.AIOKafkaConsumer`: the consumer, over
+  `fastkc.engine.aio_engine.AioConsumerEngine`, which drives the machines
+  the sync consumer drives through `fastkc.aio.client` (connections,
+  metadata) and `fastkc.aio.fetch_driver`;
 
 - `fastkc.aio.config`: aiokafka's constructor keywords, their defaults and
   checks, and their translation into fastkc's (kafka-python's) config keys;

@@ -7,12 +7,16 @@
     table = await consumer.getmany_arrow(timeout_ms=100)  # one pyarrow.RecordBatch
     await consumer.stop()
 
-A thin asyncio driver, never a thread running the sync consumer:
+A front-end over `fastkc.engine.aio_engine.AioConsumerEngine`, never a
+thread running the sync consumer. The engine owns the asyncio drivers:
 - `fastkc.aio.client.AioClient`: connections (fastkc.net.aio), metadata;
 - `fastkc.aio.fetch_driver.AioFetchDriver`: one task driving the
   `FetchMachine` the sync consumer drives;
-- `fastkc.aio.group_driver.AioGroupDriver` (with a group_id): the group
-  machines; this class is its `app` (`_AioGroupApp`).
+and, once attached, the group driver this class makes with a group_id:
+- `fastkc.aio.group_driver.AioGroupDriver`: the group machines; its `app`
+  (`_AioGroupApp`) acts on the engine through the engine's API.
+This class keeps aiokafka's argument checks, the subscription and the
+group driver's making.
 
 Records are fastkc's C-built `fastkc.structs.ConsumerRecord`s, handed out as
 the decoder makes them (no Python object per record is rebuilt): they carry
@@ -38,20 +42,17 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from fastkc.aio.abc import ConsumerRebalanceListener
-from fastkc.aio.client import AioClient
 from fastkc.aio.config import KEYS, resolve
 from fastkc.aio.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
-from fastkc.aio.fetch_driver import AioFetchDriver
 from fastkc.aio.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, is_topic_partition
-from fastkc.cluster.broker_version import infer_broker_version
 from fastkc.cluster.metadata import partition_counts
+from fastkc.engine.aio_engine import AioConsumerEngine
 from fastkc.fetch import EARLIEST, LATEST
-from fastkc.fetch.completed import streams_prepare_off_thread
 from fastkc.fetch.state import PartitionState
 from fastkc.group.subscription import Pattern, SubscriptionState, compile_pattern, visible_topics
 from fastkc.structs import ConsumerRecord
@@ -81,54 +82,39 @@ class AIOKafkaConsumer:
         self._aio_config = resolved.aio
         self._config = resolved.core
         self._driver_config = resolved.driver
-        self._key_deserializer = resolved.driver["key_deserializer"]
-        self._value_deserializer = resolved.driver["value_deserializer"]
         self._max_poll_records = resolved.driver["max_poll_records"]
-        self._client = AioClient(self._config)
-        self._fetcher = AioFetchDriver(self._client, self._config, period_ms=resolved.driver["consumer_timeout_ms"])
-        self._machine = self._fetcher.machine
         # phase 1 of the decode steps off the loop (module docstring): on the
-        # fetch driver's decode thread, started with the first step to
-        # prepare; the twin's streams cannot prepare and decode on the loop
-        self._offload_decode = resolved.driver["decode_threads"] == 1 and streams_prepare_off_thread()
-        self._started = False
-        self._closed = False
-        self._assignment: list[TopicPartition] = []
+        # fetch driver's decode thread (decode_threads=1)
+        self._engine = AioConsumerEngine(self._config, period_ms=resolved.driver["consumer_timeout_ms"],
+                                         decode_threads=resolved.driver["decode_threads"],
+                                         key_deserializer=resolved.driver["key_deserializer"],
+                                         value_deserializer=resolved.driver["value_deserializer"])
         # topics or a pattern while subscribed (no group: all their partitions assigned)
         self._subscription_state = SubscriptionState()
         self._listener: ConsumerRebalanceListener | None = None
-        # with a group_id and a subscription or a commit
+        # with a group_id and a subscription or a commit (attached to the engine)
         self._group: AioGroupDriver | None = None
         # subscribe()'s (topics, pattern, listener) with a group_id
         self._group_subscription: tuple[list[str], Pattern | None, ConsumerRebalanceListener | None] | None = None
         # the task starting the group driver for assign()ed partitions' committed offsets
         self._committed_tasks: set[asyncio.Task[None]] = set()
-        self._client.metadata_listeners.append(self._metadata_updated)
+        self._engine.on_metadata(self._metadata_updated)
         if topics:
             self.subscribe(topics)
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         """Bootstrap, start the fetch task (and the group's, when subscribed with a group_id)."""
-        if self._closed:
-            raise ConsumerStoppedError()
-        if self._started:
+        engine = self._engine
+        engine.check_running()
+        if engine.started:
             return
-        self._started = True
-        try:
-            await self._client.bootstrap()
-        except BaseException:
-            await self._client.close()
-            self._closed = True
-            raise
-        if self._aio_config.get("api_version") in (None, "auto") and self._client.bootstrap_api_versions:
-            self._config["api_version"] = infer_broker_version(self._client.bootstrap_api_versions)
-        self._fetcher.start()
+        await engine.start(infer_version=self._aio_config.get("api_version") in (None, "auto"))
         if self._group is not None:
             self._read_committed_starts()
         if self._subscription_state.subscribed and self._group is None:
-            await self._client.wait_for_metadata(self._config["request_timeout_ms"],
-                                                 all_topics=self._subscription_state.pattern is not None)
+            await engine.wait_for_metadata(self._config["request_timeout_ms"],
+                                           all_topics=self._subscription_state.pattern is not None)
             self._update_subscribed_assignment()
         if self._group is not None:
             await self._start_group()
@@ -146,12 +132,12 @@ class AIOKafkaConsumer:
         await group.start()
         if not self._subscription_state.subscribed or self._group_subscription is None:
             return
-        await self._client.wait_for_metadata(self._config["request_timeout_ms"],
+        await self._engine.wait_for_metadata(self._config["request_timeout_ms"],
                                              all_topics=self._subscription_state.pattern is not None)
         topics, pattern, listener = self._group_subscription
         group.subscribe(topics=topics, pattern=pattern, listener=listener)
         deadline = time.monotonic() + self._driver_config["rebalance_timeout_ms"] / 1000.0
-        while not self._closed and time.monotonic() < deadline:
+        while not self._engine.closed and time.monotonic() < deadline:
             if await group.wait_assignment(min(1.0, max(0.0, deadline - time.monotonic()))):
                 break
 
@@ -173,7 +159,7 @@ class AIOKafkaConsumer:
         """The group driver, started (commit() and committed() work without a
         subscription, as in aiokafka)."""
         group = self._group_driver()
-        if not self._started:
+        if not self._engine.started:
             raise IllegalStateError("the consumer is not started: await start() first")
         await group.start()
         return group
@@ -181,11 +167,10 @@ class AIOKafkaConsumer:
     async def stop(self) -> None:
         """Commit (auto-commit), leave the group, close the connections; a
         get call waiting now raises ConsumerStoppedError. Idempotent."""
-        if self._closed:
+        engine = self._engine
+        if engine.closed:
             return
-        self._closed = True
-        if self._fetcher.data_event is not None:
-            self._fetcher.data_event.set()  # waiting get calls wake and see the consumer stopped
+        engine.mark_stopped()  # waiting get calls wake and see the consumer stopped
         for task in list(self._committed_tasks):
             task.cancel()
         try:
@@ -194,12 +179,8 @@ class AIOKafkaConsumer:
                     await self._group.stop(autocommit=self._config["enable_auto_commit"])
                 except Exception:  # stopping must stop
                     log.warning("leaving the group failed", exc_info=True)
-            if self._started:
-                await self._fetcher.close()
         finally:
-            # a step being prepared finishes on its own (milliseconds); nothing waits for it
-            self._fetcher.decode_executor.close()
-            await self._client.close()
+            await engine.close()
 
     async def __aenter__(self) -> "AIOKafkaConsumer":
         await self.start()
@@ -210,8 +191,7 @@ class AIOKafkaConsumer:
         await self.stop()
 
     def __aiter__(self) -> "AIOKafkaConsumer":
-        if self._closed:
-            raise ConsumerStoppedError()
+        self._engine.check_running()
         return self
 
     async def __anext__(self) -> ConsumerRecord:
@@ -219,10 +199,6 @@ class AIOKafkaConsumer:
             return await self.getone()
         except ConsumerStoppedError:
             raise StopAsyncIteration from None
-
-    def _check_running(self) -> None:
-        if self._closed:
-            raise ConsumerStoppedError()
 
     # --- assignment ----------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -232,28 +208,25 @@ class AIOKafkaConsumer:
         for tp in given:
             if not is_topic_partition(tp):
                 raise TypeError("partitions must be TopicPartition namedtuples")
-        before = set(self._machine.states)
+        before = set(self._engine.partitions())
         self._set_assignment([TopicPartition(tp.topic, tp.partition) for tp in given])
         if self._config["group_id"] is not None:
             # as aiokafka and Java: manually assigned partitions of a group
             # start at its committed offsets (auto_offset_reset where none)
-            fresh = [tp for tp in self._assignment if tp not in before]
+            fresh = [tp for tp in self._engine.assignment() if tp not in before]
             self._group_driver().hold_for_committed(fresh)
-            if self._started and not self._closed:
+            if self._engine.started and not self._engine.closed:
                 self._read_committed_starts()
 
     def _set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
-        seen = list(dict.fromkeys(partitions))
-        self._assignment = seen
-        self._machine.assign(seen)
-        if self._subscription_state.pattern is None:
-            self._client.set_topics(set(self._subscription_state.topics or ()) | {tp.topic for tp in seen})
-        self._fetcher.wake()
+        state = self._subscription_state
+        # a pattern subscription follows every topic's metadata already
+        self._engine.set_assignment(partitions, None if state.pattern is not None else set(state.topics or ()))
 
     def assignment(self) -> set[TopicPartition]:
         if self._group is not None and self._subscription_state.subscribed:
             return set(self._group.assignment())
-        return set(self._assignment)
+        return set(self._engine.assignment())
 
     def subscribe(self, topics: Iterable[str] | str = (), pattern: Pattern | None = None,
                   listener: ConsumerRebalanceListener | None = None) -> None:
@@ -265,7 +238,7 @@ class AIOKafkaConsumer:
         if not names and pattern is None:
             raise ValueError("You should provide either `topics` or `pattern`")
         state = self._subscription_state
-        state.check_subscribe(names, pattern, bool(self._assignment))
+        state.check_subscribe(names, pattern, bool(self._engine.assignment()))
         if listener is not None:
             from fastkc.aio.abc import check_listener
 
@@ -274,16 +247,16 @@ class AIOKafkaConsumer:
             group = self._group_driver()
             state.subscribe(names, pattern)
             if pattern is not None:  # named topics: the group driver asks for them
-                self._client.follow_topics(None)
+                self._engine.follow_topics(None)
             self._group_subscription = (names, pattern, listener)
             group.subscribe(topics=names, pattern=pattern, listener=listener)
-            if self._started and not self._closed:
+            if self._engine.started and not self._engine.closed:
                 # subscribed after start(): the group's task starts now (start() only spawns it)
                 asyncio.get_running_loop().create_task(group.start())
             return
         self._listener = listener
         state.subscribe(names, pattern)
-        self._client.follow_topics(None if pattern is not None else set(names))
+        self._engine.follow_topics(None if pattern is not None else set(names))
         self._update_subscribed_assignment()
 
     def _metadata_updated(self) -> None:
@@ -295,15 +268,15 @@ class AIOKafkaConsumer:
     def _group_notify_metadata(self) -> None:
         group = self._group
         if group is not None:
-            group.metadata_changed(partition_counts(self._client.cluster))
+            group.metadata_changed(partition_counts(self._engine.cluster))
 
     def _update_subscribed_assignment(self) -> None:
         """No group: every known partition of the subscribed (or matching) topics."""
         state = self._subscription_state
         if not state.subscribed or self._group is not None:
             return
-        wanted = state.follow_metadata(self._client.cluster.topics, self._config["exclude_internal_topics"])
-        if set(wanted) != set(self._assignment):
+        wanted = state.follow_metadata(self._engine.cluster.topics, self._config["exclude_internal_topics"])
+        if set(wanted) != set(self._engine.assignment()):
             self._set_assignment(wanted)
 
     def subscription(self) -> set[str]:
@@ -317,7 +290,7 @@ class AIOKafkaConsumer:
             self._group.unsubscribe()
         self._group_subscription = None
         self._subscription_state.unsubscribe()
-        self._client.subscribe_all_topics = False
+        self._engine.stop_following_all()
         self._set_assignment([])
 
     def _group_driver(self) -> "AioGroupDriver":
@@ -328,59 +301,14 @@ class AIOKafkaConsumer:
 
             # (aiokafka's rebalance_timeout_ms stays the driver's: the group
             # member sends max_poll_interval_ms, fastkc/aio/config.py says why)
-            self._group = AioGroupDriver(self._config, _AioGroupApp(self))
+            self._group = AioGroupDriver(self._config, _AioGroupApp(self._engine, self._set_assignment))
+            self._engine.attach_group(self._group)
         return self._group
 
-    async def _on_get(self, partitions: Iterable[TopicPartition]) -> None:
-        """Before taking records: one turn of the loop (answers read, timers
-        run: a loop of get calls that always find records never starves the
-        loop; cancelled here, a call has taken nothing), the group's
-        decisions applied, errors raised."""
-        self._check_running()
-        await asyncio.sleep(0)
-        self._check_running()
-        if self._group is not None:
-            await self._group.on_app_poll()
-            self._check_running()
-        self._fetcher.raise_pending()
-        self._client.raise_fatal()
-        for tp in partitions:
-            # a partition not (or no longer) assigned just yields nothing, as in aiokafka
-            if not is_topic_partition(tp):
-                raise TypeError("partitions must be TopicPartition namedtuples")
-
     # --- getting records -----------------------------------------------------------------
-    async def _take(self, limit: int, wanted: set[TopicPartition] | None) -> Records:
-        """Records taken from the machine (positions advanced) with no decoding
-        on the loop: when the take stops at a fetch whose next step is not
-        prepared, that step is prepared on the decode thread, awaited when
-        nothing was taken, else left to finish while the application works.
-        Cancelled while it waits, a call has taken nothing: the step being
-        prepared stays in its stream for the next call."""
-        fetcher = self._fetcher
-        while True:
-            records: Records = fetcher.fetched_records(limit, True, self._key_deserializer, self._value_deserializer,
-                                                       wanted, prepared_only=self._offload_decode)
-            unprepared = self._machine.unprepared
-            if unprepared is None:
-                return records
-            step = fetcher.prepare(unprepared, limit)
-            if records:
-                return records
-            await asyncio.shield(step)
-            self._check_running()
-
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
         """The next record (of `partitions` only, when given); waits for one."""
-        wanted = set(partitions) if partitions else None
-        while True:
-            await self._on_get(partitions)
-            records = await self._take(1, wanted)
-            if records:
-                self._fetcher.send_requests()
-                for chunk in records.values():
-                    return chunk[0]
-            await self._wait_data(None)
+        return await self._engine.take_one(partitions)
 
     async def getmany(self, *partitions: TopicPartition, timeout_ms: float = 0,
                       max_records: int | None = None) -> Records:
@@ -390,110 +318,40 @@ class AIOKafkaConsumer:
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError("`max_records` must be a positive Integer")
         limit = max_records or self._max_poll_records or _GETMANY_CHUNK
-        wanted = set(partitions) if partitions else None
-        deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
-        while True:
-            await self._on_get(partitions)
-            records = await self._take(limit, wanted)
-            if records:
-                # pipelining, as the sync poll(): the next fetches are on the
-                # wire before the application sees these records
-                self._fetcher.send_requests()
-                return records
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return {}
-            await self._wait_data(remaining)
+        return await self._engine.take_records(partitions, limit, timeout_ms or 0)
 
     async def getmany_arrow(self, *partitions: TopicPartition, timeout_ms: float = 0,
                             max_records: int | None = None) -> _RecordBatch:
         """getmany()'s records as one pyarrow.RecordBatch in poll_arrow()'s
         schema (fastkc.records.arrow_schema(zero_copy=arrow_zero_copy));
         empty when nothing came within timeout_ms."""
-        import pyarrow as pa
-
-        from fastkc.records import arrow_schema
-
         if max_records is not None and (not isinstance(max_records, int) or max_records < 1):
             raise ValueError("`max_records` must be a positive Integer")
         limit = max_records or self._max_poll_records or (1 << 62)
-        wanted = set(partitions) if partitions else None
-        deadline = time.monotonic() + max(0, timeout_ms or 0) / 1000.0
-        while True:
-            await self._on_get(partitions)
-            batches = self._fetcher.fetched_arrow(limit, wanted, self._offload_decode, self._key_deserializer,
-                                                  self._value_deserializer)
-            unprepared = self._machine.unprepared
-            if unprepared is not None:
-                # a heavy fetch's next Arrow step, decoded on the decode thread
-                step = self._fetcher.prepare(unprepared, limit, arrow=True)
-                if not batches:
-                    await asyncio.shield(step)
-                    self._check_running()
-                    continue
-            if batches:
-                self._fetcher.send_requests()
-                return batches[0]
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return pa.RecordBatch.from_pylist([], schema=arrow_schema(zero_copy=self._config["arrow_zero_copy"]))
-            await self._wait_data(remaining)
-
-    async def _wait_data(self, timeout: float | None) -> None:
-        """Wait for the next answer (or stop(), or the group's next step)."""
-        event = self._fetcher.data_event
-        if event is None:
-            raise IllegalStateError("the consumer is not started: await start() first")
-        event.clear()
-        if self._group is not None:
-            # the group's decisions are applied inside get calls: look at least every 100 ms
-            timeout = 0.1 if timeout is None else min(timeout, 0.1)
-        try:
-            await asyncio.wait_for(event.wait(), timeout)
-        except TimeoutError:
-            pass
-        self._check_running()
+        return await self._engine.take_arrow(partitions, limit, timeout_ms or 0)
 
     # --- positions --------------------------------------------------------------------------
     def _state(self, partition: TopicPartition) -> PartitionState:
         if not is_topic_partition(partition):
             raise TypeError("partition must be a TopicPartition")
-        state: PartitionState | None = self._machine.states.get(partition)
-        if state is None:
-            raise IllegalStateError("No current assignment for partition {0}".format(partition))
-        return state
+        return self._engine.state(partition)
 
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Fetch from `offset` next."""
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError("Offset must be a positive integer")
         self._state(partition)
-        self._machine.seek(partition, offset)
-        self._fetcher.wake()
+        self._engine.seek(partition, offset)
 
     async def _seek_to(self, partitions: Iterable[TopicPartition], strategy: str) -> bool:
-        self._check_running()
-        tps = list(partitions) or list(self._machine.states)
+        engine = self._engine
+        engine.check_running()
+        tps = list(partitions) or engine.assignment()
         for tp in tps:
             self._state(tp)
-        for tp in tps:
-            self._machine.request_reset(tp, strategy)
-        self._fetcher.wake()
+        engine.request_reset(tps, strategy)
         deadline = time.monotonic() + self._config["request_timeout_ms"] / 1000.0
-        return await self._wait_positions(tps, deadline)
-
-    async def _wait_positions(self, partitions: Iterable[TopicPartition], deadline: float) -> bool:
-        """Wait until every partition's position is known; False at the deadline."""
-        while True:
-            states = [self._machine.states.get(tp) for tp in partitions]
-            if all(s is None or s.position is not None for s in states):
-                return True
-            self._fetcher.raise_pending()
-            self._client.raise_fatal()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            await self._wait_data(remaining)
+        return await engine.wait_positions(tps, deadline)
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
         return await self._seek_to(partitions, "earliest")
@@ -504,7 +362,7 @@ class AIOKafkaConsumer:
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
         """Seek to the group's committed offsets; {tp: offset or None}."""
         group = await self._running_group()
-        tps = list(partitions) or list(self._machine.states)
+        tps = list(partitions) or self._engine.assignment()
         for tp in tps:
             self._state(tp)
         committed = await group.fetch_committed(tps)
@@ -517,22 +375,16 @@ class AIOKafkaConsumer:
             offset = entry.offset
             assert offset is not None  # the commit machine makes an entry only of an offset >= 0
             out[tp] = offset
-            if tp in self._machine.states:
-                self._machine.seek(tp, offset)
-        self._fetcher.wake()
+            if tp in self._engine.partitions():
+                self._engine.seek(tp, offset)
         return out
 
     async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record a get call returns, waiting for a
         reset to resolve."""
-        self._check_running()
-        while True:
-            position: int | None = self._state(partition).position
-            if position is not None:
-                return position
-            await self._on_get(())
-            self._fetcher.wake()
-            await self._wait_data(None)
+        self._engine.check_running()
+        self._state(partition)
+        return await self._engine.position(partition)
 
     def highwater(self, partition: TopicPartition) -> int | None:
         return self._state(partition).highwater
@@ -567,13 +419,13 @@ class AIOKafkaConsumer:
 
     async def _offsets(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
         """{tp: (offset, timestamp)} of a ListOffsets lookup, in the order asked."""
-        self._check_running()
+        self._engine.check_running()
         for tp in timestamps:
             if not is_topic_partition(tp):
                 raise TypeError("partitions must be TopicPartition namedtuples")
         if not timestamps:
             return {}
-        results = await self._fetcher.list_offsets(timestamps, self._config["request_timeout_ms"])
+        results = await self._engine.list_offsets(timestamps, self._config["request_timeout_ms"])
         out: dict[TopicPartition, tuple[int, int]] = {}
         for tp in timestamps:
             offset, ts, _epoch = results[tp]
@@ -585,24 +437,22 @@ class AIOKafkaConsumer:
         for tp in partitions:
             self._state(tp)
         for tp in partitions:
-            self._machine.pause(tp)
-        self._fetcher.wake()
+            self._engine.pause(tp)
 
     def resume(self, *partitions: TopicPartition) -> None:
         for tp in partitions:
             self._state(tp)
         for tp in partitions:
-            self._machine.resume(tp)
-        self._fetcher.wake()
+            self._engine.resume(tp)
 
     def paused(self) -> set[TopicPartition]:
-        return {tp for tp, s in self._machine.states.items() if s.paused}
+        return {tp for tp, s in self._engine.partitions().items() if s.paused}
 
     # --- committing (the group) -----------------------------------------------------------------
     async def commit(self, offsets: Mapping[TopicPartition, CommitOffset] | None = None) -> None:
         """Commit `offsets` ({tp: offset or OffsetAndMetadata}; the positions
         of the assignment when None) and wait for the answer."""
-        self._check_running()
+        self._engine.check_running()
         group = await self._running_group()
         committing: dict[TopicPartition, OffsetAndMetadata] | None = None
         if offsets is not None:
@@ -612,14 +462,14 @@ class AIOKafkaConsumer:
         elif self._group_subscription is None:
             # a manual assignment: the group driver's assignment is the
             # subscription's, so the positions are named here
-            committing = _AioGroupApp(self).positions(self._assignment)
+            committing = self._engine.positions(self._engine.assignment())
             if not committing:
                 return
         await group.commit(committing)
 
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's last committed offset of `partition`, or None."""
-        self._check_running()
+        self._engine.check_running()
         entry = await (await self._running_group()).committed(partition)
         # aiokafka's committed() is the offset alone (None: nothing committed)
         return None if entry is None else entry.offset
@@ -627,16 +477,16 @@ class AIOKafkaConsumer:
     # --- metadata ----------------------------------------------------------------------------
     async def topics(self) -> set[str]:
         """Every topic of the cluster (internal ones hidden when exclude_internal_topics)."""
-        self._check_running()
-        await self._client.wait_for_metadata(self._config["request_timeout_ms"], all_topics=True)
-        return visible_topics(self._client.cluster.topics, self._config["exclude_internal_topics"])
+        self._engine.check_running()
+        await self._engine.wait_for_metadata(self._config["request_timeout_ms"], all_topics=True)
+        return visible_topics(self._engine.cluster.topics, self._config["exclude_internal_topics"])
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         """The partition ids of `topic` the cached metadata knows, or None
         (as aiokafka: no lookup; the topic is added to the next refresh)."""
-        meta = self._client.cluster.topics.get(topic)
+        meta = self._engine.cluster.topics.get(topic)
         if meta is None or meta.error_code != 0:
-            self._client.add_topics([topic])
+            self._engine.add_topics([topic])
             return None
         return set(meta.partitions)
 
@@ -662,54 +512,37 @@ AIOKafkaConsumer.__init__.__signature__ = _constructor_signature()  # type: igno
 
 class _AioGroupApp:
     """What the group driver may do to the consumer (on the loop, inside get
-    calls and commits: fastkc.aio.group_driver's `app`)."""
+    calls and commits: fastkc.aio.group_driver's `app`), through the engine's
+    API; `set_assignment` is the consumer's (it knows the subscription whose
+    topics metadata follows)."""
 
-    def __init__(self, consumer: AIOKafkaConsumer) -> None:
-        self._consumer = consumer
+    def __init__(self, engine: AioConsumerEngine, set_assignment: Callable[[list[TopicPartition]], None]) -> None:
+        self._engine = engine
+        self._set_assignment = set_assignment
 
     def positions(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
-        states = self._consumer._machine.states
-        tps = states if partitions is None else partitions
-        out: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp in tps:
-            state = states.get(tp)
-            if state is not None and state.position is not None:
-                out[tp] = OffsetAndMetadata(state.position, "")
-        return out
+        return self._engine.positions(partitions)
 
     def assign_from_group(self, partitions: Iterable[TopicPartition]) -> None:
-        self._consumer._set_assignment(list(partitions))
+        self._set_assignment(list(partitions))
 
     def revoke_from_group(self, partitions: Iterable[TopicPartition]) -> None:
         gone = set(partitions)
-        self._consumer._set_assignment([tp for tp in self._consumer._assignment if tp not in gone])
+        self._set_assignment([tp for tp in self._engine.assignment() if tp not in gone])
 
     def topics_matching(self, pattern: Pattern) -> set[str]:
-        consumer = self._consumer
-        return visible_topics(consumer._client.cluster.topics, consumer._config["exclude_internal_topics"],
-                              compile_pattern(pattern))
+        engine = self._engine
+        return visible_topics(engine.cluster.topics, engine.config["exclude_internal_topics"], compile_pattern(pattern))
 
     def request_metadata_for(self, topics: Iterable[str] | None) -> None:
-        consumer = self._consumer
-        consumer._client.follow_topics(
-            None if topics is None else set(topics) | {tp.topic for tp in consumer._assignment})
+        engine = self._engine
+        engine.follow_topics(None if topics is None else set(topics) | {tp.topic for tp in engine.assignment()})
 
     def hold_for_committed(self, tp: TopicPartition, held: bool = True) -> None:
-        self._consumer._machine.hold_for_committed(tp, held)
-        if not held:
-            self._wake()
+        self._engine.hold_for_committed(tp, held)
 
     def is_held(self, tp: TopicPartition) -> bool:
-        return self._consumer._machine.is_held(tp)
+        return self._engine.is_held(tp)
 
     def seek(self, tp: TopicPartition, offset: int, epoch: int) -> None:
-        self._consumer._machine.seek(tp, offset, epoch)
-        self._wake()
-
-    def _wake(self) -> None:
-        """A partition has a start: the fetch task plans it, and position()
-        waiting on it looks again."""
-        fetcher = self._consumer._fetcher
-        fetcher.wake()
-        if fetcher.data_event is not None:
-            fetcher.data_event.set()
+        self._engine.seek(tp, offset, epoch)

@@ -7,7 +7,8 @@ the group member once one is attached, and the Arrow stream being read.
 Front-ends
 (KafkaConsumer, its arrow_stream(), the benchmark's ceiling reader, the
 Spark planner, `fastkc consume`) use it through the methods below and read
-nothing private of it or of each other.
+nothing private of it or of each other. The asyncio consumer has the same
+engine on asyncio drivers: `AioConsumerEngine` (aio_engine.py).
 
 The API (all on the thread that drives the consumer, except `wakeup`):
 

@@ -43,7 +43,7 @@ class _Watch:
 
     def __init__(self, consumer, kind=PrepareRecordsStep):
         self.threads = []
-        executor = consumer._fetcher.decode_executor
+        executor = consumer._engine.fetcher.decode_executor
         submit = executor.submit
 
         class Watched:
@@ -75,7 +75,8 @@ def test_large_compressed_batches_are_decoded_off_the_loop(decode_threads):
             try:
                 consumer.assign([TP])
                 got = await drain(consumer, count, timeout=20, settle_ms=0)
-                return got, watch.threads, dict(consumer._machine.decode_steps), await consumer.position(TP)
+                steps = dict(consumer._engine.fetcher.machine.decode_steps)
+                return got, watch.threads, steps, await consumer.position(TP)
             finally:
                 await consumer.stop()
 
@@ -115,7 +116,7 @@ def test_many_small_batches_over_several_partitions_every_record_once(codec):
                 tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
                 consumer.assign(tps)
                 got = await drain(consumer, count * partitions, timeout=20, settle_ms=0)
-                return got, dict(consumer._machine.decode_steps), watch.threads
+                return got, dict(consumer._engine.fetcher.machine.decode_steps), watch.threads
             finally:
                 await consumer.stop()
 

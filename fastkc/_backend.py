@@ -70,6 +70,7 @@ from fastkc.structs import DecodedPartition, FetchResponse, ScanInfo, ShareDecod
 
 if TYPE_CHECKING:
     # re-exported for the type checker: nothing else names fastkc._core
+    from fastkc._core._protobuf import ProtobufDecoder as ProtobufDecoder
     from fastkc._core._records import ArrowBuilder as ArrowBuilder
     from fastkc._core._records import RecordStream as RecordStream
 
@@ -183,11 +184,13 @@ else:
 # The Protobuf program decoder (fastkc/schema_registry/protobuf.py uses it), by
 # the same choice; imported on first use: its modules need the protobuf runtime
 # (the schema-registry extra), which `import fastkc` must not.
-def protobuf_decoder_core() -> Any:
+def protobuf_decoder_core() -> "type[ProtobufDecoder]":
     if name == "c":
         from fastkc._core._protobuf import ProtobufDecoder as compiled
 
         return compiled
     from fastkc._twin.protobuf import Decoder as twin
 
-    return twin
+    # the twin implements the compiled class's interface (held to it by the
+    # differential tests, as the Avro twin)
+    return cast("type[ProtobufDecoder]", twin)

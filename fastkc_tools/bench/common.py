@@ -264,6 +264,38 @@ async def drain_async(poll_count: Callable[[], Awaitable[tuple[int, int]]],
     return tally.records, tally.touched
 
 
+async def drain_aiokafka_api(consumer_class: Callable[..., Any], topic_partition: Callable[[str, int], Any],
+                             args: argparse.Namespace) -> tuple[int, int, "Clock", "LoopStallMeter"]:
+    """The asyncio runners' whole run, for any consumer with aiokafka's API
+    (aiokafka's own and fastkc.aio's: the class and its TopicPartition are
+    the arguments, so both do the same work): assign every partition, seek
+    to the beginning, getmany() until the end offsets, touching every
+    record, while a ticker task on the same loop measures how long the loop
+    was held. Returns (records, bytes touched, clock, meter)."""
+    tps = [topic_partition(args.topic, p) for p in range(args.partitions)]
+    consumer = consumer_class(bootstrap_servers=args.bootstrap, **KAFKA_PYTHON_STYLE_CONFIG)
+    await consumer.start()
+    meter = LoopStallMeter()
+    try:
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        clock = Clock(args.timeout)
+
+        async def positions() -> dict[int, int]:
+            return {tp.partition: await consumer.position(tp) for tp in tps}
+
+        async def poll_count() -> tuple[int, int]:
+            return touch_polled(await consumer.getmany(timeout_ms=1000))
+
+        meter.start()
+        records, touched = await drain_async(poll_count, positions, args, clock)
+        await meter.stop()
+        return records, touched, clock, meter
+    finally:
+        await meter.stop()
+        await consumer.stop()
+
+
 def _at_end(positions: Mapping[int, int], ends: Mapping[int, int]) -> bool:
     return all(positions.get(p, -1) >= end for p, end in ends.items())
 

@@ -1,59 +1,21 @@
 """aiokafka AIOKafkaConsumer: assign every partition, seek to the beginning,
 getmany() until the end offsets (check_crcs=True, read_uncommitted, default
 fetch sizes, no max_records: getmany hands over whatever is buffered). The
-same ticker task as fastkc.aio's runner measures how long the loop was held.
+same ticker task as fastkc.aio's runner measures how long the loop was held;
+both runs are common.drain_aiokafka_api.
 """
-import argparse
 import asyncio
 from collections.abc import Sequence
 
-from fastkc_tools.bench.common import (
-    KAFKA_PYTHON_STYLE_CONFIG,
-    Clock,
-    LoopStallMeter,
-    drain_async,
-    finish,
-    parse_args,
-    touch_polled,
-)
-
-
-async def consume(args: argparse.Namespace) -> tuple[int, int, Clock, LoopStallMeter]:
-    from aiokafka import AIOKafkaConsumer
-    from aiokafka.structs import TopicPartition
-
-    tps = [TopicPartition(args.topic, p) for p in range(args.partitions)]
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=args.bootstrap,
-        **KAFKA_PYTHON_STYLE_CONFIG,
-    )
-    await consumer.start()
-    meter = LoopStallMeter()
-    try:
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        clock = Clock(args.timeout)
-
-        async def positions() -> dict[int, int]:
-            return {tp.partition: await consumer.position(tp) for tp in tps}
-
-        async def poll_count() -> tuple[int, int]:
-            return touch_polled(await consumer.getmany(timeout_ms=1000))
-
-        meter.start()
-        records, touched = await drain_async(poll_count, positions, args, clock)
-        await meter.stop()
-        return records, touched, clock, meter
-    finally:
-        await meter.stop()
-        await consumer.stop()
+from fastkc_tools.bench.common import drain_aiokafka_api, finish, parse_args
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.split("\n\n")[0], argv)
     import aiokafka
+    from aiokafka.structs import TopicPartition
 
-    records, touched, clock, meter = asyncio.run(consume(args))
+    records, touched, clock, meter = asyncio.run(drain_aiokafka_api(aiokafka.AIOKafkaConsumer, TopicPartition, args))
     finish("aiokafka", args, records, clock.seconds, touched_bytes=touched, clock=clock, cpu_seconds=clock.cpu_seconds,
            version=aiokafka.__version__, longest_loop_stall_ms=round(meter.longest * 1000.0, 2),
            longest_loop_hold_cpu_ms=round(meter.longest_cpu * 1000.0, 2))

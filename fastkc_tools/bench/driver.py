@@ -494,10 +494,22 @@ def client_names(text: str | None, default: Iterable[str]) -> list[str]:
 
 
 def broker_for(args: argparse.Namespace, log: Log) -> tuple[str, str | None]:
-    """(bootstrap, kafka version or None)."""
+    """(bootstrap, kafka version or None). A given bootstrap that is the
+    local broker's takes its version from the harness (the tables name it)."""
     if args.bootstrap:
-        return args.bootstrap, args.kafka_version
+        return args.bootstrap, args.kafka_version or local_version(args.bootstrap)
     return local_bootstrap(log)
+
+
+def local_version(bootstrap: str) -> str | None:
+    """The Kafka version of the local broker when `bootstrap` is its address, else None."""
+    from fastkc_tools import broker
+
+    st = broker.status()
+    if st.running and st.info is not None and st.info.bootstrap_servers == bootstrap:
+        version: str = st.info.kafka_version
+        return version
+    return None
 
 
 def warm_up(bootstrap: str, topic: str, log: Log) -> None:

@@ -29,7 +29,7 @@ The API (all on the loop):
   all_topics)`, `follow_topics(topics | None)`, `add_topics(topics)`,
   `stop_following_all()`, `on_metadata(callback)`.
 - offsets: `await list_offsets({tp: timestamp}, timeout_ms)`.
-- the group: `attach_group(member)`, `group` (the member or None).
+- the group: `attach_group(member)`.
 - `fetcher`: the AioFetchDriver itself, for tests and tools that look at
   the decode steps.
 """
@@ -63,8 +63,6 @@ class AioGroupMember(Protocol):
     """What the engine asks of an attached group driver."""
 
     async def on_app_poll(self) -> None: ...
-
-    def metadata_changed(self, partition_counts: dict[str, int]) -> None: ...
 
 
 class AioConsumerEngine:
@@ -137,11 +135,9 @@ class AioConsumerEngine:
 
     # --- the group ---------------------------------------------------------------------------
     def attach_group(self, member: AioGroupMember) -> None:
+        """Every get call applies `member`'s decisions first; a waiting one
+        looks at least every 100 ms."""
         self._group = member
-
-    @property
-    def group(self) -> AioGroupMember | None:
-        return self._group
 
     # --- getting records ---------------------------------------------------------------------
     async def _before_take(self, partitions: Iterable[TopicPartition]) -> None:

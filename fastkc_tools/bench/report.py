@@ -145,18 +145,25 @@ BY_NAME = {s.name: s for s in SECTIONS}
 
 
 # --- where and when ------------------------------------------------------------------------------
-def _git(*argv: str) -> str:
+#: where the report's sections write their figures: a change there is a figure, not code
+RESULTS_PATHSPEC = ":(exclude)benchmarks/results"
+
+
+def _git(*argv: str, cwd: str = PACKAGE_PARENT) -> str:
     try:
-        proc = subprocess.run(["git", *argv], cwd=PACKAGE_PARENT, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
-def commit() -> dict[str, Any]:
-    """HEAD and whether tracked files differ from it (a figure of uncommitted code says so)."""
-    head = _git("rev-parse", "HEAD") or None
-    return {"commit": head, "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")) if head else None}
+def commit(cwd: str = PACKAGE_PARENT) -> dict[str, Any]:
+    """HEAD and whether tracked files other than the figures differ from it
+    (a figure of uncommitted code says so; the figures an earlier section
+    of the same report wrote do not count)."""
+    head = _git("rev-parse", "HEAD", cwd=cwd) or None
+    changed = _git("status", "--porcelain", "--untracked-files=no", "--", ".", RESULTS_PATHSPEC, cwd=cwd)
+    return {"commit": head, "dirty": bool(changed) if head else None}
 
 
 def _proc_field(path: str, name: str) -> str | None:

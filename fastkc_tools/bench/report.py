@@ -270,6 +270,31 @@ def render(entries: Sequence[dict[str, Any]], quick: bool) -> str:
     return "\n".join(lines)
 
 
+def previous_entries(out: str, quick: bool) -> list[dict[str, Any]]:
+    """The sections of the report already in `out` (report.json), if it was
+    made in the same mode; [] when there is none or it cannot be read."""
+    try:
+        with open(os.path.join(out, "report.json")) as f:
+            previous = json.load(f)
+    except (OSError, ValueError):
+        return []
+    if not isinstance(previous, dict) or previous.get("quick") != quick:
+        return []
+    sections = previous.get("sections")
+    if not isinstance(sections, list):
+        return []
+    return [e for e in sections if isinstance(e, dict) and e.get("section") in BY_NAME]
+
+
+def merged(previous: Sequence[dict[str, Any]], fresh: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`--only` regenerates some sections: the report keeps the others as
+    they were measured (each with its own commit and load), the fresh ones
+    replace theirs, in the sections' order."""
+    by_name = {e["section"]: e for e in previous}
+    by_name.update({e["section"]: e for e in fresh})
+    return [by_name[s.name] for s in SECTIONS if s.name in by_name]
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m fastkc_tools.bench report", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -308,6 +333,8 @@ def main(argv: Sequence[str] | None = None, log: Callable[[str], None] = print) 
         entries.append(entry)
         log("report: {0}: {1}".format(section.name, entry["status"] if entry["status"] == "ok"
                                       else "FAILED " + str(entry["error"])[-500:]))
+    if args.only:
+        entries = merged(previous_entries(out, args.quick), entries)
     text = render(entries, args.quick)
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text + "\n")

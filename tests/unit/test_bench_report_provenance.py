@@ -1,6 +1,8 @@
 """The benchmark report's provenance: a table is marked as measured on
 uncommitted code when code differs from HEAD, never because an earlier
-section of the same report wrote its figures (benchmarks/results/)."""
+section of the same report wrote its figures (benchmarks/results/); a report
+of some sections (--only) keeps the other sections as they were measured."""
+import json
 import os
 import subprocess
 
@@ -45,3 +47,26 @@ def test_changed_code_is_uncommitted(tmp_path):
 
 def test_outside_a_checkout_nothing_is_claimed(tmp_path):
     assert report.commit(str(tmp_path)) == {"commit": None, "dirty": None}
+
+
+def _entry(section, commit):
+    return {"section": section, "commit": commit, "status": "ok", "tables": []}
+
+
+def test_only_keeps_the_sections_it_did_not_run(tmp_path):
+    # --only rebalance after a full report: e2e keeps its own commit, rebalance is replaced
+    (tmp_path / "report.json").write_text(json.dumps(
+        {"quick": False, "sections": [_entry("e2e", "a" * 40), _entry("rebalance", "b" * 40)]}))
+    kept = report.previous_entries(str(tmp_path), quick=False)
+    got = report.merged(kept, [_entry("rebalance", "c" * 40), _entry("cost", "c" * 40)])
+    order = [s.name for s in report.SECTIONS]
+    assert [e["section"] for e in got] == sorted(["e2e", "rebalance", "cost"], key=order.index)
+    assert {e["section"]: e["commit"][0] for e in got} == {"e2e": "a", "rebalance": "c", "cost": "c"}
+
+
+def test_a_report_of_the_other_mode_or_unreadable_is_not_kept(tmp_path):
+    (tmp_path / "report.json").write_text(json.dumps({"quick": True, "sections": [_entry("e2e", "a" * 40)]}))
+    assert report.previous_entries(str(tmp_path), quick=False) == []
+    (tmp_path / "report.json").write_text("{not json")
+    assert report.previous_entries(str(tmp_path), quick=False) == []
+    assert report.previous_entries(str(tmp_path / "missing"), quick=False) == []

@@ -70,6 +70,7 @@ from fastkc.structs import DecodedPartition, FetchResponse, ScanInfo, ShareDecod
 
 if TYPE_CHECKING:
     # re-exported for the type checker: nothing else names fastkc._core
+    from fastkc._core._json import JsonArrowDecoder as JsonArrowDecoder
     from fastkc._core._protobuf import ProtobufDecoder as ProtobufDecoder
     from fastkc._core._records import ArrowBuilder as ArrowBuilder
     from fastkc._core._records import RecordStream as RecordStream
@@ -194,3 +195,14 @@ def protobuf_decoder_core() -> "type[ProtobufDecoder]":
     # the twin implements the compiled class's interface (held to it by the
     # differential tests, as the Avro twin)
     return cast("type[ProtobufDecoder]", twin)
+
+
+# The JSON -> Arrow parser (fastkc/schema_registry/json_schema.py uses it): the
+# compiled one, None under the twin, where the Python way (the reference the
+# parser is checked against) builds the columns.
+def json_arrow_decoder_core() -> "type[JsonArrowDecoder] | None":
+    if name == "c":
+        from fastkc._core._json import JsonArrowDecoder as compiled
+
+        return compiled
+    return None

@@ -62,9 +62,7 @@ class JsonCodec:
         return self._codec.decode_many(run) if run else []
 
     def decode_arrow_column(self, column: Any, skip: int) -> Any:
-        # the rows as bytes, each read past the frame in place (the JSON
-        # codec parses Python buffers, not an Arrow column)
-        return self._codec.decode_arrow([memoryview(row)[skip:] for row in column.to_pylist()])
+        return self._codec.decode_arrow_column(column, skip)
 
 
 class JSONDeserializer(RegistryDeserializer):

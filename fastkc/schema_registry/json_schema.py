@@ -65,12 +65,15 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT7
 
+from fastkc import _backend
 from fastkc.schema_registry.errors import (
     JsonArrowTypeError,
     JsonDecodeError,
     JsonSchemaError,
     JsonValidationError,
 )
+from fastkc.schema_registry.json_arrow import BOOL, ENUM, FLOAT, INT, LIST, MAP, NULL, STRING, STRUCT, TEXT
+from fastkc.schema_registry.json_arrow import compile_plan as compile_arrow_plan
 from fastkc.schema_registry.json_fast import fast_validator
 
 __all__ = ["JsonSchemaCodec", "arrow_node", "ArrowNode"]
@@ -92,9 +95,7 @@ _ORJSON_DEPTH = 1024
 _DEEP_BYTES = 2 * _ORJSON_DEPTH
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
-# Arrow node kinds (ArrowNode.kind)
-NULL, BOOL, INT, FLOAT, STRING, ENUM, TEXT, STRUCT, LIST, MAP = (
-    "null", "bool", "int64", "float64", "utf8", "enum", "json-text", "struct", "list", "map")
+# Arrow node kinds (ArrowNode.kind): json_arrow.py names them
 
 _SCALAR_TYPES = {NULL: pa.null(), BOOL: pa.bool_(), INT: pa.int64(), FLOAT: pa.float64(), STRING: pa.string(),
                  TEXT: pa.string()}
@@ -450,6 +451,9 @@ class JsonSchemaCodec:
             self._fast = fast_validator(self.schema, self.references, cls)
         self.node = arrow_node(self.schema, self.references)
         self._convert = _converter(self.node)
+        # the compiled JSON -> Arrow parser, made on the first Arrow call
+        # (False: this tree has no plan, or there is no compiled core)
+        self._native: Any = None
         # read_json reads objects: each payload is wrapped as {"v": payload}
         self._read_schema = pa.schema([pa.field("v", self.node.build_type)])
 
@@ -544,21 +548,65 @@ class JsonSchemaCodec:
         decode_many (so the same errors), then as arrow_node maps them;
         JsonArrowTypeError for a value that does not fit.
 
+        The compiled parser (csrc/fkc_json_arrow.c, following the plan
+        json_arrow.py compiles from `node`) parses the payloads straight
+        into the columns, with the GIL released. It declines whatever
+        Python's reading could read otherwise (its header lists what);
+        then reference_arrow() builds the column, or raises the payload's
+        typed error. With validation on, decode_many validates first."""
+        values = self.decode_many(payloads) if self._validator is not None else None
+        native = self._native_parser()
+        if native is not None:
+            array = native.decode_arrow(payloads)
+            if array is not None:
+                return array
+        return self.reference_arrow(payloads, values)
+
+    def reference_arrow(self, payloads: Sequence[Payload], values: list[Any] | None = None) -> Any:
+        """decode_arrow() the Python way: the reference the compiled parser
+        is held to (`values`: decode_many's, when the caller has them).
+
         Arrow's own JSON reader (C++, multithreaded) builds the column; it
-        is the faster of the two ways measured (with 100k 330-byte events it
-        takes about a third of pa.array's time over the parsed values). It
-        reads the payloads only after decode_many has accepted each as one
-        JSON text, so a payload cannot run into the next line. Wherever it
-        refuses the data, or the schema has json-text or null positions
-        (ArrowNode.needs_values), the column is built from the parsed values
-        by the strict converter instead, which names the bad payload."""
-        values = self.decode_many(payloads)
+        is the faster of the two Python ways measured (with 100k 330-byte
+        events it takes about a third of pa.array's time over the parsed
+        values). It reads the payloads only after decode_many has accepted
+        each as one JSON text, so a payload cannot run into the next line.
+        Wherever it refuses the data, or the schema has json-text or null
+        positions (ArrowNode.needs_values), the column is built from the
+        parsed values by the strict converter instead, which names the bad
+        payload."""
+        if values is None:
+            values = self.decode_many(payloads)
         if not self.node.needs_values and values:
             try:
                 return self._read_json(payloads)
             except (pa.ArrowException, ValueError, _Mismatch):
                 pass  # the converter below gives the value or the payload's error
         return self._from_values(values)
+
+    def decode_arrow_column(self, column: Any, skip: int) -> Any:
+        """decode_arrow() of the rows of a pyarrow binary column without
+        nulls, each past its first `skip` bytes (read in place by the
+        compiled parser when nothing is validated)."""
+        if not pa.types.is_binary(column.type):
+            column = column.cast(pa.binary())
+        native = self._native_parser() if self._validator is None else None
+        if native is not None:
+            array = native.decode_arrow_column(column, skip)
+            if array is not None:
+                return array
+        return self.decode_arrow([memoryview(row)[skip:] for row in column.to_pylist()])
+
+    def _native_parser(self) -> Any:
+        """The compiled parser of this schema's Arrow plan, or None."""
+        if self._native is None:
+            core = _backend.json_arrow_decoder_core()
+            plan = compile_arrow_plan(self.node) if core is not None else None
+            if core is None or plan is None:
+                self._native = False
+            else:
+                self._native = core(plan.columns, plan.steps, plan.strings, plan.root_step)
+        return self._native or None
 
     def _read_json(self, payloads: Sequence[Payload]) -> Any:
         parts = [p if isinstance(p, bytes) else bytes(p) for p in payloads]

@@ -6,7 +6,8 @@ import os
 
 from tests.support.repo import ROOT, run_tool
 
-MODULES = ["fastkc._core._records", "fastkc._core._fetch", "fastkc._core._avro", "fastkc._core._protobuf"]
+MODULES = ["fastkc._core._records", "fastkc._core._fetch", "fastkc._core._avro", "fastkc._core._protobuf",
+           "fastkc._core._json"]
 
 
 def test_stubs_match_the_compiled_modules():

@@ -208,6 +208,18 @@ static int hex4(const uint8_t *p, uint32_t *out)
 static int string(ja_run *r, const uint8_t **out, size_t *len)
 {
     const uint8_t *p = ++r->at; /* past the quote */
+    /* eight bytes at a time while none is a quote, a backslash or a control
+     * byte (the exact "has a byte below n" tests; a hit is found bytewise) */
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    while (r->end - p >= 8) {
+        uint64_t v, q, b;
+        memcpy(&v, p, 8);
+        q = v ^ (ones * '"');
+        b = v ^ (ones * '\\');
+        if ((((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v)) & highs)
+            break;
+        p += 8;
+    }
     while (p < r->end && *p != '"' && *p != '\\' && *p >= 0x20)
         p++;
     if (p >= r->end)
@@ -486,20 +498,28 @@ static int members(ja_run *r, const int64_t *s, ja_member_fn member, void *state
     }
 }
 
-/* A struct member: its property's column, or skipped. `seen` marks the
- * properties written (a second one: declined, Python keeps the last). */
+/* A struct row's members so far: which properties were written (a second
+ * one is declined: Python keeps the last), and where to look first. */
+typedef struct ja_struct_state {
+    uint8_t *seen;
+    int64_t next; /* the property after the last one matched: writers mostly keep the schema's order */
+} ja_struct_state;
+
+/* A struct member: its property's column, or skipped. */
 static int struct_member(ja_run *r, const int64_t *s, const uint8_t *key, size_t len, void *state)
 {
-    uint8_t *seen = state;
+    ja_struct_state *st = state;
     int64_t count = s[S_N] / 3;
     const int64_t *props = s + FKC_JA_STEP_HEAD;
     /* the key may live in r->text, which a nested string reuses: compare now */
-    for (int64_t i = 0; i < count; i++) {
+    for (int64_t k = 0; k < count; k++) {
+        int64_t i = st->next + k < count ? st->next + k : st->next + k - count;
         const int64_t *prop = props + 3 * i;
         if ((size_t)prop[1] == len && memcmp(r->p->strings + prop[0], key, len) == 0) {
-            if (seen[i])
+            if (st->seen[i])
                 return decline(r, "a duplicate key");
-            seen[i] = 1;
+            st->seen[i] = 1;
+            st->next = i + 1 < count ? i + 1 : 0;
             return value(r, prop[2]);
         }
     }
@@ -649,10 +669,11 @@ static int value(ja_run *r, int64_t sid)
             return fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "json", "out of memory");
         if (seen == small)
             memset(small, 0, count);
+        ja_struct_state st = {seen, 0};
         int ok = fkc_tc_begin(r->s, c);
         if (ok) {
             c->len++;
-            ok = members(r, s, struct_member, seen);
+            ok = members(r, s, struct_member, &st);
         }
         /* a property absent: null (every property's column is nullable) */
         for (size_t i = 0; ok && i < count; i++)

@@ -51,7 +51,8 @@ ASAN_TESTS ?= $(wildcard tests/unit/test_records_core.py tests/unit/test_fetch_p
 	tests/unit/test_bench_ceiling.py tests/unit/test_fetch_machine.py tests/unit/test_share_decode.py \
 	tests/unit/test_avro_decode.py tests/unit/test_avro_resolution.py tests/unit/test_avro_hostile.py \
 	tests/unit/test_avro_arrow.py tests/unit/test_take_budget.py tests/unit/test_avro_deserializer_arrow.py \
-	tests/unit/test_protobuf_decode.py tests/unit/test_protobuf_hostile.py tests/unit/test_protobuf_arrow.py)
+	tests/unit/test_protobuf_decode.py tests/unit/test_protobuf_hostile.py tests/unit/test_protobuf_arrow.py \
+	tests/unit/test_json_arrow_parser.py)
 LIBASAN := $(shell gcc -print-file-name=libasan.so)
 LIBUBSAN := $(shell gcc -print-file-name=libubsan.so)
 

@@ -79,7 +79,7 @@ asan:
 # and crash reproducers to tests/fuzz/build/ (both ignored by git). Needs
 # clang with its libFuzzer runtime (Debian: apt-get install clang).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= fetch records lz4 avro protobuf
+FUZZ_TARGETS ?= fetch records lz4 avro protobuf json
 FUZZ_CC ?= clang
 FUZZ_DIR := tests/fuzz/build
 FUZZ_CFLAGS ?= -g -O1 -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -36,7 +36,8 @@ SCHEMAS = [
         "b": {"type": "object", "properties": {"c": {"type": "string"}, "d": {"type": "integer"}}},
         "e": {"type": "number"}}}, "f": {"type": "boolean"}}},
     {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object", "properties": {
-        "sku": {"type": "string"}, "qty": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}}}}},
+        "sku": {"type": "string"}, "qty": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}}}}}}},
     {"type": "object", "additionalProperties": {"type": "array", "items": {"enum": ["a", "b"]}}},
     {"type": "array", "items": {"type": "number"}},
     {"type": "null"},

@@ -10,7 +10,7 @@ record to last; the time to the first record apart):
 - fastkc poll() + the format's usual Python decoder per value (fastavro's
   schemaless_reader, the protobuf runtime's FromString, json.loads; the frame
   cut, the schema known: what a hand-rolled consumer does);
-- fastkc poll_arrow(), raw bytes (the Arrow ceiling);
+- fastkc poll_arrow(), raw bytes (the Arrow ceiling), ARROW_TAKE records a take;
 - fastkc poll_arrow() + fastkc's deserializer: typed Arrow columns (where the
   format has them).
 
@@ -49,6 +49,10 @@ from fastkc_tools.bench.common import Clock  # noqa: E402
 
 PARTITIONS = 8
 TIMEOUT_S = 600
+# records per poll_arrow() take (raw and decoded alike): uncapped, a take is
+# everything buffered, and a run of a few hundred MB is one take with no
+# steady state to measure
+ARROW_TAKE = 20_000
 REFERENCE = "confluent-kafka + its deserializer"
 
 
@@ -216,7 +220,7 @@ def fastkc_poll_arrow(bootstrap, topic, records, value_deserializer, decoded):
     import pyarrow.compute as pc
 
     def take(consumer):
-        batch = consumer.poll_arrow(timeout_ms=1000)
+        batch = consumer.poll_arrow(timeout_ms=1000, max_records=ARROW_TAKE)
         if not batch.num_rows:
             return 0, 0
         values = batch.column("value")

@@ -20,7 +20,8 @@
 enum { C_LAYOUT = FKC_TC_C_LAYOUT, C_FIRST = FKC_TC_C_FIRST, C_COUNT = FKC_TC_C_COUNT, C_P0 = FKC_TC_C_P0,
        C_P1 = FKC_TC_C_P1, C_P2 = FKC_TC_C_P2 };
 /* Step words */
-enum { S_KIND, S_COLUMN, S_N };
+enum { S_KIND, S_COLUMN, S_N, S_FLAGS, S_LO, S_HI };
+#define PROP_WIDTH 4 /* a struct's property: name offset, name length, step, required */
 
 static fkc_tc_tree ja_tree(const fkc_ja_plan *p)
 {
@@ -77,6 +78,13 @@ static int ja_check_step(ja_checker *k, int64_t sid, int64_t column, int depth)
     int64_t kind = s[S_KIND], n = s[S_N];
     if (s[S_COLUMN] != column || n < 0 || (uint64_t)n > left - FKC_JA_STEP_HEAD)
         return 0;
+    /* bounds only on strings and lists; CLOSED only on structs */
+    int64_t flags = s[S_FLAGS], lo = s[S_LO], hi = s[S_HI];
+    int bounded = kind == FKC_JA_STRING || kind == FKC_JA_LIST;
+    if ((flags & ~(int64_t)(FKC_JA_NOT_NULL | FKC_JA_CLOSED)) != 0 ||
+        ((flags & FKC_JA_CLOSED) && kind != FKC_JA_STRUCT) || lo < 0 || hi < -1 || (hi >= 0 && hi < lo) ||
+        (!bounded && (lo != 0 || hi != -1)))
+        return 0;
     const int64_t *col = fkc_tc_column(&k->tree, column);
     if (ja_layout_of(kind) != col[C_LAYOUT])
         return 0;
@@ -85,11 +93,11 @@ static int ja_check_step(ja_checker *k, int64_t sid, int64_t column, int depth)
     case FKC_JA_INT:
         return n == 0 && col[C_P0] == 0; /* not a time: no bound to check */
     case FKC_JA_STRUCT:
-        if (n != 3 * col[C_COUNT])
+        if (n != PROP_WIDTH * col[C_COUNT])
             return 0;
         for (int64_t i = 0; i < col[C_COUNT]; i++) {
-            const int64_t *prop = w + 3 * i;
-            if (!fkc_tc_span(&k->tree, prop[0], prop[1]) || prop[2] <= sid ||
+            const int64_t *prop = w + PROP_WIDTH * i;
+            if (!fkc_tc_span(&k->tree, prop[0], prop[1]) || prop[2] <= sid || (prop[3] != 0 && prop[3] != 1) ||
                 !ja_check_step(k, prop[2], col[C_FIRST] + i, depth + 1))
                 return 0;
         }
@@ -509,12 +517,12 @@ typedef struct ja_struct_state {
 static int struct_member(ja_run *r, const int64_t *s, const uint8_t *key, size_t len, void *state)
 {
     ja_struct_state *st = state;
-    int64_t count = s[S_N] / 3;
+    int64_t count = s[S_N] / PROP_WIDTH;
     const int64_t *props = s + FKC_JA_STEP_HEAD;
     /* the key may live in r->text, which a nested string reuses: compare now */
     for (int64_t k = 0; k < count; k++) {
         int64_t i = st->next + k < count ? st->next + k : st->next + k - count;
-        const int64_t *prop = props + 3 * i;
+        const int64_t *prop = props + PROP_WIDTH * i;
         if ((size_t)prop[1] == len && memcmp(r->p->strings + prop[0], key, len) == 0) {
             if (st->seen[i])
                 return decline(r, "a duplicate key");
@@ -523,7 +531,24 @@ static int struct_member(ja_run *r, const int64_t *s, const uint8_t *key, size_t
             return value(r, prop[2]);
         }
     }
+    if (s[S_FLAGS] & FKC_JA_CLOSED)
+        return decline(r, "a property the schema does not allow");
     return skip(r);
+}
+
+/* The code points of UTF-8 text (valid: every byte but a continuation starts one). */
+static size_t code_points(const uint8_t *p, size_t n)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += (p[i] & 0xC0) != 0x80;
+    return count;
+}
+
+/* 1 when `count` is inside the step's lo..hi (hi -1: no upper bound). */
+static int in_bounds(const int64_t *s, size_t count)
+{
+    return count >= (uint64_t)s[S_LO] && (s[S_HI] < 0 || count <= (uint64_t)s[S_HI]);
 }
 
 /* A map entry: its key (declined when this row has it already), then its value. */
@@ -536,7 +561,8 @@ static int map_member(ja_run *r, const int64_t *s, const uint8_t *key, size_t le
     const int32_t *offsets = fkc_tc_offsets(keys);
     for (size_t e = row_first; e < keys->len; e++) {
         size_t a = (size_t)offsets[e], b = (size_t)offsets[e + 1];
-        if (b - a == len && memcmp(keys->data + a, key, len) == 0)
+        /* (no bytes yet when every key so far is empty: data is NULL then) */
+        if (b - a == len && (len == 0 || memcmp(keys->data + a, key, len) == 0))
             return decline(r, "a duplicate key");
     }
     if (keys->len - row_first >= 4096)
@@ -560,6 +586,8 @@ static int value(ja_run *r, int64_t sid)
     if (first == 'n') {
         if (!literal(r, "null", 4))
             return 0;
+        if (s[S_FLAGS] & FKC_JA_NOT_NULL)
+            return decline(r, "null where the schema wants a value");
         if (!c->nullable && kind != FKC_JA_NULL)
             return decline(r, "null where the column has no nulls");
         return fkc_tc_fill(r->s, c);
@@ -599,8 +627,11 @@ static int value(ja_run *r, int64_t sid)
             return decline(r, "not a string");
         if (!string(r, &text, &len))
             return 0;
-        if (kind == FKC_JA_STRING)
+        if (kind == FKC_JA_STRING) {
+            if ((s[S_LO] > 0 || s[S_HI] >= 0) && !in_bounds(s, code_points(text, len)))
+                return decline(r, "a string length the schema does not allow");
             return fkc_tc_put_bytes(r->s, c, text, len);
+        }
         const int64_t *col = c->plan;
         const uint8_t *offsets = r->p->strings + col[C_P1], *symbols = r->p->strings + col[C_P2];
         for (int32_t k = 0; k < (int32_t)col[C_P0]; k++) {
@@ -618,6 +649,7 @@ static int value(ja_run *r, int64_t sid)
         r->at++;
         if (!fkc_tc_begin(r->s, c))
             return 0;
+        size_t items_first = fkc_tc_child(r->s, c, 0)->len;
         ws(r);
         if (r->at < r->end && *r->at == ']') {
             r->at++;
@@ -639,7 +671,8 @@ static int value(ja_run *r, int64_t sid)
         }
         r->depth--;
         fkc_tc_end_nested(r->s, c);
-        return 1;
+        return in_bounds(s, fkc_tc_child(r->s, c, 0)->len - items_first) ||
+               decline(r, "an item count the schema does not allow");
     }
     case FKC_JA_MAP: {
         if (first != '{')
@@ -675,10 +708,17 @@ static int value(ja_run *r, int64_t sid)
             c->len++;
             ok = members(r, s, struct_member, &st);
         }
-        /* a property absent: null (every property's column is nullable) */
-        for (size_t i = 0; ok && i < count; i++)
-            if (!seen[i])
+        /* a property absent: null (every property's column is nullable),
+         * unless the schema requires it */
+        const int64_t *props = s + FKC_JA_STEP_HEAD;
+        for (size_t i = 0; ok && i < count; i++) {
+            if (seen[i])
+                continue;
+            if (props[PROP_WIDTH * i + 3])
+                ok = decline(r, "a required property is missing");
+            else
                 ok = fkc_tc_fill(r->s, fkc_tc_child(r->s, c, i));
+        }
         if (seen != small)
             free(seen);
         r->depth--;

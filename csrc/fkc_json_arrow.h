@@ -8,15 +8,25 @@
  *     (fastkc/schema_registry/json_schema.py's ArrowNode; the plan compiler
  *     is fastkc/schema_registry/json_arrow.py) and handed over as a plan:
  *       columns  the Arrow tree, as fkc_typed_columns.h describes it.
- *       steps    int64 words; a step is [kind, column, n, word * n]:
+ *       steps    int64 words; a step is [kind, column, n, flags, lo, hi,
+ *                word * n]:
  *         NULL, BOOL, INT, FLOAT, STRING, ENUM   n = 0 (an enum's symbols
  *                    are its DICT column's dictionary)
- *         STRUCT     n = 3 * properties: (name offset, name length, step)
- *                    per property, the step on the column's child of the
- *                    same place
+ *         STRUCT     n = 4 * properties: (name offset, name length, step,
+ *                    required) per property, the step on the column's child
+ *                    of the same place
  *         LIST       n = 1: the items' step, on the list's child
  *         MAP        n = 1: the values' step, on the entries' second child
  *                    (the key, a utf8 column, is the first)
+ *       flags, lo, hi, required: what validating the value asks beyond its
+ *       kind, where the schema's keywords are ones the parser checks exactly
+ *       (json_arrow.py decides; 0, 0, -1 and 0 when nothing is validated):
+ *       NOT_NULL declines a null; CLOSED (a struct) declines a property the
+ *       schema does not name; lo..hi (hi -1: no bound) bounds a string's
+ *       code points or a list's items; `required` declines an object without
+ *       that property. A validating plan's output is thus only ever values
+ *       the schema accepts: whatever it would reject is declined, and the
+ *       Python way raises the validator's typed error.
  *     fkc_ja_check() proves the plan well-formed: the tree
  *     (fkc_tc_check_tree), every step inside the array and walked once, a
  *     child step after its parent, each kind on the column layout that
@@ -58,7 +68,7 @@
 extern "C" {
 #endif
 
-#define FKC_JA_STEP_HEAD 3   /* kind, column, n */
+#define FKC_JA_STEP_HEAD 6   /* kind, column, n, flags, lo, hi */
 #define FKC_JA_MAX_DEPTH 128 /* nesting past this is declined (Python's readers go deeper) */
 #define FKC_JA_MAX_NUMBER 4000 /* a number literal longer than this is declined (Python's int digit limit is 4300) */
 
@@ -74,6 +84,9 @@ enum {
     FKC_JA_LIST = 7,
     FKC_JA_MAP = 8
 };
+
+/* Step flags */
+enum { FKC_JA_NOT_NULL = 1, FKC_JA_CLOSED = 2 };
 
 /* Results: the columns' (fkc_typed_columns.h), and DECLINED. */
 enum { FKC_JA_OK = FKC_TC_OK, FKC_JA_NOMEM = FKC_TC_NOMEM, FKC_JA_CAPACITY = FKC_TC_CAPACITY, FKC_JA_DECLINED = 8 };

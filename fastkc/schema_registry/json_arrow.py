@@ -24,7 +24,8 @@ from fastkc.schema_registry import arrow_columns as ac
 NULL, BOOL, INT, FLOAT, STRING, ENUM, TEXT, STRUCT, LIST, MAP = (
     "null", "bool", "int64", "float64", "utf8", "enum", "json-text", "struct", "list", "map")
 
-# Step kinds (csrc/fkc_json_arrow.h)
+# Step layout and kinds (csrc/fkc_json_arrow.h)
+STEP_HEAD, PROP_WIDTH = 6, 4
 K_NULL, K_BOOL, K_INT, K_FLOAT, K_STRING, K_ENUM, K_STRUCT, K_LIST, K_MAP = range(9)
 
 # node kind -> (step kind, column layout, Arrow format)
@@ -37,6 +38,25 @@ _SCALARS = {
 }
 
 
+# Step flags (csrc/fkc_json_arrow.h)
+F_NOT_NULL, F_CLOSED = 1, 2
+
+
+class NodeChecks(Protocol):
+    """What a validating plan reads of json_schema.Checks."""
+
+    @property
+    def null_ok(self) -> bool: ...
+    @property
+    def required(self) -> tuple[str, ...]: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def min_len(self) -> int: ...
+    @property
+    def max_len(self) -> int: ...
+
+
 class Node(Protocol):
     """What the plan reads of json_schema.ArrowNode."""
 
@@ -46,6 +66,8 @@ class Node(Protocol):
     def children(self) -> tuple[tuple[str, Any], ...]: ...
     @property
     def symbols(self) -> tuple[str, ...]: ...
+    @property
+    def checks(self) -> NodeChecks | None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,10 +80,14 @@ class JsonArrowPlan:
     root_step: int
 
 
-def compile_plan(node: Node) -> JsonArrowPlan | None:
+def compile_plan(node: Node, validate: bool = False) -> JsonArrowPlan | None:
     """The plan of `node`'s Arrow type, one row per payload; None when the
-    tree has a json-text position or more columns than a tree may have."""
-    c = _PlanCompiler()
+    tree has a json-text position or more columns than a tree may have.
+    `validate`: the plan also declines every value the schema rejects (the
+    caller vouches that its keywords mean what they do in every draft:
+    json_fast.refusal() passed), None when a position has a keyword the
+    parser does not check (ArrowNode.checks is None)."""
+    c = _PlanCompiler(validate)
     try:
         root = c.new_column()
         step = c.step(root, node, "", True)
@@ -83,9 +109,10 @@ def _utf8(text: str) -> bool:
 
 
 class _PlanCompiler(ac.ColumnTree):
-    def __init__(self) -> None:
+    def __init__(self, validate: bool) -> None:
         super().__init__()
         self.steps: list[int] = []
+        self.validate = validate
 
     def new_column(self) -> int:
         cid = self.add_column()
@@ -93,37 +120,49 @@ class _PlanCompiler(ac.ColumnTree):
             raise _NoPlan
         return cid
 
-    def reserve(self, kind: int, cid: int, words: list[int]) -> int:
+    def reserve(self, kind: int, cid: int, words: list[int], node: Node) -> int:
+        flags, lo, hi = 0, 0, -1
+        if self.validate:
+            checks = node.checks
+            if checks is None:
+                raise _NoPlan
+            flags = (0 if checks.null_ok else F_NOT_NULL) | (F_CLOSED if checks.closed else 0)
+            lo, hi = checks.min_len, checks.max_len
         sid = len(self.steps)
-        self.steps += [kind, cid, len(words)] + words
+        self.steps += [kind, cid, len(words), flags, lo, hi] + words
         return sid
+
+    def required(self, node: Node, name: str) -> int:
+        checks = node.checks
+        return int(self.validate and checks is not None and name in checks.required)
 
     def step(self, cid: int, node: Node, name: str, nullable: bool) -> int:
         if node.kind in _SCALARS:
             kind, layout, fmt = _SCALARS[node.kind]
             self.set_column(cid, layout, nullable, name, fmt)
-            return self.reserve(kind, cid, [])
+            return self.reserve(kind, cid, [], node)
         if node.kind == ENUM:
             self.set_column(cid, ac.DICT, nullable, name, "i", self.symbols(node.symbols))
-            return self.reserve(K_ENUM, cid, [])
+            return self.reserve(K_ENUM, cid, [], node)
         if node.kind == STRUCT:
             self.set_column(cid, ac.STRUCT, nullable, name, "+s")
             ids = [self.new_column() for _ in node.children]
             self.columns[cid][4:6] = [ids[0] if ids else 0, len(ids)]
-            sid = self.reserve(K_STRUCT, cid, [0] * (3 * len(ids)))
+            sid = self.reserve(K_STRUCT, cid, [0] * (PROP_WIDTH * len(ids)), node)
             for i, (prop, child) in enumerate(node.children):
                 if "\0" in prop or not _utf8(prop):
                     raise _NoPlan  # names are NUL-terminated UTF-8 in the blob
                 data = prop.encode()
-                words = [self.blob(data), len(data), self.step(ids[i], child, prop, True)]
-                self.steps[sid + 3 + 3 * i: sid + 6 + 3 * i] = words
+                words = [self.blob(data), len(data), self.step(ids[i], child, prop, True), self.required(node, prop)]
+                at = sid + STEP_HEAD + PROP_WIDTH * i
+                self.steps[at:at + PROP_WIDTH] = words
             return sid
         if node.kind == LIST:
             self.set_column(cid, ac.LIST, nullable, name, "+l")
             item = self.new_column()
             self.columns[cid][4:6] = [item, 1]
-            sid = self.reserve(K_LIST, cid, [0])
-            self.steps[sid + 3] = self.step(item, node.children[0][1], "item", True)
+            sid = self.reserve(K_LIST, cid, [0], node)
+            self.steps[sid + STEP_HEAD] = self.step(item, node.children[0][1], "item", True)
             return sid
         if node.kind == MAP:
             self.set_column(cid, ac.MAP, nullable, name, "+m")
@@ -133,7 +172,7 @@ class _PlanCompiler(ac.ColumnTree):
             key, value = self.new_column(), self.new_column()
             self.columns[entries][4:6] = [key, 2]
             self.set_column(key, ac.UTF8, False, "key", "u")
-            sid = self.reserve(K_MAP, cid, [0])
-            self.steps[sid + 3] = self.step(value, node.children[0][1], "value", True)
+            sid = self.reserve(K_MAP, cid, [0], node)
+            self.steps[sid + STEP_HEAD] = self.step(value, node.children[0][1], "value", True)
             return sid
         raise _NoPlan  # json-text: the Python converter's

@@ -50,7 +50,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import fastjsonschema
@@ -106,6 +106,21 @@ _COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "if")
 
 
 @dataclass(frozen=True)
+class Checks:
+    """What validating the value at one position asks beyond its Arrow kind,
+    for a position whose keywords the C parser checks exactly (json_arrow.py
+    writes them into a validating plan): a null allowed or not, the
+    properties an object must have and whether it may have others, and the
+    bounds of a string's code points or a list's items (max -1: none)."""
+
+    null_ok: bool
+    required: tuple[str, ...] = ()
+    closed: bool = False
+    min_len: int = 0
+    max_len: int = -1
+
+
+@dataclass(frozen=True)
 class ArrowNode:
     """One position of the Arrow tree: its kind, and its children (STRUCT:
     the properties; LIST: the items; MAP: the values) or enum symbols."""
@@ -122,6 +137,9 @@ class ArrowNode:
     # "sub-value as text"), null (its list<null> comes out malformed, measured
     # with pyarrow 26)
     needs_values: bool = False
+    # None: the position's keywords are not all ones the C parser checks
+    # exactly (a validating plan then has to leave validation to Python)
+    checks: Checks | None = field(default=None, compare=False)
 
 
 def _make(kind: str, children: tuple[tuple[str, ArrowNode], ...] = (), symbols: tuple[str, ...] = ()) -> ArrowNode:
@@ -221,38 +239,102 @@ def _node(schema: Any, resolver: _Resolver, stack: tuple[str, ...]) -> ArrowNode
     if present:
         branch = _nullable_branch(schema.get(present[0])) if present[0] in ("anyOf", "oneOf") else None
         if len(present) == 1 and branch is not None and "type" not in schema:
-            return _node(branch, resolver, stack)
+            inner = _node(branch, resolver, stack)
+            return replace(inner, checks=_either_null(schema, present[0], inner.checks))
         return _make(TEXT)
     if "enum" in schema:
         values = schema["enum"]
         if isinstance(values, list) and values and all(isinstance(v, str) or v is None for v in values):
             symbols = tuple(dict.fromkeys(v for v in values if v is not None))
             if symbols:
-                return _make(ENUM, symbols=symbols)
+                return replace(_make(ENUM, symbols=symbols), checks=_enum_checks(schema, None in values))
         return _make(TEXT)
     kind = schema.get("type")
+    nullable = False
     if isinstance(kind, list):
         non_null = [k for k in kind if k != "null"]
         if not non_null and kind:
-            return _make(NULL)
+            return replace(_make(NULL), checks=_checks(schema, True, ()))
         if len(non_null) != 1:
             return _make(TEXT)
+        nullable = len(non_null) != len(kind)
         kind = non_null[0]
     if kind in _JSON_SCALARS:
-        return _make(_JSON_SCALARS[kind])
+        bounds = ("minLength", "maxLength") if kind == "string" else ()
+        return replace(_make(_JSON_SCALARS[kind]), checks=_checks(schema, nullable or kind == "null", bounds))
     if kind == "array":
         items = schema.get("items", True)
         if "prefixItems" in schema or not isinstance(items, (dict, bool)):
             return _make(TEXT)  # a tuple: positions of different types
-        return _make(LIST, (("item", _node(items, resolver, stack)),))
+        node = _make(LIST, (("item", _node(items, resolver, stack)),))
+        return replace(node, checks=_checks(schema, nullable, ("minItems", "maxItems"), ("items",)))
     if kind == "object":
         props = schema.get("properties")
         if isinstance(props, dict) and props:
-            return _make(STRUCT, tuple((str(n), _node(s, resolver, stack)) for n, s in props.items()))
+            node = _make(STRUCT, tuple((str(n), _node(s, resolver, stack)) for n, s in props.items()))
+            return replace(node, checks=_struct_checks(schema, nullable, props))
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict) and "patternProperties" not in schema:
-            return _make(MAP, (("value", _node(extra, resolver, stack)),))
+            node = _make(MAP, (("value", _node(extra, resolver, stack)),))
+            return replace(node, checks=_checks(schema, nullable, (), ("additionalProperties",)))
     return _make(TEXT)
+
+
+# Keywords that assert nothing about a value (annotations, the draft, holders
+# of subschemas reached through $ref), and the bounds the C parser checks.
+_ANNOTATIONS = frozenset(("title", "description", "default", "examples", "$comment", "readOnly", "writeOnly",
+                          "deprecated", "format", "$schema", "definitions", "$defs"))
+_BOUNDS = {"minLength": "min_len", "maxLength": "max_len", "minItems": "min_len", "maxItems": "max_len"}
+
+
+def _checks(schema: dict[str, Any], null_ok: bool, bounds: tuple[str, ...],
+            others: tuple[str, ...] = ()) -> Checks | None:
+    """The position's Checks when its keywords are "type", annotations,
+    `bounds` (non-negative integers) and `others` (its subschemas', checked
+    at theirs); None for any other keyword. ("format" asserts nothing:
+    confluent-kafka's validator, like jsonschema's default, does not check it.)"""
+    found: dict[str, int] = {}
+    for key, value in schema.items():
+        if key in _ANNOTATIONS or key in others or key == "type":
+            continue
+        if key not in bounds or type(value) is not int or value < 0:
+            return None
+        found[_BOUNDS[key]] = value
+    checks = Checks(null_ok, **found)  # type: ignore[arg-type]
+    if checks.max_len >= 0 and checks.max_len < checks.min_len:
+        return None  # no value fits: Python's validator says so
+    return checks
+
+
+def _struct_checks(schema: dict[str, Any], nullable: bool, props: dict[str, Any]) -> Checks | None:
+    """An object with properties: "required" (names of its properties) and
+    "additionalProperties" false or true; a schema there (values the parser
+    skips unchecked) leaves validation to Python."""
+    extra = schema.get("additionalProperties", True)
+    required = schema.get("required", [])
+    if extra not in (True, False) or not isinstance(required, list) or not all(
+            isinstance(name, str) and name in props for name in required):
+        return None
+    base = _checks(schema, nullable, (), ("properties", "required", "additionalProperties"))
+    return None if base is None else replace(base, required=tuple(required), closed=extra is False)
+
+
+def _enum_checks(schema: dict[str, Any], null_listed: bool) -> Checks | None:
+    """An enum of strings (and null): a null passes when the enum lists it and
+    "type", if there, allows it."""
+    kind = schema.get("type", ["string", "null"])
+    kinds = kind if isinstance(kind, list) else [kind]
+    if not kinds or not set(kinds) <= {"string", "null"} or "string" not in kinds:
+        return None
+    return _checks(schema, null_listed and "null" in kinds, (), ("enum",))
+
+
+def _either_null(schema: dict[str, Any], combinator: str, inner: Checks | None) -> Checks | None:
+    """anyOf/oneOf [S, {"type": "null"}]: a null passes anyOf; oneOf only when
+    S refuses it (else both branches match); other values as S says."""
+    if inner is None or any(k not in _ANNOTATIONS and k != combinator for k in schema):
+        return None
+    return replace(inner, null_ok=True if combinator == "anyOf" else not inner.null_ok)
 
 
 def _has_digit_run(data: Payload) -> bool:
@@ -451,9 +533,10 @@ class JsonSchemaCodec:
             self._fast = fast_validator(self.schema, self.references, cls)
         self.node = arrow_node(self.schema, self.references)
         self._convert = _converter(self.node)
-        # the compiled JSON -> Arrow parser, made on the first Arrow call
-        # (False: this tree has no plan, or there is no compiled core)
-        self._native: Any = None
+        # the compiled JSON -> Arrow parsers, made on the first Arrow call
+        # (False: no plan, or no compiled core), by validating: the plain one,
+        # and the one that also declines every value the schema rejects
+        self._native: dict[bool, Any] = {}
         # read_json reads objects: each payload is wrapped as {"v": payload}
         self._read_schema = pa.schema([pa.field("v", self.node.build_type)])
 
@@ -553,9 +636,18 @@ class JsonSchemaCodec:
         into the columns, with the GIL released. It declines whatever
         Python's reading could read otherwise (its header lists what);
         then reference_arrow() builds the column, or raises the payload's
-        typed error. With validation on, decode_many validates first."""
-        values = self.decode_many(payloads) if self._validator is not None else None
-        native = self._native_parser()
+        typed error. With validation on, a parser that checks the schema's
+        keywords itself (where it can: json_arrow.compile_plan) takes the
+        call first; declined, decode_many validates (the validator's typed
+        error), then the plain parser builds the column."""
+        values = None
+        if self._validator is not None:
+            exact = self._native_parser(validating=True)
+            array = exact.decode_arrow(payloads) if exact is not None else None
+            if array is not None:
+                return array
+            values = self.decode_many(payloads)
+        native = self._native_parser(validating=False)
         if native is not None:
             array = native.decode_arrow(payloads)
             if array is not None:
@@ -587,26 +679,30 @@ class JsonSchemaCodec:
     def decode_arrow_column(self, column: Any, skip: int) -> Any:
         """decode_arrow() of the rows of a pyarrow binary column without
         nulls, each past its first `skip` bytes (read in place by the
-        compiled parser when nothing is validated)."""
+        compiled parser, when it can validate what the schema asks)."""
         if not pa.types.is_binary(column.type):
             column = column.cast(pa.binary())
-        native = self._native_parser() if self._validator is None else None
+        native = self._native_parser(validating=self._validator is not None)
         if native is not None:
             array = native.decode_arrow_column(column, skip)
             if array is not None:
                 return array
         return self.decode_arrow([memoryview(row)[skip:] for row in column.to_pylist()])
 
-    def _native_parser(self) -> Any:
-        """The compiled parser of this schema's Arrow plan, or None."""
-        if self._native is None:
+    def _native_parser(self, validating: bool) -> Any:
+        """The compiled parser of this schema's Arrow plan, or None. A
+        validating one exists only where the fast validator does (the
+        schema's keywords mean the same in every draft: json_fast.py)."""
+        if validating not in self._native:
             core = _backend.json_arrow_decoder_core()
-            plan = compile_arrow_plan(self.node) if core is not None else None
+            plan = None
+            if core is not None and (not validating or self._fast is not None):
+                plan = compile_arrow_plan(self.node, validating)
             if core is None or plan is None:
-                self._native = False
+                self._native[validating] = False
             else:
-                self._native = core(plan.columns, plan.steps, plan.strings, plan.root_step)
-        return self._native or None
+                self._native[validating] = core(plan.columns, plan.steps, plan.strings, plan.root_step)
+        return self._native[validating] or None
 
     def _read_json(self, payloads: Sequence[Payload]) -> Any:
         parts = [p if isinstance(p, bytes) else bytes(p) for p in payloads]

@@ -338,3 +338,143 @@ def test_json_text_positions_have_no_plan_and_take_the_python_way():
     assert compile_plan(codec.node) is None
     payloads = [b'{"free": {"a": [1, 2]}, "n": 3}', b'{"free": "x"}']
     assert check_same(codec, payloads)[0] == "value"
+
+
+# -- validating plans: the parser checks the schema's keywords itself ---------
+
+def constrained_leaves():
+    return st.one_of(
+        st.sampled_from([{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"},
+                         {"type": "null"}, {"type": ["integer", "null"]}, {"type": ["null", "string"]},
+                         {"type": "string", "format": "date-time"}, {"type": "string", "title": "t"}]),
+        st.tuples(st.integers(0, 3), st.integers(-1, 2)).map(
+            lambda b: {"type": "string", "minLength": b[0], **({"maxLength": b[0] + b[1]} if b[1] >= 0 else {})}),
+        st.tuples(SYMBOLS, st.booleans(), st.sampled_from([None, "string", ["string", "null"]])).map(
+            lambda e: {"enum": e[0] + ([None] if e[1] else []), **({"type": e[2]} if e[2] else {})}),
+    )
+
+
+def constrained_schemas():
+    def object_of(props, required_bits, closed):
+        names = sorted(props)
+        schema = {"type": "object", "properties": props,
+                  "required": [n for i, n in enumerate(names) if required_bits >> i & 1]}
+        if closed is not None:
+            schema["additionalProperties"] = closed
+        return schema
+
+    return st.recursive(constrained_leaves(), lambda inner: st.one_of(
+        st.builds(object_of, st.dictionaries(NAMES, inner, min_size=1, max_size=3), st.integers(0, 7),
+                  st.sampled_from([None, True, False])),
+        st.builds(lambda s, lo, more: {"type": "array", "items": s, "minItems": lo,
+                                       **({"maxItems": lo + more} if more >= 0 else {})},
+                  inner, st.integers(0, 2), st.integers(-1, 2)),
+        inner.map(lambda s: {"type": "object", "additionalProperties": s}),
+        inner.map(lambda s: {"anyOf": [s, {"type": "null"}]}),
+        inner.map(lambda s: {"oneOf": [s, {"type": "null"}]}),
+        inner.map(lambda s: {"type": ["array", "null"], "items": s}),
+    ), max_leaves=6)
+
+
+def near(draw, schema):
+    """A value of the schema's kinds that may break its other keywords (a
+    required property left out, one not named, a length out of bounds, a
+    null where none is allowed)."""
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    if "anyOf" in schema or "oneOf" in schema:
+        return near(draw, (schema.get("anyOf") or schema["oneOf"])[0])
+    if "enum" in schema:
+        return draw(st.sampled_from([v for v in schema["enum"]] + ["zz"]))
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = [k for k in kind if k != "null"][0]
+    if kind == "string":
+        return draw(st.text(st.characters(blacklist_categories=["Cs"]), max_size=5))
+    if kind == "integer":
+        return draw(st.integers(-5, 5))
+    if kind == "number":
+        return draw(st.one_of(st.floats(-9, 9), st.integers(-5, 5)))
+    if kind == "boolean":
+        return draw(st.booleans())
+    if kind == "null":
+        return None
+    if kind == "array":
+        return [near(draw, schema["items"]) for _ in range(draw(st.integers(0, 4)))]
+    if "properties" in schema:
+        names = draw(st.lists(st.sampled_from(sorted(schema["properties"])), unique=True))
+        value = {n: near(draw, schema["properties"][n]) for n in names}
+        if draw(st.integers(0, 3)) == 0:
+            value["other"] = 1
+        return value
+    return {k: near(draw, schema["additionalProperties"]) for k in draw(st.lists(TEXT, max_size=3, unique=True))}
+
+
+@st.composite
+def constrained_case(draw):
+    schema = draw(constrained_schemas())
+    return schema, [orjson.dumps(near(draw, schema)) for _ in range(draw(st.integers(1, 4)))]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(constrained_case())
+def test_a_validating_plan_accepts_only_what_the_validator_accepts(case):
+    from jsonschema.validators import validator_for
+
+    schema, payloads = case
+    codec = JsonSchemaCodec(schema, validate=True)
+    check_same(codec, payloads)
+    if compile_plan(codec.node) is None:
+        return  # a JSON-text position (e.g. anyOf [null, null]): the Python way, checked above
+    plan = compile_plan(codec.node, validate=True)
+    assert plan is not None  # every keyword here is one the parser checks
+    decoder = JsonArrowDecoder(plan.columns, plan.steps, plan.strings, plan.root_step)
+    array = decoder.decode_arrow(payloads)
+    validator = validator_for(schema)(schema)
+    valid = all(validator.is_valid(json.loads(p)) for p in payloads)
+    if array is not None:
+        assert valid, (schema, payloads)
+    elif valid:
+        # declined values the validator accepts: only for what the plain parser declines too
+        plain = compile_plan(codec.node)
+        assert plain is not None
+        assert JsonArrowDecoder(plain.columns, plain.steps, plain.strings, plain.root_step).decode_arrow(
+            payloads) is None, (schema, payloads, decoder.last_declined)
+
+
+@pytest.mark.parametrize("schema, why", [
+    ({"type": "integer", "minimum": 0}, "a number bound"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+     "values of other properties under a schema"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, "a required name not listed"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "minProperties": 1}, "minProperties"),
+    ({"type": "string", "pattern": "a"}, "pattern"),
+    ({"enum": ["a"], "type": "integer"}, "an enum typed otherwise"),
+    ({"anyOf": [{"type": "string"}, {"type": "null"}], "maxLength": 2}, "a keyword beside anyOf"),
+])
+def test_keywords_the_parser_does_not_check_leave_validation_to_python(schema, why):
+    codec = JsonSchemaCodec(schema, validate=True)
+    assert compile_plan(codec.node, validate=True) is None, why
+    payloads = [b'"ab"', b'{"a": "x"}', b"3"]
+    for payload in payloads:
+        check_same(codec, [payload])
+
+
+def test_the_benchmark_event_schema_is_validated_by_the_parser():
+    schema = {"type": "object", "properties": {
+        "id": {"type": "string", "minLength": 1}, "n": {"type": "integer"}, "tags": {"type": "array", "items": {
+            "type": "string"}, "maxItems": 2}, "kind": {"enum": ["A", "B"]}, "ref": {"type": ["string", "null"]}},
+        "required": ["id", "n"], "additionalProperties": False}
+    codec = JsonSchemaCodec(schema, validate=True)
+    good = b'{"id": "x", "n": 1, "tags": ["a"], "kind": "A", "ref": null}'
+    assert codec.decode_arrow([good]).to_pylist()[0]["n"] == 1
+    decoder = codec._native_parser(validating=True)
+    assert decoder is not None
+    for bad, why in [(b'{"n": 1}', "a required property is missing"),
+                     (b'{"id": "", "n": 1}', "a string length the schema does not allow"),
+                     (b'{"id": "x", "n": 1, "tags": ["a", "b", "c"]}', "an item count the schema does not allow"),
+                     (b'{"id": "x", "n": 1, "x": 0}', "a property the schema does not allow"),
+                     (b'{"id": "x", "n": null}', "null where the schema wants a value"),
+                     (b'{"id": "x", "n": 1, "kind": null}', "null where the schema wants a value")]:
+        assert decoder.decode_arrow([bad]) is None and decoder.last_declined[2] == why, bad
+        check_same(codec, [bad])

@@ -4,11 +4,8 @@
  * Input: byte 0 picks one of the compiled plans in fuzz_json_plans.inc
  * (tests/fuzz/make_json_seeds.py writes them and the seeds); byte 1 % 4 + 1
  * says how many payloads the rest is split into, evenly. Byte 1 >= 0x80
- * puts plan mutations before the payloads: ((byte 1 >> 2) & 3) + 1 of them,
- * six bytes each: which words (% 4: columns, steps, strings, the root
- * step), the word's index (two bytes, little-endian, modulo the words), how
- * (% 4: set to, add, flip a bit, copy the word at an index), and two
- * operands. A mutated plan the check refuses is dropped; one it admits
+ * puts plan mutations before the payloads: ((byte 1 >> 2) & 3) + 1 of them
+ * (plan_mutation.h says how they read). A mutated plan the check refuses is dropped; one it admits
  * must build memory-safely and export an array that walks clean, like a
  * compiled one.
  *
@@ -27,106 +24,16 @@
 
 #include "fkc_json_arrow.h"
 
-#define CHECK(x)                                                                                                       \
-    do {                                                                                                               \
-        if (!(x))                                                                                                      \
-            __builtin_trap();                                                                                          \
-    } while (0)
-
-#include "arrow_walk.h"
-
-typedef struct ja_fuzz_plan {
-    const int64_t *columns;
-    size_t column_words;
-    const int64_t *steps;
-    size_t steps_len;
-    const uint8_t *strings;
-    size_t strings_len;
-    int64_t root_step;
-} ja_fuzz_plan;
+#include "arrow_walk.h" /* CHECK, aw_walk, aw_release */
+#include "plan_mutation.h"
 
 #include "fuzz_json_plans.inc"
-
-#define MUTATION 6 /* bytes per plan mutation */
-
-/* A plan's arrays copied, so mutations never touch the built-in ones. */
-typedef struct owned_plan {
-    int64_t *columns;
-    size_t column_words;
-    int64_t *steps;
-    size_t steps_len;
-    uint8_t *strings;
-    size_t strings_len;
-    int64_t root_step;
-} owned_plan;
-
-static int own_plan(owned_plan *o, const ja_fuzz_plan *fp)
-{
-    o->column_words = fp->column_words;
-    o->steps_len = fp->steps_len;
-    o->strings_len = fp->strings_len;
-    o->root_step = fp->root_step;
-    o->columns = malloc(o->column_words * sizeof(int64_t));
-    o->steps = malloc(o->steps_len * sizeof(int64_t));
-    o->strings = malloc(o->strings_len ? o->strings_len : 1);
-    if (o->columns == NULL || o->steps == NULL || o->strings == NULL)
-        return 0;
-    memcpy(o->columns, fp->columns, o->column_words * sizeof(int64_t));
-    memcpy(o->steps, fp->steps, o->steps_len * sizeof(int64_t));
-    memcpy(o->strings, fp->strings, o->strings_len);
-    return 1;
-}
-
-static void free_plan(owned_plan *o)
-{
-    free(o->columns);
-    free(o->steps);
-    free(o->strings);
-}
-
-static int64_t mutate_word(int64_t w, uint8_t how, uint8_t x, int64_t other)
-{
-    switch (how % 4) {
-    case 0:
-        return (int8_t)x;
-    case 1:
-        return (int64_t)((uint64_t)w + (uint64_t)(int64_t)(int8_t)x);
-    case 2:
-        return (int64_t)((uint64_t)w ^ (UINT64_C(1) << (x % 64)));
-    default:
-        return other;
-    }
-}
-
-static void mutate(owned_plan *o, const uint8_t *m)
-{
-    size_t at = (size_t)m[1] | (size_t)m[2] << 8;
-    switch (m[0] % 4) {
-    case 0:
-        if (o->column_words)
-            o->columns[at % o->column_words] = mutate_word(o->columns[at % o->column_words], m[3], m[4],
-                                                           o->columns[m[5] % o->column_words]);
-        break;
-    case 1:
-        if (o->steps_len)
-            o->steps[at % o->steps_len] = mutate_word(o->steps[at % o->steps_len], m[3], m[4],
-                                                      o->steps[m[5] % o->steps_len]);
-        break;
-    case 2:
-        if (o->strings_len)
-            o->strings[at % o->strings_len] = (uint8_t)mutate_word(o->strings[at % o->strings_len], m[3], m[4],
-                                                                   o->strings[m[5] % o->strings_len]);
-        break;
-    default:
-        o->root_step = mutate_word(o->root_step, m[3], m[4], (int64_t)at);
-    }
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
-    const ja_fuzz_plan *fp = &ja_plans[data[0] % (sizeof(ja_plans) / sizeof(ja_plans[0]))];
+    const fuzz_plan *fp = &ja_plans[data[0] % (sizeof(ja_plans) / sizeof(ja_plans[0]))];
     size_t at = 2, nmutations = 0;
     const uint8_t *mutations = NULL;
     if (data[1] & 0x80) {

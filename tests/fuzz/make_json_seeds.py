@@ -85,7 +85,7 @@ def write_inc(path):
         lines.append(f"static const int64_t ja_plan_{k}_steps[] = {{{', '.join(map(str, plan.steps))}}};")
         lines.append(f"static const uint8_t ja_plan_{k}_strings[] = {{{', '.join(map(str, plan.strings)) or '0'}}};")
         names.append((k, plan.root_step))
-    lines.append("static const ja_fuzz_plan ja_plans[] = {" + ", ".join(
+    lines.append("static const fuzz_plan ja_plans[] = {" + ", ".join(
         f"{{ja_plan_{k}_columns, sizeof ja_plan_{k}_columns / sizeof(int64_t), ja_plan_{k}_steps, "
         f"sizeof ja_plan_{k}_steps / sizeof(int64_t), ja_plan_{k}_strings, sizeof ja_plan_{k}_strings, {root}}}"
         for k, root in names) + "};")

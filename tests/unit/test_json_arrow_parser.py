@@ -23,63 +23,17 @@ from fastkc._core._json import JsonArrowDecoder
 from fastkc.schema_registry.errors import JsonPayloadError
 from fastkc.schema_registry.json_arrow import compile_plan
 from fastkc.schema_registry.json_schema import JsonSchemaCodec
-
-NAMES = st.sampled_from(["a", "b", "id", "name", "x y", "é", "k\"q"])
-SYMBOLS = st.lists(st.text(min_size=1, max_size=4), min_size=1, max_size=4, unique=True)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-FLOATS = st.floats(allow_nan=False, allow_infinity=False)
-TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=8)
-ANY_JSON = st.recursive(st.none() | st.booleans() | INT64 | FLOATS | TEXT,
-                        lambda c: st.lists(c, max_size=3) | st.dictionaries(TEXT, c, max_size=3), max_leaves=6)
-
-
-def leaf_schemas():
-    return st.one_of(
-        st.sampled_from([{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"},
-                         {"type": "null"}, {"type": ["integer", "null"]}, {"type": ["null", "string"]},
-                         {"type": "number", "description": "n"}]),
-        SYMBOLS.map(lambda s: {"enum": s}),
-    )
+from tests.support import json_schemas
+from tests.support.json_schemas import ANY_JSON, NAMES, SYMBOLS, TEXT
 
 
 def schemas():
-    return st.recursive(leaf_schemas(), lambda inner: st.one_of(
-        st.dictionaries(NAMES, inner, min_size=1, max_size=4).map(lambda p: {"type": "object", "properties": p}),
-        inner.map(lambda s: {"type": "array", "items": s}),
-        inner.map(lambda s: {"type": "object", "additionalProperties": s}),
-        inner.map(lambda s: {"anyOf": [s, {"type": "null"}]}),
-    ), max_leaves=8)
+    return json_schemas.schemas(json_schemas.leaf_schemas(free_form=False))
 
 
 def fitting(draw, schema):
-    """A value the schema's Arrow type holds."""
-    if "anyOf" in schema:
-        return None if draw(st.booleans()) else fitting(draw, schema["anyOf"][0])
-    if "enum" in schema:
-        return draw(st.sampled_from(schema["enum"]))
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return None if draw(st.booleans()) else fitting(draw, {"type": [k for k in kind if k != "null"][0]})
-    if kind == "string":
-        return draw(TEXT)
-    if kind == "integer":
-        return draw(INT64)
-    if kind == "number":
-        return draw(st.one_of(FLOATS, INT64))
-    if kind == "boolean":
-        return draw(st.booleans())
-    if kind == "null":
-        return None
-    if kind == "array":
-        return [fitting(draw, schema["items"]) for _ in range(draw(st.integers(0, 3)))]
-    if "properties" in schema:
-        names = draw(st.lists(st.sampled_from(sorted(schema["properties"])), unique=True))
-        value = {n: fitting(draw, schema["properties"][n]) for n in names}
-        if draw(st.booleans()):
-            value["unknown"] = draw(ANY_JSON)  # a property the schema does not name: skipped
-        return value
-    keys = draw(st.lists(TEXT, max_size=3, unique=True))
-    return {k: fitting(draw, schema["additionalProperties"]) for k in keys}
+    """A value the schema's Arrow type holds (objects may hold a property the schema does not name)."""
+    return json_schemas.value_of(draw, schema, unknown=True)
 
 
 def spell(draw, value):

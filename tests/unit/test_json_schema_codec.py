@@ -18,63 +18,15 @@ from fastkc.schema_registry.errors import (
     JsonValidationError,
 )
 from fastkc.schema_registry.json_schema import JsonSchemaCodec
-
-NAMES = st.sampled_from(["a", "b", "id", "name", "x y", "é"])
-SYMBOLS = st.lists(st.text(min_size=1, max_size=4), min_size=1, max_size=4, unique=True)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-FLOATS = st.floats(allow_nan=False, allow_infinity=False)
-TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=8)
-
-
-def leaf_schemas():
-    return st.one_of(
-        st.sampled_from([{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"},
-                         {"type": "null"}, {"type": ["integer", "null"]}, {"type": ["null", "string"]},
-                         {"type": "string", "format": "date-time"}, {}]),
-        SYMBOLS.map(lambda s: {"enum": s}),
-    )
+from tests.support import json_schemas
 
 
 def schemas():
-    return st.recursive(leaf_schemas(), lambda inner: st.one_of(
-        st.dictionaries(NAMES, inner, min_size=1, max_size=4).map(
-            lambda p: {"type": "object", "properties": p}),
-        inner.map(lambda s: {"type": "array", "items": s}),
-        inner.map(lambda s: {"type": "object", "additionalProperties": s}),
-        inner.map(lambda s: {"anyOf": [s, {"type": "null"}]}),
-    ), max_leaves=8)
+    return json_schemas.schemas(json_schemas.leaf_schemas())
 
 
 def value_of(draw, schema):
-    """A value valid under `schema` (the grammar above)."""
-    if "anyOf" in schema:
-        return None if draw(st.booleans()) else value_of(draw, schema["anyOf"][0])
-    if "enum" in schema:
-        return draw(st.sampled_from(schema["enum"]))
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return None if draw(st.booleans()) else value_of(draw, {"type": [k for k in kind if k != "null"][0]})
-    if kind == "string":
-        return draw(TEXT)
-    if kind == "integer":
-        return draw(INT64)
-    if kind == "number":
-        return draw(st.one_of(FLOATS, INT64))
-    if kind == "boolean":
-        return draw(st.booleans())
-    if kind == "null":
-        return None
-    if kind == "array":
-        return [value_of(draw, schema["items"]) for _ in range(draw(st.integers(0, 3)))]
-    if kind == "object" and "properties" in schema:
-        names = draw(st.lists(st.sampled_from(sorted(schema["properties"])), unique=True))
-        return {n: value_of(draw, schema["properties"][n]) for n in names}
-    if kind == "object":
-        keys = draw(st.lists(TEXT, max_size=3, unique=True))
-        return {k: value_of(draw, schema["additionalProperties"]) for k in keys}
-    # {}: anything JSON
-    return draw(st.recursive(st.none() | st.booleans() | INT64 | FLOATS | TEXT,
-                             lambda c: st.lists(c, max_size=2) | st.dictionaries(TEXT, c, max_size=2), max_leaves=4))
+    return json_schemas.value_of(draw, schema)
 
 
 def expected_row(schema, value):
@@ -379,7 +331,7 @@ CONSTS = st.recursive(SCALARS, lambda c: st.lists(c, max_size=2) | st.dictionari
 def checked_leaves():
     bound = st.integers(0, 3)
     return st.one_of(
-        leaf_schemas(),
+        json_schemas.leaf_schemas(),
         st.sampled_from([{"type": "integer"}, {"type": "number"}, {"type": ["integer", "boolean"]},
                          {"type": ["number", "string"]}, {"type": "array"}, {"type": "object"}, True, False,
                          {"not": {"type": "integer"}}]),

@@ -1,5 +1,14 @@
-# Included by the decoders' bridges (_avro.pyx, _protobuf.pyx), which cimport
-# what it uses: one reading of a pyarrow binary column's rows for both.
+# Included by the decoders' bridges (_avro.pyx, _protobuf.pyx, _json.pyx),
+# which cimport what it uses, before their own C declarations: the Arrow C
+# data interface's structs (the bridges only release them), and one reading
+# of a pyarrow binary column's rows for all.
+
+cdef extern from "fkc_arrow_abi.h":
+    struct ArrowArray:
+        void (*release)(ArrowArray *)
+    struct ArrowSchema:
+        void (*release)(ArrowSchema *)
+
 
 cdef int _arrow_column_rows(object array, Py_ssize_t skip, size_t count, list keep, Py_buffer *views,
                             size_t *nviews, const uint8_t **ptrs, size_t *lengths) except -1:

@@ -96,11 +96,7 @@ cdef extern from "fkc_avro.h":
     void fkc_avro_tape_free(fkc_avro_tape *tape)
 
 
-cdef extern from "fkc_arrow_abi.h":
-    struct ArrowArray:
-        void (*release)(ArrowArray *)
-    struct ArrowSchema:
-        void (*release)(ArrowSchema *)
+include "_arrow_rows.pxi"
 
 
 cdef extern from "fkc_avro_arrow.h":
@@ -183,7 +179,6 @@ cdef inline double _f64(int64_t bits) noexcept:
 cdef object _import_array = None
 
 
-include "_arrow_rows.pxi"
 
 
 cdef class _Payloads:

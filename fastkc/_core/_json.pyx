@@ -15,11 +15,7 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 
 
-cdef extern from "fkc_arrow_abi.h":
-    struct ArrowArray:
-        void (*release)(ArrowArray *)
-    struct ArrowSchema:
-        void (*release)(ArrowSchema *)
+include "_arrow_rows.pxi"
 
 
 cdef extern from "fkc_json_arrow.h":
@@ -52,7 +48,6 @@ cdef extern from "fkc_json_arrow.h":
 # optional: only the Arrow path needs it)
 _import_array = None
 
-include "_arrow_rows.pxi"
 
 
 cdef class _Rows:

@@ -107,11 +107,7 @@ cdef extern from "fkc_protobuf.h":
     void fkc_pb_tape_free(fkc_pb_tape *tape)
 
 
-cdef extern from "fkc_arrow_abi.h":
-    struct ArrowArray:
-        void (*release)(ArrowArray *)
-    struct ArrowSchema:
-        void (*release)(ArrowSchema *)
+include "_arrow_rows.pxi"
 
 
 cdef extern from "fkc_protobuf_arrow.h":
@@ -152,7 +148,6 @@ cdef extern from "fkc_protobuf_arrow.h":
 # is optional: only the Arrow path needs it)
 _import_array = None
 
-include "_arrow_rows.pxi"
 
 
 cdef inline double _f32(int64_t bits) noexcept:

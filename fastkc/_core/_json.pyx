@@ -10,9 +10,10 @@ declined a payload: the caller then reads the call the Python way
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM
 
 
 include "_arrow_rows.pxi"
@@ -50,56 +51,7 @@ _import_array = None
 
 
 
-cdef class _Rows:
-    """A call's payloads as pointers and lengths, alive until it ends: bytes
-    read in place, other buffers through views released here, or the rows of
-    a pyarrow binary column past a prefix."""
-    cdef list keep
-    cdef size_t count
-    cdef const uint8_t **ptrs
-    cdef size_t *lengths
-    cdef Py_buffer *views
-    cdef size_t nviews
-
-    def __cinit__(self, payloads, Py_ssize_t arrow_skip=-1):
-        cdef size_t i
-        if arrow_skip >= 0:
-            self.keep = [payloads]
-            self.count = len(payloads)
-            self._alloc(self.count, 2)
-            _arrow_column_rows(payloads, arrow_skip, self.count, self.keep, self.views, &self.nviews, self.ptrs,
-                               self.lengths)
-            return
-        # a copy: the pointers must outlive any change to the caller's list
-        self.keep = list(payloads)
-        self.count = len(self.keep)
-        self._alloc(self.count, self.count)
-        for i in range(self.count):
-            p = self.keep[i]
-            if PyBytes_CheckExact(p):
-                self.ptrs[i] = <const uint8_t *>PyBytes_AS_STRING(p)
-                self.lengths[i] = <size_t>PyBytes_GET_SIZE(p)
-            else:
-                PyObject_GetBuffer(p, &self.views[self.nviews], PyBUF_SIMPLE)
-                self.ptrs[i] = <const uint8_t *>self.views[self.nviews].buf
-                self.lengths[i] = <size_t>self.views[self.nviews].len
-                self.nviews += 1
-
-    cdef int _alloc(self, size_t n, size_t nviews) except -1:
-        self.ptrs = <const uint8_t **>malloc(max(n, 1) * sizeof(uint8_t *))
-        self.lengths = <size_t *>malloc(max(n, 1) * sizeof(size_t))
-        self.views = <Py_buffer *>malloc(max(nviews, 1) * sizeof(Py_buffer))
-        if self.ptrs == NULL or self.lengths == NULL or self.views == NULL:
-            raise MemoryError()
-        return 0
-
-    def __dealloc__(self):
-        cdef size_t i
-        for i in range(self.nviews):
-            PyBuffer_Release(&self.views[i])
-        free(self.views)
-        free(self.ptrs)
-        free(self.lengths)
+include "_payloads.pxi"
 
 
 cdef class JsonArrowDecoder:
@@ -138,14 +90,14 @@ cdef class JsonArrowDecoder:
     def decode_arrow(self, payloads):
         """A list of payloads (bytes-like) as one pyarrow array of the plan's
         type, one row each; None when the parser declined one of them."""
-        return self._decode(_Rows(payloads))
+        return self._decode(_Payloads(payloads))
 
     def decode_arrow_column(self, values, Py_ssize_t skip):
         """decode_arrow() of the rows of a pyarrow binary array without
         nulls, each past its first `skip` bytes, read in place."""
-        return self._decode(_Rows(values, skip))
+        return self._decode(_Payloads(values, None, 0, skip))
 
-    cdef object _decode(self, _Rows rows):
+    cdef object _decode(self, _Payloads rows):
         global _import_array
         cdef fkc_ja_error err
         cdef ArrowArray array

@@ -137,7 +137,7 @@ def test_each_wheel_holds_the_package_and_nothing_else(wheels):
         assert extensions == sorted(
             "fastkc/_core/{0}.cpython-{1}-x86_64-linux-gnu.so".format(os.path.basename(pyx)[:-4], version)
             for pyx in sources if pyx.startswith("fastkc/_core/") and pyx.endswith(".pyx")), os.path.basename(path)
-        assert len(extensions) == 4  # _avro, _fetch, _protobuf, _records
+        assert len(extensions) == 5  # _avro, _fetch, _json, _protobuf, _records
         dist_info = sorted(n for n in names if n.startswith("fastkc-0.1.0.dist-info/") and not n.endswith("/"))
         assert dist_info == sorted("fastkc-0.1.0.dist-info/" + n for n in (
             "METADATA", "WHEEL", "RECORD", "entry_points.txt", "top_level.txt", "licenses/LICENSE"))

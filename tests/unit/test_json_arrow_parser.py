@@ -25,6 +25,7 @@ from fastkc.schema_registry.json_arrow import compile_plan
 from fastkc.schema_registry.json_schema import JsonSchemaCodec
 from tests.support import json_schemas
 from tests.support.json_schemas import ANY_JSON, NAMES, SYMBOLS, TEXT
+from tests.support.sanitizers import examples
 
 
 def schemas():
@@ -89,7 +90,7 @@ def fitting_case(draw):
     return schema, [spell(draw, fitting(draw, schema)) for _ in range(draw(st.integers(1, 5)))]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150, 15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fitting_case(), st.booleans())
 def test_fitting_values_are_the_python_way_and_never_declined(case, validate):
     schema, payloads = case
@@ -126,7 +127,7 @@ def mangled_case(draw):
     return schema, payloads
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200, 20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mangled_case(), st.booleans())
 def test_spoiled_payloads_give_the_python_ways_column_or_typed_error(case, validate):
     schema, payloads = case
@@ -370,7 +371,7 @@ def constrained_case(draw):
     return schema, [orjson.dumps(near(draw, schema)) for _ in range(draw(st.integers(1, 4)))]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300, 25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(constrained_case())
 def test_a_validating_plan_accepts_only_what_the_validator_accepts(case):
     from jsonschema.validators import validator_for

@@ -605,6 +605,7 @@ static int value(ja_run *r, int64_t sid)
     case FKC_JA_FLOAT: {
         if (first != '-' && (first < '0' || first > '9'))
             return decline(r, "not a number");
+        const uint8_t *literal_at = r->at;
         int is_int;
         int64_t i;
         double d;
@@ -615,8 +616,16 @@ static int value(ja_run *r, int64_t sid)
                 return decline(r, "a fraction or exponent where the schema maps to int64");
             return fkc_tc_put_fixed(r->s, c, &i);
         }
-        if (is_int)
+        if (is_int) {
+            /* -0: json.loads reads the integer 0 (the converter's 0.0), Arrow's
+             * JSON reader -0.0; which one the Python way uses depends on the
+             * rest of the call, so it decides */
+            if (i == 0 && *literal_at == '-') {
+                r->at = literal_at;
+                return decline(r, "-0 where the schema maps to float64");
+            }
             d = (double)i; /* correctly rounded, as Python's float(int) */
+        }
         return fkc_tc_put_fixed(r->s, c, &d);
     }
     case FKC_JA_STRING:

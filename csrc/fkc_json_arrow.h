@@ -44,7 +44,8 @@
  *     Anything else is DECLINED, never an error: a type that does not fit,
  *     a duplicate key (Python keeps the last: the columns were written in
  *     one pass), an integer past int64 or a number past float64, a float
- *     where INT wants an integer (Python takes 1.0), a lone surrogate
+ *     where INT wants an integer (Python takes 1.0), the integer -0 where
+ *     FLOAT wants a number (0.0 or -0.0 in Python's way), a lone surrogate
  *     escape, NaN or Infinity, nesting past FKC_JA_MAX_DEPTH, a number
  *     literal longer than FKC_JA_MAX_NUMBER (Python's digit limit), invalid
  *     JSON or UTF-8. The caller then reads the whole call the Python way,

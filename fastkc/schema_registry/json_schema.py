@@ -640,19 +640,21 @@ class JsonSchemaCodec:
         keywords itself (where it can: json_arrow.compile_plan) takes the
         call first; declined, decode_many validates (the validator's typed
         error), then the plain parser builds the column."""
-        values = None
-        if self._validator is not None:
-            exact = self._native_parser(validating=True)
-            array = exact.decode_arrow(payloads) if exact is not None else None
-            if array is not None:
-                return array
-            values = self.decode_many(payloads)
+        exact = self._native_parser(validating=self._validator is not None)
+        array = exact.decode_arrow(payloads) if exact is not None else None
+        return array if array is not None else self._declined_arrow(payloads)
+
+    def _declined_arrow(self, payloads: Sequence[Payload]) -> Any:
+        """decode_arrow() where the parser that checks all the codec asks has
+        no plan or declined: without validation, the Python way; with it,
+        the validator's verdict (its typed error), then the plain parser,
+        then the Python way."""
+        if self._validator is None:
+            return self.reference_arrow(payloads)
+        values = self.decode_many(payloads)
         native = self._native_parser(validating=False)
-        if native is not None:
-            array = native.decode_arrow(payloads)
-            if array is not None:
-                return array
-        return self.reference_arrow(payloads, values)
+        array = native.decode_arrow(payloads) if native is not None else None
+        return array if array is not None else self.reference_arrow(payloads, values)
 
     def reference_arrow(self, payloads: Sequence[Payload], values: list[Any] | None = None) -> Any:
         """decode_arrow() the Python way: the reference the compiled parser
@@ -682,12 +684,11 @@ class JsonSchemaCodec:
         compiled parser, when it can validate what the schema asks)."""
         if not pa.types.is_binary(column.type):
             column = column.cast(pa.binary())
-        native = self._native_parser(validating=self._validator is not None)
-        if native is not None:
-            array = native.decode_arrow_column(column, skip)
-            if array is not None:
-                return array
-        return self.decode_arrow([memoryview(row)[skip:] for row in column.to_pylist()])
+        exact = self._native_parser(validating=self._validator is not None)
+        array = exact.decode_arrow_column(column, skip) if exact is not None else None
+        if array is not None:
+            return array
+        return self._declined_arrow([memoryview(row)[skip:] for row in column.to_pylist()])
 
     def _native_parser(self, validating: bool) -> Any:
         """The compiled parser of this schema's Arrow plan, or None. A

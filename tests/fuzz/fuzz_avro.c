@@ -34,15 +34,9 @@
 #include "fkc_avro_arrow.h"
 #include "fkc_records.h" /* fkc_utf8_valid */
 
-typedef struct avro_fuzz_plan {
-    const int64_t *columns;
-    size_t column_words;
-    const int64_t *steps;
-    size_t steps_len;
-    const uint8_t *strings;
-    size_t strings_len;
-    int64_t root_step;
-} avro_fuzz_plan;
+#include "plan_mutation.h" /* fuzz_plan */
+
+typedef fuzz_plan avro_fuzz_plan; /* the name fuzz_avro_programs.inc uses */
 
 #include "fuzz_avro_programs.inc"
 

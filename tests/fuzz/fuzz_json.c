@@ -34,15 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2)
         return 0;
     const fuzz_plan *fp = &ja_plans[data[0] % (sizeof(ja_plans) / sizeof(ja_plans[0]))];
-    size_t at = 2, nmutations = 0;
-    const uint8_t *mutations = NULL;
-    if (data[1] & 0x80) {
-        nmutations = (size_t)((data[1] >> 2) & 3) + 1;
-        if (size - at < nmutations * MUTATION)
-            return 0;
-        mutations = data + at;
-        at += nmutations * MUTATION;
-    }
+    size_t at = 2, nmutations;
+    const uint8_t *mutations;
+    if (!take_mutations(data, size, &at, &mutations, &nmutations))
+        return 0;
     owned_plan op = {0};
     if (!own_plan(&op, fp)) {
         free_plan(&op);

@@ -170,13 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         code_len = pb_program_lens[k];
         if (pb_plans[k].columns != NULL)
             arrow_plan = &pb_plans[k];
-        if (data[1] & 0x80) {
-            nmutations = (size_t)((data[1] >> 2) & 3) + 1;
-            if (size - at < nmutations * MUTATION)
-                return 0;
-            mutations = data + at;
-            at += nmutations * MUTATION;
-        }
+        if (!take_mutations(data, size, &at, &mutations, &nmutations))
+            return 0;
     } else {
         code_len = data[1];
         if (size - at < code_len * 4)

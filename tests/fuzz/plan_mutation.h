@@ -99,4 +99,21 @@ static void mutate(owned_plan *o, const uint8_t *m)
     }
 }
 
+/* The mutations an input carries: none unless byte 1 >= 0x80, then
+ * ((byte 1 >> 2) & 3) + 1 of them from data[*at] on, *at moved past them.
+ * 0 when the input is too short to hold them (the input is dropped). */
+static int take_mutations(const uint8_t *data, size_t size, size_t *at, const uint8_t **mutations, size_t *n)
+{
+    *mutations = NULL;
+    *n = 0;
+    if (!(data[1] & 0x80))
+        return 1;
+    *n = (size_t)((data[1] >> 2) & 3) + 1;
+    if (size - *at < *n * MUTATION)
+        return 0;
+    *mutations = data + *at;
+    *at += *n * MUTATION;
+    return 1;
+}
+
 #endif /* FKC_PLAN_MUTATION_H */

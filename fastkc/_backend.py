@@ -22,6 +22,9 @@ for the reference implementation):
       and disjoint, fastkc.share_ranges.checked_acquired; a corrupt batch
       raises its CorruptRecordError with .share set)
   scan_blob(data) -> fastkc.structs.ScanInfo (the framing, headers only)
+  replace_fields(records, fields) -> list: the records (tuples of one
+      type) rebuilt with slot `index` of record i holding values[i], for
+      each (index, values) of `fields` (the batch deserializers' step)
   check_blob(data, topic, partition, position) -> (records, next_offset)
       (the benchmark ceiling's CRC-only walk of complete v2 batches)
   RecordStream(data, topic, partition, fetch_offset, stop_offset, check_crcs,
@@ -111,6 +114,8 @@ class RecordsBackend(Protocol):
     ) -> ShareDecoded: ...
 
     def scan_blob(self, data: _Buffer, /) -> ScanInfo: ...
+
+    def replace_fields(self, records: list[Any], fields: list[tuple[int, Sequence[Any]]], /) -> list[Any]: ...
 
     def check_blob(self, data: _Buffer, topic: str, partition: int, position: int, /) -> tuple[int, int]: ...
 

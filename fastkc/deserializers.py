@@ -29,9 +29,9 @@ at its first record.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from fastkc import _backend
 from fastkc.structs import ConsumerRecord
 
 # A record's headers as fastkc builds them: (name, value) pairs
@@ -155,7 +155,7 @@ class RecordDeserializers:
             return records
         offsets = [record[_OFFSET] for record in records]
         headers = [record[_HEADERS] for record in records]
-        fields: list[tuple[int, list[Any]]] = []
+        fields: list[tuple[int, Sequence[Any]]] = []
         for index, name, batch in ((_KEY, "key", self._key_batch), (_VALUE, "value", self._value_batch)):
             if batch is not None:
                 raw = [record[index] for record in records]
@@ -164,13 +164,7 @@ class RecordDeserializers:
                     raise TypeError("{0}.deserialize_many returned {1} {2}s for {3}".format(
                         type(batch).__name__, len(done), name, len(raw)))
                 fields.append((index, done))
-        # column by column, then rows again: the loops are zip's and map's, in C
-        # (a record rebuilt per row in Python costs ~25 % more)
-        columns: list[Sequence[Any]] = list(zip(*records))
-        for index, done in fields:
-            columns[index] = done
-        rebuilt: list[_Record] = list(map(tuple.__new__, repeat(type(records[0])), zip(*columns)))
-        return rebuilt
+        return _backend.impl.replace_fields(records, fields)
 
 
 def _failed_index(exc: BaseException, records: Sequence[tuple[Any, ...]]) -> int:

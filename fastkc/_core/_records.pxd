@@ -190,3 +190,4 @@ cdef extern from "fkc_pybuild.h":
         int untrack
         int share
     object fkc_py_build_list(const fkc_build_ctx *b, const fkc_decode_result *res, size_t count)
+    object fkc_py_record_with(object src, const Py_ssize_t *indexes, PyObject **items, Py_ssize_t count)

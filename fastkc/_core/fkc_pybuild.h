@@ -286,4 +286,32 @@ static PyObject *fkc_py_build_list(const fkc_build_ctx *b, const fkc_decode_resu
     return list;
 }
 
+/* A record like `src` (its tuple type and size) with slot indexes[k]
+ * holding items[k] (borrowed: the copy takes its own references), k <
+ * count; the batch deserializers' rebuild (fastkc/deserializers.py). Made by
+ * the type's tp_alloc, so GC-tracked: the new items may be anything. A new
+ * reference, or NULL with an exception. The caller checked src's type and
+ * size and each index. */
+static PyObject *fkc_py_record_with(PyObject *src, const Py_ssize_t *indexes, PyObject *const *items,
+                                    Py_ssize_t count)
+{
+    PyTypeObject *type = Py_TYPE(src);
+    const Py_ssize_t slots = PyTuple_GET_SIZE(src);
+    PyObject *r = type->tp_alloc(type, slots);
+    if (r == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < slots; i++) {
+        PyObject *v = PyTuple_GET_ITEM(src, i);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(r, i, v);
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *old = PyTuple_GET_ITEM(r, indexes[k]);
+        Py_INCREF(items[k]);
+        PyTuple_SET_ITEM(r, indexes[k], items[k]);
+        Py_DECREF(old);
+    }
+    return r;
+}
+
 #endif /* FKC_PYBUILD_H */

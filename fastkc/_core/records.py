@@ -14,6 +14,7 @@ from fastkc._core._records import (
     decode_share,
     decode_share_arrow,
     force_crc32c_software,
+    replace_fields,
     scan_blob,
 )
 
@@ -28,5 +29,6 @@ __all__ = [
     "decode_share_arrow",
     "force_crc32c_software",
     "RecordStream",
+    "replace_fields",
     "scan_blob",
 ]

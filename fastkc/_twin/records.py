@@ -827,6 +827,33 @@ def scan_blob(data: _Buffer) -> ScanInfo:
         pos += entry_len
 
 
+def replace_fields(records: list[Any], fields: list[tuple[int, Sequence[Any]]]) -> list[Any]:
+    """The twin of the compiled rebuild: `records` with slot `index` of
+    record i holding values[i], for each (index, values) of `fields`."""
+    if len(fields) > 2:
+        raise ValueError("replace_fields: at most two fields, not {0}".format(len(fields)))
+    if not records:
+        return []
+    kind = type(records[0])
+    if not isinstance(records[0], tuple):
+        raise TypeError("replace_fields: records are tuples, not {0}".format(kind.__name__))
+    width = len(records[0])
+    for index, values in fields:
+        if len(values) != len(records):
+            raise ValueError("replace_fields: {0} values for {1} records".format(len(values), len(records)))
+        if not 0 <= index < width:
+            raise IndexError("replace_fields: no field {0} in a record of {1}".format(index, width))
+    out = []
+    for i, record in enumerate(records):
+        if type(record) is not kind or len(record) != width:
+            raise TypeError("replace_fields: record {0} is not a {1} of {2} fields".format(i, kind.__name__, width))
+        slots = list(record)
+        for index, values in fields:
+            slots[index] = values[i]
+        out.append(tuple.__new__(kind, slots))
+    return out
+
+
 def check_blob(data: _Buffer, topic: str, partition: int, position: int) -> tuple[int, int]:
     """The benchmark ceiling's walk (the twin of fkc_check_blob): the
     complete v2 batches framed by _frame_entry, each CRC-32C checked, records

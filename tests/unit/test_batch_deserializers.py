@@ -2,6 +2,9 @@
 partition's records get their keys and values from one deserialize_many call
 (the fetch buffer and the share fetch machine use it; the consumers' tests
 are tests/integration/test_batch_deserializer_consumers.py)."""
+import gc
+import sys
+
 import pytest
 
 from fastkc import records as R
@@ -169,3 +172,46 @@ def test_a_per_record_failure_is_found_by_replaying_the_raw_records():
     assert call_form(None) is None and call_form(value_fn) == (value_fn, False)
     with pytest.raises(TypeError):
         call_form(3)
+
+
+def test_the_rebuild_is_the_same_in_c_and_in_the_twin(both):
+    compiled, twin = both
+    records = _records([b"a", None, b"c"])
+    shares = [ShareRecord(*record, 2) for record in records]
+    value = {"kept": ["alive"]}
+    for batch in (records, shares):
+        for fields in ([], [(7, [1, 2, 3])], [(6, ["x", "y", "z"]), (7, [value, [], None])]):
+            got = compiled.replace_fields(batch, fields)
+            assert got == twin.replace_fields(batch, fields)
+            assert [type(r) for r in got] == [type(r) for r in batch]
+            for index, values in fields:
+                assert [r[index] for r in got] == values
+            # the new values may be anything, so the records are GC-tracked
+            assert all(gc.is_tracked(r) for r in got)
+    before = sys.getrefcount(value)
+    rebuilt = compiled.replace_fields(records, [(7, [value] * 3)])
+    assert sys.getrefcount(value) == before + 3
+    del rebuilt
+    assert sys.getrefcount(value) == before
+    assert compiled.replace_fields([], [(7, [])]) == twin.replace_fields([], [(7, [])]) == []
+
+
+@pytest.mark.parametrize("fields, records, error", [
+    ([(7, [1, 2])], None, ValueError),  # a value short
+    ([(13, [1, 2, 3])], None, IndexError),  # ConsumerRecord has 13 slots
+    ([(-1, [1, 2, 3])], None, IndexError),
+    ([(6, [1, 2, 3])] * 3, None, ValueError),  # key and value at most
+    ([(7, [1, 2, 3])], "mixed", TypeError),
+    ([(0, [1])], "not tuples", TypeError),
+])
+def test_a_rebuild_that_cannot_be_is_refused_alike(both, fields, records, error):
+    decoded = _records([b"a", b"b", b"c"])
+    if records == "mixed":
+        records = decoded[:2] + [ShareRecord(*decoded[2], 1)]
+    elif records == "not tuples":
+        records = [[1, 2]]
+    else:
+        records = decoded
+    for backend in both:
+        with pytest.raises(error):
+            backend.replace_fields(records, fields)

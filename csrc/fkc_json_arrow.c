@@ -736,6 +736,21 @@ static int value(ja_run *r, int64_t sid)
     }
 }
 
+/* One payload, whole: valid UTF-8, one value of the root step, whitespace
+ * around it. */
+static int one_payload(ja_run *r, const uint8_t *payload, size_t length)
+{
+    r->base = r->at = payload;
+    r->end = payload + length;
+    r->depth = 0;
+    if (!fkc_utf8_valid(payload, length))
+        return decline(r, "not UTF-8");
+    if (!value(r, r->p->root_step))
+        return 0;
+    ws(r);
+    return r->at == r->end ? 1 : decline(r, "bytes after the value");
+}
+
 int fkc_ja_build(const fkc_ja_plan *plan, const uint8_t *const *payloads, const size_t *lengths, size_t count,
                  struct ArrowArray *out_array, struct ArrowSchema *out_schema, fkc_ja_error *err)
 {
@@ -758,20 +773,8 @@ int fkc_ja_build(const fkc_ja_plan *plan, const uint8_t *const *payloads, const 
     size_t chunk = 0;
     int ok = 1;
     for (size_t i = 0; ok && i < count; i++) {
-        r.base = r.at = payloads[i];
-        r.end = payloads[i] + lengths[i];
-        r.depth = 0;
         s->index = i;
-        if (!fkc_utf8_valid(payloads[i], lengths[i])) {
-            ok = decline(&r, "not UTF-8");
-            break;
-        }
-        ok = value(&r, plan->root_step);
-        if (ok) {
-            ws(&r);
-            if (r.at != r.end)
-                ok = decline(&r, "bytes after the value");
-        }
+        ok = one_payload(&r, payloads[i], lengths[i]);
         /* the columns presize their bytes after a first chunk */
         if (ok && ++chunk == 1024) {
             fkc_tc_chunk_done(s, chunk);
@@ -793,4 +796,48 @@ int fkc_ja_build(const fkc_ja_plan *plan, const uint8_t *const *payloads, const 
     }
     fkc_tc_chunk_done(s, chunk);
     return fkc_tc_finish(s, out_array, out_schema, err);
+}
+
+int fkc_ja_verdicts(const fkc_ja_plan *plan, const uint8_t *const *payloads, const size_t *lengths, size_t count,
+                    uint8_t *verdicts, fkc_ja_error *err)
+{
+    fkc_tc_tree tree = ja_tree(plan);
+    ja_run r;
+    memset(&r, 0, sizeof r);
+    r.p = plan;
+    err->kind = FKC_JA_OK;
+    size_t rows = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (r.s == NULL) {
+            size_t left = count - i;
+            r.s = fkc_tc_start(&tree, left < FKC_JA_VERDICT_ROWS ? left : FKC_JA_VERDICT_ROWS);
+            if (r.s == NULL) {
+                err->kind = FKC_JA_NOMEM;
+                err->index = i;
+                err->offset = 0;
+                err->what = "json";
+                err->problem = "out of memory";
+                break;
+            }
+            rows = 0;
+        }
+        r.s->err = err;
+        r.s->index = i;
+        r.why = NULL;
+        int ok = one_payload(&r, payloads[i], lengths[i]);
+        if (!ok && err->kind == FKC_JA_NOMEM)
+            break;
+        /* CAPACITY (one payload past Arrow's int32 offsets) is a decline
+         * here: the Python way reads that payload */
+        err->kind = FKC_JA_OK;
+        verdicts[i] = (uint8_t)ok;
+        /* a declined payload leaves its row half written: start afresh */
+        if (!ok || ++rows == FKC_JA_VERDICT_ROWS) {
+            fkc_tc_discard(r.s);
+            r.s = NULL;
+        }
+    }
+    fkc_tc_discard(r.s);
+    free(r.text);
+    return err->kind;
 }

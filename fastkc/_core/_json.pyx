@@ -43,6 +43,8 @@ cdef extern from "fkc_json_arrow.h":
     int fkc_ja_check(const fkc_ja_plan *plan)
     int fkc_ja_build(const fkc_ja_plan *plan, const uint8_t *const *payloads, const size_t *lengths, size_t count,
                      ArrowArray *out_array, ArrowSchema *out_schema, fkc_ja_error *err) nogil
+    int fkc_ja_verdicts(const fkc_ja_plan *plan, const uint8_t *const *payloads, const size_t *lengths, size_t count,
+                        uint8_t *verdicts, fkc_ja_error *err) nogil
 
 
 # pyarrow.Array._import_from_c, looked up on the first decode (pyarrow is
@@ -96,6 +98,21 @@ cdef class JsonArrowDecoder:
         """decode_arrow() of the rows of a pyarrow binary array without
         nulls, each past its first `skip` bytes, read in place."""
         return self._decode(_Payloads(values, None, 0, skip))
+
+    def verdicts(self, payloads):
+        """bytes, one a payload: 1 where the plan takes it (a validating
+        plan: the schema accepts its value), 0 where it declines it; the
+        columns are thrown away (the values path reads with Python)."""
+        cdef _Payloads rows = _Payloads(payloads)
+        cdef bytearray out = bytearray(rows.count)
+        cdef uint8_t *at = <uint8_t *>(<char *>out) if rows.count else NULL
+        cdef fkc_ja_error err
+        cdef int rc
+        with nogil:
+            rc = fkc_ja_verdicts(&self.plan, rows.ptrs, rows.lengths, rows.count, at, &err)
+        if rc == FKC_JA_NOMEM:
+            raise MemoryError("fastkc: out of memory checking JSON values")
+        return bytes(out)
 
     cdef object _decode(self, _Payloads rows):
         global _import_array

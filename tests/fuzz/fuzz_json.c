@@ -15,7 +15,7 @@
  * last input byte), or declines naming a payload before the count and a
  * byte inside it with a reason; nothing else (no out-of-memory here, no
  * capacity with inputs this small); the same input built twice gives the
- * same answer.
+ * same answer; fkc_ja_verdicts() agrees with the builds, payload by payload.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +67,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = fkc_ja_build(&plan, ptrs, lens, n, &array, &schema, &err);
     int rc2 = fkc_ja_build(&plan, ptrs, lens, n, &array2, &schema2, &err2);
     CHECK(rc == rc2);
+    /* the values path's verdicts: 1 for each payload before the one the
+     * build declined, 0 for that one, and for each after it what a build
+     * of it alone says */
+    uint8_t verdicts[4];
+    fkc_ja_error verr;
+    CHECK(fkc_ja_verdicts(&plan, ptrs, lens, n, verdicts, &verr) == FKC_JA_OK);
+    size_t first = rc == FKC_JA_OK ? n : err.index;
+    for (size_t i = 0; i < n; i++) {
+        if (i != first) {
+            CHECK(verdicts[i] == (i < first));
+            continue;
+        }
+        CHECK(verdicts[i] == 0);
+        for (size_t j = i + 1; j < n; j++) {
+            struct ArrowArray one;
+            struct ArrowSchema one_schema;
+            fkc_ja_error one_err;
+            int alone = fkc_ja_build(&plan, ptrs + j, lens + j, 1, &one, &one_schema, &one_err);
+            CHECK(verdicts[j] == (alone == FKC_JA_OK));
+            if (alone == FKC_JA_OK)
+                aw_release(&one, &one_schema, 0);
+        }
+        break;
+    }
     if (rc == FKC_JA_OK) {
         CHECK(array.length == (int64_t)n && array2.length == (int64_t)n);
         aw_walk(&array, &schema, 0);

@@ -404,7 +404,16 @@ def test_a_validating_plan_accepts_only_what_the_validator_accepts(case):
     decoder = JsonArrowDecoder(plan.columns, plan.steps, plan.strings, plan.root_step)
     array = decoder.decode_arrow(payloads)
     validator = validator_for(schema)(schema)
-    valid = all(validator.is_valid(json.loads(p)) for p in payloads)
+    each_valid = [validator.is_valid(json.loads(p)) for p in payloads]
+    valid = all(each_valid)
+    # the values path (decode_many) skips the validator where a payload's verdict is 1
+    verdicts = decoder.verdicts(payloads)
+    assert len(verdicts) == len(payloads)
+    for p, verdict, ok in zip(payloads, verdicts, each_valid):
+        assert verdict in (0, 1)
+        assert verdict == (decoder.decode_arrow([p]) is not None), (schema, p)
+        assert ok or not verdict, (schema, p)
+    assert (array is not None) == all(verdicts)
     if array is not None:
         assert valid, (schema, payloads)
     elif valid:
@@ -451,3 +460,26 @@ def test_the_benchmark_event_schema_is_validated_by_the_parser():
                      (b'{"id": "x", "n": 1, "kind": null}', "null where the schema wants a value")]:
         assert decoder.decode_arrow([bad]) is None and decoder.last_declined[2] == why, bad
         check_same(codec, [bad])
+
+
+def test_verdicts_across_the_column_runs():
+    # fkc_ja_verdicts throws its columns away every 1,024 payloads and after
+    # each declined one: declines on both sides of a run's end, a string
+    # long enough to grow the columns, the verdicts one per payload
+    schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 5000}, "n": {"type": "integer"}},
+              "required": ["n"]}
+    codec = JsonSchemaCodec(schema)
+    plan = compile_plan(codec.node, validate=True)
+    decoder = JsonArrowDecoder(plan.columns, plan.steps, plan.strings, plan.root_step)
+    declined = {0, 1022, 1023, 1024, 2047, 2048, 2999}
+    payloads = []
+    for i in range(3000):
+        if i in declined:
+            payloads.append([b'{"s": "x"}', b'{"n": 1.5}', b'{"n": 1', b'{"n": 1, "n": 2}'][i % 4])
+        else:
+            payloads.append(orjson.dumps({"s": "é" * (i % 700), "n": i}))
+    verdicts = decoder.verdicts(payloads)
+    assert [i for i, v in enumerate(verdicts) if not v] == sorted(declined)
+    assert set(verdicts) == {0, 1}
+    assert decoder.verdicts([]) == b""
+    assert decoder.verdicts([memoryview(b'x{"n": 2}')[1:]]) == b"\x01"

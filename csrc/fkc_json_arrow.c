@@ -807,10 +807,13 @@ int fkc_ja_verdicts(const fkc_ja_plan *plan, const uint8_t *const *payloads, con
     r.p = plan;
     err->kind = FKC_JA_OK;
     size_t rows = 0;
+    int declined = 0;
     for (size_t i = 0; i < count; i++) {
         if (r.s == NULL) {
-            size_t left = count - i;
-            r.s = fkc_tc_start(&tree, left < FKC_JA_VERDICT_ROWS ? left : FKC_JA_VERDICT_ROWS);
+            /* presized for a run, except after a declined payload: a batch
+             * declined payload after payload must not presize for each */
+            size_t left = count - i, hint = declined ? 0 : left < FKC_JA_VERDICT_ROWS ? left : FKC_JA_VERDICT_ROWS;
+            r.s = fkc_tc_start(&tree, hint);
             if (r.s == NULL) {
                 err->kind = FKC_JA_NOMEM;
                 err->index = i;
@@ -832,6 +835,7 @@ int fkc_ja_verdicts(const fkc_ja_plan *plan, const uint8_t *const *payloads, con
         err->kind = FKC_JA_OK;
         verdicts[i] = (uint8_t)ok;
         /* a declined payload leaves its row half written: start afresh */
+        declined = !ok;
         if (!ok || ++rows == FKC_JA_VERDICT_ROWS) {
             fkc_tc_discard(r.s);
             r.s = NULL;

@@ -18,6 +18,10 @@
  * range, no validity buffer (C data interface: type ids and offsets only),
  * every row's type id one of them and its offset inside that child, each
  * child's offsets increasing (a child row belongs to one union row).
+ *
+ * aw_row_digest() hashes one row's value (after aw_walk has passed the
+ * array): what a consumer reads of it, not where the buffers put it, so a
+ * row built in one batch and the same row built in another digest alike.
  */
 #ifndef FKC_ARROW_WALK_H
 #define FKC_ARROW_WALK_H
@@ -202,6 +206,74 @@ static void aw_walk(const struct ArrowArray *a, const struct ArrowSchema *s, int
             if (aw_valid(a, i))
                 CHECK(idx[i] >= 0 && idx[i] < a->dictionary->length);
     }
+}
+
+/* FNV-1a over n bytes, continuing from h */
+static uint64_t aw_mix(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static uint64_t aw_mix_int(uint64_t h, int64_t v)
+{
+    return aw_mix(h, &v, sizeof v);
+}
+
+/* Row `row` of an array aw_walk() passed, as a hash: a null, a length and
+ * the items of a list or map, every child of a struct, a dictionary's value
+ * (not its index), a union's type code and child row, the bytes of the
+ * rest. Offsets themselves never enter it (they depend on the rows before). */
+static uint64_t aw_row_digest(const struct ArrowArray *a, const struct ArrowSchema *s, int64_t row)
+{
+    const char *f = s->format;
+    uint64_t h = aw_mix(UINT64_C(0xcbf29ce484222325), f, strlen(f));
+    CHECK(row >= 0 && row < a->length);
+    if (strcmp(f, "n") == 0)
+        return aw_mix_int(h, -1);
+    if (strncmp(f, "+ud:", 4) == 0) {
+        int8_t type = ((const int8_t *)a->buffers[0])[row];
+        int32_t at = ((const int32_t *)a->buffers[1])[row];
+        const char *p = f + 4;
+        for (int64_t k = 0; k < a->n_children; k++) {
+            char *end;
+            if (strtol(p, &end, 10) == type)
+                return aw_mix_int(aw_mix_int(h, type), (int64_t)aw_row_digest(a->children[k], s->children[k], at));
+            p = end + 1;
+        }
+        CHECK(0); /* aw_walk proved every type id a child's */
+        return h;
+    }
+    if (!aw_valid(a, row))
+        return aw_mix_int(h, -1);
+    if (strcmp(f, "+s") == 0) {
+        for (int64_t k = 0; k < a->n_children; k++)
+            h = aw_mix_int(h, (int64_t)aw_row_digest(a->children[k], s->children[k], row));
+        return h;
+    }
+    if (strcmp(f, "+l") == 0 || strcmp(f, "+m") == 0) {
+        const int32_t *o = a->buffers[1];
+        h = aw_mix_int(h, o[row + 1] - o[row]);
+        for (int32_t i = o[row]; i < o[row + 1]; i++)
+            h = aw_mix_int(h, (int64_t)aw_row_digest(a->children[0], s->children[0], i));
+        return h;
+    }
+    if (strcmp(f, "u") == 0 || strcmp(f, "z") == 0) {
+        const int32_t *o = a->buffers[1];
+        h = aw_mix_int(h, o[row + 1] - o[row]);
+        if (o[row + 1] == o[row])
+            return h; /* the data buffer may be NULL: no offset applied to it */
+        return aw_mix(h, (const uint8_t *)a->buffers[2] + o[row], (size_t)(o[row + 1] - o[row]));
+    }
+    if (strcmp(f, "b") == 0)
+        return aw_mix_int(h, ((const uint8_t *)a->buffers[1])[row >> 3] >> (row & 7) & 1);
+    if (a->dictionary != NULL)
+        return aw_mix_int(h, (int64_t)aw_row_digest(a->dictionary, s->dictionary,
+                                                    ((const int32_t *)a->buffers[1])[row]));
+    size_t width = aw_width(f);
+    return aw_mix(h, (const uint8_t *)a->buffers[1] + (size_t)row * width, width);
 }
 
 /* Release an exported array and schema, a child of each moved out first (as

@@ -5,14 +5,16 @@
 tests/fuzz/fuzz_json_plans.inc: the plans fastkc/schema_registry/json_arrow.py
 compiles from the schemas below (columns, steps, strings, root step): a flat
 event with every scalar kind, an enum and nullable fields; nested objects;
-arrays of objects; maps of arrays; a top-level array of numbers; null; and
+arrays of objects; maps of arrays; a top-level array of numbers; null;
 two validating plans (required properties, a closed object, length and
-item bounds, nulls refused).
+item bounds, nulls refused); lists, objects and maps nested past the
+parser's depth limit; an object of 70 properties.
 `--check` says whether the .inc is current (rewrite it when the plan layout
 changes).
 tests/fuzz/corpus/json/: payloads in the harness's input format: byte 0 =
 plan index, byte 1 % 4 + 1 = how many payloads (the rest split evenly),
-then the payload bytes; byte 1 >= 0x80 puts plan mutations first
+then the payload bytes; byte 1 >= 0x80 puts plan mutations first, byte
+1 & 0x40 repeats the payloads past the parser's first chunk of rows
 (fuzz_json.c says how). Everything here is deterministic: the same files on
 every run.
 """
@@ -44,6 +46,39 @@ SCHEMAS = [
     {"type": "array", "items": {"type": "number"}},
     {"type": "null"},
 ]
+
+
+def deep_schema(levels):
+    """An array of objects whose one property is a map of the next level,
+    `levels` deep under two objects: the arrays sit at depths 3, 6, ... so
+    the 43rd is the first value past FKC_JA_MAX_DEPTH (128)."""
+    node = {"type": "integer"}
+    for _ in range(levels):
+        node = {"type": "array", "items": {"type": "object", "properties": {
+            "m": {"type": "object", "additionalProperties": node}}}}
+    return {"type": "object", "properties": {"w": {"type": "object", "properties": {"d": node}}}}
+
+
+def deep_payload(levels, inner):
+    text = inner
+    for _ in range(levels):
+        text = b'[{"m": {"k": ' + text + b"}}]"
+    return b'{"w": {"d": ' + text + b"}}"
+
+
+DEEP_LEVELS = 44
+
+# an object of more properties than the parser tracks on its stack (64): the ones it has seen go to the heap
+WIDE_TYPES = [{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"},
+              {"type": "array", "items": {"type": "integer"}}]
+WIDE = {"type": "object", "properties": {f"p{i:02d}": WIDE_TYPES[i % 5] for i in range(70)}}
+WIDE_VALUES = [b'"s"', b"1", b"2.5", b"true", b"[1, 2]"]
+
+
+def wide_payload(order, extra=b""):
+    return b"{" + b", ".join(b'"p%02d": %s' % (i, WIDE_VALUES[i % 5]) for i in order) + extra + b"}"
+
+
 # schemas compiled as validating plans (json_arrow.compile_plan(validate=True)):
 # NOT_NULL, CLOSED, bounds and required properties in the steps
 VALIDATING = [
@@ -55,6 +90,17 @@ VALIDATING = [
     {"type": ["object", "null"], "additionalProperties": {"type": "object", "properties": {
         "x": {"type": "number"}}, "required": ["x"]}},
 ]
+
+# schemas compiled after the validating ones (the seeds name plans by index)
+LATER = [deep_schema(DEEP_LEVELS), WIDE]
+
+# Plan mutations for the seeds (plan_mutation.h: which words, index (2 bytes LE), how, operand, copied index):
+# the root column made non-nullable (column word 1 set to 0), which no compiled plan has; the root step's
+# flags set to NOT_NULL; its kind set to 99, which the check refuses
+NON_NULLABLE_ROOT = bytes([0, 1, 0, 0, 0, 0])
+ROOT_NOT_NULL = bytes([1, 3, 0, 0, 1, 0])
+ROOT_KIND_99 = bytes([1, 0, 0, 0, 99, 0])
+MANY = 0x40  # byte 1: the payloads repeated past the parser's first chunk of 1,024 rows
 
 SEEDS = [
     (0, [b'{"id": "e-1", "n": 42, "x": 1.5, "ok": true, "kind": "CLICK", "ref": null, "nil": null, "maybe": 7}',
@@ -72,13 +118,30 @@ SEEDS = [
     (6, [b'{"id": "abc", "n": 1, "tags": ["a", null], "ref": null}', b'{"id": "", "n": 1}', b'{"n": 2}',
          b'{"id": "x", "n": 1, "other": 0}']),
     (7, [b'{"k": {"x": 1.5}, "j": {"x": 0}}', b'null', b'{"k": {}}']),
+    # number literals at FKC_JA_MAX_NUMBER: 4,000 characters read, 4,001 declined
+    (0, [b'{"x": 0.' + b"1" * 3998 + b"}"]),
+    (0, [b'{"n": ' + b"9" * 4001 + b"}"]),
+    # past the depth limit at a list, and just inside it
+    (8, [deep_payload(DEEP_LEVELS, b"1"), deep_payload(41, b"[]")]),
+    # 70 properties: all of them in order, backwards, a few, and the 70th twice
+    (9, [wide_payload(range(70)), wide_payload(range(69, -1, -1)), wide_payload([3, 66, 1]),
+         wide_payload([69], b', "p69": [3]')]),
+    # more rows than a chunk: strings, lists and maps presized from the first 1,024
+    (2, [b'{"items": [{"sku": "s1", "qty": 2, "tags": ["x", "y"]}]}', b'{"items": [{"sku": "\\u00e9"}]}'], MANY),
+    (3, [b'{"k1": ["a", "b"], "k2": []}', b'{"k1": ["b"]}', b'null'], MANY | 0x30),
+    (0, [b'{"id": "e", "n": 1, "kind": "VIEW"}', b'{"id": "\\ud83d\\ude00"}', b'{"ref": "r"}'], MANY | 0x10),
+    # mutated plans
+    (0, [b'null', b'{"id": "x"}'], 0, [NON_NULLABLE_ROOT]),
+    (0, [b'{"id": "x"}', b'null'], 0, [ROOT_NOT_NULL]),
+    (1, [b'{"f": true}'], 0, [ROOT_KIND_99]),
 ]
 
 
 def write_inc(path):
     lines = ["/* Generated by tests/fuzz/make_json_seeds.py: plans of fastkc/schema_registry/json_arrow.py. */"]
     names = []
-    for k, (schema, validate) in enumerate([(s, False) for s in SCHEMAS] + [(s, True) for s in VALIDATING]):
+    compiled = [(s, False) for s in SCHEMAS] + [(s, True) for s in VALIDATING] + [(s, False) for s in LATER]
+    for k, (schema, validate) in enumerate(compiled):
         plan = compile_plan(JsonSchemaCodec(schema, validate=False).node, validate)
         assert plan is not None, schema
         lines.append(f"static const int64_t ja_plan_{k}_columns[] = {{{', '.join(map(str, plan.columns))}}};")
@@ -97,10 +160,14 @@ def write_inc(path):
     return text
 
 
-def seed_bytes(plan, payloads):
+def seed_bytes(plan, payloads, flags=0, mutations=()):
     # the harness splits the rest evenly: pad each payload with trailing spaces to one length
     width = max(len(p) for p in payloads)
-    return bytes([plan, len(payloads) - 1]) + b"".join(p + b" " * (width - len(p)) for p in payloads)
+    head = flags | (len(payloads) - 1)
+    if mutations:
+        head |= 0x80 | (len(mutations) - 1) << 2
+    return (bytes([plan, head]) + b"".join(mutations)
+            + b"".join(p + b" " * (width - len(p)) for p in payloads))
 
 
 def main(argv):
@@ -113,8 +180,8 @@ def main(argv):
     write_inc(inc)
     out = os.path.join(HERE, "corpus", "json")
     os.makedirs(out, exist_ok=True)
-    for plan, payloads in SEEDS:
-        data = seed_bytes(plan, payloads)
+    for plan, payloads, *how in SEEDS:
+        data = seed_bytes(plan, payloads, *how)
         with open(os.path.join(out, f"plan{plan}-" + hashlib.sha1(data).hexdigest()[:12]), "wb") as f:
             f.write(data)
     print(f"wrote {inc} and {len(SEEDS)} seeds; schemas: {json.dumps(len(SCHEMAS))}")

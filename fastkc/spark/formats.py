@@ -36,6 +36,7 @@ the row took set; the struct null where the row took null).
 A type Spark cannot hold (a decimal of more than 38 digits) is an error at
 planning.
 """
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -106,15 +107,22 @@ class RecordFormats:
     def arrow_type(self, field: str) -> Any:
         """The Spark-ready Arrow type of a field read as Avro, Protobuf or JSON (None: binary)."""
         found = self.field_format(field)
-        if found is None:
-            return None
-        if found.format == "json":
-            return spark_arrow_type(found.json_codec().arrow_type)
-        if found.format == "protobuf":
-            from fastkc.schema_registry.protobuf import ProtobufDecoder
+        return None if found is None else _field_arrow_type(found)
 
-            return spark_arrow_type(ProtobufDecoder(found.protobuf_message()).decode_arrow([]).type)
-        return spark_arrow_type(avro_arrow_type(found.reader_schema))
+
+# per process: planning asks for each field's type several times, and every
+# partition a Python worker reads asks again (workers are reused across
+# tasks); a Protobuf type builds a descriptor pool, a JSON one compiles the
+# schema's validators
+@functools.lru_cache(maxsize=32)
+def _field_arrow_type(found: FieldFormat) -> Any:
+    if found.format == "json":
+        return spark_arrow_type(found.json_codec().arrow_type)
+    if found.format == "protobuf":
+        from fastkc.schema_registry.protobuf import ProtobufDecoder
+
+        return spark_arrow_type(ProtobufDecoder(found.protobuf_message()).decode_arrow([]).type)
+    return spark_arrow_type(avro_arrow_type(found.reader_schema))
 
 
 def _deserializer(found: FieldFormat, client: Any) -> Any:

@@ -165,6 +165,23 @@ def test_a_given_reader_schema_is_not_looked_up():
     assert dict(formats.registry) == {"url": "http://r"}
 
 
+def test_a_fields_type_is_made_once_a_process(monkeypatch):
+    # planning and every partition a reused Python worker reads ask again
+    import fastkc.spark.formats as formats_module
+
+    made = []
+    real = formats_module.avro_arrow_type
+    monkeypatch.setattr(formats_module, "avro_arrow_type", lambda schema: made.append(schema) or real(schema))
+    schema = json.dumps({"type": "record", "name": "Once", "fields": [{"name": "a", "type": "long"}]})
+    formats = parse_formats(_params(valueFormat="avro", valueSchema=schema, **{"schema.registry.url": "http://r"}),
+                            ("events",))
+    first = formats.arrow_type("value")
+    again = parse_formats(_params(valueFormat="avro", valueSchema=schema, **{"schema.registry.url": "http://r"}),
+                          ("events",)).arrow_type("value")
+    assert first is again and first == pa.struct([pa.field("a", pa.int64(), False)])
+    assert made.count(schema) == 1
+
+
 def test_a_decimal_spark_cannot_hold_fails_at_planning():
     wide = {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 0}
     with pytest.raises(SparkFormatError, match="38"):

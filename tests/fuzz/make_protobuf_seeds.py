@@ -242,26 +242,26 @@ def main() -> None:
     e, s, o = _ev_seeds(ev_cls, small_cls, old_cls)
     # a sub-message twice (merged), a oneof switched back and forth, a map key twice: wire the
     # runtime's serializer never writes, joined by hand
-    merged = (ev_cls(leaf={"a": 1, "r": [1]}, c_str="a").SerializeToString()
-              + ev_cls(leaf={"s": "b", "r": [2]}, c_leaf={"a": 2}).SerializeToString()
-              + ev_cls(c_int=3, m_string={"k": {"a": 1}}).SerializeToString()
-              + ev_cls(c_leaf={"s": "z"}, m_string={"k": {"s": "2"}, "j": {}}).SerializeToString())
+    merged = (ev_cls(leaf={"a": 1, "r": [1]}, c_str="a").SerializeToString(deterministic=True)
+              + ev_cls(leaf={"s": "b", "r": [2]}, c_leaf={"a": 2}).SerializeToString(deterministic=True)
+              + ev_cls(c_int=3, m_string={"k": {"a": 1}}).SerializeToString(deterministic=True)
+              + ev_cls(c_leaf={"s": "z"}, m_string={"k": {"s": "2"}, "j": {}}).SerializeToString(deterministic=True))
     # one mutation (byte 1 >= 0x80: fuzz_protobuf.c): the root step's absent word (4 of 6 bytes: steps)
     mutate = bytes([1, 0, 3, 0, 0, 1])
     seeds = {
-        "all": bytes([0, 0]) + m.SerializeToString(),
-        "all_split": bytes([0, 1]) + AllMsg(s_int32=1).SerializeToString() + AllMsg(s_string="ab").SerializeToString(),
+        "all": bytes([0, 0]) + m.SerializeToString(deterministic=True),
+        "all_split": bytes([0, 1]) + AllMsg(s_int32=1).SerializeToString(deterministic=True) + AllMsg(s_string="ab").SerializeToString(deterministic=True),
         "two": bytes([1, 0]) + TwoMsg(req=1, level=5, levels=[2, 5], packed_levels=[5, 2], p_string="x",
-                                      q_sint32=[-1, 2], by_name={"a": 6}).SerializePartialToString(),
+                                      q_sint32=[-1, 2], by_name={"a": 6}).SerializePartialToString(deterministic=True),
         "unknown": bytes([0, 0]) + b"\xf8\xf0\x04\x01\x5b\x08\x01\x5c\xf2\xff\x01\x01z",
-        "ev": bytes([2, 0]) + e.SerializeToString(),
+        "ev": bytes([2, 0]) + e.SerializeToString(deterministic=True),
         "ev_merged": bytes([2, 0]) + merged,
-        "ev_split": bytes([2, 3]) + b"".join(ev_cls(s_int64=i, leaf={"a": i}).SerializeToString() for i in range(4)),
-        "small": bytes([3, 0]) + s.SerializeToString(),
-        "small_two": bytes([3, 1]) + s.SerializeToString() + small_cls(b=True).SerializeToString(),
-        "old": bytes([4, 0]) + o.SerializeToString(),
-        "ev_mutated": bytes([2, 0x80]) + mutate + e.SerializeToString(),
-        "small_mutated": bytes([3, 0x80]) + bytes([0, 2, 0, 0, 1, 0]) + s.SerializeToString(),
+        "ev_split": bytes([2, 3]) + b"".join(ev_cls(s_int64=i, leaf={"a": i}).SerializeToString(deterministic=True) for i in range(4)),
+        "small": bytes([3, 0]) + s.SerializeToString(deterministic=True),
+        "small_two": bytes([3, 1]) + s.SerializeToString(deterministic=True) + small_cls(b=True).SerializeToString(deterministic=True),
+        "old": bytes([4, 0]) + o.SerializeToString(deterministic=True),
+        "ev_mutated": bytes([2, 0x80]) + mutate + e.SerializeToString(deterministic=True),
+        "small_mutated": bytes([3, 0x80]) + bytes([0, 2, 0, 0, 1, 0]) + s.SerializeToString(deterministic=True),
     }
     out = os.path.join(HERE, "corpus", "protobuf")
     os.makedirs(out, exist_ok=True)

@@ -806,24 +806,17 @@ int fkc_ja_verdicts(const fkc_ja_plan *plan, const uint8_t *const *payloads, con
     memset(&r, 0, sizeof r);
     r.p = plan;
     err->kind = FKC_JA_OK;
-    size_t rows = 0;
-    int declined = 0;
+    /* not presized: it holds one payload at a time */
+    r.s = fkc_tc_start(&tree, 0);
+    if (r.s == NULL) {
+        err->kind = FKC_JA_NOMEM;
+        err->index = 0;
+        err->offset = 0;
+        err->what = "json";
+        err->problem = "out of memory";
+        return FKC_JA_NOMEM;
+    }
     for (size_t i = 0; i < count; i++) {
-        if (r.s == NULL) {
-            /* presized for a run, except after a declined payload: a batch
-             * declined payload after payload must not presize for each */
-            size_t left = count - i, hint = declined ? 0 : left < FKC_JA_VERDICT_ROWS ? left : FKC_JA_VERDICT_ROWS;
-            r.s = fkc_tc_start(&tree, hint);
-            if (r.s == NULL) {
-                err->kind = FKC_JA_NOMEM;
-                err->index = i;
-                err->offset = 0;
-                err->what = "json";
-                err->problem = "out of memory";
-                break;
-            }
-            rows = 0;
-        }
         r.s->err = err;
         r.s->index = i;
         r.why = NULL;
@@ -834,12 +827,9 @@ int fkc_ja_verdicts(const fkc_ja_plan *plan, const uint8_t *const *payloads, con
          * here: the Python way reads that payload */
         err->kind = FKC_JA_OK;
         verdicts[i] = (uint8_t)ok;
-        /* a declined payload leaves its row half written: start afresh */
-        declined = !ok;
-        if (!ok || ++rows == FKC_JA_VERDICT_ROWS) {
-            fkc_tc_discard(r.s);
-            r.s = NULL;
-        }
+        /* the row (a declined one half written) is not wanted: the next
+         * payload writes over it */
+        fkc_tc_rewind(r.s);
     }
     fkc_tc_discard(r.s);
     free(r.text);

@@ -122,11 +122,9 @@ int fkc_ja_build(const fkc_ja_plan *plan, const uint8_t *const *payloads, const 
  * payloads[i] (a validating plan: the schema accepts the value Python reads
  * from it), 0 when it declines it. For the values path (poll()), which
  * builds its values with Python's reading and skips the Python validator
- * wherever the verdict is 1. The columns are written and thrown away every
- * FKC_JA_VERDICT_ROWS payloads (and after each declined one), so memory stays
- * that of one such run. FKC_JA_OK, or FKC_JA_NOMEM (err filled, verdicts
- * partly written). */
-enum { FKC_JA_VERDICT_ROWS = 1024 };
+ * wherever the verdict is 1. Each payload is written into the columns and
+ * rewound (fkc_tc_rewind), so memory stays that of the largest payload.
+ * FKC_JA_OK, or FKC_JA_NOMEM (err filled, verdicts partly written). */
 int fkc_ja_verdicts(const fkc_ja_plan *plan, const uint8_t *const *payloads, const size_t *lengths, size_t count,
                     uint8_t *verdicts, fkc_ja_error *err);
 

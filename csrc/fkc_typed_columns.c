@@ -732,6 +732,16 @@ void fkc_tc_chunk_done(fkc_tc_set *s, size_t count)
     s->err = &s->unused; /* the caller's error goes with its call */
 }
 
+void fkc_tc_rewind(fkc_tc_set *s)
+{
+    for (size_t c = 0; c < s->tree->column_count; c++) {
+        s->cols[c].len = 0;
+        s->cols[c].nulls = 0;
+        s->cols[c].data_len = 0;
+    }
+    s->rows = 0;
+}
+
 void fkc_tc_discard(fkc_tc_set *s)
 {
     if (s == NULL)

@@ -166,6 +166,11 @@ void fkc_tc_chunk_done(fkc_tc_set *s, size_t count);
 /* Export every row and free the set (also on failure). */
 int fkc_tc_finish(fkc_tc_set *s, struct ArrowArray *out_array, struct ArrowSchema *out_schema, fkc_tc_error *err);
 void fkc_tc_discard(fkc_tc_set *s);
+/* Every column emptied, its buffers kept for the next rows: for a caller
+ * that asks only whether payloads write cleanly (fkc_ja_verdicts), one
+ * payload at a time. (Each write sets or clears its validity bit and its
+ * value, and a first offset stays 0, so nothing stale is read back.) */
+void fkc_tc_rewind(fkc_tc_set *s);
 
 /* Writing rows. Each returns 1, or 0 with s->err filled. */
 int fkc_tc_fail(fkc_tc_set *s, int kind, size_t offset, const char *what, const char *problem);

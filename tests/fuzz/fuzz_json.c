@@ -166,9 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(aw_row_digest(&first.array, &first.schema, (int64_t)i) == digest[i % n]);
     }
     /* the verdicts of the payloads, and of the rows when they all build
-     * (past the verdicts' run of FKC_JA_VERDICT_ROWS): rows that decline
-     * would each start a new run, thousands of allocations an input under
-     * ASan, for nothing the payloads' verdicts do not already check */
+     * (the columns rewound after each row, and grown by the long ones) */
     uint8_t verdicts[MAX_PAYLOADS];
     fkc_ja_error verdicts_err;
     CHECK(fkc_ja_verdicts(&plan, ptrs, lens, n, verdicts, &verdicts_err) == FKC_JA_OK);

@@ -462,10 +462,10 @@ def test_the_benchmark_event_schema_is_validated_by_the_parser():
         check_same(codec, [bad])
 
 
-def test_verdicts_across_the_column_runs():
-    # fkc_ja_verdicts throws its columns away every 1,024 payloads and after
-    # each declined one: declines on both sides of a run's end, a string
-    # long enough to grow the columns, the verdicts one per payload
+def test_verdicts_payload_by_payload():
+    # fkc_ja_verdicts rewinds its columns after each payload, a declined one
+    # half written: declines between payloads that grow the columns (strings
+    # of up to 700 code points), the verdicts one per payload
     schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 5000}, "n": {"type": "integer"}},
               "required": ["n"]}
     codec = JsonSchemaCodec(schema)

@@ -250,15 +250,18 @@ def main() -> None:
     mutate = bytes([1, 0, 3, 0, 0, 1])
     seeds = {
         "all": bytes([0, 0]) + m.SerializeToString(deterministic=True),
-        "all_split": bytes([0, 1]) + AllMsg(s_int32=1).SerializeToString(deterministic=True) + AllMsg(s_string="ab").SerializeToString(deterministic=True),
+        "all_split": bytes([0, 1]) + AllMsg(s_int32=1).SerializeToString(deterministic=True)
+        + AllMsg(s_string="ab").SerializeToString(deterministic=True),
         "two": bytes([1, 0]) + TwoMsg(req=1, level=5, levels=[2, 5], packed_levels=[5, 2], p_string="x",
                                       q_sint32=[-1, 2], by_name={"a": 6}).SerializePartialToString(deterministic=True),
         "unknown": bytes([0, 0]) + b"\xf8\xf0\x04\x01\x5b\x08\x01\x5c\xf2\xff\x01\x01z",
         "ev": bytes([2, 0]) + e.SerializeToString(deterministic=True),
         "ev_merged": bytes([2, 0]) + merged,
-        "ev_split": bytes([2, 3]) + b"".join(ev_cls(s_int64=i, leaf={"a": i}).SerializeToString(deterministic=True) for i in range(4)),
+        "ev_split": bytes([2, 3]) + b"".join(ev_cls(s_int64=i, leaf={"a": i}).SerializeToString(deterministic=True)
+                                             for i in range(4)),
         "small": bytes([3, 0]) + s.SerializeToString(deterministic=True),
-        "small_two": bytes([3, 1]) + s.SerializeToString(deterministic=True) + small_cls(b=True).SerializeToString(deterministic=True),
+        "small_two": bytes([3, 1]) + s.SerializeToString(deterministic=True)
+        + small_cls(b=True).SerializeToString(deterministic=True),
         "old": bytes([4, 0]) + o.SerializeToString(deterministic=True),
         "ev_mutated": bytes([2, 0x80]) + mutate + e.SerializeToString(deterministic=True),
         "small_mutated": bytes([3, 0x80]) + bytes([0, 2, 0, 0, 1, 0]) + s.SerializeToString(deterministic=True),

@@ -751,20 +751,25 @@ static int one_payload(ja_run *r, const uint8_t *payload, size_t length)
     return r->at == r->end ? 1 : decline(r, "bytes after the value");
 }
 
+/* No memory for the columns' set: nothing built. */
+static int no_columns(fkc_ja_error *err)
+{
+    err->kind = FKC_JA_NOMEM;
+    err->index = 0;
+    err->offset = 0;
+    err->what = "json";
+    err->problem = "out of memory";
+    return FKC_JA_NOMEM;
+}
+
 int fkc_ja_build(const fkc_ja_plan *plan, const uint8_t *const *payloads, const size_t *lengths, size_t count,
                  struct ArrowArray *out_array, struct ArrowSchema *out_schema, fkc_ja_error *err)
 {
     fkc_tc_tree tree = ja_tree(plan);
     err->kind = FKC_JA_OK;
     fkc_tc_set *s = fkc_tc_start(&tree, count);
-    if (s == NULL) {
-        err->kind = FKC_JA_NOMEM;
-        err->index = 0;
-        err->offset = 0;
-        err->what = "json";
-        err->problem = "out of memory";
-        return FKC_JA_NOMEM;
-    }
+    if (s == NULL)
+        return no_columns(err);
     ja_run r;
     memset(&r, 0, sizeof r);
     r.p = plan;
@@ -808,14 +813,8 @@ int fkc_ja_verdicts(const fkc_ja_plan *plan, const uint8_t *const *payloads, con
     err->kind = FKC_JA_OK;
     /* not presized: it holds one payload at a time */
     r.s = fkc_tc_start(&tree, 0);
-    if (r.s == NULL) {
-        err->kind = FKC_JA_NOMEM;
-        err->index = 0;
-        err->offset = 0;
-        err->what = "json";
-        err->problem = "out of memory";
-        return FKC_JA_NOMEM;
-    }
+    if (r.s == NULL)
+        return no_columns(err);
     for (size_t i = 0; i < count; i++) {
         r.s->err = err;
         r.s->index = i;

@@ -202,6 +202,19 @@ def protobuf_decoder_core() -> "type[ProtobufDecoder]":
     return cast("type[ProtobufDecoder]", twin)
 
 
+# A message type's framed values parsed by the protobuf runtime, the prefix cut
+# in a compiled loop (fastkc/schema_registry/protobuf_deserializer.py uses it),
+# by the same choice.
+def protobuf_parse_prefixed() -> "Callable[[Callable[[bytes], Any], list[Any], int, bytes, list[Any]], None]":
+    if name == "c":
+        from fastkc._core._protobuf import parse_prefixed as compiled
+
+        return compiled
+    from fastkc._twin.protobuf import parse_prefixed as twin
+
+    return twin
+
+
 # The JSON -> Arrow parser (fastkc/schema_registry/json_schema.py uses it): the
 # compiled one, None under the twin, where the Python way (the reference the
 # parser is checked against) builds the columns.

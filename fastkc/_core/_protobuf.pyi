@@ -1,9 +1,12 @@
 # Stub of the compiled Protobuf decoder (fastkc/_core/_protobuf.pyx); checked
 # against the built module by tests/quality/test_stubs.py (mypy.stubtest).
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, final
 
 from fastkc.schema_registry.protobuf_schema import MessageInfo
+
+def parse_prefixed(parse: Callable[[bytes], Any], values: list[Any], start: int, prefix: bytes,
+                   out: list[Any]) -> None: ...
 
 @final
 class ProtobufDecoder:

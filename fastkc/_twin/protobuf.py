@@ -12,7 +12,7 @@ slow by design; nothing on the hot path uses it.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastkc.schema_registry import protobuf_schema as s
@@ -337,3 +337,18 @@ class Decoder:
                 break
             run.append(value[cut:])
         return self.decode_many(run)
+
+
+def parse_prefixed(parse: Callable[[bytes], Any], values: list[Any], start: int, prefix: bytes,
+                   out: list[Any]) -> None:
+    """The twin of the compiled loop: parse(value past `prefix`) appended to
+    `out` for each value from `start` on, up to the first that is not bytes
+    starting with `prefix`."""
+    if start < 0 or start > len(values):
+        raise IndexError("parse_prefixed: start {0} outside the {1} values".format(start, len(values)))
+    cut = len(prefix)
+    for i in range(start, len(values)):
+        value = values[i]
+        if type(value) is not bytes or not value.startswith(prefix):
+            break
+        out.append(parse(value[cut:]))

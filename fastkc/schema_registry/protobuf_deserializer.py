@@ -34,6 +34,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import DecodeError
 
+from fastkc import _backend
 from fastkc.schema_registry.framing import Frame
 from fastkc.schema_registry.payload_errors import PayloadReadError
 from fastkc.schema_registry.protobuf_descriptors import (
@@ -68,6 +69,7 @@ class MessageTypeCodec:
 
     def __init__(self, message_type: Any) -> None:
         self._parse = message_type.FromString
+        self._parse_prefixed = _backend.protobuf_parse_prefixed()
         self._name = message_type.DESCRIPTOR.full_name
 
     def decode_many(self, payloads: Sequence[bytes]) -> list[Any]:
@@ -81,18 +83,11 @@ class MessageTypeCodec:
         return out
 
     def decode_prefixed(self, values: list[Any], start: int, prefix: bytes) -> list[Any]:
-        parse = self._parse
-        cut = len(prefix)
-        out = []
-        for i in range(start, len(values)):
-            value = values[i]
-            if type(value) is not bytes or not value.startswith(prefix):
-                break
-            try:
-                # a memoryview: the runtime parses in place, no copy of the payload
-                out.append(parse(memoryview(value)[cut:]))
-            except DecodeError as exc:
-                raise ProtobufMessageError(i - start, -1, self._name, str(exc)) from None
+        out: list[Any] = []
+        try:
+            self._parse_prefixed(self._parse, values, start, prefix, out)
+        except DecodeError as exc:
+            raise ProtobufMessageError(len(out), -1, self._name, str(exc)) from None
         return out
 
     def decode_arrow_column(self, column: Any, skip: int) -> Any:

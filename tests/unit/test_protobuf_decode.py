@@ -190,6 +190,35 @@ def test_decode_prefixed_reads_the_run_past_its_prefix():
     assert P3.c.decode_prefixed(values, 4, b"\x00\x00\x00\x00\x07") == []
 
 
+def test_a_message_types_prefixed_run_is_cut_alike_in_c_and_in_the_twin():
+    # the loop MessageTypeCodec.decode_prefixed runs, the runtime parsing each value
+    from google.protobuf.message import DecodeError
+
+    from fastkc._core._protobuf import parse_prefixed as compiled
+    from fastkc._twin.protobuf import parse_prefixed as twin
+
+    frame, other = b"\x00\x00\x00\x00\x07", b"\x00\x00\x00\x00\x08"
+    good = [frame + AllMsg(s_int64=i).SerializeToString() for i in range(4)]
+    stops = {"None": None, "another id": other + good[0][5:], "short": frame[:3],
+             "a memoryview": memoryview(good[0]), "a bytearray": bytearray(good[0])}
+    for why, stop in stops.items():
+        values = [b"skipped"] + good[:2] + [stop] + good[2:]
+        for start, want in ((1, [0, 1]), (3, []), (4, [2, 3]), (len(values), [])):
+            for parse_prefixed in (compiled, twin):
+                out = []
+                parse_prefixed(AllMsg.FromString, values, start, frame, out)
+                assert [m.s_int64 for m in out] == want, (why, start)
+    bad = good[:2] + [frame + b"\x08\x81"] + good[2:]  # a varint cut short
+    for parse_prefixed in (compiled, twin):
+        out = []
+        with pytest.raises(DecodeError):
+            parse_prefixed(AllMsg.FromString, bad, 0, frame, out)
+        assert len(out) == 2  # the value that raised is bad[0 + len(out)]
+        for start in (-1, len(bad) + 1):
+            with pytest.raises(IndexError):
+                parse_prefixed(AllMsg.FromString, bad, start, frame, [])
+
+
 def test_many_payloads_cross_chunks():
     payloads = [AllMsg(s_int64=i, s_string=str(i)).SerializeToString() for i in range(1500)]
     got = P3.both(payloads)

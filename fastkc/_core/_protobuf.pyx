@@ -171,24 +171,16 @@ def parse_prefixed(parse, list values, Py_ssize_t start, bytes prefix, list out)
     """Appends parse(value past `prefix`) to `out` for values[start], values[start + 1], ...
     up to the first that is not bytes starting with `prefix` (or the end): a
     message type's values (protobuf_deserializer.MessageTypeCodec), parsed
-    by the protobuf runtime. Here, not in a Python loop: the loop cost about
-    1 µs a value beside the runtime's ~2 µs parse. Each value is cut as a
-    bytes copy (the runtime reads bytes fastest, and may keep a reference to
-    what it parsed, which a view without an owner would not survive). A
+    by the protobuf runtime. The run is _Payloads' (the one reading of a
+    prefixed run); the loop is here, not in Python, where it cost about
+    0.3 µs a value beside the runtime's ~1.5 µs parse. Each value is cut as
+    a bytes copy (the runtime reads bytes fastest, and may keep a reference
+    to what it parsed, which a view without an owner would not survive). A
     parse error propagates: the value that raised is values[start + len(out)]."""
-    cdef const char *want = PyBytes_AS_STRING(prefix)
-    cdef Py_ssize_t cut = PyBytes_GET_SIZE(prefix), n = len(values), i, size
-    cdef object value
-    if start < 0 or start > n:
-        raise IndexError("parse_prefixed: start {0} outside the {1} values".format(start, n))
-    for i in range(start, n):
-        value = <object>PyList_GET_ITEM(values, i)
-        if not PyBytes_CheckExact(value):
-            break
-        size = PyBytes_GET_SIZE(value)
-        if size < cut or memcmp(PyBytes_AS_STRING(value), want, cut) != 0:
-            break
-        out.append(parse(PyBytes_FromStringAndSize(PyBytes_AS_STRING(value) + cut, size - cut)))
+    cdef _Payloads run = _Payloads(values, prefix, start)
+    cdef size_t i
+    for i in range(run.count):
+        out.append(parse(PyBytes_FromStringAndSize(<const char *>run.ptrs[i], <Py_ssize_t>run.lengths[i])))
 
 
 cdef class ProtobufDecoder:

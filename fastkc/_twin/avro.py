@@ -14,6 +14,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from fastkc._twin.payloads import prefixed_run
 from fastkc.schema_registry import avro_schema as s
 from fastkc.schema_registry.avro_errors import AvroDecodeError
 from fastkc.schema_registry.avro_values import convert_logical, python_converts
@@ -263,11 +264,4 @@ class Decoder:
     def decode_prefixed(self, values: list[Any], start: int, prefix: bytes) -> list[Any]:
         """decode_many() of the leading values from values[start] on that are
         bytes starting with `prefix`, each past it."""
-        if not 0 <= start <= len(values):
-            raise IndexError("fastkc: start outside the payloads")
-        run = []
-        for value in values[start:]:
-            if type(value) is not bytes or not value.startswith(prefix):
-                break
-            run.append(value[len(prefix):])
-        return self.decode_many(run)
+        return self.decode_many(prefixed_run(values, start, prefix))

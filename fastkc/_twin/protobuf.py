@@ -15,6 +15,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fastkc._twin.payloads import prefixed_run
 from fastkc.schema_registry import protobuf_schema as s
 from fastkc.schema_registry.protobuf_errors import ProtobufDecodeError
 from fastkc.schema_registry.protobuf_wkt import WellKnownValueError, converter
@@ -327,28 +328,12 @@ class Decoder:
         return decode_many(self._program, payloads)
 
     def decode_prefixed(self, values: list[Any], start: int, prefix: bytes) -> list[Any]:
-        if type(values[start]) is not bytes:
-            return []
-        cut = len(prefix)
-        run = []
-        for i in range(start, len(values)):
-            value = values[i]
-            if type(value) is not bytes or not value.startswith(prefix):
-                break
-            run.append(value[cut:])
-        return self.decode_many(run)
+        return self.decode_many(prefixed_run(values, start, prefix))
 
 
 def parse_prefixed(parse: Callable[[bytes], Any], values: list[Any], start: int, prefix: bytes,
                    out: list[Any]) -> None:
     """The twin of the compiled loop: parse(value past `prefix`) appended to
-    `out` for each value from `start` on, up to the first that is not bytes
-    starting with `prefix`."""
-    if start < 0 or start > len(values):
-        raise IndexError("parse_prefixed: start {0} outside the {1} values".format(start, len(values)))
-    cut = len(prefix)
-    for i in range(start, len(values)):
-        value = values[i]
-        if type(value) is not bytes or not value.startswith(prefix):
-            break
-        out.append(parse(value[cut:]))
+    `out` for each value of the prefixed run from `start` on."""
+    for payload in prefixed_run(values, start, prefix):
+        out.append(parse(payload))

@@ -2,6 +2,7 @@
 #include "fkc_protobuf.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "fkc_records.h" /* fkc_utf8_valid: UTF-8 as Python's strict decoder takes it */
 
@@ -114,6 +115,7 @@ typedef struct pb_run {
     const uint8_t *p;    /* next byte to read */
     const uint8_t *end;  /* the innermost length-delimited limit */
     fkc_pb_tape *tape;
+    int64_t *w; /* the tape's next word; room for the whole payload is reserved before it is read */
     int32_t max_depth;
     int32_t nmsgs;
     int dropped;        /* the message just read had unknown fields of its own (a closed
@@ -137,32 +139,48 @@ static int fail_at(pb_run *r, const uint8_t *at, const char *what, const char *p
     return 0;
 }
 
-static int tape_reserve(pb_run *r, size_t more)
+/* Room on the tape for a payload of `len` bytes, reserved once before it
+ * is read so that no value checks capacity. Words per payload byte are at
+ * most 2: every entry is at least 2 bytes on the wire (a tag and a one-byte
+ * value, length or packed element) and at most 2 words per such pair (a
+ * varint or fixed entry: slot, value; a string: slot, offset, length over a
+ * tag and a length byte; a sub-message: slot and a 3-word frame head over a
+ * tag and a length byte; a packed element: slot, value per byte at least),
+ * plus the payload's own frame head. Unknown fields and dropped values write
+ * nothing. tests/fuzz/fuzz_protobuf.c checks every payload's words against
+ * the bound. */
+static int tape_room(pb_run *r, size_t len)
 {
     fkc_pb_tape *t = r->tape;
-    if (t->cap - t->len >= more)
-        return 1;
-    size_t cap = t->cap ? t->cap : 256;
-    while (cap - t->len < more) {
-        if (cap > SIZE_MAX / 2 / sizeof(int64_t)) {
-            r->nomem = r->failed = 1;
-            return 0;
-        }
-        cap *= 2;
-    }
-    int64_t *v = realloc(t->v, cap * sizeof(int64_t));
-    if (v == NULL) {
+    if (len > (SIZE_MAX / sizeof(int64_t) - FKC_PB_FRAME) / 4) {
         r->nomem = r->failed = 1;
         return 0;
     }
-    t->v = v;
-    t->cap = cap;
+    size_t more = 2 * len + FKC_PB_FRAME;
+    if (t->cap - t->len < more) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap - t->len < more) {
+            if (cap > SIZE_MAX / 2 / sizeof(int64_t)) {
+                r->nomem = r->failed = 1;
+                return 0;
+            }
+            cap *= 2;
+        }
+        int64_t *v = realloc(t->v, cap * sizeof(int64_t));
+        if (v == NULL) {
+            r->nomem = r->failed = 1;
+            return 0;
+        }
+        t->v = v;
+        t->cap = cap;
+    }
+    r->w = t->v + t->len;
     return 1;
 }
 
 static inline void tape_push(pb_run *r, int64_t x)
 {
-    r->tape->v[r->tape->len++] = x; /* capacity reserved by the caller */
+    *r->w++ = x; /* room reserved by tape_room() */
 }
 
 /* A varint of at most 10 bytes as upb reads it: non-minimal encodings are
@@ -179,6 +197,18 @@ static inline int rd_varint(pb_run *r, uint64_t *out, const char *what)
         return 1;
     }
     uint64_t v = 0;
+    if (avail >= 10) { /* the common case: every byte it may read is there, no bounds test a byte */
+        for (size_t i = 0; i < 10; i++) {
+            uint64_t b = p[i];
+            v |= (b & 0x7F) << (7 * i);
+            if (!(b & 0x80)) {
+                *out = v;
+                r->p = p + i + 1;
+                return 1;
+            }
+        }
+        return fail_at(r, p, what, "over-long varint");
+    }
     for (size_t i = 0; i < 10; i++) {
         if (i >= avail)
             return fail_at(r, p, what, "truncated");
@@ -198,10 +228,21 @@ static inline int rd_fixed(pb_run *r, size_t width, uint64_t *out, const char *w
     const uint8_t *p = r->p;
     if (width > (size_t)(r->end - p))
         return fail_at(r, p, what, "truncated");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* little-endian on the wire, as in memory here: one load */
+    if (width == 8) {
+        memcpy(out, p, 8);
+    } else {
+        uint32_t low;
+        memcpy(&low, p, 4);
+        *out = low;
+    }
+#else
     uint64_t bits = 0;
     for (size_t i = width; i-- > 0;) /* little-endian on the wire */
         bits = (bits << 8) | p[i];
     *out = bits;
+#endif
     r->p = p + width;
     return 1;
 }
@@ -348,8 +389,10 @@ static int message(pb_run *r, int32_t m, int32_t depth);
 
 /* One known value with its own wire type onto the tape (slot, value...).
  * Returns 1 when read; *emitted says whether it went on the tape (a closed
- * enum's unknown number does not). */
-static inline int one_value(pb_run *r, const int32_t *f, int32_t slot, int32_t depth, int *emitted)
+ * enum's unknown number does not). Inlined into the field loop: a call per
+ * value cost as much as reading it. */
+static inline __attribute__((always_inline)) int one_value(pb_run *r, const int32_t *f, int32_t slot,
+                                                             int32_t depth, int *emitted)
 {
     int32_t kind = f[1];
     uint64_t v;
@@ -391,7 +434,7 @@ static inline int one_value(pb_run *r, const int32_t *f, int32_t slot, int32_t d
         }
         if (depth + 1 > r->max_depth)
             return fail_at(r, body, "message", "nesting too deep");
-        size_t mark = r->tape->len;
+        int64_t *mark = r->w;
         tape_push(r, slot);
         const uint8_t *outer_end = r->end;
         r->end = body + len;
@@ -405,7 +448,7 @@ static inline int one_value(pb_run *r, const int32_t *f, int32_t slot, int32_t d
              * number, a known one with a wrong wire type, a closed enum's
              * unknown value) in the parent's unknown fields whole: the entry
              * is not in the map */
-            r->tape->len = mark;
+            r->w = mark;
             *emitted = 0;
         }
         r->dropped = 0;
@@ -424,7 +467,7 @@ static int packed(pb_run *r, const int32_t *f, int32_t slot, int64_t *count)
     r->end = r->p + len;
     int emitted;
     while (r->p < r->end) {
-        if (!tape_reserve(r, 2) || !one_value(r, f, slot, 0, &emitted)) {
+        if (!one_value(r, f, slot, 0, &emitted)) {
             r->end = outer_end;
             return 0;
         }
@@ -439,9 +482,7 @@ static int message(pb_run *r, int32_t m, int32_t depth)
 {
     const int32_t *msg = r->code + r->code[FKC_PB_HEADER + m];
     const int32_t *fields = msg + FKC_PB_MSG_HEAD + msg[1];
-    if (!tape_reserve(r, FKC_PB_FRAME))
-        return 0;
-    size_t frame = r->tape->len;
+    int64_t *frame = r->w;
     tape_push(r, 0);
     tape_push(r, 0);
     tape_push(r, (int64_t)(r->p - r->base));
@@ -460,8 +501,7 @@ static int message(pb_run *r, int32_t m, int32_t depth)
             if (wt == WIRE_OF[f[1]]) {
                 int emitted;
                 r->dropped = 0;
-                /* an entry is at most its slot and a frame's head */
-                if (!tape_reserve(r, 1 + FKC_PB_FRAME) || !one_value(r, f, slot, depth, &emitted))
+                if (!one_value(r, f, slot, depth, &emitted))
                     return 0;
                 dropped |= r->dropped;
                 count += emitted;
@@ -479,8 +519,8 @@ static int message(pb_run *r, int32_t m, int32_t depth)
             return 0;
         dropped = 1; /* an unknown field: upb keeps a map entry holding one as unknown, dropping it from the map */
     }
-    r->tape->v[frame] = count;
-    r->tape->v[frame + 1] = (int64_t)(r->tape->len - frame - FKC_PB_FRAME);
+    frame[0] = count;
+    frame[1] = (int64_t)(r->w - frame - FKC_PB_FRAME);
     r->dropped = dropped;
     return 1;
 }
@@ -502,7 +542,7 @@ size_t fkc_pb_decode_many(const int32_t *code, size_t code_len, const uint8_t *c
         r.end = payloads[i] + lengths[i];
         r.failed = 0;
         r.dropped = 0;
-        if (!message(&r, code[2], 0)) {
+        if (!tape_room(&r, lengths[i]) || !message(&r, code[2], 0)) {
             err->index = i;
             err->nomem = r.nomem;
             err->offset = r.nomem ? 0 : r.fail_pos;
@@ -510,6 +550,7 @@ size_t fkc_pb_decode_many(const int32_t *code, size_t code_len, const uint8_t *c
             err->problem = r.nomem ? "out of memory" : r.problem;
             return i;
         }
+        tape->len = (size_t)(r.w - tape->v);
     }
     starts[count] = tape->len;
     return count;

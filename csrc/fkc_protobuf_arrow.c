@@ -297,7 +297,8 @@ static int64_t pa_enum_index(const int64_t *s, int64_t v)
 
 /* One scalar of `kind` into `c`: the entry value at tape position `at`, or
  * (at < 0) the kind's default. */
-static int pa_scalar(pa_run *r, const int64_t *s, fkc_tc_col *c, int32_t kind, int64_t at)
+static inline __attribute__((always_inline)) int pa_scalar(pa_run *r, const int64_t *s, fkc_tc_col *c,
+                                                             int32_t kind, int64_t at)
 {
     int64_t v = at >= 0 ? r->tape[at] : 0;
     switch (kind) {
@@ -483,7 +484,8 @@ static int pa_map(pa_run *r, const int64_t *s, fkc_tc_col *c, int64_t pos, int64
 
 /* Field step `sid` from the field's occurrences (tape positions of their
  * values at scratch[pos, pos + npos), in wire order). */
-static int pa_field(pa_run *r, int64_t sid, const int32_t *field, int64_t pos, int64_t npos)
+static inline __attribute__((always_inline)) int pa_field(pa_run *r, int64_t sid, const int32_t *field,
+                                                            int64_t pos, int64_t npos)
 {
     const int64_t *s = r->p->steps + sid;
     fkc_tc_col *c = &r->s->cols[s[S_COLUMN]];
@@ -537,12 +539,20 @@ static int pa_message_row(pa_run *r, int64_t sid, int64_t frames, int64_t nframe
         return 0;
     int64_t *w = r->scratch + start; /* valid until the first push below */
     int64_t *fill = w + nf + 1, *winner = fill + nf, *cut = winner + nf, *at = cut + nf;
-    memset(w, 0, (4 * (size_t)nf + 1) * sizeof *w);
-    for (int64_t k = 0; k < nframes; k++) { /* count per slot */
+    memset(w, 0, ((size_t)nf + 1) * sizeof *w);
+    /* count per slot; a lone frame whose slots never go down (how writers
+     * lay a message out: field order, a repeated field's elements together)
+     * already has its positions grouped by slot, in wire order, so they are
+     * written in the same pass and the second is skipped */
+    int64_t in_order = nframes == 1, prev = 0, n = 0;
+    for (int64_t k = 0; k < nframes; k++) {
         int64_t p = r->scratch[frames + k], end = p + FKC_PB_FRAME + t[p + 1];
         for (p += FKC_PB_FRAME; p < end;) {
             int64_t slot = t[p++];
             w[slot + 1]++;
+            in_order &= slot >= prev;
+            prev = slot;
+            at[n++] = p;
             p += pa_value_words(fields[slot * FKC_PB_FIELD_WIDTH + 1], t + p);
         }
     }
@@ -552,7 +562,7 @@ static int pa_message_row(pa_run *r, int64_t sid, int64_t frames, int64_t nframe
         winner[i] = -1;
         cut[i] = -1;
     }
-    for (int64_t k = 0; k < nframes; k++) { /* positions by slot, wire order kept */
+    for (int64_t k = 0; !in_order && k < nframes; k++) { /* positions by slot, wire order kept */
         int64_t p = r->scratch[frames + k], end = p + FKC_PB_FRAME + t[p + 1];
         for (p += FKC_PB_FRAME; p < end;) {
             int64_t slot = t[p++];

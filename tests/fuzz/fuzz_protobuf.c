@@ -205,6 +205,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t done2 = run(code, code_len, ptrs, lens, n, &tape2, starts2, &err2);
     CHECK(done == done2 && tape.len == tape2.len);
     CHECK(tape.len == 0 || memcmp(tape.v, tape2.v, tape.len * sizeof(int64_t)) == 0);
+    for (size_t i = 0; i < done; i++) /* the room the reader reserves before a payload (tape_room) */
+        CHECK(starts[i + 1] - starts[i] <= 2 * lens[i] + FKC_PB_FRAME);
     if (done < n)
         CHECK(err.offset == err2.offset && strcmp(err.what, err2.what) == 0 && strcmp(err.problem, err2.problem) == 0);
     owned_plan op = {0};

@@ -408,6 +408,14 @@ static int pa_map(pa_run *r, const int64_t *s, fkc_tc_col *c, int64_t pos, int64
     const int32_t *fields = pa_fields(entry);
     int32_t key_kind = fields[1], value_kind = fields[FKC_PB_FIELD_WIDTH + 1];
     int blob = key_kind == FKC_PB_STRING;
+    if (npos <= 1) { /* no key to find twice: the row is its entry, if any */
+        if (!fkc_tc_begin(r->s, c))
+            return 0;
+        if (npos == 1 && !pa_message_row(r, s[FKC_PA_STEP_HEAD], pos, 1))
+            return 0;
+        fkc_tc_end_nested(r->s, c);
+        return 1;
+    }
     /* [npos] keys (hash for strings), [2 * npos] sorted pairs, [npos] alive,
      * [2 * npos] key bytes (offset, length) */
     int64_t keys = pa_push(r, 6 * (size_t)npos);

@@ -548,11 +548,11 @@ static int pa_message_row(pa_run *r, int64_t sid, int64_t frames, int64_t nframe
     int64_t *w = r->scratch + start; /* valid until the first push below */
     int64_t *fill = w + nf + 1, *winner = fill + nf, *cut = winner + nf, *at = cut + nf;
     memset(w, 0, ((size_t)nf + 1) * sizeof *w);
-    /* count per slot; a lone frame whose slots never go down (how writers
-     * lay a message out: field order, a repeated field's elements together)
-     * already has its positions grouped by slot, in wire order, so they are
-     * written in the same pass and the second is skipped */
-    int64_t in_order = nframes == 1, prev = 0, n = 0;
+    /* count per slot; when the slots never go down across the frames (how
+     * writers lay a message out: field order, a repeated field's elements
+     * together) the positions are already grouped by slot, in wire order,
+     * so they are written in the same pass and the second is skipped */
+    int64_t in_order = 1, prev = 0, n = 0;
     for (int64_t k = 0; k < nframes; k++) {
         int64_t p = r->scratch[frames + k], end = p + FKC_PB_FRAME + t[p + 1];
         for (p += FKC_PB_FRAME; p < end;) {

@@ -100,6 +100,8 @@ typedef struct avro_run {
     const int32_t *code;
     fkc_cursor cur;
     fkc_avro_tape *tape;
+    int64_t *w, *w_end; /* the tape's next word and the end of its room (tape->len is
+                           brought up to date after each payload) */
     int32_t max_depth;
     int64_t empty_budget; /* zero-byte items still allowed in this payload */
     int nomem;
@@ -119,11 +121,10 @@ static int fail_at(avro_run *r, size_t at, const char *what, const char *problem
     return 0;
 }
 
-static int tape_reserve(avro_run *r, size_t more)
+static int tape_grow(avro_run *r, size_t more)
 {
     fkc_avro_tape *t = r->tape;
-    if (t->cap - t->len >= more)
-        return 1;
+    t->len = t->v != NULL ? (size_t)(r->w - t->v) : 0;
     size_t cap = t->cap ? t->cap : 256;
     while (cap - t->len < more) {
         if (cap > SIZE_MAX / 2 / sizeof(int64_t)) {
@@ -139,12 +140,21 @@ static int tape_reserve(avro_run *r, size_t more)
     }
     t->v = v;
     t->cap = cap;
+    r->w = v + t->len;
+    r->w_end = v + cap;
     return 1;
+}
+
+/* Pushes go through a cursor kept in the run (not tape->len, re-read after
+ * every store): a value's few words cost a compare and stores. */
+static inline int tape_reserve(avro_run *r, size_t more)
+{
+    return (size_t)(r->w_end - r->w) >= more || tape_grow(r, more);
 }
 
 static inline void tape_push(avro_run *r, int64_t x)
 {
-    r->tape->v[r->tape->len++] = x; /* capacity reserved by the caller */
+    *r->w++ = x; /* room reserved by the caller */
 }
 
 static inline size_t here(const avro_run *r)
@@ -161,7 +171,8 @@ static const char *const VALUE_WHAT[] = {
 
 /* A length-prefixed run of bytes (bytes, string, a map key): its offset and
  * length, checked against what is left before anything uses it. */
-static int read_blob(avro_run *r, const char *len_what, const char *what, int utf8, size_t *off, size_t *len)
+static inline __attribute__((always_inline)) int read_blob(avro_run *r, const char *len_what, const char *what,
+                                                            int utf8, size_t *off, size_t *len)
 {
     fkc_cursor *c = &r->cur;
     size_t at = here(r);
@@ -180,7 +191,8 @@ static int read_blob(avro_run *r, const char *len_what, const char *what, int ut
     return 1;
 }
 
-static int scalar(avro_run *r, const int32_t *op, int emit)
+/* Inlined into the record loop: a call per field cost as much as reading it. */
+static inline __attribute__((always_inline)) int scalar(avro_run *r, const int32_t *op, int emit)
 {
     fkc_cursor *c = &r->cur;
     int32_t wire = op[1], out = op[2], logical = op[3];
@@ -267,7 +279,7 @@ static int blocks(avro_run *r, const int32_t *op, int32_t depth, int emit, int i
     if (emit) {
         if (!tape_reserve(r, 1))
             return 0;
-        slot = r->tape->len;
+        slot = (size_t)(r->w - r->tape->v); /* an index: the tape may move as it grows */
         tape_push(r, 0);
     }
     int64_t total = 0;
@@ -372,9 +384,13 @@ static int value(avro_run *r, int32_t pc, int32_t depth, int emit)
     }
     default: { /* FKC_AVRO_OP_RECORD */
         int32_t nfields = op[1];
-        for (int32_t i = 0; i < nfields; i++)
-            if (!value(r, op[4 + 2 * i], depth + 1, emit && op[5 + 2 * i] >= 0))
+        for (int32_t i = 0; i < nfields; i++) {
+            const int32_t *field = r->code + op[4 + 2 * i];
+            int field_emit = emit && op[5 + 2 * i] >= 0;
+            if (!(field[0] == FKC_AVRO_OP_SCALAR ? scalar(r, field, field_emit)
+                                                 : value(r, op[4 + 2 * i], depth + 1, field_emit)))
                 return 0;
+        }
         return 1;
     }
     }
@@ -390,6 +406,11 @@ size_t fkc_avro_decode_many(const int32_t *code, size_t code_len, const uint8_t 
     r.tape = tape;
     r.max_depth = code[2];
     r.nomem = 0;
+    r.w = r.w_end = NULL; /* no room yet: the first push grows the tape (no offset on a NULL tape) */
+    if (tape->v != NULL) {
+        r.w = tape->v + tape->len;
+        r.w_end = tape->v + tape->cap;
+    }
     for (size_t i = 0; i < count; i++) {
         starts[i] = tape->len;
         fkc_cursor_init(&r.cur, payloads[i], lengths[i], 0);
@@ -405,6 +426,8 @@ size_t fkc_avro_decode_many(const int32_t *code, size_t code_len, const uint8_t 
             err->problem = r.nomem ? "out of memory" : r.cur.problem;
             return i;
         }
+        if (tape->v != NULL)
+            tape->len = (size_t)(r.w - tape->v);
     }
     starts[count] = tape->len;
     return count;

@@ -328,7 +328,8 @@ static int aa_decimal(aa_run *r, fkc_tc_col *c, const uint8_t *p, size_t n, size
     return fkc_tc_put_fixed(r->s, c, le);
 }
 
-static int aa_scalar(aa_run *r, const int32_t *op, fkc_tc_col *c)
+/* Inlined into the record loop too: a call per field cost as much as the write. */
+static inline __attribute__((always_inline)) int aa_scalar(aa_run *r, const int32_t *op, fkc_tc_col *c)
 {
     int32_t wire = op[1];
     int64_t at = op[3] ? aa_next(r) : -1; /* a writer's logical type: its offset first */
@@ -511,9 +512,24 @@ static int aa_step(aa_run *r, int64_t sid)
             return 0;
         c->len++;
         int64_t n = (int64_t)op[1] + op[2];
-        for (int64_t i = 0; i < n; i++)
-            if (kids[i] >= 0 && !aa_step(r, kids[i]))
+        for (int64_t i = 0; i < n; i++) {
+            if (kids[i] < 0)
+                continue;
+            /* a scalar field straight into its column (what aa_step would do
+             * for it: not a reader union, not a default) */
+            const int64_t *ks = r->p->steps + kids[i];
+            if (ks[0] >= 0) {
+                const int32_t *kop = r->p->code + ks[0];
+                fkc_tc_col *kc = &r->s->cols[ks[1]];
+                if (kop[0] == FKC_AVRO_OP_SCALAR && kc->layout != FKC_TC_DENSE_UNION) {
+                    if (!aa_scalar(r, kop, kc))
+                        return 0;
+                    continue;
+                }
+            }
+            if (!aa_step(r, kids[i]))
                 return 0;
+        }
         return 1;
     }
     }

@@ -176,11 +176,20 @@ def parse_prefixed(parse, list values, Py_ssize_t start, bytes prefix, list out)
     0.3 µs a value beside the runtime's ~1.5 µs parse. Each value is cut as
     a bytes copy (the runtime reads bytes fastest, and may keep a reference
     to what it parsed, which a view without an owner would not survive). A
-    parse error propagates: the value that raised is values[start + len(out)]."""
+    parse error propagates: the value that raised is values[start + len(out)].
+    The cyclic collector is paused while the messages are made, as decode_many
+    pauses it for its dicts: the runtime's messages are GC-tracked, and a
+    collection every few hundred of them walked the whole heap's young and
+    then old generations over and over."""
     cdef _Payloads run = _Payloads(values, prefix, start)
     cdef size_t i
-    for i in range(run.count):
-        out.append(parse(PyBytes_FromStringAndSize(<const char *>run.ptrs[i], <Py_ssize_t>run.lengths[i])))
+    cdef int gc_was_on = PyGC_Disable()
+    try:
+        for i in range(run.count):
+            out.append(parse(PyBytes_FromStringAndSize(<const char *>run.ptrs[i], <Py_ssize_t>run.lengths[i])))
+    finally:
+        if gc_was_on:
+            PyGC_Enable()
 
 
 cdef class ProtobufDecoder:

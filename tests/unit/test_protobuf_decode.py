@@ -214,6 +214,26 @@ def test_a_message_types_prefixed_run_is_cut_alike_in_c_and_in_the_twin():
         with pytest.raises(DecodeError):
             parse_prefixed(AllMsg.FromString, bad, 0, frame, out)
         assert len(out) == 2  # the value that raised is bad[0 + len(out)]
+    # the compiled loop pauses the cyclic collector: back as it was, raised or not
+    import gc
+    seen = []
+
+    def parse(b):
+        seen.append(gc.isenabled())
+        return AllMsg.FromString(b)
+
+    for values in (good, bad):
+        for was_on in (True, False):
+            (gc.enable if was_on else gc.disable)()
+            try:
+                compiled(parse, values, 0, frame, [])
+            except DecodeError:
+                assert values is bad
+            finally:
+                assert gc.isenabled() == was_on
+                gc.enable()
+    assert seen and not any(seen)  # paused while the runtime made each message
+    for parse_prefixed in (compiled, twin):
         for start in (-1, len(bad) + 1):
             with pytest.raises(IndexError):
                 parse_prefixed(AllMsg.FromString, bad, start, frame, [])

@@ -305,7 +305,10 @@ def _wkt_value(draw: Any, wkt: str) -> Any:
         lim = 253402300799 if wkt == "Timestamp" else 315576000000
         lo = -62135596800 if wkt == "Timestamp" else -lim
         secs = draw(st.integers(lo, lim))
-        nanos = draw(st.integers(0, 999_999_999))
+        # whole milliseconds and microseconds too: the text form writes 3, 6
+        # or 9 digits of fraction (none for 0), the fewest that hold them
+        nanos = draw(st.one_of(st.integers(0, 999_999_999), st.integers(0, 999).map(lambda k: k * 1_000_000),
+                               st.integers(0, 999_999).map(lambda k: k * 1_000), st.just(0)))
         if wkt == "Duration" and secs < 0:
             nanos = -nanos
         return ("fields", {"seconds": secs, "nanos": nanos})

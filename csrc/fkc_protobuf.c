@@ -197,21 +197,9 @@ static inline int rd_varint(pb_run *r, uint64_t *out, const char *what)
         return 1;
     }
     uint64_t v = 0;
-    if (avail >= 10) { /* the common case: every byte it may read is there, no bounds test a byte */
-        for (size_t i = 0; i < 10; i++) {
-            uint64_t b = p[i];
-            v |= (b & 0x7F) << (7 * i);
-            if (!(b & 0x80)) {
-                *out = v;
-                r->p = p + i + 1;
-                return 1;
-            }
-        }
-        return fail_at(r, p, what, "over-long varint");
-    }
-    for (size_t i = 0; i < 10; i++) {
-        if (i >= avail)
-            return fail_at(r, p, what, "truncated");
+    /* the loop's own bound is the bounds test: no second test a byte */
+    size_t limit = avail < 10 ? avail : 10;
+    for (size_t i = 0; i < limit; i++) {
         uint64_t b = p[i];
         v |= (b & 0x7F) << (7 * i);
         if (!(b & 0x80)) {
@@ -220,7 +208,7 @@ static inline int rd_varint(pb_run *r, uint64_t *out, const char *what)
             return 1;
         }
     }
-    return fail_at(r, p, what, "over-long varint");
+    return fail_at(r, p, what, limit < 10 ? "truncated" : "over-long varint");
 }
 
 static inline int rd_fixed(pb_run *r, size_t width, uint64_t *out, const char *what)

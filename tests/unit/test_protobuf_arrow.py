@@ -343,30 +343,25 @@ def test_generated_messages_match_the_runtime(ev_decoder, fills):
 
 def _field_runs(payload):
     """A payload's top-level fields as {number: [their wire chunks, in order]}."""
+    def read_varint(at):
+        v, shift = 0, 0
+        while True:
+            v |= (payload[at] & 0x7F) << shift
+            at, shift = at + 1, shift + 7
+            if payload[at - 1] < 0x80:
+                return v, at
+
     runs, at = {}, 0
     while at < len(payload):
-        start, key, shift = at, 0, 0
-        while True:
-            b = payload[at]
-            key |= (b & 0x7F) << shift
-            at, shift = at + 1, shift + 7
-            if b < 0x80:
-                break
+        start = at
+        key, at = read_varint(at)
         wire = key & 7
         if wire == 0:
-            while payload[at] & 0x80:
-                at += 1
-            at += 1
+            _, at = read_varint(at)
         elif wire in (1, 5):
             at += 8 if wire == 1 else 4
         else:
-            n, shift = 0, 0
-            while True:
-                b = payload[at]
-                n |= (b & 0x7F) << shift
-                at, shift = at + 1, shift + 7
-                if b < 0x80:
-                    break
+            n, at = read_varint(at)
             at += n
         runs.setdefault(key >> 3, []).append(payload[start:at])
     return runs

@@ -142,6 +142,11 @@ class BrokerConnection:
         return value
 
     @property
+    def last_loss(self) -> BaseException | None:
+        error: BaseException | None = self.core.last_loss
+        return error
+
+    @property
     def last_error(self) -> BaseException | None:
         error: BaseException | None = self.core.last_error
         return error

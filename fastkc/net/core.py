@@ -305,6 +305,9 @@ class ConnectionCore(StateHolder[ConnectionState]):
         self.reauth_failed = False
         #: authenticated connections lost to a failure (not a requested close)
         self.lost = 0
+        #: what the last of those failed with (last_error is cleared by a
+        #: reconnect; this stays, so a count of losses can say why)
+        self.last_loss: BaseException | None = None
 
     def __repr__(self) -> str:
         return "<ConnectionCore {0}:{1} {2}>".format(self.host, self.port, self.state.value)
@@ -952,6 +955,7 @@ class ConnectionCore(StateHolder[ConnectionState]):
             self._event("reauth_failed")
         if self.established:
             self.lost += 1
+            self.last_loss = error
             self._event("lost")
         base = self.config["reconnect_backoff_ms"]
         ceiling = self.config["reconnect_backoff_max_ms"]

@@ -123,7 +123,8 @@ class ReaderResult:
     commit_errors: list = field(default_factory=list)
     errors: list = field(default_factory=list)  # exceptions out of poll()
     metrics: dict = field(default_factory=dict)  # consumer.metrics()["consumer-metrics"]
-    connections: list = field(default_factory=list)  # (which client, node id, reauthentications, lost, state)
+    #: (which client, node id, reauthentications, lost, state, the last loss's error or None)
+    connections: list = field(default_factory=list)
     committed: dict = field(default_factory=dict)  # partition -> committed offset at the end
     caught_up: bool = False
     token_fetches: int = None  # an OIDC provider's token endpoint calls (OAUTHBEARER cases)
@@ -191,8 +192,10 @@ class GroupReader(threading.Thread):
 
 
 def _connections(consumer):
-    """(client, node id, reauthentications, lost, state) of every connection
-    the consumer's two clients hold (the fetch client's, the group member's)."""
+    """(client, node id, reauthentications, lost, state, the last loss's
+    error or None) of every connection the consumer's two clients hold (the
+    fetch client's, the group member's): a failed run says what was lost to
+    what."""
     out = []
     clients = [("fetch", consumer._client)]
     transport = getattr(consumer._coordinator, "transport", None)
@@ -200,7 +203,8 @@ def _connections(consumer):
         clients.append(("group", transport.client))
     for label, client in clients:
         for conn in client._all_conns():
-            out.append((label, conn.node_id, conn.reauthentications, conn.lost, conn.state.name))
+            out.append((label, conn.node_id, conn.reauthentications, conn.lost, conn.state.name,
+                        repr(conn.last_loss) if conn.lost else None))
     return out
 
 

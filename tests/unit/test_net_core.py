@@ -203,7 +203,15 @@ def test_transport_lost_fails_every_request_and_counts_a_lost_connection():
         core.send("Metadata", {"topics": []}, lambda p, e: got.append(e), now=0.0)
     lost = errors.KafkaConnectionError("gone")
     core.transport_lost(lost, 1.0)
-    assert got == [lost] * 3 and events == ["lost"] and core.lost == 1
+    assert got == [lost] * 3 and events == ["lost"] and core.lost == 1 and core.last_loss is lost
+
+
+def test_a_requested_close_is_not_a_loss():
+    core, _ = ready_core()
+    events = []
+    core.on_event = events.append
+    core.close()
+    assert events == [] and core.lost == 0 and core.last_loss is None
 
 
 def _sasl_exchange(core, peer, now, lifetime_ms=0):

@@ -115,7 +115,8 @@ typedef struct pb_run {
     const uint8_t *p;    /* next byte to read */
     const uint8_t *end;  /* the innermost length-delimited limit */
     fkc_pb_tape *tape;
-    int64_t *w; /* the tape's next word; room for the whole payload is reserved before it is read */
+    int64_t *w;     /* the tape's next word */
+    int64_t *w_end; /* the end of the tape's room (the checked read tests it) */
     int32_t max_depth;
     int32_t nmsgs;
     int dropped;        /* the message just read had unknown fields of its own (a closed
@@ -139,27 +140,25 @@ static int fail_at(pb_run *r, const uint8_t *at, const char *what, const char *p
     return 0;
 }
 
-/* Room on the tape for a payload of `len` bytes, reserved once before it
- * is read so that no value checks capacity. Words per payload byte are at
- * most 2: every entry is at least 2 bytes on the wire (a tag and a one-byte
- * value, length or packed element) and at most 2 words per such pair (a
- * varint or fixed entry: slot, value; a string: slot, offset, length over a
- * tag and a length byte; a sub-message: slot and a 3-word frame head over a
- * tag and a length byte; a packed element: slot, value per byte at least),
- * plus the payload's own frame head. Unknown fields and dropped values write
- * nothing. tests/fuzz/fuzz_protobuf.c checks every payload's words against
- * the bound. */
-static int tape_room(pb_run *r, size_t len)
+/* Room for `more` words past the first `used` of the tape, which grows by
+ * doubling; the cursor is set to word `used` of the (maybe moved) tape. A
+ * checked read holds offsets into the tape, never pointers, across a call
+ * that may grow it (mark_of/at_mark). */
+static inline size_t reserve_ceiling(const fkc_pb_tape *t)
+{
+    size_t ceiling = t->reserve_words ? t->reserve_words : FKC_PB_RESERVE_WORDS;
+    return ceiling < FKC_PB_FRAME ? FKC_PB_FRAME : ceiling;
+}
+
+static int tape_reserve(pb_run *r, size_t used, size_t more)
 {
     fkc_pb_tape *t = r->tape;
-    if (len > (SIZE_MAX / sizeof(int64_t) - FKC_PB_FRAME) / 4) {
-        r->nomem = r->failed = 1;
-        return 0;
-    }
-    size_t more = 2 * len + FKC_PB_FRAME;
-    if (t->cap - t->len < more) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap - t->len < more) {
+    if (t->cap - used < more) {
+        /* a new tape starts at 256 words, or at the ceiling where a test
+         * lowered it below (so that its small payloads make the tape grow) */
+        size_t first = reserve_ceiling(t) < 256 ? reserve_ceiling(t) : 256;
+        size_t cap = t->cap ? t->cap : first;
+        while (cap - used < more) {
             if (cap > SIZE_MAX / 2 / sizeof(int64_t)) {
                 r->nomem = r->failed = 1;
                 return 0;
@@ -174,13 +173,74 @@ static int tape_room(pb_run *r, size_t len)
         t->v = v;
         t->cap = cap;
     }
-    r->w = t->v + t->len;
+    r->w = t->v + used;
+    r->w_end = t->v + t->cap;
     return 1;
+}
+
+/* Room on the tape for a payload of `len` bytes, reserved before it is
+ * read so that, for all but large payloads, no value checks capacity. Words
+ * per payload byte are at most 2: every entry is at least 2 bytes on the
+ * wire (a tag and a one-byte value, length or packed element) and at most
+ * 2 words per such pair (a varint or fixed entry: slot, value; a string:
+ * slot, offset, length over a tag and a length byte; a sub-message: slot
+ * and a 3-word frame head over a tag and a length byte; a packed element:
+ * slot, value per byte at least), plus the payload's own frame head.
+ * Unknown fields and dropped values write nothing.
+ * tests/fuzz/fuzz_protobuf.c checks every payload's words against the bound.
+ *
+ * The bound is loose where values are long (a 64 MiB string is 3 words, its
+ * bound 1 GiB of tape), so it is reserved only up to the tape's
+ * reserve_words (FKC_PB_RESERVE_WORDS). A payload whose bound is larger is
+ * read checked: the field loop makes room for a field's words
+ * (FIELD_WORDS) before each field, a packed run before each element, and
+ * the tape grows with what is read. */
+static int tape_room(pb_run *r, size_t len, int *checked)
+{
+    size_t ceiling = reserve_ceiling(r->tape);
+    size_t bound = len <= (SIZE_MAX - FKC_PB_FRAME) / 2 ? 2 * len + FKC_PB_FRAME : SIZE_MAX;
+    *checked = bound > ceiling;
+    return tape_reserve(r, r->tape->len, *checked ? ceiling : bound);
+}
+
+/* The most words one field's entry writes at its own level: a
+ * sub-message's slot and frame head (its fields make their own room). */
+#define FIELD_WORDS (1 + FKC_PB_FRAME)
+
+/* A place on the tape to come back to: a pointer in a reserved read (the
+ * tape does not move), the word's offset in a checked one. */
+typedef union {
+    int64_t *at;
+    size_t offset;
+} tape_mark;
+
+static inline __attribute__((always_inline)) tape_mark mark_of(const pb_run *r, const int checked)
+{
+    tape_mark m;
+    if (checked)
+        m.offset = (size_t)(r->w - r->tape->v);
+    else
+        m.at = r->w;
+    return m;
+}
+
+static inline __attribute__((always_inline)) int64_t *at_mark(const pb_run *r, tape_mark m, const int checked)
+{
+    return checked ? r->tape->v + m.offset : m.at;
+}
+
+/* In a checked read, room for `words` more; a constant 0 for `checked`
+ * compiles it away (the reserved read). */
+static inline __attribute__((always_inline)) int room(pb_run *r, size_t words, const int checked)
+{
+    if (!checked || (size_t)(r->w_end - r->w) >= words)
+        return 1;
+    return tape_reserve(r, (size_t)(r->w - r->tape->v), words);
 }
 
 static inline void tape_push(pb_run *r, int64_t x)
 {
-    *r->w++ = x; /* room reserved by tape_room() */
+    *r->w++ = x; /* room made by tape_room() or room() */
 }
 
 /* A varint of at most 10 bytes as upb reads it: non-minimal encodings are
@@ -368,19 +428,22 @@ static int skip_value(pb_run *r, uint32_t num, uint32_t wt, int32_t depth)
                 return 0;
         }
     }
-    default: /* 4: never passed (message() and the group loop take it first) */
+    default: /* 4: never passed (message_body() and the group loop take it first) */
         return fail_at(r, r->p, "tag", "unexpected end group");
     }
 }
 
-static int message(pb_run *r, int32_t m, int32_t depth);
+/* The two reads of a message: with the payload's room reserved, and
+ * checked (see tape_room). One body, message_body, compiled twice. */
+static int message_reserved(pb_run *r, int32_t m, int32_t depth);
+static int message_checked(pb_run *r, int32_t m, int32_t depth);
 
 /* One known value with its own wire type onto the tape (slot, value...).
  * Returns 1 when read; *emitted says whether it went on the tape (a closed
  * enum's unknown number does not). Inlined into the field loop: a call per
  * value cost as much as reading it. */
 static inline __attribute__((always_inline)) int one_value(pb_run *r, const int32_t *f, int32_t slot,
-                                                             int32_t depth, int *emitted)
+                                                             int32_t depth, int *emitted, const int checked)
 {
     int32_t kind = f[1];
     uint64_t v;
@@ -422,11 +485,11 @@ static inline __attribute__((always_inline)) int one_value(pb_run *r, const int3
         }
         if (depth + 1 > r->max_depth)
             return fail_at(r, body, "message", "nesting too deep");
-        int64_t *mark = r->w;
+        tape_mark mark = mark_of(r, checked);
         tape_push(r, slot);
         const uint8_t *outer_end = r->end;
         r->end = body + len;
-        int ok = message(r, f[4], depth + 1);
+        int ok = checked ? message_checked(r, f[4], depth + 1) : message_reserved(r, f[4], depth + 1);
         r->end = outer_end;
         if (!ok)
             return 0;
@@ -436,7 +499,7 @@ static inline __attribute__((always_inline)) int one_value(pb_run *r, const int3
              * number, a known one with a wrong wire type, a closed enum's
              * unknown value) in the parent's unknown fields whole: the entry
              * is not in the map */
-            r->w = mark;
+            r->w = at_mark(r, mark, checked);
             *emitted = 0;
         }
         r->dropped = 0;
@@ -446,7 +509,8 @@ static inline __attribute__((always_inline)) int one_value(pb_run *r, const int3
 }
 
 /* A packed run of a repeated scalar: each element its own entry. */
-static int packed(pb_run *r, const int32_t *f, int32_t slot, int64_t *count)
+static inline __attribute__((always_inline)) int packed(pb_run *r, const int32_t *f, int32_t slot,
+                                                          int64_t *count, const int checked)
 {
     size_t len;
     if (!rd_length(r, "packed length", &len))
@@ -455,7 +519,7 @@ static int packed(pb_run *r, const int32_t *f, int32_t slot, int64_t *count)
     r->end = r->p + len;
     int emitted;
     while (r->p < r->end) {
-        if (!one_value(r, f, slot, 0, &emitted)) {
+        if (!room(r, 2, checked) || !one_value(r, f, slot, 0, &emitted, checked)) {
             r->end = outer_end;
             return 0;
         }
@@ -465,12 +529,14 @@ static int packed(pb_run *r, const int32_t *f, int32_t slot, int64_t *count)
     return 1;
 }
 
-/* The fields of message `m` up to r->end, as one frame. */
-static int message(pb_run *r, int32_t m, int32_t depth)
+/* The fields of message `m` up to r->end, as one frame. Its head's room
+ * was made before: by the payload's reservation, or with its field's. */
+static inline __attribute__((always_inline)) int message_body(pb_run *r, int32_t m, int32_t depth,
+                                                                const int checked)
 {
     const int32_t *msg = r->code + r->code[FKC_PB_HEADER + m];
     const int32_t *fields = msg + FKC_PB_MSG_HEAD + msg[1];
-    int64_t *frame = r->w;
+    tape_mark frame = mark_of(r, checked);
     tape_push(r, 0);
     tape_push(r, 0);
     tape_push(r, (int64_t)(r->p - r->base));
@@ -483,13 +549,15 @@ static int message(pb_run *r, int32_t m, int32_t depth)
             return 0;
         if (wt == 4) /* only a group (skipped below) may end with one */
             return fail_at(r, at, "tag", "unexpected end group");
+        if (!room(r, FIELD_WORDS, checked))
+            return 0;
         int32_t slot = find_slot(msg, num);
         if (slot >= 0) {
             const int32_t *f = fields + slot * FKC_PB_FIELD_WIDTH;
             if (wt == WIRE_OF[f[1]]) {
                 int emitted;
                 r->dropped = 0;
-                if (!one_value(r, f, slot, depth, &emitted))
+                if (!one_value(r, f, slot, depth, &emitted, checked))
                     return 0;
                 dropped |= r->dropped;
                 count += emitted;
@@ -497,7 +565,7 @@ static int message(pb_run *r, int32_t m, int32_t depth)
             }
             if (wt == 2 && (f[2] & FKC_PB_F_PACKABLE)) {
                 r->dropped = 0;
-                if (!packed(r, f, slot, &count))
+                if (!packed(r, f, slot, &count, checked))
                     return 0;
                 dropped |= r->dropped;
                 continue;
@@ -507,10 +575,21 @@ static int message(pb_run *r, int32_t m, int32_t depth)
             return 0;
         dropped = 1; /* an unknown field: upb keeps a map entry holding one as unknown, dropping it from the map */
     }
-    frame[0] = count;
-    frame[1] = (int64_t)(r->w - frame - FKC_PB_FRAME);
+    int64_t *head = at_mark(r, frame, checked);
+    head[0] = count;
+    head[1] = (int64_t)(r->w - head - FKC_PB_FRAME);
     r->dropped = dropped;
     return 1;
+}
+
+static int message_reserved(pb_run *r, int32_t m, int32_t depth)
+{
+    return message_body(r, m, depth, 0);
+}
+
+static int message_checked(pb_run *r, int32_t m, int32_t depth)
+{
+    return message_body(r, m, depth, 1);
 }
 
 size_t fkc_pb_decode_many(const int32_t *code, size_t code_len, const uint8_t *const *payloads,
@@ -530,7 +609,9 @@ size_t fkc_pb_decode_many(const int32_t *code, size_t code_len, const uint8_t *c
         r.end = payloads[i] + lengths[i];
         r.failed = 0;
         r.dropped = 0;
-        if (!tape_room(&r, lengths[i]) || !message(&r, code[2], 0)) {
+        int checked;
+        if (!tape_room(&r, lengths[i], &checked) ||
+            !(checked ? message_checked(&r, code[2], 0) : message_reserved(&r, code[2], 0))) {
             err->index = i;
             err->nomem = r.nomem;
             err->offset = r.nomem ? 0 : r.fail_pos;

@@ -90,10 +90,17 @@ enum {
 /* message flags */
 enum { FKC_PB_M_MAP_ENTRY = 1 };
 
+/* The most tape words the reader reserves before a payload when the
+ * payload's bound (2 words a byte) is larger: 64 Ki words, 512 KiB. */
+#define FKC_PB_RESERVE_WORDS ((size_t)1 << 16)
+
 typedef struct fkc_pb_tape {
     int64_t *v;
     size_t len;
     size_t cap;
+    /* the reservation's ceiling, 0: FKC_PB_RESERVE_WORDS (tests lower it to
+     * read small payloads the way large ones are read) */
+    size_t reserve_words;
 } fkc_pb_tape;
 
 /* Why a decode stopped. `what` and `problem` are static strings that the

@@ -91,6 +91,7 @@ cdef extern from "fkc_protobuf.h":
         int64_t *v
         size_t len
         size_t cap
+        size_t reserve_words
     ctypedef struct fkc_pb_error:
         size_t index
         size_t offset
@@ -317,7 +318,7 @@ cdef class ProtobufDecoder:
             _import_array = pyarrow.Array._import_from_c
         p = payloads if type(payloads) is _Payloads else _Payloads(payloads)
         tape.v = NULL
-        tape.len = tape.cap = 0
+        tape.len = tape.cap = tape.reserve_words = 0
         array.release = NULL
         schema.release = NULL
         try:
@@ -371,7 +372,7 @@ cdef class ProtobufDecoder:
         cdef fkc_pb_error err
         cdef int gc_was_on
         tape.v = NULL
-        tape.len = tape.cap = 0
+        tape.len = tape.cap = tape.reserve_words = 0
         out = PyList_New(<Py_ssize_t>p.count)
         # The dicts hold no cycles and building them is the hot path: the
         # cyclic collector would otherwise run every few hundred dicts over

@@ -199,7 +199,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ptrs[i] = data + at + i * each;
         lens[i] = i + 1 < n ? each : rest - i * each;
     }
-    fkc_pb_tape tape = {NULL, 0, 0}, tape2 = {NULL, 0, 0};
+    /* the second read reserves at most 8 words at once: every payload of
+     * more than 2 bytes is read with the checked growth a large one gets,
+     * and must give the same tape */
+    fkc_pb_tape tape = {NULL, 0, 0, 0}, tape2 = {NULL, 0, 0, 8};
     fkc_pb_error err, err2;
     size_t done = run(code, code_len, ptrs, lens, n, &tape, starts, &err);
     size_t done2 = run(code, code_len, ptrs, lens, n, &tape2, starts2, &err2);

@@ -141,6 +141,23 @@ def test_wire_edge_cases_decode_as_the_runtime_parses_them(payload):
     _check(P3, AllMsg, [payload])
 
 
+#: payload bytes past which the reader's bound (2 tape words a byte, plus a
+#: frame head) passes FKC_PB_RESERVE_WORDS (64 Ki words): such a payload is
+#: read checked, the tape made room for field by field
+RESERVED_BYTES = (1 << 15) - 2
+
+
+@settings(max_examples=examples(25, 8), deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                            HealthCheck.data_too_large])
+@given(st.lists(fill_ops(ALL), min_size=1, max_size=3))
+def test_payloads_past_the_reservation_decode_as_the_runtime_parses_them(ops_list):
+    # the runtime merges the copies: repeated fields grow, maps and singular values take the last
+    one = b"".join(replay(AllMsg(), ops).SerializeToString() for ops in ops_list) or b"\x68\x01"
+    payload = one * (RESERVED_BYTES // len(one) + 1)
+    assert len(payload) > RESERVED_BYTES
+    _check(P3, AllMsg, [one, payload, one])
+
+
 def test_map_keys_are_native_and_message_values_default_to_empty():
     key_field = ALL.fields_by_name["m_string"].number
     got = _check(P3, AllMsg, [_ld(key_field, _ld(1, b"k")) + _ld(key_field, b"")])

@@ -86,6 +86,41 @@ def test_claimed_huge_length_fails_fast():
     assert time.perf_counter() - start < 1.0
 
 
+_UNDER_A_LIMIT = """
+import resource, sys
+sys.path.insert(0, {root!r})
+from tests.support.protobuf import Pair, ALL
+decoder = Pair(ALL).c
+value = "v" * (32 << 20)
+payload = b"\\xca\\x01\\x80\\x80\\x80\\x10" + value.encode()  # s_string: 32 MiB
+assert decoder.decode_many([b"\\x68\\x01"])  # warm
+vm = int([line for line in open("/proc/self/status") if line.startswith("VmSize:")][0].split()[1]) * 1024
+hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+resource.setrlimit(resource.RLIMIT_AS, (vm + (160 << 20), hard))  # the dict's 32 MiB str, not 512 MiB of tape
+[got] = decoder.decode_many([payload])
+resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+print("decoded", got["s_string"] == value)
+"""
+
+
+def test_a_long_value_needs_tape_for_what_is_read_not_for_its_length():
+    # The reader's bound is 2 tape words per payload byte (tape_room in
+    # csrc/fkc_protobuf.c): for one 32 MiB string that is 512 MiB, where the
+    # string is 3 words. Past FKC_PB_RESERVE_WORDS the tape grows with what
+    # is read, so the decode fits an address space that holds the value.
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("FASTKC_ASAN_LIB"):
+        pytest.skip("ASan reserves its shadow memory: an address-space limit stops it, not the tape")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", _UNDER_A_LIMIT.format(root=root)], capture_output=True,
+                          text=True, timeout=120, cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "decoded True" in done.stdout
+
+
 _SEED = AllMsg(s_int32=-7, s_string="héllo", r_int32=[1, 2, 300], r_double=[1.5], child=AllMsg(s_bytes=b"x"),
                m_string={"k": AllMsg(s_int64=3)}, c_str="o").SerializeToString()
 

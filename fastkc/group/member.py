@@ -130,6 +130,13 @@ NO_EPOCH = -1
 #: how many request rounds one step of the group thread may chain (a
 #: JoinGroup's Metadata and SyncGroup; a heartbeat's metadata lookup)
 _MAX_ROUNDS = 8
+#: close() past its bound: how long an aborted call gets to let go of the
+#: group client (it does within milliseconds: the abort wakes its wait),
+#: and how long the group thread gets to end. Neither needs more: without
+#: the client close() skips the LeaveGroup (the session timeout removes the
+#: member), and a thread that has not ended closes the client as it ends.
+_ABORT_GRACE_S = 0.2
+_END_GRACE_S = 0.1
 
 
 class ConsumerRebalanceListener(abc.ABC):
@@ -176,6 +183,8 @@ class GroupMemberBase(Generic[Machine]):
         self._kick = False  # the thread has work: skip its next sleep
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._thread_ended = False
+        self._thread_closes_transport = False  # close() left the group client to the thread's end
         self._thread_error: Exception | None = None  # fatal error of the group thread, raised from poll
         self._listener: object = None  # kafka-python's or fastkc's ConsumerRebalanceListener, or None
         self.coordinator = CoordinatorMachine(self.group_id, config["retry_backoff_ms"], config["request_timeout_ms"])
@@ -253,6 +262,16 @@ class GroupMemberBase(Generic[Machine]):
             self._thread.start()
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            with self._lock:
+                self._thread_ended = True
+                close_transport = self._thread_closes_transport
+            if close_transport:
+                self.transport.close()
+
+    def _loop(self) -> None:
         wait = 0.0
         while True:
             with self._lock:
@@ -423,7 +442,7 @@ class GroupMemberBase(Generic[Machine]):
             if not acquired and abort is not None:
                 # end the JoinGroup (or other call) holding it, then leave
                 abort()
-                acquired = self._io_lock.acquire(timeout=1.0)
+                acquired = self._io_lock.acquire(timeout=left_s(_ABORT_GRACE_S))
             try:
                 if acquired:
                     try:
@@ -444,8 +463,15 @@ class GroupMemberBase(Generic[Machine]):
             if self._thread is not None and self._thread is not threading.current_thread():
                 # the thread sees _closed at its next wake; a request it is
                 # in holds it at most that request's timeout
-                self._thread.join(timeout=left_s(0.5))
-            if acquired and (self._thread is None or not self._thread.is_alive()):
+                self._thread.join(timeout=left_s(_END_GRACE_S))
+            # The group client is closed once no call uses it: here when the
+            # thread has ended, else by the thread as it ends (it must not be
+            # closed under the thread's call, nor left open after it).
+            with self._lock:
+                ended = self._thread is None or self._thread_ended
+                if not ended:
+                    self._thread_closes_transport = True
+            if ended and acquired:
                 self.transport.close()
             self.run_commit_callbacks()
 

@@ -3,6 +3,8 @@ a fake transport answers each request from a script and records what was
 sent; the group thread's work is run step by step (run_step), the
 application's side through on_app_poll, as KafkaConsumer.poll does."""
 import collections
+import threading
+import time
 import uuid
 
 import pytest
@@ -14,6 +16,7 @@ from fastkc.errors import (
     CommitFailedError,
     GroupAuthorizationFailedError,
     IllegalStateError,
+    KafkaConnectionError,
     KafkaTimeoutError,
     RebalanceInProgressError,
 )
@@ -621,6 +624,68 @@ def test_close_commits_revokes_leaves_and_ends_closed():
     assert member.state is MemberState.CLOSED
     with pytest.raises(IllegalStateError):
         member.machine._set_state(MemberState.UNJOINED)
+
+
+class HeldJoinTransport(FakeTransport):
+    """A coordinator that holds the JoinGroup until the test releases it,
+    and an abort() that does not end it (as when the wake-up is slow to
+    take effect): close() cannot take the group client back."""
+
+    def __init__(self):
+        super().__init__()
+        self.held = threading.Event()
+        self.release = threading.Event()
+        self.aborts = 0
+        self.closes = []  # the thread that closed the client, per close()
+
+    def call(self, api, body, timeout_ms):
+        if api != "JoinGroup":
+            return super().call(api, body, timeout_ms)
+        self.sent.append((api, body))
+        self.held.set()
+        self.release.wait(30)
+        raise KafkaConnectionError("the JoinGroup was ended")
+
+    def abort(self):
+        self.aborts += 1
+
+    def close(self):
+        self.closes.append(threading.current_thread().name)
+
+
+def test_close_past_a_held_call_keeps_its_bound_and_the_thread_closes_the_client_after_the_call():
+    config = consumer_config(dict(group_id="g", enable_auto_commit=False))
+    transport = HeldJoinTransport()
+    member = make_group_member(config, FakeApp(), transport=transport)  # its own thread, the real clock
+    member.subscribe([TOPIC], Recorder())
+    assert transport.held.wait(10)
+    start = time.monotonic()
+    member.close(timeout_ms=300)
+    took = time.monotonic() - start
+    # the bound (0.3 s), then 0.2 s for the aborted call to let go of the
+    # client and 0.1 s for the thread to end; before, 1.0 and 0.5 s (1.8 s
+    # in all). The rest is slack for a loaded machine.
+    assert took < 1.5, took
+    assert transport.aborts == 1 and transport.bodies("LeaveGroup") == []  # no client: no LeaveGroup
+    assert transport.closes == []  # not under the call that still uses it
+    transport.release.set()
+    member._thread.join(10)
+    assert not member._thread.is_alive()
+    assert transport.closes == [member._thread.name]  # closed once, by the thread as it ended
+    assert member.state is MemberState.CLOSED
+
+
+def test_close_with_the_group_thread_idle_closes_the_client_itself():
+    config = consumer_config(dict(group_id="g", enable_auto_commit=False))
+    transport = HeldJoinTransport()
+    member = make_group_member(config, FakeApp(), transport=transport)
+    member.subscribe([TOPIC], Recorder())
+    assert transport.held.wait(10)
+    transport.release.set()  # the JoinGroup fails; the thread backs off, holding nothing
+    time.sleep(0.05)
+    member.close(timeout_ms=2000)
+    assert transport.closes == [threading.current_thread().name]
+    assert not member._thread.is_alive()
 
 
 def test_a_raising_listener_does_not_stop_the_hand_over_and_its_error_reaches_poll():

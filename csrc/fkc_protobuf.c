@@ -140,24 +140,25 @@ static int fail_at(pb_run *r, const uint8_t *at, const char *what, const char *p
     return 0;
 }
 
-/* Room for `more` words past the first `used` of the tape, which grows by
- * doubling; the cursor is set to word `used` of the (maybe moved) tape. A
- * checked read holds offsets into the tape, never pointers, across a call
- * that may grow it (mark_of/at_mark). */
+/* The most words reserved before a payload (see tape_room). */
 static inline size_t reserve_ceiling(const fkc_pb_tape *t)
 {
     size_t ceiling = t->reserve_words ? t->reserve_words : FKC_PB_RESERVE_WORDS;
     return ceiling < FKC_PB_FRAME ? FKC_PB_FRAME : ceiling;
 }
 
+/* Room for `more` words past the first `used` of the tape, which grows by
+ * doubling; the cursor is set to word `used` of the (maybe moved) tape. A
+ * checked read holds offsets into the tape, never pointers, across a call
+ * that may grow it (mark_of/at_mark). */
 static int tape_reserve(pb_run *r, size_t used, size_t more)
 {
     fkc_pb_tape *t = r->tape;
     if (t->cap - used < more) {
         /* a new tape starts at 256 words, or at the ceiling where a test
          * lowered it below (so that its small payloads make the tape grow) */
-        size_t first = reserve_ceiling(t) < 256 ? reserve_ceiling(t) : 256;
-        size_t cap = t->cap ? t->cap : first;
+        size_t ceiling = reserve_ceiling(t);
+        size_t cap = t->cap ? t->cap : ceiling < 256 ? ceiling : 256;
         while (cap - used < more) {
             if (cap > SIZE_MAX / 2 / sizeof(int64_t)) {
                 r->nomem = r->failed = 1;

@@ -115,16 +115,22 @@ def test_reauthenticates_in_the_window_again_and_again():
         original = conn.core._begin_reauthentication
 
         def begin():
-            starts.append((time.monotonic(), conn.core._last_sasl_sent))
+            starts.append((time.monotonic(), conn.core._reauth_at, conn.core._last_sasl_sent))
             original()
 
         conn.core._begin_reauthentication = begin
         drive(conn, lambda: conn.reauthentications >= 3 and conn.ready, timeout=3.0)
         assert _handshakes(broker) == 4 and broker.connections == 1
-        for started, authenticated in starts:
-            fraction = (started - authenticated) * 1000.0 / lifetime_ms
-            # the driver looks every ~10 ms: the start is at most that late
-            assert 0.85 <= fraction <= 0.95 + 0.05, fraction
+        for started, planned, authenticated in starts:
+            # the plan is exact: 85-95 % of the lifetime after the last
+            # SaslAuthenticate left, as the Java client plans it
+            fraction = (planned - authenticated) * 1000.0 / lifetime_ms
+            assert 0.85 <= fraction <= 0.95, fraction
+            # and never started early. How late is the test driver's affair
+            # (it looks every ~10 ms, far later on a loaded CI machine: a run
+            # at load 7 saw +30 ms); the wake-up of an idle client in time is
+            # test_idle_client_poll_wakes_up_to_reauthenticate's subject
+            assert started >= planned
         assert conn.session_lifetime_ms == lifetime_ms
         conn.close()
 
@@ -140,7 +146,10 @@ def test_idle_client_poll_wakes_up_to_reauthenticate():
             client.poll(30.0)
         elapsed = time.monotonic() - began
         assert client.counters["reauthenticated"] == 2, client.counters
-        assert elapsed < 1.5, elapsed  # two sessions of 0.5 s, re-authenticated at 85-95 % of each
+        # two sessions of 0.5 s, re-authenticated at 85-95 % of each: about
+        # 0.9 s. A client that slept through its deadline would sit in
+        # poll(30.0); 3 s leaves a loaded CI machine its margin
+        assert elapsed < 3.0, elapsed
         assert broker.connections == 1 and client.counters["lost"] == 0
         client.close()
 

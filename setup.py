@@ -53,6 +53,14 @@ class build_ext(_build_ext):
     def run(self):
         if self.distribution.has_c_libraries():
             self.run_command("build_clib")
+            # relink a bridge whenever the kernels' library is newer than it
+            # (a kernel recompiled for a header change, say)
+            build_clib = self.get_finalized_command("build_clib")
+            for name, _ in self.distribution.libraries:
+                archive = os.path.join(build_clib.build_clib, build_clib.compiler.library_filename(name))
+                for ext in self.extensions:
+                    if archive not in ext.depends:
+                        ext.depends.append(archive)
         super().run()
 
 ext_modules = []
@@ -108,6 +116,9 @@ setup(
             "fastkc_kernels",
             {
                 "sources": kernel_sources,
+                # every kernel recompiles when a header changes (without it a
+                # changed header left the old objects in the library)
+                "obj_deps": {"": kernel_depends},
                 "include_dirs": ["csrc"],
                 "macros": macros,
                 "cflags": strict_cflags,

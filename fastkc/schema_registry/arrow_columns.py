@@ -1,5 +1,6 @@
-"""The Arrow column tree the C sinks build, shared by the Avro and Protobuf
-plans (avro_arrow.py, protobuf_arrow.py).
+"""The Arrow column tree the C sinks build and the plan that carries it,
+shared by the Avro, Protobuf and JSON Schema plans (avro_arrow.py,
+protobuf_arrow.py, json_arrow.py).
 
 A tree is a flat int64 list of COL_WIDTH words per column (layout, nullable,
 name, Arrow format string, first child, children, p0..p2), column 0 the
@@ -9,6 +10,7 @@ names the same numbers and checks every tree it is given.
 """
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 # Column layouts (csrc/fkc_typed_columns.h)
@@ -40,11 +42,25 @@ FIRST, COUNT = 4, 5
 MAX_COLUMNS = 100_000
 
 
+@dataclasses.dataclass(frozen=True)
+class ArrowPlan:
+    """What a C sink needs (csrc/fkc_avro_arrow.c, fkc_protobuf_arrow.c,
+    fkc_json_arrow.c; each checks it against its own program): the column
+    tree, the steps that fill it, the strings blob and the first step."""
+
+    columns: list[int]
+    steps: list[int]
+    strings: bytes
+    root_step: int
+
+
 class ColumnTree:
-    """Columns and the strings blob being written (a plan compiler's base)."""
+    """Columns, steps and the strings blob being written (a plan compiler's
+    base; the steps' words are each format's own)."""
 
     def __init__(self) -> None:
         self.columns: list[list[int]] = []
+        self.steps: list[int] = []
         self.strings = bytearray()
         self.texts: dict[str, int] = {}
 
@@ -88,3 +104,7 @@ class ColumnTree:
 
     def flat(self) -> list[int]:
         return [w for col in self.columns for w in col]
+
+    def plan(self, root_step: int) -> ArrowPlan:
+        """The finished plan, its program starting at `root_step`."""
+        return ArrowPlan(self.flat(), self.steps, bytes(self.strings), root_step)

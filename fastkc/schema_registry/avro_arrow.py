@@ -42,7 +42,6 @@ promotion, where the spec and fastavro take the first match).
 """
 from __future__ import annotations
 
-import dataclasses
 import struct
 from typing import Any
 
@@ -66,6 +65,7 @@ from fastkc.schema_registry.arrow_columns import (
     NULL,
     STRUCT,
     UTF8,
+    ArrowPlan,
     ColumnTree,
 )
 from fastkc.schema_registry.arrow_columns import COUNT as _COUNT
@@ -85,23 +85,13 @@ _NULL_TYPE = s.AvroType("null")
 _STRING_TYPE = s.AvroType("string")
 
 
-@dataclasses.dataclass(frozen=True)
-class ArrowPlan:
-    """What csrc/fkc_avro_arrow.c needs, checked there against the program."""
-
-    columns: list[int]
-    steps: list[int]
-    strings: bytes
-    root_step: int
-
-
 def compile_plan(program: s.Program) -> ArrowPlan:
     """The Arrow plan of `program` (its reader schema's types)."""
     c = _PlanCompiler(program)
     root = c.new_column()
     c.fill(root, program.reader, "", ())
     step = c.value_step(program.root, program.reader, root, program.writer)
-    return ArrowPlan(c.flat(), c.steps, bytes(c.strings), step)
+    return c.plan(step)
 
 
 def _describe(t: s.AvroType) -> str:
@@ -141,7 +131,6 @@ class _PlanCompiler(ColumnTree):
         super().__init__()
         self.code = program.code
         self.consts = program.consts
-        self.steps: list[int] = []
 
     # -- columns: the reader's types -----------------------------------------
 

@@ -14,7 +14,6 @@ reference and raises the typed errors.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Protocol
 
 from fastkc.schema_registry import arrow_columns as ac
@@ -70,17 +69,7 @@ class Node(Protocol):
     def checks(self) -> NodeChecks | None: ...
 
 
-@dataclasses.dataclass(frozen=True)
-class JsonArrowPlan:
-    """What csrc/fkc_json_arrow.c needs; it checks the plan itself."""
-
-    columns: list[int]
-    steps: list[int]
-    strings: bytes
-    root_step: int
-
-
-def compile_plan(node: Node, validate: bool = False) -> JsonArrowPlan | None:
+def compile_plan(node: Node, validate: bool = False) -> ac.ArrowPlan | None:
     """The plan of `node`'s Arrow type, one row per payload; None when the
     tree has a json-text position or more columns than a tree may have.
     `validate`: the plan also declines every value the schema rejects (the
@@ -93,7 +82,7 @@ def compile_plan(node: Node, validate: bool = False) -> JsonArrowPlan | None:
         step = c.step(root, node, "", True)
     except _NoPlan:
         return None
-    return JsonArrowPlan(c.flat(), c.steps, bytes(c.strings), step)
+    return c.plan(step)
 
 
 class _NoPlan(Exception):
@@ -111,7 +100,6 @@ def _utf8(text: str) -> bool:
 class _PlanCompiler(ac.ColumnTree):
     def __init__(self, validate: bool) -> None:
         super().__init__()
-        self.steps: list[int] = []
         self.validate = validate
 
     def new_column(self) -> int:

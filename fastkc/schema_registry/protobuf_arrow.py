@@ -28,8 +28,6 @@ Arrow mapping here: ProtobufArrowUnsupportedError, before anything is decoded.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from fastkc.schema_registry import protobuf_schema as ps
 from fastkc.schema_registry.arrow_columns import (
     BINARY,
@@ -45,6 +43,7 @@ from fastkc.schema_registry.arrow_columns import (
     UINT32,
     UINT64,
     UTF8,
+    ArrowPlan,
     ColumnTree,
 )
 from fastkc.schema_registry.protobuf_errors import ProtobufArrowUnsupportedError, ProtobufSchemaError
@@ -72,29 +71,18 @@ _WRAPPERS = frozenset(f"google.protobuf.{n}Value" for n in (
 _REFUSED = frozenset(f"google.protobuf.{n}" for n in ("Struct", "Value", "ListValue", "Any", "FieldMask"))
 
 
-@dataclasses.dataclass(frozen=True)
-class ArrowPlan:
-    """What csrc/fkc_protobuf_arrow.c needs, checked there against the program."""
-
-    columns: list[int]
-    steps: list[int]
-    strings: bytes
-    root_step: int
-
-
 def compile_plan(program: ps.Program) -> ArrowPlan:
     """The Arrow plan of `program`: one struct row per payload of its root message."""
     c = _PlanCompiler(program)
     root = c.new_column()
     step = c.struct_step(root, program.root, "", False, 1, ())
-    return ArrowPlan(c.flat(), c.steps, bytes(c.strings), step)
+    return c.plan(step)
 
 
 class _PlanCompiler(ColumnTree):
     def __init__(self, program: ps.Program) -> None:
         super().__init__()
         self.messages = program.messages
-        self.steps: list[int] = []
 
     def new_column(self) -> int:
         cid = self.add_column()

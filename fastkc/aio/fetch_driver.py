@@ -37,6 +37,7 @@ from fastkc.config import Config
 from fastkc.decode_executor import DecodeJob
 from fastkc.errors import NodeNotReadyError
 from fastkc.fetch.completed import CompletedFetch
+from fastkc.fetch.driving import FetchDriverBase
 from fastkc.fetch.machine import FetchMachine
 from fastkc.fetch.offsets import AwaitMetadata, BackOff, LookupResults, LookupStep, offset_lookup
 from fastkc.fetch.requests import ConnectionLink
@@ -78,7 +79,9 @@ class LoopDecodeExecutor:
         return False
 
 
-class AioFetchDriver:
+class AioFetchDriver(FetchDriverBase):
+    client: AioClient
+
     def __init__(self, client: AioClient, config: Config, *, period_ms: float = 200,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
@@ -171,17 +174,6 @@ class AioFetchDriver:
         self._preparing = (completed, step)
         return step
 
-    def _link(self, node_id: int) -> ConnectionLink | None:
-        if not self.client.ready(node_id):
-            return None
-        conn = self.client.connection(node_id)
-        return None if conn is None else ConnectionLink(conn)
-
-    def _flush_metadata_wish(self) -> None:
-        if self.machine.metadata_wanted:
-            self.machine.metadata_wanted = False
-            self.client.request_metadata_update()
-
     def _send(self, request: Request[int], done: Callable[[], object] | None = None) -> None:
         machine = self.machine
         node_id, api, token = request.node_id, request.api, request.token
@@ -211,8 +203,7 @@ class AioFetchDriver:
         self.wake()
 
     def _metadata_updated(self) -> None:
-        self.machine.on_metadata(self.client.cluster)
-        self._flush_metadata_wish()
+        super()._metadata_updated()
         self.wake()
 
     def raise_pending(self) -> None:

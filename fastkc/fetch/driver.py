@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from fastkc.config import Config
 from fastkc.decode_executor import DecodeExecutor, InlineDecodeExecutor, ThreadDecodeExecutor
 from fastkc.errors import NodeNotReadyError
+from fastkc.fetch.driving import FetchDriverBase
 from fastkc.fetch.machine import FetchMachine
 from fastkc.fetch.offsets import AwaitMetadata, BackOff, LookupResults, LookupStep, offset_lookup
 from fastkc.fetch.requests import ConnectionLink
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 _RecordBatch = Any
 
 
-class Fetcher:
+class Fetcher(FetchDriverBase):
+    client: "KafkaClient"
+
     def __init__(self, client: "KafkaClient", config: Config, *, clock: Callable[[], float] | None = None) -> None:
         self.client = client
         self.config = config
@@ -77,21 +80,6 @@ class Fetcher:
         A closed executor drops the jobs it is given: the takes go on
         decoding on the caller's thread."""
         return self.decode_executor.close(timeout)
-
-    def _link(self, node_id: int) -> ConnectionLink | None:
-        if not self.client.ready(node_id):
-            return None
-        conn = self.client.connection(node_id)
-        return None if conn is None else ConnectionLink(conn)
-
-    def _flush_metadata_wish(self) -> None:
-        if self.machine.metadata_wanted:
-            self.machine.metadata_wanted = False
-            self.client.request_metadata_update()
-
-    def _metadata_updated(self) -> None:
-        self.machine.on_metadata(self.client.cluster)
-        self._flush_metadata_wish()
 
     def send_requests(self) -> None:
         """Send the resets, validations and fetches that are due. Raises the

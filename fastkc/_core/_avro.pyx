@@ -181,101 +181,7 @@ cdef object _import_array = None
 
 
 
-cdef class _Payloads:
-    """A call's payloads (bytes-like) as pointers and lengths, held until it
-    ends: bytes are read in place, other buffers through a view released
-    here. `starts` has room for the tape's count + 1 payload starts."""
-    cdef list items  # keeps every payload alive while the pointers are used
-    cdef size_t count
-    cdef const uint8_t **ptrs
-    cdef size_t *lengths
-    cdef size_t *starts
-    cdef Py_buffer *views
-    cdef size_t nviews
-
-    def __cinit__(self, payloads, Py_ssize_t arrow_skip=-1, bytes prefix=None, Py_ssize_t start=0):
-        cdef size_t i
-        if prefix is not None:
-            self._prefixed(payloads, prefix, start)
-            return
-        if arrow_skip >= 0:
-            self.items = [payloads]
-            self.count = len(payloads)
-        else:
-            # a copy: the pointers must outlive any change to the caller's list
-            # while the GIL is released
-            self.items = list(payloads)
-            self.count = len(self.items)
-        self.ptrs = <const uint8_t **>malloc(max(self.count, 1) * sizeof(uint8_t *))
-        self.lengths = <size_t *>malloc(max(self.count, 1) * sizeof(size_t))
-        self.starts = <size_t *>malloc((self.count + 1) * sizeof(size_t))
-        if self.ptrs == NULL or self.lengths == NULL or self.starts == NULL:
-            raise MemoryError()
-        if arrow_skip >= 0:
-            self._arrow_rows(payloads, arrow_skip)
-            return
-        for i in range(self.count):
-            p = self.items[i]
-            if PyBytes_CheckExact(p):
-                self.ptrs[i] = <const uint8_t *>PyBytes_AS_STRING(p)
-                self.lengths[i] = <size_t>PyBytes_GET_SIZE(p)
-            else:
-                if self.views == NULL:
-                    self.views = <Py_buffer *>malloc(max(self.count, 1) * sizeof(Py_buffer))
-                    if self.views == NULL:
-                        raise MemoryError()
-                PyObject_GetBuffer(p, &self.views[self.nviews], PyBUF_SIMPLE)
-                self.ptrs[i] = <const uint8_t *>self.views[self.nviews].buf
-                self.lengths[i] = <size_t>self.views[self.nviews].len
-                self.nviews += 1
-
-    cdef int _prefixed(self, list payloads, bytes prefix, Py_ssize_t start) except -1:
-        """The leading payloads from payloads[start] on that are bytes
-        starting with `prefix` (one writer schema's 5-byte Schema Registry
-        frame), each read past it in place; the run ends at the first that
-        is not (None, another schema id, too short, not bytes)."""
-        cdef Py_ssize_t k = len(prefix), total, i, n
-        cdef const char *want = PyBytes_AS_STRING(prefix)
-        cdef const char *data
-        if start < 0 or start > len(payloads):
-            raise IndexError("fastkc: start outside the payloads")
-        total = len(payloads) - start
-        self.ptrs = <const uint8_t **>malloc(max(total, 1) * sizeof(uint8_t *))
-        self.lengths = <size_t *>malloc(max(total, 1) * sizeof(size_t))
-        self.starts = <size_t *>malloc((total + 1) * sizeof(size_t))
-        if self.ptrs == NULL or self.lengths == NULL or self.starts == NULL:
-            raise MemoryError()
-        for i in range(total):
-            p = <object>PyList_GET_ITEM(payloads, start + i)
-            if not PyBytes_CheckExact(p):
-                break
-            n = PyBytes_GET_SIZE(p)
-            data = PyBytes_AS_STRING(p)
-            if n < k or memcmp(data, want, <size_t>k) != 0:
-                break
-            self.ptrs[self.count] = <const uint8_t *>data + k
-            self.lengths[self.count] = <size_t>(n - k)
-            self.count += 1
-        # the run's own list: its bytes outlive any change to the caller's
-        # list while the GIL is released
-        self.items = payloads[start:start + <Py_ssize_t>self.count]
-        return 0
-
-    cdef int _arrow_rows(self, array, Py_ssize_t skip) except -1:
-        self.views = <Py_buffer *>malloc(2 * sizeof(Py_buffer))
-        if self.views == NULL:
-            raise MemoryError()
-        return _arrow_column_rows(array, skip, self.count, self.items, self.views, &self.nviews, self.ptrs,
-                                  self.lengths)
-
-    def __dealloc__(self):
-        cdef size_t i
-        for i in range(self.nviews):
-            PyBuffer_Release(&self.views[i])
-        free(self.views)
-        free(self.ptrs)
-        free(self.lengths)
-        free(self.starts)
+include "_payloads.pxi"
 
 
 cdef class Decoder:
@@ -374,7 +280,7 @@ cdef class Decoder:
         frame of one writer schema), each past it, read in place (no slice
         per value). As many values as the run has: [] when values[start]
         is not such bytes. AvroDecodeError's index counts from `start`."""
-        return self.decode_many(_Payloads(values, -1, prefix, start))
+        return self.decode_many(_Payloads(values, prefix, start))
 
     def set_arrow_plan(self, columns, steps, strings, root_step):
         """Install the Arrow plan of this program (avro_arrow.compile_plan:
@@ -421,7 +327,7 @@ cdef class Decoder:
     def decode_arrow_column(self, values, Py_ssize_t skip):
         """decode_arrow() of the rows of a pyarrow binary array without
         nulls, each past its first `skip` bytes, read in place."""
-        return self.decode_arrow(_Payloads(values, skip))
+        return self.decode_arrow(_Payloads(values, None, 0, skip))
 
     def decode_arrow(self, payloads):
         """A list of payloads (bytes-like) as one pyarrow.Array of as many

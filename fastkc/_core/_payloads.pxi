@@ -1,4 +1,4 @@
-# Included by the bridges of _protobuf.pyx and _json.pyx (after
+# Included by the bridges _avro.pyx, _protobuf.pyx and _json.pyx (after
 # _arrow_rows.pxi), which cimport what it uses: a call's payloads as C
 # pointers and lengths, from a list of buffers, a run of one Schema Registry
 # frame, or a pyarrow binary column's rows.

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fkc_arrow_abi.h"
+#include "fkc_grow.h"
 
 #define FKC_I32_LIMIT ((uint64_t)INT32_MAX)
 
@@ -343,12 +344,11 @@ int fkc_builder_region(fkc_arrow_builder *b, const uint8_t *data, size_t len)
     if (len > (size_t)INT32_MAX || b->buffer_count >= (size_t)INT32_MAX - 1)
         return 0;
     if (b->buffer_count == b->buffer_cap) {
-        size_t cap = b->buffer_cap ? b->buffer_cap * 2 : 16;
-        fkc_zc_buffer *grown = (fkc_zc_buffer *)realloc(b->buffers, cap * sizeof *grown);
+        fkc_zc_buffer *grown = (fkc_zc_buffer *)fkc_grow(b->buffers, &b->buffer_cap, b->buffer_count + 1,
+                                                         sizeof *grown, 16);
         if (grown == NULL)
             return 0;
         b->buffers = grown;
-        b->buffer_cap = cap;
     }
     b->buffers[b->buffer_count].data = data;
     b->buffers[b->buffer_count].len = (int64_t)len;
@@ -362,12 +362,10 @@ int fkc_builder_region(fkc_arrow_builder *b, const uint8_t *data, size_t len)
 int fkc_builder_keep(fkc_arrow_builder *b, void *owner, fkc_codec_release_fn release, void *ctx)
 {
     if (b->keep_count == b->keep_cap) {
-        size_t cap = b->keep_cap ? b->keep_cap * 2 : 16;
-        fkc_zc_keep *grown = (fkc_zc_keep *)realloc(b->keeps, cap * sizeof *grown);
+        fkc_zc_keep *grown = (fkc_zc_keep *)fkc_grow(b->keeps, &b->keep_cap, b->keep_count + 1, sizeof *grown, 16);
         if (grown == NULL)
             return 0;
         b->keeps = grown;
-        b->keep_cap = cap;
     }
     b->keeps[b->keep_count].owner = owner;
     b->keeps[b->keep_count].release = release;
@@ -549,12 +547,11 @@ int fkc_builder_segment(fkc_arrow_builder *b, const uint8_t *topic, size_t topic
         }
     }
     if (b->segment_count == b->segment_cap) {
-        size_t cap = b->segment_cap ? b->segment_cap * 2 : 8;
-        fkc_builder_seg *grown = (fkc_builder_seg *)realloc(b->segments, cap * sizeof(fkc_builder_seg));
+        fkc_builder_seg *grown = (fkc_builder_seg *)fkc_grow(b->segments, &b->segment_cap, b->segment_count + 1,
+                                                             sizeof *grown, 8);
         if (grown == NULL)
             return 0;
         b->segments = grown;
-        b->segment_cap = cap;
     }
     if (topic_len > b->topics.cap - b->topics.len) {
         size_t cap = fkc_next_cap(b->topics.cap, b->topics.len + topic_len, 256);

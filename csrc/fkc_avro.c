@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_grow.h"
 #include "fkc_records.h" /* fkc_utf8_valid: UTF-8 as Python's strict decoder takes it */
 #include "fkc_varint.h"
 
@@ -125,23 +126,16 @@ static int tape_grow(avro_run *r, size_t more)
 {
     fkc_avro_tape *t = r->tape;
     t->len = t->v != NULL ? (size_t)(r->w - t->v) : 0;
-    size_t cap = t->cap ? t->cap : 256;
-    while (cap - t->len < more) {
-        if (cap > SIZE_MAX / 2 / sizeof(int64_t)) {
-            r->nomem = 1;
-            return 0;
-        }
-        cap *= 2;
-    }
-    int64_t *v = realloc(t->v, cap * sizeof(int64_t));
+    int64_t *v = t->cap - t->len >= more ? t->v
+                 : more <= SIZE_MAX - t->len ? fkc_grow(t->v, &t->cap, t->len + more, sizeof *v, 256)
+                                             : NULL;
     if (v == NULL) {
         r->nomem = 1;
         return 0;
     }
     t->v = v;
-    t->cap = cap;
     r->w = v + t->len;
-    r->w_end = v + cap;
+    r->w_end = v + t->cap;
     return 1;
 }
 

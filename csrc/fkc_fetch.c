@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "fkc_cursor.h"
+#include "fkc_grow.h"
 #include "fkc_varint.h"
 
 /* Minimum wire sizes of one array element, per form. A count is accepted
@@ -54,27 +55,18 @@ static int reserve(walk *w, void **arr, size_t *cap, size_t want, size_t elem_si
 {
     if (want <= *cap)
         return 1;
-    size_t new_cap = *cap ? *cap : 8;
-    while (new_cap < want) {
-        if (new_cap > SIZE_MAX / 2) {
-            new_cap = want;
-            break;
-        }
-        new_cap *= 2;
-    }
-    if (new_cap > SIZE_MAX / elem_size) {
+    if (fkc_grown_cap(*cap, want, elem_size, 8) == 0) {
         w->nomem = 1;
         fkc_cursor_fail_because(&w->c, "array", "too large to allocate");
         return 0;
     }
-    void *grown = realloc(*arr, new_cap * elem_size);
+    void *grown = fkc_grow(*arr, cap, want, elem_size, 8);
     if (grown == NULL) {
         w->nomem = 1;
         fkc_cursor_fail_because(&w->c, "array", "out of memory");
         return 0;
     }
     *arr = grown;
-    *cap = new_cap;
     return 1;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_grow.h"
 #include "fkc_records.h" /* fkc_utf8_valid */
 
 /* Column words, short */
@@ -176,17 +177,10 @@ static int text_room(ja_run *r, size_t n)
 {
     if (n <= r->text_cap)
         return 1;
-    size_t cap = r->text_cap ? r->text_cap : 256;
-    while (cap < n) {
-        if (cap > SIZE_MAX / 2)
-            return fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "json", "out of memory");
-        cap *= 2;
-    }
-    uint8_t *grown = realloc(r->text, cap);
+    uint8_t *grown = fkc_grow(r->text, &r->text_cap, n, 1, 256);
     if (grown == NULL)
         return fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "json", "out of memory");
     r->text = grown;
-    r->text_cap = cap;
     return 1;
 }
 

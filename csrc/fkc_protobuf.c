@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_grow.h"
 #include "fkc_records.h" /* fkc_utf8_valid: UTF-8 as Python's strict decoder takes it */
 
 #define MAX_FIELD_NUMBER 536870911 /* 2^29 - 1 */
@@ -158,21 +159,14 @@ static int tape_reserve(pb_run *r, size_t used, size_t more)
         /* a new tape starts at 256 words, or at the ceiling where a test
          * lowered it below (so that its small payloads make the tape grow) */
         size_t ceiling = reserve_ceiling(t);
-        size_t cap = t->cap ? t->cap : ceiling < 256 ? ceiling : 256;
-        while (cap - used < more) {
-            if (cap > SIZE_MAX / 2 / sizeof(int64_t)) {
-                r->nomem = r->failed = 1;
-                return 0;
-            }
-            cap *= 2;
-        }
-        int64_t *v = realloc(t->v, cap * sizeof(int64_t));
+        int64_t *v = more <= SIZE_MAX - used
+                         ? fkc_grow(t->v, &t->cap, used + more, sizeof *v, ceiling < 256 ? ceiling : 256)
+                         : NULL;
         if (v == NULL) {
             r->nomem = r->failed = 1;
             return 0;
         }
         t->v = v;
-        t->cap = cap;
     }
     r->w = t->v + used;
     r->w_end = t->v + t->cap;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_grow.h"
+
 #define PA_NS INT64_C(1000000000)
 
 /* Column words, short */
@@ -257,21 +259,13 @@ typedef struct pa_run {
 static int64_t pa_push(pa_run *r, size_t n)
 {
     if (n > r->cap - r->top) {
-        size_t cap = r->cap ? r->cap : 1024;
-        while (n > cap - r->top) {
-            if (cap > SIZE_MAX / 2 / sizeof *r->scratch) {
-                fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "arrow scratch", "out of memory");
-                return -1;
-            }
-            cap *= 2;
-        }
-        int64_t *grown = realloc(r->scratch, cap * sizeof *grown);
+        int64_t *grown = n <= SIZE_MAX - r->top ? fkc_grow(r->scratch, &r->cap, r->top + n, sizeof *grown, 1024)
+                                                 : NULL;
         if (grown == NULL) {
             fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "arrow scratch", "out of memory");
             return -1;
         }
         r->scratch = grown;
-        r->cap = cap;
     }
     size_t at = r->top;
     r->top += n;

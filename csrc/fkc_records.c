@@ -25,6 +25,7 @@
 #include "fkc_crc32.h"
 #include "fkc_crc32c.h"
 #include "fkc_cursor.h"
+#include "fkc_grow.h"
 #include "fkc_varint.h"
 
 #define FKC_LOG_OVERHEAD 12        /* Offset i64 + length i32, before every batch / message */
@@ -217,14 +218,10 @@ static int fkc_reserve_one(fkc_decoder *d)
     fkc_recbuf *r = d->dst;
     if (r->count < r->capacity)
         return FKC_OK;
-    size_t cap = r->capacity ? r->capacity * 2 : 256;
-    if (cap < r->capacity || cap > SIZE_MAX / sizeof(fkc_record))
-        return fkc_fail(d, FKC_ERR_NOMEM, "too many records");
-    fkc_record *grown = (fkc_record *)realloc(r->records, cap * sizeof(fkc_record));
+    fkc_record *grown = (fkc_record *)fkc_grow(r->records, &r->capacity, r->count + 1, sizeof *grown, 256);
     if (grown == NULL)
         return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for record descriptors");
     r->records = grown;
-    r->capacity = cap;
     return FKC_OK;
 }
 
@@ -310,12 +307,11 @@ static int fkc_aborted_add(fkc_decoder *d, int64_t pid)
     if (fkc_aborted_contains(d, pid))
         return FKC_OK;
     if (d->aborted_set_count == d->aborted_set_capacity) {
-        size_t cap = d->aborted_set_capacity ? d->aborted_set_capacity * 2 : 8;
-        int64_t *grown = (int64_t *)realloc(d->aborted_set, cap * sizeof(int64_t));
+        int64_t *grown = (int64_t *)fkc_grow(d->aborted_set, &d->aborted_set_capacity, d->aborted_set_count + 1,
+                                             sizeof *grown, 8);
         if (grown == NULL)
             return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for aborted producer ids");
         d->aborted_set = grown;
-        d->aborted_set_capacity = cap;
     }
     d->aborted_set[d->aborted_set_count++] = pid;
     return FKC_OK;
@@ -1314,12 +1310,10 @@ static int fkc_close_batch(fkc_decoder *d, int referenced)
         return FKC_OK;
     }
     if (d->held_count == d->held_capacity) {
-        size_t cap = d->held_capacity ? d->held_capacity * 2 : 8;
-        fkc_blob *grown = (fkc_blob *)realloc(d->held, cap * sizeof(fkc_blob));
+        fkc_blob *grown = (fkc_blob *)fkc_grow(d->held, &d->held_capacity, d->held_count + 1, sizeof *grown, 8);
         if (grown == NULL) /* the buffer stays the open batch's: descriptors remain valid */
             return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for decompressed buffers");
         d->held = grown;
-        d->held_capacity = cap;
     }
     d->held[d->held_count++] = d->blob;
     d->held_bytes += d->blob.len;
@@ -1447,17 +1441,12 @@ static int fkc_out_reserve(fkc_decode_result *out, size_t n)
 {
     if (n <= out->capacity - out->count)
         return 1;
-    size_t want = out->count + n;
-    if (want < n || want > SIZE_MAX / 2 / sizeof(fkc_record))
-        return 0;
-    size_t cap = out->capacity ? out->capacity : 256;
-    while (cap < want)
-        cap *= 2;
-    fkc_record *grown = (fkc_record *)realloc(out->records, cap * sizeof(fkc_record));
+    fkc_record *grown = n <= SIZE_MAX - out->count
+                            ? (fkc_record *)fkc_grow(out->records, &out->capacity, out->count + n, sizeof *grown, 256)
+                            : NULL;
     if (grown == NULL)
         return 0;
     out->records = grown;
-    out->capacity = cap;
     return 1;
 }
 
@@ -1561,12 +1550,11 @@ static int fkc_mark(fkc_decoder *d, size_t count)
     if (!d->record_marks)
         return FKC_OK;
     if (d->mark_count == d->mark_capacity) {
-        size_t cap = d->mark_capacity ? d->mark_capacity * 2 : 64;
-        fkc_step_mark *grown = (fkc_step_mark *)realloc(d->marks, cap * sizeof(fkc_step_mark));
+        fkc_step_mark *grown = (fkc_step_mark *)fkc_grow(d->marks, &d->mark_capacity, d->mark_count + 1,
+                                                         sizeof *grown, 64);
         if (grown == NULL)
             return fkc_fail(d, FKC_ERR_NOMEM, "out of memory for step marks");
         d->marks = grown;
-        d->mark_capacity = cap;
     }
     int done = d->done;
     if (!done) {
@@ -1944,14 +1932,10 @@ typedef struct fkc_pairs {
 static int fkc_pairs_add(fkc_pairs *p, int64_t first, int64_t last)
 {
     if (p->count == p->capacity) {
-        size_t cap = p->capacity ? p->capacity * 2 : 16;
-        if (cap > SIZE_MAX / (2 * sizeof(int64_t)))
-            return 0;
-        int64_t *grown = (int64_t *)realloc(p->data, cap * 2 * sizeof(int64_t));
+        int64_t *grown = (int64_t *)fkc_grow(p->data, &p->capacity, p->count + 1, 2 * sizeof *grown, 16);
         if (grown == NULL)
             return 0;
         p->data = grown;
-        p->capacity = cap;
     }
     p->data[2 * p->count] = first;
     p->data[2 * p->count + 1] = last;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_grow.h"
 #include "fkc_records.h" /* fkc_utf8_valid */
 
 #define TC_FLAG_NULLABLE 2              /* ARROW_FLAG_NULLABLE */
@@ -337,14 +338,11 @@ int fkc_tc_put_bytes(fkc_tc_set *r, fkc_tc_col *c, const uint8_t *p, size_t n)
     if (n > FKC_TC_MAX_ROWS - c->data_len)
         return fkc_tc_fail(r, FKC_TC_CAPACITY, 0, "arrow column", "more than 2^31 - 1 bytes");
     if (n > c->data_cap - c->data_len) {
-        size_t cap = c->data_cap ? c->data_cap : 256;
-        while (n > cap - c->data_len) {
-            if (cap > SIZE_MAX / 2)
-                return tc_nomem(r);
-            cap *= 2;
-        }
-        if (!tc_grow_data(c, cap))
+        /* c->data_len + n <= FKC_TC_MAX_ROWS: checked above */
+        uint8_t *grown = fkc_grow(c->data, &c->data_cap, c->data_len + n, 1, 256);
+        if (grown == NULL)
             return tc_nomem(r);
+        c->data = grown;
     }
     if (n > 0)
         memcpy(c->data + c->data_len, p, n);

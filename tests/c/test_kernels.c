@@ -1,6 +1,7 @@
 /*
  * C unit tests for the kernels every parser stands on: the bounds-checked
- * cursor, strict varints, CRC-32C (hardware and software paths) and CRC-32.
+ * cursor, strict varints, CRC-32C (hardware and software paths), CRC-32 and
+ * the growth rule of the growable arrays (fkc_grow.h).
  * Built and run by `make test-c` (and by tests/c/test_c_kernels.py).
  * Exit status 0 only if every check passed; each failure is printed.
  */
@@ -13,6 +14,7 @@
 #include "fkc_crc32.h"
 #include "fkc_crc32c.h"
 #include "fkc_cursor.h"
+#include "fkc_grow.h"
 #include "fkc_records.h"
 #include "fkc_varint.h"
 
@@ -386,8 +388,45 @@ static void test_stream(void)
     CHECK(info.tail == FKC_TAIL_MALFORMED && info.entries == 0);
 }
 
+/* ---- growth (fkc_grow.h) ---- */
+static void test_grow(void)
+{
+    /* from nothing: the first size, doubled until `need` fits */
+    CHECK(fkc_grown_cap(0, 1, 8, 256) == 256);
+    CHECK(fkc_grown_cap(0, 257, 8, 256) == 512);
+    CHECK(fkc_grown_cap(0, 1, 8, 0) == 1);
+    /* from a capacity: doubled, whatever the first size */
+    CHECK(fkc_grown_cap(100, 101, 8, 256) == 200);
+    CHECK(fkc_grown_cap(100, 1000, 8, 256) == 1600);
+    /* near the limit: exactly what is needed, then nothing (0) */
+    const size_t most = SIZE_MAX / 16;
+    CHECK(fkc_grown_cap(most / 2 + 1, most, 16, 8) == most);
+    CHECK(fkc_grown_cap(most / 2 + 1, most + 1, 16, 8) == 0);
+    CHECK(fkc_grown_cap(0, SIZE_MAX, 1, 256) == SIZE_MAX);
+    CHECK(fkc_grown_cap(SIZE_MAX / 2 + 1, SIZE_MAX, 2, 8) == 0); /* cap alone already passes SIZE_MAX bytes */
+    CHECK(fkc_grown_cap(0, 2, SIZE_MAX, 1) == 0);
+    /* the array grows and keeps what it held; a failure leaves both alone */
+    size_t cap = 0;
+    int64_t *v = (int64_t *)fkc_grow(NULL, &cap, 3, sizeof *v, 4);
+    CHECK(v != NULL && cap == 4);
+    if (v == NULL)
+        return;
+    v[0] = 7;
+    v[3] = 9;
+    int64_t *w = (int64_t *)fkc_grow(v, &cap, 5, sizeof *w, 4);
+    CHECK(w != NULL && cap == 8);
+    if (w == NULL) {
+        free(v);
+        return;
+    }
+    CHECK(w[0] == 7 && w[3] == 9);
+    CHECK(fkc_grow(w, &cap, SIZE_MAX, sizeof *w, 4) == NULL && cap == 8 && w[3] == 9);
+    free(w);
+}
+
 int main(void)
 {
+    test_grow();
     test_cursor();
     test_varint();
     test_crc();

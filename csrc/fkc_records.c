@@ -28,6 +28,10 @@
 #include "fkc_grow.h"
 #include "fkc_varint.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define FKC_LOG_OVERHEAD 12        /* Offset i64 + length i32, before every batch / message */
 #define FKC_MESSAGE_MIN_SIZE_V0 14 /* CRC + Magic + Attributes + KeyLength + ValueLength */
 #define FKC_MESSAGE_MIN_SIZE_V1 22 /* ... + Timestamp */
@@ -633,6 +637,132 @@ typedef struct fkc_batch_fields {
     int timestamp_type, control;
 } fkc_batch_fields;
 
+/* A key's or value's bytes into its data column, for fkc_columns_run: up to
+ * FKC_INLINE_COPY_MAX bytes inline (overlapping 16- or 8-byte moves, never a
+ * byte outside [src, src + n) or [dst, dst + n)), longer ones by memcpy. A
+ * call per field cost more than a short copy itself. */
+#define FKC_INLINE_COPY_MAX 128
+static inline __attribute__((always_inline)) void fkc_copy_field(uint8_t *dst, const uint8_t *src, size_t n)
+{
+#if defined(__SSE2__) /* every x86-64; elsewhere memcpy does the long ones */
+    if (n >= 16 && n <= FKC_INLINE_COPY_MAX) {
+        /* SSE2 moves: GCC turns a loop of plain copies back into a memcpy
+         * call (loop distribution), not these */
+        for (size_t i = 0; i + 16 < n; i += 16)
+            _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm_loadu_si128((const __m128i *)(const void *)(src + i)));
+        _mm_storeu_si128((__m128i *)(void *)(dst + n - 16),
+                         _mm_loadu_si128((const __m128i *)(const void *)(src + n - 16)));
+        return;
+    }
+#endif
+    if (n >= 8 && n < 16) {
+        uint64_t a, z;
+        memcpy(&a, src, 8);
+        memcpy(&z, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &z, 8);
+        return;
+    }
+    memcpy(dst, src, n);
+}
+
+/* The copying Arrow sink's run of common records: records i, i + 1, ... of
+ * the batch at *pc, parsed by the fast parser and written straight into the
+ * columns, with the columns' pointers and lengths held in locals for the
+ * whole run (through the builder they are reloaded after every store, which
+ * may alias them) and short fields copied inline. On 100-byte records this
+ * took parsing and committing from about 3.4 to 2.7 times the CRC pass's
+ * time (perf samples, three alternating runs each). The run stops, before
+ * consuming it, at the first record that is anything but common -- one the
+ * fast parser does not take (headers, long varints, anything malformed), an
+ * offset delta out of order, an offset or timestamp that would overflow, a
+ * record the position or stop offset drops, one that does not fit the
+ * columns as they are -- and the general loop then takes that record exactly
+ * as it always did (reporting, skipping or growing), so what the run accepts
+ * is only what the general loop accepts, written as fkc_builder_put writes
+ * it. Returns the index of the first record it did not take; *prev_delta and
+ * the cursor follow the records taken. Only for a builder without zero-copy
+ * views and without the share column (fkc_parse_records_v2 checks). */
+static __attribute__((noinline)) int32_t fkc_columns_run(fkc_decoder *d, fkc_cursor *pc, const fkc_batch_fields *h,
+                                                         int32_t i, int32_t *prev_delta)
+{
+    fkc_arrow_builder *b = d->cols;
+    const fkc_decode_opts *o = d->opts;
+    fkc_cursor cur = *pc;
+    const int32_t record_count = h->record_count, last_offset_delta = h->last_offset_delta;
+    const int64_t base_offset = h->base_offset, base_timestamp = h->base_timestamp;
+    const int64_t max_timestamp = h->max_timestamp;
+    const int timestamp_type = h->timestamp_type;
+    const int64_t floor = d->next_offset, stop = o->stop_offset;
+    const int check_us = o->arrow_timestamps;
+    int32_t prev = *prev_delta;
+    size_t row = b->rows;
+    const size_t rows_cap = b->rows_cap;
+    uint8_t *const key_data = b->key_data.data, *const value_data = b->value_data.data;
+    size_t key_len = b->key_data.len, value_len = b->value_data.len;
+    const size_t key_cap = b->key_data.cap, value_cap = b->value_data.cap;
+    int32_t *const key_offsets = b->key_offsets, *const value_offsets = b->value_offsets;
+    int32_t *const headers_offsets = b->headers_offsets, *const timestamp_types = b->timestamp_type;
+    int64_t *const offsets = b->offset, *const timestamps = b->timestamp;
+    uint8_t *const key_validity = b->key_validity, *const value_validity = b->value_validity;
+    const int32_t headers_so_far = (int32_t)b->headers;
+    int64_t key_nulls = b->key_nulls, value_nulls = b->value_nulls, headers_nulls = b->headers_nulls;
+    for (; i < record_count && row < rows_cap; i++) {
+        fkc_cursor at = cur;
+        fkc_record rec;
+        int64_t timestamp_delta;
+        int32_t offset_delta;
+        if (!fkc_parse_record_v2_fast(&at, &rec, &timestamp_delta, &offset_delta))
+            break;
+        if (offset_delta <= prev || offset_delta > last_offset_delta)
+            break;
+        int64_t offset, timestamp = max_timestamp, us;
+        if (__builtin_add_overflow(base_offset, (int64_t)offset_delta, &offset))
+            break;
+        if (timestamp_type != 1 && __builtin_add_overflow(base_timestamp, timestamp_delta, &timestamp))
+            break;
+        if (offset < floor || (stop >= 0 && offset >= stop))
+            break;
+        if (check_us && __builtin_mul_overflow(timestamp, (int64_t)1000, &us))
+            break;
+        if (fkc_len_or_0(rec.key_len) > key_cap - key_len || fkc_len_or_0(rec.value_len) > value_cap - value_len)
+            break;
+        if (rec.key_len >= 0) {
+            fkc_copy_field(key_data + key_len, rec.key, (size_t)rec.key_len);
+            key_len += (size_t)rec.key_len;
+        } else {
+            fkc_builder_bit_clear(key_validity, row);
+            key_nulls++;
+        }
+        key_offsets[row + 1] = (int32_t)key_len;
+        if (rec.value_len >= 0) {
+            fkc_copy_field(value_data + value_len, rec.value, (size_t)rec.value_len);
+            value_len += (size_t)rec.value_len;
+        } else {
+            fkc_builder_bit_clear(value_validity, row);
+            value_nulls++;
+        }
+        value_offsets[row + 1] = (int32_t)value_len;
+        offsets[row] = offset;
+        timestamps[row] = (int64_t)((uint64_t)timestamp * 1000u); /* as fkc_builder_put: wrapping, checked above */
+        timestamp_types[row] = timestamp_type;
+        headers_offsets[row + 1] = headers_so_far; /* no headers: a null list */
+        headers_nulls++;
+        row++;
+        prev = offset_delta;
+        cur = at;
+    }
+    b->rows = row;
+    b->key_data.len = key_len;
+    b->value_data.len = value_len;
+    b->key_nulls = key_nulls;
+    b->value_nulls = value_nulls;
+    b->headers_nulls = headers_nulls;
+    *prev_delta = prev;
+    *pc = cur;
+    return i;
+}
+
 /* Parse a v2 batch's RecordCount records from *pc into the sink:
  * to_columns (a constant at both call sites, so each instance keeps only
  * its sink's code): the step's Arrow columns, else descriptors (control
@@ -649,7 +779,20 @@ static inline __attribute__((always_inline)) int fkc_parse_records_v2(fkc_decode
     fkc_record scratch;
     fkc_record parsed; /* the record on its way to the columns */
     int32_t prev_delta = -1;
+    /* The copying Arrow sink takes runs of common records in fkc_columns_run;
+     * this loop takes each record a run stops at, then the next run starts.
+     * A run that takes nothing ends the runs for the batch: its records are
+     * not common (headers, say), and a call per record would cost more than
+     * the run saves. */
+    int runs = to_columns && !d->cols->zero_copy && !d->cols->share && !d->opts->share;
     for (int32_t i = 0; i < record_count; i++) {
+        if (runs) {
+            int32_t stopped = fkc_columns_run(d, pc, h, i, &prev_delta);
+            runs = stopped > i;
+            i = stopped;
+            if (i == record_count)
+                break;
+        }
         /* Each record takes at least one byte, so a count larger than the
          * bytes left fails here rather than looping or preallocating. */
         if (fkc_cursor_remaining(pc) == 0)

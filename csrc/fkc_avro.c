@@ -126,9 +126,7 @@ static int tape_grow(avro_run *r, size_t more)
 {
     fkc_avro_tape *t = r->tape;
     t->len = t->v != NULL ? (size_t)(r->w - t->v) : 0;
-    int64_t *v = t->cap - t->len >= more ? t->v
-                 : more <= SIZE_MAX - t->len ? fkc_grow(t->v, &t->cap, t->len + more, sizeof *v, 256)
-                                             : NULL;
+    int64_t *v = t->cap - t->len >= more ? t->v : fkc_grow_by(t->v, &t->cap, t->len, more, sizeof *v, 256);
     if (v == NULL) {
         r->nomem = 1;
         return 0;

@@ -49,4 +49,15 @@ static inline void *fkc_grow(void *data, size_t *cap, size_t need, size_t elem_s
     return grown;
 }
 
+/* fkc_grow() for `more` elements after the `used` ones the array holds:
+ * the one place that checks used + more against size_t, so that callers
+ * count in what they append rather than in totals. Same result contract. */
+static inline void *fkc_grow_by(void *data, size_t *cap, size_t used, size_t more, size_t elem_size,
+                                size_t first)
+{
+    if (more > SIZE_MAX - used)
+        return NULL;
+    return fkc_grow(data, cap, used + more, elem_size, first);
+}
+
 #endif /* FKC_GROW_H */

@@ -159,9 +159,7 @@ static int tape_reserve(pb_run *r, size_t used, size_t more)
         /* a new tape starts at 256 words, or at the ceiling where a test
          * lowered it below (so that its small payloads make the tape grow) */
         size_t ceiling = reserve_ceiling(t);
-        int64_t *v = more <= SIZE_MAX - used
-                         ? fkc_grow(t->v, &t->cap, used + more, sizeof *v, ceiling < 256 ? ceiling : 256)
-                         : NULL;
+        int64_t *v = fkc_grow_by(t->v, &t->cap, used, more, sizeof *v, ceiling < 256 ? ceiling : 256);
         if (v == NULL) {
             r->nomem = r->failed = 1;
             return 0;

@@ -259,8 +259,7 @@ typedef struct pa_run {
 static int64_t pa_push(pa_run *r, size_t n)
 {
     if (n > r->cap - r->top) {
-        int64_t *grown = n <= SIZE_MAX - r->top ? fkc_grow(r->scratch, &r->cap, r->top + n, sizeof *grown, 1024)
-                                                 : NULL;
+        int64_t *grown = fkc_grow_by(r->scratch, &r->cap, r->top, n, sizeof *grown, 1024);
         if (grown == NULL) {
             fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "arrow scratch", "out of memory");
             return -1;

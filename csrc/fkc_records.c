@@ -1584,9 +1584,7 @@ static int fkc_out_reserve(fkc_decode_result *out, size_t n)
 {
     if (n <= out->capacity - out->count)
         return 1;
-    fkc_record *grown = n <= SIZE_MAX - out->count
-                            ? (fkc_record *)fkc_grow(out->records, &out->capacity, out->count + n, sizeof *grown, 256)
-                            : NULL;
+    fkc_record *grown = fkc_grow_by(out->records, &out->capacity, out->count, n, sizeof *grown, 256);
     if (grown == NULL)
         return 0;
     out->records = grown;

@@ -421,7 +421,16 @@ static void test_grow(void)
     }
     CHECK(w[0] == 7 && w[3] == 9);
     CHECK(fkc_grow(w, &cap, SIZE_MAX, sizeof *w, 4) == NULL && cap == 8 && w[3] == 9);
-    free(w);
+    /* by a count after what is used: the sum that would wrap fails, leaving both alone */
+    CHECK(fkc_grow_by(w, &cap, SIZE_MAX - 1, 2, 1, 4) == NULL && cap == 8 && w[3] == 9);
+    int64_t *x = (int64_t *)fkc_grow_by(w, &cap, 6, 5, sizeof *x, 4);
+    CHECK(x != NULL && cap == 16);
+    if (x == NULL) {
+        free(w);
+        return;
+    }
+    CHECK(x[0] == 7 && x[3] == 9);
+    free(x);
 }
 
 int main(void)

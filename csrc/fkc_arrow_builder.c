@@ -1,6 +1,7 @@
 /* fkc_arrow_builder.c — growable Arrow columns; see fkc_arrow_builder.h. */
 #include "fkc_arrow_builder.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,19 +43,30 @@ static size_t fkc_slot(size_t nbytes)
  * poll_arrow() builds one batch per call, so each call used to map a fresh
  * arena of ~10 MB (73,000 rows of 100 bytes) and the kernel faulted and
  * zeroed it page by page: a quarter of poll_arrow()'s profile on the e2e
- * benchmark. The last released arena (up to FKC_ARENA_KEEP_MAX) is kept in
- * one slot and handed to the next builder that asks for at least
- * FKC_ARENA_REUSE_MIN bytes and fits in it; that builder then spreads its
- * capacities over the whole arena (fkc_regrow), so it rarely grows again.
+ * benchmark. Released arenas are kept idle and handed to the next builder
+ * that asks for at least FKC_ARENA_REUSE_MIN bytes and fits in one (the
+ * smallest that fits); that builder then spreads its capacities over the
+ * whole arena (fkc_regrow), so it rarely grows again.
+ *
+ * Two idle arenas, not one: an application that holds the batch it works on
+ * while the next is decoded, then drops both (the end of a loop, a list of
+ * batches let go), released two arenas at once, and with one slot the next
+ * decode but one faulted a whole fresh arena in: ~330 page faults of ~3 µs
+ * each on this project's VM per 1 MB fetch, a fifth of decode_arrow's time
+ * in benchmarks/decode_table.py. The idle arenas together stay within
+ * FKC_ARENA_KEEP_MAX, the bound the single slot had, the oldest freed first.
+ *
  * A batch is released wherever its last reference dies, on any thread and
- * without the GIL, hence the atomic slot. At most one idle arena is held
- * per process. Each arena carries its size in a 64-byte header before the
- * columns (keeps them 64-byte aligned). */
+ * without the GIL, hence the lock (held for a few loads and stores; free()
+ * runs outside it). Each arena carries its size in a 64-byte header before
+ * the columns (keeps them 64-byte aligned). */
 #define FKC_ARENA_HEADER 64
 #define FKC_ARENA_KEEP_MAX ((size_t)256 << 20)
 #define FKC_ARENA_REUSE_MIN ((size_t)64 << 10)
+#define FKC_ARENA_IDLE_SLOTS 2
 
-static _Atomic(uint8_t *) fkc_idle_arena = NULL;
+static pthread_mutex_t fkc_idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *fkc_idle[FKC_ARENA_IDLE_SLOTS]; /* oldest first; NULLs after the last held */
 static _Atomic(uint64_t) fkc_arena_reuses = 0;
 
 uint64_t fkc_arena_reuse_count(void)
@@ -69,18 +81,44 @@ static size_t fkc_arena_size(const uint8_t *arena)
     return size;
 }
 
+static void fkc_arena_free(uint8_t *arena)
+{
+    if (arena != NULL)
+        free(arena - FKC_ARENA_HEADER);
+}
+
+/* The smallest idle arena of at least `want` bytes, taken out of the pool
+ * (which stays packed, oldest first); NULL when none fits. */
+static uint8_t *fkc_idle_take(size_t want)
+{
+    uint8_t *best = NULL;
+    pthread_mutex_lock(&fkc_idle_lock);
+    int at = -1;
+    for (int i = 0; i < FKC_ARENA_IDLE_SLOTS && fkc_idle[i] != NULL; i++) {
+        size_t size = fkc_arena_size(fkc_idle[i]);
+        if (size >= want && (best == NULL || size < fkc_arena_size(best))) {
+            best = fkc_idle[i];
+            at = i;
+        }
+    }
+    if (best != NULL) {
+        for (int i = at; i + 1 < FKC_ARENA_IDLE_SLOTS; i++)
+            fkc_idle[i] = fkc_idle[i + 1];
+        fkc_idle[FKC_ARENA_IDLE_SLOTS - 1] = NULL;
+    }
+    pthread_mutex_unlock(&fkc_idle_lock);
+    return best;
+}
+
 /* An arena of at least `want` bytes (a multiple of 64); *have: its size. */
 static uint8_t *fkc_arena_take(size_t want, size_t *have)
 {
     if (want >= FKC_ARENA_REUSE_MIN) {
-        uint8_t *idle = atomic_exchange(&fkc_idle_arena, NULL);
+        uint8_t *idle = fkc_idle_take(want);
         if (idle != NULL) {
-            if (fkc_arena_size(idle) >= want) {
-                atomic_fetch_add(&fkc_arena_reuses, 1);
-                *have = fkc_arena_size(idle);
-                return idle;
-            }
-            free(idle - FKC_ARENA_HEADER);
+            atomic_fetch_add(&fkc_arena_reuses, 1);
+            *have = fkc_arena_size(idle);
+            return idle;
         }
     }
     if (want > SIZE_MAX - FKC_ARENA_HEADER)
@@ -93,18 +131,38 @@ static uint8_t *fkc_arena_take(size_t want, size_t *have)
     return base + FKC_ARENA_HEADER;
 }
 
+/* `arena` idle as the newest; the oldest ones freed while there are more
+ * than FKC_ARENA_IDLE_SLOTS or more than FKC_ARENA_KEEP_MAX bytes idle. */
 static void fkc_arena_give_back(uint8_t *arena)
 {
     if (arena == NULL)
         return;
     size_t size = fkc_arena_size(arena);
     if (size < FKC_ARENA_REUSE_MIN || size > FKC_ARENA_KEEP_MAX) {
-        free(arena - FKC_ARENA_HEADER);
+        fkc_arena_free(arena);
         return;
     }
-    uint8_t *previous = atomic_exchange(&fkc_idle_arena, arena);
-    if (previous != NULL)
-        free(previous - FKC_ARENA_HEADER);
+    uint8_t *evicted[FKC_ARENA_IDLE_SLOTS];
+    int nevicted = 0;
+    pthread_mutex_lock(&fkc_idle_lock);
+    int held = 0;
+    size_t total = size;
+    while (held < FKC_ARENA_IDLE_SLOTS && fkc_idle[held] != NULL)
+        total += fkc_arena_size(fkc_idle[held++]);
+    int drop = 0; /* the oldest `drop` go */
+    while (drop < held && (held - drop + 1 > FKC_ARENA_IDLE_SLOTS || total > FKC_ARENA_KEEP_MAX)) {
+        total -= fkc_arena_size(fkc_idle[drop]);
+        evicted[nevicted++] = fkc_idle[drop++];
+    }
+    int kept = 0;
+    for (int i = drop; i < held && kept < FKC_ARENA_IDLE_SLOTS - 1; i++) /* the bound: always, by the loop above */
+        fkc_idle[kept++] = fkc_idle[i];
+    fkc_idle[kept++] = arena;
+    while (kept < FKC_ARENA_IDLE_SLOTS)
+        fkc_idle[kept++] = NULL;
+    pthread_mutex_unlock(&fkc_idle_lock);
+    for (int i = 0; i < nevicted; i++)
+        fkc_arena_free(evicted[i]);
 }
 
 /* Slot offsets for the capacities; 0 when the total does not fit size_t. */

@@ -124,6 +124,28 @@ def test_a_released_arena_serves_the_next_batch_and_never_a_live_one():
         del d
 
 
+def test_two_arenas_released_together_both_serve_the_next_batches():
+    from fastkc._core import _records
+
+    # An application that drops the batch it held and the one before together
+    # (the end of a loop, a list let go) releases two arenas at once; both
+    # are kept idle (fkc_arrow_builder.c, "arena reuse") so that neither of
+    # the next two decodes maps and faults in a fresh one.
+    def data(tag):
+        return batch([(0, b"%s-%d" % (tag, i), tag * 120, []) for i in range(1000)])
+
+    first = [R.decode_arrow(data(b"a"), topic="t", partition=0), R.decode_arrow(data(b"b"), topic="t", partition=0)]
+    del first
+    gc.collect()
+    reuses = _records._arena_reuses()
+    c = R.decode_arrow(data(b"c"), topic="t", partition=0)
+    d = R.decode_arrow(data(b"d"), topic="t", partition=0)
+    assert _records._arena_reuses() == reuses + 2
+    assert c.column("value").to_pylist() == [b"c" * 120] * 1000
+    assert d.column("value").to_pylist() == [b"d" * 120] * 1000
+    assert d.column("key").to_pylist() == [b"d-%d" % i for i in range(1000)]
+
+
 @pytest.mark.parametrize("ts_delta", [0, 1, 63, 64, 8191, 8192, (1 << 20) - 1, 1 << 20, 1 << 27, -(1 << 20), 1 << 40])
 @pytest.mark.parametrize("value_len", [0, 63, 64, 8191, 8192, 1 << 20, 1 << 21])
 def test_fast_and_checked_parsers_agree(ts_delta, value_len):

@@ -23,6 +23,8 @@ fastkc/schema_registry/avro_schema.py; fastkc/_twin/avro.py is the oracle.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
+from fastkc._core._bridge cimport (PyGC_Disable, PyGC_Enable, PyUnicode_DecodeUTF8, _PyDict_NewPresized,
+                                  float32_bits, float64_bits)
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_SetItem
@@ -44,11 +46,7 @@ from fastkc.schema_registry.avro_values import python_converts as _python_conver
 
 
 cdef extern from "Python.h":
-    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
     object PyUnicode_DecodeASCII(const char *s, Py_ssize_t size, const char *errors)
-    object _PyDict_NewPresized(Py_ssize_t minused)
-    int PyGC_Disable()
-    int PyGC_Enable()
 
 # decode_many reads and builds this many payloads at a time: the tape of a
 # chunk stays in cache and is reused, where one tape for a whole fetch
@@ -162,23 +160,7 @@ cdef object _UTC = _datetime.timezone.utc  # fastavro's tzinfo for the aware tim
 cdef int64_t _US_BOUND = 400_000_000_000_000_000
 
 
-cdef inline double _f32(int64_t bits) noexcept:
-    cdef uint32_t b = <uint32_t>bits
-    cdef float f
-    memcpy(&f, &b, 4)
-    return f
-
-
-cdef inline double _f64(int64_t bits) noexcept:
-    cdef uint64_t b = <uint64_t>bits
-    cdef double d
-    memcpy(&d, &b, 8)
-    return d
-
-
 cdef object _import_array = None
-
-
 
 
 include "_payloads.pxi"
@@ -520,9 +502,9 @@ cdef class Decoder:
                 return PyFloat_FromDouble(<double>v)
             raw = PyLong_FromLongLong(v)
         elif wire == FKC_AVRO_FLOAT:
-            raw = PyFloat_FromDouble(_f32(self._next()))
+            raw = PyFloat_FromDouble(float32_bits(self._next()))
         elif wire == FKC_AVRO_DOUBLE:
-            raw = PyFloat_FromDouble(_f64(self._next()))
+            raw = PyFloat_FromDouble(float64_bits(self._next()))
         elif wire == FKC_AVRO_FIXED:
             raw = PyBytes_FromStringAndSize(<const char *>self.base + self._next(), op[4])
         else:

@@ -25,6 +25,8 @@ fastkc/_twin/protobuf.py is the oracle.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
+from fastkc._core._bridge cimport (PyGC_Disable, PyGC_Enable, PyUnicode_DecodeUTF8, _PyDict_NewPresized,
+                                  float32_bits, float64_bits)
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_Contains
@@ -49,11 +51,7 @@ from fastkc.schema_registry.protobuf_wkt import converter as _converter
 
 
 cdef extern from "Python.h":
-    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
-    object _PyDict_NewPresized(Py_ssize_t minused)
     int PyDict_DelItem(object d, object key) except -1
-    int PyGC_Disable()
-    int PyGC_Enable()
 
 # as the Avro decoder: this many payloads are read and built at a time, on
 # one reused tape that stays in cache
@@ -145,21 +143,6 @@ cdef extern from "fkc_protobuf_arrow.h":
 # pyarrow.Array._import_from_c, looked up on the first decode_arrow (pyarrow
 # is optional: only the Arrow path needs it)
 _import_array = None
-
-
-
-cdef inline double _f32(int64_t bits) noexcept:
-    cdef uint32_t b = <uint32_t>bits
-    cdef float f
-    memcpy(&f, &b, 4)
-    return f
-
-
-cdef inline double _f64(int64_t bits) noexcept:
-    cdef uint64_t b = <uint64_t>bits
-    cdef double d
-    memcpy(&d, &b, 8)
-    return d
 
 
 include "_payloads.pxi"
@@ -425,9 +408,9 @@ cdef class ProtobufDecoder:
         if kind == FKC_PB_BOOL:
             return v != 0
         if kind == FKC_PB_DOUBLE:
-            return PyFloat_FromDouble(_f64(v))
+            return PyFloat_FromDouble(float64_bits(v))
         if kind == FKC_PB_FLOAT:
-            return PyFloat_FromDouble(_f32(v))
+            return PyFloat_FromDouble(float32_bits(v))
         # an enum: its name when known (NullValue's is None), else the number
         key = PyLong_FromLongLong(v)
         name = PyDict_GetItem(enum_names, key)

@@ -3,6 +3,7 @@
 # (Cython reads this file before _records.pyx, whose namespace it joins).
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from cpython.ref cimport PyObject
+from fastkc._core._bridge cimport PyGC_Disable, PyGC_Enable
 
 
 cdef extern from "Python.h":
@@ -10,8 +11,6 @@ cdef extern from "Python.h":
         pass
     object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
     int PyBUF_READ
-    int PyGC_Disable()
-    int PyGC_Enable()
 
 
 cdef extern from "fkc_errors.h":

@@ -666,6 +666,24 @@ static inline __attribute__((always_inline)) void fkc_copy_field(uint8_t *dst, c
     memcpy(dst, src, n);
 }
 
+/* One key or value of a run into its column: the bytes (len >= 0) or a
+ * null (len -1: the validity bit cleared, the null counted), then the
+ * row's end offset. The locals of fkc_columns_run stay in registers (the
+ * pointers to them vanish when this is inlined). */
+static inline __attribute__((always_inline)) void fkc_run_put_field(uint8_t *data, size_t *len, int32_t *ends,
+                                                                     uint8_t *validity, int64_t *nulls, size_t row,
+                                                                     const uint8_t *src, int32_t n)
+{
+    if (n >= 0) {
+        fkc_copy_field(data + *len, src, (size_t)n);
+        *len += (size_t)n;
+    } else {
+        fkc_builder_bit_clear(validity, row);
+        (*nulls)++;
+    }
+    ends[row + 1] = (int32_t)*len;
+}
+
 /* The copying Arrow sink's run of common records: records i, i + 1, ... of
  * the batch at *pc, parsed by the fast parser and written straight into the
  * columns, with the columns' pointers and lengths held in locals for the
@@ -727,22 +745,9 @@ static __attribute__((noinline)) int32_t fkc_columns_run(fkc_decoder *d, fkc_cur
             break;
         if (fkc_len_or_0(rec.key_len) > key_cap - key_len || fkc_len_or_0(rec.value_len) > value_cap - value_len)
             break;
-        if (rec.key_len >= 0) {
-            fkc_copy_field(key_data + key_len, rec.key, (size_t)rec.key_len);
-            key_len += (size_t)rec.key_len;
-        } else {
-            fkc_builder_bit_clear(key_validity, row);
-            key_nulls++;
-        }
-        key_offsets[row + 1] = (int32_t)key_len;
-        if (rec.value_len >= 0) {
-            fkc_copy_field(value_data + value_len, rec.value, (size_t)rec.value_len);
-            value_len += (size_t)rec.value_len;
-        } else {
-            fkc_builder_bit_clear(value_validity, row);
-            value_nulls++;
-        }
-        value_offsets[row + 1] = (int32_t)value_len;
+        fkc_run_put_field(key_data, &key_len, key_offsets, key_validity, &key_nulls, row, rec.key, rec.key_len);
+        fkc_run_put_field(value_data, &value_len, value_offsets, value_validity, &value_nulls, row, rec.value,
+                          rec.value_len);
         offsets[row] = offset;
         timestamps[row] = (int64_t)((uint64_t)timestamp * 1000u); /* as fkc_builder_put: wrapping, checked above */
         timestamp_types[row] = timestamp_type;

@@ -4,9 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_avro_read.h"
 #include "fkc_grow.h"
-#include "fkc_records.h" /* fkc_utf8_valid: UTF-8 as Python's strict decoder takes it */
-#include "fkc_varint.h"
 
 /* ------------------------------------------------------------------------ */
 /* Program check: run once per program (the bridge checks at construction). */
@@ -95,7 +94,7 @@ int fkc_avro_check_program(const int32_t *code, size_t n)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The interpreter. */
+/* The interpreter: fkc_avro_read.h reads, this writes the tape. */
 
 typedef struct avro_run {
     const int32_t *code;
@@ -107,20 +106,6 @@ typedef struct avro_run {
     int64_t empty_budget; /* zero-byte items still allowed in this payload */
     int nomem;
 } avro_run;
-
-/* A failure about a value already read (its range, its mapping): reported
- * at `at`, the value's first byte. */
-static int fail_at(avro_run *r, size_t at, const char *what, const char *problem)
-{
-    fkc_cursor *c = &r->cur;
-    if (!c->failed) {
-        c->failed = 1;
-        c->what = what;
-        c->problem = problem;
-        c->fail_pos = at;
-    }
-    return 0;
-}
 
 static int tape_grow(avro_run *r, size_t more)
 {
@@ -149,112 +134,21 @@ static inline void tape_push(avro_run *r, int64_t x)
     *r->w++ = x; /* room reserved by the caller */
 }
 
-static inline size_t here(const avro_run *r)
-{
-    return fkc_cursor_tell(&r->cur);
-}
-
-static const char *const LENGTH_WHAT[] = {[FKC_AVRO_BYTES] = "bytes length", [FKC_AVRO_STRING] = "string length"};
-static const char *const VALUE_WHAT[] = {
-    [FKC_AVRO_NULL] = "null",     [FKC_AVRO_BOOLEAN] = "boolean", [FKC_AVRO_INT] = "int",
-    [FKC_AVRO_LONG] = "long",     [FKC_AVRO_FLOAT] = "float",     [FKC_AVRO_DOUBLE] = "double",
-    [FKC_AVRO_BYTES] = "bytes",   [FKC_AVRO_STRING] = "string",   [FKC_AVRO_FIXED] = "fixed",
-};
-
-/* A length-prefixed run of bytes (bytes, string, a map key): its offset and
- * length, checked against what is left before anything uses it. */
-static inline __attribute__((always_inline)) int read_blob(avro_run *r, const char *len_what, const char *what,
-                                                            int utf8, size_t *off, size_t *len)
-{
-    fkc_cursor *c = &r->cur;
-    size_t at = here(r);
-    int64_t n = fkc_read_varlong(c, len_what);
-    if (c->failed)
-        return 0;
-    if (n < 0)
-        return fail_at(r, at, len_what, "negative length");
-    *off = here(r);
-    const uint8_t *p = fkc_read_bytes(c, (size_t)n, what);
-    if (p == NULL)
-        return 0;
-    if (utf8 && !fkc_utf8_valid(p, (size_t)n))
-        return fail_at(r, *off, what, "invalid UTF-8");
-    *len = (size_t)n;
-    return 1;
-}
-
 /* Inlined into the record loop: a call per field cost as much as reading it. */
 static inline __attribute__((always_inline)) int scalar(avro_run *r, const int32_t *op, int emit)
 {
-    fkc_cursor *c = &r->cur;
-    int32_t wire = op[1], out = op[2], logical = op[3];
-    const char *what = VALUE_WHAT[wire];
-    size_t at = here(r);
-    if (emit && !tape_reserve(r, 3))
+    int64_t words[2];
+    if (!emit)
+        return fkc_avro_read_scalar(&r->cur, op, 0, words) >= 0;
+    if (!tape_reserve(r, 3))
         return 0;
-    if (emit && logical)
-        tape_push(r, (int64_t)at);
-    switch (wire) {
-    case FKC_AVRO_NULL:
-        return 1;
-    case FKC_AVRO_BOOLEAN: {
-        uint8_t b = fkc_read_u8(c, what);
-        if (c->failed)
-            return 0;
-        if (b > 1)
-            return fail_at(r, at, what, "invalid boolean");
-        if (emit)
-            tape_push(r, b);
-        return 1;
-    }
-    case FKC_AVRO_INT: {
-        int32_t v = fkc_read_varint(c, what);
-        if (c->failed)
-            return 0;
-        if (emit)
-            tape_push(r, v);
-        return 1;
-    }
-    case FKC_AVRO_LONG: {
-        int64_t v = fkc_read_varlong(c, what);
-        if (c->failed)
-            return 0;
-        if (emit)
-            tape_push(r, v);
-        return 1;
-    }
-    case FKC_AVRO_FLOAT:
-    case FKC_AVRO_DOUBLE: {
-        size_t width = wire == FKC_AVRO_FLOAT ? 4 : 8;
-        const uint8_t *p = fkc_read_bytes(c, width, what);
-        if (p == NULL)
-            return 0;
-        uint64_t bits = 0;
-        for (size_t i = width; i-- > 0;) /* little-endian on the wire */
-            bits = (bits << 8) | p[i];
-        if (emit)
-            tape_push(r, (int64_t)bits);
-        return 1;
-    }
-    case FKC_AVRO_BYTES:
-    case FKC_AVRO_STRING: {
-        size_t off, len;
-        if (!read_blob(r, LENGTH_WHAT[wire], what, emit && out == FKC_AVRO_STRING, &off, &len))
-            return 0;
-        if (emit) {
-            tape_push(r, (int64_t)off);
-            tape_push(r, (int64_t)len);
-        }
-        return 1;
-    }
-    default: { /* FKC_AVRO_FIXED */
-        if (!fkc_skip(c, (size_t)op[4], what))
-            return 0;
-        if (emit)
-            tape_push(r, (int64_t)at);
-        return 1;
-    }
-    }
+    if (op[3]) /* a writer's logical type: its first byte, for the sink's errors */
+        tape_push(r, (int64_t)fkc_cursor_tell(&r->cur));
+    int n = fkc_avro_read_scalar(&r->cur, op, 1, r->w);
+    if (n < 0)
+        return 0;
+    r->w += n;
+    return 1;
 }
 
 static int value(avro_run *r, int32_t pc, int32_t depth, int emit);
@@ -263,10 +157,6 @@ static int value(avro_run *r, int32_t pc, int32_t depth, int emit);
 static int blocks(avro_run *r, const int32_t *op, int32_t depth, int emit, int is_map)
 {
     fkc_cursor *c = &r->cur;
-    const char *count_what = is_map ? "map block count" : "array block count";
-    const char *size_what = is_map ? "map block size" : "array block size";
-    /* a map item is at least its key's length byte */
-    uint64_t min_item = (uint64_t)op[2] + (is_map ? 1u : 0u);
     size_t slot = 0;
     if (emit) {
         if (!tape_reserve(r, 1))
@@ -274,41 +164,13 @@ static int blocks(avro_run *r, const int32_t *op, int32_t depth, int emit, int i
         slot = (size_t)(r->w - r->tape->v); /* an index: the tape may move as it grows */
         tape_push(r, 0);
     }
-    int64_t total = 0;
-    for (;;) {
-        size_t at = here(r);
-        int64_t count = fkc_read_varlong(c, count_what);
-        if (c->failed)
-            return 0;
-        if (count == 0)
-            break;
-        if (count < 0) {
-            if (count == INT64_MIN)
-                return fail_at(r, at, count_what, "count out of range");
-            count = -count;
-            size_t size_at = here(r);
-            int64_t size = fkc_read_varlong(c, size_what);
-            if (c->failed)
-                return 0;
-            if (size < 0)
-                return fail_at(r, size_at, size_what, "negative length");
-            if ((uint64_t)size > fkc_cursor_remaining(c))
-                return fail_at(r, size_at, size_what, "past the end");
-        }
-        if (min_item > 0) {
-            if ((uint64_t)count > fkc_cursor_remaining(c) / min_item)
-                return fail_at(r, at, count_what, "more items than bytes left");
-        } else {
-            int64_t weight = op[3]; /* values of no bytes per item, >= 1 */
-            if (count > r->empty_budget / weight)
-                return fail_at(r, at, count_what, "too many items");
-            r->empty_budget -= count * weight;
-        }
+    int64_t total = 0, count;
+    while (fkc_avro_read_block(c, op, is_map, &r->empty_budget, &count) && count > 0) {
         total += count;
         for (int64_t i = 0; i < count; i++) {
             if (is_map) {
                 size_t off, len;
-                if (!read_blob(r, "map key length", "map key", emit, &off, &len))
+                if (!fkc_avro_read_key(c, emit, &off, &len))
                     return 0;
                 if (emit) {
                     if (!tape_reserve(r, 2))
@@ -321,6 +183,8 @@ static int blocks(avro_run *r, const int32_t *op, int32_t depth, int emit, int i
                 return 0;
         }
     }
+    if (c->failed)
+        return 0;
     if (emit)
         r->tape->v[slot] = total;
     return 1;
@@ -332,21 +196,13 @@ static int value(avro_run *r, int32_t pc, int32_t depth, int emit)
     const int32_t *op = r->code + pc;
     if (op[0] == FKC_AVRO_OP_SCALAR)
         return scalar(r, op, emit);
-    if (op[0] != FKC_AVRO_OP_ENUM && depth >= r->max_depth) {
-        static const char *const names[] = {[FKC_AVRO_OP_ARRAY] = "array", [FKC_AVRO_OP_MAP] = "map",
-                                            [FKC_AVRO_OP_UNION] = "union", [FKC_AVRO_OP_RECORD] = "record"};
-        return fail_at(r, here(r), names[op[0]], "nesting too deep");
-    }
+    if (!fkc_avro_nest(c, op, depth, r->max_depth))
+        return 0;
     switch (op[0]) {
     case FKC_AVRO_OP_ENUM: {
-        size_t at = here(r);
-        int32_t i = fkc_read_varint(c, "enum index");
-        if (c->failed)
+        int32_t i;
+        if (!fkc_avro_read_enum(c, op, &i))
             return 0;
-        if (i < 0 || i >= op[1])
-            return fail_at(r, at, "enum index", "index out of range");
-        if (op[2 + 2 * i] < 0)
-            return fail_at(r, at, "enum symbol", "not in the reader's symbols");
         if (emit) {
             if (!tape_reserve(r, 1))
                 return 0;
@@ -358,21 +214,15 @@ static int value(avro_run *r, int32_t pc, int32_t depth, int emit)
     case FKC_AVRO_OP_MAP:
         return blocks(r, op, depth + 1, emit, op[0] == FKC_AVRO_OP_MAP);
     case FKC_AVRO_OP_UNION: {
-        size_t at = here(r);
-        int64_t i = fkc_read_varlong(c, "union branch");
-        if (c->failed)
+        int32_t i;
+        if (!fkc_avro_read_branch(c, op, &i))
             return 0;
-        if (i < 0 || i >= op[1])
-            return fail_at(r, at, "union branch", "index out of range");
-        int32_t target = op[2 + 2 * i];
-        if (target < 0)
-            return fail_at(r, at, "union branch", "no match in the reader's schema");
         if (emit) {
             if (!tape_reserve(r, 1))
                 return 0;
             tape_push(r, i);
         }
-        return value(r, target, depth + 1, emit);
+        return value(r, op[2 + 2 * i], depth + 1, emit);
     }
     default: { /* FKC_AVRO_OP_RECORD */
         int32_t nfields = op[1];
@@ -386,6 +236,22 @@ static int value(avro_run *r, int32_t pc, int32_t depth, int emit)
         return 1;
     }
     }
+}
+
+int fkc_avro_skip_value(const int32_t *code, int32_t pc, fkc_cursor *c, int32_t depth, int64_t *empty_budget)
+{
+    avro_run r;
+    r.code = code;
+    r.cur = *c;
+    r.tape = NULL;
+    r.w = r.w_end = NULL;
+    r.max_depth = code[2];
+    r.empty_budget = *empty_budget;
+    r.nomem = 0;
+    int ok = value(&r, pc, depth, 0);
+    *c = r.cur;
+    *empty_budget = r.empty_budget;
+    return ok;
 }
 
 size_t fkc_avro_decode_many(const int32_t *code, size_t code_len, const uint8_t *const *payloads,
@@ -409,7 +275,7 @@ size_t fkc_avro_decode_many(const int32_t *code, size_t code_len, const uint8_t 
         r.empty_budget = code[3];
         int ok = value(&r, code[1], 0, 1);
         if (ok && !allow_trailing && fkc_cursor_remaining(&r.cur) > 0)
-            ok = fail_at(&r, here(&r), "datum", "trailing bytes");
+            ok = fkc_avro_fail_at(&r.cur, fkc_cursor_tell(&r.cur), "datum", "trailing bytes");
         if (!ok) {
             err->index = i;
             err->nomem = r.nomem;

@@ -1,4 +1,4 @@
-/* fkc_avro_arrow.c — the Avro tape → Arrow array sink; see fkc_avro_arrow.h.
+/* fkc_avro_arrow.c — Avro payloads → one Arrow array, by a plan; see fkc_avro_arrow.h.
  * The columns themselves (growth, limits, export) are fkc_typed_columns.c's;
  * this file follows the Avro program's steps into them. */
 #include "fkc_avro_arrow.h"
@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fkc_avro_read.h"
 #include "fkc_records.h" /* fkc_utf8_valid */
 
 #define AA_MAX_DEPTH FKC_TC_MAX_DEPTH /* steps nest at most as deep as columns */
@@ -38,6 +39,23 @@ static int aa_span(const fkc_avro_arrow_plan *p, int64_t off, int64_t len)
 static int aa_decimal_from_be(const uint8_t *p, size_t n, size_t width, const uint8_t *bound, uint8_t *out)
 {
     uint8_t sign = n > 0 && (p[0] & 0x80) ? (uint8_t)0xFF : (uint8_t)0x00;
+    if (n <= 8) {
+        /* most decimals (amounts, prices) take a few bytes: read them as one
+         * int64 and compare its magnitude with the bound's low and high
+         * words, instead of byte loops over the whole width */
+        uint64_t u = sign ? UINT64_MAX : 0, lo, rest = 0;
+        for (size_t i = 0; i < n; i++)
+            u = (u << 8) | p[i];
+        uint64_t mag = sign ? ~u + 1 : u; /* INT64_MIN's magnitude is 2^63: still a uint64 */
+        memcpy(&lo, bound, 8);            /* little-endian, as every host we build for */
+        for (size_t i = 8; i < width; i++)
+            rest |= bound[i];
+        if (rest == 0 && mag >= lo)
+            return 0;
+        memcpy(out, &u, 8);
+        memset(out + 8, sign, width - 8);
+        return 1;
+    }
     if (n > width) {
         for (size_t i = 0; i < n - width; i++)
             if (p[i] != sign)
@@ -304,21 +322,43 @@ int fkc_avro_arrow_check(const fkc_avro_arrow_plan *plan)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The columns being built. */
+/* The columns being built, straight from the payload's bytes: the steps
+ * are walked as fkc_avro.c walks the program (the same reads, checks and
+ * nesting, fkc_avro_read.h's), each value written into its column as soon
+ * as it is read. (Reading onto a tape first and walking the steps over it
+ * cost about twice as much: every value was dispatched, stored and loaded
+ * twice.) */
+
+/* A record's fields, resolved once per build (fkc_avro_arrow_start) so the
+ * record loop dispatches on one word per field instead of loading its step,
+ * its op and its column in turn (that was a third of the walk's cost). */
+enum {
+    AF_STEP = 0,   /* anything else: aa_step(kid) */
+    AF_SKIP = 1,   /* a writer field the reader does not have: read past it */
+    AF_SCALAR = 2, /* a scalar into its column (aa_scalar) */
+    AF_BLOB = 3,   /* bytes or string into a binary or utf8 column */
+    AF_LONG = 4,   /* int or long into an int64 column that is not a time */
+    AF_INT = 5     /* int into an int32 column that is not a time */
+};
+
+typedef struct aa_field {
+    int32_t kind;
+    int32_t pc;        /* AF_SKIP: the writer field's program op */
+    const int32_t *op; /* the scalar kinds: the program op */
+    int64_t col;       /* the scalar kinds: the column */
+    int64_t kid;       /* AF_STEP: the step */
+} aa_field;
 
 typedef struct aa_run {
     const fkc_avro_arrow_plan *p;
-    fkc_tc_set *s;       /* the columns */
-    const int64_t *tape;
-    size_t pos;
-    const uint8_t *base; /* the payload the tape's offsets point into */
+    fkc_tc_set *s;        /* the columns */
+    aa_field *fields;     /* every record step's fields, in turn */
+    int32_t *first_field; /* per step word: where its fields start in `fields` (records only) */
+    fkc_cursor cur;       /* the payload being read */
+    const uint8_t *base;  /* its first byte: what read offsets count from */
+    int32_t max_depth;    /* the program's nesting bound */
+    int64_t empty_budget; /* zero-byte items still allowed in this payload */
 } aa_run;
-
-static inline int64_t aa_next(aa_run *r)
-{
-    return r->tape[r->pos++];
-}
-
 
 static int aa_decimal(aa_run *r, fkc_tc_col *c, const uint8_t *p, size_t n, size_t at)
 {
@@ -332,18 +372,21 @@ static int aa_decimal(aa_run *r, fkc_tc_col *c, const uint8_t *p, size_t n, size
 static inline __attribute__((always_inline)) int aa_scalar(aa_run *r, const int32_t *op, fkc_tc_col *c)
 {
     int32_t wire = op[1];
-    int64_t at = op[3] ? aa_next(r) : -1; /* a writer's logical type: its offset first */
+    const uint8_t *first = r->cur.pos; /* the value's first byte (its offset is needed only for an error) */
+    int64_t w[2];
+    if (fkc_avro_read_scalar(&r->cur, op, 1, w) < 0)
+        return 0;
     switch (wire) {
     case FKC_AVRO_NULL:
         return fkc_tc_fill(r->s, c);
     case FKC_AVRO_BOOLEAN:
-        return fkc_tc_put_bool(r->s, c, aa_next(r) != 0);
+        return fkc_tc_put_bool(r->s, c, w[0] != 0);
     case FKC_AVRO_INT:
     case FKC_AVRO_LONG: {
-        int64_t v = aa_next(r);
-        if (!fkc_tc_in_day(c->plan, v)) /* the offset is known when the writer declared the logical type */
-            return fkc_tc_fail(r->s, FKC_AA_VALUE, at >= 0 ? (size_t)at : 0,
-                           c->layout == FKC_TC_INT32 ? "time-millis" : "time-micros", "value out of range");
+        int64_t v = w[0];
+        if (!fkc_tc_in_day(c->plan, v)) /* the object path names the offset where the writer declared the type */
+            return fkc_tc_fail(r->s, FKC_AA_VALUE, op[3] ? (size_t)(first - r->base) : 0,
+                               c->layout == FKC_TC_INT32 ? "time-millis" : "time-micros", "value out of range");
         switch (c->layout) {
         case FKC_TC_INT32: {
             int32_t x = (int32_t)v; /* an int: in range */
@@ -362,7 +405,7 @@ static inline __attribute__((always_inline)) int aa_scalar(aa_run *r, const int3
         }
     }
     case FKC_AVRO_FLOAT: {
-        uint32_t bits = (uint32_t)aa_next(r);
+        uint32_t bits = (uint32_t)w[0];
         float f;
         memcpy(&f, &bits, 4);
         if (c->layout == FKC_TC_FLOAT32)
@@ -371,18 +414,18 @@ static inline __attribute__((always_inline)) int aa_scalar(aa_run *r, const int3
         return fkc_tc_put_fixed(r->s, c, &x);
     }
     case FKC_AVRO_DOUBLE: {
-        uint64_t bits = (uint64_t)aa_next(r);
+        uint64_t bits = (uint64_t)w[0];
         return fkc_tc_put_fixed(r->s, c, &bits);
     }
     case FKC_AVRO_BYTES:
     case FKC_AVRO_STRING: {
-        size_t off = (size_t)aa_next(r), len = (size_t)aa_next(r);
+        size_t off = (size_t)w[0], len = (size_t)w[1];
         if (c->layout == FKC_TC_DECIMAL)
-            return aa_decimal(r, c, r->base + off, len, at >= 0 ? (size_t)at : off);
+            return aa_decimal(r, c, r->base + off, len, op[3] ? (size_t)(first - r->base) : off);
         return fkc_tc_put_bytes(r->s, c, r->base + off, len);
     }
     default: { /* FKC_AVRO_FIXED */
-        size_t off = (size_t)aa_next(r);
+        size_t off = (size_t)w[0];
         if (c->layout == FKC_TC_DECIMAL)
             return aa_decimal(r, c, r->base + off, (size_t)op[4], off);
         return fkc_tc_put_fixed(r->s, c, r->base + off);
@@ -390,9 +433,8 @@ static inline __attribute__((always_inline)) int aa_scalar(aa_run *r, const int3
     }
 }
 
-static int aa_step(aa_run *r, int64_t sid);
+static int aa_step(aa_run *r, int64_t sid, int32_t depth);
 
-/* A list or map row around its items (written by `items`). */
 /* A list or map row around its items (written by its steps). */
 static int aa_nested_end(aa_run *r, fkc_tc_col *c)
 {
@@ -411,12 +453,13 @@ static int aa_map_key(aa_run *r, fkc_tc_col *entries, const uint8_t *key, size_t
 
 /* A dense union row whose value step `kid` writes into one of its children
  * (the plan check proved the child is one of c's). */
-static int aa_union(aa_run *r, fkc_tc_col *c, int64_t kid)
+static int aa_union(aa_run *r, fkc_tc_col *c, int64_t kid, int32_t depth)
 {
     size_t child = (size_t)r->p->steps[kid + 1] - c->first;
-    return fkc_tc_union_row(r->s, c, child) && aa_step(r, kid);
+    return fkc_tc_union_row(r->s, c, child) && aa_step(r, kid, depth);
 }
 
+/* A constant step (a reader's default): reads nothing. */
 static int aa_const(aa_run *r, const int64_t *s, fkc_tc_col *c)
 {
     int64_t n = s[5];
@@ -435,14 +478,14 @@ static int aa_const(aa_run *r, const int64_t *s, fkc_tc_col *c)
             return 0;
         c->len++;
         for (int64_t i = 0; i < n; i++)
-            if (!aa_step(r, kids[i]))
+            if (!aa_step(r, kids[i], 0))
                 return 0;
         return 1;
     case FKC_TC_LIST:
         if (!fkc_tc_begin(r->s, c))
             return 0;
         for (int64_t i = 0; i < n; i++)
-            if (!aa_step(r, kids[i]))
+            if (!aa_step(r, kids[i], 0))
                 return 0;
         return aa_nested_end(r, c);
     case FKC_TC_MAP: {
@@ -453,19 +496,91 @@ static int aa_const(aa_run *r, const int64_t *s, fkc_tc_col *c)
             if (!fkc_tc_begin(r->s, entries))
                 return 0;
             entries->len++;
-            if (!aa_step(r, kids[i]) || !aa_step(r, kids[i + 1]))
+            if (!aa_step(r, kids[i], 0) || !aa_step(r, kids[i + 1], 0))
                 return 0;
         }
         return aa_nested_end(r, c);
     }
     case FKC_TC_DENSE_UNION:
-        return aa_union(r, c, kids[0]);
+        return aa_union(r, c, kids[0], 0);
     default: /* fixed widths */
         return fkc_tc_put_fixed(r->s, c, bytes);
     }
 }
 
-static int aa_step(aa_run *r, int64_t sid)
+/* An array's or map's items, block by block, each into the child column
+ * (a map's: the entries struct's key and value). */
+static int aa_blocks(aa_run *r, const int32_t *op, fkc_tc_col *c, int64_t kid, int32_t depth)
+{
+    int is_map = op[0] == FKC_AVRO_OP_MAP;
+    fkc_cursor *cur = &r->cur;
+    if (!fkc_tc_begin(r->s, c))
+        return 0;
+    fkc_tc_col *entries = fkc_tc_child(r->s, c, 0);
+    int64_t count;
+    while (fkc_avro_read_block(cur, op, is_map, &r->empty_budget, &count) && count > 0) {
+        for (int64_t i = 0; i < count; i++) {
+            if (is_map) {
+                size_t off, len;
+                if (!fkc_avro_read_key(cur, 1, &off, &len) || !aa_map_key(r, entries, r->base + off, len))
+                    return 0;
+            }
+            if (!aa_step(r, kid, depth))
+                return 0;
+        }
+    }
+    return !cur->failed && aa_nested_end(r, c);
+}
+
+/* A record's row: its fields in writer order, then the reader's defaults. */
+static int aa_record(aa_run *r, fkc_tc_col *c, const aa_field *f, int64_t n, int32_t depth)
+{
+    fkc_cursor *cur = &r->cur;
+    if (!fkc_tc_begin(r->s, c))
+        return 0;
+    c->len++;
+    for (const aa_field *end = f + n; f < end; f++) {
+        fkc_tc_col *fc = &r->s->cols[f->col];
+        switch (f->kind) {
+        case AF_BLOB: {
+            size_t off, len;
+            if (!fkc_avro_read_blob(cur, FKC_AVRO_LENGTH_WHAT[f->op[1]], FKC_AVRO_VALUE_WHAT[f->op[1]],
+                                    f->op[2] == FKC_AVRO_STRING, &off, &len) ||
+                !fkc_tc_put_bytes(r->s, fc, r->base + off, len))
+                return 0;
+            break;
+        }
+        case AF_LONG: {
+            int64_t v = f->op[1] == FKC_AVRO_INT ? fkc_read_varint(cur, "int") : fkc_read_varlong(cur, "long");
+            if (cur->failed || !fkc_tc_put_fixed(r->s, fc, &v))
+                return 0;
+            break;
+        }
+        case AF_INT: {
+            int32_t v = fkc_read_varint(cur, "int");
+            if (cur->failed || !fkc_tc_put_fixed(r->s, fc, &v))
+                return 0;
+            break;
+        }
+        case AF_SCALAR:
+            if (!aa_scalar(r, f->op, fc))
+                return 0;
+            break;
+        case AF_SKIP:
+            if (!fkc_avro_skip_value(r->p->code, f->pc, cur, depth + 1, &r->empty_budget))
+                return 0;
+            break;
+        default:
+            if (!aa_step(r, f->kid, depth + 1))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* The value of step `sid` (its program op's) at nesting `depth`, as
+ * fkc_avro.c's value() reads it. */
+static int aa_step(aa_run *r, int64_t sid, int32_t depth)
 {
     const int64_t *s = r->p->steps + sid;
     fkc_tc_col *c = &r->s->cols[s[1]];
@@ -473,68 +588,85 @@ static int aa_step(aa_run *r, int64_t sid)
         return aa_const(r, s, c);
     const int64_t *kids = s + 3;
     const int32_t *op = r->p->code + s[0];
-    /* a reader union: the writer union's branch the tape names (phase 1 refused
-     * one without a step), or the one branch a writer type resolved to */
-    if (c->layout == FKC_TC_DENSE_UNION)
-        return aa_union(r, c, op[0] == FKC_AVRO_OP_UNION ? kids[aa_next(r)] : kids[0]);
-    switch (op[0]) {
-    case FKC_AVRO_OP_SCALAR:
+    if (op[0] == FKC_AVRO_OP_SCALAR && c->layout != FKC_TC_DENSE_UNION)
         return aa_scalar(r, op, c);
+    if (!fkc_avro_nest(&r->cur, op, depth, r->max_depth))
+        return 0;
+    int32_t i;
+    /* a reader union: the writer union's branch (phase 1's checks refuse one
+     * without a step), or the one branch a writer type resolved to, whose
+     * step reads the same value */
+    if (c->layout == FKC_TC_DENSE_UNION) {
+        if (op[0] != FKC_AVRO_OP_UNION)
+            return aa_union(r, c, kids[0], depth);
+        return fkc_avro_read_branch(&r->cur, op, &i) && aa_union(r, c, kids[i], depth + 1);
+    }
+    switch (op[0]) {
     case FKC_AVRO_OP_ENUM: {
-        int32_t reader_index = op[2 + 2 * aa_next(r)]; /* phase 1 refused a symbol the reader lacks */
+        if (!fkc_avro_read_enum(&r->cur, op, &i))
+            return 0;
+        int32_t reader_index = op[2 + 2 * i]; /* the read refused a symbol the reader lacks */
         return fkc_tc_put_fixed(r->s, c, &reader_index);
     }
-    case FKC_AVRO_OP_ARRAY: {
-        int64_t n = aa_next(r);
-        if (!fkc_tc_begin(r->s, c))
-            return 0;
-        for (int64_t i = 0; i < n; i++)
-            if (!aa_step(r, kids[0]))
-                return 0;
-        return aa_nested_end(r, c);
-    }
-    case FKC_AVRO_OP_MAP: {
-        int64_t n = aa_next(r);
-        if (!fkc_tc_begin(r->s, c))
-            return 0;
-        fkc_tc_col *entries = fkc_tc_child(r->s, c, 0);
-        for (int64_t i = 0; i < n; i++) {
-            size_t off = (size_t)aa_next(r), len = (size_t)aa_next(r);
-            if (!aa_map_key(r, entries, r->base + off, len) || !aa_step(r, kids[0]))
-                return 0;
-        }
-        return aa_nested_end(r, c);
-    }
+    case FKC_AVRO_OP_ARRAY:
+    case FKC_AVRO_OP_MAP:
+        return aa_blocks(r, op, c, kids[0], depth + 1);
     case FKC_AVRO_OP_UNION: /* the branch's step writes this same column (a null branch: a null) */
-        return aa_step(r, kids[aa_next(r)]);
-    default: { /* FKC_AVRO_OP_RECORD */
-        if (!fkc_tc_begin(r->s, c))
-            return 0;
-        c->len++;
-        int64_t n = (int64_t)op[1] + op[2];
-        for (int64_t i = 0; i < n; i++) {
-            if (kids[i] < 0)
-                continue;
-            /* a scalar field straight into its column (what aa_step would do
-             * for it: not a reader union, not a default) */
-            const int64_t *ks = r->p->steps + kids[i];
-            if (ks[0] >= 0) {
-                const int32_t *kop = r->p->code + ks[0];
-                fkc_tc_col *kc = &r->s->cols[ks[1]];
-                if (kop[0] == FKC_AVRO_OP_SCALAR && kc->layout != FKC_TC_DENSE_UNION) {
-                    if (!aa_scalar(r, kop, kc))
-                        return 0;
-                    continue;
-                }
-            }
-            if (!aa_step(r, kids[i]))
-                return 0;
-        }
-        return 1;
-    }
+        return fkc_avro_read_branch(&r->cur, op, &i) && aa_step(r, kids[i], depth + 1);
+    default: /* FKC_AVRO_OP_RECORD */
+        return aa_record(r, c, r->fields + r->first_field[sid], (int64_t)op[1] + op[2], depth);
     }
 }
 
+/* The field table of every record step under `sid` (the plan check proved
+ * the steps a tree that nests at most AA_MAX_DEPTH deep). */
+static void aa_compile(aa_run *r, int64_t sid, size_t *used)
+{
+    const fkc_avro_arrow_plan *p = r->p;
+    const int64_t *s = p->steps + sid;
+    if (s[0] < 0)
+        return; /* a constant: aa_const walks it */
+    const int32_t *op = p->code + s[0];
+    const int64_t *kids = s + 3;
+    int64_t n = s[2];
+    if (op[0] == FKC_AVRO_OP_RECORD && aa_column(p, s[1])[C_LAYOUT] != FKC_TC_DENSE_UNION) {
+        aa_field *f = r->fields + *used;
+        r->first_field[sid] = (int32_t)*used;
+        *used += (size_t)n;
+        for (int64_t i = 0; i < n; i++, f++) {
+            memset(f, 0, sizeof *f);
+            f->kid = kids[i];
+            if (kids[i] < 0) {
+                f->kind = AF_SKIP;
+                f->pc = op[4 + 2 * i];
+                continue;
+            }
+            const int64_t *ks = p->steps + kids[i];
+            f->kind = AF_STEP;
+            if (ks[0] < 0)
+                continue; /* a default */
+            const int32_t *kop = p->code + ks[0];
+            const int64_t *kc = aa_column(p, ks[1]);
+            int64_t layout = kc[C_LAYOUT];
+            if (kop[0] != FKC_AVRO_OP_SCALAR || layout == FKC_TC_DENSE_UNION)
+                continue;
+            int32_t wire = kop[1];
+            f->op = kop;
+            f->col = ks[1];
+            f->kind = AF_SCALAR;
+            if ((wire == FKC_AVRO_BYTES || wire == FKC_AVRO_STRING) &&
+                (layout == FKC_TC_BINARY || layout == FKC_TC_UTF8))
+                f->kind = AF_BLOB;
+            else if ((wire == FKC_AVRO_INT || wire == FKC_AVRO_LONG) && layout == FKC_TC_INT64 && kc[C_P0] == 0)
+                f->kind = AF_LONG;
+            else if (wire == FKC_AVRO_INT && layout == FKC_TC_INT32 && kc[C_P0] == 0)
+                f->kind = AF_INT;
+        }
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (kids[i] >= 0)
+            aa_compile(r, kids[i], used);
+}
 
 struct fkc_avro_arrow_builder {
     aa_run r;
@@ -547,31 +679,68 @@ fkc_avro_arrow_builder *fkc_avro_arrow_start(const fkc_avro_arrow_plan *plan, si
     if (b == NULL)
         return NULL;
     b->r.p = plan;
+    b->r.max_depth = plan->code[2];
     b->tree = aa_tree(plan);
+    /* a record's fields are words of its step: fewer fields than step words */
+    b->r.fields = malloc(plan->steps_len * sizeof *b->r.fields);
+    b->r.first_field = malloc(plan->steps_len * sizeof *b->r.first_field);
     b->r.s = fkc_tc_start(&b->tree, rows_hint);
-    if (b->r.s == NULL) {
-        free(b);
+    if (b->r.s == NULL || b->r.fields == NULL || b->r.first_field == NULL) {
+        fkc_avro_arrow_discard(b);
         return NULL;
     }
+    size_t used = 0;
+    aa_compile(&b->r, plan->root_step, &used);
     return b;
 }
 
-int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const fkc_avro_tape *tape, const size_t *starts,
-                          const uint8_t *const *payloads, size_t count, fkc_avro_arrow_error *err)
+/* Payload `i` failed to go into the columns (not a read failure): the
+ * error is its read error when it has one anywhere (phase 1 alone, as the
+ * object path reads it), since that path reports those first. */
+static int aa_read_error_first(const fkc_avro_arrow_plan *p, const uint8_t *payload, size_t length,
+                               int allow_trailing, size_t index, fkc_avro_error *read_err)
+{
+    fkc_avro_tape tape = {NULL, 0, 0};
+    size_t starts[2];
+    size_t done = fkc_avro_decode_many(p->code, p->code_len, &payload, &length, 1, allow_trailing, &tape, starts,
+                                       read_err);
+    fkc_avro_tape_free(&tape);
+    if (done == 1 || read_err->nomem)
+        return 0;
+    read_err->index = index;
+    return 1;
+}
+
+int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const uint8_t *const *payloads, const size_t *lengths,
+                          size_t count, int allow_trailing, fkc_avro_error *read_err, fkc_avro_arrow_error *err)
 {
     aa_run *r = &b->r;
-    r->tape = tape->v;
+    fkc_cursor *cur = &r->cur;
     r->s->err = err;
     for (size_t i = 0; i < count; i++) {
-        r->pos = starts[i];
         r->base = payloads[i];
+        fkc_cursor_init(cur, payloads[i], lengths[i], 0);
+        r->empty_budget = r->p->code[3];
         r->s->index = r->s->rows + i;
-        if (!aa_step(r, r->p->root_step))
-            return err->kind;
+        int ok = aa_step(r, r->p->root_step, 0);
+        if (ok && !allow_trailing && fkc_cursor_remaining(cur) > 0)
+            ok = fkc_avro_fail_at(cur, fkc_cursor_tell(cur), "datum", "trailing bytes");
+        if (ok)
+            continue;
+        if (cur->failed) {
+            read_err->index = i;
+            read_err->nomem = 0;
+            read_err->offset = cur->fail_pos;
+            read_err->what = cur->what;
+            read_err->problem = cur->problem;
+            return FKC_AA_READ;
+        }
+        if (aa_read_error_first(r->p, payloads[i], lengths[i], allow_trailing, i, read_err))
+            return FKC_AA_READ;
+        return err->kind;
     }
     fkc_tc_chunk_done(r->s, count);
-    r->tape = NULL; /* the caller may reuse or free the tape: every value was copied */
-    r->base = NULL;
+    r->base = NULL; /* the caller may reuse or free the payloads: every value was copied */
     return FKC_AA_OK;
 }
 
@@ -580,6 +749,8 @@ void fkc_avro_arrow_discard(fkc_avro_arrow_builder *b)
     if (b == NULL)
         return;
     fkc_tc_discard(b->r.s);
+    free(b->r.fields);
+    free(b->r.first_field);
     free(b);
 }
 
@@ -587,6 +758,8 @@ int fkc_avro_arrow_finish(fkc_avro_arrow_builder *b, struct ArrowArray *out_arra
                           fkc_avro_arrow_error *err)
 {
     int rc = fkc_tc_finish(b->r.s, out_array, out_schema, err); /* frees the columns, exported or not */
+    free(b->r.fields);
+    free(b->r.first_field);
     free(b);
     return rc;
 }

@@ -1,7 +1,7 @@
 /*
- * fkc_avro_arrow.h — the Arrow sink of the Avro interpreter: a tape made by
- * fkc_avro_decode_many() for N payloads becomes one typed Arrow array of N
- * rows, exported through the C data interface (ArrowArray + ArrowSchema).
+ * fkc_avro_arrow.h — Avro payloads read by the compiled program straight
+ * into one typed Arrow array of as many rows, exported through the C data
+ * interface (ArrowArray + ArrowSchema).
  *
  * Contract
  *   - What Arrow type each reader type becomes is decided in Python
@@ -33,15 +33,18 @@
  *     blob and UTF-8 where Arrow wants it), so a
  *     wrong plan is refused instead of building a corrupt array or reading
  *     out of bounds.
- *   - The sink trusts the tape (phase 1 of the same call wrote it) and
- *     reads it as the object builder does. The columns (fkc_typed_columns.c)
+ *   - The payloads are read with fkc_avro.c's reads and checks
+ *     (fkc_avro_read.h), in the same order, with the same nesting and
+ *     empty-item bounds, so a payload fails here exactly where and why
+ *     fkc_avro_decode_many() fails on it (FKC_AA_READ). The columns (fkc_typed_columns.c)
  *     keep every length and byte count <= INT32_MAX: a payload that would
  *     pass them is refused (FKC_AA_CAPACITY, naming it; the caller may
  *     decode the payloads before it, then the rest), never split. A decimal
  *     whose value does not fit its precision, or a time outside a day
  *     (Arrow's time32/time64 rule), is refused (FKC_AA_VALUE, at the
- *     value's offset when the tape has it: a writer's logical type; else
- *     0). A failed allocation is FKC_AA_NOMEM. On any failure everything
+ *     value's first byte when the writer declared the logical type; else a
+ *     decimal at its bytes and a time at 0, as the object path reports
+ *     them). A failed allocation is FKC_AA_NOMEM. On any failure everything
  *     built so far is freed.
  *   - The exported array and schema own copies of everything they point at
  *     (fkc_typed_columns.h's export).
@@ -65,11 +68,11 @@ extern "C" {
 
 /* Results: the shared columns' */
 enum { FKC_AA_OK = FKC_TC_OK, FKC_AA_NOMEM = FKC_TC_NOMEM, FKC_AA_CAPACITY = FKC_TC_CAPACITY,
-       FKC_AA_VALUE = FKC_TC_VALUE };
+       FKC_AA_VALUE = FKC_TC_VALUE, FKC_AA_READ = FKC_TC_VALUE + 1 /* a payload cannot be read */ };
 
 /* The plan, as avro_arrow.py compiled it (the arrays belong to the caller). */
 typedef struct fkc_avro_arrow_plan {
-    const int32_t *code; /* the Avro program the tape was read by */
+    const int32_t *code; /* the Avro program (checked by fkc_avro_check_program) */
     size_t code_len;
     const int64_t *columns; /* column_count * FKC_AA_COL_WIDTH words */
     size_t column_count;
@@ -90,19 +93,22 @@ int fkc_avro_arrow_check(const fkc_avro_arrow_plan *plan);
 /* Payloads become one array of as many rows, a chunk at a time: start() a
  * builder (NULL: out of memory; rows_hint: how many payloads will be
  * appended in all, 0 when unknown, used only to size the columns);
- * append() each chunk's payloads [0, count) of `tape` (starts[i] their
- * entries' first, as fkc_avro_decode_many() left them; payloads[i] the
- * bytes the tape's offsets point into; its rows go on after the last
- * chunk's, err's index counts from the first payload of all, and the tape
- * and the payloads may be reused or freed once it returns, every value
- * being copied); then finish() exports every row appended and frees the builder
- * (also on failure). After an append() fails, only discard() it. A caller
- * that reads a large batch in chunks keeps one small tape, reused and warm
- * in cache, instead of one tape for the whole batch. */
+ * append() each chunk's payloads [0, count) (their rows go on after the
+ * last chunk's; the payloads may be reused or freed once it returns, every
+ * value being copied); then finish() exports every row appended and frees
+ * the builder (also on failure). After an append() fails, only discard() it.
+ *
+ * append() returns FKC_AA_OK, or FKC_AA_READ with *read_err filled as
+ * fkc_avro_decode_many() fills it (index counted from this chunk's first
+ * payload), or another result with *err (index counted from the first
+ * payload of all). A payload that cannot be read and also holds a value the
+ * columns refuse is a read failure, wherever each is (the object path reads
+ * a payload whole before it converts anything). `allow_trailing` as in
+ * fkc_avro_decode_many(). */
 typedef struct fkc_avro_arrow_builder fkc_avro_arrow_builder;
 fkc_avro_arrow_builder *fkc_avro_arrow_start(const fkc_avro_arrow_plan *plan, size_t rows_hint);
-int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const fkc_avro_tape *tape, const size_t *starts,
-                          const uint8_t *const *payloads, size_t count, fkc_avro_arrow_error *err);
+int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const uint8_t *const *payloads, const size_t *lengths,
+                          size_t count, int allow_trailing, fkc_avro_error *read_err, fkc_avro_arrow_error *err);
 int fkc_avro_arrow_finish(fkc_avro_arrow_builder *b, struct ArrowArray *out_array, struct ArrowSchema *out_schema,
                           fkc_avro_arrow_error *err);
 void fkc_avro_arrow_discard(fkc_avro_arrow_builder *b);

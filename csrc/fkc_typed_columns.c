@@ -331,7 +331,7 @@ static int tc_grow_data(fkc_tc_col *c, size_t cap)
     return 1;
 }
 
-int fkc_tc_put_bytes(fkc_tc_set *r, fkc_tc_col *c, const uint8_t *p, size_t n)
+int fkc_tc_put_bytes_grow(fkc_tc_set *r, fkc_tc_col *c, const uint8_t *p, size_t n)
 {
     if (!fkc_tc_begin(r, c))
         return 0;

@@ -175,7 +175,8 @@ void fkc_tc_rewind(fkc_tc_set *s);
 /* Writing rows. Each returns 1, or 0 with s->err filled. */
 int fkc_tc_fail(fkc_tc_set *s, int kind, size_t offset, const char *what, const char *problem);
 int fkc_tc_grow_rows(fkc_tc_set *s, fkc_tc_col *c);
-int fkc_tc_put_bytes(fkc_tc_set *s, fkc_tc_col *c, const uint8_t *p, size_t n);
+/* fkc_tc_put_bytes() when the row or its bytes may not fit (grows, or fails). */
+int fkc_tc_put_bytes_grow(fkc_tc_set *s, fkc_tc_col *c, const uint8_t *p, size_t n);
 /* A row that holds nothing: null where the column may be null, else the
  * zero value (the children of a null struct that are not nullable). */
 int fkc_tc_fill(fkc_tc_set *s, fkc_tc_col *c);
@@ -240,6 +241,23 @@ static inline int fkc_tc_union_row(fkc_tc_set *s, fkc_tc_col *c, size_t type_id)
     c->values[c->len] = (uint8_t)type_id;
     ((int32_t *)(void *)c->data)[c->len] = (int32_t)at;
     c->len++;
+    return 1;
+}
+
+/* A BINARY or UTF8 row of p[0, n). Inline for the common case, room for
+ * the row and its bytes: the walkers write one per string field, and the
+ * call cost about as much as the copy of a short string. (data_cap may pass
+ * 2^31 - 1 once doubled, so the limit is checked apart.) */
+static inline int fkc_tc_put_bytes(fkc_tc_set *s, fkc_tc_col *c, const uint8_t *p, size_t n)
+{
+    if (c->len >= c->cap || n > c->data_cap - c->data_len || n > FKC_TC_MAX_ROWS - c->data_len)
+        return fkc_tc_put_bytes_grow(s, c, p, n);
+    if (c->nullable)
+        fkc_tc_bit(c->validity, c->len, 1);
+    if (n > 0) /* no buffer yet when nothing was written */
+        memcpy(c->data + c->data_len, p, n);
+    c->data_len += n;
+    fkc_tc_end_offsets(c, c->data_len);
     return 1;
 }
 

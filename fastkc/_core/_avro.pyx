@@ -11,11 +11,11 @@ Two phases, as the record decoder (decode_many):
      cannot meet bad input (phase 1 proved the tape), except a logical
      value Python cannot hold, which it reports at the value's offset.
 
-decode_arrow runs phase 1 and then the Arrow sink (csrc/fkc_avro_arrow.c),
-a chunk of payloads at a time on one reused tape, in the same GIL-free
-stretch: the tapes become one typed Arrow array, handed to pyarrow through
-the C data interface, by the plan set_arrow_plan() installed
-(fastkc/schema_registry/avro_arrow.py compiles it).
+decode_arrow reads the payloads straight into Arrow columns
+(csrc/fkc_avro_arrow.c: the same reads and checks as phase 1, no tape),
+with the GIL released, by the plan set_arrow_plan() installed
+(fastkc/schema_registry/avro_arrow.py compiles it); the one typed Arrow
+array is handed to pyarrow through the C data interface.
 
 The program and its constants come from
 fastkc/schema_registry/avro_schema.py; fastkc/_twin/avro.py is the oracle.
@@ -104,6 +104,7 @@ cdef extern from "fkc_avro_arrow.h":
         FKC_AA_NOMEM
         FKC_AA_CAPACITY
         FKC_AA_VALUE
+        FKC_AA_READ
     ctypedef struct fkc_avro_arrow_plan:
         const int32_t *code
         size_t code_len
@@ -124,8 +125,9 @@ cdef extern from "fkc_avro_arrow.h":
     ctypedef struct fkc_avro_arrow_builder:
         pass
     fkc_avro_arrow_builder *fkc_avro_arrow_start(const fkc_avro_arrow_plan *plan, size_t rows_hint) nogil
-    int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const fkc_avro_tape *tape, const size_t *starts,
-                              const uint8_t *const *payloads, size_t count, fkc_avro_arrow_error *err) nogil
+    int fkc_avro_arrow_append(fkc_avro_arrow_builder *b, const uint8_t *const *payloads, const size_t *lengths,
+                              size_t count, int allow_trailing, fkc_avro_error *read_err,
+                              fkc_avro_arrow_error *err) nogil
     int fkc_avro_arrow_finish(fkc_avro_arrow_builder *b, ArrowArray *out_array, ArrowSchema *out_schema,
                               fkc_avro_arrow_error *err) nogil
     void fkc_avro_arrow_discard(fkc_avro_arrow_builder *b) nogil
@@ -319,9 +321,8 @@ cdef class Decoder:
         offsets (nothing is returned: decode the payloads before it first)."""
         global _import_array
         cdef _Payloads p
-        cdef size_t done = 0, start = 0, n = 0
+        cdef size_t start = 0, n = 0
         cdef int rc = FKC_AA_OK
-        cdef fkc_avro_tape tape
         cdef fkc_avro_error err
         cdef fkc_avro_arrow_error aerr
         cdef fkc_avro_arrow_builder *builder = NULL
@@ -333,8 +334,6 @@ cdef class Decoder:
             import pyarrow
             _import_array = pyarrow.Array._import_from_c
         p = payloads if type(payloads) is _Payloads else _Payloads(payloads)
-        tape.v = NULL
-        tape.len = tape.cap = 0
         array.release = NULL
         schema.release = NULL
         try:
@@ -342,31 +341,24 @@ cdef class Decoder:
                 builder = fkc_avro_arrow_start(&self.plan, p.count)
                 if builder == NULL:
                     rc = FKC_AA_NOMEM
-                # read and built _CHUNK payloads at a time, on one reused tape
+                # _CHUNK payloads at a time: after the first chunk the columns
+                # reserve their bytes for the rest in proportion
                 while rc == FKC_AA_OK and start < p.count:
                     n = min(<size_t>_CHUNK, p.count - start)
-                    tape.len = 0
-                    done = fkc_avro_decode_many(self.code, self.code_len, p.ptrs + start, p.lengths + start, n,
-                                                self.allow_trailing, &tape, p.starts + start, &err)
-                    if done < n and err.nomem:
-                        break
-                    # the payloads before a bad one are built too: a value of
-                    # theirs the columns cannot hold is reported first, as the
-                    # object builder reports it
-                    rc = fkc_avro_arrow_append(builder, &tape, p.starts + start, p.ptrs + start, done, &aerr)
-                    if done < n:
-                        break
-                    start += n
-                if rc == FKC_AA_OK and start == p.count:
+                    rc = fkc_avro_arrow_append(builder, p.ptrs + start, p.lengths + start, n, self.allow_trailing,
+                                               &err, &aerr)
+                    if rc == FKC_AA_OK:
+                        start += n
+                if rc == FKC_AA_OK:
                     rc = fkc_avro_arrow_finish(builder, &array, &schema, &aerr)
                     builder = NULL  # finished (or freed by its failure)
-            if (done < n and err.nomem) or rc == FKC_AA_NOMEM:
-                raise MemoryError("fastkc: out of memory for the Avro tape or its Arrow columns")
+            if rc == FKC_AA_NOMEM:
+                raise MemoryError("fastkc: out of memory for the Avro Arrow columns")
             if rc == FKC_AA_CAPACITY:
                 raise _AvroArrowCapacityError(aerr.index, aerr.offset, aerr.what.decode(), aerr.problem.decode())
             if rc == FKC_AA_VALUE:
                 raise _AvroDecodeError(aerr.index, aerr.offset, aerr.what.decode(), aerr.problem.decode())
-            if done < n:
+            if rc == FKC_AA_READ:
                 raise _AvroDecodeError(start + err.index, err.offset, err.what.decode(), err.problem.decode())
             return _import_array(<size_t>&array, <size_t>&schema)
         finally:
@@ -376,7 +368,6 @@ cdef class Decoder:
                 array.release(&array)
             if schema.release != NULL:
                 schema.release(&schema)
-            fkc_avro_tape_free(&tape)
 
     cdef inline int64_t _next(self) noexcept:
         cdef int64_t v = self.tape[self.pos]

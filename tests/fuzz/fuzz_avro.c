@@ -18,9 +18,10 @@
  * [starts[i], starts[i + 1])); an error names a payload before the count
  * and an offset inside it; the same input decoded twice gives the same
  * tape and the same answer. A built-in program with an Arrow plan also
- * runs the Arrow sink (csrc/fkc_avro_arrow.c) over the payloads read whole:
- * it builds an array of that many rows (or refuses a value with a typed
- * error); the export is walked as a consumer reads it (arrow_walk.h) and
+ * reads the payloads into Arrow columns (csrc/fkc_avro_arrow.c): it fails
+ * at the payload, offset and reason phase 1 failed at (or refuses a value
+ * of an earlier payload with a typed error), else builds an array of every
+ * row; the export is walked as a consumer reads it (arrow_walk.h) and
  * released with a child moved out, in an order the last input byte picks;
  * releasing frees everything (the leak checker of `make fuzz` sees what is
  * left).
@@ -161,9 +162,12 @@ static size_t run(const int32_t *code, size_t code_len, const uint8_t *const *pt
     return done;
 }
 
-/* The Arrow sink over payloads [0, done) of a tape. */
-static void run_arrow(const avro_fuzz_plan *fp, const int32_t *code, size_t code_len, const fkc_avro_tape *tape,
-                      const size_t *starts, const uint8_t *const *ptrs, size_t done, unsigned order)
+/* The payloads straight into Arrow columns: they must fail where and why
+ * phase 1 failed (`done` payloads read whole, `read` its error), unless a
+ * value of an earlier payload is refused first. */
+static void run_arrow(const avro_fuzz_plan *fp, const int32_t *code, size_t code_len, const uint8_t *const *ptrs,
+                      const size_t *lens, size_t count, int allow_trailing, size_t done, const fkc_avro_error *read,
+                      unsigned order)
 {
     fkc_avro_arrow_plan plan = {code,          code_len,      fp->columns, fp->column_words / FKC_AA_COL_WIDTH,
                                 fp->steps,     fp->steps_len, fp->strings, fp->strings_len,
@@ -172,22 +176,33 @@ static void run_arrow(const avro_fuzz_plan *fp, const int32_t *code, size_t code
     struct ArrowArray array;
     struct ArrowSchema schema;
     fkc_avro_arrow_error err;
-    /* in two chunks, as decode_arrow appends its tapes: the second chunk's
-     * rows go on after the first's, and an error names a row of all */
-    fkc_avro_arrow_builder *b = fkc_avro_arrow_start(&plan, done);
+    fkc_avro_error rerr;
+    /* in two chunks, as decode_arrow appends them: the second chunk's rows
+     * go on after the first's, and a column error names a row of all */
+    fkc_avro_arrow_builder *b = fkc_avro_arrow_start(&plan, count);
     CHECK(b != NULL);
-    size_t half = done / 2;
-    int rc = fkc_avro_arrow_append(b, tape, starts, ptrs, half, &err);
-    if (rc == FKC_AA_OK)
-        rc = fkc_avro_arrow_append(b, tape, starts + half, ptrs + half, done - half, &err);
+    size_t half = count / 2, base = 0;
+    int rc = fkc_avro_arrow_append(b, ptrs, lens, half, allow_trailing, &rerr, &err);
+    if (rc == FKC_AA_OK) {
+        base = half;
+        rc = fkc_avro_arrow_append(b, ptrs + half, lens + half, count - half, allow_trailing, &rerr, &err);
+    }
     if (rc != FKC_AA_OK) {
         fkc_avro_arrow_discard(b);
-        CHECK(rc == FKC_AA_VALUE && err.index < done && err.what != NULL && err.problem != NULL);
+        if (rc == FKC_AA_READ) {
+            /* the same words (each file has its own copy of the literals) */
+            CHECK(done < count && base + rerr.index == done && rerr.offset == read->offset &&
+                  strcmp(rerr.what, read->what) == 0 && strcmp(rerr.problem, read->problem) == 0);
+            return;
+        }
+        CHECK(rc == FKC_AA_VALUE && err.index < count && err.what != NULL && err.problem != NULL);
+        CHECK(err.index < done || done == count);
         return;
     }
+    CHECK(done == count);
     rc = fkc_avro_arrow_finish(b, &array, &schema, &err);
     CHECK(rc == FKC_AA_OK);
-    CHECK(array.length == (int64_t)done && array.release != NULL && schema.release != NULL);
+    CHECK(array.length == (int64_t)count && array.release != NULL && schema.release != NULL);
     aw_walk(&array, &schema, 0);
     aw_release(&array, &schema, order);
 }
@@ -249,7 +264,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (d1 < count)
         CHECK(e1.offset == e2.offset && e1.what == e2.what && e1.problem == e2.problem);
     if (arrow_plan != NULL && !(d1 < count && e1.nomem))
-        run_arrow(arrow_plan, code, code_len, &t1, starts, ptrs, d1, data[size - 1]);
+        run_arrow(arrow_plan, code, code_len, ptrs, lens, count, allow_trailing, d1, &e1, data[size - 1]);
     fkc_avro_tape_free(&t1);
     fkc_avro_tape_free(&t2);
     return 0;

@@ -395,6 +395,29 @@ def test_a_decimal_past_its_precision_is_a_typed_error_at_its_offset():
         assert e.value.key() == (1, 1, "decimal", "value out of range")
 
 
+def test_a_payload_both_unreadable_and_out_of_range_is_its_read_error():
+    # The columns are written as the payload is read, so the decimal is
+    # refused before the read reaches the cut; the object path reads a
+    # payload whole first and reports the cut. The Arrow path must too.
+    schema = {"type": "record", "name": "D", "fields": [
+        {"name": "d", "type": {"type": "bytes", "logicalType": "decimal", "precision": 3, "scale": 0}},
+        {"name": "s", "type": "string"}]}
+    plain = {"type": "record", "name": "D", "fields": [{"name": "d", "type": "bytes"}, {"name": "s", "type": "string"}]}
+    ok = encode(plain, {"d": (7).to_bytes(1, "big", signed=True), "s": "fine"})
+    out_of_range = encode(plain, {"d": (1000).to_bytes(2, "big", signed=True), "s": "longer text"})
+    decoder = AvroDecoder(schema)
+    for bad, key in ((out_of_range[:-3], (1, 4, "string", "truncated")),
+                     (out_of_range + b"\x00", (1, len(out_of_range), "datum", "trailing bytes"))):
+        with pytest.raises(AvroDecodeError) as object_err:
+            decoder.decode_many([ok, bad])
+        with pytest.raises(AvroDecodeError) as arrow_err:
+            decoder.decode_arrow([ok, bad])
+        assert arrow_err.value.key() == object_err.value.key() == key
+    with pytest.raises(AvroDecodeError) as arrow_err:
+        decoder.decode_arrow([ok, out_of_range])
+    assert arrow_err.value.key() == (1, 0, "decimal", "value out of range")
+
+
 @pytest.mark.parametrize("logical, base, bad", [("time-millis", "int", 86_400_000), ("time-millis", "int", -1),
                                                ("time-micros", "long", 86_400_000_000)])
 def test_a_time_outside_a_day_is_the_object_paths_error(logical, base, bad):
@@ -858,7 +881,7 @@ def test_columns_that_cannot_grow_are_a_memory_error_not_a_crash():
     done = subprocess.run([sys.executable, "-c", _UNDER_A_LIMIT.format(root=root)], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "MemoryError fastkc: out of memory for the Avro tape or its Arrow columns" in done.stdout
+    assert "MemoryError fastkc: out of memory for the Avro Arrow columns" in done.stdout
     assert "rows 2" in done.stdout
 
 

@@ -230,7 +230,12 @@ class ArrowDeserializer(Protocol):
     (None when no row has any). Returns a pyarrow.Array of the longest
     leading run of rows that share one Arrow type (shorter where the type
     would change or the next row fails: a call from that row raises the
-    typed error naming its offset); raises only for row 0."""
+    typed error naming its offset); raises only for row 0.
+
+    A deserializer whose `arrow_across_partitions` is true also takes a
+    column spanning several partitions of one topic, with `partitions=`
+    each row's partition (`partition` is then row 0's): a take is decoded in
+    one call instead of one per partition."""
 
     def deserialize_arrow(self, values: Any, topic: str, partition: int, offsets: Sequence[int],
                           headers_list: Sequence[Headers | None] | None = None, field: Any = "value") -> Any:
@@ -344,6 +349,12 @@ class ArrowDeserializers:
         for name, deserializer in self._fields:
             pieces: list[Any] = []
             column, offsets, headers = batch.column(name), batch.column("offset"), batch.column("headers")
+            whole = self._whole_take(deserializer, column, runs, cut, offsets, headers, batch.column("partition"),
+                                     name)
+            if whole is not None:
+                decoded[name] = [whole]
+                cut = min(cut, len(whole))  # a failing row, or another type, from there on
+                continue
             for run in runs:
                 if run.start >= cut:
                     break
@@ -370,8 +381,36 @@ class ArrowDeserializers:
         out = batch.slice(0, cut)
         for name, pieces in decoded.items():
             typed = next((p.type for p in pieces if not pa.types.is_null(p.type)), pa.null())
-            column = pa.concat_arrays([p if p.type == typed else pa.nulls(len(p), typed) for p in pieces]) \
-                if pieces else pa.nulls(0, typed)
+            if len(pieces) == 1 and pieces[0].type == typed:
+                column = pieces[0]  # no copy
+            elif pieces:
+                column = pa.concat_arrays([p if p.type == typed else pa.nulls(len(p), typed) for p in pieces])
+            else:
+                column = pa.nulls(0, typed)
             index = out.schema.get_field_index(name)
             out = out.set_column(index, pa.field(name, typed), column.slice(0, cut))
         return out
+
+    @staticmethod
+    def _whole_take(deserializer: Any, column: Any, runs: list[PartitionRows], cut: int, offsets: Any,
+                    headers: Any, partitions: Any, name: str) -> Any:
+        """The whole column decoded in one call, when the deserializer takes
+        a column spanning partitions (`arrow_across_partitions`: it names a
+        failing row by the per-row partitions given) and the take holds
+        several partitions of one topic, the first with a row that is not
+        null; else None. What it returns or raises is what the
+        partition-by-partition calls would have come to (the leading rows of
+        one type; the first row's error). One call instead of
+        one a partition: with 8 partitions in a take, the Python around each
+        call cost about 0.15 µs a record, next to the C decoder's own 0.5 µs
+        for the Avro benchmark event."""
+        if (not getattr(deserializer, "arrow_across_partitions", False) or len(runs) < 2 or runs[0].start != 0
+                or cut != len(column) or any(run.topic != runs[0].topic for run in runs)):
+            return None
+        if column.slice(0, runs[0].end).null_count == runs[0].end:
+            # the first partition's rows are all null: the call would raise for
+            # the next partition's first row where that partition's own call
+            # would deliver the null rows first and raise from the next take
+            return None
+        return deserializer.deserialize_arrow(column, runs[0].topic, runs[0].partition, offsets,
+                                              _headers_of(headers), name, partitions=partitions)

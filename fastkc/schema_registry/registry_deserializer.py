@@ -155,9 +155,9 @@ def _any_named(headers_list: Sequence[Headers | None], name: str, rows: Sequence
     return any(key == name for row in rows for key, _ in header_pairs(headers_list[row]) or ())
 
 
-def _offset(offsets: Sequence[Any], i: int) -> int:
-    """offsets[i] of a list or of a pyarrow array."""
-    value = offsets[i]
+def _int_at(values: Sequence[Any], i: int) -> int:
+    """values[i] (an offset, a partition) of a list or of a pyarrow array."""
+    value = values[i]
     return int(value.as_py() if hasattr(value, "as_py") else value)
 
 
@@ -196,6 +196,10 @@ class RegistryDeserializer:
     # Whether the Arrow path takes a codec of its own (Protobuf with a
     # message_type: messages for records, the C decoder for Arrow).
     SEPARATE_ARROW_CODEC: ClassVar[bool] = False
+    # deserialize_arrow() takes a column spanning several partitions of a
+    # topic (their rows' partitions given): fastkc.deserializers decodes a
+    # whole Arrow take in one call.
+    arrow_across_partitions: ClassVar[bool] = True
 
     def __init__(self, schema_registry_client: SchemaRegistryClient | None, from_dict: FromDict | None,
                  conf: Mapping[str, Any] | None, *, registry_required: bool = True) -> None:
@@ -360,7 +364,8 @@ class RegistryDeserializer:
 
     def deserialize_arrow(self, values: Any, topic: str, partition: int, offsets: Sequence[int],
                           headers_list: Sequence[Headers | None] | None = None,
-                          field: MessageField = MessageField.VALUE) -> Any:
+                          field: MessageField = MessageField.VALUE,
+                          partitions: Sequence[int] | None = None) -> Any:
         """One partition's raw keys or values (a pyarrow binary column, nulls
         allowed; `offsets[i]` is row i's offset, `headers_list[i]` its
         headers, None when no row has any) as a typed pyarrow.Array, decoded
@@ -371,7 +376,12 @@ class RegistryDeserializer:
         to another type (no reader schema: two schemas never share a
         column), or where the next row cannot be decoded (a call starting
         at that row raises the typed error naming its offset). Raises only
-        for row 0. `from_dict` does not apply (the rows stay columns)."""
+        for row 0. `from_dict` does not apply (the rows stay columns).
+
+        `partitions`: row i's partition when the column spans several of
+        `topic`'s (then `partition` is row 0's). Partitions and offsets only
+        name a failing row, so one call may decode a whole Arrow take:
+        `arrow_across_partitions` says so to fastkc.deserializers."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -394,7 +404,7 @@ class RegistryDeserializer:
         while done < len(present):
             try:
                 piece = self._arrow_run(present.slice(done), row_of[done:], topic, partition, offsets, headers_list,
-                                        field, context)
+                                        field, context, partitions)
             except DeserializationError:
                 if done == 0:
                     raise
@@ -416,7 +426,7 @@ class RegistryDeserializer:
 
     def _arrow_run(self, present: Any, row_of: Sequence[int], topic: str, partition: int, offsets: Sequence[int],
                    headers_list: Sequence[Headers | None] | None, field: MessageField,
-                   context: SerializationContext) -> Any:
+                   context: SerializationContext, partitions: Sequence[int] | None = None) -> Any:
         """The leading rows of `present` (no nulls; present[i] is the
         partition's row row_of[i]) written with row 0's schema, decoded;
         fewer when a row fails (its own call raises). Raises for row 0."""
@@ -425,9 +435,11 @@ class RegistryDeserializer:
 
         is_key = field == MessageField.KEY
         at = row_of[0]
+        if partitions is not None:
+            partition = _int_at(partitions, at)
         first = present[0].as_py()
         headers = headers_list[at] if headers_list is not None else None
-        frame = self._split(first, headers, is_key, topic, partition, _offset(offsets, at))
+        frame = self._split(first, headers, is_key, topic, partition, _int_at(offsets, at))
         wanted = KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER
         header_framed = frame.payload_offset == 0 or (
             self._read_headers and headers_list is not None and _any_named(headers_list, wanted, row_of))
@@ -438,7 +450,8 @@ class RegistryDeserializer:
                 row = row_of[i]
                 try:
                     more = self._split(present[i].as_py(), headers_list[row] if headers_list is not None else None,
-                                       is_key, topic, partition, _offset(offsets, row))
+                                       is_key, topic, partition if partitions is None else _int_at(partitions, row),
+                                       _int_at(offsets, row))
                 except DeserializationError:
                     break
                 if (more.schema_key, more.message_indexes) != (frame.schema_key, frame.message_indexes):
@@ -452,16 +465,16 @@ class RegistryDeserializer:
             differs = pc.index(pc.equal(pc.binary_slice(present, 0, frame.payload_offset), prefix), False).as_py()
             column = present if differs < 0 else present.slice(0, differs)
             skip = frame.payload_offset
-        codec = self._codec(frame, context, topic, partition, _offset(offsets, at), arrow=True)
+        codec = self._codec(frame, context, topic, partition, _int_at(offsets, at), arrow=True)
         try:
             return codec.decode_arrow_column(column, skip)
         except PayloadReadError as exc:
             # the rows before the bad one (or the one past Arrow's int32 offsets), decoded again
             if exc.index > 0:
                 return codec.decode_arrow_column(column.slice(0, exc.index), skip)
-            raise PayloadDecodeError(str(exc), topic, partition, _offset(offsets, at), frame.schema_key) from exc
+            raise PayloadDecodeError(str(exc), topic, partition, _int_at(offsets, at), frame.schema_key) from exc
         except self.SCHEMA_ERRORS as exc:  # a type with no Arrow mapping
-            raise WriterSchemaError(str(exc), topic, partition, _offset(offsets, at), frame.schema_key) from exc
+            raise WriterSchemaError(str(exc), topic, partition, _int_at(offsets, at), frame.schema_key) from exc
 
     # --- internals ----------------------------------------------------------------------------
 

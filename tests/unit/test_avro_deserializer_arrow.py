@@ -179,6 +179,54 @@ def test_a_take_is_cut_before_a_failing_partition_and_a_take_from_there_raises()
     assert (info.value.partition, info.value.offset) == (1, 3)
 
 
+class _CountingAvro(AvroDeserializer):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = []
+
+    def deserialize_arrow(self, values, topic, partition, offsets, headers_list=None, field="value",
+                          partitions=None):
+        self.calls.append((len(values), partition))
+        return super().deserialize_arrow(values, topic, partition, offsets, headers_list, field, partitions)
+
+
+def test_a_take_of_several_partitions_is_decoded_in_one_call():
+    rows = [(p, 10 * p + i, framed_value(1, V1, {"id": 10 * p + i, "tag": None if i else "first"}))
+            for p in (3, 0, 5) for i in range(4)]
+    rows[5] = (0, 1, None)  # a tombstone inside the second partition
+    deserializer = _CountingAvro(event_registry())
+    out = ArrowDeserializers(None, deserializer).deserialize(_take(rows))
+    assert deserializer.calls == [(12, 3)]
+    assert out.num_rows == 12
+    assert out.column("value").to_pylist() == [None if v is None else fastavro_read(V1, v[5:]) for _, _, v in rows]
+
+
+def test_a_failing_row_inside_a_later_partition_cuts_the_take_there_and_names_its_partition():
+    good = [(p, 100 * p + i, framed_value(1, V1, {"id": i, "tag": None})) for p in (0, 1, 2) for i in range(3)]
+    corrupt = frame_schema_id(1) + b"\x02\x07"  # id 1, then a union branch 3 of 2
+    rows = good[:4] + [(1, 101, corrupt)] + good[5:]
+    deserializers = ArrowDeserializers(None, AvroDeserializer(event_registry()))
+    out = deserializers.deserialize(_take(rows))
+    assert out.num_rows == 4  # partition 0 whole, and partition 1's row before the bad one
+    assert out.column("value").to_pylist() == [fastavro_read(V1, v[5:]) for _, _, v in good[:4]]
+    with pytest.raises(PayloadDecodeError) as info:
+        deserializers.deserialize(_take(rows).slice(4))
+    assert (info.value.partition, info.value.offset) == (1, 101)
+
+
+def test_a_first_partition_of_only_tombstones_is_delivered_before_the_next_ones_bad_row():
+    corrupt = frame_schema_id(1) + b"\x02\x07"
+    rows = [(0, 7, None), (0, 8, None), (1, 3, corrupt), (1, 4, framed_value(1, V1, {"id": 1, "tag": None}))]
+    deserializer = _CountingAvro(event_registry())
+    deserializers = ArrowDeserializers(None, deserializer)
+    out = deserializers.deserialize(_take(rows))
+    assert out.num_rows == 2 and out.column("value").to_pylist() == [None, None]
+    with pytest.raises(PayloadDecodeError) as info:
+        deserializers.deserialize(_take(rows).slice(2))
+    assert (info.value.partition, info.value.offset) == (1, 3)
+    assert deserializer.calls[0] == (2, 0)  # partition by partition: the first holds only nulls
+
+
 def test_keys_and_values_cut_at_the_earlier_change():
     v2_key = framed_value(2, V2, {"id": 2, "tag": None, "score": 0.0})
     rows = [{"key": framed_value(1, V1, {"id": k, "tag": None}) if k != 2 else v2_key,

@@ -353,7 +353,7 @@ typedef struct aa_run {
     const fkc_avro_arrow_plan *p;
     fkc_tc_set *s;        /* the columns */
     aa_field *fields;     /* every record step's fields, in turn */
-    int32_t *first_field; /* per step word: where its fields start in `fields` (records only) */
+    size_t *first_field;   /* per step word: where its fields start in `fields` (records only) */
     fkc_cursor cur;       /* the payload being read */
     const uint8_t *base;  /* its first byte: what read offsets count from */
     int32_t max_depth;    /* the program's nesting bound */
@@ -631,7 +631,7 @@ static void aa_compile(aa_run *r, int64_t sid, size_t *used)
     int64_t n = s[2];
     if (op[0] == FKC_AVRO_OP_RECORD && aa_column(p, s[1])[C_LAYOUT] != FKC_TC_DENSE_UNION) {
         aa_field *f = r->fields + *used;
-        r->first_field[sid] = (int32_t)*used;
+        r->first_field[sid] = *used;
         *used += (size_t)n;
         for (int64_t i = 0; i < n; i++, f++) {
             memset(f, 0, sizeof *f);

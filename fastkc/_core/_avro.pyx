@@ -50,7 +50,9 @@ cdef extern from "Python.h":
 
 # decode_many reads and builds this many payloads at a time: the tape of a
 # chunk stays in cache and is reused, where one tape for a whole fetch
-# (megabytes) was mapped, faulted in and unmapped on every call
+# (megabytes) was mapped, faulted in and unmapped on every call;
+# decode_arrow appends this many at a time (the columns reserve their bytes
+# after the first chunk)
 cdef enum:
     _CHUNK = 512
 

@@ -1,5 +1,5 @@
 """Avro → Arrow: the Arrow type each reader type becomes, compiled into the
-plan the C sink (csrc/fkc_avro_arrow.c) follows over the Avro tape.
+plan the C reader (csrc/fkc_avro_arrow.c) follows from the payloads' bytes.
 
 `compile_plan(program)` walks a compiled Avro program (avro_schema.py)
 together with its reader schema and writes two flat int64 lists and a blob:

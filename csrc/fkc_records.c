@@ -165,7 +165,7 @@ static int fkc_fail_cursor(fkc_decoder *d, const fkc_cursor *c, const char *wher
 
 /* ---- UTF-8 -------------------------------------------------------------- */
 
-int fkc_utf8_valid(const uint8_t *p, size_t len)
+int fkc_utf8_valid_any(const uint8_t *p, size_t len)
 {
     size_t i = 0;
     /* Header keys are almost always ASCII: 8 bytes at a time while no byte

@@ -55,6 +55,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fkc_codec.h"
 #include "fkc_errors.h"
@@ -311,8 +312,47 @@ typedef struct fkc_header_iter {
 int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, const uint8_t **value,
                     int32_t *value_len);
 
-/* 1 when [p, p+len) is valid UTF-8 (header keys must be, as they become str). */
-int fkc_utf8_valid(const uint8_t *p, size_t len);
+/* 1 when [p, p+len) is valid UTF-8 as Python's strict decoder takes it
+ * (header keys must be, as they become str); any bytes. */
+int fkc_utf8_valid_any(const uint8_t *p, size_t len);
+
+/* 1 when [p, p+len) is ASCII, in whole loads: 8 bytes at a time, the last
+ * ones by a load that overlaps the one before, short strings by two
+ * overlapping loads of 4 or 2 bytes; nothing outside [p, p+len) is read. */
+static inline int fkc_ascii_only(const uint8_t *p, size_t len)
+{
+    if (len >= 8) {
+        uint64_t word;
+        for (size_t i = 0; i + 8 <= len; i += 8) {
+            memcpy(&word, p + i, 8);
+            if (word & UINT64_C(0x8080808080808080))
+                return 0;
+        }
+        memcpy(&word, p + len - 8, 8);
+        return (word & UINT64_C(0x8080808080808080)) == 0;
+    }
+    if (len >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, p, 4);
+        memcpy(&tail, p + len - 4, 4);
+        return ((head | tail) & 0x80808080u) == 0;
+    }
+    if (len >= 2) {
+        uint16_t head, tail;
+        memcpy(&head, p, 2);
+        memcpy(&tail, p + len - 2, 2);
+        return ((head | tail) & 0x8080u) == 0;
+    }
+    return len == 0 || p[0] < 0x80;
+}
+
+/* fkc_utf8_valid_any(), with ASCII (what keys, names and most string fields
+ * are) decided inline: the decoders check every string they read, and the
+ * byte loop cost about 40 instructions for a string of ten bytes. */
+static inline int fkc_utf8_valid(const uint8_t *p, size_t len)
+{
+    return fkc_ascii_only(p, len) || fkc_utf8_valid_any(p, len);
+}
 
 #ifdef __cplusplus
 }

@@ -433,9 +433,41 @@ static void test_grow(void)
     free(x);
 }
 
+/* The inline ASCII check agrees with the byte loop on every length up to
+ * 40 with any one sequence anywhere, each string alone in a block of its
+ * own size (ASan sees a load past it). */
+static void test_utf8(void)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+        int valid;
+    } seqs[] = {{"\x80", 1, 0},         {"\xc3\xa9", 2, 1},         {"\xe2\x82\xac", 3, 1},
+                {"\xf0\x9f\x98\x80", 4, 1}, {"\xed\xa0\x80", 3, 0}, {"\xff", 1, 0},
+                {"\xc0\xaf", 2, 0},     {"\x7f", 1, 1}};
+    for (size_t len = 0; len <= 40; len++) {
+        uint8_t *p = malloc(len ? len : 1);
+        if (p == NULL)
+            return;
+        memset(p, 'a', len);
+        CHECK(fkc_utf8_valid(p, len) == 1 && fkc_ascii_only(p, len) == 1);
+        for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++) {
+            for (size_t at = 0; at + seqs[s].len <= len; at++) {
+                memset(p, 'a', len);
+                memcpy(p + at, seqs[s].bytes, seqs[s].len);
+                CHECK(fkc_utf8_valid(p, len) == fkc_utf8_valid_any(p, len));
+                CHECK(fkc_utf8_valid(p, len) == seqs[s].valid);
+                CHECK(fkc_ascii_only(p, len) == (seqs[s].bytes[0] == '\x7f'));
+            }
+        }
+        free(p);
+    }
+}
+
 int main(void)
 {
     test_grow();
+    test_utf8();
     test_cursor();
     test_varint();
     test_crc();

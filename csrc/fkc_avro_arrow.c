@@ -338,15 +338,17 @@ enum {
     AF_SCALAR = 2, /* a scalar into its column (aa_scalar) */
     AF_BLOB = 3,   /* bytes or string into a binary or utf8 column */
     AF_LONG = 4,   /* int or long into an int64 column that is not a time */
-    AF_INT = 5     /* int into an int32 column that is not a time */
+    AF_INT = 5,    /* int into an int32 column that is not a time */
+    AF_ENUM = 6,   /* an enum into its dictionary column */
+    AF_UNION = 7   /* a writer union into one column, every branch a scalar (a nullable field) */
 };
 
 typedef struct aa_field {
     int32_t kind;
     int32_t pc;        /* AF_SKIP: the writer field's program op */
-    const int32_t *op; /* the scalar kinds: the program op */
-    int64_t col;       /* the scalar kinds: the column */
-    int64_t kid;       /* AF_STEP: the step */
+    const int32_t *op; /* every kind but AF_STEP and AF_SKIP: the program op */
+    fkc_tc_col *col;   /* the scalar kinds and AF_ENUM: the column */
+    int64_t kid;       /* AF_STEP and AF_UNION: the step */
 } aa_field;
 
 typedef struct aa_run {
@@ -540,7 +542,8 @@ static int aa_record(aa_run *r, fkc_tc_col *c, const aa_field *f, int64_t n, int
         return 0;
     c->len++;
     for (const aa_field *end = f + n; f < end; f++) {
-        fkc_tc_col *fc = &r->s->cols[f->col];
+        fkc_tc_col *fc = f->col;
+        int32_t i;
         switch (f->kind) {
         case AF_BLOB: {
             size_t off, len;
@@ -566,6 +569,22 @@ static int aa_record(aa_run *r, fkc_tc_col *c, const aa_field *f, int64_t n, int
             if (!aa_scalar(r, f->op, fc))
                 return 0;
             break;
+        case AF_ENUM: {
+            if (!fkc_avro_read_enum(cur, f->op, &i))
+                return 0;
+            int32_t reader_index = f->op[2 + 2 * i]; /* the read refused a symbol the reader lacks */
+            if (!fkc_tc_put_fixed(r->s, fc, &reader_index))
+                return 0;
+            break;
+        }
+        case AF_UNION: { /* what aa_step does for it, its branch's scalar inline */
+            if (!fkc_avro_nest(cur, f->op, depth + 1, r->max_depth) || !fkc_avro_read_branch(cur, f->op, &i))
+                return 0;
+            const int64_t *ks = r->p->steps + r->p->steps[f->kid + 3 + i];
+            if (!aa_scalar(r, r->p->code + ks[0], &r->s->cols[ks[1]]))
+                return 0;
+            break;
+        }
         case AF_SKIP:
             if (!fkc_avro_skip_value(r->p->code, f->pc, cur, depth + 1, &r->empty_budget))
                 return 0;
@@ -618,6 +637,21 @@ static int aa_step(aa_run *r, int64_t sid, int32_t depth)
     }
 }
 
+/* Whether every branch step of union step `us` (on a column that is not a
+ * dense union) is a scalar on a column that is not one, or refused (-1). */
+static int aa_scalar_branches(const fkc_avro_arrow_plan *p, const int64_t *us)
+{
+    for (int64_t i = 0; i < us[2]; i++) {
+        int64_t kid = us[3 + i];
+        if (kid < 0)
+            continue;
+        const int64_t *ks = p->steps + kid;
+        if (ks[0] < 0 || p->code[ks[0]] != FKC_AVRO_OP_SCALAR || aa_column(p, ks[1])[C_LAYOUT] == FKC_TC_DENSE_UNION)
+            return 0;
+    }
+    return 1;
+}
+
 /* The field table of every record step under `sid` (the plan check proved
  * the steps a tree that nests at most AA_MAX_DEPTH deep). */
 static void aa_compile(aa_run *r, int64_t sid, size_t *used)
@@ -648,11 +682,21 @@ static void aa_compile(aa_run *r, int64_t sid, size_t *used)
             const int32_t *kop = p->code + ks[0];
             const int64_t *kc = aa_column(p, ks[1]);
             int64_t layout = kc[C_LAYOUT];
-            if (kop[0] != FKC_AVRO_OP_SCALAR || layout == FKC_TC_DENSE_UNION)
-                continue;
-            int32_t wire = kop[1];
             f->op = kop;
-            f->col = ks[1];
+            f->col = &r->s->cols[ks[1]];
+            if (kop[0] == FKC_AVRO_OP_ENUM && layout != FKC_TC_DENSE_UNION) {
+                f->kind = AF_ENUM;
+                continue;
+            }
+            if (kop[0] == FKC_AVRO_OP_UNION && layout != FKC_TC_DENSE_UNION && aa_scalar_branches(p, ks)) {
+                f->kind = AF_UNION;
+                continue;
+            }
+            if (kop[0] != FKC_AVRO_OP_SCALAR || layout == FKC_TC_DENSE_UNION) {
+                f->kind = AF_STEP;
+                continue;
+            }
+            int32_t wire = kop[1];
             f->kind = AF_SCALAR;
             if ((wire == FKC_AVRO_BYTES || wire == FKC_AVRO_STRING) &&
                 (layout == FKC_TC_BINARY || layout == FKC_TC_UTF8))

@@ -1,7 +1,9 @@
 """Avro payloads to Python values: fastavro's schemaless_reader once per
 payload (what confluent-kafka's AvroDeserializer does per message) against
-fastkc's AvroDecoder.decode_many (one C call for the list). A realistic
-~15-field event schema (strings, longs, a nested record, a nullable union,
+fastkc's AvroDecoder.decode_many (one C call for the list), and the same
+payloads as a pyarrow binary column into typed Arrow columns
+(decode_arrow_column, what poll_arrow() does with an AvroDeserializer).
+A realistic ~15-field event schema (strings, longs, a nested record, a nullable union,
 an array, a map, a timestamp-millis, a decimal, an enum), payloads written
 by fastavro. Rounds interleaved, medians printed; a figure for the report,
 asserted nowhere (the values are checked equal once).
@@ -92,19 +94,28 @@ def main(argv=None):
 
     from fastkc.schema_registry.avro import AvroDecoder
 
+    import pyarrow as pa
+
     payloads = make_payloads(args.payloads)
+    column = pa.array(payloads, pa.binary())  # what poll_arrow() hands a deserializer: the column, built untimed
     decoder = AvroDecoder(json.dumps(EVENT))
-    if decoder.decode_many(payloads[:200]) != fastavro_per_value(payloads[:200]):
+    expected = fastavro_per_value(payloads[:200])
+    if decoder.decode_many(payloads[:200]) != expected:
         sys.exit("avro_decode: fastkc and fastavro disagree")
+    # the Arrow rows as fastavro's values: a map column reads back as (key, value) pairs
+    if [dict(row, props=dict(row["props"])) for row in decoder.decode_arrow_column(column[:200]).to_pylist()] \
+            != expected:
+        sys.exit("avro_decode: fastkc's Arrow columns and fastavro disagree")
     methods = {
-        "fastavro schemaless_reader per value": fastavro_per_value,
-        "fastkc AvroDecoder.decode_many (C)": decoder.decode_many,
+        "fastavro schemaless_reader per value": lambda: fastavro_per_value(payloads),
+        "fastkc AvroDecoder.decode_many (C)": lambda: decoder.decode_many(payloads),
+        "fastkc AvroDecoder.decode_arrow_column": lambda: decoder.decode_arrow_column(column),
     }
     times = {name: [] for name in methods}
     for _ in range(args.rounds):
         for name, fn in methods.items():
             start = time.perf_counter()
-            fn(payloads)
+            fn()
             times[name].append(time.perf_counter() - start)
     size = sum(map(len, payloads))
     print_medians(f"{args.payloads} payloads ({size / len(payloads):.0f} B each), {args.rounds} round(s)", times,

@@ -92,9 +92,9 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=1 if QUICK else 3)
     args = parser.parse_args(argv)
 
-    from fastkc.schema_registry.avro import AvroDecoder
-
     import pyarrow as pa
+
+    from fastkc.schema_registry.avro import AvroDecoder
 
     payloads = make_payloads(args.payloads)
     column = pa.array(payloads, pa.binary())  # what poll_arrow() hands a deserializer: the column, built untimed

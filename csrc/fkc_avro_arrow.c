@@ -554,13 +554,14 @@ static int aa_record(aa_run *r, fkc_tc_col *c, const aa_field *f, int64_t n, int
             break;
         }
         case AF_LONG: {
-            int64_t v = f->op[1] == FKC_AVRO_INT ? fkc_read_varint(cur, "int") : fkc_read_varlong(cur, "long");
+            const char *what = FKC_AVRO_VALUE_WHAT[f->op[1]];
+            int64_t v = f->op[1] == FKC_AVRO_INT ? fkc_read_varint(cur, what) : fkc_read_varlong(cur, what);
             if (cur->failed || !fkc_tc_put_fixed(r->s, fc, &v))
                 return 0;
             break;
         }
         case AF_INT: {
-            int32_t v = fkc_read_varint(cur, "int");
+            int32_t v = fkc_read_varint(cur, FKC_AVRO_VALUE_WHAT[FKC_AVRO_INT]);
             if (cur->failed || !fkc_tc_put_fixed(r->s, fc, &v))
                 return 0;
             break;

@@ -138,34 +138,32 @@ FKC_AVRO_INLINE int fkc_avro_read_scalar(fkc_cursor *c, const int32_t *op, int u
     }
 }
 
-/* An enum's writer index, in range and known to the reader. */
-FKC_AVRO_INLINE int fkc_avro_read_enum(fkc_cursor *c, const int32_t *op, int32_t *index)
+/* An enum's writer index or a union's writer branch (`wide`: a long on the
+ * wire, else an int): in range of op's n choices, and one the reader
+ * resolved (op[2 + 2 * i] >= 0), else `missing_what` with `missing`. */
+FKC_AVRO_INLINE int fkc_avro_read_choice(fkc_cursor *c, const int32_t *op, int wide, const char *what,
+                                         const char *missing_what, const char *missing, int32_t *choice)
 {
     size_t at = fkc_cursor_tell(c);
-    int32_t i = fkc_read_varint(c, "enum index");
+    int64_t i = wide ? fkc_read_varlong(c, what) : fkc_read_varint(c, what);
     if (c->failed)
         return 0;
     if (i < 0 || i >= op[1])
-        return fkc_avro_fail_at(c, at, "enum index", "index out of range");
+        return fkc_avro_fail_at(c, at, what, "index out of range");
     if (op[2 + 2 * i] < 0)
-        return fkc_avro_fail_at(c, at, "enum symbol", "not in the reader's symbols");
-    *index = i;
+        return fkc_avro_fail_at(c, at, missing_what, missing);
+    *choice = (int32_t)i;
     return 1;
 }
 
-/* A union's writer branch, in range and resolved by the reader. */
+FKC_AVRO_INLINE int fkc_avro_read_enum(fkc_cursor *c, const int32_t *op, int32_t *index)
+{
+    return fkc_avro_read_choice(c, op, 0, "enum index", "enum symbol", "not in the reader's symbols", index);
+}
+
 FKC_AVRO_INLINE int fkc_avro_read_branch(fkc_cursor *c, const int32_t *op, int32_t *branch)
 {
-    size_t at = fkc_cursor_tell(c);
-    int64_t i = fkc_read_varlong(c, "union branch");
-    if (c->failed)
-        return 0;
-    if (i < 0 || i >= op[1])
-        return fkc_avro_fail_at(c, at, "union branch", "index out of range");
-    if (op[2 + 2 * i] < 0)
-        return fkc_avro_fail_at(c, at, "union branch", "no match in the reader's schema");
-    *branch = (int32_t)i;
-    return 1;
+    return fkc_avro_read_choice(c, op, 1, "union branch", "union branch", "no match in the reader's schema", branch);
 }
 
 /* The next block header of an array or map (op): *count items follow (0:

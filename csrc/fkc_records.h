@@ -316,42 +316,48 @@ int fkc_header_next(fkc_header_iter *it, const uint8_t **key, int32_t *key_len, 
  * (header keys must be, as they become str); any bytes. */
 int fkc_utf8_valid_any(const uint8_t *p, size_t len);
 
-/* 1 when [p, p+len) is ASCII, in whole loads: 8 bytes at a time, the last
- * ones by a load that overlaps the one before, short strings by two
- * overlapping loads of 4 or 2 bytes; nothing outside [p, p+len) is read. */
-static inline int fkc_ascii_only(const uint8_t *p, size_t len)
+/* How many leading bytes of [p, p+len) are known ASCII, in whole loads: len
+ * when all are (8 bytes at a time, the last ones by a load that overlaps
+ * the one before, short strings by two overlapping loads of 4 or 2 bytes),
+ * else the 8-byte words before the first one that is not (0 for a short
+ * string). Nothing outside [p, p+len) is read. */
+static inline size_t fkc_ascii_prefix(const uint8_t *p, size_t len)
 {
     if (len >= 8) {
         uint64_t word;
-        for (size_t i = 0; i + 8 <= len; i += 8) {
+        size_t i = 0;
+        for (; i + 8 <= len; i += 8) {
             memcpy(&word, p + i, 8);
             if (word & UINT64_C(0x8080808080808080))
-                return 0;
+                return i;
         }
         memcpy(&word, p + len - 8, 8);
-        return (word & UINT64_C(0x8080808080808080)) == 0;
+        return word & UINT64_C(0x8080808080808080) ? i : len;
     }
     if (len >= 4) {
         uint32_t head, tail;
         memcpy(&head, p, 4);
         memcpy(&tail, p + len - 4, 4);
-        return ((head | tail) & 0x80808080u) == 0;
+        return (head | tail) & 0x80808080u ? 0 : len;
     }
     if (len >= 2) {
         uint16_t head, tail;
         memcpy(&head, p, 2);
         memcpy(&tail, p + len - 2, 2);
-        return ((head | tail) & 0x8080u) == 0;
+        return (head | tail) & 0x8080u ? 0 : len;
     }
-    return len == 0 || p[0] < 0x80;
+    return len == 0 || p[0] < 0x80 ? len : 0;
 }
 
 /* fkc_utf8_valid_any(), with ASCII (what keys, names and most string fields
  * are) decided inline: the decoders check every string they read, and the
- * byte loop cost about 40 instructions for a string of ten bytes. */
+ * byte loop cost about 40 instructions for a string of ten bytes. The byte
+ * loop starts after the ASCII words already seen (an ASCII byte ends any
+ * sequence, so the rest is checked alone). */
 static inline int fkc_utf8_valid(const uint8_t *p, size_t len)
 {
-    return fkc_ascii_only(p, len) || fkc_utf8_valid_any(p, len);
+    size_t ascii = fkc_ascii_prefix(p, len);
+    return ascii == len || fkc_utf8_valid_any(p + ascii, len - ascii);
 }
 
 #ifdef __cplusplus

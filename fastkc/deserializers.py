@@ -233,9 +233,9 @@ class ArrowDeserializer(Protocol):
     typed error naming its offset); raises only for row 0.
 
     A deserializer whose `arrow_across_partitions` is true also takes a
-    column spanning several partitions of one topic, with `partitions=`
-    each row's partition (`partition` is then row 0's): a take is decoded in
-    one call instead of one per partition."""
+    column spanning several partitions of one topic whose first non-null
+    row is `partition`'s (its only row that can raise): a take is decoded
+    in one call instead of one per partition."""
 
     def deserialize_arrow(self, values: Any, topic: str, partition: int, offsets: Sequence[int],
                           headers_list: Sequence[Headers | None] | None = None, field: Any = "value") -> Any:
@@ -349,8 +349,7 @@ class ArrowDeserializers:
         for name, deserializer in self._fields:
             pieces: list[Any] = []
             column, offsets, headers = batch.column(name), batch.column("offset"), batch.column("headers")
-            whole = self._whole_take(deserializer, column, runs, cut, offsets, headers, batch.column("partition"),
-                                     name)
+            whole = self._whole_take(deserializer, column, runs, cut, offsets, headers, name)
             if whole is not None:
                 decoded[name] = [whole]
                 cut = min(cut, len(whole))  # a failing row, or another type, from there on
@@ -393,12 +392,12 @@ class ArrowDeserializers:
 
     @staticmethod
     def _whole_take(deserializer: Any, column: Any, runs: list[PartitionRows], cut: int, offsets: Any,
-                    headers: Any, partitions: Any, name: str) -> Any:
+                    headers: Any, name: str) -> Any:
         """The whole column decoded in one call, when the deserializer takes
-        a column spanning partitions (`arrow_across_partitions`: it names a
-        failing row by the per-row partitions given) and the take holds
-        several partitions of one topic, the first with a row that is not
-        null; else None. What it returns or raises is what the
+        a column spanning partitions (`arrow_across_partitions`) and the take
+        holds several partitions of one topic, the first with a row that is
+        not null (the one row that can raise is then the first partition's,
+        which the call names); else None. What it returns or raises is what the
         partition-by-partition calls would have come to (the leading rows of
         one type; the first row's error). One call instead of
         one a partition: with 8 partitions in a take, the Python around each
@@ -409,8 +408,9 @@ class ArrowDeserializers:
             return None
         if column.slice(0, runs[0].end).null_count == runs[0].end:
             # the first partition's rows are all null: the call would raise for
-            # the next partition's first row where that partition's own call
-            # would deliver the null rows first and raise from the next take
+            # the next partition's first row (naming the first partition)
+            # where the per-partition calls deliver the null rows first and
+            # raise from the next take
             return None
         return deserializer.deserialize_arrow(column, runs[0].topic, runs[0].partition, offsets,
-                                              _headers_of(headers), name, partitions=partitions)
+                                              _headers_of(headers), name)

@@ -197,8 +197,8 @@ class RegistryDeserializer:
     # message_type: messages for records, the C decoder for Arrow).
     SEPARATE_ARROW_CODEC: ClassVar[bool] = False
     # deserialize_arrow() takes a column spanning several partitions of a
-    # topic (their rows' partitions given): fastkc.deserializers decodes a
-    # whole Arrow take in one call.
+    # topic whose first non-null row is the named partition's (only that row
+    # can raise): fastkc.deserializers decodes a whole Arrow take in one call.
     arrow_across_partitions: ClassVar[bool] = True
 
     def __init__(self, schema_registry_client: SchemaRegistryClient | None, from_dict: FromDict | None,
@@ -364,8 +364,7 @@ class RegistryDeserializer:
 
     def deserialize_arrow(self, values: Any, topic: str, partition: int, offsets: Sequence[int],
                           headers_list: Sequence[Headers | None] | None = None,
-                          field: MessageField = MessageField.VALUE,
-                          partitions: Sequence[int] | None = None) -> Any:
+                          field: MessageField = MessageField.VALUE) -> Any:
         """One partition's raw keys or values (a pyarrow binary column, nulls
         allowed; `offsets[i]` is row i's offset, `headers_list[i]` its
         headers, None when no row has any) as a typed pyarrow.Array, decoded
@@ -378,10 +377,10 @@ class RegistryDeserializer:
         at that row raises the typed error naming its offset). Raises only
         for row 0. `from_dict` does not apply (the rows stay columns).
 
-        `partitions`: row i's partition when the column spans several of
-        `topic`'s (then `partition` is row 0's). Partitions and offsets only
-        name a failing row, so one call may decode a whole Arrow take:
-        `arrow_across_partitions` says so to fastkc.deserializers."""
+        Only the first row that is not null can raise, and `partition` and
+        `offsets` serve only to name it: a column may span several of
+        `topic`'s partitions when its first non-null row is `partition`'s
+        (`arrow_across_partitions` says so to fastkc.deserializers)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -404,7 +403,7 @@ class RegistryDeserializer:
         while done < len(present):
             try:
                 piece = self._arrow_run(present.slice(done), row_of[done:], topic, partition, offsets, headers_list,
-                                        field, context, partitions)
+                                        field, context)
             except DeserializationError:
                 if done == 0:
                     raise
@@ -426,7 +425,7 @@ class RegistryDeserializer:
 
     def _arrow_run(self, present: Any, row_of: Sequence[int], topic: str, partition: int, offsets: Sequence[int],
                    headers_list: Sequence[Headers | None] | None, field: MessageField,
-                   context: SerializationContext, partitions: Sequence[int] | None = None) -> Any:
+                   context: SerializationContext) -> Any:
         """The leading rows of `present` (no nulls; present[i] is the
         partition's row row_of[i]) written with row 0's schema, decoded;
         fewer when a row fails (its own call raises). Raises for row 0."""
@@ -435,8 +434,6 @@ class RegistryDeserializer:
 
         is_key = field == MessageField.KEY
         at = row_of[0]
-        if partitions is not None:
-            partition = _int_at(partitions, at)
         first = present[0].as_py()
         headers = headers_list[at] if headers_list is not None else None
         frame = self._split(first, headers, is_key, topic, partition, _int_at(offsets, at))
@@ -450,8 +447,7 @@ class RegistryDeserializer:
                 row = row_of[i]
                 try:
                     more = self._split(present[i].as_py(), headers_list[row] if headers_list is not None else None,
-                                       is_key, topic, partition if partitions is None else _int_at(partitions, row),
-                                       _int_at(offsets, row))
+                                       is_key, topic, partition, _int_at(offsets, row))
                 except DeserializationError:
                     break
                 if (more.schema_key, more.message_indexes) != (frame.schema_key, frame.message_indexes):

@@ -450,14 +450,16 @@ static void test_utf8(void)
         if (p == NULL)
             return;
         memset(p, 'a', len);
-        CHECK(fkc_utf8_valid(p, len) == 1 && fkc_ascii_only(p, len) == 1);
+        CHECK(fkc_utf8_valid(p, len) == 1 && fkc_ascii_prefix(p, len) == len);
         for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++) {
             for (size_t at = 0; at + seqs[s].len <= len; at++) {
                 memset(p, 'a', len);
                 memcpy(p + at, seqs[s].bytes, seqs[s].len);
                 CHECK(fkc_utf8_valid(p, len) == fkc_utf8_valid_any(p, len));
                 CHECK(fkc_utf8_valid(p, len) == seqs[s].valid);
-                CHECK(fkc_ascii_only(p, len) == (seqs[s].bytes[0] == '\x7f'));
+                size_t ascii = fkc_ascii_prefix(p, len);
+                CHECK((ascii == len) == (seqs[s].bytes[0] == '\x7f'));
+                CHECK(ascii == len || (ascii <= at && ascii % 8 == 0)); /* only bytes before the sequence */
             }
         }
         free(p);

@@ -184,10 +184,9 @@ class _CountingAvro(AvroDeserializer):
         super().__init__(*args, **kwargs)
         self.calls = []
 
-    def deserialize_arrow(self, values, topic, partition, offsets, headers_list=None, field="value",
-                          partitions=None):
+    def deserialize_arrow(self, values, topic, partition, offsets, headers_list=None, field="value"):
         self.calls.append((len(values), partition))
-        return super().deserialize_arrow(values, topic, partition, offsets, headers_list, field, partitions)
+        return super().deserialize_arrow(values, topic, partition, offsets, headers_list, field)
 
 
 def test_a_take_of_several_partitions_is_decoded_in_one_call():

@@ -5,17 +5,8 @@
 #include <string.h>
 
 #include "fkc_grow.h"
+#include "fkc_protobuf_read.h"
 #include "fkc_records.h" /* fkc_utf8_valid: UTF-8 as Python's strict decoder takes it */
-
-#define MAX_FIELD_NUMBER 536870911 /* 2^29 - 1 */
-
-/* the wire type each kind is written with; 0 for kinds that do not exist */
-static const uint8_t WIRE_OF[19] = {
-    [FKC_PB_DOUBLE] = 1, [FKC_PB_FLOAT] = 5,    [FKC_PB_INT64] = 0,    [FKC_PB_UINT64] = 0,   [FKC_PB_INT32] = 0,
-    [FKC_PB_FIXED64] = 1, [FKC_PB_FIXED32] = 5, [FKC_PB_BOOL] = 0,     [FKC_PB_STRING] = 2,   [FKC_PB_MESSAGE] = 2,
-    [FKC_PB_BYTES] = 2,  [FKC_PB_UINT32] = 0,   [FKC_PB_ENUM] = 0,     [FKC_PB_SFIXED32] = 5, [FKC_PB_SFIXED64] = 1,
-    [FKC_PB_SINT32] = 0, [FKC_PB_SINT64] = 0,
-};
 
 static const char *const KIND_NAME[19] = {
     [FKC_PB_DOUBLE] = "double",     [FKC_PB_FLOAT] = "float",       [FKC_PB_INT64] = "int64",
@@ -77,13 +68,13 @@ int fkc_pb_check_program(const int32_t *code, size_t n)
         for (int32_t s = 0; s < nfields; s++) {
             const int32_t *f = fields + s * FKC_PB_FIELD_WIDTH;
             int32_t number = f[0], kind = f[1], flags = f[2], oneof = f[3], ref = f[4];
-            if (number < 1 || number > MAX_FIELD_NUMBER || (s > 0 && number <= f[0 - FKC_PB_FIELD_WIDTH]))
+            if (number < 1 || number > FKC_PB_MAX_FIELD_NUMBER || (s > 0 && number <= f[0 - FKC_PB_FIELD_WIDTH]))
                 return 0;
             if (number < dense && slots[number] != s)
                 return 0;
             if (!kind_ok(kind) || (flags & ~15) != 0 || oneof < -1)
                 return 0;
-            if ((flags & FKC_PB_F_PACKABLE) && (!(flags & FKC_PB_F_REPEATED) || WIRE_OF[kind] == 2))
+            if ((flags & FKC_PB_F_PACKABLE) && (!(flags & FKC_PB_F_REPEATED) || FKC_PB_WIRE_OF[kind] == 2))
                 return 0;
             if (kind == FKC_PB_MESSAGE) {
                 if (ref < 0 || ref >= nmsgs || (flags & FKC_PB_F_CLOSED_ENUM))
@@ -119,7 +110,6 @@ typedef struct pb_run {
     int64_t *w;     /* the tape's next word */
     int64_t *w_end; /* the end of the tape's room (the checked read tests it) */
     int32_t max_depth;
-    int32_t nmsgs;
     int dropped;        /* the message just read had unknown fields of its own (a closed
                            enum's unknown number included): a map entry is then dropped */
     int failed;
@@ -236,55 +226,19 @@ static inline void tape_push(pb_run *r, int64_t x)
     *r->w++ = x; /* room made by tape_room() or room() */
 }
 
-/* A varint of at most 10 bytes as upb reads it: non-minimal encodings are
- * fine, bits past 64 are dropped (the 10th byte's shift keeps its low bit
- * only), a 10th byte with its continuation bit set is over-long. Fails at
- * the varint's first byte without moving. */
+/* A varint (fkc_pb_read_varint); fails at its first byte without moving. */
 static inline int rd_varint(pb_run *r, uint64_t *out, const char *what)
 {
-    const uint8_t *p = r->p;
-    size_t avail = (size_t)(r->end - p);
-    if (avail > 0 && p[0] < 0x80) {
-        *out = p[0];
-        r->p = p + 1;
+    int rc = fkc_pb_read_varint(&r->p, r->end, out);
+    if (rc == FKC_PB_VARINT_OK)
         return 1;
-    }
-    uint64_t v = 0;
-    /* the loop's own bound is the bounds test: no second test a byte */
-    size_t limit = avail < 10 ? avail : 10;
-    for (size_t i = 0; i < limit; i++) {
-        uint64_t b = p[i];
-        v |= (b & 0x7F) << (7 * i);
-        if (!(b & 0x80)) {
-            *out = v;
-            r->p = p + i + 1;
-            return 1;
-        }
-    }
-    return fail_at(r, p, what, limit < 10 ? "truncated" : "over-long varint");
+    return fail_at(r, r->p, what, rc == FKC_PB_VARINT_TRUNCATED ? "truncated" : "over-long varint");
 }
 
 static inline int rd_fixed(pb_run *r, size_t width, uint64_t *out, const char *what)
 {
-    const uint8_t *p = r->p;
-    if (width > (size_t)(r->end - p))
-        return fail_at(r, p, what, "truncated");
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* little-endian on the wire, as in memory here: one load */
-    if (width == 8) {
-        memcpy(out, p, 8);
-    } else {
-        uint32_t low;
-        memcpy(&low, p, 4);
-        *out = low;
-    }
-#else
-    uint64_t bits = 0;
-    for (size_t i = width; i-- > 0;) /* little-endian on the wire */
-        bits = (bits << 8) | p[i];
-    *out = bits;
-#endif
-    r->p = p + width;
+    if (!fkc_pb_read_fixed(&r->p, r->end, width, out))
+        return fail_at(r, r->p, what, "truncated");
     return 1;
 }
 
@@ -301,69 +255,6 @@ static inline int rd_length(pb_run *r, const char *what, size_t *len)
     return 1;
 }
 
-/* a varint kind's wire value as the tape holds it */
-static inline int64_t norm_varint(int32_t kind, uint64_t v)
-{
-    switch (kind) {
-    case FKC_PB_INT32:
-    case FKC_PB_ENUM:
-        return (int64_t)(int32_t)(uint32_t)v;
-    case FKC_PB_UINT32:
-        return (int64_t)(uint32_t)v;
-    case FKC_PB_SINT32: {
-        uint32_t u = (uint32_t)v;
-        return (int64_t)(int32_t)((u >> 1) ^ (0u - (u & 1u)));
-    }
-    case FKC_PB_SINT64:
-        return (int64_t)((v >> 1) ^ (0u - (v & 1u)));
-    case FKC_PB_BOOL:
-        return v != 0;
-    default: /* int64, uint64: the bits */
-        return (int64_t)v;
-    }
-}
-
-static inline int64_t norm_fixed(int32_t kind, uint64_t bits)
-{
-    if (kind == FKC_PB_SFIXED32)
-        return (int64_t)(int32_t)(uint32_t)bits;
-    return (int64_t)bits; /* fixed32, float: the low 32 bits, zero-extended; the 64-bit kinds: the bits */
-}
-
-/* 1 when `v` is one of a closed enum's numbers (sorted: binary search). */
-static int enum_known(const pb_run *r, int32_t ref, int64_t v)
-{
-    const int32_t *e = r->code + r->code[FKC_PB_HEADER + r->nmsgs + ref];
-    int32_t lo = 0, hi = e[0];
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (e[1 + mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < e[0] && e[1 + lo] == v;
-}
-
-/* The slot of field `num` in message `msg`, -1 when it has none. */
-static inline int32_t find_slot(const int32_t *msg, uint32_t num)
-{
-    int32_t nfields = msg[0], dense = msg[1];
-    const int32_t *slots = msg + FKC_PB_MSG_HEAD;
-    if (num < (uint32_t)dense)
-        return slots[num];
-    const int32_t *fields = slots + dense;
-    int32_t lo = 0, hi = nfields;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if ((uint32_t)fields[mid * FKC_PB_FIELD_WIDTH] < num)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < nfields && (uint32_t)fields[lo * FKC_PB_FIELD_WIDTH] == num ? lo : -1;
-}
-
 /* A tag: field number 1 .. 2^29-1 and a wire type that exists; 4 (end
  * group) is returned for the group skipper to judge. */
 static inline int rd_tag(pb_run *r, uint32_t *num, uint32_t *wt)
@@ -372,14 +263,11 @@ static inline int rd_tag(pb_run *r, uint32_t *num, uint32_t *wt)
     uint64_t tag;
     if (!rd_varint(r, &tag, "tag"))
         return 0;
-    if (tag > UINT32_MAX)
-        return fail_at(r, at, "tag", "field number out of range");
+    const char *problem = fkc_pb_tag_problem(tag);
+    if (problem != NULL)
+        return fail_at(r, at, "tag", problem);
     *num = (uint32_t)(tag >> 3);
     *wt = (uint32_t)(tag & 7);
-    if (*num == 0)
-        return fail_at(r, at, "tag", "field number 0");
-    if (*wt > 5)
-        return fail_at(r, at, "tag", "invalid wire type");
     return 1;
 }
 
@@ -441,12 +329,12 @@ static inline __attribute__((always_inline)) int one_value(pb_run *r, const int3
     int32_t kind = f[1];
     uint64_t v;
     *emitted = 1;
-    switch (WIRE_OF[kind]) {
+    switch (FKC_PB_WIRE_OF[kind]) {
     case 0: {
         if (!rd_varint(r, &v, KIND_NAME[kind]))
             return 0;
-        int64_t x = norm_varint(kind, v);
-        if ((f[2] & FKC_PB_F_CLOSED_ENUM) && !enum_known(r, f[4], x)) {
+        int64_t x = fkc_pb_norm_varint(kind, v);
+        if ((f[2] & FKC_PB_F_CLOSED_ENUM) && !fkc_pb_enum_known(r->code, f[4], x)) {
             *emitted = 0;
             r->dropped = 1;
             return 1;
@@ -457,10 +345,10 @@ static inline __attribute__((always_inline)) int one_value(pb_run *r, const int3
     }
     case 1:
     case 5:
-        if (!rd_fixed(r, WIRE_OF[kind] == 1 ? 8 : 4, &v, KIND_NAME[kind]))
+        if (!rd_fixed(r, FKC_PB_WIRE_OF[kind] == 1 ? 8 : 4, &v, KIND_NAME[kind]))
             return 0;
         tape_push(r, slot);
-        tape_push(r, norm_fixed(kind, v));
+        tape_push(r, fkc_pb_norm_fixed(kind, v));
         return 1;
     default: {
         size_t len;
@@ -544,10 +432,10 @@ static inline __attribute__((always_inline)) int message_body(pb_run *r, int32_t
             return fail_at(r, at, "tag", "unexpected end group");
         if (!room(r, FIELD_WORDS, checked))
             return 0;
-        int32_t slot = find_slot(msg, num);
+        int32_t slot = fkc_pb_find_slot(msg, num);
         if (slot >= 0) {
             const int32_t *f = fields + slot * FKC_PB_FIELD_WIDTH;
-            if (wt == WIRE_OF[f[1]]) {
+            if (wt == FKC_PB_WIRE_OF[f[1]]) {
                 int emitted;
                 r->dropped = 0;
                 if (!one_value(r, f, slot, depth, &emitted, checked))
@@ -593,7 +481,6 @@ size_t fkc_pb_decode_many(const int32_t *code, size_t code_len, const uint8_t *c
     pb_run r;
     r.code = code;
     r.tape = tape;
-    r.nmsgs = code[1];
     r.max_depth = code[3];
     r.nomem = 0;
     for (size_t i = 0; i < count; i++) {

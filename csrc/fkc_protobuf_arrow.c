@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "fkc_grow.h"
+#include "fkc_protobuf_read.h"
+#include "fkc_records.h" /* fkc_utf8_valid */
 
 #define PA_NS INT64_C(1000000000)
 
@@ -15,11 +17,6 @@ enum { C_LAYOUT = FKC_TC_C_LAYOUT, C_NULLABLE = FKC_TC_C_NULLABLE, C_FIRST = FKC
        C_P0 = FKC_TC_C_P0 };
 /* Step words */
 enum { S_OP, S_COLUMN, S_REF, S_ABSENT, S_N };
-
-static const int32_t *pa_message(const int32_t *code, int64_t m)
-{
-    return code + code[FKC_PB_HEADER + m];
-}
 
 static const int32_t *pa_fields(const int32_t *msg)
 {
@@ -83,7 +80,7 @@ static int64_t pa_layout_of(int32_t kind)
 /* Message m has exactly these (number, kind) singular fields. */
 static int pa_shape(const int32_t *code, int64_t m, int32_t n, const int32_t *kinds)
 {
-    const int32_t *msg = pa_message(code, m);
+    const int32_t *msg = fkc_pb_message(code, m);
     if (msg[0] != n)
         return 0;
     for (int32_t i = 0; i < n; i++) {
@@ -141,7 +138,7 @@ static int pa_check_message(pa_checker *k, const int64_t *s, int64_t sid, const 
     int64_t op = s[S_OP], n = s[S_N];
     if (s[S_REF] != m)
         return 0;
-    const int32_t *msg = pa_message(code, m);
+    const int32_t *msg = fkc_pb_message(code, m);
     switch (op) {
     case FKC_PA_STRUCT: {
         if (col[C_LAYOUT] != FKC_TC_STRUCT || n != msg[0] || n != col[C_COUNT])
@@ -186,7 +183,7 @@ static int pa_check_step(pa_checker *k, int64_t sid, int64_t column, const int32
     int repeated = (field[2] & FKC_PB_F_REPEATED) && !item;
     const int64_t *kids = s + FKC_PA_STEP_HEAD;
     if (repeated) {
-        int map = kind == FKC_PB_MESSAGE && (pa_message(p->code, ref)[2] & FKC_PB_M_MAP_ENTRY);
+        int map = kind == FKC_PB_MESSAGE && (fkc_pb_message(p->code, ref)[2] & FKC_PB_M_MAP_ENTRY);
         if (n != 1 || kids[0] <= sid)
             return 0;
         if (op == FKC_PA_LIST && !map)
@@ -195,7 +192,7 @@ static int pa_check_step(pa_checker *k, int64_t sid, int64_t column, const int32
             return 0;
         /* the entry: a STRUCT step on the entries column, over a message of
          * key (1) and value (2), each a non-null column of its kind */
-        const int32_t *entry = pa_message(p->code, ref);
+        const int32_t *entry = fkc_pb_message(p->code, ref);
         const int64_t *entries = fkc_tc_column(&k->tree, col[C_FIRST]);
         if (entry[0] != 2 || pa_fields(entry)[0] != 1 || pa_fields(entry)[FKC_PB_FIELD_WIDTH] != 2)
             return 0;
@@ -253,6 +250,7 @@ typedef struct pa_run {
      * index, since a deeper level may move it when it grows */
     int64_t *scratch;
     size_t top, cap;
+    int32_t max_depth; /* the program's nesting bound (the in-order reader keeps it too) */
 } pa_run;
 
 /* `n` more scratch words at r->top (returned), or -1 out of memory. */
@@ -288,18 +286,12 @@ static int64_t pa_enum_index(const int64_t *s, int64_t v)
     return lo < s[S_N] && numbers[lo] == v ? lo : -1;
 }
 
-/* One scalar of `kind` into `c`: the entry value at tape position `at`, or
- * (at < 0) the kind's default. */
-static inline __attribute__((always_inline)) int pa_scalar(pa_run *r, const int64_t *s, fkc_tc_col *c,
-                                                             int32_t kind, int64_t at)
+/* One number of `kind` into `c` (an enum's: its number; float and double:
+ * their IEEE bits), normalized as the reader leaves it. */
+static inline __attribute__((always_inline)) int pa_number(pa_run *r, const int64_t *s, fkc_tc_col *c,
+                                                             int32_t kind, int64_t v)
 {
-    int64_t v = at >= 0 ? r->tape[at] : 0;
     switch (kind) {
-    case FKC_PB_STRING:
-    case FKC_PB_BYTES:
-        if (at < 0)
-            return fkc_tc_put_bytes(r->s, c, NULL, 0);
-        return fkc_tc_put_bytes(r->s, c, r->base + r->tape[at], (size_t)r->tape[at + 1]);
     case FKC_PB_BOOL:
         return fkc_tc_put_bool(r->s, c, v != 0);
     case FKC_PB_FLOAT: {
@@ -307,7 +299,7 @@ static inline __attribute__((always_inline)) int pa_scalar(pa_run *r, const int6
         return fkc_tc_put_fixed(r->s, c, &bits);
     }
     case FKC_PB_ENUM: {
-        int64_t i = pa_enum_index(s, at >= 0 ? v : s[S_REF]);
+        int64_t i = pa_enum_index(s, v);
         if (i < 0) /* an open enum's number it does not name */
             return fkc_tc_fill(r->s, c);
         int32_t index = (int32_t)i;
@@ -320,6 +312,19 @@ static inline __attribute__((always_inline)) int pa_scalar(pa_run *r, const int6
         }
         return fkc_tc_put_fixed(r->s, c, &v); /* int64, uint64 and double bits */
     }
+}
+
+/* One scalar of `kind` into `c`: the entry value at tape position `at`, or
+ * (at < 0) the kind's default. */
+static inline __attribute__((always_inline)) int pa_scalar(pa_run *r, const int64_t *s, fkc_tc_col *c,
+                                                             int32_t kind, int64_t at)
+{
+    if (kind == FKC_PB_STRING || kind == FKC_PB_BYTES) {
+        if (at < 0)
+            return fkc_tc_put_bytes(r->s, c, NULL, 0);
+        return fkc_tc_put_bytes(r->s, c, r->base + r->tape[at], (size_t)r->tape[at + 1]);
+    }
+    return pa_number(r, s, c, kind, at >= 0 ? r->tape[at] : kind == FKC_PB_ENUM ? s[S_REF] : 0);
 }
 
 /* The last entry of slot 0 and slot 1 (-1: none) across merged frames. */
@@ -339,23 +344,28 @@ static void pa_last_two(pa_run *r, const int32_t *msg, int64_t frames, int64_t n
     }
 }
 
+/* A Timestamp's or Duration's seconds and nanos as int64 nanoseconds: 0
+ * when the runtime's rules refuse them or they do not fit. */
+static int pa_time_ns(int64_t op, int64_t seconds, int64_t nanos, int64_t *ns)
+{
+    int ok;
+    if (op == FKC_PA_TIMESTAMP)
+        ok = nanos >= 0 && nanos < PA_NS;
+    else
+        ok = nanos > -PA_NS && nanos < PA_NS && !(seconds > 0 && nanos < 0) && !(seconds < 0 && nanos > 0);
+    return ok && !__builtin_mul_overflow(seconds, PA_NS, ns) && !__builtin_add_overflow(*ns, nanos, ns);
+}
+
 /* A Timestamp or Duration as int64 nanoseconds, refused when out of range. */
 static int pa_time(pa_run *r, const int64_t *s, fkc_tc_col *c, int64_t frames, int64_t nframes)
 {
     int64_t last[2];
-    const int32_t *msg = pa_message(r->p->code, s[S_REF]);
+    const int32_t *msg = fkc_pb_message(r->p->code, s[S_REF]);
     pa_last_two(r, msg, frames, nframes, last);
     int64_t seconds = last[0] >= 0 ? r->tape[last[0]] : 0;
     int64_t nanos = last[1] >= 0 ? (int64_t)(int32_t)r->tape[last[1]] : 0;
-    int ok;
-    if (s[S_OP] == FKC_PA_TIMESTAMP)
-        ok = nanos >= 0 && nanos < PA_NS;
-    else
-        ok = nanos > -PA_NS && nanos < PA_NS && !(seconds > 0 && nanos < 0) && !(seconds < 0 && nanos > 0);
     int64_t ns = 0;
-    if (ok)
-        ok = !__builtin_mul_overflow(seconds, PA_NS, &ns) && !__builtin_add_overflow(ns, nanos, &ns);
-    if (!ok) {
+    if (!pa_time_ns(s[S_OP], seconds, nanos, &ns)) {
         int64_t frame = nframes > 0 ? r->scratch[frames + nframes - 1] : -1;
         return fkc_tc_fail(r->s, FKC_TC_VALUE, frame >= 0 ? (size_t)r->tape[frame + 2] : 0,
                            s[S_OP] == FKC_PA_TIMESTAMP ? "google.protobuf.Timestamp" : "google.protobuf.Duration",
@@ -377,11 +387,20 @@ static int pa_message_value(pa_run *r, int64_t sid, int64_t frames, int64_t nfra
         return pa_time(r, s, c, frames, nframes);
     default: { /* FKC_PA_WRAPPER: its value, the default when the wrapper is empty */
         int64_t last[2];
-        const int32_t *msg = pa_message(r->p->code, s[S_REF]);
+        const int32_t *msg = fkc_pb_message(r->p->code, s[S_REF]);
         pa_last_two(r, msg, frames, nframes, last);
         return pa_scalar(r, s, c, pa_fields(msg)[1], last[0]);
     }
     }
+}
+
+/* A string key's hash (FNV-1a): equal bytes, equal words. */
+static uint64_t pa_fnv1a(const uint8_t *p, size_t n)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * UINT64_C(1099511628211);
+    return h;
 }
 
 /* Map keys compared: sorted pairs (key, entry) by key then entry. */
@@ -397,7 +416,7 @@ static int pa_pair_cmp(const void *a, const void *b)
 static int pa_map(pa_run *r, const int64_t *s, fkc_tc_col *c, int64_t pos, int64_t npos)
 {
     const int64_t *es = r->p->steps + s[FKC_PA_STEP_HEAD];
-    const int32_t *entry = pa_message(r->p->code, es[S_REF]);
+    const int32_t *entry = fkc_pb_message(r->p->code, es[S_REF]);
     const int32_t *fields = pa_fields(entry);
     int32_t key_kind = fields[1], value_kind = fields[FKC_PB_FIELD_WIDTH + 1];
     int blob = key_kind == FKC_PB_STRING;
@@ -429,9 +448,7 @@ static int pa_map(pa_run *r, const int64_t *s, fkc_tc_col *c, int64_t pos, int64
         if (blob && at >= 0) {
             off = t[at];
             len = t[at + 1];
-            key = UINT64_C(14695981039346656037); /* FNV-1a */
-            for (int64_t i = 0; i < len; i++)
-                key = (key ^ r->base[off + i]) * UINT64_C(1099511628211);
+            key = pa_fnv1a(r->base + off, (size_t)len);
         } else if (at >= 0) {
             key = (uint64_t)t[at]; /* normalized by the reader: equal keys, equal words */
         }
@@ -524,7 +541,7 @@ static inline __attribute__((always_inline)) int pa_field(pa_run *r, int64_t sid
 static int pa_message_row(pa_run *r, int64_t sid, int64_t frames, int64_t nframes)
 {
     const int64_t *s = r->p->steps + sid;
-    const int32_t *msg = pa_message(r->p->code, s[S_REF]);
+    const int32_t *msg = fkc_pb_message(r->p->code, s[S_REF]);
     const int32_t *fields = pa_fields(msg);
     const int64_t *t = r->tape;
     fkc_tc_col *c = &r->s->cols[s[S_COLUMN]];
@@ -616,11 +633,456 @@ static int pa_message_row(pa_run *r, int64_t sid, int64_t frames, int64_t nframe
 }
 
 /* ------------------------------------------------------------------------ */
+/* The in-order reader: a payload straight into the columns.
+ *
+ * Writers lay a message out in field-number order, each singular field at
+ * most once, a repeated field's elements (a map's entries) together. For
+ * such a payload the runtime's rules resolve to "write what comes, and the
+ * plan's absent value for every field that does not", so it needs no tape:
+ * each value goes into its column as it is read, and the fields between two
+ * that occur are filled on the way. Anything else (a field out of order or
+ * twice, two members of one oneof, a wrong wire type, a group, a closed
+ * enum's unknown number, an unknown field in a map entry, a map key twice,
+ * a Timestamp out of range, any fault) makes the reader give up: the
+ * columns are truncated back to the row count before the payload
+ * (fkc_tc_truncate) and the payload is read onto the tape and walked as
+ * above, which resolves every case and reports every fault. So the output
+ * and the errors are the tape path's by construction; the in-order reader
+ * only decides when it may take the short way.
+ * tests/fuzz/fuzz_protobuf.c checks both ways build the same rows. */
+
+typedef struct po_msg po_msg;
+
+/* How one value of a field is written. */
+typedef struct po_value {
+    const int64_t *step; /* its step (an enum's numbers; a well-known type's op) */
+    fkc_tc_col *col;
+    const po_msg *msg; /* STRUCT: the message's fields */
+    int32_t op;        /* VALUE, STRUCT, TIMESTAMP, DURATION, WRAPPER */
+    int32_t kind;      /* a scalar's kind; a WRAPPER's wrapped kind */
+    int32_t closed;    /* a closed enum's index in the program, else -1 */
+} po_value;
+
+enum { PO_SINGLE, PO_LIST, PO_MAP };
+
+typedef struct po_field {
+    uint32_t number;
+    int32_t shape;    /* PO_SINGLE, PO_LIST, PO_MAP */
+    int32_t oneof;    /* -1: none */
+    int32_t packable; /* a repeated scalar whose elements may come packed */
+    uint32_t wire;    /* the wire type of one value */
+    int64_t sid;      /* the field's step: absent, it is written by pa_field */
+    const int32_t *f; /* its program words */
+    fkc_tc_col *col;  /* PO_LIST, PO_MAP: the field's own column */
+    po_value v;       /* the value; a list's item; a map's entry (a STRUCT) */
+} po_field;
+
+struct po_msg {
+    const int32_t *msg; /* program words: slots by number */
+    int32_t nf;
+    int32_t map_entry;
+    fkc_tc_col *col;
+    po_field fields[];
+};
+
+/* The compiled messages, owned by the builder. */
+typedef struct po_tree {
+    po_msg **msgs;
+    size_t count, cap;
+    const po_msg *root;
+} po_tree;
+
+static const po_msg *po_compile_msg(po_tree *t, const fkc_pb_arrow_plan *p, fkc_tc_set *set, int64_t sid);
+
+static int po_compile_value(po_tree *t, const fkc_pb_arrow_plan *p, fkc_tc_set *set, po_value *v, int64_t sid,
+                            const int32_t *field)
+{
+    const int64_t *s = p->steps + sid;
+    v->step = s;
+    v->col = &set->cols[s[S_COLUMN]];
+    v->op = (int32_t)s[S_OP];
+    v->kind = field[1];
+    v->closed = (field[2] & FKC_PB_F_CLOSED_ENUM) ? field[4] : -1;
+    v->msg = NULL;
+    if (v->op == FKC_PA_WRAPPER)
+        v->kind = pa_fields(fkc_pb_message(p->code, s[S_REF]))[1];
+    if (v->op == FKC_PA_STRUCT) {
+        v->msg = po_compile_msg(t, p, set, sid);
+        return v->msg != NULL;
+    }
+    return 1;
+}
+
+/* A checked plan's STRUCT step `sid` compiled (NULL: out of memory). The
+ * steps form a tree, so the recursion ends; its depth is the plan's. */
+static const po_msg *po_compile_msg(po_tree *t, const fkc_pb_arrow_plan *p, fkc_tc_set *set, int64_t sid)
+{
+    const int64_t *s = p->steps + sid;
+    const int32_t *msg = fkc_pb_message(p->code, s[S_REF]);
+    int32_t nf = msg[0];
+    if (t->count == t->cap) {
+        po_msg **grown = fkc_grow(t->msgs, &t->cap, t->count + 1, sizeof *grown, 16);
+        if (grown == NULL)
+            return NULL;
+        t->msgs = grown;
+    }
+    po_msg *m = calloc(1, sizeof *m + (size_t)nf * sizeof(po_field));
+    if (m == NULL)
+        return NULL;
+    t->msgs[t->count++] = m;
+    m->msg = msg;
+    m->nf = nf;
+    m->map_entry = (msg[2] & FKC_PB_M_MAP_ENTRY) != 0;
+    m->col = &set->cols[s[S_COLUMN]];
+    const int64_t *kids = s + FKC_PA_STEP_HEAD;
+    for (int32_t i = 0; i < nf; i++) {
+        const int32_t *f = pa_fields(msg) + i * FKC_PB_FIELD_WIDTH;
+        po_field *fd = &m->fields[i];
+        const int64_t *ks = p->steps + kids[i];
+        fd->number = (uint32_t)f[0];
+        fd->oneof = f[3];
+        fd->packable = (f[2] & FKC_PB_F_PACKABLE) != 0;
+        fd->wire = FKC_PB_WIRE_OF[f[1]];
+        fd->sid = kids[i];
+        fd->f = f;
+        fd->col = &set->cols[ks[S_COLUMN]];
+        int64_t value_sid = kids[i];
+        fd->shape = PO_SINGLE;
+        if (ks[S_OP] == FKC_PA_LIST || ks[S_OP] == FKC_PA_MAP) {
+            fd->shape = ks[S_OP] == FKC_PA_LIST ? PO_LIST : PO_MAP;
+            value_sid = ks[FKC_PA_STEP_HEAD];
+        }
+        if (!po_compile_value(t, p, set, &fd->v, value_sid, f))
+            return NULL;
+    }
+    return m;
+}
+
+static void po_tree_free(po_tree *t)
+{
+    for (size_t i = 0; i < t->count; i++)
+        free(t->msgs[i]);
+    free(t->msgs);
+    t->msgs = NULL;
+    t->count = t->cap = 0;
+}
+
+/* A tag: 0 when it cannot be read, is not one, or starts or ends a group
+ * (the tape path skips groups). */
+static inline __attribute__((always_inline)) int po_tag(const uint8_t **pp, const uint8_t *end, uint32_t *num,
+                                                          uint32_t *wt)
+{
+    uint64_t tag;
+    if (fkc_pb_read_varint(pp, end, &tag) != FKC_PB_VARINT_OK || fkc_pb_tag_problem(tag) != NULL)
+        return 0;
+    *num = (uint32_t)(tag >> 3);
+    *wt = (uint32_t)(tag & 7);
+    return *wt != 3 && *wt != 4;
+}
+
+/* A length prefix and the bytes it covers: [*body, *body_end), *pp past them. */
+static inline __attribute__((always_inline)) int po_span(const uint8_t **pp, const uint8_t *end,
+                                                           const uint8_t **body, const uint8_t **body_end)
+{
+    uint64_t n;
+    if (fkc_pb_read_varint(pp, end, &n) != FKC_PB_VARINT_OK || n > (uint64_t)(end - *pp))
+        return 0;
+    *body = *pp;
+    *body_end = *pp + n;
+    *pp = *body_end;
+    return 1;
+}
+
+/* An unknown field's value skipped (wire types 0, 1, 2, 5). */
+static int po_skip(const uint8_t **pp, const uint8_t *end, uint32_t wt)
+{
+    uint64_t v;
+    const uint8_t *body, *body_end;
+    switch (wt) {
+    case 0:
+        return fkc_pb_read_varint(pp, end, &v) == FKC_PB_VARINT_OK;
+    case 1:
+        return fkc_pb_read_fixed(pp, end, 8, &v);
+    case 5:
+        return fkc_pb_read_fixed(pp, end, 4, &v);
+    default:
+        return po_span(pp, end, &body, &body_end);
+    }
+}
+
+/* One scalar of `kind` (its own wire type, checked by the caller) from
+ * the wire into v's column. */
+static inline __attribute__((always_inline)) int po_scalar(pa_run *r, const po_value *v, int32_t kind,
+                                                             const uint8_t **pp, const uint8_t *end)
+{
+    uint64_t u;
+    int64_t x;
+    switch (FKC_PB_WIRE_OF[kind]) {
+    case 0:
+        if (fkc_pb_read_varint(pp, end, &u) != FKC_PB_VARINT_OK)
+            return 0;
+        x = fkc_pb_norm_varint(kind, u);
+        if (v->closed >= 0 && !fkc_pb_enum_known(r->p->code, v->closed, x))
+            return 0; /* the runtime drops it: the tape path does */
+        break;
+    case 1:
+        if (!fkc_pb_read_fixed(pp, end, 8, &u))
+            return 0;
+        x = fkc_pb_norm_fixed(kind, u);
+        break;
+    case 5:
+        if (!fkc_pb_read_fixed(pp, end, 4, &u))
+            return 0;
+        x = fkc_pb_norm_fixed(kind, u);
+        break;
+    default: {
+        const uint8_t *body, *body_end;
+        if (!po_span(pp, end, &body, &body_end))
+            return 0;
+        if (kind == FKC_PB_STRING && !fkc_utf8_valid(body, (size_t)(body_end - body)))
+            return 0;
+        return fkc_tc_put_bytes(r->s, v->col, body, (size_t)(body_end - body));
+    }
+    }
+    return pa_number(r, v->step, v->col, kind, x);
+}
+
+static int po_row(pa_run *r, const po_msg *m, const uint8_t *p, const uint8_t *end, int32_t depth);
+
+/* A Timestamp or Duration: seconds (1) and nanos (2), each at most once. */
+static int po_time(pa_run *r, const po_value *v, const uint8_t *p, const uint8_t *end)
+{
+    int64_t part[3] = {0, 0, 0};
+    uint32_t seen = 0, num, wt;
+    uint64_t u;
+    while (p < end) {
+        if (!po_tag(&p, end, &num, &wt) || wt != 0 || (num != 1 && num != 2) || (seen & num) ||
+            fkc_pb_read_varint(&p, end, &u) != FKC_PB_VARINT_OK)
+            return 0;
+        seen |= num;
+        part[num] = num == 1 ? (int64_t)u : fkc_pb_norm_varint(FKC_PB_INT32, u);
+    }
+    int64_t ns;
+    return pa_time_ns(v->op, part[1], part[2], &ns) && fkc_tc_put_fixed(r->s, v->col, &ns);
+}
+
+/* A wrapper: its value (1) at most once; none is the default. */
+static int po_wrapper(pa_run *r, const po_value *v, const uint8_t *p, const uint8_t *end)
+{
+    uint32_t num, wt;
+    if (p == end)
+        return pa_scalar(r, v->step, v->col, v->kind, -1);
+    if (!po_tag(&p, end, &num, &wt) || num != 1 || wt != FKC_PB_WIRE_OF[v->kind] ||
+        !po_scalar(r, v, v->kind, &p, end))
+        return 0;
+    return p == end;
+}
+
+/* A message value (wire type 2, checked by the caller). */
+static int po_message(pa_run *r, const po_value *v, const uint8_t **pp, const uint8_t *end, int32_t depth)
+{
+    const uint8_t *body, *body_end;
+    if (depth + 1 > r->max_depth || !po_span(pp, end, &body, &body_end))
+        return 0;
+    switch (v->op) {
+    case FKC_PA_STRUCT:
+        return po_row(r, v->msg, body, body_end, depth + 1);
+    case FKC_PA_TIMESTAMP:
+    case FKC_PA_DURATION:
+        return po_time(r, v, body, body_end);
+    default:
+        return po_wrapper(r, v, body, body_end);
+    }
+}
+
+/* One occurrence of a field's value: a scalar or a message. */
+static inline __attribute__((always_inline)) int po_value_in(pa_run *r, const po_value *v, const uint8_t **pp,
+                                                               const uint8_t *end, int32_t depth)
+{
+    if (v->op == FKC_PA_VALUE)
+        return po_scalar(r, v, v->kind, pp, end);
+    return po_message(r, v, pp, end, depth);
+}
+
+/* Past the occurrence that ends at *pp: 1 with its wire type when the
+ * next field is the same field again (the tag consumed), else 0 (nothing
+ * consumed: the row's loop reads that tag). */
+static inline __attribute__((always_inline)) int po_again(const po_field *fd, const uint8_t **pp,
+                                                            const uint8_t *end, uint32_t *wt)
+{
+    const uint8_t *q = *pp;
+    uint32_t num;
+    if (q >= end || !po_tag(&q, end, &num, wt) || num != fd->number)
+        return 0;
+    *pp = q;
+    return 1;
+}
+
+/* Map key rows i and j of `k` (a non-null scalar column) equal. */
+static int po_key_equal(const fkc_tc_col *k, size_t i, size_t j)
+{
+    if (k->layout == FKC_TC_UTF8) {
+        const int32_t *o = (const int32_t *)(const void *)k->values;
+        size_t li = (size_t)(o[i + 1] - o[i]), lj = (size_t)(o[j + 1] - o[j]);
+        return li == lj && (li == 0 || memcmp(k->data + o[i], k->data + o[j], li) == 0); /* no bytes: data may be NULL */
+    }
+    if (k->layout == FKC_TC_BOOL)
+        return ((k->values[i >> 3] >> (i & 7)) & 1) == ((k->values[j >> 3] >> (j & 7)) & 1);
+    return memcmp(k->values + i * k->width, k->values + j * k->width, k->width) == 0;
+}
+
+/* Map key row i's hash: equal keys, equal words. */
+static uint64_t po_key_hash(const fkc_tc_col *k, size_t i)
+{
+    if (k->layout == FKC_TC_UTF8) {
+        const int32_t *o = (const int32_t *)(const void *)k->values;
+        return o[i + 1] == o[i] ? 0 : pa_fnv1a(k->data + o[i], (size_t)(o[i + 1] - o[i])); /* data may be NULL */
+    }
+    if (k->layout == FKC_TC_BOOL)
+        return (k->values[i >> 3] >> (i & 7)) & 1;
+    uint64_t h = 0;
+    memcpy(&h, k->values + i * k->width, k->width); /* 4 or 8 bytes */
+    return h;
+}
+
+/* 1 when the keys of entries [first, len) are distinct; 0 when one is
+ * there twice (the tape path keeps its last entry) or out of memory. A
+ * few are compared pairwise, more by sorted hashes. */
+static int po_keys_distinct(pa_run *r, const fkc_tc_col *entries, size_t first)
+{
+    const fkc_tc_col *k = fkc_tc_child(r->s, entries, 0);
+    size_t n = entries->len - first;
+    if (n <= 8) {
+        for (size_t i = first; i < entries->len; i++)
+            for (size_t j = i + 1; j < entries->len; j++)
+                if (po_key_equal(k, i, j))
+                    return 0;
+        return 1;
+    }
+    size_t mark = r->top;
+    int64_t pairs = pa_push(r, 2 * n);
+    if (pairs < 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        r->scratch[pairs + 2 * (int64_t)i] = (int64_t)po_key_hash(k, first + i);
+        r->scratch[pairs + 2 * (int64_t)i + 1] = (int64_t)(first + i);
+    }
+    qsort(r->scratch + pairs, n, 2 * sizeof(int64_t), pa_pair_cmp);
+    const int64_t *sorted = r->scratch + pairs;
+    int distinct = 1;
+    for (size_t a = 0; distinct && a + 1 < n; a++) /* a run of one hash: the keys decide */
+        for (size_t b = a + 1; distinct && b < n && sorted[2 * b] == sorted[2 * a]; b++)
+            distinct = !po_key_equal(k, (size_t)sorted[2 * a + 1], (size_t)sorted[2 * b + 1]);
+    r->top = mark;
+    return distinct;
+}
+
+/* A repeated field's occurrences, from the one whose tag (wire type wt)
+ * was just read to the last that follows it directly, as one list row. */
+static int po_list(pa_run *r, const po_field *fd, uint32_t wt, const uint8_t **pp, const uint8_t *end,
+                   int32_t depth)
+{
+    if (!fkc_tc_begin(r->s, fd->col))
+        return 0;
+    do {
+        if (wt == fd->wire) {
+            if (!po_value_in(r, &fd->v, pp, end, depth))
+                return 0;
+        } else if (wt == 2 && fd->packable) {
+            const uint8_t *q, *run_end;
+            if (!po_span(pp, end, &q, &run_end))
+                return 0;
+            while (q < run_end)
+                if (!po_scalar(r, &fd->v, fd->v.kind, &q, run_end))
+                    return 0;
+        } else {
+            return 0;
+        }
+    } while (po_again(fd, pp, end, &wt));
+    fkc_tc_end_nested(r->s, fd->col);
+    return 1;
+}
+
+/* A map field's entries, read as its list is, then their keys checked. */
+static int po_map(pa_run *r, const po_field *fd, uint32_t wt, const uint8_t **pp, const uint8_t *end,
+                  int32_t depth)
+{
+    const fkc_tc_col *entries = fd->v.col;
+    size_t first = entries->len;
+    if (!fkc_tc_begin(r->s, fd->col))
+        return 0;
+    do {
+        if (wt != 2 || !po_message(r, &fd->v, pp, end, depth))
+            return 0;
+    } while (po_again(fd, pp, end, &wt));
+    if (!po_keys_distinct(r, entries, first))
+        return 0;
+    fkc_tc_end_nested(r->s, fd->col);
+    return 1;
+}
+
+/* One struct row of message m from its bytes [p, end). 0: the payload
+ * must go the tape's way (the caller truncates what was written). */
+static int po_row(pa_run *r, const po_msg *m, const uint8_t *p, const uint8_t *end, int32_t depth)
+{
+    fkc_tc_col *c = m->col;
+    if (!fkc_tc_begin(r->s, c))
+        return 0;
+    c->len++;
+    int32_t next = 0; /* the slots before it are written */
+    uint64_t oneofs = 0;
+    while (p < end) {
+        uint32_t num, wt;
+        if (!po_tag(&p, end, &num, &wt))
+            return 0;
+        /* writers put the fields in number order: the next slot is the likely one */
+        int32_t slot = next < m->nf && m->fields[next].number == num ? next : fkc_pb_find_slot(m->msg, num);
+        if (slot < 0) {
+            if (m->map_entry || !po_skip(&p, end, wt)) /* upb drops a map entry with an unknown field */
+                return 0;
+            continue;
+        }
+        if (slot < next) /* out of order, or a singular field again */
+            return 0;
+        for (; next < slot; next++)
+            if (!pa_field(r, m->fields[next].sid, m->fields[next].f, 0, 0))
+                return 0;
+        const po_field *fd = &m->fields[slot];
+        next = slot + 1;
+        if (fd->oneof >= 0) { /* a oneof's second member: the tape path keeps the last */
+            if (fd->oneof >= 64 || (oneofs >> fd->oneof) & 1)
+                return 0;
+            oneofs |= UINT64_C(1) << fd->oneof;
+        }
+        int ok;
+        switch (fd->shape) {
+        case PO_SINGLE:
+            ok = wt == fd->wire && po_value_in(r, &fd->v, &p, end, depth);
+            break;
+        case PO_LIST:
+            ok = po_list(r, fd, wt, &p, end, depth);
+            break;
+        default:
+            ok = po_map(r, fd, wt, &p, end, depth);
+            break;
+        }
+        if (!ok)
+            return 0;
+    }
+    for (; next < m->nf; next++)
+        if (!pa_field(r, m->fields[next].sid, m->fields[next].f, 0, 0))
+            return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
 /* The builder. */
 
 struct fkc_pb_arrow_builder {
     pa_run r;
     fkc_tc_tree tree;
+    po_tree inorder;
+    fkc_pb_tape tape; /* a payload the in-order reader gave up on */
 };
 
 fkc_pb_arrow_builder *fkc_pb_arrow_start(const fkc_pb_arrow_plan *plan, size_t rows_hint)
@@ -629,6 +1091,7 @@ fkc_pb_arrow_builder *fkc_pb_arrow_start(const fkc_pb_arrow_plan *plan, size_t r
     if (b == NULL)
         return NULL;
     b->r.p = plan;
+    b->r.max_depth = plan->code[3];
     b->tree.columns = plan->columns;
     b->tree.column_count = plan->column_count;
     b->tree.strings = plan->strings;
@@ -638,29 +1101,78 @@ fkc_pb_arrow_builder *fkc_pb_arrow_start(const fkc_pb_arrow_plan *plan, size_t r
         free(b);
         return NULL;
     }
+    b->inorder.root = po_compile_msg(&b->inorder, plan, b->r.s, plan->root_step);
+    if (b->inorder.root == NULL) {
+        fkc_pb_arrow_discard(b);
+        return NULL;
+    }
     return b;
 }
 
-int fkc_pb_arrow_append(fkc_pb_arrow_builder *b, const fkc_pb_tape *tape, const size_t *starts,
-                        const uint8_t *const *payloads, size_t count, fkc_tc_error *err)
+/* Payloads [0, count) of a tape as rows. 0 with r->s->err filled. */
+static int pa_tape_rows(pa_run *r, const fkc_pb_tape *tape, const size_t *starts, const uint8_t *const *payloads,
+                        size_t count, size_t first_index)
 {
-    pa_run *r = &b->r;
     r->tape = tape->v;
-    r->s->err = err;
+    r->top = 0;
     int64_t frame = pa_push(r, 1);
     if (frame < 0)
-        return err->kind;
+        return 0;
     for (size_t i = 0; i < count; i++) {
         r->base = payloads[i];
-        r->s->index = r->s->rows + i;
+        r->s->index = first_index + i;
         r->scratch[frame] = (int64_t)starts[i];
         if (!pa_message_row(r, r->p->root_step, frame, 1))
+            return 0;
+    }
+    r->top = 0;
+    r->tape = NULL; /* the caller may reuse or free the tape: every value was copied */
+    r->base = NULL;
+    return 1;
+}
+
+int fkc_pb_arrow_append_tape(fkc_pb_arrow_builder *b, const fkc_pb_tape *tape, const size_t *starts,
+                             const uint8_t *const *payloads, size_t count, fkc_tc_error *err)
+{
+    pa_run *r = &b->r;
+    r->s->err = err;
+    if (!pa_tape_rows(r, tape, starts, payloads, count, r->s->rows))
+        return err->kind;
+    fkc_tc_chunk_done(r->s, count);
+    return FKC_TC_OK;
+}
+
+int fkc_pb_arrow_append(fkc_pb_arrow_builder *b, const uint8_t *const *payloads, const size_t *lengths,
+                        size_t count, fkc_pb_error *read_err, fkc_tc_error *err)
+{
+    pa_run *r = &b->r;
+    fkc_tc_col *root = &r->s->cols[0];
+    r->s->err = err;
+    for (size_t i = 0; i < count; i++) {
+        size_t rows = root->len, index = r->s->rows + i;
+        r->s->index = index;
+        r->top = 0;
+        if (po_row(r, b->inorder.root, payloads[i], payloads[i] + lengths[i], 0))
+            continue;
+        /* the tape's way: the row taken back, the payload read whole (a
+         * fault is reported as the object path reports it), then walked */
+        fkc_tc_truncate(r->s, root, rows);
+        size_t starts[2];
+        b->tape.len = 0;
+        if (fkc_pb_decode_many(r->p->code, r->p->code_len, payloads + i, lengths + i, 1, &b->tape, starts,
+                               read_err) < 1) {
+            if (read_err->nomem) {
+                fkc_tc_fail(r->s, FKC_TC_NOMEM, 0, "protobuf tape", "out of memory");
+                return FKC_TC_NOMEM;
+            }
+            read_err->index = i;
+            return FKC_PA_READ;
+        }
+        if (!pa_tape_rows(r, &b->tape, starts, payloads + i, 1, index))
             return err->kind;
     }
     r->top = 0;
     fkc_tc_chunk_done(r->s, count);
-    r->tape = NULL; /* the caller may reuse or free the tape: every value was copied */
-    r->base = NULL;
     return FKC_TC_OK;
 }
 
@@ -670,6 +1182,8 @@ void fkc_pb_arrow_discard(fkc_pb_arrow_builder *b)
         return;
     fkc_tc_discard(b->r.s);
     free(b->r.scratch);
+    po_tree_free(&b->inorder);
+    fkc_pb_tape_free(&b->tape);
     free(b);
 }
 
@@ -678,6 +1192,8 @@ int fkc_pb_arrow_finish(fkc_pb_arrow_builder *b, struct ArrowArray *out_array, s
 {
     int rc = fkc_tc_finish(b->r.s, out_array, out_schema, err); /* frees the columns, exported or not */
     free(b->r.scratch);
+    po_tree_free(&b->inorder);
+    fkc_pb_tape_free(&b->tape);
     free(b);
     return rc;
 }

@@ -1,7 +1,9 @@
 /*
- * fkc_protobuf_arrow.h — the Arrow sink of the Protobuf interpreter: a tape
- * made by fkc_pb_decode_many() for N payloads becomes one struct array of N
- * rows (the root message), exported through the C data interface.
+ * fkc_protobuf_arrow.h — Protobuf payloads into Arrow: N payloads become
+ * one struct array of N rows (the root message), exported through the C
+ * data interface. A payload laid out in field order is read straight into
+ * the columns; any other is read onto fkc_pb_decode_many()'s tape and
+ * walked from there (see append()).
  *
  * Contract
  *   - What Arrow type each field becomes is decided in Python
@@ -43,8 +45,8 @@
  *     or either one past int64 nanoseconds (about 1677..2262 for a
  *     Timestamp), is refused: FKC_TC_VALUE, what = its full name, at its
  *     message's byte offset. Capacity and memory failures are the columns'
- *     (fkc_typed_columns.h). The sink trusts the tape (phase 1 of the same
- *     call wrote it by the same program).
+ *     (fkc_typed_columns.h). The tape walk trusts the tape (read by the
+ *     same program).
  *   - Same chunked API as fkc_avro_arrow.h; no Python API, runs with the GIL
  *     released.
  */
@@ -90,17 +92,37 @@ typedef struct fkc_pb_arrow_plan {
 
 int fkc_pb_arrow_check(const fkc_pb_arrow_plan *plan);
 
+/* A payload that cannot be read (fkc_pb_decode_many fails on it). */
+#define FKC_PA_READ (FKC_TC_VALUE + 1)
+
 /* As fkc_avro_arrow_start/_append/_finish/_discard: start() (NULL: out of
- * memory; rows_hint only sizes the columns), append() each chunk's payloads
- * [0, count) of `tape` (starts[i] their frames, as fkc_pb_decode_many() left
- * them; payloads[i] the bytes their offsets point into; err's index counts
- * from the first payload of all; the tape and payloads may go once it
- * returns), finish() exports every row and frees the builder (also on
- * failure); after a failed append() only discard(). */
+ * memory; rows_hint only sizes the columns), append() each chunk of
+ * payloads [0, count) (they may go once it returns), finish() exports
+ * every row and frees the builder (also on failure); after a failed
+ * append() only discard().
+ *
+ * append() reads each payload in field order straight into the columns
+ * when it is laid out as writers lay it out, else (or on any fault) takes
+ * the row back and reads the payload onto a tape first, as
+ * fkc_pb_decode_many() + append_tape() would: the rows and the errors are
+ * theirs either way. It returns FKC_TC_OK; FKC_PA_READ with *read_err as
+ * fkc_pb_decode_many() fills it (index counted from this chunk's first
+ * payload); or another result with *err (index counted from the first
+ * payload of all). A payload that cannot be read is a read failure even
+ * when it also holds a value the columns refuse (the object path reads a
+ * payload whole before it converts anything).
+ *
+ * append_tape() builds payloads [0, count) of a tape that
+ * fkc_pb_decode_many() read (starts[i] their frames, payloads[i] the bytes
+ * their offsets point into; the tape may go once it returns): the walk
+ * every payload would take without the in-order reader, kept public as the
+ * fuzzer's oracle for append(). */
 typedef struct fkc_pb_arrow_builder fkc_pb_arrow_builder;
 fkc_pb_arrow_builder *fkc_pb_arrow_start(const fkc_pb_arrow_plan *plan, size_t rows_hint);
-int fkc_pb_arrow_append(fkc_pb_arrow_builder *b, const fkc_pb_tape *tape, const size_t *starts,
-                        const uint8_t *const *payloads, size_t count, fkc_tc_error *err);
+int fkc_pb_arrow_append(fkc_pb_arrow_builder *b, const uint8_t *const *payloads, const size_t *lengths,
+                        size_t count, fkc_pb_error *read_err, fkc_tc_error *err);
+int fkc_pb_arrow_append_tape(fkc_pb_arrow_builder *b, const fkc_pb_tape *tape, const size_t *starts,
+                             const uint8_t *const *payloads, size_t count, fkc_tc_error *err);
 int fkc_pb_arrow_finish(fkc_pb_arrow_builder *b, struct ArrowArray *out_array, struct ArrowSchema *out_schema,
                         fkc_tc_error *err);
 void fkc_pb_arrow_discard(fkc_pb_arrow_builder *b);

@@ -405,6 +405,44 @@ int fkc_tc_fill(fkc_tc_set *r, fkc_tc_col *c)
     }
 }
 
+/* Zero bits of bitmap[from, to). */
+static size_t tc_zero_bits(const uint8_t *bitmap, size_t from, size_t to)
+{
+    size_t zeros = 0;
+    for (size_t i = from; i < to; i++) /* a rollback's few rows: no word tricks */
+        zeros += !((bitmap[i >> 3] >> (i & 7)) & 1);
+    return zeros;
+}
+
+void fkc_tc_truncate(fkc_tc_set *s, fkc_tc_col *c, size_t n)
+{
+    if (n < c->len) {
+        if (c->layout == FKC_TC_NULL)
+            c->nulls = (int64_t)n;
+        else if (c->nullable)
+            c->nulls -= (int64_t)tc_zero_bits(c->validity, n, c->len);
+        c->len = n;
+    }
+    /* below: also when the column is not longer than n, since a list or
+     * binary row being written has its items or bytes before its length */
+    switch (c->layout) {
+    case FKC_TC_BINARY:
+    case FKC_TC_UTF8:
+        c->data_len = n > 0 ? (size_t)fkc_tc_offsets(c)[n] : 0;
+        return;
+    case FKC_TC_LIST:
+    case FKC_TC_MAP:
+        fkc_tc_truncate(s, fkc_tc_child(s, c, 0), n > 0 ? (size_t)fkc_tc_offsets(c)[n] : 0);
+        return;
+    case FKC_TC_STRUCT:
+        for (size_t i = 0; i < c->count; i++)
+            fkc_tc_truncate(s, fkc_tc_child(s, c, i), n);
+        return;
+    default: /* fixed widths: the length is all; DENSE_UNION is not supported (see the header) */
+        return;
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Export. */
 

@@ -181,6 +181,14 @@ int fkc_tc_put_bytes_grow(fkc_tc_set *s, fkc_tc_col *c, const uint8_t *p, size_t
  * zero value (the children of a null struct that are not nullable). */
 int fkc_tc_fill(fkc_tc_set *s, fkc_tc_col *c);
 
+/* Column c and everything under it back to its first n rows, as they were
+ * when it had n rows (a later row's partial writes included): for a
+ * walker that writes a payload optimistically and takes it back to write
+ * it another way (fkc_protobuf_arrow.c). n is at most the rows written so
+ * far. Not for trees holding a DENSE_UNION (whose child rows are not
+ * found from its length alone); the walker that calls it has none. */
+void fkc_tc_truncate(fkc_tc_set *s, fkc_tc_col *c, size_t n);
+
 static inline fkc_tc_col *fkc_tc_child(fkc_tc_set *s, const fkc_tc_col *c, size_t i)
 {
     return &s->cols[c->first + i];

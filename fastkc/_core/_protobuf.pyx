@@ -13,11 +13,12 @@ Two phases, as the Avro decoder:
      MessageToDict cannot render (a Timestamp out of range), reported at
      its message's offset.
 
-decode_arrow runs phase 1 and then the Arrow sink (csrc/fkc_protobuf_arrow.c)
-instead of phase 2, a chunk at a time on one reused tape, all with the GIL
-released: one typed Arrow array (a struct row per payload), handed to
-pyarrow through the C data interface, by the plan set_arrow_plan()
-installed (fastkc/schema_registry/protobuf_arrow.py compiles it).
+decode_arrow hands the payloads to the Arrow builder (csrc/fkc_protobuf_arrow.c)
+with the GIL released: it reads a payload laid out in field order straight
+into the columns, and any other through phase 1's tape. One typed Arrow
+array (a struct row per payload) comes back through the C data interface,
+by the plan set_arrow_plan() installed
+(fastkc/schema_registry/protobuf_arrow.py compiles it).
 
 The program and tables come from fastkc/schema_registry/protobuf_schema.py;
 fastkc/_twin/protobuf.py is the oracle.
@@ -113,6 +114,7 @@ cdef extern from "fkc_protobuf_arrow.h":
         FKC_TC_NOMEM
         FKC_TC_CAPACITY
         FKC_TC_VALUE
+        FKC_PA_READ
     ctypedef struct fkc_pb_arrow_plan:
         const int32_t *code
         size_t code_len
@@ -133,8 +135,8 @@ cdef extern from "fkc_protobuf_arrow.h":
     ctypedef struct fkc_pb_arrow_builder:
         pass
     fkc_pb_arrow_builder *fkc_pb_arrow_start(const fkc_pb_arrow_plan *plan, size_t rows_hint) nogil
-    int fkc_pb_arrow_append(fkc_pb_arrow_builder *b, const fkc_pb_tape *tape, const size_t *starts,
-                            const uint8_t *const *payloads, size_t count, fkc_tc_error *err) nogil
+    int fkc_pb_arrow_append(fkc_pb_arrow_builder *b, const uint8_t *const *payloads, const size_t *lengths,
+                            size_t count, fkc_pb_error *read_err, fkc_tc_error *err) nogil
     int fkc_pb_arrow_finish(fkc_pb_arrow_builder *b, ArrowArray *out_array, ArrowSchema *out_schema,
                             fkc_tc_error *err) nogil
     void fkc_pb_arrow_discard(fkc_pb_arrow_builder *b) nogil
@@ -286,9 +288,8 @@ cdef class ProtobufDecoder:
         first)."""
         global _import_array
         cdef _Payloads p
-        cdef size_t done = 0, start = 0, n = 0
+        cdef size_t start = 0, n = 0
         cdef int rc = FKC_TC_OK
-        cdef fkc_pb_tape tape
         cdef fkc_pb_error err
         cdef fkc_tc_error aerr
         cdef fkc_pb_arrow_builder *builder = NULL
@@ -300,8 +301,6 @@ cdef class ProtobufDecoder:
             import pyarrow
             _import_array = pyarrow.Array._import_from_c
         p = payloads if type(payloads) is _Payloads else _Payloads(payloads)
-        tape.v = NULL
-        tape.len = tape.cap = tape.reserve_words = 0
         array.release = NULL
         schema.release = NULL
         try:
@@ -309,31 +308,24 @@ cdef class ProtobufDecoder:
                 builder = fkc_pb_arrow_start(&self.plan, p.count)
                 if builder == NULL:
                     rc = FKC_TC_NOMEM
-                # read and built _CHUNK payloads at a time, on one reused tape
+                # _CHUNK payloads at a time: after the first, the columns'
+                # bytes are reserved for the rest in proportion
                 while rc == FKC_TC_OK and start < p.count:
                     n = min(<size_t>_CHUNK, p.count - start)
-                    tape.len = 0
-                    done = fkc_pb_decode_many(self.code, self.code_len, p.ptrs + start, p.lengths + start, n,
-                                              &tape, p.starts + start, &err)
-                    if done < n and err.nomem:
-                        break
-                    # the payloads before a bad one are built too: a value of
-                    # theirs the columns refuse is reported first
-                    rc = fkc_pb_arrow_append(builder, &tape, p.starts + start, p.ptrs + start, done, &aerr)
-                    if done < n:
-                        break
-                    start += n
-                if rc == FKC_TC_OK and start == p.count:
+                    rc = fkc_pb_arrow_append(builder, p.ptrs + start, p.lengths + start, n, &err, &aerr)
+                    if rc == FKC_TC_OK:
+                        start += n
+                if rc == FKC_TC_OK:
                     rc = fkc_pb_arrow_finish(builder, &array, &schema, &aerr)
                     builder = NULL  # finished (or freed by its failure)
-            if (done < n and err.nomem) or rc == FKC_TC_NOMEM:
+            if rc == FKC_TC_NOMEM:
                 raise MemoryError("fastkc: out of memory for the Protobuf tape or its Arrow columns")
             if rc == FKC_TC_CAPACITY:
                 raise _ProtobufArrowCapacityError(aerr.index, aerr.offset, aerr.what.decode(),
                                                   aerr.problem.decode())
             if rc == FKC_TC_VALUE:
                 raise _ProtobufDecodeError(aerr.index, aerr.offset, aerr.what.decode(), aerr.problem.decode())
-            if done < n:
+            if rc == FKC_PA_READ:
                 raise _ProtobufDecodeError(start + err.index, err.offset, err.what.decode(), err.problem.decode())
             return _import_array(<size_t>&array, <size_t>&schema)
         finally:
@@ -343,7 +335,6 @@ cdef class ProtobufDecoder:
                 array.release(&array)
             if schema.release != NULL:
                 schema.release(&schema)
-            fkc_pb_tape_free(&tape)
 
     def decode_many(self, payloads):
         """The dicts of a list of payloads (bytes-like), in order. The first

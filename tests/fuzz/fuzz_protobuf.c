@@ -18,13 +18,18 @@
  * and an offset inside it; the same input decoded twice gives the same
  * tape and the same answer.
  *
- * The Arrow sink (csrc/fkc_protobuf_arrow.c): a built-in program with an
+ * The Arrow builder (csrc/fkc_protobuf_arrow.c): a built-in program with an
  * Arrow plan (programs 2.., compiled by protobuf_arrow.py) also turns the
- * payloads read whole into one struct array, appended in two chunks as
- * decode_arrow appends its tapes; the plan must pass fkc_pb_arrow_check().
- * The build either refuses a value with a typed error naming a payload and
- * a byte inside it, or exports exactly one row per payload, which
- * arrow_walk.h walks as a consumer would and releases with a child moved
+ * payloads into one struct array twice, each appended in two chunks as
+ * decode_arrow appends them; the plan must pass fkc_pb_arrow_check(). Once
+ * by the tape walk over the payloads read whole (append_tape), once by
+ * append(), whose in-order reader writes a payload in field order straight
+ * into the columns and takes any other back to the tape. Both must end
+ * alike: the same read error (payload, offset, words), or the same refused
+ * value (a typed error naming a payload and a byte inside it), or exactly
+ * one row per payload with equal rows (aw_row_digest), each array walked
+ * as a consumer would (arrow_walk.h: null counts, offsets and lengths
+ * agreeing, which a bad rollback breaks) and released with a child moved
  * out (the order from the last input byte).
  *
  * The plan check: byte 1 >= 0x80 (a built-in program) puts plan mutations
@@ -125,32 +130,83 @@ static size_t run(const int32_t *code, size_t code_len, const uint8_t *const *pt
     return done;
 }
 
-/* The Arrow sink over payloads [0, done) of a tape, by a plan that passed the check. */
-static void run_arrow(const fkc_pb_arrow_plan *plan, const fkc_pb_tape *tape, const size_t *starts,
-                      const uint8_t *const *ptrs, const size_t *lens, size_t done, unsigned order)
-{
+/* One build of payloads [0, n) by a checked plan, appended in two chunks as
+ * decode_arrow appends (the second chunk's rows go on after the first's, and
+ * an error names a payload of all): by the tape walk (append_tape over the
+ * tape's payloads [0, done), then the read error of payload done, if any)
+ * or by append() (the in-order reader, which falls back to the tape). */
+typedef struct built {
+    int rc;             /* FKC_TC_OK, a column failure, or FKC_PA_READ */
+    fkc_tc_error err;   /* a column failure */
+    fkc_pb_error read;  /* FKC_PA_READ: index from the first payload of all */
     struct ArrowArray array;
     struct ArrowSchema schema;
-    fkc_tc_error err;
-    fkc_pb_arrow_builder *b = fkc_pb_arrow_start(plan, done);
+} built;
+
+static void build(built *out, const fkc_pb_arrow_plan *plan, const fkc_pb_tape *tape, const size_t *starts,
+                  const uint8_t *const *ptrs, const size_t *lens, size_t n, size_t done, const fkc_pb_error *read)
+{
+    fkc_pb_arrow_builder *b = fkc_pb_arrow_start(plan, n);
     CHECK(b != NULL);
-    /* in two chunks, as decode_arrow appends its tapes: the second chunk's
-     * rows go on after the first's, and an error names a payload of all */
-    size_t half = done / 2;
-    int rc = fkc_pb_arrow_append(b, tape, starts, ptrs, half, &err);
-    if (rc == FKC_TC_OK)
-        rc = fkc_pb_arrow_append(b, tape, starts + half, ptrs + half, done - half, &err);
+    size_t half = (tape != NULL ? done : n) / 2;
+    int rc;
+    if (tape != NULL) {
+        rc = fkc_pb_arrow_append_tape(b, tape, starts, ptrs, half, &out->err);
+        if (rc == FKC_TC_OK)
+            rc = fkc_pb_arrow_append_tape(b, tape, starts + half, ptrs + half, done - half, &out->err);
+        if (rc == FKC_TC_OK && done < n) {
+            rc = FKC_PA_READ;
+            out->read = *read;
+        }
+    } else {
+        rc = fkc_pb_arrow_append(b, ptrs, lens, half, &out->read, &out->err);
+        if (rc == FKC_TC_OK) {
+            rc = fkc_pb_arrow_append(b, ptrs + half, lens + half, n - half, &out->read, &out->err);
+            if (rc == FKC_PA_READ)
+                out->read.index += half;
+        }
+    }
+    out->rc = rc;
     if (rc != FKC_TC_OK) {
         fkc_pb_arrow_discard(b);
-        CHECK(rc == FKC_TC_VALUE && err.kind == rc && err.index < done && err.what != NULL && err.problem != NULL);
-        CHECK(err.offset <= lens[err.index]);
         return;
     }
-    rc = fkc_pb_arrow_finish(b, &array, &schema, &err);
+    rc = fkc_pb_arrow_finish(b, &out->array, &out->schema, &out->err);
     CHECK(rc == FKC_TC_OK);
-    CHECK(array.length == (int64_t)done && strcmp(schema.format, "+s") == 0);
-    aw_walk(&array, &schema, 0);
-    aw_release(&array, &schema, order);
+    CHECK(out->array.length == (int64_t)n && strcmp(out->schema.format, "+s") == 0);
+    aw_walk(&out->array, &out->schema, 0);
+}
+
+/* The Arrow builds of payloads [0, n): the tape walk, and append() with its
+ * in-order reader, which must agree on every row and every error. */
+static void run_arrow(const fkc_pb_arrow_plan *plan, const fkc_pb_tape *tape, const size_t *starts,
+                      const uint8_t *const *ptrs, const size_t *lens, size_t n, size_t done,
+                      const fkc_pb_error *read, unsigned order)
+{
+    built by_tape, in_order;
+    build(&by_tape, plan, tape, starts, ptrs, lens, n, done, read);
+    build(&in_order, plan, NULL, NULL, ptrs, lens, n, done, read);
+    CHECK(in_order.rc == by_tape.rc);
+    if (by_tape.rc == FKC_PA_READ) {
+        CHECK(in_order.read.index == by_tape.read.index && in_order.read.offset == by_tape.read.offset);
+        CHECK(strcmp(in_order.read.what, by_tape.read.what) == 0);
+        CHECK(strcmp(in_order.read.problem, by_tape.read.problem) == 0);
+        return;
+    }
+    if (by_tape.rc != FKC_TC_OK) {
+        fkc_tc_error *e = &by_tape.err, *f = &in_order.err;
+        CHECK(by_tape.rc == FKC_TC_VALUE && e->kind == by_tape.rc && e->index < done && e->what != NULL &&
+              e->problem != NULL);
+        CHECK(e->offset <= lens[e->index]);
+        CHECK(f->kind == e->kind && f->index == e->index && f->offset == e->offset);
+        CHECK(strcmp(f->what, e->what) == 0 && strcmp(f->problem, e->problem) == 0);
+        return;
+    }
+    for (int64_t row = 0; row < (int64_t)n; row++)
+        CHECK(aw_row_digest(&by_tape.array, &by_tape.schema, row) ==
+              aw_row_digest(&in_order.array, &in_order.schema, row));
+    aw_release(&by_tape.array, &by_tape.schema, order);
+    aw_release(&in_order.array, &in_order.schema, order >> 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -222,7 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int ok = fkc_pb_arrow_check(&plan);
         CHECK(ok || nmutations > 0); /* the compiled plans pass */
         if (ok)
-            run_arrow(&plan, &tape, starts, ptrs, lens, done, data[size - 1]);
+            run_arrow(&plan, &tape, starts, ptrs, lens, n, done, &err, data[size - 1]);
     }
     free_plan(&op);
     fkc_pb_tape_free(&tape);

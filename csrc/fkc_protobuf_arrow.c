@@ -661,7 +661,62 @@ typedef struct po_value {
     int32_t op;        /* VALUE, STRUCT, TIMESTAMP, DURATION, WRAPPER */
     int32_t kind;      /* a scalar's kind; a WRAPPER's wrapped kind */
     int32_t closed;    /* a closed enum's index in the program, else -1 */
+    int32_t fast;      /* how po_value_in writes it (PF_*) */
 } po_value;
+
+/* How a value is read and written, decided once per field: the common
+ * scalars straight from the wire into a column of known width, the rest
+ * through po_scalar or po_message. */
+enum {
+    PF_SCALAR,  /* po_scalar: closed enums, and anything not below */
+    PF_MESSAGE, /* po_message */
+    PF_VAR64,   /* int64, uint64: the varint's bits, 8 bytes */
+    PF_VAR32,   /* int32, uint32: the varint's low 32 bits, 4 bytes */
+    PF_ZIGZAG32,
+    PF_ZIGZAG64,
+    PF_BOOL,
+    PF_FIXED64, /* double, fixed64, sfixed64: the 8 bytes as they are */
+    PF_FIXED32, /* float, fixed32, sfixed32: the 4 bytes */
+    PF_STRING,
+    PF_BYTES,
+    PF_ENUM     /* an open enum: the dictionary index of its number */
+};
+
+static int32_t po_fast_of(int32_t op, int32_t kind, int32_t closed)
+{
+    if (op != FKC_PA_VALUE)
+        return PF_MESSAGE;
+    switch (kind) {
+    case FKC_PB_INT64:
+    case FKC_PB_UINT64:
+        return PF_VAR64;
+    case FKC_PB_INT32:
+    case FKC_PB_UINT32:
+        return PF_VAR32;
+    case FKC_PB_SINT32:
+        return PF_ZIGZAG32;
+    case FKC_PB_SINT64:
+        return PF_ZIGZAG64;
+    case FKC_PB_BOOL:
+        return PF_BOOL;
+    case FKC_PB_DOUBLE:
+    case FKC_PB_FIXED64:
+    case FKC_PB_SFIXED64:
+        return PF_FIXED64;
+    case FKC_PB_FLOAT:
+    case FKC_PB_FIXED32:
+    case FKC_PB_SFIXED32:
+        return PF_FIXED32;
+    case FKC_PB_STRING:
+        return PF_STRING;
+    case FKC_PB_BYTES:
+        return PF_BYTES;
+    case FKC_PB_ENUM:
+        return closed < 0 ? PF_ENUM : PF_SCALAR;
+    default:
+        return PF_SCALAR;
+    }
+}
 
 enum { PO_SINGLE, PO_LIST, PO_MAP };
 
@@ -671,6 +726,7 @@ typedef struct po_field {
     int32_t oneof;    /* -1: none */
     int32_t packable; /* a repeated scalar whose elements may come packed */
     uint32_t wire;    /* the wire type of one value */
+    uint64_t tag;     /* the tag writers put before it (a packable field's: packed) */
     int64_t sid;      /* the field's step: absent, it is written by pa_field */
     const int32_t *f; /* its program words */
     fkc_tc_col *col;  /* PO_LIST, PO_MAP: the field's own column */
@@ -706,6 +762,7 @@ static int po_compile_value(po_tree *t, const fkc_pb_arrow_plan *p, fkc_tc_set *
     v->msg = NULL;
     if (v->op == FKC_PA_WRAPPER)
         v->kind = pa_fields(fkc_pb_message(p->code, s[S_REF]))[1];
+    v->fast = po_fast_of(v->op, v->kind, v->closed);
     if (v->op == FKC_PA_STRUCT) {
         v->msg = po_compile_msg(t, p, set, sid);
         return v->msg != NULL;
@@ -743,6 +800,7 @@ static const po_msg *po_compile_msg(po_tree *t, const fkc_pb_arrow_plan *p, fkc_
         fd->oneof = f[3];
         fd->packable = (f[2] & FKC_PB_F_PACKABLE) != 0;
         fd->wire = FKC_PB_WIRE_OF[f[1]];
+        fd->tag = (uint64_t)fd->number << 3 | (fd->packable ? 2 : fd->wire);
         fd->sid = kids[i];
         fd->f = f;
         fd->col = &set->cols[ks[S_COLUMN]];
@@ -895,13 +953,77 @@ static int po_message(pa_run *r, const po_value *v, const uint8_t **pp, const ui
     }
 }
 
-/* One occurrence of a field's value: a scalar or a message. */
+/* A fixed-width row of a column whose width is `width` (a constant where
+ * this is inlined: one store). */
+static inline __attribute__((always_inline)) int po_put(pa_run *r, fkc_tc_col *c, const void *value, size_t width)
+{
+    if (!fkc_tc_begin(r->s, c))
+        return 0;
+    memcpy(c->values + c->len * width, value, width);
+    c->len++;
+    return 1;
+}
+
+/* One occurrence of a field's value (its wire type checked by the caller). */
 static inline __attribute__((always_inline)) int po_value_in(pa_run *r, const po_value *v, const uint8_t **pp,
                                                                const uint8_t *end, int32_t depth)
 {
-    if (v->op == FKC_PA_VALUE)
+    uint64_t u;
+    switch (v->fast) {
+    case PF_VAR64:
+        return fkc_pb_read_varint(pp, end, &u) == FKC_PB_VARINT_OK && po_put(r, v->col, &u, 8);
+    case PF_VAR32: {
+        if (fkc_pb_read_varint(pp, end, &u) != FKC_PB_VARINT_OK)
+            return 0;
+        uint32_t low = (uint32_t)u;
+        return po_put(r, v->col, &low, 4);
+    }
+    case PF_ZIGZAG32: {
+        if (fkc_pb_read_varint(pp, end, &u) != FKC_PB_VARINT_OK)
+            return 0;
+        int32_t x = (int32_t)fkc_pb_norm_varint(FKC_PB_SINT32, u);
+        return po_put(r, v->col, &x, 4);
+    }
+    case PF_ZIGZAG64: {
+        if (fkc_pb_read_varint(pp, end, &u) != FKC_PB_VARINT_OK)
+            return 0;
+        int64_t x = fkc_pb_norm_varint(FKC_PB_SINT64, u);
+        return po_put(r, v->col, &x, 8);
+    }
+    case PF_BOOL:
+        return fkc_pb_read_varint(pp, end, &u) == FKC_PB_VARINT_OK && fkc_tc_put_bool(r->s, v->col, u != 0);
+    case PF_FIXED64:
+        return fkc_pb_read_fixed(pp, end, 8, &u) && po_put(r, v->col, &u, 8);
+    case PF_FIXED32: {
+        if (!fkc_pb_read_fixed(pp, end, 4, &u))
+            return 0;
+        uint32_t low = (uint32_t)u;
+        return po_put(r, v->col, &low, 4);
+    }
+    case PF_STRING:
+    case PF_BYTES: {
+        const uint8_t *body, *body_end;
+        if (!po_span(pp, end, &body, &body_end))
+            return 0;
+        size_t n = (size_t)(body_end - body);
+        if (v->fast == PF_STRING && !fkc_utf8_valid(body, n))
+            return 0;
+        return fkc_tc_put_bytes(r->s, v->col, body, n);
+    }
+    case PF_ENUM: {
+        if (fkc_pb_read_varint(pp, end, &u) != FKC_PB_VARINT_OK)
+            return 0;
+        int64_t i = pa_enum_index(v->step, fkc_pb_norm_varint(FKC_PB_ENUM, u));
+        if (i < 0) /* an open enum's number it does not name */
+            return fkc_tc_fill(r->s, v->col);
+        int32_t index = (int32_t)i;
+        return po_put(r, v->col, &index, 4);
+    }
+    case PF_MESSAGE:
+        return po_message(r, v, pp, end, depth);
+    default:
         return po_scalar(r, v, v->kind, pp, end);
-    return po_message(r, v, pp, end, depth);
+    }
 }
 
 /* Past the occurrence that ends at *pp: 1 with its wire type when the
@@ -993,7 +1115,7 @@ static int po_list(pa_run *r, const po_field *fd, uint32_t wt, const uint8_t **p
             if (!po_span(pp, end, &q, &run_end))
                 return 0;
             while (q < run_end)
-                if (!po_scalar(r, &fd->v, fd->v.kind, &q, run_end))
+                if (!po_value_in(r, &fd->v, &q, run_end, depth))
                     return 0;
         } else {
             return 0;
@@ -1032,23 +1154,30 @@ static int po_row(pa_run *r, const po_msg *m, const uint8_t *p, const uint8_t *e
     int32_t next = 0; /* the slots before it are written */
     uint64_t oneofs = 0;
     while (p < end) {
-        uint32_t num, wt;
-        if (!po_tag(&p, end, &num, &wt))
+        uint64_t tag;
+        if (fkc_pb_read_varint(&p, end, &tag) != FKC_PB_VARINT_OK)
             return 0;
-        /* writers put the fields in number order: the next slot is the likely one */
-        int32_t slot = next < m->nf && m->fields[next].number == num ? next : fkc_pb_find_slot(m->msg, num);
-        if (slot < 0) {
-            if (m->map_entry || !po_skip(&p, end, wt)) /* upb drops a map entry with an unknown field */
+        uint32_t wt = (uint32_t)(tag & 7);
+        /* writers put the fields in number order: the next slot's tag is the
+         * likely one (and, being a field's, a valid tag) */
+        if (next >= m->nf || tag != m->fields[next].tag) {
+            if (fkc_pb_tag_problem(tag) != NULL || wt == 3 || wt == 4) /* groups: the tape's way */
                 return 0;
-            continue;
+            int32_t slot = fkc_pb_find_slot(m->msg, (uint32_t)(tag >> 3));
+            if (slot < 0) {
+                if (m->map_entry || !po_skip(&p, end, wt)) /* upb drops a map entry with an unknown field */
+                    return 0;
+                continue;
+            }
+            if (slot < next) /* out of order, or a singular field again */
+                return 0;
+            for (; next < slot; next++)
+                if (!pa_field(r, m->fields[next].sid, m->fields[next].f, 0, 0))
+                    return 0;
+            if (m->fields[slot].shape == PO_SINGLE && wt != m->fields[slot].wire)
+                return 0;
         }
-        if (slot < next) /* out of order, or a singular field again */
-            return 0;
-        for (; next < slot; next++)
-            if (!pa_field(r, m->fields[next].sid, m->fields[next].f, 0, 0))
-                return 0;
-        const po_field *fd = &m->fields[slot];
-        next = slot + 1;
+        const po_field *fd = &m->fields[next++];
         if (fd->oneof >= 0) { /* a oneof's second member: the tape path keeps the last */
             if (fd->oneof >= 64 || (oneofs >> fd->oneof) & 1)
                 return 0;
@@ -1057,7 +1186,7 @@ static int po_row(pa_run *r, const po_msg *m, const uint8_t *p, const uint8_t *e
         int ok;
         switch (fd->shape) {
         case PO_SINGLE:
-            ok = wt == fd->wire && po_value_in(r, &fd->v, &p, end, depth);
+            ok = po_value_in(r, &fd->v, &p, end, depth);
             break;
         case PO_LIST:
             ok = po_list(r, fd, wt, &p, end, depth);

@@ -22,15 +22,12 @@
 #include <string.h>
 
 #include "fkc_arrow_builder.h"
+#include "fkc_copy.h"
 #include "fkc_crc32.h"
 #include "fkc_crc32c.h"
 #include "fkc_cursor.h"
 #include "fkc_grow.h"
 #include "fkc_varint.h"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #define FKC_LOG_OVERHEAD 12        /* Offset i64 + length i32, before every batch / message */
 #define FKC_MESSAGE_MIN_SIZE_V0 14 /* CRC + Magic + Attributes + KeyLength + ValueLength */
@@ -636,35 +633,6 @@ typedef struct fkc_batch_fields {
     int32_t last_offset_delta, leader_epoch, record_count;
     int timestamp_type, control;
 } fkc_batch_fields;
-
-/* A key's or value's bytes into its data column, for fkc_columns_run: up to
- * FKC_INLINE_COPY_MAX bytes inline (overlapping 16- or 8-byte moves, never a
- * byte outside [src, src + n) or [dst, dst + n)), longer ones by memcpy. A
- * call per field cost more than a short copy itself. */
-#define FKC_INLINE_COPY_MAX 128
-static inline __attribute__((always_inline)) void fkc_copy_field(uint8_t *dst, const uint8_t *src, size_t n)
-{
-#if defined(__SSE2__) /* every x86-64; elsewhere memcpy does the long ones */
-    if (n >= 16 && n <= FKC_INLINE_COPY_MAX) {
-        /* SSE2 moves: GCC turns a loop of plain copies back into a memcpy
-         * call (loop distribution), not these */
-        for (size_t i = 0; i + 16 < n; i += 16)
-            _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm_loadu_si128((const __m128i *)(const void *)(src + i)));
-        _mm_storeu_si128((__m128i *)(void *)(dst + n - 16),
-                         _mm_loadu_si128((const __m128i *)(const void *)(src + n - 16)));
-        return;
-    }
-#endif
-    if (n >= 8 && n < 16) {
-        uint64_t a, z;
-        memcpy(&a, src, 8);
-        memcpy(&z, src + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + n - 8, &z, 8);
-        return;
-    }
-    memcpy(dst, src, n);
-}
 
 /* One key or value of a run into its column: the bytes (len >= 0) or a
  * null (len -1: the validity bit cleared, the null counted), then the

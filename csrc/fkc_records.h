@@ -321,7 +321,7 @@ int fkc_utf8_valid_any(const uint8_t *p, size_t len);
  * the one before, short strings by two overlapping loads of 4 or 2 bytes),
  * else the 8-byte words before the first one that is not (0 for a short
  * string). Nothing outside [p, p+len) is read. */
-static inline size_t fkc_ascii_prefix(const uint8_t *p, size_t len)
+static inline __attribute__((always_inline)) size_t fkc_ascii_prefix(const uint8_t *p, size_t len)
 {
     if (len >= 8) {
         uint64_t word;
@@ -354,7 +354,7 @@ static inline size_t fkc_ascii_prefix(const uint8_t *p, size_t len)
  * byte loop cost about 40 instructions for a string of ten bytes. The byte
  * loop starts after the ASCII words already seen (an ASCII byte ends any
  * sequence, so the rest is checked alone). */
-static inline int fkc_utf8_valid(const uint8_t *p, size_t len)
+static inline __attribute__((always_inline)) int fkc_utf8_valid(const uint8_t *p, size_t len)
 {
     size_t ascii = fkc_ascii_prefix(p, len);
     return ascii == len || fkc_utf8_valid_any(p + ascii, len - ascii);

@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "fkc_arrow_abi.h"
+#include "fkc_copy.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -263,7 +264,7 @@ static inline int fkc_tc_put_bytes(fkc_tc_set *s, fkc_tc_col *c, const uint8_t *
     if (c->nullable)
         fkc_tc_bit(c->validity, c->len, 1);
     if (n > 0) /* no buffer yet when nothing was written */
-        memcpy(c->data + c->data_len, p, n);
+        fkc_copy_field(c->data + c->data_len, p, n);
     c->data_len += n;
     fkc_tc_end_offsets(c, c->data_len);
     return 1;

@@ -1,0 +1,67 @@
+/*
+ * fkc_copy.h — a short field's bytes copied inline. The Arrow writers copy
+ * one key, value or string per field (fkc_columns_run in fkc_records.c,
+ * fkc_tc_put_bytes in fkc_typed_columns.h), and a memcpy call cost more
+ * than copying a short field itself.
+ */
+#ifndef FKC_COPY_H
+#define FKC_COPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Up to FKC_INLINE_COPY_MAX bytes inline: overlapping 16-, 8-, 4- or 2-byte
+ * moves, never a byte outside [src, src + n) or [dst, dst + n); longer ones
+ * by memcpy. */
+#define FKC_INLINE_COPY_MAX 128
+static inline __attribute__((always_inline)) void fkc_copy_field(uint8_t *dst, const uint8_t *src, size_t n)
+{
+#if defined(__SSE2__) /* every x86-64; elsewhere memcpy does the long ones */
+    if (n >= 16 && n <= FKC_INLINE_COPY_MAX) {
+        /* SSE2 moves: GCC turns a loop of plain copies back into a memcpy
+         * call (loop distribution), not these */
+        for (size_t i = 0; i + 16 < n; i += 16)
+            _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm_loadu_si128((const __m128i *)(const void *)(src + i)));
+        _mm_storeu_si128((__m128i *)(void *)(dst + n - 16),
+                         _mm_loadu_si128((const __m128i *)(const void *)(src + n - 16)));
+        return;
+    }
+#endif
+    if (n >= 8 && n < 16) {
+        uint64_t a, z;
+        memcpy(&a, src, 8);
+        memcpy(&z, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &z, 8);
+        return;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a, z;
+        memcpy(&a, src, 4);
+        memcpy(&z, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &z, 4);
+        return;
+    }
+    if (n >= 2 && n < 4) {
+        uint16_t a, z;
+        memcpy(&a, src, 2);
+        memcpy(&z, src + n - 2, 2);
+        memcpy(dst, &a, 2);
+        memcpy(dst + n - 2, &z, 2);
+        return;
+    }
+    if (n == 1) {
+        *dst = *src;
+        return;
+    }
+    if (n > 0) /* past the inline sizes; 0 bytes may come with NULL pointers */
+        memcpy(dst, src, n);
+}
+
+#endif /* FKC_COPY_H */

@@ -24,7 +24,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
 from fastkc._core._bridge cimport (PyGC_Disable, PyGC_Enable, PyUnicode_DecodeUTF8, _PyDict_NewPresized,
-                                  float32_bits, float64_bits)
+                                  float32_bits, float64_bits, str_from_valid_utf8)
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_SetItem
@@ -162,6 +162,10 @@ for _i in range(1, 19):
 cdef object _UTC = _datetime.timezone.utc  # fastavro's tzinfo for the aware timestamps
 # |microseconds| below this is inside datetime's range and far from int64's
 cdef int64_t _US_BOUND = 400_000_000_000_000_000
+# Typed, not literals: Cython makes an integer literal past 32 bits a Python
+# int, and the arithmetic on it Python calls (a third of a timestamp's cost).
+cdef int64_t _US_PER_DAY = 86_400_000_000
+cdef int64_t _US_PER_HOUR = 3_600_000_000
 
 
 cdef object _import_array = None
@@ -415,7 +419,7 @@ cdef class Decoder:
         for i in range(n):
             off = self._next()
             ln = self._next()
-            key = PyUnicode_DecodeUTF8(<const char *>self.base + off, <Py_ssize_t>ln, NULL)
+            key = str_from_valid_utf8(<const char *>self.base + off, <Py_ssize_t>ln)
             PyDict_SetItem(mapping, key, self._value(op[1]))
         return mapping
 
@@ -469,14 +473,17 @@ cdef class Decoder:
         us = v * 1000 if logical == L_TS_MS or logical == L_LTS_MS else v
         if us > _US_BOUND or us < -_US_BOUND:
             return None
-        days = us // 86_400_000_000  # floor: the day before the epoch for a negative instant
-        rest = us - days * 86_400_000_000
+        days = us // _US_PER_DAY  # C division (cdivision): toward zero
+        rest = us - days * _US_PER_DAY
+        if rest < 0:  # floored: the day before the epoch for a negative instant
+            days -= 1
+            rest += _US_PER_DAY
         # The civil date (csrc/fkc_civil.h): the datetime is built in one call,
         # where the epoch plus a timedelta cost two objects and a normalisation.
         fkc_civil_from_days(days, &year, &month, &day)
         if year < 1 or year > 9999:
             return None
-        return datetime_new(<int>year, month, day, <int>(rest // 3_600_000_000), <int>(rest // 60_000_000 % 60),
+        return datetime_new(<int>year, month, day, <int>(rest // _US_PER_HOUR), <int>(rest // 60_000_000 % 60),
                             <int>(rest // 1_000_000 % 60), <int>(rest % 1_000_000),
                             _UTC if logical == L_TS_MS or logical == L_TS_US else None)
 
@@ -505,7 +512,7 @@ cdef class Decoder:
             ln = self._next()
             if out == FKC_AVRO_STRING:
                 # validated by phase 1
-                raw = PyUnicode_DecodeUTF8(<const char *>self.base + off, <Py_ssize_t>ln, NULL)
+                raw = str_from_valid_utf8(<const char *>self.base + off, <Py_ssize_t>ln)
             elif wire == FKC_AVRO_STRING and self.converts[logical][wire]:
                 # a uuid string read as bytes: fastavro converts the str
                 raw = PyUnicode_DecodeUTF8(<const char *>self.base + off, <Py_ssize_t>ln, "surrogateescape")

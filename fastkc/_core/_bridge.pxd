@@ -10,9 +10,27 @@ from libc.string cimport memcpy
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void *PyUnicode_DATA(object o)
     object _PyDict_NewPresized(Py_ssize_t minused)
     int PyGC_Disable()
     int PyGC_Enable()
+
+
+cdef extern from "fkc_records.h":
+    size_t fkc_ascii_prefix(const unsigned char *p, size_t n) nogil
+
+
+# A str of bytes a reader has already checked as UTF-8. ASCII (most keys,
+# names and ids) is copied into a new compact str after one inline check:
+# CPython's decoder scans and copies it in a call of its own, about a
+# hundred instructions a short string more.
+cdef inline object str_from_valid_utf8(const char *p, Py_ssize_t n):
+    if fkc_ascii_prefix(<const unsigned char *>p, <size_t>n) != <size_t>n:
+        return PyUnicode_DecodeUTF8(p, n, NULL)
+    s = PyUnicode_New(n, 127)
+    memcpy(PyUnicode_DATA(s), p, <size_t>n)
+    return s
 
 
 # The readers keep a float in the low 32 bits of its word, a double in all 64.

@@ -26,8 +26,8 @@ fastkc/_twin/protobuf.py is the oracle.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy
-from fastkc._core._bridge cimport (PyGC_Disable, PyGC_Enable, PyUnicode_DecodeUTF8, _PyDict_NewPresized,
-                                  float32_bits, float64_bits)
+from fastkc._core._bridge cimport (PyGC_Disable, PyGC_Enable, _PyDict_NewPresized, float32_bits, float64_bits,
+                                  str_from_valid_utf8)
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem, PyDict_Contains
@@ -476,7 +476,7 @@ cdef class ProtobufDecoder:
                             PyDict_DelItem(d, name)  # implicit presence: set to the default is absent
                         continue
                     if kind == FKC_PB_STRING:
-                        value = PyUnicode_DecodeUTF8(<const char *>self.base + off, <Py_ssize_t>ln, NULL)
+                        value = str_from_valid_utf8(<const char *>self.base + off, <Py_ssize_t>ln)
                     else:
                         value = PyBytes_FromStringAndSize(<const char *>self.base + off, <Py_ssize_t>ln)
                 else:

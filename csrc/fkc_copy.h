@@ -15,6 +15,17 @@
 #include <emmintrin.h>
 #endif
 
+/* n bytes, w <= n <= 2w, as two moves of w bytes (the first w, the last w;
+ * they overlap when n < 2w). w is a constant where this is inlined. */
+static inline __attribute__((always_inline)) void fkc_copy_ends(uint8_t *dst, const uint8_t *src, size_t n, size_t w)
+{
+    uint64_t a, z;
+    memcpy(&a, src, w);
+    memcpy(&z, src + n - w, w);
+    memcpy(dst, &a, w);
+    memcpy(dst + n - w, &z, w);
+}
+
 /* Up to FKC_INLINE_COPY_MAX bytes inline: overlapping 16-, 8-, 4- or 2-byte
  * moves, never a byte outside [src, src + n) or [dst, dst + n); longer ones
  * by memcpy. */
@@ -32,35 +43,15 @@ static inline __attribute__((always_inline)) void fkc_copy_field(uint8_t *dst, c
         return;
     }
 #endif
-    if (n >= 8 && n < 16) {
-        uint64_t a, z;
-        memcpy(&a, src, 8);
-        memcpy(&z, src + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + n - 8, &z, 8);
-        return;
-    }
-    if (n >= 4 && n < 8) {
-        uint32_t a, z;
-        memcpy(&a, src, 4);
-        memcpy(&z, src + n - 4, 4);
-        memcpy(dst, &a, 4);
-        memcpy(dst + n - 4, &z, 4);
-        return;
-    }
-    if (n >= 2 && n < 4) {
-        uint16_t a, z;
-        memcpy(&a, src, 2);
-        memcpy(&z, src + n - 2, 2);
-        memcpy(dst, &a, 2);
-        memcpy(dst + n - 2, &z, 2);
-        return;
-    }
-    if (n == 1) {
+    if (n >= 8 && n < 16)
+        fkc_copy_ends(dst, src, n, 8);
+    else if (n >= 4 && n < 8)
+        fkc_copy_ends(dst, src, n, 4);
+    else if (n >= 2 && n < 4)
+        fkc_copy_ends(dst, src, n, 2);
+    else if (n == 1)
         *dst = *src;
-        return;
-    }
-    if (n > 0) /* past the inline sizes; 0 bytes may come with NULL pointers */
+    else if (n > 0) /* past the inline sizes; 0 bytes may come with NULL pointers */
         memcpy(dst, src, n);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fkc_codec.h"
+#include "fkc_copy.h"
 #include "fkc_crc32.h"
 #include "fkc_crc32c.h"
 #include "fkc_cursor.h"
@@ -466,10 +467,34 @@ static void test_utf8(void)
     }
 }
 
+/* The inline copy moves exactly n bytes for every length through the
+ * inline sizes and past them, each source and destination alone in a block
+ * of its own size (ASan sees a move past either). */
+static void test_copy_field(void)
+{
+    for (size_t n = 0; n <= FKC_INLINE_COPY_MAX + 20; n++) {
+        uint8_t *src = malloc(n ? n : 1), *dst = malloc(n ? n : 1);
+        if (src == NULL || dst == NULL) {
+            free(src);
+            free(dst);
+            return;
+        }
+        for (size_t i = 0; i < n; i++) {
+            src[i] = (uint8_t)(i * 37 + n);
+            dst[i] = (uint8_t)~src[i];
+        }
+        fkc_copy_field(dst, src, n);
+        CHECK(n == 0 || memcmp(dst, src, n) == 0);
+        free(src);
+        free(dst);
+    }
+}
+
 int main(void)
 {
     test_grow();
     test_utf8();
+    test_copy_field();
     test_cursor();
     test_varint();
     test_crc();

@@ -662,13 +662,13 @@ typedef struct po_value {
     int32_t kind;      /* a scalar's kind; a WRAPPER's wrapped kind */
     int32_t closed;    /* a closed enum's index in the program, else -1 */
     int32_t fast;      /* how po_value_in writes it (PF_*) */
+    int32_t wrapped;   /* a WRAPPER's: how its value is written (PF_*) */
 } po_value;
 
-/* How a value is read and written, decided once per field: the common
- * scalars straight from the wire into a column of known width, the rest
- * through po_scalar or po_message. */
+/* How a value is read and written, decided once per field: each scalar
+ * kind straight from the wire into a column of known width, messages
+ * through po_message. */
 enum {
-    PF_SCALAR,  /* po_scalar: closed enums, and anything not below */
     PF_MESSAGE, /* po_message */
     PF_VAR64,   /* int64, uint64: the varint's bits, 8 bytes */
     PF_VAR32,   /* int32, uint32: the varint's low 32 bits, 4 bytes */
@@ -679,7 +679,8 @@ enum {
     PF_FIXED32, /* float, fixed32, sfixed32: the 4 bytes */
     PF_STRING,
     PF_BYTES,
-    PF_ENUM     /* an open enum: the dictionary index of its number */
+    PF_ENUM,       /* an open enum: the dictionary index of its number (null when none) */
+    PF_CLOSED_ENUM /* the same, once the number is one of the enum's (else the tape's way) */
 };
 
 static int32_t po_fast_of(int32_t op, int32_t kind, int32_t closed)
@@ -711,10 +712,8 @@ static int32_t po_fast_of(int32_t op, int32_t kind, int32_t closed)
         return PF_STRING;
     case FKC_PB_BYTES:
         return PF_BYTES;
-    case FKC_PB_ENUM:
-        return closed < 0 ? PF_ENUM : PF_SCALAR;
-    default:
-        return PF_SCALAR;
+    default: /* FKC_PB_ENUM (the plan check admits no other scalar kind) */
+        return closed < 0 ? PF_ENUM : PF_CLOSED_ENUM;
     }
 }
 
@@ -763,6 +762,7 @@ static int po_compile_value(po_tree *t, const fkc_pb_arrow_plan *p, fkc_tc_set *
     if (v->op == FKC_PA_WRAPPER)
         v->kind = pa_fields(fkc_pb_message(p->code, s[S_REF]))[1];
     v->fast = po_fast_of(v->op, v->kind, v->closed);
+    v->wrapped = v->op == FKC_PA_WRAPPER ? po_fast_of(FKC_PA_VALUE, v->kind, -1) : PF_MESSAGE;
     if (v->op == FKC_PA_STRUCT) {
         v->msg = po_compile_msg(t, p, set, sid);
         return v->msg != NULL;
@@ -868,91 +868,6 @@ static int po_skip(const uint8_t **pp, const uint8_t *end, uint32_t wt)
     }
 }
 
-/* One scalar of `kind` (its own wire type, checked by the caller) from
- * the wire into v's column. */
-static inline __attribute__((always_inline)) int po_scalar(pa_run *r, const po_value *v, int32_t kind,
-                                                             const uint8_t **pp, const uint8_t *end)
-{
-    uint64_t u;
-    int64_t x;
-    switch (FKC_PB_WIRE_OF[kind]) {
-    case 0:
-        if (fkc_pb_read_varint(pp, end, &u) != FKC_PB_VARINT_OK)
-            return 0;
-        x = fkc_pb_norm_varint(kind, u);
-        if (v->closed >= 0 && !fkc_pb_enum_known(r->p->code, v->closed, x))
-            return 0; /* the runtime drops it: the tape path does */
-        break;
-    case 1:
-        if (!fkc_pb_read_fixed(pp, end, 8, &u))
-            return 0;
-        x = fkc_pb_norm_fixed(kind, u);
-        break;
-    case 5:
-        if (!fkc_pb_read_fixed(pp, end, 4, &u))
-            return 0;
-        x = fkc_pb_norm_fixed(kind, u);
-        break;
-    default: {
-        const uint8_t *body, *body_end;
-        if (!po_span(pp, end, &body, &body_end))
-            return 0;
-        if (kind == FKC_PB_STRING && !fkc_utf8_valid(body, (size_t)(body_end - body)))
-            return 0;
-        return fkc_tc_put_bytes(r->s, v->col, body, (size_t)(body_end - body));
-    }
-    }
-    return pa_number(r, v->step, v->col, kind, x);
-}
-
-static int po_row(pa_run *r, const po_msg *m, const uint8_t *p, const uint8_t *end, int32_t depth);
-
-/* A Timestamp or Duration: seconds (1) and nanos (2), each at most once. */
-static int po_time(pa_run *r, const po_value *v, const uint8_t *p, const uint8_t *end)
-{
-    int64_t part[3] = {0, 0, 0};
-    uint32_t seen = 0, num, wt;
-    uint64_t u;
-    while (p < end) {
-        if (!po_tag(&p, end, &num, &wt) || wt != 0 || (num != 1 && num != 2) || (seen & num) ||
-            fkc_pb_read_varint(&p, end, &u) != FKC_PB_VARINT_OK)
-            return 0;
-        seen |= num;
-        part[num] = num == 1 ? (int64_t)u : fkc_pb_norm_varint(FKC_PB_INT32, u);
-    }
-    int64_t ns;
-    return pa_time_ns(v->op, part[1], part[2], &ns) && fkc_tc_put_fixed(r->s, v->col, &ns);
-}
-
-/* A wrapper: its value (1) at most once; none is the default. */
-static int po_wrapper(pa_run *r, const po_value *v, const uint8_t *p, const uint8_t *end)
-{
-    uint32_t num, wt;
-    if (p == end)
-        return pa_scalar(r, v->step, v->col, v->kind, -1);
-    if (!po_tag(&p, end, &num, &wt) || num != 1 || wt != FKC_PB_WIRE_OF[v->kind] ||
-        !po_scalar(r, v, v->kind, &p, end))
-        return 0;
-    return p == end;
-}
-
-/* A message value (wire type 2, checked by the caller). */
-static int po_message(pa_run *r, const po_value *v, const uint8_t **pp, const uint8_t *end, int32_t depth)
-{
-    const uint8_t *body, *body_end;
-    if (depth + 1 > r->max_depth || !po_span(pp, end, &body, &body_end))
-        return 0;
-    switch (v->op) {
-    case FKC_PA_STRUCT:
-        return po_row(r, v->msg, body, body_end, depth + 1);
-    case FKC_PA_TIMESTAMP:
-    case FKC_PA_DURATION:
-        return po_time(r, v, body, body_end);
-    default:
-        return po_wrapper(r, v, body, body_end);
-    }
-}
-
 /* A fixed-width row of a column whose width is `width` (a constant where
  * this is inlined: one store). */
 static inline __attribute__((always_inline)) int po_put(pa_run *r, fkc_tc_col *c, const void *value, size_t width)
@@ -964,12 +879,13 @@ static inline __attribute__((always_inline)) int po_put(pa_run *r, fkc_tc_col *c
     return 1;
 }
 
-/* One occurrence of a field's value (its wire type checked by the caller). */
-static inline __attribute__((always_inline)) int po_value_in(pa_run *r, const po_value *v, const uint8_t **pp,
-                                                               const uint8_t *end, int32_t depth)
+/* One scalar from the wire (its wire type checked by the caller) into v's
+ * column, the way `fast` says. */
+static inline __attribute__((always_inline)) int po_scalar(pa_run *r, const po_value *v, int32_t fast,
+                                                             const uint8_t **pp, const uint8_t *end)
 {
     uint64_t u;
-    switch (v->fast) {
+    switch (fast) {
     case PF_VAR64:
         return fkc_pb_read_varint(pp, end, &u) == FKC_PB_VARINT_OK && po_put(r, v->col, &u, 8);
     case PF_VAR32: {
@@ -1006,24 +922,80 @@ static inline __attribute__((always_inline)) int po_value_in(pa_run *r, const po
         if (!po_span(pp, end, &body, &body_end))
             return 0;
         size_t n = (size_t)(body_end - body);
-        if (v->fast == PF_STRING && !fkc_utf8_valid(body, n))
+        if (fast == PF_STRING && !fkc_utf8_valid(body, n))
             return 0;
         return fkc_tc_put_bytes(r->s, v->col, body, n);
     }
-    case PF_ENUM: {
+    default: { /* PF_ENUM, PF_CLOSED_ENUM */
         if (fkc_pb_read_varint(pp, end, &u) != FKC_PB_VARINT_OK)
             return 0;
-        int64_t i = pa_enum_index(v->step, fkc_pb_norm_varint(FKC_PB_ENUM, u));
+        int64_t x = fkc_pb_norm_varint(FKC_PB_ENUM, u);
+        if (fast == PF_CLOSED_ENUM && !fkc_pb_enum_known(r->p->code, v->closed, x))
+            return 0; /* the runtime drops it: the tape's way does */
+        int64_t i = pa_enum_index(v->step, x);
         if (i < 0) /* an open enum's number it does not name */
             return fkc_tc_fill(r->s, v->col);
         int32_t index = (int32_t)i;
         return po_put(r, v->col, &index, 4);
     }
-    case PF_MESSAGE:
-        return po_message(r, v, pp, end, depth);
-    default:
-        return po_scalar(r, v, v->kind, pp, end);
     }
+}
+
+static int po_row(pa_run *r, const po_msg *m, const uint8_t *p, const uint8_t *end, int32_t depth);
+
+/* A Timestamp or Duration: seconds (1) and nanos (2), each at most once. */
+static int po_time(pa_run *r, const po_value *v, const uint8_t *p, const uint8_t *end)
+{
+    int64_t part[3] = {0, 0, 0};
+    uint32_t seen = 0, num, wt;
+    uint64_t u;
+    while (p < end) {
+        if (!po_tag(&p, end, &num, &wt) || wt != 0 || (num != 1 && num != 2) || (seen & num) ||
+            fkc_pb_read_varint(&p, end, &u) != FKC_PB_VARINT_OK)
+            return 0;
+        seen |= num;
+        part[num] = num == 1 ? (int64_t)u : fkc_pb_norm_varint(FKC_PB_INT32, u);
+    }
+    int64_t ns;
+    return pa_time_ns(v->op, part[1], part[2], &ns) && fkc_tc_put_fixed(r->s, v->col, &ns);
+}
+
+/* A wrapper: its value (1) at most once; none is the default. */
+static int po_wrapper(pa_run *r, const po_value *v, const uint8_t *p, const uint8_t *end)
+{
+    uint32_t num, wt;
+    if (p == end)
+        return pa_scalar(r, v->step, v->col, v->kind, -1);
+    if (!po_tag(&p, end, &num, &wt) || num != 1 || wt != FKC_PB_WIRE_OF[v->kind] ||
+        !po_scalar(r, v, v->wrapped, &p, end))
+        return 0;
+    return p == end;
+}
+
+/* A message value (wire type 2, checked by the caller). */
+static int po_message(pa_run *r, const po_value *v, const uint8_t **pp, const uint8_t *end, int32_t depth)
+{
+    const uint8_t *body, *body_end;
+    if (depth + 1 > r->max_depth || !po_span(pp, end, &body, &body_end))
+        return 0;
+    switch (v->op) {
+    case FKC_PA_STRUCT:
+        return po_row(r, v->msg, body, body_end, depth + 1);
+    case FKC_PA_TIMESTAMP:
+    case FKC_PA_DURATION:
+        return po_time(r, v, body, body_end);
+    default:
+        return po_wrapper(r, v, body, body_end);
+    }
+}
+
+/* One occurrence of a field's value (its wire type checked by the caller). */
+static inline __attribute__((always_inline)) int po_value_in(pa_run *r, const po_value *v, const uint8_t **pp,
+                                                               const uint8_t *end, int32_t depth)
+{
+    if (v->fast == PF_MESSAGE)
+        return po_message(r, v, pp, end, depth);
+    return po_scalar(r, v, v->fast, pp, end);
 }
 
 /* Past the occurrence that ends at *pp: 1 with its wire type when the

@@ -26,14 +26,23 @@ Emit = Callable[..., None]
 
 def read_events(path: str) -> list[dict[str, Any]]:
     """The events a worker has written to `path` so far (complete lines
-    only: the worker may be in the middle of one); [] before it starts."""
+    only: the worker may be in the middle of one); [] before it starts.
+
+    A read racing the worker's append can also see the new bytes as zeros
+    (seen once here: a line of NULs and the newline, which broke a whole
+    report run), so the first line that is not JSON ends what is read this
+    time, as an unfinished one does; the next read sees it whole."""
     events: list[dict[str, Any]] = []
     if not os.path.exists(path):
         return events
     with open(path) as f:
         for line in f:
-            if line.endswith("\n"):
+            if not line.endswith("\n"):
+                break
+            try:
                 events.append(json.loads(line))
+            except ValueError:
+                break
     return events
 
 

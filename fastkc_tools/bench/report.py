@@ -15,7 +15,8 @@ reported as FAILED with its error and the others still run; the exit status
 is then 1.
 
 The full run (no --quick) writes into benchmarks/results/, where README's
-figures come from; it takes hours and wants a quiet machine. --quick runs
+figures come from; it wants a quiet machine and took 29 minutes on the
+2-core machine (2026-11-29, every section). --quick runs
 every broker-side section on tiny datasets, one round, into
 build/bench-report/ (the committed results stay as they are): what
 tests/integration/test_bench_quick.py runs, and benchmarks/test_report_quick.py

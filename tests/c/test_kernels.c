@@ -448,6 +448,7 @@ static void test_utf8(void)
                 {"\xc0\xaf", 2, 0},     {"\x7f", 1, 1}};
     for (size_t len = 0; len <= 40; len++) {
         uint8_t *p = malloc(len ? len : 1);
+        CHECK(p != NULL);
         if (p == NULL)
             return;
         memset(p, 'a', len);
@@ -474,6 +475,7 @@ static void test_copy_field(void)
 {
     for (size_t n = 0; n <= FKC_INLINE_COPY_MAX + 20; n++) {
         uint8_t *src = malloc(n ? n : 1), *dst = malloc(n ? n : 1);
+        CHECK(src != NULL && dst != NULL);
         if (src == NULL || dst == NULL) {
             free(src);
             free(dst);
